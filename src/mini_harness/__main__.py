@@ -1,0 +1,3 @@
+from mini_harness.cli import main
+
+main()

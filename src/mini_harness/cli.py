@@ -1,0 +1,229 @@
+"""The command line: the one place that wires runtime, transcripts, replay and tools together."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from mini_harness._version import __version__
+
+PREFIX = "[mini-harness]"
+EXPORT_FORMATS = ("json", "mcp", "openai", "anthropic")
+
+
+def info(message: str) -> None:
+    click.echo(f"{PREFIX} {message}")
+
+
+def error(message: str) -> None:
+    click.echo(f"{PREFIX} Error: {message}", err=True)
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """Print an error line and exit with `code` (1: the work failed, 2: usage)."""
+    error(message)
+    raise click.exceptions.Exit(code)
+
+
+class BadUsage(click.UsageError):
+    """A usage error whose message says all there is to say (no `--help` hint)."""
+
+
+class HarnessGroup(click.Group):
+    """A group whose errors read `[mini-harness] Error: ...`, never a traceback."""
+
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        from mini_harness.errors import MiniHarnessError
+
+        try:
+            code = super().main(
+                args, prog_name or "mini-harness", complete_var, standalone_mode=False, **extra
+            )
+        except click.UsageError as exc:
+            error(exc.format_message())
+            if not isinstance(exc, BadUsage):
+                hint = exc.ctx.command_path if exc.ctx else "mini-harness"
+                click.echo(f"{PREFIX} Try '{hint} --help' for help.", err=True)
+            code = 2
+        except click.ClickException as exc:
+            error(exc.format_message())
+            code = exc.exit_code
+        except click.Abort:
+            error("interrupted")
+            code = 130
+        except MiniHarnessError as exc:
+            error(exc.message)
+            code = 2
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+@click.group(
+    cls=HarnessGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.option("--tool", metavar="NAME", help="Dispatch this tool once (see `mini-harness tools`).")
+@click.option(
+    "--tool-input",
+    metavar="JSON",
+    help="The tool's input as a JSON object. Without it the input is {}.",
+)
+@click.option(
+    "--context-report",
+    is_flag=True,
+    help="After the result, print the Context Explorer report (estimated tokens per part).",
+)
+@click.option(
+    "--log",
+    "--transcript",
+    "log",
+    metavar="PATH",
+    type=click.Path(dir_okay=False),
+    help="Append this run's events to a JSONL transcript (created if missing).",
+)
+@click.version_option(__version__, "--version", prog_name="mini-harness")
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    tool: str | None,
+    tool_input: str | None,
+    context_report: bool,
+    log: str | None,
+) -> None:
+    """An event-sourced tool runtime for coding agents.
+
+    Dispatch one tool with validated input, print its result, and record every call in an
+    append-only JSONL transcript:
+
+    \b
+      mini-harness --tool echo --tool-input '{"text":"hello"}' --log t.jsonl
+
+    Exit codes: 0 success; 1 the tool failed; 2 usage errors (bad flags, --tool-input that
+    is not JSON, a transcript that cannot be used).
+    """
+    if ctx.invoked_subcommand is not None:
+        given = [
+            flag
+            for flag, value in (
+                ("--tool", tool),
+                ("--tool-input", tool_input),
+                ("--context-report", context_report),
+                ("--log", log),
+            )
+            if value
+        ]
+        if given:
+            raise click.UsageError(
+                f"{', '.join(given)} cannot be combined with `{ctx.invoked_subcommand}`"
+            )
+        return
+    if tool is None:
+        for flag, value in (
+            ("--tool-input", tool_input),
+            ("--context-report", context_report),
+            ("--log", log),
+        ):
+            if value:
+                raise click.UsageError(f"{flag} needs --tool NAME")
+        click.echo(ctx.get_help())
+        return
+    run_dispatch(tool, tool_input, context_report=context_report, log=log)
+
+
+def parse_tool_input(raw: str | None) -> Any:
+    import orjson
+
+    if raw is None:
+        return {}
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise BadUsage("--tool-input must be valid JSON") from None
+
+
+def run_dispatch(
+    tool: str, raw_input: str | None, *, context_report: bool, log: str | None
+) -> None:
+    import orjson
+
+    from mini_harness.errors import ToolCallError
+    from mini_harness.runtime import (
+        EventSink,
+        NullSink,
+        ToolRuntime,
+        dispatch_context,
+        render_context_report,
+    )
+    from mini_harness.tools import default_registry
+
+    tool_input = parse_tool_input(raw_input)
+    registry = default_registry()
+    sink: EventSink
+    if log is not None:
+        from mini_harness.transcripts import JsonlTranscript
+
+        sink = JsonlTranscript(log)
+    else:
+        sink = NullSink()
+    runtime = ToolRuntime(registry, sink)
+    try:
+        result = runtime.dispatch(tool, tool_input)
+    except ToolCallError as exc:
+        fail(exc.message, 1)
+    finally:
+        close = getattr(sink, "close", None)
+        if close is not None:
+            close()
+    shown = result.display_json()
+    info(f"Task: Dispatch tool: {tool}")
+    info("Model provider: none")
+    info("Manual tool dispatch completed.")
+    info(f"Tool result: {orjson.dumps(shown).decode()}")
+    if log is not None:
+        info(f"Transcript: {log} (run {runtime.run_id})")
+    if context_report:
+        click.echo("")
+        click.echo(render_context_report(dispatch_context(runtime.tools_snapshot, shown)), nl=False)
+
+
+@cli.command("tools")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(EXPORT_FORMATS),
+    default="json",
+    show_default=True,
+    help="json: mini-harness definitions; mcp: a tools/list result; openai / anthropic: "
+    "the `tools` array of those APIs.",
+)
+def tools_command(fmt: str) -> None:
+    """Print the tool definitions (never the handlers) in one ecosystem's shape."""
+    from mini_harness.runtime.context import pretty_json
+    from mini_harness.tools import default_registry
+
+    definitions = default_registry().list()
+    payload: Any
+    if fmt == "json":
+        payload = [d.to_json() for d in definitions]
+    elif fmt == "mcp":
+        payload = {"tools": [d.to_mcp() for d in definitions]}
+    elif fmt == "openai":
+        payload = [d.to_openai() for d in definitions]
+    else:
+        payload = [d.to_anthropic() for d in definitions]
+    click.echo(pretty_json(payload))
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,139 @@
+"""The error hierarchy: everything mini-harness raises on purpose derives from MiniHarnessError."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mini_harness.runtime.validation import Violation
+
+
+class MiniHarnessError(Exception):
+    """Root of every error mini-harness raises on purpose."""
+
+    message: str
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# --- registration -----------------------------------------------------------
+
+
+class RegistrationError(MiniHarnessError):
+    """A tool could not be registered; `tool` names it."""
+
+    def __init__(self, tool: str, message: str) -> None:
+        super().__init__(message)
+        self.tool = tool
+
+
+class DuplicateToolError(RegistrationError):
+    """A tool with the same name is already registered."""
+
+
+class InvalidToolNameError(RegistrationError):
+    """The name is outside ^[a-zA-Z0-9_-]{1,64}$."""
+
+
+class InvalidSchemaError(RegistrationError):
+    """The input schema is not a valid JSON Schema with an object root."""
+
+
+# --- dispatch ---------------------------------------------------------------
+
+
+class ToolCallError(MiniHarnessError):
+    """A dispatch ended in ToolFailed; the failure was recorded before this was raised."""
+
+    kind: str = "handler_error"
+
+    def __init__(self, tool: str, message: str, *, call_id: str | None = None) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.call_id = call_id
+
+
+class UnknownToolError(ToolCallError):
+    """No tool of that name is registered."""
+
+    kind = "unknown_tool"
+
+
+class InvalidInputError(ToolCallError):
+    """The input does not match the tool's schema; `violations` lists every problem."""
+
+    kind = "invalid_input"
+
+    def __init__(
+        self,
+        tool: str,
+        message: str,
+        *,
+        path: str,
+        violations: Sequence[Violation] = (),
+        call_id: str | None = None,
+    ) -> None:
+        super().__init__(tool, message, call_id=call_id)
+        self.path = path
+        self.violations = tuple(violations)
+
+
+class ToolHandlerError(ToolCallError):
+    """The handler raised; `error_type` is the exception's class name."""
+
+    kind = "handler_error"
+
+    def __init__(
+        self, tool: str, message: str, *, error_type: str, call_id: str | None = None
+    ) -> None:
+        super().__init__(tool, message, call_id=call_id)
+        self.error_type = error_type
+
+
+class ToolTimeoutError(ToolCallError):
+    """The handler did not finish within the tool's timeout."""
+
+    kind = "timeout"
+
+
+class ToolCancelledError(ToolCallError):
+    """The call was cancelled (task cancellation or Ctrl-C) before the handler finished."""
+
+    kind = "cancelled"
+
+
+class InvalidOutputError(ToolCallError):
+    """The handler returned something that is not a JSON value."""
+
+    kind = "invalid_output"
+
+
+# --- transcripts ------------------------------------------------------------
+
+
+class TranscriptError(MiniHarnessError):
+    """A transcript could not be read or written."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class TranscriptCorruptError(TranscriptError):
+    """A line in the middle of a transcript cannot be decoded; good lines follow it."""
+
+    def __init__(self, path: str, message: str, *, line: int, offset: int) -> None:
+        super().__init__(path, message)
+        self.line = line
+        self.offset = offset
+
+
+class TranscriptFormatError(TranscriptError):
+    """The file is not a mini-harness transcript, or is of a format version we cannot read."""
+
+
+class TranscriptWriteError(TranscriptError):
+    """Appending failed; the log was cut back to its last whole line, or marked unusable."""

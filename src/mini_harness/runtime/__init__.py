@@ -1,0 +1,67 @@
+"""The runtime layer: definitions, registry, validation, dispatch and events. No log I/O here."""
+
+from __future__ import annotations
+
+from mini_harness.runtime.context import (
+    ContextPart,
+    dispatch_context,
+    estimate_tokens,
+    render_context_report,
+)
+from mini_harness.runtime.definitions import TOOL_NAME_PATTERN, ToolAnnotations, ToolDefinition
+from mini_harness.runtime.dispatch import ToolResult, ToolRuntime
+from mini_harness.runtime.events import (
+    ERROR_KINDS,
+    FORMAT_VERSION,
+    TRANSCRIPT_FORMAT,
+    Event,
+    EventSink,
+    MemorySink,
+    NullSink,
+    Recorded,
+    RunStarted,
+    TerminalEvent,
+    ToolCalled,
+    ToolError,
+    ToolFailed,
+    ToolSucceeded,
+    TranscriptStarted,
+    UnknownEvent,
+    event_type,
+)
+from mini_harness.runtime.registry import Handler, RegisteredTool, ToolRegistry
+from mini_harness.runtime.validation import InputValidator, Violation
+
+__all__ = [
+    "ERROR_KINDS",
+    "FORMAT_VERSION",
+    "TOOL_NAME_PATTERN",
+    "TRANSCRIPT_FORMAT",
+    "ContextPart",
+    "Event",
+    "EventSink",
+    "Handler",
+    "InputValidator",
+    "MemorySink",
+    "NullSink",
+    "Recorded",
+    "RegisteredTool",
+    "RunStarted",
+    "TerminalEvent",
+    "ToolAnnotations",
+    "ToolCalled",
+    "ToolDefinition",
+    "ToolError",
+    "ToolFailed",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolRuntime",
+    "ToolSucceeded",
+    "TranscriptStarted",
+    "UnknownEvent",
+    "Violation",
+    "dispatch_context",
+    "estimate_tokens",
+    "event_type",
+    "render_context_report",
+]

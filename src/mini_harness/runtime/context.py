@@ -1,0 +1,52 @@
+"""The Context Explorer report: how much of a model's context each part would take."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import attrs
+import orjson
+
+from mini_harness.runtime.jsonvalue import JsonValue
+
+LABEL_WIDTH = 22
+
+
+def estimate_tokens(text: str) -> int:
+    """ceil(characters / 4); at least 1 for non-empty text."""
+    return math.ceil(len(text) / 4) if text else 0
+
+
+def pretty_json(value: JsonValue) -> str:
+    """JSON indented by two spaces, as a model would be shown it."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+
+
+@attrs.frozen
+class ContextPart:
+    label: str
+    text: str
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.text)
+
+
+def dispatch_context(tools: Sequence[JsonValue], result: JsonValue) -> list[ContextPart]:
+    """The parts of a manual tool dispatch: the tool list and the tool result."""
+    return [
+        ContextPart("Tool definitions", pretty_json(list(tools))),
+        ContextPart("Tool result", pretty_json(result)),
+    ]
+
+
+def render_context_report(parts: Sequence[ContextPart]) -> str:
+    """`Context Explorer`, a blank line, one row per part, then `Total`; ends with a newline."""
+    lines = ["Context Explorer", ""]
+    total = 0
+    for part in parts:
+        lines.append(f"{part.label:<{LABEL_WIDTH}} ~{part.tokens:,} tokens")
+        total += part.tokens
+    lines.append(f"{'Total':<{LABEL_WIDTH}} ~{total:,} tokens")
+    return "\n".join(lines) + "\n"

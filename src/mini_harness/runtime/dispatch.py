@@ -1,0 +1,312 @@
+"""Dispatch: look up, validate, run, and record every call as events."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import attrs
+
+from mini_harness._version import __version__
+from mini_harness.errors import (
+    InvalidInputError,
+    InvalidOutputError,
+    ToolCallError,
+    ToolCancelledError,
+    ToolHandlerError,
+    ToolTimeoutError,
+    UnknownToolError,
+)
+from mini_harness.runtime.events import (
+    EventSink,
+    NullSink,
+    RunStarted,
+    ToolCalled,
+    ToolError,
+    ToolFailed,
+    ToolSucceeded,
+    new_id,
+    utc_timestamp,
+)
+from mini_harness.runtime.jsonvalue import JsonObject, JsonValue, NotJsonError, check_json
+from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
+
+
+@attrs.frozen
+class ToolResult:
+    """What a successful dispatch returns (the reference's shape, plus the call id)."""
+
+    name: str
+    input: JsonValue
+    output: JsonValue
+    duration_ms: float
+    call_id: str
+
+    def to_json(self) -> JsonObject:
+        """`{"name", "input", "output", "durationMs"}` with durationMs as recorded."""
+        return {
+            "name": self.name,
+            "input": self.input,
+            "output": self.output,
+            "durationMs": self.duration_ms,
+        }
+
+    def display_json(self) -> JsonObject:
+        """As the CLI shows it: durationMs rounded half-up to whole milliseconds."""
+        return {**self.to_json(), "durationMs": round_half_up(self.duration_ms)}
+
+
+def round_half_up(value: float) -> int:
+    return math.floor(value + 0.5)
+
+
+def _elapsed_ms(start_ns: int, end_ns: int) -> float:
+    return round((end_ns - start_ns) / 1_000_000, 3)
+
+
+class ToolRuntime:
+    """One run: dispatches against a registry and emits events to a sink.
+
+    The first dispatch (or `start()`) emits `RunStarted` with the registry's definitions.
+    Every dispatch emits `ToolCalled` and then exactly one terminal event; on failure the
+    matching ToolCallError subclass is raised after the failure was recorded.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        sink: EventSink | None = None,
+        *,
+        run_id: str | None = None,
+        timestamp: Callable[[], str] = utc_timestamp,
+        monotonic_ns: Callable[[], int] = time.perf_counter_ns,
+    ) -> None:
+        self.registry = registry
+        self.sink: EventSink = sink if sink is not None else NullSink()
+        self.run_id = run_id or new_id()
+        self._timestamp = timestamp
+        self._monotonic_ns = monotonic_ns
+        self._started = False
+        self._calls = 0
+        self._lock = threading.Lock()
+        self.tools_snapshot: tuple[JsonObject, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"<ToolRuntime(run_id={self.run_id!r}, calls={self._calls})>"
+
+    def start(self) -> None:
+        """Emit RunStarted (once); dispatch calls this for you."""
+        with self._lock:
+            if self._started:
+                return
+            self.tools_snapshot = tuple(self.registry.definitions_json())
+            self.sink.emit(
+                RunStarted(
+                    ts=self._timestamp(),
+                    run_id=self.run_id,
+                    harness=__version__,
+                    tools=self.tools_snapshot,
+                )
+            )
+            self._started = True
+
+    # --- the two halves every dispatch shares ---------------------------------
+
+    def _begin(self, name: str, tool_input: object) -> tuple[str, RegisteredTool, int]:
+        """Record ToolCalled, then look up and validate; raise (recorded) on failure."""
+        if not self._started:
+            self.start()
+        with self._lock:
+            self._calls += 1
+            call_id = f"{self.run_id[:12]}-{self._calls}"
+        try:
+            check_json(tool_input)
+            recorded_input: JsonValue = tool_input
+            input_problem = None
+        except NotJsonError as exc:
+            recorded_input = repr(tool_input)
+            input_problem = str(exc)
+        self.sink.emit(
+            ToolCalled(
+                ts=self._timestamp(),
+                run_id=self.run_id,
+                call_id=call_id,
+                name=name,
+                input=recorded_input,
+            )
+        )
+        start = self._monotonic_ns()
+        tool = self.registry.get(name)
+        if tool is None:
+            self._fail(call_id, name, start, UnknownToolError(name, f"Unknown tool: {name}"))
+        if input_problem is not None:
+            message = f"Invalid input for {name}: not a JSON value ({input_problem})"
+            self._fail(call_id, name, start, InvalidInputError(name, message, path=name))
+        violations = tool.validator.check(tool_input)
+        if violations:
+            first = violations[0]
+            error = InvalidInputError(
+                name, first.full_message, path=first.path, violations=violations
+            )
+            self._fail(call_id, name, start, error)
+        return call_id, tool, start
+
+    def _succeed(
+        self, call_id: str, name: str, tool_input: JsonValue, start: int, output: object
+    ) -> ToolResult:
+        try:
+            check_json(output)
+        except NotJsonError as exc:
+            message = f"Tool {name} returned a value that is not JSON: {exc}"
+            self._fail(call_id, name, start, InvalidOutputError(name, message))
+        duration = _elapsed_ms(start, self._monotonic_ns())
+        self.sink.emit(
+            ToolSucceeded(
+                ts=self._timestamp(),
+                run_id=self.run_id,
+                call_id=call_id,
+                name=name,
+                output=output,
+                duration_ms=duration,
+            )
+        )
+        return ToolResult(name, tool_input, output, duration, call_id)
+
+    def _fail(self, call_id: str, name: str, start: int, error: ToolCallError) -> NoReturn:
+        """Record ToolFailed for `error`, then raise it."""
+        self._record_failure(call_id, name, start, error)
+        raise error
+
+    def _record_failure(self, call_id: str, name: str, start: int, error: ToolCallError) -> None:
+        duration = _elapsed_ms(start, self._monotonic_ns())
+        error.call_id = call_id
+        detail = ToolError(kind=error.kind, message=error.message)
+        if isinstance(error, InvalidInputError):
+            detail = attrs.evolve(
+                detail,
+                path=error.path,
+                violations=tuple(v.to_json() for v in error.violations) or None,
+            )
+        elif isinstance(error, ToolHandlerError):
+            detail = attrs.evolve(detail, type=error.error_type)
+        self.sink.emit(
+            ToolFailed(
+                ts=self._timestamp(),
+                run_id=self.run_id,
+                call_id=call_id,
+                name=name,
+                error=detail,
+                duration_ms=duration,
+            )
+        )
+
+    def _handler_failed(self, name: str, exc: BaseException) -> ToolHandlerError:
+        text = str(exc)
+        kind = type(exc).__name__
+        message = f"Tool {name} failed: {kind}: {text}" if text else f"Tool {name} failed: {kind}"
+        return ToolHandlerError(name, message, error_type=kind)
+
+    def _timed_out(self, name: str, timeout: float) -> ToolTimeoutError:
+        return ToolTimeoutError(name, f"Tool {name} timed out after {timeout:g} s")
+
+    # --- sync -----------------------------------------------------------------
+
+    def dispatch(self, name: str, tool_input: JsonValue) -> ToolResult:
+        """Dispatch one call and wait for it; raise a ToolCallError subclass if it failed."""
+        call_id, tool, start = self._begin(name, tool_input)
+        try:
+            output = self._run_sync(tool, tool_input)
+        except _Timeout:
+            self._fail(call_id, name, start, self._timed_out(name, tool.timeout or 0))
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            cancelled = ToolCancelledError(name, f"Tool {name} cancelled")
+            self._record_failure(call_id, name, start, cancelled)
+            raise
+        except Exception as exc:  # the handler's own failure, whatever it is
+            self._fail(call_id, name, start, self._handler_failed(name, exc))
+        return self._succeed(call_id, name, tool_input, start, output)
+
+    def _run_sync(self, tool: RegisteredTool, tool_input: JsonValue) -> object:
+        if tool.timeout is None and not tool.is_async:
+            output = tool.handler(tool_input)
+            if inspect.isawaitable(output):
+                return _run_coroutine(output, None)
+            return output
+        if tool.is_async:
+            return _run_coroutine(tool.handler(tool_input), tool.timeout)
+        return _call_in_thread(tool.handler, tool_input, tool.timeout)
+
+    # --- async ----------------------------------------------------------------
+
+    async def dispatch_async(self, name: str, tool_input: JsonValue) -> ToolResult:
+        """Dispatch from inside an event loop; sync handlers with a timeout run in a thread."""
+        call_id, tool, start = self._begin(name, tool_input)
+        try:
+            output = await self._run_async(tool, tool_input)
+        except TimeoutError:
+            self._fail(call_id, name, start, self._timed_out(name, tool.timeout or 0))
+        except asyncio.CancelledError:
+            cancelled = ToolCancelledError(name, f"Tool {name} cancelled")
+            self._record_failure(call_id, name, start, cancelled)
+            raise
+        except Exception as exc:
+            self._fail(call_id, name, start, self._handler_failed(name, exc))
+        return self._succeed(call_id, name, tool_input, start, output)
+
+    async def _run_async(self, tool: RegisteredTool, tool_input: JsonValue) -> object:
+        if tool.is_async:
+            return await asyncio.wait_for(tool.handler(tool_input), tool.timeout)
+        if tool.timeout is None:
+            output = tool.handler(tool_input)
+            if inspect.isawaitable(output):
+                return await output
+            return output
+        return await asyncio.wait_for(asyncio.to_thread(tool.handler, tool_input), tool.timeout)
+
+
+class _Timeout(Exception):
+    """Internal: a sync-dispatched handler ran past its timeout."""
+
+
+def _run_coroutine(awaitable: Any, timeout: float | None) -> object:
+    async def runner() -> object:
+        try:
+            return await asyncio.wait_for(awaitable, timeout)
+        except TimeoutError:
+            raise _Timeout from None
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(runner())
+    # Called from inside a running loop: run the coroutine on a loop of its own.
+    return _call_in_thread(lambda _: asyncio.run(runner()), None, None)
+
+
+def _call_in_thread(func: Callable[[Any], Any], arg: object, timeout: float | None) -> object:
+    """Run func(arg) in a daemon thread; raise _Timeout if it does not finish in time.
+
+    A thread cannot be killed: a timed-out handler keeps running in the background, but
+    its result is discarded and the call is recorded as timed out.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = func(arg)
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="mini-harness-tool", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise _Timeout
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")

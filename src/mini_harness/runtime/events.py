@@ -1,0 +1,188 @@
+"""Events: what dispatch records. Plain values; the transcript layer gives them `seq` and `prev`."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from typing import Protocol, TypeAlias
+
+import attrs
+
+from mini_harness.runtime.jsonvalue import JsonObject, JsonValue
+
+TRANSCRIPT_FORMAT = "mini-harness.transcript"
+FORMAT_VERSION = 1
+
+ERROR_KINDS = frozenset(
+    {
+        "unknown_tool",
+        "invalid_input",
+        "handler_error",
+        "timeout",
+        "cancelled",
+        "invalid_output",
+        "interrupted",
+    }
+)
+
+
+@attrs.frozen
+class ToolError:
+    """Why a call failed: `kind` is one of ERROR_KINDS, `message` is what a person reads."""
+
+    kind: str
+    message: str
+    path: str | None = None
+    type: str | None = None
+    violations: tuple[JsonObject, ...] | None = None
+
+
+@attrs.frozen
+class TranscriptStarted:
+    """The first line of every transcript file."""
+
+    ts: str
+    format: str = attrs.field(default=TRANSCRIPT_FORMAT, kw_only=True)
+    version: int = attrs.field(default=FORMAT_VERSION, kw_only=True)
+    transcript_id: str = attrs.field(kw_only=True)
+
+
+@attrs.frozen
+class RunStarted:
+    """One run (a CLI invocation, an API session) begins; `tools` snapshots the definitions."""
+
+    ts: str
+    run_id: str
+    harness: str
+    tools: tuple[JsonObject, ...]
+
+
+@attrs.frozen
+class ToolCalled:
+    """A dispatch began; recorded before validation and before the handler runs."""
+
+    ts: str
+    run_id: str
+    call_id: str
+    name: str
+    input: JsonValue
+
+
+@attrs.frozen
+class ToolSucceeded:
+    """A dispatch ended with a JSON output."""
+
+    ts: str
+    run_id: str
+    call_id: str
+    name: str
+    output: JsonValue
+    duration_ms: float
+
+
+@attrs.frozen
+class ToolFailed:
+    """A dispatch ended without an output; `error.kind` says why."""
+
+    ts: str
+    run_id: str
+    call_id: str
+    name: str
+    error: ToolError
+    duration_ms: float
+
+
+@attrs.frozen
+class UnknownEvent:
+    """An event of a type this version does not know (same major format): kept, not fatal."""
+
+    type: str
+    ts: str
+    data: JsonObject
+
+
+Event: TypeAlias = (
+    TranscriptStarted | RunStarted | ToolCalled | ToolSucceeded | ToolFailed | UnknownEvent
+)
+TerminalEvent: TypeAlias = ToolSucceeded | ToolFailed
+KNOWN_EVENT_TYPES: tuple[type, ...] = (
+    TranscriptStarted,
+    RunStarted,
+    ToolCalled,
+    ToolSucceeded,
+    ToolFailed,
+)
+
+
+def event_type(event: Event) -> str:
+    """The wire name of an event (its class name, or the recorded name of an unknown one)."""
+    return event.type if isinstance(event, UnknownEvent) else type(event).__name__
+
+
+# --- ids and clocks ----------------------------------------------------------
+
+_ts_second = -1
+_ts_prefix = ""
+
+
+def utc_timestamp() -> str:
+    """UTC now as ISO 8601 with microseconds and Z, e.g. 2026-01-02T03:04:05.123456Z."""
+    global _ts_second, _ts_prefix  # noqa: PLW0603 - a one-entry cache of the formatted second
+    micros = time.time_ns() // 1000
+    second, micro = divmod(micros, 1_000_000)
+    if second != _ts_second:
+        _ts_prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _ts_second = second
+    return f"{_ts_prefix}.{micro:06d}Z"
+
+
+def new_id() -> str:
+    """A random 128-bit id as 32 hex digits."""
+    return os.urandom(16).hex()
+
+
+class EventSink(Protocol):
+    """Where dispatch sends events. Emitting must be durable per the sink's own policy."""
+
+    def emit(self, event: Event) -> None: ...
+
+
+@attrs.frozen
+class Recorded:
+    """An event with the position its sink gave it."""
+
+    seq: int
+    event: Event
+
+
+@attrs.define
+class MemorySink:
+    """Keeps events in a list; numbers them like a transcript file does, header included."""
+
+    transcript_id: str = attrs.field(factory=new_id)
+    _records: list[Recorded] = attrs.field(factory=list, repr=False)
+
+    def emit(self, event: Event) -> None:
+        if not self._records and not isinstance(event, TranscriptStarted):
+            header = TranscriptStarted(ts=utc_timestamp(), transcript_id=self.transcript_id)
+            self._records.append(Recorded(0, header))
+        self._records.append(Recorded(len(self._records), event))
+
+    def __iter__(self) -> Iterator[Recorded]:
+        return iter(list(self._records))
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    @property
+    def events(self) -> list[Event]:
+        """The events emitted so far, header included, in order."""
+        return [r.event for r in self._records]
+
+
+class NullSink:
+    """Discards events: dispatch without a log."""
+
+    def emit(self, event: Event) -> None:
+        return None

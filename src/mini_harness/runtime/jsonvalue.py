@@ -1,0 +1,73 @@
+"""JSON values: the only things that cross the wire, checked strictly."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypeAlias
+
+import orjson
+
+JsonValue: TypeAlias = Any
+JsonObject: TypeAlias = dict[str, Any]
+
+# Refuse everything orjson would otherwise turn into JSON on its own (dataclasses,
+# datetimes, subclasses): a tool's output must already be plain JSON.
+_STRICT = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+
+
+class NotJsonError(ValueError):
+    """The value is not a JSON value; the message says where and why."""
+
+
+def _refuse(obj: object) -> None:
+    raise TypeError(f"{type(obj).__name__} is not JSON")
+
+
+def check_json(value: object) -> bytes:
+    """Return the compact JSON encoding of `value`, or raise NotJsonError saying why not.
+
+    orjson writes NaN and Infinity as null; null in the encoding is therefore checked by
+    a walk, which is rare enough to keep the common path one C call.
+    """
+    try:
+        encoded = orjson.dumps(value, default=_refuse, option=_STRICT)
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        raise NotJsonError(_describe(value, "$") or str(exc)) from None
+    if b"null" in encoded:
+        where = _describe(value, "$")
+        if where:
+            raise NotJsonError(where)
+    return encoded
+
+
+def _describe(value: object, path: str) -> str | None:
+    """Find the first non-JSON part of `value` and say what it is, or None."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{path}: string with a lone surrogate"
+        return None
+    if isinstance(value, int):
+        if not -(2**63) <= value < 2**64:
+            return f"{path}: integer {value} does not fit 64 bits"
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{path}: {value!r} is not a JSON number"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{path}: key {key!r} is not a string"
+            found = _describe(item, f"{path}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = _describe(item, f"{path}[{index}]")
+            if found:
+                return found
+        return None
+    return f"{path}: {type(value).__name__} is not a JSON value"

@@ -1,0 +1,108 @@
+"""The tool registry: definitions for the model side, handlers for the runtime side."""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeAlias
+
+import attrs
+
+from mini_harness.errors import DuplicateToolError, InvalidToolNameError
+from mini_harness.runtime.definitions import TOOL_NAME_PATTERN, ToolAnnotations, ToolDefinition
+from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.runtime.validation import InputValidator
+
+Handler: TypeAlias = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
+
+
+@attrs.frozen
+class RegisteredTool:
+    """A definition plus what only the runtime knows: the handler and its compiled schema."""
+
+    definition: ToolDefinition
+    handler: Handler = attrs.field(repr=False)
+    validator: InputValidator = attrs.field(repr=False)
+    timeout: float | None = None
+    is_async: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+
+@attrs.define(repr=False)
+class ToolRegistry:
+    """Named tools in registration order. Registration checks name and schema up front."""
+
+    _tools: dict[str, RegisteredTool] = attrs.field(factory=dict, alias="_tools")
+
+    def __repr__(self) -> str:
+        return f"<ToolRegistry(num_tools={len(self._tools)})>"
+
+    def register(
+        self,
+        definition: ToolDefinition,
+        handler: Handler,
+        *,
+        timeout: float | None = None,
+    ) -> RegisteredTool:
+        """Add a tool; raise a RegistrationError subclass naming the tool if it cannot be."""
+        name = definition.name
+        if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+            raise InvalidToolNameError(
+                str(name),
+                f"Invalid tool name {name!r}: use 1-64 characters from a-z, A-Z, 0-9, _ and -",
+            )
+        if name in self._tools:
+            raise DuplicateToolError(name, f"Tool already registered: {name}")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout for tool {name} must be positive, got {timeout!r}")
+        tool = RegisteredTool(
+            definition=definition,
+            handler=handler,
+            validator=InputValidator(name, definition.input_schema),
+            timeout=timeout,
+            is_async=inspect.iscoroutinefunction(handler),
+        )
+        self._tools[name] = tool
+        return tool
+
+    def add(
+        self,
+        name: str,
+        handler: Handler,
+        *,
+        description: str,
+        input_schema: JsonObject,
+        annotations: ToolAnnotations | None = None,
+        timeout: float | None = None,
+    ) -> RegisteredTool:
+        """Shorthand for register(ToolDefinition(...), handler)."""
+        definition = ToolDefinition(
+            name=name,
+            description=description,
+            input_schema=input_schema,
+            annotations=annotations,
+        )
+        return self.register(definition, handler, timeout=timeout)
+
+    def get(self, name: str) -> RegisteredTool | None:
+        return self._tools.get(name)
+
+    def list(self) -> builtins.list[ToolDefinition]:
+        """Definitions only (never handlers), in registration order."""
+        return [tool.definition for tool in self._tools.values()]
+
+    def definitions_json(self) -> builtins.list[JsonObject]:
+        return [tool.definition.to_json() for tool in self._tools.values()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[RegisteredTool]:
+        return iter(list(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)

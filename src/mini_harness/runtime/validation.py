@@ -1,0 +1,188 @@
+"""Input validation: JSON Schema 2020-12 via jsonschema-rs, with messages a person can act on."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn
+
+import attrs
+import jsonschema_rs
+import orjson
+
+from mini_harness.errors import InvalidSchemaError
+from mini_harness.runtime.jsonvalue import JsonObject
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+@attrs.frozen
+class Violation:
+    """One way the input breaks the schema: where (`echo.items[0]`), which keyword, what."""
+
+    path: str
+    keyword: str
+    message: str
+
+    @property
+    def full_message(self) -> str:
+        return f"Invalid input for {self.path}: {self.message}"
+
+    def to_json(self) -> JsonObject:
+        return {"path": self.path, "keyword": self.keyword, "message": self.message}
+
+
+def _refuse_remote(uri: str) -> NoReturn:
+    # Remote $refs are never fetched: a tool's schema must be self-contained.
+    raise ValueError(f"remote $ref {uri!r} is not fetched; inline it or use $defs")
+
+
+def compile_schema(tool: str, schema: object) -> Any:
+    """Check `schema` and compile it once; raise InvalidSchemaError naming the tool."""
+    if not isinstance(schema, dict):
+        raise InvalidSchemaError(tool, f"Invalid input schema for tool {tool}: not an object")
+    if schema.get("type") != "object":
+        raise InvalidSchemaError(
+            tool, f'Invalid input schema for tool {tool}: root must have "type": "object"'
+        )
+    try:
+        jsonschema_rs.meta.validate(schema)
+    except jsonschema_rs.ValidationError as exc:
+        where = _pointer(exc.instance_path)
+        raise InvalidSchemaError(
+            tool,
+            f"Invalid input schema for tool {tool}: {exc.message}"
+            + (f" (at {where})" if where else ""),
+        ) from None
+    except (ValueError, TypeError) as exc:  # not a JSON document at all
+        raise InvalidSchemaError(tool, f"Invalid input schema for tool {tool}: {exc}") from None
+    try:
+        return jsonschema_rs.validator_for(schema, retriever=_refuse_remote)
+    except (jsonschema_rs.ValidationError, ValueError) as exc:
+        first = str(exc).splitlines()[0]
+        raise InvalidSchemaError(tool, f"Invalid input schema for tool {tool}: {first}") from None
+
+
+def _pointer(parts: Sequence[str | int]) -> str:
+    return "/" + "/".join(str(p) for p in parts) if parts else ""
+
+
+def display_path(tool: str, parts: Iterable[str | int]) -> str:
+    """`echo`, `echo.text`, `echo.items[0]`, `echo["odd key"]`."""
+    out = [tool]
+    for part in parts:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif _IDENTIFIER.match(part):
+            out.append(f".{part}")
+        else:
+            out.append(f"[{_quote(part)}]")
+    return "".join(out)
+
+
+def _quote(value: object) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
+
+
+def _quote_list(values: Iterable[object]) -> str:
+    return ", ".join(_quote(v) for v in values)
+
+
+def _type_names(types: Sequence[str]) -> str:
+    return " or ".join(types)
+
+
+def _simple_types(context: Sequence[Sequence[Any]]) -> list[str] | None:
+    """If every branch of a oneOf/anyOf failed only on `type`, the types they wanted."""
+    wanted: list[str] = []
+    for branch in context:
+        if len(branch) != 1 or branch[0].kind.name != "type":
+            return None
+        for name in branch[0].kind.types:
+            if name not in wanted:
+                wanted.append(name)
+    return wanted
+
+
+def describe(error: Any) -> str:
+    """Turn one jsonschema-rs error into the tail of our message ("expected string")."""
+    kind = error.kind
+    name = kind.name
+    if name == "type":
+        return f"expected {_type_names(kind.types)}"
+    if name == "required":
+        return f"missing required property {_quote(kind.property)}"
+    if name == "enum":
+        return f"expected one of {_quote_list(kind.options)}"
+    if name == "const":
+        return f"expected {_quote(kind.expected_value)}"
+    if name in {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}:
+        op = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
+        return f"expected a number {op[name]} {_quote(kind.limit)}"
+    if name == "multipleOf":
+        return f"expected a multiple of {_quote(kind.multiple_of)}"
+    if name == "minLength":
+        return f"expected a string of at least {kind.limit} characters"
+    if name == "maxLength":
+        return f"expected a string of at most {kind.limit} characters"
+    if name == "pattern":
+        return f"expected a string matching {_quote(kind.pattern)}"
+    if name == "format":
+        return f"expected a string in format {_quote(kind.format)}"
+    if name == "minItems":
+        return f"expected at least {kind.limit} items"
+    if name == "maxItems":
+        return f"expected at most {kind.limit} items"
+    if name == "uniqueItems":
+        return "expected unique items"
+    if name == "minProperties":
+        return f"expected at least {kind.limit} properties"
+    if name == "maxProperties":
+        return f"expected at most {kind.limit} properties"
+    if name in {"additionalProperties", "unevaluatedProperties"}:
+        extra = list(kind.unexpected)
+        noun = "property" if len(extra) == 1 else "properties"
+        return f"unexpected {noun} {_quote_list(extra)}"
+    if name in {"oneOf", "anyOf"}:
+        types = _simple_types(kind.context)
+        if types:
+            return f"expected {_type_names(types)}"
+        return f"expected a value matching one of {len(kind.context)} allowed schemas ({name})"
+    if name == "oneOfMultipleValid":
+        return "expected a value matching exactly one schema (oneOf), but several match"
+    if name == "not":
+        return "value matches a schema it must not match (not)"
+    if name == "falseSchema":
+        return "no value is allowed here"
+    return str(error.message)
+
+
+class InputValidator:
+    """A compiled schema for one tool; `check` returns every violation (empty when valid)."""
+
+    __slots__ = ("_validator", "tool")
+
+    def __init__(self, tool: str, schema: JsonObject) -> None:
+        self.tool = tool
+        self._validator = compile_schema(tool, schema)
+
+    def is_valid(self, instance: object) -> bool:
+        return bool(self._validator.is_valid(instance))
+
+    def check(self, instance: object) -> list[Violation]:
+        if self._validator.is_valid(instance):
+            return []
+        violations = [
+            Violation(
+                path=display_path(self.tool, error.instance_path),
+                keyword=error.kind.name,
+                message=describe(error),
+            )
+            for error in self._validator.iter_errors(instance)
+        ]
+        # Shallow problems first: a wrong root type explains everything beneath it.
+        violations.sort(key=lambda v: v.path.count(".") + v.path.count("["))
+        return violations

@@ -1,0 +1,165 @@
+"""Wire format v1: events to JSON lines and back. Field names are camelCase on the wire."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import attrs
+import cattrs
+import orjson
+from cattrs.gen import make_dict_structure_fn, override
+from cattrs.preconf.orjson import make_converter
+
+from mini_harness.runtime.events import (
+    KNOWN_EVENT_TYPES,
+    Event,
+    ToolError,
+    UnknownEvent,
+    event_type,
+)
+from mini_harness.runtime.jsonvalue import JsonObject
+
+HASH_HEX_DIGITS = 32
+"""`prev` is the first 128 bits of SHA-256 of the previous line, in lowercase hex."""
+
+
+class DecodeError(ValueError):
+    """A line is not a valid event; the message says why."""
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def line_hash(line: bytes) -> str:
+    """The hash the next line carries in `prev`: over the exact bytes, without the newline."""
+    return hashlib.sha256(line).hexdigest()[:HASH_HEX_DIGITS]
+
+
+# (attribute, wire key) per class, computed once: the single place the names are mapped.
+_WIRE_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
+    cls: tuple((f.name, camel(f.name)) for f in attrs.fields(cls) if f.name != "ts")
+    for cls in (*KNOWN_EVENT_TYPES, ToolError)
+}
+_ERROR_FIELDS = _WIRE_FIELDS[ToolError]
+
+
+def _error_json(error: ToolError) -> JsonObject:
+    out: JsonObject = {}
+    for attr, key in _ERROR_FIELDS:
+        value = getattr(error, attr)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
+    """The JSON object of one line: type, seq, ts, prev (all but the first line), payload."""
+    out: JsonObject = {"type": event_type(event), "seq": seq, "ts": event.ts}
+    if prev is not None:
+        out["prev"] = prev
+    if isinstance(event, UnknownEvent):
+        for key, value in event.data.items():
+            out.setdefault(key, value)
+        return out
+    for attr, key in _WIRE_FIELDS[type(event)]:
+        value = getattr(event, attr)
+        out[key] = _error_json(value) if isinstance(value, ToolError) else value
+    return out
+
+
+def encode_line(event: Event, seq: int, prev: str | None) -> bytes:
+    """One compact JSON line, without the trailing newline."""
+    return orjson.dumps(event_to_wire(event, seq, prev))
+
+
+# --- decoding ---------------------------------------------------------------------
+
+
+def _strict(kind: type) -> Any:
+    def hook(value: object, _: object) -> object:
+        if type(value) is not kind:
+            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+        return value
+
+    return hook
+
+
+def _number(value: object, _: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expected number, got {type(value).__name__}")
+    return float(value)
+
+
+def _make_converter() -> cattrs.Converter:
+    converter = make_converter()
+    converter.register_structure_hook(str, _strict(str))
+    converter.register_structure_hook(int, _strict(int))
+    converter.register_structure_hook(float, _number)
+    for cls in (*KNOWN_EVENT_TYPES, ToolError):
+        renames: dict[str, Any] = {
+            f.name: override(rename=camel(f.name)) for f in attrs.fields(cls)
+        }
+        converter.register_structure_hook(cls, make_dict_structure_fn(cls, converter, **renames))
+    return converter
+
+
+_CONVERTER = _make_converter()
+_BY_NAME: dict[str, type] = {cls.__name__: cls for cls in KNOWN_EVENT_TYPES}
+
+
+@attrs.frozen
+class WireLine:
+    """A decoded line: its envelope (seq, prev) and its event."""
+
+    seq: int
+    prev: str | None
+    event: Event
+
+
+def parse_line(line: bytes) -> JsonObject:
+    """Parse one line to its JSON object, checking the envelope every event has."""
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise DecodeError(f"not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise DecodeError("not a JSON object")
+    kind = data.get("type")
+    if not isinstance(kind, str):
+        raise DecodeError('missing "type"')
+    seq = data.get("seq")
+    if type(seq) is not int or seq < 0:
+        raise DecodeError('missing or invalid "seq"')
+    if not isinstance(data.get("ts"), str):
+        raise DecodeError('missing or invalid "ts"')
+    prev = data.get("prev")
+    if prev is not None and not isinstance(prev, str):
+        raise DecodeError('invalid "prev"')
+    return data
+
+
+def wire_to_event(data: JsonObject) -> Event:
+    """The typed event of a parsed line; unknown types become UnknownEvent."""
+    kind = data["type"]
+    cls = _BY_NAME.get(kind)
+    if cls is None:
+        payload = {k: v for k, v in data.items() if k not in {"type", "seq", "ts", "prev"}}
+        return UnknownEvent(type=kind, ts=data["ts"], data=payload)
+    try:
+        event: Event = _CONVERTER.structure(data, cls)
+    except Exception as exc:  # cattrs raises exception groups; render them as one line
+        problems = (
+            "; ".join(cattrs.transform_error(exc))
+            if isinstance(exc, cattrs.BaseValidationError)
+            else str(exc)
+        )
+        raise DecodeError(f"invalid {kind}: {problems}") from None
+    return event
+
+
+def decode_line(line: bytes) -> WireLine:
+    data = parse_line(line)
+    return WireLine(seq=data["seq"], prev=data.get("prev"), event=wire_to_event(data))

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import pytest
+
+from mini_harness.runtime import ToolAnnotations, ToolDefinition, ToolRegistry
+from mini_harness.tools import default_registry
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--thorough",
+        action="store_true",
+        default=False,
+        help="run long stress and fuzz tests in their thorough mode",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--thorough"):
+        return
+    skip = pytest.mark.skip(reason="thorough mode only: run with --thorough")
+    for item in items:
+        if "thorough" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(name="thorough")
+def _thorough(request: pytest.FixtureRequest) -> bool:
+    """True when the run asked for the long versions of stress and fuzz tests."""
+    return bool(request.config.getoption("--thorough"))
+
+
+@pytest.fixture(name="registry")
+def _registry() -> ToolRegistry:
+    """The built-in registry plus a few tools that fail in each possible way."""
+    registry = default_registry()
+
+    def boom(_: object) -> object:
+        raise ValueError("boom")
+
+    def nan(_: object) -> object:
+        return {"value": float("nan")}
+
+    registry.register(
+        ToolDefinition("boom", "Always raises.", {"type": "object"}),
+        boom,
+    )
+    registry.register(
+        ToolDefinition("nan", "Returns NaN.", {"type": "object"}),
+        nan,
+    )
+    registry.register(
+        ToolDefinition(
+            "add",
+            "Adds two numbers.",
+            {
+                "type": "object",
+                "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                "required": ["a", "b"],
+                "additionalProperties": False,
+            },
+            annotations=ToolAnnotations(read_only_hint=True),
+        ),
+        lambda data: {"sum": data["a"] + data["b"]},
+    )
+    return registry

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import pytest
+
+from mini_harness import (
+    DuplicateToolError,
+    InvalidSchemaError,
+    InvalidToolNameError,
+    ToolDefinition,
+    ToolRegistry,
+)
+from mini_harness.tools import default_registry
+
+
+def _definition(name: str = "t", schema: object = None) -> ToolDefinition:
+    return ToolDefinition(name, "A tool.", schema if schema is not None else {"type": "object"})  # type: ignore[arg-type]
+
+
+class TestRegister:
+    def test_duplicate_name_is_refused(self) -> None:
+        """Registering a second tool with a taken name fails and names it."""
+        registry = ToolRegistry()
+        registry.register(_definition("x"), lambda _: None)
+        with pytest.raises(DuplicateToolError, match="Tool already registered: x") as info:
+            registry.register(_definition("x"), lambda _: None)
+        assert info.value.tool == "x"
+
+    @pytest.mark.parametrize("name", ["", "has space", "dot.name", "a" * 65, "ünï", "a/b"])
+    def test_bad_names_are_refused(self, name: str) -> None:
+        """Names outside ^[a-zA-Z0-9_-]{1,64}$ are refused at registration."""
+        with pytest.raises(InvalidToolNameError, match="Invalid tool name"):
+            ToolRegistry().register(_definition(name), lambda _: None)
+
+    @pytest.mark.parametrize("name", ["a", "A-b_9", "x" * 64])
+    def test_good_names_are_accepted(self, name: str) -> None:
+        """Names valid for OpenAI, Anthropic and MCP at once register."""
+        ToolRegistry().register(_definition(name), lambda _: None)
+
+    @pytest.mark.parametrize(
+        ("schema", "fragment"),
+        [
+            ({"type": "string"}, 'root must have "type": "object"'),
+            ({"properties": {}}, 'root must have "type": "object"'),
+            ({"type": "object", "properties": {"a": {"type": "strin"}}}, "Invalid input schema"),
+            ({"type": "object", "minProperties": -1}, "Invalid input schema"),
+            ({"type": "object", "$ref": "https://example.com/s.json"}, "not fetched"),
+            ([], "not an object"),
+        ],
+    )
+    def test_invalid_schemas_are_refused(self, schema: object, fragment: str) -> None:
+        """A schema that is not valid JSON Schema with an object root fails, naming the tool."""
+        with pytest.raises(InvalidSchemaError, match="tool bad") as info:
+            ToolRegistry().register(_definition("bad", schema), lambda _: None)
+        assert fragment in info.value.message
+
+    def test_local_refs_work(self) -> None:
+        """$defs and local $refs are fine: only remote ones are refused."""
+        schema = {
+            "type": "object",
+            "$defs": {"n": {"type": "integer"}},
+            "properties": {"n": {"$ref": "#/$defs/n"}},
+        }
+        tool = ToolRegistry().register(_definition("refs", schema), lambda _: None)
+        assert tool.validator.check({"n": 1}) == []
+        assert tool.validator.check({"n": "1"})[0].message == "expected integer"
+
+
+class TestList:
+    def test_list_returns_definitions_in_registration_order(self) -> None:
+        """list() gives definitions, never handlers, in the order tools were registered."""
+        registry = ToolRegistry()
+        for name in ("b", "a", "c"):
+            registry.register(_definition(name), lambda _: None)
+        listed = registry.list()
+        assert [d.name for d in listed] == ["b", "a", "c"]
+        assert all(isinstance(d, ToolDefinition) for d in listed)
+        assert "handler" not in str(registry.definitions_json())
+
+    def test_repr_is_short(self) -> None:
+        """The registry's repr says how many tools it holds."""
+        assert repr(default_registry()).startswith("<ToolRegistry(num_tools=")
+
+    def test_default_registry_has_read_only_echo(self) -> None:
+        """The default registry holds echo, requiring text and annotated read-only."""
+        echo = default_registry().get("echo")
+        assert echo is not None
+        assert echo.definition.input_schema["required"] == ["text"]
+        assert echo.definition.annotations is not None
+        assert echo.definition.annotations.read_only_hint is True
+
+
+class TestExportShapes:
+    def test_each_shape_carries_name_description_schema(self) -> None:
+        """MCP, OpenAI and Anthropic shapes each hold the same definition in their own keys."""
+        (echo,) = [d for d in default_registry().list() if d.name == "echo"]
+        assert echo.to_mcp()["inputSchema"] == echo.input_schema
+        assert echo.to_mcp()["annotations"] == {"readOnlyHint": True, "idempotentHint": True}
+        assert echo.to_openai() == {
+            "type": "function",
+            "function": {
+                "name": "echo",
+                "description": echo.description,
+                "parameters": echo.input_schema,
+            },
+        }
+        assert echo.to_anthropic() == {
+            "name": "echo",
+            "description": echo.description,
+            "input_schema": echo.input_schema,
+        }
+
+    def test_definition_round_trips_through_json(self) -> None:
+        """A definition written into RunStarted reads back equal."""
+        (echo,) = [d for d in default_registry().list() if d.name == "echo"]
+        assert ToolDefinition.from_json(echo.to_json()) == echo

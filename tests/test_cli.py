@@ -1,0 +1,197 @@
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner, Result
+
+from mini_harness import __version__
+from mini_harness.cli import cli
+from mini_harness.transcripts import TranscriptReader
+
+HELLO = '{"text":"hello"}'
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def stable(text: str) -> str:
+    """Durations are the only volatile part of the plain output."""
+    return re.sub(r'"durationMs":\d+', '"durationMs":0', text)
+
+
+class TestSeedBehaviour:
+    def test_dispatch_echo(self) -> None:
+        """The seed command prints the reference's four lines and exits 0."""
+        result = run("--tool", "echo", "--tool-input", HELLO)
+        assert result.exit_code == 0
+        assert stable(result.stdout) == (
+            "[mini-harness] Task: Dispatch tool: echo\n"
+            "[mini-harness] Model provider: none\n"
+            "[mini-harness] Manual tool dispatch completed.\n"
+            '[mini-harness] Tool result: {"name":"echo","input":{"text":"hello"},'
+            '"output":{"text":"hello"},"durationMs":0}\n'
+        )
+        assert result.stderr == ""
+
+    def test_context_report(self) -> None:
+        """--context-report adds a blank line and the Context Explorer table."""
+        result = run("--context-report", "--tool", "echo", "--tool-input", HELLO)
+        assert result.exit_code == 0
+        lines = stable(result.stdout).splitlines()
+        assert lines[4:6] == ["", "Context Explorer"]
+        assert lines[6] == ""
+        assert re.fullmatch(r"Tool definitions {7}~\d+ tokens", lines[7])
+        assert lines[8] == "Tool result            ~29 tokens"
+        defs = int(re.search(r"~(\d+)", lines[7]).group(1))  # type: ignore[union-attr]
+        assert lines[9] == f"Total                  ~{defs + 29} tokens"
+        assert len(lines) == 10
+
+    @pytest.mark.parametrize(
+        ("args", "message", "code"),
+        [
+            (["--tool-input", '{"text":123}'], "Invalid input for echo.text: expected string", 1),
+            (["--tool-input", "[1]"], "Invalid input for echo: expected object", 1),
+            ([], 'Invalid input for echo: missing required property "text"', 1),
+            (["--tool-input", '{"text"'], "--tool-input must be valid JSON", 2),
+        ],
+    )
+    def test_errors(self, args: list[str], message: str, code: int) -> None:
+        """Bad input prints one error line on stderr, nothing on stdout, and the exit code."""
+        result = run("--tool", "echo", *args)
+        assert result.exit_code == code
+        assert result.stderr == f"[mini-harness] Error: {message}\n"
+        assert result.stdout == ""
+
+    def test_unknown_tool(self) -> None:
+        """An unknown tool is exit 1 with the reference's message."""
+        result = run("--tool", "nope", "--tool-input", "{}")
+        assert result.exit_code == 1
+        assert result.stderr == "[mini-harness] Error: Unknown tool: nope\n"
+
+
+class TestLog:
+    def test_success_transcript(self, tmp_path: Path) -> None:
+        """--log records header, RunStarted, ToolCalled, ToolSucceeded."""
+        log = tmp_path / "t.jsonl"
+        result = run("--tool", "echo", "--tool-input", HELLO, "--log", str(log))
+        assert result.exit_code == 0
+        assert f"[mini-harness] Transcript: {log} (run " in result.stdout
+        types = [orjson.loads(line)["type"] for line in log.read_bytes().splitlines()]
+        assert types == ["TranscriptStarted", "RunStarted", "ToolCalled", "ToolSucceeded"]
+
+    @pytest.mark.parametrize(
+        ("tool", "tool_input", "kind"),
+        [
+            ("echo", '{"text":1}', "invalid_input"),
+            ("nope", "{}", "unknown_tool"),
+        ],
+    )
+    def test_failures_are_logged(
+        self, tmp_path: Path, tool: str, tool_input: str, kind: str
+    ) -> None:
+        """A failed dispatch is still logged, with the right error.kind."""
+        log = tmp_path / "t.jsonl"
+        result = run("--tool", tool, "--tool-input", tool_input, "--transcript", str(log))
+        assert result.exit_code == 1
+        lines = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+        assert [line["type"] for line in lines[2:]] == ["ToolCalled", "ToolFailed"]
+        assert lines[-1]["error"]["kind"] == kind
+
+    def test_second_run_appends(self, tmp_path: Path) -> None:
+        """A second CLI run with the same --log adds a new run to the same file."""
+        log = tmp_path / "t.jsonl"
+        for _ in range(2):
+            assert run("--tool", "echo", "--tool-input", HELLO, "--log", str(log)).exit_code == 0
+        reader = TranscriptReader(log)
+        records = list(reader)
+        assert [r.seq for r in records] == list(range(7))
+        assert reader.problems == []
+
+    def test_unusable_log_path_is_a_usage_error(self, tmp_path: Path) -> None:
+        """A log that cannot be opened is exit 2 with one line, no traceback."""
+        result = run("--tool", "echo", "--tool-input", HELLO, "--log", str(tmp_path / "no" / "t"))
+        assert result.exit_code == 2
+        assert result.stderr.startswith("[mini-harness] Error: cannot open transcript")
+        assert "Traceback" not in result.output
+
+
+class TestUsage:
+    def test_version(self) -> None:
+        """--version prints the version."""
+        result = run("--version")
+        assert result.exit_code == 0
+        assert __version__ in result.stdout
+
+    def test_help_explains_exit_codes(self) -> None:
+        """--help names the options and the exit codes."""
+        result = run("--help")
+        assert result.exit_code == 0
+        for text in ("--tool", "--tool-input", "--context-report", "--log", "Exit codes"):
+            assert text in result.stdout
+
+    def test_unknown_option(self) -> None:
+        """An unknown flag is a usage error (exit 2) in our error format."""
+        result = run("--bogus")
+        assert result.exit_code == 2
+        assert result.stderr.startswith("[mini-harness] Error: No such option")
+
+    def test_tool_input_without_tool(self) -> None:
+        """--tool-input alone says what is missing."""
+        result = run("--tool-input", "{}")
+        assert result.exit_code == 2
+        assert "--tool-input needs --tool NAME" in result.stderr
+
+    def test_dispatch_flags_with_a_subcommand(self) -> None:
+        """Dispatch flags do not mix with a subcommand."""
+        result = run("--tool", "echo", "tools")
+        assert result.exit_code == 2
+
+
+class TestToolsCommand:
+    @pytest.mark.parametrize(
+        ("fmt", "key"),
+        [("json", "inputSchema"), ("openai", "function"), ("anthropic", "input_schema")],
+    )
+    def test_formats(self, fmt: str, key: str) -> None:
+        """Each format prints a JSON list whose entries carry that ecosystem's keys."""
+        result = run("tools", "--format", fmt)
+        assert result.exit_code == 0
+        entries = orjson.loads(result.stdout)
+        assert key in entries[0]
+        assert "handler" not in result.stdout
+
+    def test_mcp_format(self) -> None:
+        """--format mcp prints a tools/list result."""
+        entries = orjson.loads(run("tools", "--format", "mcp").stdout)
+        assert entries["tools"][0]["name"] == "echo"
+
+    def test_bad_format(self) -> None:
+        """An unknown format is a usage error."""
+        assert run("tools", "--format", "yaml").exit_code == 2
+
+
+def test_python_dash_m(tmp_path: Path) -> None:
+    """`python -m mini_harness` runs the same CLI in a real process."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "mini_harness", "--tool", "echo", "--tool-input", HELLO],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0
+    assert "Manual tool dispatch completed." in proc.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "mini_harness", "--tool", "echo", "--tool-input", "{"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad.returncode == 2
+    assert bad.stderr == "[mini-harness] Error: --tool-input must be valid JSON\n"

@@ -1,0 +1,213 @@
+from __future__ import annotations
+
+import itertools
+import os
+import stat
+from pathlib import Path
+
+import orjson
+import pytest
+
+from mini_harness import (
+    ToolRegistry,
+    ToolRuntime,
+    TranscriptCorruptError,
+    TranscriptFormatError,
+)
+from mini_harness.runtime import ToolSucceeded
+from mini_harness.transcripts import JsonlTranscript, TranscriptReader, line_hash, read_transcript
+
+
+@pytest.fixture(name="log")
+def _log(tmp_path: Path, registry: ToolRegistry) -> Path:
+    """A transcript with one run of three echo calls."""
+    path = tmp_path / "t.jsonl"
+    with JsonlTranscript(path) as sink:
+        runtime = ToolRuntime(registry, sink)
+        for text in ("a", "b", "c"):
+            runtime.dispatch("echo", {"text": text})
+    return path
+
+
+def _lines(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines(keepends=True)
+
+
+class TestWireFormat:
+    def test_lines_are_compact_camel_case_json(self, log: Path) -> None:
+        """Each line is one compact JSON object with type, seq, ts and camelCase keys."""
+        lines = _lines(log)
+        assert all(line.endswith(b"\n") and b"\n" not in line[:-1] for line in lines)
+        first = orjson.loads(lines[0])
+        assert first["type"] == "TranscriptStarted"
+        assert first["format"] == "mini-harness.transcript"
+        assert first["version"] == 1
+        assert "prev" not in first
+        done = orjson.loads(lines[3])
+        assert list(done)[:4] == ["type", "seq", "ts", "prev"]
+        assert {"runId", "callId", "durationMs"} <= set(done)
+        assert done["ts"].endswith("Z")
+        assert len(done["ts"]) == len("2026-01-01T00:00:00.000000Z")
+        assert b": " not in lines[3]
+
+    def test_prev_is_the_hash_of_the_line_before(self, log: Path) -> None:
+        """Every line after the first carries the hash of the previous line's exact bytes."""
+        lines = _lines(log)
+        for before, line in itertools.pairwise(lines):
+            assert orjson.loads(line)["prev"] == line_hash(before[:-1])
+
+    def test_new_files_are_private(self, log: Path) -> None:
+        """A new transcript is created readable and writable by its owner only."""
+        assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+class TestAppend:
+    def test_second_writer_continues_seq_and_chain(self, log: Path, registry: ToolRegistry) -> None:
+        """Appending to an existing transcript continues its seq and hash chain."""
+        with JsonlTranscript(log) as sink:
+            ToolRuntime(registry, sink).dispatch("echo", {"text": "again"})
+        reader = TranscriptReader(log)
+        records = list(reader)
+        assert [r.seq for r in records] == list(range(len(records)))
+        assert reader.problems == []
+        assert records[-1].event == records[-1].event
+        assert isinstance(records[-1].event, ToolSucceeded)
+
+    def test_torn_tail_is_quarantined_before_appending(
+        self, log: Path, registry: ToolRegistry
+    ) -> None:
+        """A writer copies an unterminated tail aside, cuts it, then appends cleanly."""
+        size = log.stat().st_size
+        with log.open("ab") as handle:
+            handle.write(b'{"type":"ToolCalled","seq":9')
+        with JsonlTranscript(log) as sink:
+            ToolRuntime(registry, sink).dispatch("echo", {"text": "after"})
+        aside = log.with_name(f"t.jsonl.torn-{size}")
+        assert aside.read_bytes() == b'{"type":"ToolCalled","seq":9'
+        reader = TranscriptReader(log)
+        list(reader)
+        assert reader.torn_tail is None
+        assert reader.problems == []
+
+    def test_garbage_last_line_refuses_to_append(self, log: Path, registry: ToolRegistry) -> None:
+        """A complete but undecodable last line stops the writer instead of breaking the chain."""
+        with log.open("ab") as handle:
+            handle.write(b"not json\n")
+        with pytest.raises(TranscriptCorruptError, match="last line"):
+            JsonlTranscript(log).append(ToolSucceeded("t", "r", "c", "echo", {}, 0.0))
+
+    def test_fork_child_appends_its_own_lines(self, log: Path, registry: ToolRegistry) -> None:
+        """After fork, parent and child both append through one writer without interleaving."""
+        sink = JsonlTranscript(log)
+        runtime = ToolRuntime(registry, sink)
+        runtime.dispatch("echo", {"text": "parent-before"})
+        pid = os.fork()
+        if pid == 0:  # child
+            try:
+                for _ in range(50):
+                    runtime.dispatch("echo", {"text": "child"})
+            finally:
+                os._exit(0)
+        for _ in range(50):
+            runtime.dispatch("echo", {"text": "parent"})
+        os.waitpid(pid, 0)
+        sink.close()
+        reader = TranscriptReader(log)
+        records = list(reader)
+        assert reader.problems == []
+        texts = [r.event.output["text"] for r in records if isinstance(r.event, ToolSucceeded)]
+        assert texts.count("child") == 50
+        assert texts.count("parent") == 50
+
+
+class TestReader:
+    def test_torn_tail_at_every_offset_of_the_last_record(self, log: Path, tmp_path: Path) -> None:
+        """Cut anywhere inside the last line: the reader keeps the good lines, reports the tail."""
+        data = log.read_bytes()
+        last_start = data.rstrip(b"\n").rfind(b"\n") + 1
+        cut = tmp_path / "cut.jsonl"
+        for end in range(last_start + 1, len(data)):
+            cut.write_bytes(data[:end])
+            reader = TranscriptReader(cut)
+            records = list(reader)
+            assert len(records) == 7
+            assert reader.torn_tail is not None
+            assert reader.torn_tail.offset == last_start
+
+    def test_nul_tail_is_a_torn_tail(self, log: Path) -> None:
+        """4096 NULs after the last line (power loss) read as a torn tail, not as damage."""
+        with log.open("ab") as handle:
+            handle.write(b"\0" * 4096)
+        reader = TranscriptReader(log)
+        assert len(list(reader)) == 8
+        assert reader.torn_tail is not None
+        assert reader.torn_tail.length == 4096
+
+    def test_bad_line_followed_by_good_ones_is_corruption(self, log: Path) -> None:
+        """Damage mid-file is a hard error naming the line and its byte offset."""
+        lines = _lines(log)
+        offset = sum(len(line) for line in lines[:3])
+        lines[3] = b"{broken\n"
+        log.write_bytes(b"".join(lines))
+        with pytest.raises(TranscriptCorruptError) as info:
+            list(TranscriptReader(log))
+        assert info.value.line == 4
+        assert info.value.offset == offset
+        assert "line 4" in info.value.message
+
+    def test_edited_line_breaks_the_chain(self, log: Path) -> None:
+        """An edited value is detected by the next line's prev."""
+        log.write_bytes(
+            log.read_bytes().replace(b'"output":{"text":"b"}', b'"output":{"text":"B"}')
+        )
+        reader = TranscriptReader(log)
+        list(reader)
+        assert [p.line for p in reader.problems] == [7]
+
+    def test_deleted_line_is_detected(self, log: Path) -> None:
+        """A missing line shows as a seq gap and a prev mismatch."""
+        lines = _lines(log)
+        del lines[4]
+        log.write_bytes(b"".join(lines))
+        reader = TranscriptReader(log)
+        list(reader)
+        assert any("seq" in p.message for p in reader.problems)
+        assert any("prev" in p.message for p in reader.problems)
+
+    def test_not_a_transcript(self, tmp_path: Path) -> None:
+        """A file that is not a transcript is refused by name."""
+        path = tmp_path / "notes.txt"
+        path.write_text("hello\nworld\n")
+        with pytest.raises(TranscriptFormatError, match="not a mini-harness transcript"):
+            read_transcript(path)
+
+    def test_newer_major_version_is_refused(self, log: Path) -> None:
+        """A transcript of a newer format version is refused with a clear message."""
+        lines = _lines(log)
+        lines[0] = lines[0].replace(b'"version":1', b'"version":2')
+        log.write_bytes(b"".join(lines))
+        with pytest.raises(TranscriptFormatError, match="format version 2"):
+            read_transcript(log)
+
+    def test_unknown_event_type_is_kept(self, log: Path) -> None:
+        """An event type this version does not know is read as UnknownEvent, not an error."""
+        lines = _lines(log)
+        extra = orjson.dumps(
+            {
+                "type": "ModelReplied",
+                "seq": 8,
+                "ts": "2026-01-01T00:00:00.000000Z",
+                "prev": line_hash(lines[-1][:-1]),
+                "text": "hi",
+            }
+        )
+        log.write_bytes(b"".join(lines) + extra + b"\n")
+        reader = TranscriptReader(log)
+        records = list(reader)
+        assert type(records[-1].event).__name__ == "UnknownEvent"
+        assert reader.problems == []
+
+    def test_missing_file(self, tmp_path: Path) -> None:
+        """A missing transcript is a TranscriptError naming the path."""
+        with pytest.raises(Exception, match="cannot read transcript"):
+            read_transcript(tmp_path / "absent.jsonl")

@@ -1,0 +1,93 @@
+"""One contract, every sink: the in-memory sink and the JSONL transcript behave the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mini_harness import InvalidInputError, MemorySink, ToolRegistry, ToolRuntime
+from mini_harness.runtime import (
+    Event,
+    EventSink,
+    RunStarted,
+    ToolCalled,
+    ToolFailed,
+    ToolSucceeded,
+    TranscriptStarted,
+)
+from mini_harness.transcripts import JsonlTranscript, TranscriptReader
+
+
+class SinkContract:
+    """Subclass once per sink; `read_back` returns (seq, event) pairs in order."""
+
+    def make_sink(self, tmp_path: Path) -> EventSink:
+        raise NotImplementedError
+
+    def read_back(self, sink: EventSink) -> list[tuple[int, Event]]:
+        raise NotImplementedError
+
+    @pytest.fixture(name="sink")
+    def _sink(self, tmp_path: Path) -> EventSink:
+        return self.make_sink(tmp_path)
+
+    def test_events_come_back_equal_and_in_order(
+        self, sink: EventSink, registry: ToolRegistry
+    ) -> None:
+        """What dispatch emitted is what the sink gives back, header first, seq dense."""
+        runtime = ToolRuntime(registry, sink)
+        runtime.dispatch("echo", {"text": "héllo ✓"})
+        with pytest.raises(InvalidInputError):
+            runtime.dispatch("echo", {"text": 1})
+        records = self.read_back(sink)
+        assert [seq for seq, _ in records] == list(range(len(records)))
+        kinds = [type(event) for _, event in records]
+        assert kinds == [
+            TranscriptStarted,
+            RunStarted,
+            ToolCalled,
+            ToolSucceeded,
+            ToolCalled,
+            ToolFailed,
+        ]
+        succeeded = records[3][1]
+        assert isinstance(succeeded, ToolSucceeded)
+        assert succeeded.output == {"text": "héllo ✓"}
+        failed = records[5][1]
+        assert isinstance(failed, ToolFailed)
+        assert failed.error.kind == "invalid_input"
+        assert failed.error.path == "echo.text"
+
+    def test_two_runs_share_one_sink(self, sink: EventSink, registry: ToolRegistry) -> None:
+        """A second run appends its own RunStarted; seq keeps counting."""
+        ToolRuntime(registry, sink).dispatch("echo", {"text": "1"})
+        ToolRuntime(registry, sink).dispatch("echo", {"text": "2"})
+        records = self.read_back(sink)
+        runs = [e for _, e in records if isinstance(e, RunStarted)]
+        assert len(runs) == 2
+        assert runs[0].run_id != runs[1].run_id
+        assert [seq for seq, _ in records] == list(range(7))
+        assert sum(isinstance(e, TranscriptStarted) for _, e in records) == 1
+
+
+class TestMemorySink(SinkContract):
+    def make_sink(self, tmp_path: Path) -> EventSink:
+        return MemorySink()
+
+    def read_back(self, sink: EventSink) -> list[tuple[int, Event]]:
+        assert isinstance(sink, MemorySink)
+        return [(r.seq, r.event) for r in sink]
+
+
+class TestJsonlTranscript(SinkContract):
+    def make_sink(self, tmp_path: Path) -> EventSink:
+        return JsonlTranscript(tmp_path / "t.jsonl")
+
+    def read_back(self, sink: EventSink) -> list[tuple[int, Event]]:
+        assert isinstance(sink, JsonlTranscript)
+        reader = TranscriptReader(sink.path)
+        records = [(r.seq, r.event) for r in reader]
+        assert reader.problems == []
+        assert reader.torn_tail is None
+        return records
