@@ -20,7 +20,7 @@ demo: $(STAMP)
 	@cat demo-transcript.jsonl
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 
