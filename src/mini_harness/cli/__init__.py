@@ -1,4 +1,7 @@
-"""The command line: the one place that wires runtime, transcripts, replay and tools together."""
+"""The command line: the one place that wires runtime, transcripts, replay and tools together.
+
+The root command dispatches one tool; subcommands live in sibling modules.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,6 @@ import click
 from mini_harness._version import __version__
 
 PREFIX = "[mini-harness]"
-EXPORT_FORMATS = ("json", "mcp", "openai", "anthropic")
 
 
 def info(message: str) -> None:
@@ -197,32 +199,15 @@ def run_dispatch(
         click.echo(render_context_report(dispatch_context(runtime.tools_snapshot, shown)), nl=False)
 
 
-@cli.command("tools")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(EXPORT_FORMATS),
-    default="json",
-    show_default=True,
-    help="json: mini-harness definitions; mcp: a tools/list result; openai / anthropic: "
-    "the `tools` array of those APIs.",
-)
-def tools_command(fmt: str) -> None:
-    """Print the tool definitions (never the handlers) in one ecosystem's shape."""
-    from mini_harness.runtime.context import pretty_json
-    from mini_harness.tools import default_registry
+def _register_commands() -> None:
+    # Each subcommand lives in its own module of this package; heavy imports stay inside
+    # the command functions so that start-up stays fast.
+    from mini_harness.cli.tools import tools_command
 
-    definitions = default_registry().list()
-    payload: Any
-    if fmt == "json":
-        payload = [d.to_json() for d in definitions]
-    elif fmt == "mcp":
-        payload = {"tools": [d.to_mcp() for d in definitions]}
-    elif fmt == "openai":
-        payload = [d.to_openai() for d in definitions]
-    else:
-        payload = [d.to_anthropic() for d in definitions]
-    click.echo(pretty_json(payload))
+    cli.add_command(tools_command)
+
+
+_register_commands()
 
 
 def main() -> None:
