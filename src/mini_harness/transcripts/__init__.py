@@ -9,6 +9,7 @@ from mini_harness.transcripts.codec import (
     event_to_wire,
     line_hash,
 )
+from mini_harness.transcripts.protocol import CallProtocol, OpenCall, ProtocolProblem
 from mini_harness.transcripts.reader import (
     IntegrityProblem,
     TornTail,
@@ -19,9 +20,12 @@ from mini_harness.transcripts.reader import (
 from mini_harness.transcripts.writer import JsonlTranscript
 
 __all__ = [
+    "CallProtocol",
     "DecodeError",
     "IntegrityProblem",
     "JsonlTranscript",
+    "OpenCall",
+    "ProtocolProblem",
     "TornTail",
     "TranscriptReader",
     "TranscriptRecord",

@@ -1,0 +1,69 @@
+"""The call protocol: every ToolCalled gets exactly one terminal event, and call ids are unique."""
+
+from __future__ import annotations
+
+import attrs
+
+TERMINAL_TYPES = frozenset({"ToolSucceeded", "ToolFailed"})
+
+
+@attrs.frozen
+class ProtocolProblem:
+    """A line that breaks the call protocol, with where it is."""
+
+    line: int
+    seq: int
+    call_id: str | None
+    message: str
+
+    def describe(self) -> str:
+        return f"line {self.line} (seq {self.seq}): {self.message}"
+
+
+@attrs.frozen
+class OpenCall:
+    """A ToolCalled seen without its terminal event (yet): in doubt if the log ends here."""
+
+    line: int
+    seq: int
+    run_id: str
+    call_id: str
+    name: str
+
+
+class CallProtocol:
+    """Feed it the call events of a transcript in order; it collects protocol problems.
+
+    Works on plain fields so that both typed readers and fast raw folds can use it. Memory
+    grows with the number of distinct call ids (to catch reuse), not with event size.
+    """
+
+    def __init__(self) -> None:
+        self.problems: list[ProtocolProblem] = []
+        self._open: dict[str, OpenCall] = {}
+        self._closed: set[str] = set()
+
+    def called(self, line: int, seq: int, run_id: str, call_id: str, name: str) -> None:
+        if call_id in self._open or call_id in self._closed:
+            self.problems.append(
+                ProtocolProblem(line, seq, call_id, f"callId {call_id} is used again")
+            )
+            return
+        self._open[call_id] = OpenCall(line, seq, run_id, call_id, name)
+
+    def finished(self, line: int, seq: int, kind: str, call_id: str) -> OpenCall | None:
+        """Record a terminal event; return the call it closes (None if it closes nothing)."""
+        opened = self._open.pop(call_id, None)
+        if opened is not None:
+            self._closed.add(call_id)
+            return opened
+        if call_id in self._closed:
+            message = f"{kind} for call {call_id}, which already ended"
+        else:
+            message = f"{kind} for call {call_id}, which has no ToolCalled"
+        self.problems.append(ProtocolProblem(line, seq, call_id, message))
+        return None
+
+    def in_doubt(self) -> list[OpenCall]:
+        """Calls with a ToolCalled and no terminal event, in the order they began."""
+        return list(self._open.values())
