@@ -131,7 +131,11 @@ def derive_tool(
     doc = parse_docstring(func.__doc__)
     for param in params:
         if param.kind in _VARIADIC:
-            refuse(f"parameter {param} is variadic; a tool takes named properties", param.name)
+            stars = "*" if param.kind is inspect.Parameter.VAR_POSITIONAL else "**"
+            refuse(
+                f"parameter {stars}{param.name} is variadic; a tool takes named properties",
+                param.name,
+            )
         if param.kind is inspect.Parameter.POSITIONAL_ONLY:
             refuse(f"parameter {param.name} is positional-only", param.name)
         if param.name not in hints:
