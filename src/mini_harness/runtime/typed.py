@@ -68,6 +68,9 @@ def _structurer(tp: object) -> Structure | None:
     """A one-argument function turning validated JSON into a `tp`; None if it is one already."""
     if _is_plain(tp, _PLAIN_INPUT):
         return None
+    bare = unwrap_annotated(tp)
+    if bare is int or bare is float:
+        return bare  # validated: int(2.0) -> 2, float(3) -> 3.0, never a bool or a str
     hook = _CONVERTER.get_structure_hook(tp)
     return functools.partial(_apply_hook, hook, tp)
 
