@@ -188,6 +188,11 @@ SUPPORTED: list[tuple[str, object, JsonObject]] = [
         {"type": "array", "items": {"type": "integer", "minimum": 0}},
     ),
     ("foreign metadata is ignored", Annotated[int, object()], {"type": "integer"}),
+    (
+        "unhashable foreign metadata",
+        list[Annotated[int, {"unit": "m"}]],
+        {"type": "array", "items": {"type": "integer"}},
+    ),
 ]
 
 # (annotation, text the registration error must contain)
@@ -205,6 +210,7 @@ UNSUPPORTED: list[tuple[str, object, str]] = [
     ("ge on a string", Annotated[str, Field(ge=0)], "Field(ge=...) applies to numbers only"),
     ("pattern on an int", Annotated[int, Field(pattern="1")], "applies to strings only"),
     ("length on an int", Annotated[int, Field(min_length=1)], "applies to one of str, list"),
+    ("bad pattern", Annotated[str, Field(pattern="(")], "Field(pattern='(') is not a valid"),
 ]
 
 

@@ -219,6 +219,13 @@ def _unresolvable(a: int, b: NotDefinedAnywhere) -> None:  # type: ignore[name-d
     return None
 
 
+def _malformed(a: int) -> None:
+    return None
+
+
+_malformed.__annotations__["a"] = "list[int"
+
+
 def _stale_docs(a: int) -> None:
     """Stale.
 
@@ -237,6 +244,7 @@ class TestRefusals:
             (_positional, "a", "parameter a is positional-only"),
             (_unannotated, "a", "parameter a has no type annotation"),
             (_unresolvable, "b", "parameter b: cannot resolve 'NotDefinedAnywhere'"),
+            (_malformed, None, "cannot resolve the annotations: "),
             (_stale_docs, None, "the docstring's Args section names b, not a parameter"),
         ],
     )

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import attrs
+import jsonschema_rs
 
 from mini_harness.runtime.docstrings import class_docstring, parse_docstring
 from mini_harness.runtime.jsonvalue import JsonObject, NotJsonError, check_json
@@ -148,7 +149,7 @@ def schema_for(tp: object, stack: tuple[type, ...] = ()) -> JsonObject:
         return {}
     if tp is None or tp is _NoneType:
         return {"type": "null"}
-    if tp in _SCALARS:
+    if isinstance(tp, type) and tp in _SCALARS:  # a type: hashing a generic may fail
         return {"type": _SCALARS[tp]}
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return _enum_schema(tp)
@@ -278,6 +279,12 @@ def _apply_metadata(schema: JsonObject, meta: object) -> JsonObject:
     if meta.pattern is not None:
         if "string" not in kinds:
             raise UnsupportedAnnotation("Field(pattern=...) applies to strings only")
+        try:
+            jsonschema_rs.validator_for({"pattern": meta.pattern})
+        except (jsonschema_rs.ValidationError, ValueError):
+            raise UnsupportedAnnotation(
+                f"Field(pattern={meta.pattern!r}) is not a valid regular expression"
+            ) from None
         out["pattern"] = meta.pattern
     return out
 

@@ -49,7 +49,7 @@ Structure = Callable[[Any], Any]
 def _is_plain(tp: object, plain: frozenset[object]) -> bool:
     """True when JSON values of `tp` need no conversion in this direction."""
     tp = unwrap_annotated(tp)
-    if tp is None or tp in plain:
+    if tp is None or (isinstance(tp, type) and tp in plain):
         return True
     origin = get_origin(tp)
     args = get_args(tp)
@@ -71,8 +71,22 @@ def _structurer(tp: object) -> Structure | None:
     bare = unwrap_annotated(tp)
     if bare is int or bare is float:
         return bare  # validated: int(2.0) -> 2, float(3) -> 3.0, never a bool or a str
+    tp = _strip_annotated(tp)  # cattrs hashes types; Annotated metadata need not be hashable
     hook = _CONVERTER.get_structure_hook(tp)
     return functools.partial(_apply_hook, hook, tp)
+
+
+def _strip_annotated(tp: object) -> Any:
+    """`tp` with every Annotated layer removed, at any depth."""
+    tp = unwrap_annotated(tp)
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if not args or origin is Literal:
+        return tp
+    stripped = tuple(_strip_annotated(arg) for arg in args)
+    if origin is Union or origin is types.UnionType:
+        return Union[stripped]  # noqa: UP007 - built from a tuple at run time
+    return origin[stripped]  # type: ignore[index]
 
 
 def _apply_hook(hook: Callable[[Any, Any], Any], tp: object, value: object) -> Any:
@@ -114,6 +128,8 @@ def _hints(func: Callable[..., Any], refuse: _Refuse) -> dict[str, Any]:
                     "annotations must be importable from the function's module",
                     pname,
                 )
+        refuse(f"cannot resolve the annotations: {exc}")
+    except (SyntaxError, TypeError) as exc:  # e.g. a malformed string annotation
         refuse(f"cannot resolve the annotations: {exc}")
 
 
