@@ -133,6 +133,26 @@ def _hints(func: Callable[..., Any], refuse: _Refuse) -> dict[str, Any]:
         refuse(f"cannot resolve the annotations: {exc}")
 
 
+def _check_parameters(
+    params: list[inspect.Parameter], hints: dict[str, Any], documented: set[str], refuse: _Refuse
+) -> None:
+    """Every parameter must be a named, annotated property; docs must name real ones."""
+    for param in params:
+        if param.kind in _VARIADIC:
+            stars = "*" if param.kind is inspect.Parameter.VAR_POSITIONAL else "**"
+            refuse(
+                f"parameter {stars}{param.name} is variadic; a tool takes named properties",
+                param.name,
+            )
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+            refuse(f"parameter {param.name} is positional-only", param.name)
+        if param.name not in hints:
+            refuse(f"parameter {param.name} has no type annotation", param.name)
+    unknown = sorted(documented - {p.name for p in params})
+    if unknown:
+        refuse(f"the docstring's Args section names {', '.join(unknown)}, not a parameter")
+
+
 def derive_tool(
     func: Callable[..., Any],
     *,
@@ -148,20 +168,7 @@ def derive_tool(
     hints = _hints(func, refuse)
     params = list(inspect.signature(func).parameters.values())
     doc = parse_docstring(func.__doc__)
-    for param in params:
-        if param.kind in _VARIADIC:
-            stars = "*" if param.kind is inspect.Parameter.VAR_POSITIONAL else "**"
-            refuse(
-                f"parameter {stars}{param.name} is variadic; a tool takes named properties",
-                param.name,
-            )
-        if param.kind is inspect.Parameter.POSITIONAL_ONLY:
-            refuse(f"parameter {param.name} is positional-only", param.name)
-        if param.name not in hints:
-            refuse(f"parameter {param.name} has no type annotation", param.name)
-    unknown = sorted(set(doc.entries) - {p.name for p in params})
-    if unknown:
-        refuse(f"the docstring's Args section names {', '.join(unknown)}, not a parameter")
+    _check_parameters(params, hints, set(doc.entries), refuse)
 
     summary = doc.summary
     single = params[0] if len(params) == 1 else None
