@@ -11,6 +11,8 @@ from mini_harness.errors import (
     InvalidToolNameError,
     MiniHarnessError,
     RegistrationError,
+    RejectedInputError,
+    SchemaDerivationError,
     ToolCallError,
     ToolCancelledError,
     ToolHandlerError,
@@ -22,6 +24,7 @@ from mini_harness.errors import (
     UnknownToolError,
 )
 from mini_harness.runtime import (
+    Field,
     MemorySink,
     ToolAnnotations,
     ToolDefinition,
@@ -32,6 +35,7 @@ from mini_harness.runtime import (
 
 __all__ = [
     "DuplicateToolError",
+    "Field",
     "InvalidInputError",
     "InvalidOutputError",
     "InvalidSchemaError",
@@ -39,6 +43,8 @@ __all__ = [
     "MemorySink",
     "MiniHarnessError",
     "RegistrationError",
+    "RejectedInputError",
+    "SchemaDerivationError",
     "ToolAnnotations",
     "ToolCallError",
     "ToolCancelledError",

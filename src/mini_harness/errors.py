@@ -42,6 +42,18 @@ class InvalidSchemaError(RegistrationError):
     """The input schema is not a valid JSON Schema with an object root."""
 
 
+class SchemaDerivationError(RegistrationError):
+    """A typed tool's signature cannot be turned into a JSON Schema.
+
+    `parameter` names the parameter at fault ("return" for the return annotation), or is
+    None when the problem is the function as a whole.
+    """
+
+    def __init__(self, tool: str, message: str, *, parameter: str | None = None) -> None:
+        super().__init__(tool, message)
+        self.parameter = parameter
+
+
 # --- dispatch ---------------------------------------------------------------
 
 
@@ -79,6 +91,10 @@ class InvalidInputError(ToolCallError):
         super().__init__(tool, message, call_id=call_id)
         self.path = path
         self.violations = tuple(violations)
+
+
+class RejectedInputError(InvalidInputError):
+    """A typed tool's classes refused input its schema allows (an attrs validator said no)."""
 
 
 class ToolHandlerError(ToolCallError):

@@ -30,6 +30,8 @@ from mini_harness.runtime.events import (
     event_type,
 )
 from mini_harness.runtime.registry import Handler, RegisteredTool, ToolRegistry
+from mini_harness.runtime.schema_derive import Field
+from mini_harness.runtime.typed import derive_tool
 from mini_harness.runtime.validation import InputValidator, Violation
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "ContextPart",
     "Event",
     "EventSink",
+    "Field",
     "Handler",
     "InputValidator",
     "MemorySink",
@@ -60,6 +63,7 @@ __all__ = [
     "TranscriptStarted",
     "UnknownEvent",
     "Violation",
+    "derive_tool",
     "dispatch_context",
     "estimate_tokens",
     "event_type",

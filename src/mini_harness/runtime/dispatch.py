@@ -16,6 +16,7 @@ from mini_harness._version import __version__
 from mini_harness.errors import (
     InvalidInputError,
     InvalidOutputError,
+    RejectedInputError,
     ToolCallError,
     ToolCancelledError,
     ToolHandlerError,
@@ -211,6 +212,10 @@ class ToolRuntime:
         message = f"Tool {name} failed: {kind}: {text}" if text else f"Tool {name} failed: {kind}"
         return ToolHandlerError(name, message, error_type=kind)
 
+    def _rejected(self, name: str, exc: RejectedInputError) -> ToolCallError:
+        """A typed tool refusing its own input is invalid input; from a nested call, a failure."""
+        return exc if exc.tool == name else self._handler_failed(name, exc)
+
     def _timed_out(self, name: str, timeout: float) -> ToolTimeoutError:
         return ToolTimeoutError(name, f"Tool {name} timed out after {timeout:g} s")
 
@@ -227,6 +232,8 @@ class ToolRuntime:
             cancelled = ToolCancelledError(name, f"Tool {name} cancelled")
             self._record_failure(call_id, name, start, cancelled)
             raise
+        except RejectedInputError as exc:
+            self._fail(call_id, name, start, self._rejected(name, exc))
         except Exception as exc:  # the handler's own failure, whatever it is
             self._fail(call_id, name, start, self._handler_failed(name, exc))
         return self._succeed(call_id, name, tool_input, start, output)
@@ -254,6 +261,8 @@ class ToolRuntime:
             cancelled = ToolCancelledError(name, f"Tool {name} cancelled")
             self._record_failure(call_id, name, start, cancelled)
             raise
+        except RejectedInputError as exc:
+            self._fail(call_id, name, start, self._rejected(name, exc))
         except Exception as exc:
             self._fail(call_id, name, start, self._handler_failed(name, exc))
         return self._succeed(call_id, name, tool_input, start, output)

@@ -5,16 +5,18 @@ from __future__ import annotations
 import builtins
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar, overload
 
 import attrs
 
 from mini_harness.errors import DuplicateToolError, InvalidToolNameError
 from mini_harness.runtime.definitions import TOOL_NAME_PATTERN, ToolAnnotations, ToolDefinition
 from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.runtime.typed import derive_tool
 from mini_harness.runtime.validation import InputValidator
 
 Handler: TypeAlias = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @attrs.frozen
@@ -87,6 +89,46 @@ class ToolRegistry:
             annotations=annotations,
         )
         return self.register(definition, handler, timeout=timeout)
+
+    @overload
+    def tool(self, func: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        func: None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        timeout: float | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        func: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        timeout: float | None = None,
+    ) -> F | Callable[[F], F]:
+        """Register a typed function as a tool; usable as `@registry.tool` or `@registry.tool(...)`.
+
+        The input schema comes from the signature, the description from the docstring;
+        the function itself is returned unchanged. See docs/typed-tools.md.
+        """
+
+        def decorate(function: F) -> F:
+            definition, handler = derive_tool(
+                function, name=name, description=description, annotations=annotations
+            )
+            self.register(definition, handler, timeout=timeout)
+            return function
+
+        return decorate(func) if func is not None else decorate
 
     def get(self, name: str) -> RegisteredTool | None:
         return self._tools.get(name)

@@ -1,0 +1,366 @@
+"""Python annotations -> JSON Schema 2020-12, for tools defined from typed functions.
+
+Nested classes are inlined (no `$ref`), which every model API reads; a class that
+contains itself therefore has no schema and is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+import attrs
+import jsonschema_rs
+
+from mini_harness.runtime.docstrings import class_docstring, parse_docstring
+from mini_harness.runtime.jsonvalue import JsonObject, NotJsonError, check_json
+
+_NoneType = type(None)
+_NUMERIC = (
+    ("ge", "minimum"),
+    ("gt", "exclusiveMinimum"),
+    ("le", "maximum"),
+    ("lt", "exclusiveMaximum"),
+    ("multiple_of", "multipleOf"),
+)
+_LENGTH = {
+    "string": ("minLength", "maxLength"),
+    "array": ("minItems", "maxItems"),
+    "object": ("minProperties", "maxProperties"),
+}
+_SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _optional_number(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not _number(value):
+        raise TypeError(f"Field({attribute.name}=...) must be a number, got {value!r}")
+
+
+def _optional_count(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        raise TypeError(f"Field({attribute.name}=...) must be an integer >= 0, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class Field:
+    """Schema keywords for `Annotated[T, Field(...)]`: a description and constraints.
+
+    `ge`/`gt`/`le`/`lt`/`multiple_of` apply to numbers; `min_length`/`max_length` to
+    strings (characters), lists (items) and dicts (properties); `pattern` to strings.
+    """
+
+    description: str | None = None
+    ge: float | None = attrs.field(default=None, validator=_optional_number)
+    gt: float | None = attrs.field(default=None, validator=_optional_number)
+    le: float | None = attrs.field(default=None, validator=_optional_number)
+    lt: float | None = attrs.field(default=None, validator=_optional_number)
+    multiple_of: float | None = attrs.field(default=None, validator=_optional_number)
+    min_length: int | None = attrs.field(default=None, validator=_optional_count)
+    max_length: int | None = attrs.field(default=None, validator=_optional_count)
+    pattern: str | None = None
+
+
+class UnsupportedAnnotation(Exception):
+    """Why an annotation has no schema, and where inside the parameter it sits."""
+
+    def __init__(
+        self, detail: str, context: tuple[str, ...] = (), member: str | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.context = context
+        self.member = member  # the outermost property it sits in (a parameter's name)
+
+    def inside(self, where: str, member: str) -> UnsupportedAnnotation:
+        return UnsupportedAnnotation(self.detail, (where, *self.context), member)
+
+    def __str__(self) -> str:
+        return ": ".join((*self.context, self.detail))
+
+
+@attrs.frozen
+class Member:
+    """One property of a derived object: a parameter or a class field."""
+
+    name: str
+    annotation: Any
+    required: bool
+    default: Any = attrs.NOTHING  # the default as JSON; NOTHING when none can be shown
+    description: str | None = None
+
+
+def type_name(tp: object) -> str:
+    """`int`, `Point`, `list[int]`: how an annotation reads in an error message."""
+    if isinstance(tp, type) and not get_args(tp):
+        return tp.__qualname__
+    return repr(tp).replace("typing.", "")
+
+
+def json_default(value: object) -> object:
+    """A default as a schema `default`, or attrs.NOTHING when it is not plain JSON."""
+    if isinstance(value, enum.Enum):
+        value = value.value
+    try:
+        check_json(value)
+    except NotJsonError:
+        return attrs.NOTHING
+    return value
+
+
+def is_record_class(tp: object) -> bool:
+    """True for attrs classes and dataclasses (the classes whose fields become properties)."""
+    return isinstance(tp, type) and (attrs.has(tp) or dataclasses.is_dataclass(tp))
+
+
+def unwrap_annotated(tp: object) -> object:
+    while get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    return tp
+
+
+def _explicit_description(tp: object) -> bool:
+    """True when Annotated metadata already says what the value is."""
+    if get_origin(tp) is not Annotated:
+        return False
+    return any(
+        isinstance(m, str) or (isinstance(m, Field) and m.description is not None)
+        for m in get_args(tp)[1:]
+    )
+
+
+def schema_for(tp: object, stack: tuple[type, ...] = ()) -> JsonObject:
+    """The JSON Schema of one annotation; raise UnsupportedAnnotation if it has none."""
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if origin is Annotated:
+        schema = schema_for(args[0], stack)
+        for meta in args[1:]:
+            schema = _apply_metadata(schema, meta)
+        return schema
+    if tp is Any:
+        return {}
+    if tp is None or tp is _NoneType:
+        return {"type": "null"}
+    if isinstance(tp, type) and tp in _SCALARS:  # a type: hashing a generic may fail
+        return {"type": _SCALARS[tp]}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _enum_schema(tp)
+    if origin is Literal:
+        return _literal_schema(tp, args)
+    if origin is Union or origin is types.UnionType:
+        members = [a for a in args if a is not _NoneType]
+        if len(members) != 1 or len(members) == len(args):
+            raise UnsupportedAnnotation(
+                f"unsupported union {type_name(tp)} (only T | None is supported)"
+            )
+        return nullable(schema_for(members[0], stack))
+    if origin is list or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
+        items = schema_for(args[0], stack)
+        return {"type": "array", "items": items} if items else {"type": "array"}
+    if origin is dict:
+        if unwrap_annotated(args[0]) is not str:
+            raise UnsupportedAnnotation(f"dict keys must be str, not {type_name(args[0])}")
+        values = schema_for(args[1], stack)
+        return {"type": "object", "additionalProperties": values} if values else {"type": "object"}
+    if tp in (list, tuple):
+        return {"type": "array"}
+    if tp is dict:
+        return {"type": "object"}
+    if origin is tuple:
+        raise UnsupportedAnnotation(
+            f"unsupported annotation {type_name(tp)} (use tuple[T, ...] or list[T])"
+        )
+    if is_record_class(tp):
+        assert isinstance(tp, type)
+        return class_schema(tp, stack)
+    raise UnsupportedAnnotation(f"unsupported annotation {type_name(tp)}")
+
+
+def nullable(schema: JsonObject) -> JsonObject:
+    """`schema` that also accepts null, as flat as the schema allows."""
+    kind = schema.get("type")
+    if "enum" in schema:
+        out = {**schema, "enum": [*schema["enum"], None]} if None not in schema["enum"] else schema
+        if isinstance(kind, str):
+            out["type"] = [kind, "null"]
+        return out
+    if isinstance(kind, str) and "const" not in schema:
+        return {**schema, "type": [kind, "null"]}
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return "string"
+
+
+def _choices(values: Sequence[object]) -> JsonObject:
+    kinds = {_json_type(v) for v in values}
+    if len(kinds) == 1:
+        return {"type": kinds.pop(), "enum": list(values)}
+    return {"enum": list(values)}
+
+
+def _literal_schema(tp: object, values: tuple[object, ...]) -> JsonObject:
+    for value in values:
+        if not (value is None or type(value) in (str, int, bool)):
+            raise UnsupportedAnnotation(
+                f"{type_name(tp)}: Literal values must be str, int, bool or None"
+            )
+    return _choices(values)
+
+
+def _enum_schema(tp: type[enum.Enum]) -> JsonObject:
+    values = [member.value for member in tp]
+    if not values:
+        raise UnsupportedAnnotation(f"enum {tp.__qualname__} has no members")
+    for value in values:
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise UnsupportedAnnotation(
+                f"enum {tp.__qualname__}: values must be str, int or float, got {value!r}"
+            )
+    return _choices(values)
+
+
+def _types_of(schema: JsonObject) -> set[str]:
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list):
+        return set(kind)
+    if "anyOf" in schema:
+        return set().union(*(_types_of(branch) for branch in schema["anyOf"]))
+    if "enum" in schema:
+        return {_json_type(v) for v in schema["enum"]}
+    return set()
+
+
+def _apply_metadata(schema: JsonObject, meta: object) -> JsonObject:
+    if isinstance(meta, str):
+        return {**schema, "description": meta}
+    if not isinstance(meta, Field):
+        return schema  # metadata for someone else: Annotated is shared
+    out = dict(schema)
+    if meta.description is not None:
+        out["description"] = meta.description
+    kinds = _types_of(schema)
+    for attr, keyword in _NUMERIC:
+        value = getattr(meta, attr)
+        if value is None:
+            continue
+        if not kinds & {"integer", "number"}:
+            raise UnsupportedAnnotation(f"Field({attr}=...) applies to numbers only")
+        out[keyword] = value
+    for attr, index in (("min_length", 0), ("max_length", 1)):
+        value = getattr(meta, attr)
+        if value is None:
+            continue
+        sized = [kind for kind in _LENGTH if kind in kinds]
+        if len(sized) != 1:
+            raise UnsupportedAnnotation(
+                f"Field({attr}=...) applies to one of str, list or dict only"
+            )
+        out[_LENGTH[sized[0]][index]] = value
+    if meta.pattern is not None:
+        if "string" not in kinds:
+            raise UnsupportedAnnotation("Field(pattern=...) applies to strings only")
+        try:
+            jsonschema_rs.validator_for({"pattern": meta.pattern})
+        except (jsonschema_rs.ValidationError, ValueError):
+            raise UnsupportedAnnotation(
+                f"Field(pattern={meta.pattern!r}) is not a valid regular expression"
+            ) from None
+        out["pattern"] = meta.pattern
+    return out
+
+
+def class_members(cls: type) -> list[Member]:
+    """The init fields of an attrs class or dataclass, described by `Attributes:`."""
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except NameError as exc:
+        raise UnsupportedAnnotation(
+            f"cannot resolve the annotations of {cls.__qualname__}: {exc}"
+        ) from None
+    docs = parse_docstring(class_docstring(cls)).entries
+    members: list[Member] = []
+    if attrs.has(cls):
+        for field in attrs.fields(cls):
+            if not field.init:
+                continue
+            default = field.default
+            required = default is attrs.NOTHING
+            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+                default = attrs.NOTHING
+            members.append(_member(field.name, hints, required, default, docs))
+    else:
+        for dfield in dataclasses.fields(cls):
+            if not dfield.init:
+                continue
+            has_default = dfield.default is not dataclasses.MISSING
+            required = not has_default and dfield.default_factory is dataclasses.MISSING
+            default = dfield.default if has_default else attrs.NOTHING
+            members.append(_member(dfield.name, hints, required, default, docs))
+    return members
+
+
+def _member(
+    name: str, hints: dict[str, Any], required: bool, default: object, docs: dict[str, str]
+) -> Member:
+    shown = attrs.NOTHING if default is attrs.NOTHING else json_default(default)
+    return Member(name, hints.get(name, Any), required, shown, docs.get(name))
+
+
+def class_schema(cls: type, stack: tuple[type, ...] = ()) -> JsonObject:
+    """An object schema from a class's init fields; refuses a class that contains itself."""
+    if cls in stack:
+        raise UnsupportedAnnotation(f"class {cls.__qualname__} contains itself (not supported)")
+    summary = parse_docstring(class_docstring(cls)).summary
+    return object_schema(
+        class_members(cls), summary or None, (*stack, cls), where=f"field {cls.__qualname__}."
+    )
+
+
+def object_schema(
+    members: Sequence[Member],
+    description: str | None,
+    stack: tuple[type, ...] = (),
+    *,
+    where: str,
+) -> JsonObject:
+    """`{"type": "object", ...}` with every member a property and no others allowed."""
+    properties: JsonObject = {}
+    for member in members:
+        try:
+            prop = schema_for(member.annotation, stack)
+        except UnsupportedAnnotation as exc:
+            raise exc.inside(f"{where}{member.name}", member.name) from None
+        if member.description and not _explicit_description(member.annotation):
+            prop = {**prop, "description": member.description}
+        if member.default is not attrs.NOTHING:
+            prop = {**prop, "default": member.default}
+        properties[member.name] = prop
+    schema: JsonObject = {"type": "object"}
+    if description:
+        schema["description"] = description
+    schema["properties"] = properties
+    required = [m.name for m in members if m.required]
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    return schema
