@@ -1,0 +1,26 @@
+"""Test helpers shipped with mini-harness: golden files for transcripts, reports and CLI output.
+
+The pytest plugin (`mini_harness.testing.plugin`) is registered through the `pytest11`
+entry point; these names are for type hints and for normalizing outside pytest.
+"""
+
+from __future__ import annotations
+
+from mini_harness.testing.cli_outcome import CliOutcome
+from mini_harness.testing.golden import Golden, GoldenRuntime
+from mini_harness.testing.normalize import (
+    DURATION_PLACEHOLDER,
+    TS_PLACEHOLDER,
+    Normalization,
+    NormalizationError,
+)
+
+__all__ = [
+    "DURATION_PLACEHOLDER",
+    "TS_PLACEHOLDER",
+    "CliOutcome",
+    "Golden",
+    "GoldenRuntime",
+    "Normalization",
+    "NormalizationError",
+]
