@@ -119,6 +119,7 @@ class Golden:
         self.normalization = normalization
         self.transcript_path = tmp_path / "golden-transcript.jsonl"
         self._log: JsonlTranscript | None = None
+        self._checked: set[Path] = set()
 
     def __repr__(self) -> str:
         return f"<Golden({self.session.show(self.path('txt'))!r})>"
@@ -216,6 +217,13 @@ class Golden:
     def _compare(self, path: Path, obtained: str, *, transcript: bool) -> None:
         __tracebackhide__ = True
         session = self.session
+        if path in self._checked:
+            pytest.fail(
+                f"golden file {session.show(path)} is checked twice in {self.nodeid}: "
+                "give the second check its own name=",
+                pytrace=False,
+            )
+        self._checked.add(path)
         session.claim(path, self.nodeid)
         obtained_path = path.with_name(path.name + ".obtained")
         expected = path.read_text(encoding="utf-8") if path.exists() else None
