@@ -59,6 +59,10 @@ def test_twice(golden):
     golden.check_text("two\\n")
 
 
+def test_paths(golden, tmp_path, request):
+    golden.check_text(f"{tmp_path}/a {request.config.rootpath}/b {golden.tmp_path}/c\\n")
+
+
 def test_no_runtime(golden):
     golden.check_transcript()
 """
@@ -118,6 +122,12 @@ class TestFeatures:
         assert reader.problems == []
         memory = (project.path / "goldens" / "test_user" / "test_memory_sink.jsonl").read_text()
         assert '"token":"<token>","nested":{"token":"<token>"}' in memory
+
+    def test_paths_become_placeholders(self, project: pytest.Pytester) -> None:
+        """The test's tmp_path and the rootdir are written as <tmp> and <rootdir>."""
+        run(project, "--update-goldens", "-k", "test_paths").assert_outcomes(passed=1)
+        golden = project.path / "goldens" / "test_user" / "test_paths.txt"
+        assert golden.read_text() == "<tmp>/a <rootdir>/b <tmp>/c\n"
 
     def test_check_twice_needs_a_name(self, project: pytest.Pytester) -> None:
         """Two checks of one golden in a test fail and say to give one a name."""

@@ -83,8 +83,10 @@ def _golden(
     from mini_harness.testing.golden import Golden, golden_base_name
 
     cls = request.node.cls
-    normalization = golden_normalization.with_path(tmp_path, "<tmp>").with_path(
-        tmp_path_factory.getbasetemp(), "<basetemp>"
+    normalization = (
+        golden_normalization.with_path(tmp_path, "<tmp>")
+        .with_path(tmp_path_factory.getbasetemp(), "<basetemp>")
+        .with_path(request.config.rootpath, "<rootdir>")
     )
     golden = Golden(
         session=request.config.stash[_SESSION],
