@@ -147,14 +147,17 @@ class TestText:
         assert "Transcript: <tmp>/t (run <id-1>)" in normalization.text(outputs[0])
 
     def test_builtin_patterns(self) -> None:
-        """Timestamps, durations (compact or indented JSON) and hex ids get placeholders."""
+        """Timestamps, durations (compact or indented JSON), run and call ids get placeholders."""
         run_a, run_b = "a" * 32, "0123456789abcdef" * 2
         text = (
             f"at 2026-01-02T03:04:05.123456Z run {run_a} then {run_b} then {run_a}\n"
+            f"calls {run_b[:12]}-1 {run_b[:12]}-2 {run_b[:12]}-1\n"
             '{"durationMs":12.5} {"durationMs": 3}\n'
         )
         assert Normalization().text(text) == (
-            'at <ts> run <id-1> then <id-2> then <id-1>\n{"durationMs":0} {"durationMs": 0}\n'
+            "at <ts> run <id-1> then <id-2> then <id-1>\n"
+            "calls <call-1> <call-2> <call-1>\n"
+            '{"durationMs":0} {"durationMs": 0}\n'
         )
 
     def test_without_hex_ids(self) -> None:

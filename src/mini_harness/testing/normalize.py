@@ -30,6 +30,7 @@ ID_FIELDS = {"transcriptId": "transcript", "runId": "run", "callId": "call"}
 _TEXT_TS = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
 _TEXT_DURATION = re.compile(r'("durationMs":\s*)-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
 _TEXT_HEX_ID = re.compile(r"\b[0-9a-f]{32}\b")
+_TEXT_CALL_ID = re.compile(r"\b[0-9a-f]{12}-\d+\b")  # `<first 12 hex of the run id>-<n>`
 _PREV = re.compile(r'"prev":"[^"]*"')
 
 
@@ -62,9 +63,10 @@ class Normalization:
     """What counts as volatile, beyond the built-in fields. Immutable: `with_*` returns a copy.
 
     Built in: transcripts get `ts`, `durationMs`, `harness`, the ids (`transcriptId`,
-    `runId`, `callId`) and `prev` replaced; text gets timestamps, `"durationMs":N` and
-    32-hex-digit ids replaced. `paths` (longest first) and `scrubs` apply to text and to
-    every string inside a transcript; `fields` to keys at any depth of a transcript line.
+    `runId`, `callId`) and `prev` replaced; text gets timestamps, `"durationMs":N`,
+    32-hex-digit ids and call ids (`<12 hex>-<n>`) replaced. `paths` (longest first) and
+    `scrubs` apply to text and to every string inside a transcript; `fields` to keys at any
+    depth of a transcript line.
     """
 
     paths: tuple[tuple[str, str], ...] = ()
@@ -92,7 +94,7 @@ class Normalization:
         return attrs.evolve(self, fields=(*self.fields, field))
 
     def without_hex_ids(self) -> Normalization:
-        """Keep 32-hex-digit strings in text (e.g. when a tool prints MD5 digests)."""
+        """Keep hex ids in text (e.g. when a tool prints MD5 digests)."""
         return attrs.evolve(self, hex_ids=False)
 
     # --- applying -----------------------------------------------------------------------
@@ -185,7 +187,8 @@ class _Numbering:
         return placeholder
 
     def sub_hex_ids(self, text: str) -> str:
-        return _TEXT_HEX_ID.sub(lambda m: f"<{self.number('id', m.group())}>", text)
+        text = _TEXT_HEX_ID.sub(lambda m: f"<{self.number('id', m.group())}>", text)
+        return _TEXT_CALL_ID.sub(lambda m: f"<{self.number('call', m.group())}>", text)
 
 
 def mask_prev(lines: Iterable[str]) -> list[str]:
