@@ -82,7 +82,7 @@ class TestMissingGolden:
         result.stdout.fnmatch_lines(
             [
                 f"golden file {GOLDEN} is missing; this run's output is in {OBTAINED}.",
-                "If the change is intended, run `pytest --update-goldens` to accept it.",
+                "Run `pytest --update-goldens` to create it.",
             ]
         )
         assert not (project.path / GOLDEN).exists()
@@ -127,7 +127,9 @@ class TestMismatch:
         ]
         assert "-" + SUCCEEDED % "hello" in lines
         assert "+" + SUCCEEDED % "good day" in lines
-        assert f"The whole output is in {OBTAINED}." in lines
+        assert lines[lines.index(f"The whole output is in {OBTAINED}.") + 1] == (
+            "If the change is intended, run `pytest --update-goldens` to accept it."
+        )
         assert (project.path / GOLDEN).read_text() == before
         obtained = (project.path / OBTAINED).read_text()
         assert '"greeting":"good day, Ada"' in obtained

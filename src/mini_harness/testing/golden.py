@@ -247,15 +247,17 @@ class Golden:
                 f"{_diff(expected, obtained, transcript=transcript)}"
                 f"The whole output is in {shown_obtained}."
             )
-        pytest.fail(f"{message}\n{self._how_to_update()}", pytrace=False)
+        pytest.fail(f"{message}\n{self._how_to_update(missing=expected is None)}", pytrace=False)
 
-    def _how_to_update(self) -> str:
+    def _how_to_update(self, *, missing: bool) -> str:
         if self.session.ci:
             ignored = f" ({UPDATE_FLAG} was ignored)" if self.session.update else ""
             return (
                 f"CI is set, so goldens are never written here{ignored}: run "
                 f"`pytest {UPDATE_FLAG}` locally and commit the goldens."
             )
+        if missing:
+            return f"Run `pytest {UPDATE_FLAG}` to create it."
         return f"If the change is intended, run `pytest {UPDATE_FLAG}` to accept it."
 
 
