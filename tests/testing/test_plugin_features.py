@@ -108,6 +108,29 @@ class TestFeatures:
         assert (goldens / "test_cli.txt").read_text() == CLI_GOLDEN
         assert (goldens / "test_cli.error.txt").read_text() == ERROR_GOLDEN
 
+    def test_text_diff(self, project: pytest.Pytester) -> None:
+        """A text golden that no longer matches fails with a plain unified diff of its lines."""
+        run(project, "--update-goldens", "-k", "test_cli").assert_outcomes(passed=1)
+        golden = project.path / "goldens" / "test_user" / "test_cli.txt"
+        golden.write_text(CLI_GOLDEN.replace("provider: none", "provider: nobody"))
+        result = run(project, "-k", "test_cli")
+        result.assert_outcomes(failed=1)
+        lines = result.stdout.lines
+        start = lines.index(
+            "output differs from golden file goldens/test_user/test_cli.txt (- golden, + obtained):"
+        )
+        assert lines[start + 1 : start + 10] == [
+            "--- golden",
+            "+++ obtained",
+            "@@ -1,7 +1,7 @@",
+            """ $ mini-harness --tool echo --tool-input '{"text":"hi"}'""",
+            " --- stdout",
+            " [mini-harness] Task: Dispatch tool: echo",
+            "-[mini-harness] Model provider: nobody",
+            "+[mini-harness] Model provider: none",
+            " [mini-harness] Manual tool dispatch completed.",
+        ]
+
     def test_custom_normalization_is_stable(self, project: pytest.Pytester) -> None:
         """A conftest scrub and volatile fields make random outputs golden-stable."""
         run(project, "--update-goldens", "-k", "scrubbed or memory").assert_outcomes(passed=2)
