@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test goldens lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
+
+# Rewrite the golden files under tests/golden after an intended change (never in CI).
+goldens: $(STAMP)
+	$(BIN)/pytest tests/golden --update-goldens
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

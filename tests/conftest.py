@@ -5,6 +5,8 @@ import pytest
 from mini_harness.runtime import ToolAnnotations, ToolDefinition, ToolRegistry
 from mini_harness.tools import default_registry
 
+pytest_plugins = ["pytester"]
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(

@@ -1,0 +1,290 @@
+"""The `golden` fixture's object: record or run, normalize, compare with a file, update."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import pytest
+
+from mini_harness.errors import ToolCallError
+from mini_harness.runtime import MemorySink, ToolRegistry, ToolResult, ToolRuntime
+from mini_harness.runtime.jsonvalue import JsonValue
+from mini_harness.testing.cli_outcome import CliOutcome, invoke
+from mini_harness.testing.normalize import Normalization, mask_prev
+from mini_harness.transcripts import JsonlTranscript, encode_line, line_hash
+
+if TYPE_CHECKING:
+    import click
+
+UPDATE_FLAG = "--update-goldens"
+_FALSE = {"", "0", "false", "no", "off"}
+
+
+def running_in_ci(environ: Mapping[str, str] = os.environ) -> bool:
+    """True when `CI` is set to anything but an empty, 0, false, no or off value."""
+    return environ.get("CI", "").strip().lower() not in _FALSE
+
+
+@attrs.define
+class GoldenSession:
+    """Per pytest run: whether goldens may be written, and what was written."""
+
+    update: bool
+    ci: bool
+    root: Path
+    created: list[Path] = attrs.Factory(list)
+    updated: list[Path] = attrs.Factory(list)
+    _checked: dict[Path, str] = attrs.Factory(dict)
+
+    @property
+    def may_write(self) -> bool:
+        return self.update and not self.ci
+
+    def show(self, path: Path) -> str:
+        """A path relative to the rootdir when it is inside it."""
+        try:
+            return str(path.relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+    def claim(self, path: Path, nodeid: str) -> None:
+        """Refuse a second check of one golden file in a run: two tests would overwrite it."""
+        owner = self._checked.setdefault(path, nodeid)
+        if owner != nodeid:
+            pytest.fail(
+                f"golden file {self.show(path)} is checked by {owner} and by {nodeid}: "
+                "give one of the checks its own name=",
+                pytrace=False,
+            )
+
+
+class GoldenRuntime(ToolRuntime):
+    """A ToolRuntime whose events go to the test's golden transcript."""
+
+    def attempt(self, name: str, tool_input: JsonValue) -> ToolResult | ToolCallError:
+        """Dispatch and return the result, or the recorded failure instead of raising it."""
+        try:
+            return self.dispatch(name, tool_input)
+        except ToolCallError as exc:
+            return exc
+
+    async def attempt_async(self, name: str, tool_input: JsonValue) -> ToolResult | ToolCallError:
+        """`attempt` from inside an event loop."""
+        try:
+            return await self.dispatch_async(name, tool_input)
+        except ToolCallError as exc:
+            return exc
+
+
+def golden_base_name(node_name: str, class_name: str | None) -> str:
+    """A file name for a test: `Class.test_name-param`, only characters safe everywhere."""
+    name = f"{class_name}.{node_name}" if class_name else node_name
+    name = name.replace("[", "-").replace("]", "")
+    name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", name)
+    if len(name) > 100:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        name = f"{name[:90]}-{digest}"
+    return name
+
+
+class Golden:
+    """Compare what a test produced with golden files in `directory`.
+
+    Files are `<directory>/<base_name>[.<name>].<ext>`: `.txt` for text and CLI output,
+    `.jsonl` for transcripts. `normalization` may be replaced or extended per test.
+    """
+
+    def __init__(
+        self,
+        *,
+        session: GoldenSession,
+        directory: Path,
+        base_name: str,
+        nodeid: str,
+        tmp_path: Path,
+        normalization: Normalization,
+    ) -> None:
+        self.session = session
+        self.directory = directory
+        self.base_name = base_name
+        self.nodeid = nodeid
+        self.tmp_path = tmp_path
+        self.normalization = normalization
+        self.transcript_path = tmp_path / "golden-transcript.jsonl"
+        self._log: JsonlTranscript | None = None
+        self._checked: set[Path] = set()
+
+    def __repr__(self) -> str:
+        return f"<Golden({self.session.show(self.path('txt'))!r})>"
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    # --- extending the normalization ----------------------------------------------
+
+    def scrub(self, pattern: str | re.Pattern[str], replacement: str) -> None:
+        """For this test: replace a regular expression in text and transcript strings."""
+        self.normalization = self.normalization.with_scrub(pattern, replacement)
+
+    def volatile_field(
+        self, key: str, placeholder: str | None = None, *, numbered: bool = False
+    ) -> None:
+        """For this test: replace the value of `key` anywhere in transcript lines."""
+        self.normalization = self.normalization.with_field(key, placeholder, numbered=numbered)
+
+    # --- producing output -----------------------------------------------------------
+
+    def runtime(self, registry: ToolRegistry, **kwargs: Any) -> GoldenRuntime:
+        """A new run against `registry`, appended to this test's transcript."""
+        if self._log is None:
+            self._log = JsonlTranscript(self.transcript_path)
+        return GoldenRuntime(registry, self._log, **kwargs)
+
+    def cli(
+        self,
+        *args: str,
+        command: click.Command | None = None,
+        prog: str = "mini-harness",
+        input: str | None = None,
+        env: Mapping[str, str | None] | None = None,
+    ) -> CliOutcome:
+        """Run the mini-harness CLI (or another click `command`) in-process."""
+        if command is None:
+            from mini_harness.cli import cli
+
+            command = cli
+        return invoke(command, args, prog=prog, input=input, env=env)
+
+    # --- checking -------------------------------------------------------------------
+
+    def path(self, ext: str, name: str | None = None) -> Path:
+        """Where the golden file of this test (and check `name`) lives."""
+        stem = f"{self.base_name}.{name}" if name else self.base_name
+        return self.directory / f"{stem}.{ext}"
+
+    def check_text(self, text: str, *, name: str | None = None) -> None:
+        """Compare normalized text with `<base>[.name].txt`."""
+        __tracebackhide__ = True
+        self._compare(self.path("txt", name), self.normalization.text(text), transcript=False)
+
+    def check_cli(
+        self,
+        *args: str,
+        name: str | None = None,
+        command: click.Command | None = None,
+        prog: str = "mini-harness",
+        input: str | None = None,
+        env: Mapping[str, str | None] | None = None,
+    ) -> CliOutcome:
+        """Run the CLI and compare its rendered output (command, streams, exit code)."""
+        __tracebackhide__ = True
+        outcome = self.cli(*args, command=command, prog=prog, input=input, env=env)
+        self.check_text(outcome.render(), name=name)
+        return outcome
+
+    def check_transcript(
+        self,
+        source: str | os.PathLike[str] | MemorySink | None = None,
+        *,
+        name: str | None = None,
+    ) -> None:
+        """Compare a normalized transcript with `<base>[.name].jsonl`.
+
+        `source` is a JSONL file (e.g. a CLI `--log`), a MemorySink, or by default the
+        transcript of this test's `runtime()` runs.
+        """
+        __tracebackhide__ = True
+        if source is None:
+            if self._log is None:
+                pytest.fail("check_transcript(): no golden.runtime() was used in this test")
+            data = self.transcript_path.read_bytes()
+        elif isinstance(source, MemorySink):
+            data = _memory_bytes(source)
+        else:
+            data = Path(source).read_bytes()
+        normalized = self.normalization.transcript(data).decode()
+        self._compare(self.path("jsonl", name), normalized, transcript=True)
+
+    def _compare(self, path: Path, obtained: str, *, transcript: bool) -> None:
+        __tracebackhide__ = True
+        session = self.session
+        if path in self._checked:
+            pytest.fail(
+                f"golden file {session.show(path)} is checked twice in {self.nodeid}: "
+                "give the second check its own name=",
+                pytrace=False,
+            )
+        self._checked.add(path)
+        session.claim(path, self.nodeid)
+        obtained_path = path.with_name(path.name + ".obtained")
+        expected = path.read_text(encoding="utf-8") if path.exists() else None
+        if expected == obtained:
+            obtained_path.unlink(missing_ok=True)
+            return
+        if session.may_write:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(obtained, encoding="utf-8", newline="")
+            obtained_path.unlink(missing_ok=True)
+            (session.created if expected is None else session.updated).append(path)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        obtained_path.write_text(obtained, encoding="utf-8", newline="")
+        shown, shown_obtained = session.show(path), session.show(obtained_path)
+        if expected is None:
+            message = f"golden file {shown} is missing; this run's output is in {shown_obtained}."
+        else:
+            message = (
+                f"output differs from golden file {shown} (- golden, + obtained):\n"
+                f"{_diff(expected, obtained, transcript=transcript)}"
+                f"The whole output is in {shown_obtained}."
+            )
+        pytest.fail(f"{message}\n{self._how_to_update(missing=expected is None)}", pytrace=False)
+
+    def _how_to_update(self, *, missing: bool) -> str:
+        if self.session.ci:
+            ignored = f" ({UPDATE_FLAG} was ignored)" if self.session.update else ""
+            return (
+                f"CI is set, so goldens are never written here{ignored}: run "
+                f"`pytest {UPDATE_FLAG}` locally and commit the goldens."
+            )
+        if missing:
+            return f"Run `pytest {UPDATE_FLAG}` to create it."
+        return f"If the change is intended, run `pytest {UPDATE_FLAG}` to accept it."
+
+
+def _diff(expected: str, obtained: str, *, transcript: bool) -> str:
+    old, new = expected.splitlines(), obtained.splitlines()
+    note = ""
+    if transcript:
+        old, new = mask_prev(old), mask_prev(new)
+        if old == new:
+            return (
+                "  (only the prev hashes differ: the golden was edited by hand and its chain "
+                "no longer verifies)\n"
+            )
+        note = "  (prev hashes are shown as … in this diff)\n"
+    lines = difflib.unified_diff(old, new, "golden", "obtained", lineterm="")
+    body = "\n".join(lines)
+    if not body:  # only line endings or a final newline differ
+        body = f"  (only whitespace at line ends differs: {expected[-20:]!r} vs {obtained[-20:]!r})"
+    return f"{note}{body}\n"
+
+
+def _memory_bytes(sink: MemorySink) -> bytes:
+    """A MemorySink's events as the JSONL a transcript file would hold."""
+    out: list[bytes] = []
+    prev: str | None = None
+    for record in sink:
+        line = encode_line(record.event, record.seq, prev)
+        out.append(line + b"\n")
+        prev = line_hash(line)
+    return b"".join(out)

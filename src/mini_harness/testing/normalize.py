@@ -1,0 +1,196 @@
+"""Turning volatile values into stable placeholders, so that goldens only change on purpose.
+
+Transcripts are normalized field by field and re-chained, so a golden transcript is itself
+a valid transcript; text is normalized with regular expressions.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+from mini_harness.transcripts.codec import line_hash
+
+TS_PLACEHOLDER = "2000-01-01T00:00:00.000000Z"
+"""Every `ts` in a golden transcript: a valid timestamp that is obviously not a real one."""
+
+DURATION_PLACEHOLDER = 0
+HARNESS_PLACEHOLDER = "<harness>"
+
+# Envelope fields whose values differ on every run: numbered per kind in order of first
+# appearance, so that "the second call of the first run" stays readable.
+ID_FIELDS = {"transcriptId": "transcript", "runId": "run", "callId": "call"}
+
+_TEXT_TS = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
+_TEXT_DURATION = re.compile(r'("durationMs":\s*)-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
+_TEXT_HEX_ID = re.compile(r"\b[0-9a-f]{32}\b")
+_TEXT_CALL_ID = re.compile(r"\b[0-9a-f]{12}-\d+\b")  # `<first 12 hex of the run id>-<n>`
+_PREV = re.compile(r'"prev":"[^"]*"')
+
+
+class NormalizationError(ValueError):
+    """The obtained output cannot be normalized (e.g. a transcript line that is not JSON)."""
+
+
+@attrs.frozen
+class Scrub:
+    """A regular expression replaced in text and in every string of a transcript."""
+
+    pattern: re.Pattern[str]
+    replacement: str
+
+    def apply(self, text: str) -> str:
+        return self.pattern.sub(self.replacement, text)
+
+
+@attrs.frozen
+class VolatileField:
+    """A JSON key whose value is replaced wherever it appears in a transcript line."""
+
+    key: str
+    placeholder: str
+    numbered: bool = False
+
+
+@attrs.frozen
+class Normalization:
+    """What counts as volatile, beyond the built-in fields. Immutable: `with_*` returns a copy.
+
+    Built in: transcripts get `ts`, `durationMs`, `harness`, the ids (`transcriptId`,
+    `runId`, `callId`) and `prev` replaced; text gets timestamps, `"durationMs":N`,
+    32-hex-digit ids and call ids (`<12 hex>-<n>`) replaced. `paths` (longest first) and
+    `scrubs` apply to text and to every string inside a transcript; `fields` to keys at any
+    depth of a transcript line.
+    """
+
+    paths: tuple[tuple[str, str], ...] = ()
+    scrubs: tuple[Scrub, ...] = ()
+    fields: tuple[VolatileField, ...] = ()
+    hex_ids: bool = True
+
+    def with_path(self, path: str | os.PathLike[str], placeholder: str) -> Normalization:
+        """Replace `path` (and its resolved form) with `placeholder`, e.g. `<tmp>`."""
+        forms = {str(path), str(Path(path).resolve())}
+        added = tuple((form, placeholder) for form in sorted(forms) if form not in ("", "."))
+        return attrs.evolve(self, paths=self.paths + added)
+
+    def with_scrub(self, pattern: str | re.Pattern[str], replacement: str) -> Normalization:
+        """Replace every match of `pattern` with `replacement` (`re.sub` syntax)."""
+        compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+        return attrs.evolve(self, scrubs=(*self.scrubs, Scrub(compiled, replacement)))
+
+    def with_field(
+        self, key: str, placeholder: str | None = None, *, numbered: bool = False
+    ) -> Normalization:
+        """Replace the value of `key` in transcripts: by `placeholder` (default `<key>`), or
+        numbered `<placeholder>-1`, `-2`, ... in order of first appearance."""
+        field = VolatileField(key, placeholder or (key if numbered else f"<{key}>"), numbered)
+        return attrs.evolve(self, fields=(*self.fields, field))
+
+    def without_hex_ids(self) -> Normalization:
+        """Keep hex ids in text (e.g. when a tool prints MD5 digests)."""
+        return attrs.evolve(self, hex_ids=False)
+
+    # --- applying -----------------------------------------------------------------------
+
+    def scrub_string(self, text: str) -> str:
+        """Paths and user scrubs: what applies to text and to strings inside transcripts."""
+        for path, placeholder in sorted(self.paths, key=lambda p: -len(p[0])):
+            text = text.replace(path, placeholder)
+        for scrub in self.scrubs:
+            text = scrub.apply(text)
+        return text
+
+    def text(self, text: str) -> str:
+        """Normalize CLI output or a report."""
+        text = self.scrub_string(text)
+        text = _TEXT_TS.sub("<ts>", text)
+        text = _TEXT_DURATION.sub(rf"\g<1>{DURATION_PLACEHOLDER}", text)
+        if self.hex_ids:
+            text = _Numbering().sub_hex_ids(text)
+        return text
+
+    def transcript(self, data: bytes) -> bytes:
+        """Normalize a JSONL transcript and recompute its `prev` chain over the new lines."""
+        if data and not data.endswith(b"\n"):
+            raise NormalizationError("the transcript does not end with a newline (torn tail?)")
+        numbering = _Numbering()
+        out: list[bytes] = []
+        prev: str | None = None
+        for number, raw in enumerate(data.splitlines(), start=1):
+            try:
+                line = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise NormalizationError(f"transcript line {number} is not JSON ({exc})") from None
+            if not isinstance(line, dict):
+                raise NormalizationError(f"transcript line {number} is not a JSON object")
+            encoded = orjson.dumps(self._line(line, prev, numbering))
+            out.append(encoded + b"\n")
+            prev = line_hash(encoded)
+        return b"".join(out)
+
+    def _line(self, line: dict[str, Any], prev: str | None, numbering: _Numbering) -> Any:
+        new: dict[str, Any] = {}
+        for key, value in line.items():
+            if key == "prev":
+                continue
+            if key == "ts":
+                new[key] = TS_PLACEHOLDER
+            elif key == "durationMs" and isinstance(value, int | float):
+                new[key] = DURATION_PLACEHOLDER
+            elif key == "harness":
+                new[key] = HARNESS_PLACEHOLDER
+            elif key in ID_FIELDS and isinstance(value, str):
+                new[key] = numbering.number(ID_FIELDS[key], value)
+            else:
+                new[key] = self._value(key, value, numbering)
+            if key == "ts" and prev is not None:
+                new["prev"] = prev
+        if prev is not None and "prev" not in new:
+            new["prev"] = prev
+        return new
+
+    def _value(self, key: str | None, value: Any, numbering: _Numbering) -> Any:
+        for field in self.fields:
+            if field.key == key:
+                if field.numbered:
+                    return numbering.number(field.placeholder, orjson.dumps(value).decode())
+                return field.placeholder
+        if isinstance(value, str):
+            return self.scrub_string(value)
+        if isinstance(value, dict):
+            return {self.scrub_string(k): self._value(k, v, numbering) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._value(None, item, numbering) for item in value]
+        return value
+
+
+class _Numbering:
+    """Placeholders numbered per kind, in order of first appearance."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str], str] = {}
+        self._counts: dict[str, int] = {}
+
+    def number(self, kind: str, value: str) -> str:
+        placeholder = self._seen.get((kind, value))
+        if placeholder is None:
+            self._counts[kind] = self._counts.get(kind, 0) + 1
+            placeholder = f"{kind}-{self._counts[kind]}"
+            self._seen[(kind, value)] = placeholder
+        return placeholder
+
+    def sub_hex_ids(self, text: str) -> str:
+        text = _TEXT_HEX_ID.sub(lambda m: f"<{self.number('id', m.group())}>", text)
+        return _TEXT_CALL_ID.sub(lambda m: f"<{self.number('call', m.group())}>", text)
+
+
+def mask_prev(lines: Iterable[str]) -> list[str]:
+    """Lines with `prev` hashes masked: a diff then shows only the lines that changed."""
+    return [_PREV.sub('"prev":"…"', line) for line in lines]

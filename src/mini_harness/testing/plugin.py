@@ -1,0 +1,100 @@
+"""The pytest plugin (entry point `mini-harness`): `--update-goldens` and the `golden` fixture.
+
+Loaded in every pytest run of a project that has mini-harness installed, so everything
+heavier than pytest is imported only when a test asks for `golden`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from mini_harness.testing.golden import Golden, GoldenSession
+    from mini_harness.testing.normalize import Normalization
+
+_SESSION: pytest.StashKey[GoldenSession] = pytest.StashKey()
+UPDATE_FLAG = "--update-goldens"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mini-harness", "mini-harness golden files")
+    group.addoption(
+        UPDATE_FLAG,
+        action="store_true",
+        default=False,
+        help="write missing golden files and rewrite those that differ, for the tests that "
+        "run; ignored when the CI environment variable is set",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from mini_harness.testing.golden import GoldenSession, running_in_ci
+
+    config.stash[_SESSION] = GoldenSession(
+        update=bool(config.getoption(UPDATE_FLAG)), ci=running_in_ci(), root=config.rootpath
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    session = config.stash.get(_SESSION, None)
+    if session is not None and session.update and session.ci:
+        return f"mini-harness: {UPDATE_FLAG} is ignored because CI is set"
+    return None
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    session = terminalreporter.config.stash.get(_SESSION, None)
+    if session is None or not (session.created or session.updated):
+        return
+    terminalreporter.section("mini-harness goldens")
+    for label, paths in (("created", session.created), ("updated", session.updated)):
+        for path in paths:
+            terminalreporter.write_line(f"{label}: {session.show(path)}")
+
+
+@pytest.fixture(name="golden_normalization")
+def _golden_normalization() -> Normalization:
+    """The normalization every `golden` starts from; override it in a conftest.py to extend."""
+    from mini_harness.testing.normalize import Normalization
+
+    return Normalization()
+
+
+@pytest.fixture(name="golden_directory")
+def _golden_directory(request: pytest.FixtureRequest) -> Path:
+    """Where a test's goldens live: `<test dir>/goldens/<module name>/`."""
+    module = request.node.path
+    return Path(module.parent, "goldens", module.stem)
+
+
+@pytest.fixture(name="golden")
+def _golden(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    golden_normalization: Normalization,
+    golden_directory: Path,
+) -> Iterator[Golden]:
+    """Record transcripts or run the CLI, then compare with golden files next to the test."""
+    from mini_harness.testing.golden import Golden, golden_base_name
+
+    cls = request.node.cls
+    normalization = (
+        golden_normalization.with_path(tmp_path, "<tmp>")
+        .with_path(tmp_path_factory.getbasetemp(), "<basetemp>")
+        .with_path(request.config.rootpath, "<rootdir>")
+    )
+    golden = Golden(
+        session=request.config.stash[_SESSION],
+        directory=golden_directory,
+        base_name=golden_base_name(request.node.name, cls.__name__ if cls else None),
+        nodeid=request.node.nodeid,
+        tmp_path=tmp_path,
+        normalization=normalization,
+    )
+    yield golden
+    golden.close()
