@@ -29,6 +29,7 @@ from mini_harness.runtime.events import (
 )
 from mini_harness.transcripts.codec import (
     DecodeError,
+    decode_line,
     encode_line,
     encode_wire,
     event_to_wire,
@@ -201,7 +202,7 @@ class JsonlTranscript:
                 self._open()
             before = len(self.quarantined)
             with self._flocked():
-                self._resync(os.fstat(self._fd).st_size)
+                self._resync(os.fstat(self._fd).st_size, strict=True)
             return self.quarantined[before:]
 
     @contextmanager
@@ -280,11 +281,13 @@ class JsonlTranscript:
 
     # --- learning where the file ends ------------------------------------------------
 
-    def _resync(self, size: int) -> None:
+    def _resync(self, size: int, *, strict: bool = False) -> None:
         """Read the last event line (under the lock) to continue its seq and hash chain.
 
         Bytes after it that do not form events (an unterminated line, NULs, junk lines) are
-        a torn tail, as the reader classifies them: copied aside, then cut off.
+        a torn tail, as the reader classifies them: copied aside, then cut off. Appends check
+        only a line's envelope (cheap: this runs whenever another writer moved the file);
+        `strict` (repair) types the whole event, exactly as the reader does.
         """
         self._end = size
         self._next_seq, self._prev = 0, None
@@ -297,6 +300,8 @@ class JsonlTranscript:
             line = os.pread(self._fd, scan - 1 - line_start, line_start)
             try:
                 data = parse_line(line)
+                if strict:
+                    decode_line(line)
             except DecodeError:
                 scan = line_start
                 continue
