@@ -142,6 +142,8 @@ def cli(
         ):
             if value:
                 raise click.UsageError(f"{flag} needs --tool NAME")
+        for flag in given_log_flags(log_settings):
+            raise click.UsageError(f"{flag} needs --tool NAME")
         click.echo(ctx.get_help())
         return
     if log is None and given_log_flags(log_settings):
