@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mini_harness import TranscriptFormatError
+from mini_harness import ToolRegistry, ToolRuntime, TranscriptFormatError
 from mini_harness.runtime import Event, ToolCalled, ToolError, ToolFailed, ToolSucceeded
 from mini_harness.transcripts import (
     JsonlTranscript,
@@ -210,3 +210,28 @@ class TestSpliceFromOtherTranscript:
         assert any(p.startswith(f"line {first} (seq 0") for p in report.problems())
         assert any("TranscriptStarted after line 1" in p for p in report.problems())
         assert orjson.loads(_lines(log)[first - 1])["type"] == "TranscriptStarted"
+
+
+class TestClocks:
+    def test_wall_clock_going_backwards_is_not_a_problem(
+        self, tmp_path: Path, registry: ToolRegistry
+    ) -> None:
+        """Order is seq, never ts: a wall clock that jumps back still gives a clean file whose
+        durations come from the monotonic clock."""
+        stamps = iter(f"2026-01-01T00:00:{59 - n:02d}.000000Z" for n in range(60))
+        ticks = iter(range(0, 10**9, 2_000_000))
+        log = tmp_path / "t.jsonl"
+        with JsonlTranscript(log) as sink:
+            runtime = ToolRuntime(
+                registry, sink, timestamp=lambda: next(stamps), monotonic_ns=lambda: next(ticks)
+            )
+            for text in ("a", "b"):
+                runtime.dispatch("echo", {"text": text})
+        records = read_transcript(log)
+        assert [r.seq for r in records] == list(range(6))
+        assert [r.event.ts for r in records[1:]] == sorted(
+            (r.event.ts for r in records[1:]), reverse=True
+        )
+        done = [r.event for r in records if isinstance(r.event, ToolSucceeded)]
+        assert [e.duration_ms for e in done] == [2.0, 2.0]
+        assert verify_transcript(log).ok
