@@ -40,7 +40,7 @@ def _problems(report: VerifyReport, what: str) -> None:
         fail(f"{len(problems)} problem(s) {what} {report.path}", 1)
 
 
-@transcript_group.command("verify")
+@transcript_group.command("verify", short_help="Check a transcript; print its head hash.")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 def verify_command(path: str, as_json: bool) -> None:
@@ -62,7 +62,9 @@ def verify_command(path: str, as_json: bool) -> None:
     info("Verified: no problems found.")
 
 
-@transcript_group.command("repair")
+@transcript_group.command(
+    "repair", short_help="Set a torn tail aside; close in-doubt calls as interrupted."
+)
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option(
     "--close-in-doubt",
