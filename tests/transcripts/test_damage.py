@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import random
 from pathlib import Path
 
 import orjson
 import pytest
 
-from mini_harness import ToolRegistry, ToolRuntime, TranscriptError, TranscriptFormatError
+from mini_harness import (
+    ToolRegistry,
+    ToolRuntime,
+    TranscriptError,
+    TranscriptFormatError,
+    TranscriptWriteError,
+)
+from mini_harness.runtime import UnknownEvent
 from mini_harness.transcripts import (
     JsonlTranscript,
     TranscriptReader,
@@ -17,6 +25,7 @@ from mini_harness.transcripts import (
     repair_transcript,
     verify_transcript,
 )
+from mini_harness.transcripts import writer as writer_module
 
 
 def _read(path: Path) -> tuple[TranscriptReader, list[TranscriptRecord]]:
@@ -81,6 +90,30 @@ class TestGarbageTails:
         size = log.stat().st_size
         assert log.with_name(f"{log.name}.torn-{size}").read_bytes() == b'{"type":"Tool'
         assert log.with_name(f"{log.name}.torn-{size}.1").read_bytes() == b"\0\0\0"
+
+    def test_tail_that_cannot_be_copied_is_not_cut(
+        self, corpus: list[Path], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """If the copy aside fails, nothing is cut and nothing appended; a later writer
+        still quarantines the tail and continues the chain."""
+        log = corpus[0]
+        with log.open("ab") as handle:
+            handle.write(b'{"type":"Tool')
+        before = log.read_bytes()
+
+        def no_space(path: Path, offset: int) -> tuple[Path, int]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(writer_module, "_create_aside", no_space)
+        sink = JsonlTranscript(log)
+        for _ in range(2):
+            with pytest.raises(TranscriptWriteError, match="nothing was cut"):
+                sink.append(UnknownEvent("Note", "2026-01-01T00:00:00.000000Z", {}))
+            assert log.read_bytes() == before
+        monkeypatch.undo()
+        sink.append(UnknownEvent("Note", "2026-01-01T00:00:00.000000Z", {}))
+        sink.close()
+        assert verify_transcript(log).ok
 
     def test_salvage_reads_past_mid_file_damage(self, corpus: list[Path]) -> None:
         """With salvage, a damaged middle line is reported once and reading goes on."""

@@ -289,9 +289,10 @@ class JsonlTranscript:
         only a line's envelope (cheap: this runs whenever another writer moved the file);
         `strict` (repair) types the whole event, exactly as the reader does.
         """
-        self._end = size
+        self._end = -1  # unknown until understood: a failure below forces another resync
         self._next_seq, self._prev = 0, None
         if size == 0:
+            self._end = 0
             return
         terminated = self._last_newline(size)  # just past the last "\n", or 0
         scan = terminated
@@ -313,6 +314,7 @@ class JsonlTranscript:
                 )
             if scan < size:
                 self._quarantine(scan, size)
+            self._end = scan
             if data["type"] == "TranscriptStarted":
                 self.transcript_id = data.get("transcriptId")
             self._next_seq = data["seq"] + 1
