@@ -153,3 +153,7 @@ class TranscriptFormatError(TranscriptError):
 
 class TranscriptWriteError(TranscriptError):
     """Appending failed; the log was cut back to its last whole line, or marked unusable."""
+
+
+class RedactionError(MiniHarnessError):
+    """A redaction setting cannot be used (e.g. a pattern that is not a valid regex)."""

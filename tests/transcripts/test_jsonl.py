@@ -89,12 +89,30 @@ class TestAppend:
         assert reader.torn_tail is None
         assert reader.problems == []
 
-    def test_garbage_last_line_refuses_to_append(self, log: Path, registry: ToolRegistry) -> None:
-        """A complete but undecodable last line stops the writer instead of breaking the chain."""
+    def test_garbage_tail_is_quarantined_before_appending(
+        self, log: Path, registry: ToolRegistry
+    ) -> None:
+        """Junk lines after the last event are a torn tail too: copied aside, then cut."""
+        size = log.stat().st_size
+        junk = b"not json\n" + b"\0" * 100 + b"\n" + b"\0" * 4096
         with log.open("ab") as handle:
-            handle.write(b"not json\n")
-        with pytest.raises(TranscriptCorruptError, match="last line"):
-            JsonlTranscript(log).append(ToolSucceeded("t", "r", "c", "echo", {}, 0.0))
+            handle.write(junk)
+        with JsonlTranscript(log) as sink:
+            ToolRuntime(registry, sink).dispatch("echo", {"text": "after"})
+        assert log.with_name(f"t.jsonl.torn-{size}").read_bytes() == junk
+        reader = TranscriptReader(log)
+        assert len(list(reader)) == 11
+        assert reader.torn_tail is None
+        assert reader.problems == []
+
+    def test_file_without_events_is_refused(self, tmp_path: Path) -> None:
+        """A file none of whose lines is an event (e.g. notes) is never cut or appended to."""
+        path = tmp_path / "notes.txt"
+        path.write_bytes(b"hello\nworld\n")
+        with pytest.raises(TranscriptCorruptError, match="none of its lines"):
+            JsonlTranscript(path).append(ToolSucceeded("t", "r", "c", "echo", {}, 0.0))
+        assert path.read_bytes() == b"hello\nworld\n"
+        assert list(tmp_path.iterdir()) == [path]
 
     def test_fork_child_appends_its_own_lines(self, log: Path, registry: ToolRegistry) -> None:
         """After fork, parent and child both append through one writer without interleaving."""

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 import click
 
 from mini_harness._version import __version__
+from mini_harness.cli.log_options import given_log_flags, log_options, open_log
 
 PREFIX = "[mini-harness]"
 
@@ -94,14 +95,17 @@ class HarnessGroup(click.Group):
     type=click.Path(dir_okay=False),
     help="Append this run's events to a JSONL transcript (created if missing).",
 )
+@log_options
 @click.version_option(__version__, "--version", prog_name="mini-harness")
 @click.pass_context
 def cli(
     ctx: click.Context,
+    /,
     tool: str | None,
     tool_input: str | None,
     context_report: bool,
     log: str | None,
+    **log_settings: Any,
 ) -> None:
     """An event-sourced tool runtime for coding agents.
 
@@ -124,7 +128,7 @@ def cli(
                 ("--log", log),
             )
             if value
-        ]
+        ] + given_log_flags(log_settings)
         if given:
             raise click.UsageError(
                 f"{', '.join(given)} cannot be combined with `{ctx.invoked_subcommand}`"
@@ -138,9 +142,13 @@ def cli(
         ):
             if value:
                 raise click.UsageError(f"{flag} needs --tool NAME")
+        for flag in given_log_flags(log_settings):
+            raise click.UsageError(f"{flag} needs --tool NAME")
         click.echo(ctx.get_help())
         return
-    run_dispatch(tool, tool_input, context_report=context_report, log=log)
+    if log is None and given_log_flags(log_settings):
+        raise click.UsageError(f"{given_log_flags(log_settings)[0]} needs --log PATH")
+    run_dispatch(tool, tool_input, context_report=context_report, log=log, settings=log_settings)
 
 
 def parse_tool_input(raw: str | None) -> Any:
@@ -155,7 +163,12 @@ def parse_tool_input(raw: str | None) -> Any:
 
 
 def run_dispatch(
-    tool: str, raw_input: str | None, *, context_report: bool, log: str | None
+    tool: str,
+    raw_input: str | None,
+    *,
+    context_report: bool,
+    log: str | None,
+    settings: dict[str, Any] | None = None,
 ) -> None:
     import orjson
 
@@ -171,13 +184,7 @@ def run_dispatch(
 
     tool_input = parse_tool_input(raw_input)
     registry = default_registry()
-    sink: EventSink
-    if log is not None:
-        from mini_harness.transcripts import JsonlTranscript
-
-        sink = JsonlTranscript(log)
-    else:
-        sink = NullSink()
+    sink: EventSink = open_log(log, settings or {}) if log is not None else NullSink()
     runtime = ToolRuntime(registry, sink)
     try:
         result = runtime.dispatch(tool, tool_input)
@@ -203,8 +210,10 @@ def _register_commands() -> None:
     # Each subcommand lives in its own module of this package; heavy imports stay inside
     # the command functions so that start-up stays fast.
     from mini_harness.cli.tools import tools_command
+    from mini_harness.cli.transcript import transcript_group
 
     cli.add_command(tools_command)
+    cli.add_command(transcript_group)
 
 
 _register_commands()

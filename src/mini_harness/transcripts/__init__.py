@@ -9,29 +9,56 @@ from mini_harness.transcripts.codec import (
     event_to_wire,
     line_hash,
 )
+from mini_harness.transcripts.limits import DEFAULT_MAX_EVENT_BYTES, is_omitted
 from mini_harness.transcripts.protocol import CallProtocol, OpenCall, ProtocolProblem
 from mini_harness.transcripts.reader import (
+    DamagedLine,
     IntegrityProblem,
     TornTail,
     TranscriptReader,
     TranscriptRecord,
     read_transcript,
 )
-from mini_harness.transcripts.writer import JsonlTranscript
+from mini_harness.transcripts.redaction import REDACTED, Redactor
+from mini_harness.transcripts.repair import RepairReport, repair_transcript
+from mini_harness.transcripts.upcast import UPCASTERS, Upcasters
+from mini_harness.transcripts.verify import VerifyReport, verify_transcript
+from mini_harness.transcripts.writer import (
+    DEFAULT_FSYNC,
+    FSYNC_MODES,
+    FsyncMode,
+    JsonlTranscript,
+    Quarantined,
+)
 
 __all__ = [
+    "DEFAULT_FSYNC",
+    "DEFAULT_MAX_EVENT_BYTES",
+    "FSYNC_MODES",
+    "REDACTED",
+    "UPCASTERS",
     "CallProtocol",
+    "DamagedLine",
     "DecodeError",
+    "FsyncMode",
     "IntegrityProblem",
     "JsonlTranscript",
     "OpenCall",
     "ProtocolProblem",
+    "Quarantined",
+    "Redactor",
+    "RepairReport",
     "TornTail",
     "TranscriptReader",
     "TranscriptRecord",
+    "Upcasters",
+    "VerifyReport",
     "decode_line",
     "encode_line",
     "event_to_wire",
+    "is_omitted",
     "line_hash",
     "read_transcript",
+    "repair_transcript",
+    "verify_transcript",
 ]

@@ -70,9 +70,24 @@ def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
     return out
 
 
+# A line holds plain JSON only: bytes, lone surrogates, dataclasses, datetimes and other
+# objects raise (orjson.JSONEncodeError, a TypeError) instead of being converted. NaN and
+# Infinity cannot be refused without a walk; orjson writes them as null (still a valid line).
+_STRICT = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+
+
+def _refuse(obj: object) -> None:
+    raise TypeError(f"{type(obj).__name__} is not JSON")
+
+
 def encode_line(event: Event, seq: int, prev: str | None) -> bytes:
     """One compact JSON line, without the trailing newline."""
-    return orjson.dumps(event_to_wire(event, seq, prev))
+    return orjson.dumps(event_to_wire(event, seq, prev), default=_refuse, option=_STRICT)
+
+
+def encode_wire(wire: JsonObject) -> bytes:
+    """encode_line for a line's JSON object that was already built (and e.g. redacted)."""
+    return orjson.dumps(wire, default=_refuse, option=_STRICT)
 
 
 # --- decoding ---------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -16,7 +16,17 @@ from mini_harness.runtime.events import (
     Event,
     TranscriptStarted,
 )
-from mini_harness.transcripts.codec import DecodeError, decode_line, line_hash
+from mini_harness.transcripts.codec import (
+    DecodeError,
+    WireLine,
+    decode_line,
+    line_hash,
+    parse_line,
+    wire_to_event,
+)
+from mini_harness.transcripts.upcast import UPCASTERS, Upcaster, Upcasters
+
+BOM = b"\xef\xbb\xbf"
 
 
 @attrs.frozen
@@ -48,6 +58,19 @@ class TornTail:
 
 
 @attrs.frozen
+class DamagedLine:
+    """A bad line with good lines after it (only kept when reading with salvage=True)."""
+
+    line: int
+    offset: int
+    length: int
+    reason: str
+
+    def describe(self) -> str:
+        return f"line {self.line} (byte {self.offset}) is damaged: {self.reason}"
+
+
+@attrs.frozen
 class IntegrityProblem:
     """A line that decodes but breaks the chain: a seq out of order or a wrong `prev`."""
 
@@ -61,18 +84,34 @@ class TranscriptReader:
     """Iterate a transcript's records in order, in constant memory.
 
     Raises TranscriptCorruptError for an undecodable line with good lines after it and
-    TranscriptFormatError for a file that is not a transcript (or is of a newer format).
-    An undecodable tail with nothing valid after it is not raised: it is kept in
-    `torn_tail`. Chain problems (seq, prev) are collected in `problems`.
+    TranscriptFormatError for a file that is not a transcript (or is of a newer format, or
+    has CRLF line endings). An undecodable tail with nothing valid after it is not raised:
+    it is kept in `torn_tail`. Chain problems (seq, prev) are collected in `problems`.
+
+    `salvage=True` (used by verify) reads past mid-file damage instead: each bad line is
+    kept in `damaged` and the chain is checked again from the next good line. A UTF-8 BOM
+    before line 1 is skipped and reported in `bom`. Lines of an older format version are
+    upcast with `upcasters` before they are typed.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        salvage: bool = False,
+        upcasters: Upcasters = UPCASTERS,
+    ) -> None:
         self.path = Path(path)
         self.torn_tail: TornTail | None = None
         self.problems: list[IntegrityProblem] = []
+        self.damaged: list[DamagedLine] = []
+        self.bom = False
         self.header: TranscriptStarted | None = None
         self.head_hash: str | None = None
         self.records_read = 0
+        self._salvage = salvage
+        self._upcasters = upcasters
+        self._decode: Callable[[bytes], WireLine] = decode_line
 
     def __iter__(self) -> Iterator[TranscriptRecord]:
         try:
@@ -86,35 +125,60 @@ class TranscriptReader:
 
     def _records(self, handle: BinaryIO) -> Iterator[TranscriptRecord]:
         offset = 0
+        if handle.read(len(BOM)) == BOM:
+            self.bom, offset = True, len(BOM)
+        else:
+            handle.seek(0)
         expected_seq = 0
         prev_hash: str | None = None
+        pending: list[DamagedLine] = []  # salvage: bad lines not yet known to be mid-file
         for number, raw in enumerate(handle, start=1):
             start = offset
             offset += len(raw)
             if not raw.endswith(b"\n"):
-                self.torn_tail = TornTail(number, start, len(raw), "no newline at end of file")
+                self.torn_tail = _torn(
+                    pending, number, start, len(raw), "no newline at end of file"
+                )
                 return
             body = raw[:-1]
+            if body.endswith(b"\r"):
+                raise TranscriptFormatError(
+                    str(self.path),
+                    f"{self.path}: line {number} ends with CRLF: the file was converted to "
+                    "Windows line endings; transcripts use \\n only (convert it back, e.g. "
+                    "with dos2unix, and verify it)",
+                )
             try:
-                decoded = decode_line(body)
+                decoded = self._decode_header(body) if number == 1 else self._decode(body)
             except DecodeError as exc:
-                self._bad_line(handle, number, start, len(raw), str(exc))
+                reason = _with_hint(str(exc), body)
+                if self._salvage:
+                    pending.append(DamagedLine(number, start, len(raw), reason))
+                    continue
+                self._bad_line(handle, number, start, len(raw), reason)
                 return
-            if number == 1:
-                self._check_header(decoded.event)
-            elif decoded.seq != expected_seq:
-                self.problems.append(
-                    IntegrityProblem(
-                        number, start, decoded.seq, f"seq {decoded.seq}, expected {expected_seq}"
+            checked = not pending
+            if pending:
+                # Damage is reported once, as damage; the chain restarts at the next good line.
+                self.damaged.extend(pending)
+                pending.clear()
+            if number > 1 and checked:
+                if decoded.seq != expected_seq:
+                    self.problems.append(
+                        IntegrityProblem(
+                            number,
+                            start,
+                            decoded.seq,
+                            f"seq {decoded.seq}, expected {expected_seq}",
+                        )
                     )
-                )
-            if number > 1 and decoded.prev != prev_hash:
-                message = (
-                    "prev is missing"
-                    if decoded.prev is None
-                    else "prev does not match the hash of the line before"
-                )
-                self.problems.append(IntegrityProblem(number, start, decoded.seq, message))
+                if decoded.prev != prev_hash:
+                    message = (
+                        "prev is missing"
+                        if decoded.prev is None
+                        else "prev does not match the hash of the line before"
+                    )
+                    self.problems.append(IntegrityProblem(number, start, decoded.seq, message))
             prev_hash = line_hash(body)
             expected_seq = decoded.seq + 1
             self.records_read += 1
@@ -127,36 +191,63 @@ class TranscriptReader:
                 hash=prev_hash,
                 event=decoded.event,
             )
-
-    def _check_header(self, event: Event) -> None:
-        if not isinstance(event, TranscriptStarted) or event.format != TRANSCRIPT_FORMAT:
-            raise TranscriptFormatError(
-                str(self.path),
-                f"{self.path} is not a mini-harness transcript (line 1 is not TranscriptStarted)",
+        if pending:
+            first = pending[0]
+            self.torn_tail = _torn(
+                pending[1:], first.line, first.offset, first.length, first.reason
             )
-        if event.version > FORMAT_VERSION:
+
+    def _decode_header(self, body: bytes) -> WireLine:
+        """Line 1: check it is a transcript of a version we can read, and pick the decoder."""
+
+        def refuse(why: str) -> TranscriptFormatError:
+            return TranscriptFormatError(
+                str(self.path), f"{self.path} is not a mini-harness transcript ({why})"
+            )
+
+        try:
+            data = parse_line(body)
+        except DecodeError as exc:
+            raise refuse(f"line 1: {_with_hint(str(exc), body)}") from None
+        version = data.get("version")
+        if data["type"] != "TranscriptStarted" or data.get("format") != TRANSCRIPT_FORMAT:
+            raise refuse("line 1 is not TranscriptStarted")
+        if type(version) is not int:
+            raise refuse("line 1 has no format version")
+        if version > FORMAT_VERSION:
             raise TranscriptFormatError(
                 str(self.path),
-                f"{self.path} uses transcript format version {event.version}; this mini-harness "
+                f"{self.path} uses transcript format version {version}; this mini-harness "
                 f"reads up to version {FORMAT_VERSION}: upgrade mini-harness to read it",
             )
-        self.header = event
+        try:
+            upcast = self._upcasters.chain(version)
+        except LookupError:
+            raise TranscriptFormatError(
+                str(self.path),
+                f"{self.path} uses transcript format version {version}, which this "
+                "mini-harness cannot upcast to the current version",
+            ) from None
+        if upcast is not None:
+            self._decode = _upcasting_decoder(upcast, version)
+        try:
+            decoded = self._decode(body)
+        except DecodeError as exc:
+            raise refuse(f"line 1: {exc}") from None
+        if not isinstance(decoded.event, TranscriptStarted):
+            raise refuse("line 1 is not TranscriptStarted")
+        self.header = decoded.event
+        return decoded
 
     def _bad_line(
         self, handle: BinaryIO, number: int, start: int, length: int, reason: str
     ) -> None:
         """Decide whether a bad line is a torn tail (nothing valid after it) or damage."""
-        if number == 1 and length > 0:
-            # Unless the file is nothing but one unterminated fragment (handled by the
-            # caller), a first line that is not an event means this is not a transcript.
-            raise TranscriptFormatError(
-                str(self.path), f"{self.path} is not a mini-harness transcript (line 1: {reason})"
-            )
         tail_length = length
         for later in handle:
             if later.endswith(b"\n"):
                 try:
-                    decode_line(later[:-1])
+                    self._decode(later[:-1])
                 except DecodeError:
                     tail_length += len(later)
                     continue
@@ -169,6 +260,39 @@ class TranscriptReader:
                 )
             tail_length += len(later)
         self.torn_tail = TornTail(number, start, tail_length, reason)
+
+
+def _torn(pending: list[DamagedLine], line: int, offset: int, length: int, reason: str) -> TornTail:
+    """The torn tail starting at the first pending bad line, or at this line if none."""
+    if not pending:
+        return TornTail(line, offset, length, reason)
+    first = pending[0]
+    return TornTail(first.line, first.offset, offset + length - first.offset, first.reason)
+
+
+def _with_hint(reason: str, body: bytes) -> str:
+    """Say so when a bad line looks like a piece of pretty-printed JSON."""
+    stripped = body.strip()
+    if reason.startswith("not JSON") and (
+        stripped in {b"{", b"[", b"}", b"]", b"},", b"],"} or body[:1] in {b" ", b"\t"}
+    ):
+        return (
+            f"{reason}; it looks like pretty-printed JSON, but a transcript holds one compact "
+            "JSON object per line"
+        )
+    return reason
+
+
+def _upcasting_decoder(upcast: Upcaster, version: int) -> Callable[[bytes], WireLine]:
+    def decode(body: bytes) -> WireLine:
+        data = parse_line(body)
+        try:
+            current = upcast(dict(data))
+        except Exception as exc:  # an upcaster's failure is this line's failure, not ours
+            raise DecodeError(f"cannot upcast from format version {version}: {exc!r}") from None
+        return WireLine(seq=data["seq"], prev=data.get("prev"), event=wire_to_event(current))
+
+    return decode
 
 
 def read_transcript(path: str | os.PathLike[str]) -> list[TranscriptRecord]:

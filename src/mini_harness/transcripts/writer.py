@@ -2,21 +2,59 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import Literal, get_args
 
-import orjson
+import attrs
 
-from mini_harness.errors import TranscriptCorruptError, TranscriptWriteError
-from mini_harness.runtime.events import Event, TranscriptStarted, new_id, utc_timestamp
-from mini_harness.transcripts.codec import encode_line, line_hash
+from mini_harness.errors import (
+    TranscriptCorruptError,
+    TranscriptFormatError,
+    TranscriptWriteError,
+)
+from mini_harness.runtime.events import (
+    Event,
+    TranscriptStarted,
+    event_type,
+    new_id,
+    utc_timestamp,
+)
+from mini_harness.transcripts.codec import (
+    DecodeError,
+    decode_line,
+    encode_line,
+    encode_wire,
+    event_to_wire,
+    line_hash,
+    parse_line,
+)
+from mini_harness.transcripts.limits import DEFAULT_MAX_EVENT_BYTES, shrink_wire
+from mini_harness.transcripts.redaction import Redactor
+
+FsyncMode = Literal["always", "batch", "never"]
+FSYNC_MODES: tuple[str, ...] = get_args(FsyncMode)
+DEFAULT_FSYNC: FsyncMode = "batch"
+DEFAULT_BATCH_SECONDS = 1.0
 
 _TAIL_CHUNK = 64 * 1024
+_COPY_CHUNK = 1024 * 1024
+
+
+@attrs.frozen
+class Quarantined:
+    """A torn or garbage tail copied aside to `path` before it was cut off the log."""
+
+    path: Path
+    offset: int
+    length: int
 
 
 class JsonlTranscript:
@@ -24,19 +62,43 @@ class JsonlTranscript:
 
     Several writers (threads, processes) may append to one file: each append takes an
     exclusive `flock`, learns the last `seq` and hash from the file if another writer moved
-    it, and writes the whole line with one `os.write`. A torn last line left by a crash is
-    copied to `<path>.torn-<offset>` and cut off before the first append.
+    it, and writes the whole line with one `os.write`. A torn tail left by a crash (an
+    unterminated line, NULs, lines that are not events) is copied to `<path>.torn-<offset>`
+    and cut off before the first append.
+
+    `fsync`: "always" syncs every line before `append` returns (so `ToolCalled` is on disk
+    before the handler runs); "batch" syncs at most every `batch_seconds` and on `close()`;
+    "never" leaves it to the OS. A failed fsync makes the writer unusable: it is never
+    retried. `max_event_bytes` caps one line (see limits.py); `redactor` rewrites secrets.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        fsync: FsyncMode = DEFAULT_FSYNC,
+        batch_seconds: float = DEFAULT_BATCH_SECONDS,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        redactor: Redactor | None = None,
+    ) -> None:
+        if fsync not in FSYNC_MODES:
+            raise ValueError(f"fsync must be one of {', '.join(FSYNC_MODES)}, not {fsync!r}")
         self.path = Path(path)
+        self.fsync: FsyncMode = fsync
+        self.max_event_bytes = max_event_bytes
+        self._batch_seconds = batch_seconds
+        self._redactor = redactor if redactor is not None and redactor.active else None
         self._thread_lock = threading.Lock()
         self._fd = -1
         self._pid = -1
         self._end = -1  # file size after our last append; -1: unknown
         self._next_seq = 0
         self._prev: str | None = None
+        self._fatal: str | None = None
+        self._unsynced = False
+        self._last_sync = time.monotonic()
         self.transcript_id: str | None = None
+        self.quarantined: list[Quarantined] = []
         self._open()
 
     def __repr__(self) -> str:
@@ -47,19 +109,39 @@ class JsonlTranscript:
     def _open(self) -> None:
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
         try:
-            self._fd = os.open(self.path, flags, 0o600)
+            try:
+                self._fd = os.open(self.path, flags | os.O_EXCL, 0o600)
+                created = True
+            except FileExistsError:
+                self._fd = os.open(self.path, flags, 0o600)
+                created = False
         except OSError as exc:
             raise TranscriptWriteError(
                 str(self.path), f"cannot open transcript {self.path}: {exc.strerror}"
             ) from None
         self._pid = os.getpid()
         self._end = -1
+        if created and self.fsync != "never":
+            # The new name must survive a power loss too, not only the lines in it.
+            try:
+                _sync_directory(self.path)
+            except OSError as exc:
+                self._die(f"cannot sync the directory of new transcript {self.path}", exc)
 
     def close(self) -> None:
+        """Close the file; in batch mode sync it first (a failure is raised, not ignored)."""
         with self._thread_lock:
-            if self._fd >= 0 and self._pid == os.getpid():
-                os.close(self._fd)
-            self._fd = -1
+            fd, self._fd = self._fd, -1
+            if fd < 0 or self._pid != os.getpid():
+                return
+            try:
+                if self._unsynced:
+                    os.fsync(fd)
+            except OSError as exc:
+                self._fatal = f"fsync of transcript {self.path} failed: {exc.strerror}"
+                raise TranscriptWriteError(str(self.path), self._fatal) from None
+            finally:
+                os.close(fd)
 
     def __enter__(self) -> JsonlTranscript:
         return self
@@ -72,6 +154,15 @@ class JsonlTranscript:
     ) -> None:
         self.close()
 
+    def _die(self, what: str, exc: OSError) -> None:
+        """A durability failure: close for good. The page cache state is unknown afterwards,
+        so a retried fsync could report success for data that never reached the disk."""
+        self._fatal = f"{what}: {exc.strerror}; the transcript writer stopped"
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+        raise TranscriptWriteError(str(self.path), self._fatal) from None
+
     # --- appending ------------------------------------------------------------------
 
     def emit(self, event: Event) -> None:
@@ -81,7 +172,9 @@ class JsonlTranscript:
         """Append one event; return the seq it was given."""
         with self._thread_lock:
             if self._fd < 0:
-                raise TranscriptWriteError(str(self.path), f"transcript {self.path} is closed")
+                raise TranscriptWriteError(
+                    str(self.path), self._fatal or f"transcript {self.path} is closed"
+                )
             if self._pid != os.getpid():
                 # After fork the descriptor (and its flock) is shared with the parent: a lock
                 # on it would not exclude the parent, so the child opens its own.
@@ -93,7 +186,24 @@ class JsonlTranscript:
                 if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
                     header = TranscriptStarted(ts=utc_timestamp(), transcript_id=new_id())
                     self._write_event(header)
-                return self._write_event(event)
+                seq = self._write_event(event)
+            if self.fsync != "never":
+                self._after_write()
+            return seq
+
+    def recover(self) -> list[Quarantined]:
+        """Under the lock, quarantine a torn or garbage tail now; return what was set aside."""
+        with self._thread_lock:
+            if self._fd < 0:
+                raise TranscriptWriteError(
+                    str(self.path), self._fatal or f"transcript {self.path} is closed"
+                )
+            if self._pid != os.getpid():
+                self._open()
+            before = len(self.quarantined)
+            with self._flocked():
+                self._resync(os.fstat(self._fd).st_size, strict=True)
+            return self.quarantined[before:]
 
     @contextmanager
     def _flocked(self) -> Iterator[None]:
@@ -103,15 +213,53 @@ class JsonlTranscript:
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
+    def _after_write(self) -> None:
+        now = time.monotonic()
+        if self.fsync == "batch" and now - self._last_sync < self._batch_seconds:
+            self._unsynced = True
+            return
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            self._die(f"fsync of transcript {self.path} failed", exc)
+        self._last_sync = now
+        self._unsynced = False
+
     def _write_event(self, event: Event) -> int:
         seq = self._next_seq
-        line = encode_line(event, seq, self._prev)
+        try:
+            if self._redactor is None:
+                line = encode_line(event, seq, self._prev)
+            else:
+                wire = self._redactor.redact_wire(event_to_wire(event, seq, self._prev))
+                line = encode_wire(wire)
+        except TypeError as exc:  # orjson.JSONEncodeError: bytes, lone surrogates, objects
+            raise TranscriptWriteError(
+                str(self.path),
+                f"cannot record {event_type(event)} in {self.path}: not JSON ({exc})",
+            ) from None
+        if len(line) > self.max_event_bytes:
+            line = self._capped(event, seq, len(line))
         self._write_all(line + b"\n")
         if isinstance(event, TranscriptStarted):
             self.transcript_id = event.transcript_id
         self._prev = line_hash(line)
         self._next_seq = seq + 1
         return seq
+
+    def _capped(self, event: Event, seq: int, size: int) -> bytes:
+        """The line with its large payload replaced by a marker (see limits.py)."""
+        wire = event_to_wire(event, seq, self._prev)
+        if self._redactor is not None:
+            wire = self._redactor.redact_wire(wire)
+        line = encode_wire(wire) if shrink_wire(wire, self.max_event_bytes) else b""
+        if not line or len(line) > self.max_event_bytes:
+            raise TranscriptWriteError(
+                str(self.path),
+                f"cannot record {event_type(event)} in {self.path}: its line is {size} bytes, "
+                f"over the {self.max_event_bytes}-byte event size cap",
+            )
+        return line
 
     def _write_all(self, data: bytes) -> None:
         start = self._end
@@ -133,37 +281,54 @@ class JsonlTranscript:
 
     # --- learning where the file ends ------------------------------------------------
 
-    def _resync(self, size: int) -> None:
-        """Read the last line (under the lock) to continue its seq and hash chain."""
-        self._end = size
+    def _resync(self, size: int, *, strict: bool = False) -> None:
+        """Read the last event line (under the lock) to continue its seq and hash chain.
+
+        Bytes after it that do not form events (an unterminated line, NULs, junk lines) are
+        a torn tail, as the reader classifies them: copied aside, then cut off. Appends check
+        only a line's envelope (cheap: this runs whenever another writer moved the file);
+        `strict` (repair) types the whole event, exactly as the reader does.
+        """
+        self._end = -1  # unknown until understood: a failure below forces another resync
+        self._next_seq, self._prev = 0, None
         if size == 0:
-            self._next_seq, self._prev = 0, None
+            self._end = 0
             return
-        tail_start = self._last_newline(size)  # offset just past the last "\n", or 0
-        if tail_start < size:
-            self._quarantine(tail_start, size)
-            if tail_start == 0:
-                self._next_seq, self._prev = 0, None
-                return
-        line_start = self._last_newline(tail_start - 1)
-        line = os.pread(self._fd, tail_start - 1 - line_start, line_start)
-        try:
-            data = orjson.loads(line)
-            seq = data["seq"]
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            seq = None
-        if type(seq) is not int:
+        terminated = self._last_newline(size)  # just past the last "\n", or 0
+        scan = terminated
+        while scan > 0:
+            line_start = self._last_newline(scan - 1)
+            line = os.pread(self._fd, scan - 1 - line_start, line_start)
+            try:
+                data = parse_line(line)
+                if strict:
+                    decode_line(line)
+            except DecodeError:
+                scan = line_start
+                continue
+            if line.endswith(b"\r"):
+                raise TranscriptFormatError(
+                    str(self.path),
+                    f"cannot append to {self.path}: it has CRLF line endings (byte "
+                    f"{line_start}); transcripts use \\n only",
+                )
+            if scan < size:
+                self._quarantine(scan, size)
+            self._end = scan
+            if data["type"] == "TranscriptStarted":
+                self.transcript_id = data.get("transcriptId")
+            self._next_seq = data["seq"] + 1
+            self._prev = line_hash(line)
+            return
+        if terminated > 0:
             raise TranscriptCorruptError(
                 str(self.path),
-                f"cannot append to {self.path}: its last line (at byte {line_start}) is not a "
-                "transcript event; run `mini-harness transcript verify` on it",
-                line=-1,
-                offset=line_start,
+                f"cannot append to {self.path}: none of its lines is a transcript event; "
+                "run `mini-harness transcript verify` on it",
+                line=1,
+                offset=0,
             )
-        if data.get("type") == "TranscriptStarted":
-            self.transcript_id = data.get("transcriptId")
-        self._next_seq = seq + 1
-        self._prev = line_hash(line)
+        self._quarantine(0, size)  # one unterminated fragment: a crash while creating it
 
     def _last_newline(self, end: int) -> int:
         """Offset just past the last b"\\n" before `end`, or 0 if there is none."""
@@ -178,16 +343,50 @@ class JsonlTranscript:
         return 0
 
     def _quarantine(self, offset: int, size: int) -> None:
-        """Copy an unterminated tail aside, then cut it off."""
-        aside = self.path.with_name(f"{self.path.name}.torn-{offset}")
-        fragment = os.pread(self._fd, size - offset, offset)
-        fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        """Copy a tail aside (durably, under a name no earlier copy has), then cut it off."""
         try:
-            view = memoryview(fragment)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            aside, fd = _create_aside(self.path, offset)
+            try:
+                pos = offset
+                while pos < size:
+                    chunk = os.pread(self._fd, min(_COPY_CHUNK, size - pos), pos)
+                    if not chunk:
+                        break
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    pos += len(chunk)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            _sync_directory(aside)
+        except OSError as exc:
+            raise TranscriptWriteError(
+                str(self.path),
+                f"cannot set aside the torn tail of {self.path} (byte {offset}): {exc.strerror}; "
+                "nothing was cut",
+            ) from None
         os.ftruncate(self._fd, offset)
         self._end = offset
+        self.quarantined.append(Quarantined(aside, offset, size - offset))
+
+
+def _create_aside(path: Path, offset: int) -> tuple[Path, int]:
+    """Create `<log>.torn-<offset>` (or `.torn-<offset>.N` if taken): never overwrite a copy."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    base = f"{path.name}.torn-{offset}"
+    for attempt in range(1000):
+        aside = path.with_name(base if attempt == 0 else f"{base}.{attempt}")
+        try:
+            return aside, os.open(aside, flags, 0o600)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, f"too many copies named {base}")
+
+
+def _sync_directory(path: Path) -> None:
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,77 @@
+"""The options that shape how the root command writes its `--log` transcript."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# The default of the API (JsonlTranscript) as well; kept literal here so that importing
+# the CLI does not import the transcript layer.
+DEFAULT_FSYNC = "batch"
+LOG_FLAGS = {
+    "fsync": "--fsync",
+    "redact_env": "--redact-env",
+    "redact_pattern": "--redact-pattern",
+    "max_event_bytes": "--max-event-bytes",
+}
+
+
+def log_options(command: F) -> F:
+    """Add --fsync, --redact-env, --redact-pattern and --max-event-bytes to a command."""
+    decorators = [
+        click.option(
+            "--fsync",
+            type=click.Choice(["always", "batch", "never"]),
+            default=None,
+            help="When the transcript is synced to disk: always (every event, before the "
+            "tool runs and before the result is printed), batch (the default: at most every "
+            "second, and when the log is closed), never (left to the OS).",
+        ),
+        click.option(
+            "--redact-env",
+            metavar="NAME",
+            multiple=True,
+            help="Write the value of environment variable NAME as [REDACTED] (repeatable).",
+        ),
+        click.option(
+            "--redact-pattern",
+            metavar="REGEX",
+            multiple=True,
+            help="Write every match of REGEX (Python syntax) as [REDACTED] (repeatable).",
+        ),
+        click.option(
+            "--max-event-bytes",
+            type=click.IntRange(min=1024),
+            default=None,
+            metavar="N",
+            help="Largest line written; a larger input or output is recorded as a marker "
+            "with its size and SHA-256 (default 4 MiB).",
+        ),
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
+
+
+def given_log_flags(settings: dict[str, Any]) -> list[str]:
+    """The log flags the user gave, by their command-line names."""
+    return [flag for key, flag in LOG_FLAGS.items() if settings.get(key)]
+
+
+def open_log(path: str, settings: dict[str, Any]) -> Any:
+    """A JsonlTranscript for `path` configured by the log flags."""
+    from mini_harness.transcripts import JsonlTranscript, Redactor
+
+    redactor = Redactor.from_config(
+        env_names=settings.get("redact_env") or (),
+        patterns=settings.get("redact_pattern") or (),
+    )
+    extra: dict[str, Any] = {}
+    if settings.get("max_event_bytes"):
+        extra["max_event_bytes"] = settings["max_event_bytes"]
+    extra["fsync"] = settings.get("fsync") or DEFAULT_FSYNC
+    return JsonlTranscript(path, redactor=redactor, **extra)

@@ -1,0 +1,99 @@
+"""`mini-harness transcript verify|repair`: check a transcript, and fix what a crash left."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from mini_harness.cli import PREFIX, error, fail, info
+
+if TYPE_CHECKING:
+    from mini_harness.transcripts.verify import VerifyReport
+
+
+@click.group("transcript")
+def transcript_group() -> None:
+    """Check and repair JSONL transcripts.
+
+    Exit codes: 0 clean; 1 problems found (or left after repair); 2 the file cannot be read
+    as a transcript (missing, not a transcript, a newer format version, CRLF endings).
+    """
+
+
+def _summary(report: VerifyReport) -> None:
+    info(f"Transcript: {report.path}")
+    if report.transcript_id is not None:
+        info(f"Format version {report.version}, transcript id {report.transcript_id}")
+    seqs = "" if report.last_seq is None else f" (last seq {report.last_seq})"
+    info(f"Lines: {report.lines}{seqs}, runs: {report.runs}, calls: {report.calls}")
+    info(f"Head hash: {report.head_hash or '(none)'}")
+    for notice in report.notices():
+        info(f"Note: {notice}")
+
+
+def _problems(report: VerifyReport, what: str) -> None:
+    problems = report.problems()
+    for problem in problems:
+        info(f"Problem: {problem}")
+    if problems:
+        fail(f"{len(problems)} problem(s) {what} {report.path}", 1)
+
+
+@transcript_group.command("verify", short_help="Check a transcript; print its head hash.")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+def verify_command(path: str, as_json: bool) -> None:
+    """Check PATH: every line is JSON, seq is dense, the prev chain is unbroken, every call
+    ends exactly once, no call is in doubt. Prints the head hash (the last line's hash),
+    which anchors the whole chain."""
+    from mini_harness.transcripts.verify import verify_transcript
+
+    report = verify_transcript(path)
+    if as_json:
+        import orjson
+
+        click.echo(orjson.dumps(report.to_json()).decode())
+        if not report.ok:
+            raise click.exceptions.Exit(1)
+        return
+    _summary(report)
+    _problems(report, "found in")
+    info("Verified: no problems found.")
+
+
+@transcript_group.command(
+    "repair", short_help="Set a torn tail aside; close in-doubt calls as interrupted."
+)
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option(
+    "--close-in-doubt",
+    is_flag=True,
+    help="Append ToolFailed{kind: interrupted} for every call without a terminal event. "
+    "Only when no process is still writing the transcript.",
+)
+def repair_command(path: str, close_in_doubt: bool) -> None:
+    """Copy a torn tail of PATH aside (PATH.torn-OFFSET) and cut it off, and with
+    --close-in-doubt record in-doubt calls as interrupted. Never deletes data it has not
+    copied aside; never rewrites the middle of a transcript."""
+    from mini_harness.transcripts.repair import repair_transcript
+
+    result = repair_transcript(path, close_in_doubt=close_in_doubt)
+    if result.refused is not None:
+        error(f"cannot repair {path}: {result.refused}")
+        raise click.exceptions.Exit(1)
+    for torn in result.quarantined:
+        info(
+            f"Torn tail: {torn.length} bytes at byte {torn.offset} copied to {torn.path} "
+            "and cut off"
+        )
+    for call in result.closed:
+        info(f"Closed in-doubt call {call.call_id} ({call.name}) as interrupted")
+    if not result.quarantined and not result.closed:
+        info("Nothing to repair.")
+    report = result.after
+    _summary(report)
+    if report.in_doubt and not close_in_doubt:
+        click.echo(f"{PREFIX} Use --close-in-doubt to record in-doubt calls as interrupted.")
+    _problems(report, "left in")
+    info("Verified: no problems found.")

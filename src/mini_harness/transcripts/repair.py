@@ -1,0 +1,86 @@
+"""Repair a transcript: quarantine a torn tail, optionally close in-doubt calls.
+
+Repair only ever appends to a transcript or cuts a tail it has first copied aside
+(`<log>.torn-<offset>`, fsynced); it never rewrites or drops a line in the middle.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import attrs
+
+from mini_harness.errors import TranscriptError
+from mini_harness.runtime.events import FORMAT_VERSION, ToolError, ToolFailed, utc_timestamp
+from mini_harness.transcripts.protocol import OpenCall
+from mini_harness.transcripts.verify import VerifyReport, verify_transcript
+from mini_harness.transcripts.writer import JsonlTranscript, Quarantined
+
+INTERRUPTED_MESSAGE = (
+    "Tool {name} was interrupted: the process ended before the call finished "
+    "(closed by `mini-harness transcript repair`)"
+)
+
+
+@attrs.frozen
+class RepairReport:
+    """What repair did, and the verify report of the file afterwards."""
+
+    quarantined: tuple[Quarantined, ...]
+    closed: tuple[OpenCall, ...]
+    refused: str | None
+    after: VerifyReport
+
+
+def repair_transcript(
+    path: str | os.PathLike[str], *, close_in_doubt: bool = False
+) -> RepairReport:
+    """Quarantine a torn tail; with `close_in_doubt`, append `ToolFailed{kind: interrupted}`
+    for each call that has no terminal event.
+
+    Run it only when no process is writing the transcript: a call that is still running
+    looks exactly like an in-doubt one. Mid-file damage is left alone (`refused` says so).
+    Raises TranscriptError if the file cannot be read as a transcript.
+    """
+    log = Path(path)
+    if not log.is_file():
+        raise TranscriptError(str(log), f"cannot read transcript {log}: no such file")
+    before = verify_transcript(log)  # refuses what is not a transcript before we touch it
+    if before.damaged:
+        return RepairReport((), (), _damage_refusal(before), before)
+    if before.version != FORMAT_VERSION:
+        refusal = (
+            f"it is of format version {before.version}; repair appends version "
+            f"{FORMAT_VERSION} events only to files of that version"
+        )
+        return RepairReport((), (), refusal, before)
+    closed: list[OpenCall] = []
+    with JsonlTranscript(log, fsync="always") as writer:
+        quarantined = writer.recover()
+        if close_in_doubt:
+            for call in verify_transcript(log).in_doubt:
+                writer.append(
+                    ToolFailed(
+                        ts=utc_timestamp(),
+                        run_id=call.run_id,
+                        call_id=call.call_id,
+                        name=call.name,
+                        error=ToolError(
+                            kind="interrupted", message=INTERRUPTED_MESSAGE.format(name=call.name)
+                        ),
+                        # Unknown: the run ended without measuring it; never derived from ts.
+                        duration_ms=0.0,
+                    )
+                )
+                closed.append(call)
+    return RepairReport(tuple(quarantined), tuple(closed), None, verify_transcript(log))
+
+
+def _damage_refusal(report: VerifyReport) -> str:
+    first = report.damaged[0]
+    return (
+        f"line {first.line} (byte {first.offset}) is damaged and valid lines follow it; repair "
+        "never rewrites the middle of a transcript: restore it from a copy, or keep it as is "
+        "(readers that salvage skip damaged lines)"
+    )

@@ -1,0 +1,61 @@
+"""Upcasting: lines of an older format version are rewritten to the current one on read.
+
+Each upcaster turns one line's JSON object of version N into version N+1. The reader
+applies the chain from the file's version (from its TranscriptStarted) up to
+FORMAT_VERSION to every line before typing it; the bytes on disk, and so the `prev`
+chain, are never touched. Version 1 is the first format, so the default registry is empty
+and only a test registers a synthetic older version; a future v2 reader registers the
+v1 -> v2 step here and keeps reading v1 files forever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mini_harness.runtime.events import FORMAT_VERSION
+from mini_harness.runtime.jsonvalue import JsonObject
+
+Upcaster = Callable[[JsonObject], JsonObject]
+
+
+class Upcasters:
+    """A registry of one-step upcasters, keyed by the version they read."""
+
+    def __init__(self, current: int = FORMAT_VERSION) -> None:
+        self.current = current
+        self._steps: dict[int, Upcaster] = {}
+
+    def __repr__(self) -> str:
+        return f"<Upcasters(current={self.current}, from={sorted(self._steps)})>"
+
+    def register(self, from_version: int, step: Upcaster) -> None:
+        """Register the step that turns a `from_version` line into a `from_version + 1` line."""
+        if from_version >= self.current:
+            raise ValueError(f"version {from_version} is not older than {self.current}")
+        self._steps[from_version] = step
+
+    def chain(self, version: int) -> Upcaster | None:
+        """The function that brings a `version` line to the current version.
+
+        None if the version is current (nothing to do); raises LookupError naming the first
+        missing step if an older version cannot be brought up.
+        """
+        if version == self.current:
+            return None
+        steps = []
+        for step_from in range(version, self.current):
+            step = self._steps.get(step_from)
+            if step is None:
+                raise LookupError(step_from)
+            steps.append(step)
+
+        def upcast(data: JsonObject) -> JsonObject:
+            for step in steps:
+                data = step(data)
+            return data
+
+        return upcast
+
+
+UPCASTERS = Upcasters()
+"""The registry readers use by default."""

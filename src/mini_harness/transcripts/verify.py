@@ -1,0 +1,160 @@
+"""Verify a transcript: JSON, seq, the prev chain, the call protocol, in-doubt calls."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import attrs
+
+from mini_harness.runtime.events import (
+    RunStarted,
+    ToolCalled,
+    ToolFailed,
+    ToolSucceeded,
+    TranscriptStarted,
+    UnknownEvent,
+)
+from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.transcripts.protocol import CallProtocol, OpenCall, ProtocolProblem
+from mini_harness.transcripts.reader import (
+    DamagedLine,
+    IntegrityProblem,
+    TornTail,
+    TranscriptReader,
+)
+from mini_harness.transcripts.upcast import UPCASTERS, Upcasters
+
+
+@attrs.frozen
+class VerifyReport:
+    """Everything verify found. `ok` is True when there is nothing to report as a problem.
+
+    Unknown event types (of the same major version) are notices, not problems: they are
+    kept, and a newer mini-harness may know them.
+    """
+
+    path: str
+    transcript_id: str | None
+    version: int | None
+    lines: int
+    last_seq: int | None
+    runs: int
+    calls: int
+    head_hash: str | None
+    bom: bool
+    torn_tail: TornTail | None
+    damaged: tuple[DamagedLine, ...]
+    integrity: tuple[IntegrityProblem, ...]
+    protocol: tuple[ProtocolProblem, ...]
+    in_doubt: tuple[OpenCall, ...]
+    unknown_types: tuple[tuple[str, int], ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems()
+
+    @property
+    def only_torn_tail(self) -> bool:
+        """True when the one thing wrong is a torn tail (what a crash mid-write leaves)."""
+        return self.torn_tail is not None and len(self.problems()) == 1
+
+    def problems(self) -> list[str]:
+        """One line per problem, in file order within each kind."""
+        out: list[str] = []
+        if self.bom:
+            out.append("the file starts with a UTF-8 byte order mark (written by another tool)")
+        out += [d.describe() for d in self.damaged]
+        out += [
+            f"line {p.line} (seq {p.seq}, byte {p.offset}): {p.message}" for p in self.integrity
+        ]
+        out += [p.describe() for p in self.protocol]
+        out += [
+            f"line {c.line} (seq {c.seq}): call {c.call_id} ({c.name}) is in doubt: "
+            "ToolCalled without a terminal event"
+            for c in self.in_doubt
+        ]
+        if self.torn_tail is not None:
+            out.append(self.torn_tail.describe())
+        return out
+
+    def notices(self) -> list[str]:
+        return [
+            f"{count} event(s) of unknown type {name} kept (written by a newer mini-harness?)"
+            for name, count in self.unknown_types
+        ]
+
+    def to_json(self) -> JsonObject:
+        return {
+            "path": self.path,
+            "ok": self.ok,
+            "transcriptId": self.transcript_id,
+            "version": self.version,
+            "lines": self.lines,
+            "lastSeq": self.last_seq,
+            "runs": self.runs,
+            "calls": self.calls,
+            "headHash": self.head_hash,
+            "problems": self.problems(),
+            "notices": self.notices(),
+            "tornTail": None
+            if self.torn_tail is None
+            else {"offset": self.torn_tail.offset, "length": self.torn_tail.length},
+            "inDoubt": [
+                {"callId": c.call_id, "name": c.name, "runId": c.run_id, "seq": c.seq}
+                for c in self.in_doubt
+            ],
+        }
+
+
+def verify_transcript(
+    path: str | os.PathLike[str], *, upcasters: Upcasters = UPCASTERS
+) -> VerifyReport:
+    """Read the whole transcript (salvaging past damage) and check it.
+
+    Raises TranscriptError (a subclass of it) only when the file cannot be read as a
+    transcript at all: missing, not a transcript, a newer format version, CRLF endings.
+    """
+    reader = TranscriptReader(path, salvage=True, upcasters=upcasters)
+    protocol = CallProtocol()
+    unknown: Counter[str] = Counter()
+    runs = calls = lines = 0
+    last_seq: int | None = None
+    for record in reader:
+        lines += 1
+        last_seq = record.seq
+        event = record.event
+        if isinstance(event, ToolCalled):
+            calls += 1
+            protocol.called(record.line, record.seq, event.run_id, event.call_id, event.name)
+        elif isinstance(event, ToolSucceeded | ToolFailed):
+            kind = type(event).__name__
+            protocol.finished(record.line, record.seq, kind, event.call_id)
+        elif isinstance(event, RunStarted):
+            runs += 1
+        elif isinstance(event, UnknownEvent):
+            unknown[event.type] += 1
+        elif isinstance(event, TranscriptStarted) and record.line != 1:
+            reader.problems.append(
+                IntegrityProblem(
+                    record.line, record.offset, record.seq, "TranscriptStarted after line 1"
+                )
+            )
+    header = reader.header
+    return VerifyReport(
+        path=str(path),
+        transcript_id=header.transcript_id if header else None,
+        version=header.version if header else None,
+        lines=lines,
+        last_seq=last_seq,
+        runs=runs,
+        calls=calls,
+        head_hash=reader.head_hash,
+        bom=reader.bom,
+        torn_tail=reader.torn_tail,
+        damaged=tuple(reader.damaged),
+        integrity=tuple(reader.problems),
+        protocol=tuple(protocol.problems),
+        in_doubt=tuple(protocol.in_doubt()),
+        unknown_types=tuple(sorted(unknown.items())),
+    )

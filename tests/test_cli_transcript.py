@@ -1,0 +1,166 @@
+"""The `transcript verify|repair` commands and the --log options, as a user sees them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner, Result
+
+from mini_harness.cli import cli
+from mini_harness.transcripts import line_hash
+
+HELLO = '{"text":"hello"}'
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), env=env)
+
+
+@pytest.fixture(name="log")
+def _log(tmp_path: Path) -> Path:
+    path = tmp_path / "t.jsonl"
+    assert run("--tool", "echo", "--tool-input", HELLO, "--log", str(path)).exit_code == 0
+    return path
+
+
+def _head(path: Path) -> str:
+    return line_hash(path.read_bytes().splitlines()[-1])
+
+
+def _id(path: Path) -> str:
+    return str(orjson.loads(path.read_bytes().splitlines()[0])["transcriptId"])
+
+
+class TestVerifyCommand:
+    def test_clean(self, log: Path) -> None:
+        """A clean transcript: summary, head hash, exit 0."""
+        result = run("transcript", "verify", str(log))
+        assert result.exit_code == 0
+        assert result.stdout == (
+            f"[mini-harness] Transcript: {log}\n"
+            f"[mini-harness] Format version 1, transcript id {_id(log)}\n"
+            "[mini-harness] Lines: 4 (last seq 3), runs: 1, calls: 1\n"
+            f"[mini-harness] Head hash: {_head(log)}\n"
+            "[mini-harness] Verified: no problems found.\n"
+        )
+        assert result.stderr == ""
+
+    def test_problems_exit_1(self, log: Path) -> None:
+        """Problems are listed one per line and the command exits 1."""
+        with log.open("ab") as handle:
+            handle.write(b"\0" * 10)
+        result = run("transcript", "verify", str(log))
+        assert result.exit_code == 1
+        problems = [line for line in result.stdout.splitlines() if "Problem:" in line]
+        assert problems == [
+            "[mini-harness] Problem: torn tail at line 5, byte "
+            f"{log.stat().st_size - 10}: 10 bytes (no newline at end of file)"
+        ]
+        assert result.stderr == f"[mini-harness] Error: 1 problem(s) found in {log}\n"
+
+    def test_unreadable_exit_2(self, tmp_path: Path) -> None:
+        """A missing file or a file that is not a transcript exits 2 with one error line."""
+        result = run("transcript", "verify", str(tmp_path / "absent.jsonl"))
+        assert result.exit_code == 2
+        assert "cannot read transcript" in result.stderr
+        notes = tmp_path / "notes.txt"
+        notes.write_text("hello\n")
+        result = run("transcript", "verify", str(notes))
+        assert result.exit_code == 2
+        assert result.stderr.startswith("[mini-harness] Error: ")
+        assert "is not a mini-harness transcript" in result.stderr
+
+    def test_json_report(self, log: Path) -> None:
+        """--json prints one object with the same findings."""
+        result = run("transcript", "verify", "--json", str(log))
+        assert result.exit_code == 0
+        report = orjson.loads(result.stdout)
+        assert report["ok"] is True
+        assert report["headHash"] == _head(log)
+        assert (report["lines"], report["problems"], report["inDoubt"]) == (4, [], [])
+
+
+class TestRepairCommand:
+    def test_quarantines_torn_tail(self, log: Path) -> None:
+        """Repair copies the torn tail aside, says where, and leaves a clean file."""
+        size = log.stat().st_size
+        with log.open("ab") as handle:
+            handle.write(b'{"type":"ToolCal')
+        result = run("transcript", "repair", str(log))
+        assert result.exit_code == 0
+        assert result.stdout.splitlines()[0] == (
+            f"[mini-harness] Torn tail: 16 bytes at byte {size} copied to {log}.torn-{size} "
+            "and cut off"
+        )
+        assert result.stdout.endswith("[mini-harness] Verified: no problems found.\n")
+        assert Path(f"{log}.torn-{size}").read_bytes() == b'{"type":"ToolCal'
+
+    def test_nothing_to_repair(self, log: Path) -> None:
+        """A clean file is left alone."""
+        before = log.read_bytes()
+        result = run("transcript", "repair", str(log))
+        assert result.exit_code == 0
+        assert result.stdout.startswith("[mini-harness] Nothing to repair.\n")
+        assert log.read_bytes() == before
+
+    def test_mid_file_damage_is_refused(self, log: Path) -> None:
+        """Repair will not touch damage in the middle of a file and exits 1 saying why."""
+        lines = log.read_bytes().splitlines(keepends=True)
+        lines[1] = b"garbage\n"
+        log.write_bytes(b"".join(lines))
+        result = run("transcript", "repair", str(log))
+        assert result.exit_code == 1
+        assert re.match(
+            r"\[mini-harness\] Error: cannot repair .*: line 2 \(byte \d+\) is damaged",
+            result.stderr,
+        )
+
+
+class TestLogOptions:
+    def test_redact_env_and_pattern(self, tmp_path: Path) -> None:
+        """--redact-env and --redact-pattern keep secrets out of the file, not off the screen."""
+        log = tmp_path / "t.jsonl"
+        text = '{"text":"tok s3cr3t-value and ghp_abcdefgh"}'
+        result = run(
+            "--tool", "echo", "--tool-input", text, "--log", str(log),
+            "--redact-env", "MY_TOKEN", "--redact-pattern", "ghp_[a-z]+", "--fsync", "always",
+            env={"MY_TOKEN": "s3cr3t-value"},
+        )  # fmt: skip
+        assert result.exit_code == 0
+        raw = log.read_bytes()
+        assert b"s3cr3t" not in raw
+        assert b"ghp_" not in raw
+        assert raw.count(b'"text":"tok [REDACTED] and [REDACTED]"') == 2
+
+    def test_max_event_bytes(self, tmp_path: Path) -> None:
+        """--max-event-bytes records a large input as a marker."""
+        log = tmp_path / "t.jsonl"
+        text = orjson.dumps({"text": "z" * 5000}).decode()
+        args = ["--tool", "echo", "--tool-input", text, "--log", str(log)]
+        assert run(*args, "--max-event-bytes", "2048").exit_code == 0
+        assert all(len(line) <= 2048 for line in log.read_bytes().splitlines())
+        assert b'"$omitted"' in log.read_bytes()
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["--tool", "echo", "--fsync", "always"], "--fsync needs --log PATH"),
+            (["--redact-env", "X"], "--redact-env needs --tool NAME"),
+            (["--fsync", "never", "tools"], "--fsync cannot be combined with `tools`"),
+            (
+                ["--tool", "echo", "--log", "x.jsonl", "--redact-pattern", "("],
+                "--redact-pattern '(' is not a valid regex",
+            ),
+        ],
+    )
+    def test_misuse_is_a_usage_error(
+        self, args: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Log options without a log, or a bad pattern, exit 2 with a clear message."""
+        monkeypatch.chdir(tmp_path)
+        result = run(*args)
+        assert result.exit_code == 2
+        assert message in result.stderr
