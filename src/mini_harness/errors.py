@@ -137,3 +137,22 @@ class TranscriptFormatError(TranscriptError):
 
 class TranscriptWriteError(TranscriptError):
     """Appending failed; the log was cut back to its last whole line, or marked unusable."""
+
+
+# --- workspace tools --------------------------------------------------------
+
+
+class WorkspaceError(MiniHarnessError):
+    """A workspace file tool refused a path or a file; `path` is the path as given."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class InvalidPatternError(MiniHarnessError):
+    """A search pattern is not a valid regular expression."""
+
+    def __init__(self, pattern: str, message: str) -> None:
+        super().__init__(message)
+        self.pattern = pattern

@@ -94,14 +94,23 @@ class HarnessGroup(click.Group):
     type=click.Path(dir_okay=False),
     help="Append this run's events to a JSONL transcript (created if missing).",
 )
+@click.option(
+    "--workspace",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False),
+    help="Root directory the file tools (list_files, read_file, search_text) are confined "
+    "to. Default: the current directory.",
+)
 @click.version_option(__version__, "--version", prog_name="mini-harness")
 @click.pass_context
 def cli(
     ctx: click.Context,
+    *,
     tool: str | None,
     tool_input: str | None,
     context_report: bool,
     log: str | None,
+    workspace: str | None,
 ) -> None:
     """An event-sourced tool runtime for coding agents.
 
@@ -114,6 +123,8 @@ def cli(
     Exit codes: 0 success; 1 the tool failed; 2 usage errors (bad flags, --tool-input that
     is not JSON, a transcript that cannot be used).
     """
+    # Subcommands that build a registry read the workspace from here.
+    ctx.ensure_object(dict)["workspace"] = workspace
     if ctx.invoked_subcommand is not None:
         given = [
             flag
@@ -140,7 +151,7 @@ def cli(
                 raise click.UsageError(f"{flag} needs --tool NAME")
         click.echo(ctx.get_help())
         return
-    run_dispatch(tool, tool_input, context_report=context_report, log=log)
+    run_dispatch(tool, tool_input, context_report=context_report, log=log, workspace=workspace)
 
 
 def parse_tool_input(raw: str | None) -> Any:
@@ -155,7 +166,12 @@ def parse_tool_input(raw: str | None) -> Any:
 
 
 def run_dispatch(
-    tool: str, raw_input: str | None, *, context_report: bool, log: str | None
+    tool: str,
+    raw_input: str | None,
+    *,
+    context_report: bool,
+    log: str | None,
+    workspace: str | None = None,
 ) -> None:
     import orjson
 
@@ -170,7 +186,7 @@ def run_dispatch(
     from mini_harness.tools import default_registry
 
     tool_input = parse_tool_input(raw_input)
-    registry = default_registry()
+    registry = default_registry(workspace)
     sink: EventSink
     if log is not None:
         from mini_harness.transcripts import JsonlTranscript
