@@ -20,14 +20,6 @@ DEFAULT_MAX_BYTES: Final = 1 << 20  # 1 MiB
 DEFAULT_LINE_LIMIT: Final = 2000
 
 
-def _size(n: int) -> str:
-    if n >= 1 << 20:
-        return f"{n / (1 << 20):.1f} MiB"
-    if n >= 1 << 10:
-        return f"{n / (1 << 10):.1f} KiB"
-    return f"{n} bytes"
-
-
 def split_lines(text: str) -> list[str]:
     """Lines as editors and search_text count them: split on "\\n" only, ends kept."""
     lines = text.split("\n")
@@ -54,7 +46,7 @@ READ_FILE = ToolDefinition(
         "root. Returns the text of lines startLine..endLine (counted from 1), the file's "
         "totalLines, and `truncated` when lines after endLine were left out. Reads at most "
         f"{DEFAULT_LINE_LIMIT} lines unless `limit` says otherwise; use offset and limit "
-        f"to page through long files. Files over {_size(DEFAULT_MAX_BYTES)}, binary files "
+        f"to page through long files. Files over {DEFAULT_MAX_BYTES >> 20} MiB, binary files "
         "and anything that is not a regular file are refused with an error."
     ),
     input_schema={
@@ -139,6 +131,6 @@ class ReadFile:
     def _too_large(self, path: str, size: int) -> WorkspaceError:
         return WorkspaceError(
             path,
-            f"File {quote_path(path)} is {_size(size)}, over read_file's limit of "
-            f"{_size(self.max_bytes)}",
+            f"File {quote_path(path)} is {size:,} bytes, over read_file's limit of "
+            f"{self.max_bytes:,} bytes",
         )

@@ -14,7 +14,6 @@ from mini_harness.runtime import ToolAnnotations, ToolDefinition
 from mini_harness.runtime.jsonvalue import JsonObject
 from mini_harness.tools.globs import PathGlob
 from mini_harness.tools.list_files import GLOB_DESCRIPTION
-from mini_harness.tools.read_file import decode_text
 from mini_harness.tools.walk import WalkEntry, walk_files
 from mini_harness.tools.workspace import (
     FileRefusedError,
@@ -190,11 +189,7 @@ class SearchText:
             searched += 1
             if not may_match(data):
                 continue
-            text = decode_text(data)
-            if text is None:
-                skipped += 1
-                searched -= 1
-                continue
+            text = data.decode("utf-8-sig")  # checked by _read
             for line, shown in line_matches(text, find):
                 if len(matches) == limit:
                     truncated = True
@@ -220,11 +215,18 @@ class SearchText:
         yield WalkEntry(found.relative, name, found.real, found.size)
 
     def _read(self, entry: WalkEntry) -> bytes | None:
-        """The file's bytes, or None when it must be skipped (too large, binary, gone)."""
+        """The bytes of a UTF-8 text file, or None when it is skipped (large, binary, gone)."""
         if entry.size > self.max_file_bytes:
             return None
         try:
             data = read_regular(entry.real, self.max_file_bytes)
         except (OSError, FileRefusedError):
             return None
-        return None if b"\0" in data else data
+        if b"\0" in data:
+            return None
+        if not data.isascii():  # ASCII is UTF-8; anything else must prove it is
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        return data
