@@ -1,6 +1,7 @@
 """Benchmark search_text over a copy of the installed standard library (~2,000 .py files).
 
-Prints markdown table rows: what was searched, files, matches, median and min of N runs.
+Prints markdown table rows: what was searched, files searched, matches, and the median and
+minimum wall time of N dispatches through ToolRuntime (after one warm-up run).
 Run: .venv/bin/python bench/search_text.py [--files 2000] [--runs 7] [--header]
 """
 
@@ -20,7 +21,7 @@ from mini_harness.tools import default_registry
 
 CASES: list[tuple[str, dict[str, Any]]] = [
     ("literal, no match (every file read)", {"query": "mini_harness_not_there"}),
-    ("literal, common (1,000 matches)", {"query": "import os", "maxResults": 1000}),
+    ("literal, common (`import os`, every match)", {"query": "import os", "maxResults": 1000}),
     ("literal, case-insensitive", {"query": "MINI_HARNESS_NOT_THERE", "caseSensitive": False}),
     ("regex, no match", {"query": r"def \w+_not_there\(", "regex": True}),
 ]

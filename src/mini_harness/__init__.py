@@ -7,6 +7,7 @@ from mini_harness.errors import (
     DuplicateToolError,
     InvalidInputError,
     InvalidOutputError,
+    InvalidPatternError,
     InvalidSchemaError,
     InvalidToolNameError,
     MiniHarnessError,
@@ -20,6 +21,7 @@ from mini_harness.errors import (
     TranscriptFormatError,
     TranscriptWriteError,
     UnknownToolError,
+    WorkspaceError,
 )
 from mini_harness.runtime import (
     MemorySink,
@@ -34,6 +36,7 @@ __all__ = [
     "DuplicateToolError",
     "InvalidInputError",
     "InvalidOutputError",
+    "InvalidPatternError",
     "InvalidSchemaError",
     "InvalidToolNameError",
     "MemorySink",
@@ -53,5 +56,6 @@ __all__ = [
     "TranscriptFormatError",
     "TranscriptWriteError",
     "UnknownToolError",
+    "WorkspaceError",
     "__version__",
 ]

@@ -176,6 +176,16 @@ class TestSpecialFiles:
             read_regular(str(root / "link_outside"), 1000)
 
 
+    @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+    def test_directory_swapped_for_a_link_after_the_check_is_caught(self, root: Path) -> None:
+        """A file opened through a directory that became a link outside is not read."""
+        workspace = Workspace(root)
+        opened_through_link = str(root / "link_outside_dir" / "secret.txt")
+        with pytest.raises(FileRefusedError) as caught:
+            read_regular(opened_through_link, 1000, inside=workspace.contains)
+        assert caught.value.outside is True
+
+
 class TestWorkspaceRoot:
     def test_root_must_be_a_directory(self, tmp_path: Path) -> None:
         """A workspace on a missing directory is refused with the path in the message."""

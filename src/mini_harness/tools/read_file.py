@@ -93,10 +93,14 @@ class ReadFile:
         if found.size > self.max_bytes:
             raise self._too_large(path, found.size)
         try:
-            data = read_regular(found.real, self.max_bytes)
+            data = read_regular(found.real, self.max_bytes, inside=self.workspace.contains)
         except FileRefusedError as exc:
             if exc.size is not None:
                 raise self._too_large(path, exc.size) from None
+            if exc.outside:
+                raise WorkspaceError(
+                    path, f"Path {shown} changed to lead outside the workspace while being read"
+                ) from None
             raise WorkspaceError(
                 path, f"Path {shown} is a {exc.kind}, not a regular file"
             ) from None

@@ -219,7 +219,7 @@ class SearchText:
         if entry.size > self.max_file_bytes:
             return None
         try:
-            data = read_regular(entry.real, self.max_file_bytes)
+            data = read_regular(entry.real, self.max_file_bytes, inside=self.workspace.contains)
         except (OSError, FileRefusedError):
             return None
         if b"\0" in data:

@@ -13,6 +13,7 @@ import errno
 import os
 import posixpath
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -55,20 +56,37 @@ def file_kind(mode: int) -> str:
 class FileRefusedError(Exception):
     """Internal: a file turned out not to be readable text material (wrong kind, too big)."""
 
-    def __init__(self, *, kind: str | None = None, size: int | None = None) -> None:
-        super().__init__(kind or f"{size} bytes")
+    def __init__(
+        self, *, kind: str | None = None, size: int | None = None, outside: bool = False
+    ) -> None:
+        super().__init__(kind or (f"{size} bytes" if size is not None else "outside"))
         self.kind = kind
         self.size = size
+        self.outside = outside
 
 
-def read_regular(path: str, max_size: int) -> bytes:
+def _opened_path(fd: int) -> str | None:
+    """Where an open file really is, when the system can tell (Linux: /proc/self/fd)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
+def read_regular(path: str, max_size: int, *, inside: Callable[[str], bool] | None = None) -> bytes:
     """Read a regular file of at most `max_size` bytes without blocking or following links.
 
-    Raises OSError from the system, or FileRefusedError with `kind` (not a regular file)
-    or `size` (larger than `max_size`).
+    Raises OSError from the system, or FileRefusedError with `kind` (not a regular file),
+    `size` (larger than `max_size`) or `outside` (`inside` rejects where the open file
+    really is: a directory on the way was swapped for a symlink after the path was
+    checked).
     """
     fd = os.open(path, _OPEN_FLAGS)
     try:
+        if inside is not None:
+            opened = _opened_path(fd)
+            if opened is not None and not inside(opened):
+                raise FileRefusedError(outside=True)
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise FileRefusedError(kind=file_kind(info.st_mode))
