@@ -3,16 +3,20 @@ from __future__ import annotations
 import os
 import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mini_harness import MemorySink, ToolCallError, ToolRuntime
 from mini_harness.errors import WorkspaceError
 from mini_harness.runtime import ToolCalled, ToolFailed
-from mini_harness.tools import Workspace
-from mini_harness.tools.workspace import FileRefusedError, read_regular
+from mini_harness.tools import Workspace, default_registry
+from mini_harness.tools.workspace import FileRefusedError, quote_path, read_regular
 
 # (path, the end of the message) for paths every tool must refuse.
 HOSTILE: list[tuple[str, str]] = [
@@ -35,7 +39,7 @@ HOSTILE: list[tuple[str, str]] = [
     ("src/app.py\0.txt", 'Path "src/app.py\\u0000.txt" contains a NUL byte'),
     ("loop_a", 'Path "loop_a" is a symlink loop'),
 ]
-TOOLS = {
+TOOLS: dict[str, Callable[[str], dict[str, Any]]] = {
     "read_file": lambda path: {"path": path},
     "list_files": lambda path: {"path": path},
     "search_text": lambda path: {"query": "needle", "path": path},
@@ -175,7 +179,6 @@ class TestSpecialFiles:
         with pytest.raises(OSError, match="Too many levels of symbolic links"):
             read_regular(str(root / "link_outside"), 1000)
 
-
     @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
     def test_directory_swapped_for_a_link_after_the_check_is_caught(self, root: Path) -> None:
         """A file opened through a directory that became a link outside is not read."""
@@ -218,3 +221,67 @@ class TestWorkspaceRoot:
         """Workspace.current() is the working directory."""
         monkeypatch.chdir(root)
         assert Workspace.current().root == root.resolve()
+
+
+SEGMENTS = [
+    "..",
+    ".",
+    "",
+    "src",
+    "pkg",
+    "app.py",
+    "link_inside",
+    "link_dir",
+    "link_outside",
+    "link_outside_dir",
+    "secret.txt",
+    "outside",
+    "ws",
+    "loop_a",
+    "pipe",
+    "%2e%2e",
+    "\0",
+    "~",
+    "\\..",
+    "..\\",
+    "ünïcødé",
+    "README.md",
+]
+
+
+class TestNoEscape:
+    @given(parts=st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=6), lead=st.booleans())
+    @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    def test_random_paths_never_escape(self, root: Path, parts: list[str], lead: bool) -> None:
+        """Whatever path is composed, it is refused or resolves inside the workspace."""
+        self._check(root, ("/" if lead else "") + "/".join(parts))
+
+    @pytest.mark.thorough
+    @given(parts=st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=10), lead=st.booleans())
+    @settings(max_examples=5000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    def test_random_paths_never_escape_thorough(
+        self, root: Path, parts: list[str], lead: bool
+    ) -> None:
+        """The same property over many more and longer paths."""
+        self._check(root, ("/" if lead else "") + "/".join(parts))
+
+    @staticmethod
+    def _check(root: Path, path: str) -> None:
+        runtime = ToolRuntime(default_registry(root), MemorySink())
+        real_root = str(root.resolve())
+        outcome: object
+        try:
+            outcome = Workspace(root).locate(path).real
+        except WorkspaceError as exc:
+            outcome = exc.message
+        if isinstance(outcome, str) and outcome.startswith("/"):
+            assert outcome == real_root or outcome.startswith(real_root + os.sep)
+        else:
+            assert quote_path(path) in str(outcome)
+        for tool, make in TOOLS.items():
+            try:
+                shown = orjson.dumps(no_hang(runtime.dispatch, tool, make(path)).output).decode()
+            except ToolCallError as exc:
+                shown = exc.kind
+                assert shown in ("handler_error", "invalid_input")
+            assert "SECRET" not in shown
