@@ -129,6 +129,11 @@ class TestHostilePaths:
             ),
             (
                 "search_text",
+                {"query": "x", "path": "a/" * 2049},
+                "Invalid input for search_text.path: expected a string of at most 4096 characters",
+            ),
+            (
+                "search_text",
                 {"query": "x", "maxResults": 0},
                 "Invalid input for search_text.maxResults: expected a number >= 1",
             ),

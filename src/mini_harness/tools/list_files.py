@@ -12,6 +12,7 @@ from mini_harness.tools.globs import PathGlob
 from mini_harness.tools.walk import SKIPPED_DIRS, walk_files
 from mini_harness.tools.workspace import Workspace
 
+PATH_MAX: Final = 4096  # Linux's PATH_MAX: a longer path cannot name a file anyway
 DEFAULT_MAX_RESULTS: Final = 1000
 MAX_RESULTS_LIMIT: Final = 10_000
 
@@ -39,7 +40,7 @@ LIST_FILES = ToolDefinition(
     input_schema={
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": PATH_DESCRIPTION},
+            "path": {"type": "string", "maxLength": PATH_MAX, "description": PATH_DESCRIPTION},
             "glob": {"type": "string", "minLength": 1, "description": GLOB_DESCRIPTION},
             "maxDepth": {
                 "type": "integer",

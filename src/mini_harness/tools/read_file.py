@@ -9,6 +9,7 @@ import attrs
 from mini_harness.errors import WorkspaceError
 from mini_harness.runtime import ToolAnnotations, ToolDefinition
 from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.tools.list_files import PATH_MAX
 from mini_harness.tools.workspace import (
     FileRefusedError,
     Workspace,
@@ -55,6 +56,7 @@ READ_FILE = ToolDefinition(
             "path": {
                 "type": "string",
                 "minLength": 1,
+                "maxLength": PATH_MAX,
                 "description": (
                     "File path relative to the workspace root, e.g. 'src/app.py' (as "
                     "list_files and search_text return them). Absolute paths and '..' "

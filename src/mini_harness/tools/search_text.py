@@ -13,7 +13,7 @@ from mini_harness.errors import InvalidPatternError
 from mini_harness.runtime import ToolAnnotations, ToolDefinition
 from mini_harness.runtime.jsonvalue import JsonObject
 from mini_harness.tools.globs import PathGlob
-from mini_harness.tools.list_files import GLOB_DESCRIPTION
+from mini_harness.tools.list_files import GLOB_DESCRIPTION, PATH_MAX
 from mini_harness.tools.walk import WalkEntry, walk_files
 from mini_harness.tools.workspace import (
     FileRefusedError,
@@ -60,6 +60,7 @@ SEARCH_TEXT = ToolDefinition(
             },
             "path": {
                 "type": "string",
+                "maxLength": PATH_MAX,
                 "description": (
                     "Directory (or single file) to search, relative to the workspace "
                     "root. Default '.' (the whole workspace)."
