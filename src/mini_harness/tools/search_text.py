@@ -105,7 +105,11 @@ def byte_prefilter(query: str, *, regex: bool, case_sensitive: bool) -> Callable
     lowered = query.lower()
     folded = lowered.encode()
     partners = [c.encode() for ch in set(lowered) for c in NON_ASCII_CASE_PARTNERS.get(ch, "")]
-    return lambda data: folded in data.lower() or any(p in data for p in partners)
+    if not partners:
+        return lambda data: folded in data.lower()
+    return lambda data: folded in data.lower() or (
+        not data.isascii() and any(p in data for p in partners)
+    )
 
 
 def _finder(query: str, *, regex: bool, case_sensitive: bool) -> Finder:
