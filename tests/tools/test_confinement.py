@@ -193,6 +193,19 @@ class TestSpecialFiles:
             read_regular(opened_through_link, 1000, inside=workspace.contains)
         assert caught.value.outside is True
 
+    def test_planted_gitignore_fifo_or_link_is_ignored(self, tmp_path: Path) -> None:
+        """A .gitignore that is a FIFO or a link outside neither hangs nor steers a walk."""
+        (tmp_path / "outside").mkdir()
+        (tmp_path / "outside" / ".gitignore").write_text("*.py\n")
+        workspace = tmp_path / "ws"
+        (workspace / "sub").mkdir(parents=True)
+        os.mkfifo(workspace / ".gitignore")
+        (workspace / "sub" / ".gitignore").symlink_to(tmp_path / "outside" / ".gitignore")
+        (workspace / "sub" / "a.py").write_text("needle\n")
+        runtime = ToolRuntime(default_registry(workspace), MemorySink())
+        output = no_hang(runtime.dispatch, "list_files", {}).output
+        assert [f["path"] for f in output["files"]] == ["sub/a.py"]
+
 
 class TestWorkspaceRoot:
     def test_root_must_be_a_directory(self, tmp_path: Path) -> None:

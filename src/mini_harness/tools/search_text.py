@@ -107,8 +107,8 @@ def byte_prefilter(query: str, *, regex: bool, case_sensitive: bool) -> Callable
     partners = [c.encode() for ch in set(lowered) for c in NON_ASCII_CASE_PARTNERS.get(ch, "")]
     if not partners:
         return lambda data: folded in data.lower()
-    return lambda data: folded in data.lower() or (
-        not data.isascii() and any(p in data for p in partners)
+    return lambda data: (
+        folded in data.lower() or (not data.isascii() and any(p in data for p in partners))
     )
 
 

@@ -17,7 +17,7 @@ from typing import Final
 import attrs
 
 from mini_harness.tools.globs import IgnoreFile, is_ignored
-from mini_harness.tools.workspace import Location, Workspace
+from mini_harness.tools.workspace import FileRefusedError, Location, Workspace, read_regular
 
 SKIPPED_DIRS: Final = frozenset({".git", "node_modules", "dist", "build", ".venv", "__pycache__"})
 _IGNORE_FILE_MAX_BYTES = 1 << 20
@@ -33,14 +33,18 @@ class WalkEntry:
     size: int  # -1 when the walk was asked not to stat files
 
 
-def _load_ignore(real_dir: str, base: str) -> IgnoreFile | None:
-    path = os.path.join(real_dir, ".gitignore")
+def _load_ignore(workspace: Workspace, real_dir: str, base: str) -> IgnoreFile | None:
+    """The rules of `real_dir`'s .gitignore; none when it is missing or not a plain file.
+
+    Read like any other file: a FIFO planted as .gitignore must not hang the walk, and a
+    link to a file outside the workspace must not steer it.
+    """
+    path = os.path.realpath(os.path.join(real_dir, ".gitignore"))
+    if not workspace.contains(path):
+        return None
     try:
-        with open(path, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
-            raw = handle.read(_IGNORE_FILE_MAX_BYTES)
-    except OSError:
+        raw = read_regular(path, _IGNORE_FILE_MAX_BYTES, inside=workspace.contains)
+    except (OSError, FileRefusedError):
         return None
     ignore = IgnoreFile.parse(base, raw.decode("utf-8", errors="replace"))
     return ignore if ignore.rules else None
@@ -53,7 +57,7 @@ def _ancestor_ignores(workspace: Workspace, top: Location) -> list[IgnoreFile]:
     files = []
     for depth in range(len(parts) + 1):
         base = "/".join(parts[:depth])
-        found = _load_ignore(os.path.join(workspace.root, *parts[:depth]), base)
+        found = _load_ignore(workspace, os.path.join(workspace.root, *parts[:depth]), base)
         if found is not None:
             files.append(found)
     return files
@@ -112,7 +116,7 @@ def walk_files(
                     if on_deeper_dir is not None:
                         on_deeper_dir(prefix + name + "/")
                     continue
-                inner = _load_ignore(entry.path, real_rel)
+                inner = _load_ignore(workspace, entry.path, real_rel)
                 stack.append(
                     (
                         iter(_sorted_entries(entry.path)),
