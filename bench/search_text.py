@@ -91,8 +91,9 @@ def run(config: Any) -> Any:
             Target("search_text literal, ~2,000 files", rows[0][3], "<", TARGET_MS, unit="ms")
         ],
         notes=[
-            "Dispatched through ToolRuntime over a temporary copy of the first 2,000 .py files"
-            " of the installed standard library; one warm-up run per case."
+            "Dispatched through ToolRuntime over a temporary copy of 2,000 .py files (the"
+            " installed standard library, topped up from its site-packages); one warm-up run"
+            " per case."
         ],
     )
 
