@@ -25,9 +25,9 @@ class Area:
 _builtin_registry = mini_harness.tools.default_registry
 
 
-def typed_registry() -> ToolRegistry:
+def typed_registry(workspace: str | None = None) -> ToolRegistry:
     """The built-in tools plus one typed tool."""
-    registry = _builtin_registry()
+    registry = _builtin_registry(workspace)
 
     @registry.tool
     def area(width: Annotated[float, Field(gt=0)], height: float = 1.0) -> Area:

@@ -7,6 +7,7 @@ from mini_harness.errors import (
     DuplicateToolError,
     InvalidInputError,
     InvalidOutputError,
+    InvalidPatternError,
     InvalidSchemaError,
     InvalidToolNameError,
     MiniHarnessError,
@@ -22,6 +23,7 @@ from mini_harness.errors import (
     TranscriptFormatError,
     TranscriptWriteError,
     UnknownToolError,
+    WorkspaceError,
 )
 from mini_harness.runtime import (
     Field,
@@ -38,6 +40,7 @@ __all__ = [
     "Field",
     "InvalidInputError",
     "InvalidOutputError",
+    "InvalidPatternError",
     "InvalidSchemaError",
     "InvalidToolNameError",
     "MemorySink",
@@ -59,5 +62,6 @@ __all__ = [
     "TranscriptFormatError",
     "TranscriptWriteError",
     "UnknownToolError",
+    "WorkspaceError",
     "__version__",
 ]

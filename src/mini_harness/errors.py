@@ -157,3 +157,22 @@ class TranscriptWriteError(TranscriptError):
 
 class RedactionError(MiniHarnessError):
     """A redaction setting cannot be used (e.g. a pattern that is not a valid regex)."""
+
+
+# --- workspace tools --------------------------------------------------------
+
+
+class WorkspaceError(MiniHarnessError):
+    """A workspace file tool refused a path or a file; `path` is the path as given."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class InvalidPatternError(MiniHarnessError):
+    """A search pattern is not a valid regular expression."""
+
+    def __init__(self, pattern: str, message: str) -> None:
+        super().__init__(message)
+        self.pattern = pattern

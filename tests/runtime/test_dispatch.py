@@ -73,7 +73,15 @@ class TestSuccess:
         ]
         run = sink.events[1]
         assert isinstance(run, RunStarted)
-        assert [t["name"] for t in run.tools] == ["echo", "boom", "nan", "add"]
+        assert [t["name"] for t in run.tools] == [
+            "echo",
+            "list_files",
+            "read_file",
+            "search_text",
+            "boom",
+            "nan",
+            "add",
+        ]
         called, done = sink.events[2], sink.events[3]
         assert isinstance(called, ToolCalled)
         assert isinstance(done, ToolSucceeded)

@@ -104,10 +104,18 @@ class TestSizeCap:
             sink.append(UnknownEvent("Note", TS, {"text": "small"}))
             size = log.stat().st_size
             with pytest.raises(TranscriptWriteError, match="over the 2048-byte event size cap"):
-                sink.append(RunStarted(TS, "run", "0", ({"name": "n" * 5000},)))
+                sink.append(UnknownEvent("Note", TS, {"text": "n" * 5000}))
             assert log.stat().st_size == size
             sink.append(UnknownEvent("Note", TS, {"text": "after"}))
         assert verify_transcript(log).ok
+
+    def test_run_started_is_never_capped(self, tmp_path: Path) -> None:
+        """A run's tool definitions are written whole, whatever the cap: replay needs them."""
+        log = tmp_path / "t.jsonl"
+        with JsonlTranscript(log, max_event_bytes=2048) as sink:
+            sink.append(RunStarted(TS, "run", "0", ({"name": "n" * 5000},)))
+        (run,) = [r.event for r in read_transcript(log) if isinstance(r.event, RunStarted)]
+        assert run.tools[0]["name"] == "n" * 5000
 
     @pytest.mark.thorough
     def test_hundred_megabyte_output_with_the_default_cap(

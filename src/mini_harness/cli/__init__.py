@@ -96,15 +96,24 @@ class HarnessGroup(click.Group):
     help="Append this run's events to a JSONL transcript (created if missing).",
 )
 @log_options
+@click.option(
+    "--workspace",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False),
+    help="Root directory the file tools (list_files, read_file, search_text) are confined "
+    "to. Default: the current directory.",
+)
 @click.version_option(__version__, "--version", prog_name="mini-harness")
 @click.pass_context
 def cli(
     ctx: click.Context,
     /,
+    *,
     tool: str | None,
     tool_input: str | None,
     context_report: bool,
     log: str | None,
+    workspace: str | None,
     **log_settings: Any,
 ) -> None:
     """An event-sourced tool runtime for coding agents.
@@ -118,6 +127,8 @@ def cli(
     Exit codes: 0 success; 1 the tool failed; 2 usage errors (bad flags, --tool-input that
     is not JSON, a transcript that cannot be used).
     """
+    # Subcommands that build a registry read the workspace from here.
+    ctx.ensure_object(dict)["workspace"] = workspace
     if ctx.invoked_subcommand is not None:
         given = [
             flag
@@ -148,7 +159,14 @@ def cli(
         return
     if log is None and given_log_flags(log_settings):
         raise click.UsageError(f"{given_log_flags(log_settings)[0]} needs --log PATH")
-    run_dispatch(tool, tool_input, context_report=context_report, log=log, settings=log_settings)
+    run_dispatch(
+        tool,
+        tool_input,
+        context_report=context_report,
+        log=log,
+        workspace=workspace,
+        settings=log_settings,
+    )
 
 
 def parse_tool_input(raw: str | None) -> Any:
@@ -168,6 +186,7 @@ def run_dispatch(
     *,
     context_report: bool,
     log: str | None,
+    workspace: str | None = None,
     settings: dict[str, Any] | None = None,
 ) -> None:
     import orjson
@@ -183,7 +202,7 @@ def run_dispatch(
     from mini_harness.tools import default_registry
 
     tool_input = parse_tool_input(raw_input)
-    registry = default_registry()
+    registry = default_registry(workspace)
     sink: EventSink = open_log(log, settings or {}) if log is not None else NullSink()
     runtime = ToolRuntime(registry, sink)
     try:

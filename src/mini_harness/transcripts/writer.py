@@ -22,6 +22,7 @@ from mini_harness.errors import (
 )
 from mini_harness.runtime.events import (
     Event,
+    RunStarted,
     TranscriptStarted,
     event_type,
     new_id,
@@ -238,7 +239,9 @@ class JsonlTranscript:
                 str(self.path),
                 f"cannot record {event_type(event)} in {self.path}: not JSON ({exc})",
             ) from None
-        if len(line) > self.max_event_bytes:
+        # The cap guards against tool payloads; a run's tool definitions come from the
+        # developer's own code and replay needs them whole, so RunStarted is never capped.
+        if len(line) > self.max_event_bytes and not isinstance(event, RunStarted):
             line = self._capped(event, seq, len(line))
         self._write_all(line + b"\n")
         if isinstance(event, TranscriptStarted):

@@ -1,0 +1,142 @@
+"""`read_file`: a UTF-8 text file of the workspace, whole or a range of lines."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import attrs
+
+from mini_harness.errors import WorkspaceError
+from mini_harness.runtime import ToolAnnotations, ToolDefinition
+from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.tools.list_files import PATH_MAX
+from mini_harness.tools.workspace import (
+    FileRefusedError,
+    Workspace,
+    quote_path,
+    read_regular,
+)
+
+DEFAULT_MAX_BYTES: Final = 1 << 20  # 1 MiB
+DEFAULT_LINE_LIMIT: Final = 2000
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as editors and search_text count them: split on "\\n" only, ends kept."""
+    lines = text.split("\n")
+    kept = [line + "\n" for line in lines[:-1]]
+    if lines[-1]:
+        kept.append(lines[-1])
+    return kept
+
+
+def decode_text(data: bytes) -> str | None:
+    """The text of a UTF-8 file (BOM dropped), or None when it looks binary."""
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+
+
+READ_FILE = ToolDefinition(
+    name="read_file",
+    description=(
+        "Read a UTF-8 text file of the workspace by its path relative to the workspace "
+        "root. Returns the text of lines startLine..endLine (counted from 1), the file's "
+        "totalLines, and `truncated` when lines after endLine were left out. Reads at most "
+        f"{DEFAULT_LINE_LIMIT} lines unless `limit` says otherwise; use offset and limit "
+        f"to page through long files. Files over {DEFAULT_MAX_BYTES >> 20} MiB, binary files "
+        "and anything that is not a regular file are refused with an error."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": PATH_MAX,
+                "description": (
+                    "File path relative to the workspace root, e.g. 'src/app.py' (as "
+                    "list_files and search_text return them). Absolute paths and '..' "
+                    "leading outside the workspace are refused."
+                ),
+            },
+            "offset": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "First line to return, counting from 1. Default 1.",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "description": f"Most lines to return. Default {DEFAULT_LINE_LIMIT}.",
+            },
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    },
+    annotations=ToolAnnotations(title="Read file", read_only_hint=True, open_world_hint=False),
+)
+
+
+@attrs.frozen
+class ReadFile:
+    """The read_file handler, bound to one workspace and a size limit."""
+
+    workspace: Workspace
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    def __call__(self, tool_input: dict[str, Any]) -> JsonObject:
+        path: str = tool_input["path"]
+        shown = quote_path(path)
+        found = self.workspace.locate_file(path)
+        if found.size > self.max_bytes:
+            raise self._too_large(path, found.size)
+        try:
+            data = read_regular(found.real, self.max_bytes, inside=self.workspace.contains)
+        except FileRefusedError as exc:
+            if exc.size is not None:
+                raise self._too_large(path, exc.size) from None
+            if exc.outside:
+                raise WorkspaceError(
+                    path, f"Path {shown} changed to lead outside the workspace while being read"
+                ) from None
+            raise WorkspaceError(
+                path, f"Path {shown} is a {exc.kind}, not a regular file"
+            ) from None
+        except OSError as exc:
+            raise WorkspaceError(
+                path, f"Path {shown} cannot be read: {exc.strerror or exc}"
+            ) from None
+        text = decode_text(data)
+        if text is None:
+            raise WorkspaceError(
+                path, f"File {shown} looks binary (not UTF-8 text); read_file reads text only"
+            )
+        lines = split_lines(text)
+        total = len(lines)
+        offset = tool_input.get("offset", 1)
+        limit = tool_input.get("limit", DEFAULT_LINE_LIMIT)
+        if offset > max(total, 1):
+            raise WorkspaceError(
+                path, f"offset {offset} is past the end of {shown} ({total} lines)"
+            )
+        chosen = lines[offset - 1 : offset - 1 + limit]
+        end = offset - 1 + len(chosen)
+        return {
+            "path": found.relative,
+            "text": "".join(chosen),
+            "startLine": offset,
+            "endLine": end,
+            "totalLines": total,
+            "truncated": end < total,
+        }
+
+    def _too_large(self, path: str, size: int) -> WorkspaceError:
+        return WorkspaceError(
+            path,
+            f"File {quote_path(path)} is {size:,} bytes, over read_file's limit of "
+            f"{self.max_bytes:,} bytes",
+        )

@@ -1,0 +1,237 @@
+"""`search_text`: lines of workspace text files that contain a string or match a regex."""
+
+from __future__ import annotations
+
+import re
+import stat
+from collections.abc import Callable, Iterator
+from typing import Any, Final
+
+import attrs
+
+from mini_harness.errors import InvalidPatternError
+from mini_harness.runtime import ToolAnnotations, ToolDefinition
+from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.tools.globs import PathGlob
+from mini_harness.tools.list_files import GLOB_DESCRIPTION, PATH_MAX
+from mini_harness.tools.walk import WalkEntry, walk_files
+from mini_harness.tools.workspace import (
+    FileRefusedError,
+    Workspace,
+    quote_path,
+    read_regular,
+)
+
+DEFAULT_MAX_RESULTS: Final = 100
+MAX_RESULTS_LIMIT: Final = 1000
+DEFAULT_MAX_FILE_BYTES: Final = 4 << 20  # larger files are skipped (and counted)
+LINE_TEXT_LIMIT: Final = 300  # longer lines are cut to a window around the match
+_CONTEXT_BEFORE = 80
+
+SEARCH_TEXT = ToolDefinition(
+    name="search_text",
+    description=(
+        "Search the workspace's text files for lines containing `query` (a literal string, "
+        "or a Python regular expression when regex is true). Returns one match per line as "
+        "{path, line, text}, in path order then line order; path is relative to the "
+        "workspace root and line counts from 1. Skips binary files, files over "
+        f"{DEFAULT_MAX_FILE_BYTES >> 20} MiB, and what list_files skips (.gitignore'd "
+        "files, node_modules, .git, ...). At most maxResults matches are returned and "
+        "`truncated` says whether more exist."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The text to find; a regular expression when regex is true.",
+            },
+            "regex": {
+                "type": "boolean",
+                "description": (
+                    "Treat query as a Python `re` regular expression ('^' and '$' match at "
+                    "line boundaries). Default false: query is matched literally."
+                ),
+            },
+            "caseSensitive": {
+                "type": "boolean",
+                "description": "Match upper and lower case exactly. Default true.",
+            },
+            "path": {
+                "type": "string",
+                "maxLength": PATH_MAX,
+                "description": (
+                    "Directory (or single file) to search, relative to the workspace "
+                    "root. Default '.' (the whole workspace)."
+                ),
+            },
+            "glob": {"type": "string", "minLength": 1, "description": GLOB_DESCRIPTION},
+            "maxResults": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_RESULTS_LIMIT,
+                "description": (
+                    f"Return at most this many matches (default {DEFAULT_MAX_RESULTS}); "
+                    "`truncated` is true when more exist."
+                ),
+            },
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    },
+    annotations=ToolAnnotations(title="Search text", read_only_hint=True, open_world_hint=False),
+)
+
+Finder = Callable[[str, int], "tuple[int, int] | None"]
+
+# The non-ASCII characters that re.IGNORECASE matches with an ASCII letter (tested against
+# every code point in tests/tools). Files holding one of them cannot be ruled out by an
+# ASCII-lowercased byte search.
+NON_ASCII_CASE_PARTNERS: Final = {"i": "\u0130\u0131", "k": "\u212a", "s": "\u017f"}
+
+
+def byte_prefilter(query: str, *, regex: bool, case_sensitive: bool) -> Callable[[bytes], bool]:
+    """A cheap test on a file's raw bytes that is false only when the file cannot match.
+
+    Most files do not contain the query; with this they are never decoded. Regexes and
+    non-ASCII case-insensitive queries are not prefiltered.
+    """
+    if regex or (not case_sensitive and not query.isascii()):
+        return lambda _: True
+    if case_sensitive:
+        needle = query.encode()
+        return lambda data: needle in data
+    lowered = query.lower()
+    folded = lowered.encode()
+    partners = [c.encode() for ch in set(lowered) for c in NON_ASCII_CASE_PARTNERS.get(ch, "")]
+    if not partners:
+        return lambda data: folded in data.lower()
+    return lambda data: (
+        folded in data.lower() or (not data.isascii() and any(p in data for p in partners))
+    )
+
+
+def _finder(query: str, *, regex: bool, case_sensitive: bool) -> Finder:
+    """A function giving the (start, end) of the first match at or after a position."""
+    if not regex and case_sensitive:
+
+        def find_literal(text: str, pos: int) -> tuple[int, int] | None:
+            start = text.find(query, pos)
+            return None if start < 0 else (start, start + len(query))
+
+        return find_literal
+    flags = re.MULTILINE | (0 if case_sensitive else re.IGNORECASE)
+    try:
+        pattern = re.compile(query if regex else re.escape(query), flags)
+    except re.error as exc:
+        raise InvalidPatternError(
+            query, f"Invalid regular expression {quote_path(query)}: {exc}"
+        ) from None
+
+    def find_pattern(text: str, pos: int) -> tuple[int, int] | None:
+        found = pattern.search(text, pos)
+        return None if found is None else found.span()
+
+    return find_pattern
+
+
+def _shown_line(line: str, column: int) -> str:
+    if len(line) <= LINE_TEXT_LIMIT:
+        return line
+    start = max(0, column - _CONTEXT_BEFORE)
+    end = start + LINE_TEXT_LIMIT
+    return ("…" if start else "") + line[start:end] + ("…" if end < len(line) else "")
+
+
+def line_matches(text: str, find: Finder) -> Iterator[tuple[int, str]]:
+    """(line number, line text) for each line with a match, each line at most once."""
+    pos = 0
+    line_no = 1
+    counted_to = 0
+    size = len(text)
+    while pos <= size:
+        found = find(text, pos)
+        if found is None:
+            return
+        start = found[0]
+        line_no += text.count("\n", counted_to, start)
+        counted_to = start
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = text.find("\n", start)
+        if line_end < 0:
+            line_end = size
+        yield line_no, _shown_line(text[line_start:line_end].rstrip("\r"), start - line_start)
+        pos = line_end + 1
+
+
+@attrs.frozen
+class SearchText:
+    """The search_text handler, bound to one workspace."""
+
+    workspace: Workspace
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+    def __call__(self, tool_input: dict[str, Any]) -> JsonObject:
+        query: str = tool_input["query"]
+        regex = tool_input.get("regex", False)
+        case_sensitive = tool_input.get("caseSensitive", True)
+        find = _finder(query, regex=regex, case_sensitive=case_sensitive)
+        may_match = byte_prefilter(query, regex=regex, case_sensitive=case_sensitive)
+        glob = tool_input.get("glob")
+        matcher = PathGlob(glob) if glob is not None else None
+        limit = tool_input.get("maxResults", DEFAULT_MAX_RESULTS)
+        matches: list[JsonObject] = []
+        searched = skipped = 0
+        truncated = False
+        for entry in self._files(tool_input.get("path", ".")):
+            if matcher is not None and not matcher.matches(entry.below):
+                continue
+            data = self._read(entry)
+            if data is None:
+                skipped += 1
+                continue
+            searched += 1
+            if not may_match(data):
+                continue
+            text = data.decode("utf-8-sig")  # checked by _read
+            for line, shown in line_matches(text, find):
+                if len(matches) == limit:
+                    truncated = True
+                    break
+                matches.append({"path": entry.path, "line": line, "text": shown})
+            if truncated:
+                break
+        return {
+            "matches": matches,
+            "count": len(matches),
+            "truncated": truncated,
+            "filesSearched": searched,
+            "filesSkipped": skipped,
+        }
+
+    def _files(self, path: str) -> Iterator[WalkEntry]:
+        top = self.workspace.locate(path)
+        if stat.S_ISDIR(top.mode):
+            yield from walk_files(self.workspace, top, sizes=False)
+            return
+        found = self.workspace.locate_file(path)
+        name = found.relative.rpartition("/")[2]
+        yield WalkEntry(found.relative, name, found.real, found.size)
+
+    def _read(self, entry: WalkEntry) -> bytes | None:
+        """The bytes of a UTF-8 text file, or None when it is skipped (large, binary, gone)."""
+        if entry.size > self.max_file_bytes:
+            return None
+        try:
+            data = read_regular(entry.real, self.max_file_bytes, inside=self.workspace.contains)
+        except (OSError, FileRefusedError):
+            return None
+        if b"\0" in data:
+            return None
+        if not data.isascii():  # ASCII is UTF-8; anything else must prove it is
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        return data

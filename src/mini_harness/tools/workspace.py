@@ -1,0 +1,213 @@
+"""The workspace: one root directory the file tools read below, and nothing outside it.
+
+Every path a model sends is checked here before anything is opened: it must be relative,
+must not climb out with `..`, must not reach outside through a symlink, must not contain
+a NUL byte, and a file must be a regular file (a FIFO would block a reader forever, a
+device file may do anything when opened). Paths are taken literally: no `~` expansion, no
+URL decoding, so `%2e%2e` is a file name, not `..`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+import orjson
+
+from mini_harness.errors import WorkspaceError
+
+# O_NONBLOCK: opening a FIFO that was swapped in after the type check must not block.
+# O_NOFOLLOW: the path was resolved already, so a symlink here was swapped in since.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def quote_path(path: str) -> str:
+    """A path as a JSON string, so NUL and control characters stay visible in messages."""
+    return orjson.dumps(path).decode()
+
+
+def file_kind(mode: int) -> str:
+    """What kind of file a stat mode describes, in words for error messages."""
+    if stat.S_ISREG(mode):
+        return "regular file"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "special file"
+
+
+class FileRefusedError(Exception):
+    """Internal: a file turned out not to be readable text material (wrong kind, too big)."""
+
+    def __init__(
+        self, *, kind: str | None = None, size: int | None = None, outside: bool = False
+    ) -> None:
+        super().__init__(kind or (f"{size} bytes" if size is not None else "outside"))
+        self.kind = kind
+        self.size = size
+        self.outside = outside
+
+
+def _opened_path(fd: int) -> str | None:
+    """Where an open file really is, when the system can tell (Linux: /proc/self/fd)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
+def read_regular(path: str, max_size: int, *, inside: Callable[[str], bool] | None = None) -> bytes:
+    """Read a regular file of at most `max_size` bytes without blocking or following links.
+
+    Raises OSError from the system, or FileRefusedError with `kind` (not a regular file),
+    `size` (larger than `max_size`) or `outside` (`inside` rejects where the open file
+    really is: a directory on the way was swapped for a symlink after the path was
+    checked).
+    """
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        if inside is not None:
+            opened = _opened_path(fd)
+            if opened is not None and not inside(opened):
+                raise FileRefusedError(outside=True)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileRefusedError(kind=file_kind(info.st_mode))
+        if info.st_size > max_size:
+            raise FileRefusedError(size=info.st_size)
+        # Ask for one byte more than fstat promised: a short read is the end of the file,
+        # a full one means it grew since, and the loop reads on up to the limit.
+        want = info.st_size + 1
+        chunks = [os.read(fd, want)]
+        while len(chunks[-1]) == want and sum(map(len, chunks)) <= max_size:
+            want = 1 << 16
+            chunks.append(os.read(fd, want))
+        data = b"".join(chunks)
+        if len(data) > max_size:
+            raise FileRefusedError(size=len(data))
+        return data
+    finally:
+        os.close(fd)
+
+
+@attrs.frozen
+class Location:
+    """A checked path: as given, normalised ("." for the root), resolved, and its stat."""
+
+    given: str
+    relative: str
+    real: str
+    mode: int
+    size: int
+
+
+def _resolve_root(root: str | os.PathLike[str]) -> Path:
+    real = Path(os.path.realpath(os.fspath(root)))
+    if not real.is_dir():
+        raise WorkspaceError(
+            str(root), f"Workspace root {quote_path(str(root))} is not a directory"
+        )
+    return real
+
+
+@attrs.frozen
+class Workspace:
+    """The directory the file tools are confined to (resolved, symlinks included)."""
+
+    root: Path = attrs.field(converter=_resolve_root)
+
+    @classmethod
+    def current(cls) -> Workspace:
+        """The current directory as a workspace."""
+        try:
+            return cls(Path.cwd())
+        except OSError as exc:  # the cwd was deleted under us
+            raise WorkspaceError(".", f"The current directory cannot be used: {exc}") from None
+
+    def contains(self, real: str) -> bool:
+        """True when the resolved path `real` is the root or below it."""
+        root = str(self.root)
+        return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+    def relative(self, real: str) -> str:
+        """The workspace-relative posix form of a resolved path inside the workspace."""
+        rel = os.path.relpath(real, self.root)
+        return "." if rel == "." else Path(rel).as_posix()
+
+    def locate(self, path: str) -> Location:
+        """Check `path` and stat what it names; raise WorkspaceError saying why not."""
+        shown = quote_path(path)
+        if "\0" in path:
+            raise WorkspaceError(path, f"Path {shown} contains a NUL byte")
+        if os.path.isabs(path):
+            raise WorkspaceError(
+                path, f"Path {shown} is absolute; use a path relative to the workspace root"
+            )
+        depth = 0
+        for part in path.split("/"):
+            if part == "..":
+                depth -= 1
+                if depth < 0:
+                    raise WorkspaceError(path, f"Path {shown} leads outside the workspace")
+            elif part not in ("", "."):
+                depth += 1
+        real = os.path.realpath(os.path.join(self.root, path))
+        if not self.contains(real):
+            raise WorkspaceError(
+                path, f"Path {shown} resolves outside the workspace through a symlink"
+            )
+        try:
+            info = os.stat(real)
+        except OSError as exc:
+            raise WorkspaceError(path, _os_problem(shown, exc)) from None
+        # Shown paths keep the caller's spelling (a link's name, not its target).
+        return Location(path, posixpath.normpath(path or "."), real, info.st_mode, info.st_size)
+
+    def locate_dir(self, path: str) -> Location:
+        found = self.locate(path)
+        if not stat.S_ISDIR(found.mode):
+            raise WorkspaceError(
+                path, f"Path {quote_path(path)} is a {file_kind(found.mode)}, not a directory"
+            )
+        return found
+
+    def locate_file(self, path: str) -> Location:
+        """Like locate, but only a regular file passes (checked before anything opens it)."""
+        found = self.locate(path)
+        if stat.S_ISDIR(found.mode):
+            raise WorkspaceError(
+                path, f"Path {quote_path(path)} is a directory; use list_files to see inside it"
+            )
+        if not stat.S_ISREG(found.mode):
+            raise WorkspaceError(
+                path,
+                f"Path {quote_path(path)} is a {file_kind(found.mode)}, not a regular file",
+            )
+        return found
+
+
+def _os_problem(shown: str, exc: OSError) -> str:
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return f"Path {shown} does not exist"
+    if exc.errno == errno.ELOOP:
+        return f"Path {shown} is a symlink loop"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"Path {shown} cannot be read: permission denied"
+    return f"Path {shown} cannot be read: {exc.strerror or exc}"

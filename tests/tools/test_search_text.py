@@ -1,0 +1,181 @@
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import statistics
+import sys
+import sysconfig
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mini_harness import ToolHandlerError, ToolRuntime
+from mini_harness.tools import Workspace
+from mini_harness.tools.search_text import NON_ASCII_CASE_PARTNERS, SearchText
+
+NEEDLES = [
+    ("README.md", 2, "needle in the readme"),
+    ("docs/guide.md", 2, "with CRLF needle"),
+    ("keep.log", 1, "needle in a re-included log"),
+    ("link_inside", 4, "    return 'needle'"),
+    ("src/app.py", 4, "    return 'needle'"),
+    ("sub/code.py", 1, "needle = True"),
+    ("ünïcødé/日本語.txt", 1, "こんにちは needle"),
+]
+
+
+def search(runtime: ToolRuntime, **tool_input: Any) -> dict[str, Any]:
+    output = runtime.dispatch("search_text", tool_input).output
+    assert isinstance(output, dict)
+    return output
+
+
+def hits(output: dict[str, Any]) -> list[tuple[str, int, str]]:
+    return [(m["path"], m["line"], m["text"]) for m in output["matches"]]
+
+
+class TestSearch:
+    def test_literal_over_the_workspace(self, runtime: ToolRuntime) -> None:
+        """A literal search finds each matching line of the visible text files, in order."""
+        output = search(runtime, query="needle")
+        assert hits(output) == NEEDLES
+        # image.png holds NUL bytes, latin1.txt is not UTF-8: both skipped, never matched.
+        assert (output["count"], output["truncated"]) == (len(NEEDLES), False)
+        assert (output["filesSearched"], output["filesSkipped"]) == (13, 2)
+
+    def test_case_insensitive(self, runtime: ToolRuntime) -> None:
+        """caseSensitive false also finds "Needle"."""
+        found = hits(search(runtime, query="NEEDLE", caseSensitive=False))
+        assert ("src/pkg/deep/mod.py", 1, "VALUE = 1  # Needle, capitalised") in found
+        assert len(found) == len(NEEDLES) + 1
+
+    def test_regex(self, runtime: ToolRuntime) -> None:
+        """regex true takes a Python regular expression; ^ anchors at each line start."""
+        assert hits(search(runtime, query=r"^needle\b", regex=True)) == [
+            ("README.md", 2, "needle in the readme"),
+            ("keep.log", 1, "needle in a re-included log"),
+            ("sub/code.py", 1, "needle = True"),
+        ]
+
+    def test_regex_metacharacters_are_literal_by_default(self, runtime: ToolRuntime) -> None:
+        """Without regex, '(' and '.' are plain characters."""
+        assert hits(search(runtime, query="main()")) == [
+            ("link_inside", 3, "def main():"),
+            ("src/app.py", 3, "def main():"),
+        ]
+
+    def test_invalid_regex(self, runtime: ToolRuntime) -> None:
+        """A broken regex is a handler error that quotes it and says what is wrong."""
+        with pytest.raises(ToolHandlerError) as caught:
+            runtime.dispatch("search_text", {"query": "(", "regex": True})
+        assert caught.value.message == (
+            "Tool search_text failed: InvalidPatternError: Invalid regular expression "
+            '"(": missing ), unterminated subpattern at position 0'
+        )
+
+    @pytest.mark.parametrize(
+        ("tool_input", "expected"),
+        [
+            ({"path": "src"}, [("src/app.py", 4, "    return 'needle'")]),
+            ({"path": "src/app.py"}, [("src/app.py", 4, "    return 'needle'")]),
+            ({"glob": "*.py"}, [NEEDLES[4], NEEDLES[5]]),
+            ({"path": "src", "glob": "app.*"}, [NEEDLES[4]]),
+            ({"maxResults": 2}, NEEDLES[:2]),
+        ],
+    )
+    def test_scoping(
+        self, runtime: ToolRuntime, tool_input: dict[str, Any], expected: list[Any]
+    ) -> None:
+        """path, glob and maxResults narrow the search."""
+        assert hits(search(runtime, query="needle", **tool_input)) == expected
+
+    def test_truncated_only_when_more_exist(self, runtime: ToolRuntime) -> None:
+        """truncated is true when matches were left out, false when exactly all fit."""
+        assert search(runtime, query="needle", maxResults=6)["truncated"] is True
+        assert search(runtime, query="needle", maxResults=7)["truncated"] is False
+
+
+class TestLines:
+    def test_one_match_per_line(self, tmp_path: Path, runtime_for: Any) -> None:
+        """A line with several matches is reported once; the last line needs no newline."""
+        (tmp_path / "f.txt").write_text("x x x\nnone\nx")
+        assert hits(search(runtime_for(tmp_path), query="x")) == [
+            ("f.txt", 1, "x x x"),
+            ("f.txt", 3, "x"),
+        ]
+
+    def test_long_line_is_cut_around_the_match(self, tmp_path: Path, runtime_for: Any) -> None:
+        """A very long line comes back as a window around the match."""
+        (tmp_path / "min.js").write_text("a" * 5000 + "needle" + "b" * 5000 + "\n")
+        (text,) = [m["text"] for m in search(runtime_for(tmp_path), query="needle")["matches"]]
+        assert text == "…" + "a" * 80 + "needle" + "b" * 214 + "…"
+
+    @pytest.mark.parametrize(("query", "content"), [("kelvin", "\u212aelvin"), ("ask", "a\u017fk")])
+    def test_non_ascii_case_partners_are_found(
+        self, tmp_path: Path, runtime_for: Any, query: str, content: str
+    ) -> None:
+        """The byte prefilter never hides a match that re.IGNORECASE would make."""
+        (tmp_path / "f.txt").write_text(content + "\n")
+        output = search(runtime_for(tmp_path), query=query, caseSensitive=False)
+        assert hits(output) == [("f.txt", 1, content)]
+
+    def test_partner_table_is_complete(self) -> None:
+        """The table names every non-ASCII character IGNORECASE matches with ASCII."""
+        ascii_class = re.compile(r"[\x00-\x7f]", re.IGNORECASE)
+        found: dict[str, str] = {}
+        for code in range(0x80, sys.maxunicode + 1):
+            char = chr(code)
+            if ascii_class.fullmatch(char):
+                for letter in "abcdefghijklmnopqrstuvwxyz":
+                    if re.fullmatch(letter, char, re.IGNORECASE):
+                        found[letter] = found.get(letter, "") + char
+        assert found == NON_ASCII_CASE_PARTNERS
+
+    def test_large_files_are_skipped_and_counted(self, root: Path) -> None:
+        """Files over the search size limit are skipped and counted, not read."""
+        output = SearchText(Workspace(root), max_file_bytes=20)({"query": "needle"})
+        assert ("README.md", 2, "needle in the readme") not in hits(output)
+        assert output["filesSkipped"] > 2
+
+
+def copy_stdlib(target: Path, count: int) -> int:
+    """Copy the first `count` standard-library .py files into `target`; return how many."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = []
+    for directory, subdirs, names in os.walk(stdlib):
+        subdirs[:] = sorted(d for d in subdirs if d not in ("site-packages", "__pycache__"))
+        files += [Path(directory, n) for n in sorted(names) if n.endswith(".py")]
+        if len(files) >= count:
+            break
+    files = files[:count]
+    for source in files:
+        destination = target / source.relative_to(stdlib)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, destination)
+    return len(files)
+
+
+class TestSpeed:
+    def _median_seconds(self, root: Path, runs: int) -> float:
+        handler = SearchText(Workspace(root))
+        timings = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            output = handler({"query": "mini_harness_not_there"})
+            timings.append(time.perf_counter() - start)
+        assert output["filesSearched"] > 0
+        return statistics.median(timings)
+
+    def test_literal_search_is_fast(self, tmp_path: Path) -> None:
+        """A literal search over 400 real Python files takes well under a second."""
+        copy_stdlib(tmp_path, 400)
+        assert self._median_seconds(tmp_path, 3) < 0.5
+
+    @pytest.mark.thorough
+    def test_literal_search_over_2000_files(self, tmp_path: Path) -> None:
+        """The acceptance figure: ~2,000 stdlib files searched in well under a second."""
+        assert copy_stdlib(tmp_path, 2000) >= 1700
+        assert self._median_seconds(tmp_path, 5) < 0.5
