@@ -57,6 +57,33 @@ def registry() -> ToolRegistry:
 """
 
 
+WIRE_TOOLS = """
+from mini_harness.tools import default_registry
+
+
+def registry():
+    tools = default_registry()
+
+    def boom(data):
+        raise ValueError("boom")
+
+    tools.add("boom", boom, description="Always raises.", input_schema={"type": "object"})
+    tools.add(
+        "nan",
+        lambda data: {"value": float("nan")},
+        description="Returns NaN.",
+        input_schema={"type": "object"},
+    )
+    tools.add(
+        "letters",
+        lambda data: list(data["word"]),
+        description="Splits a word.",
+        input_schema={"type": "object", "properties": {"word": {"type": "string"}}},
+    )
+    return tools
+"""
+
+
 def read_log(path: Path) -> tuple[list[TranscriptRecord], TranscriptReader]:
     reader = TranscriptReader(path)
     return list(reader), reader
@@ -302,30 +329,83 @@ class TestShutdown:
         assert reader.torn_tail is None
         assert call_events(records)[-1] == ("ToolFailed", "echo", "invalid_input")
 
+    def test_client_that_stops_reading(self, tmp_path: Path, client_factory: Any) -> None:
+        """A client that closes our stdout ends the session quietly: exit 0, no traceback."""
+        log = tmp_path / "t.jsonl"
+        client = client_factory("--log", str(log))
+        client.handshake()
+        assert client.process.stdout is not None
+        client.process.stdout.close()
+        client.send("tools/call", {"name": "echo", "arguments": {"text": "unheard"}})
+        assert client.process.wait(timeout=5) == 0
+        stderr = client.stderr()
+        assert "Traceback" not in stderr
+        assert stderr.splitlines()[-1] == (
+            "[mini-harness] MCP session ended (client closed its input)"
+        )
+        records, reader = read_log(log)
+        assert reader.torn_tail is None
+        assert reader.problems == []
+        assert call_events(records) == [
+            ("ToolCalled", "echo", None),
+            ("ToolSucceeded", "echo", None),
+        ]
+
+
+@pytest.fixture(name="session", scope="class")
+def _session(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One initialised server shared by the wire tests (starting one costs ~1 s)."""
+    where = tmp_path_factory.mktemp("raw")
+    (where / "wiretools.py").write_text(WIRE_TOOLS)
+    client = RawClient(["--registry", "wiretools:registry"], where)
+    client.handshake()
+    yield client
+    client.stop()
+
 
 class TestRawProtocol:
-    def test_results_on_the_wire(self, client_factory: Any) -> None:
+    def test_results_on_the_wire(self, session: RawClient) -> None:
         """JSON-RPC results carry exactly the documented shapes for success and invalid input."""
-        client = client_factory()
-        client.handshake()
-        ok = client.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+        ok = session.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
         assert ok["result"]["content"] == [{"type": "text", "text": '{"text":"hi"}'}]
         assert ok["result"]["structuredContent"] == {"text": "hi"}
         assert ok["result"].get("isError", False) is False
-        bad = client.request("tools/call", {"name": "echo"})
+        bad = session.request("tools/call", {"name": "echo"})
         assert bad["result"]["isError"] is True
         assert bad["result"]["content"] == [
             {"type": "text", "text": 'Invalid input for echo: missing required property "text"'}
         ]
         assert "structuredContent" not in bad["result"]
 
-    def test_malformed_params_are_protocol_errors(self, client_factory: Any) -> None:
+    def test_non_object_output_is_text_only(self, session: RawClient) -> None:
+        """An array output comes back as compact JSON text without structuredContent."""
+        reply = session.request("tools/call", {"name": "letters", "arguments": {"word": "ab"}})
+        assert reply["result"]["content"] == [{"type": "text", "text": '["a","b"]'}]
+        assert "structuredContent" not in reply["result"]
+
+    @pytest.mark.parametrize(
+        ("name", "message"),
+        [
+            ("boom", "Tool boom failed: ValueError: boom"),
+            (
+                "nan",
+                "Tool nan returned a value that is not JSON: $.value: nan is not a JSON number",
+            ),
+        ],
+    )
+    def test_tool_failures_are_error_results(
+        self, session: RawClient, name: str, message: str
+    ) -> None:
+        """A handler that raises or returns non-JSON gives isError with our message."""
+        reply = session.request("tools/call", {"name": name, "arguments": {}})
+        assert reply["result"]["isError"] is True
+        assert reply["result"]["content"] == [{"type": "text", "text": message}]
+
+    def test_malformed_params_are_protocol_errors(self, session: RawClient) -> None:
         """Arguments that are not an object never reach a tool: the client gets a JSON-RPC error."""
-        client = client_factory()
-        client.handshake()
-        reply = client.request("tools/call", {"name": "echo", "arguments": [1, 2]})
+        reply = session.request("tools/call", {"name": "echo", "arguments": [1, 2]})
         assert reply["error"]["code"] == -32602
-        follow = client.request("tools/call", {"name": "echo", "arguments": {"text": "still up"}})
+        follow = session.request("tools/call", {"name": "echo", "arguments": {"text": "still up"}})
         assert follow["result"]["structuredContent"] == {"text": "still up"}
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import selectors
 import signal
-import stat
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -109,12 +109,13 @@ def build_server(runtime: ToolRuntime) -> Server[Any]:
     )
 
 
-async def serve_stdio(runtime: ToolRuntime) -> str | None:
-    """Serve one session on stdin/stdout until EOF, SIGTERM or SIGINT.
+async def serve_stdio(runtime: ToolRuntime) -> str:
+    """Serve one session on stdin/stdout until it ends; return how it ended.
 
-    Returns the name of the signal that ended the session, or None for end of input.
-    Calls still running when a signal arrives are cancelled, which records them as
-    ToolFailed (kind `cancelled`) before this returns.
+    The session ends at end of input ("end of input"), on SIGTERM or SIGINT (the signal's
+    name), or when the client stops reading our output ("client closed its input"). Calls
+    still running then are cancelled, which records them as ToolFailed (kind `cancelled`)
+    before this returns.
     """
     import anyio
     from mcp.server.stdio import stdio_server
@@ -122,11 +123,11 @@ async def serve_stdio(runtime: ToolRuntime) -> str | None:
     server = build_server(runtime)
     runtime.start()
     loop = asyncio.get_running_loop()
-    stopped_by: list[str] = []
+    ended_by: list[str] = []
     with _claimed_stdin() as wire, anyio.CancelScope() as scope:
 
         def stop(signum: signal.Signals) -> None:
-            stopped_by.append(signum.name)
+            ended_by.append(signum.name)
             scope.cancel()
 
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -137,10 +138,13 @@ async def serve_stdio(runtime: ToolRuntime) -> str | None:
             lines = cast(Any, _StdinLines(wire))
             async with stdio_server(stdin=lines) as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
+        except* BrokenPipeError:
+            # Nobody reads our answers any more: the session is over, not the server broken.
+            ended_by.append("client closed its input")
         finally:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
-    return stopped_by[0] if stopped_by else None
+    return ended_by[0] if ended_by else "end of input"
 
 
 @contextmanager
@@ -167,8 +171,8 @@ class _StdinLines:
         self._fd = fd
 
     async def __aiter__(self) -> AsyncIterator[str]:
-        if stat.S_ISREG(os.fstat(self._fd).st_mode):
-            # asyncio cannot watch a regular file; it ends, so a blocking read is fine.
+        if not _pollable(self._fd):
+            # A regular file or /dev/null: nothing to wait for, every read returns at once.
             with os.fdopen(self._fd, "rb", closefd=False) as handle:
                 for raw in handle:
                     yield raw.decode("utf-8", errors="replace")
@@ -193,11 +197,21 @@ class _StdinLines:
             transport.close()
 
 
+def _pollable(fd: int) -> bool:
+    """True for pipes, sockets and terminals: descriptors the event loop can wait on."""
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
 def _warn(message: str) -> None:
     # stdout belongs to the protocol: diagnostics only ever go to stderr.
     os.write(2, f"[mini-harness] Warning: {message}\n".encode())
 
 
-def run_stdio(runtime: ToolRuntime) -> str | None:
+def run_stdio(runtime: ToolRuntime) -> str:
     """Run `serve_stdio` on a fresh event loop; see there for the return value."""
     return asyncio.run(serve_stdio(runtime))

@@ -95,9 +95,9 @@ def mcp_command(log: str | None, workspace: Path | None, registry_spec: str | No
         names = ", ".join(d.name for d in registry.list()) or "none"
         where = f"; transcript {log}" if log is not None else ""
         _note(f"MCP server on stdio: tools {names}; run {runtime.run_id}{where}")
-        stopped_by = run_stdio(runtime)
+        ended_by = run_stdio(runtime)
     finally:
         close = getattr(sink, "close", None)
         if close is not None:
             close()
-    _note(f"MCP session ended ({stopped_by or 'end of input'})")
+    _note(f"MCP session ended ({ended_by})")
