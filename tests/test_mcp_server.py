@@ -30,56 +30,36 @@ from mini_harness.transcripts import CallProtocol, TranscriptReader, TranscriptR
 
 SERVER = [sys.executable, "-m", "mini_harness", "mcp"]
 
-SLOW_TOOLS = """
+# A user registry for --registry: the built-in echo plus tools that fail, wait, print, or
+# return something other than an object.
+TEST_TOOLS = """
 import asyncio
-from mini_harness import ToolRegistry
-from mini_harness.tools import default_registry
+import os
 
-
-def registry() -> ToolRegistry:
-    tools = default_registry()
-
-    async def wait(data):
-        await asyncio.sleep(data["seconds"])
-        return {"waited": data["seconds"]}
-
-    tools.add(
-        "wait",
-        wait,
-        description="Sleep for a while.",
-        input_schema={
-            "type": "object",
-            "properties": {"seconds": {"type": "number"}},
-            "required": ["seconds"],
-        },
-    )
-    return tools
-"""
-
-
-WIRE_TOOLS = """
 from mini_harness.tools import default_registry
 
 
 def registry():
     tools = default_registry()
+    anything = {"type": "object"}
+
+    async def wait(data):
+        await asyncio.sleep(data["seconds"])
+        return {"waited": data["seconds"]}
 
     def boom(data):
         raise ValueError("boom")
 
-    tools.add("boom", boom, description="Always raises.", input_schema={"type": "object"})
-    tools.add(
-        "nan",
-        lambda data: {"value": float("nan")},
-        description="Returns NaN.",
-        input_schema={"type": "object"},
-    )
-    tools.add(
-        "letters",
-        lambda data: list(data["word"]),
-        description="Splits a word.",
-        input_schema={"type": "object", "properties": {"word": {"type": "string"}}},
-    )
+    def chatty(data):
+        print("print() from a tool")
+        os.write(1, b"os.write(1) from a tool\\n")
+        return {"said": 2}
+
+    tools.add("wait", wait, description="Sleeps.", input_schema=anything)
+    tools.add("boom", boom, description="Always raises.", input_schema=anything)
+    tools.add("nan", lambda data: {"v": float("nan")}, description="NaN.", input_schema=anything)
+    tools.add("letters", lambda data: list(data["word"]), description="", input_schema=anything)
+    tools.add("chatty", chatty, description="Prints to stdout.", input_schema=anything)
     return tools
 """
 
@@ -188,7 +168,8 @@ class RawClient:
     """Line-by-line JSON-RPC over a server subprocess's pipes, with a deadline on every read."""
 
     def __init__(self, args: list[str], cwd: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        # Clients start servers with block-buffered stdout; keep stray print()s buffered.
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
         self.process = subprocess.Popen(
             [*SERVER, *args],
             cwd=cwd,
@@ -294,9 +275,9 @@ class TestShutdown:
 
     def test_sigterm_cancels_a_running_call(self, tmp_path: Path, client_factory: Any) -> None:
         """A call still running at SIGTERM is recorded as cancelled, so nothing is left in doubt."""
-        (tmp_path / "slowtools.py").write_text(SLOW_TOOLS)
+        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
         log = tmp_path / "t.jsonl"
-        client = client_factory("--log", str(log), "--registry", "slowtools:registry")
+        client = client_factory("--log", str(log), "--registry", "testtools:registry")
         client.handshake()
         client.send("tools/call", {"name": "wait", "arguments": {"seconds": 60}})
         wait_for(lambda: log.exists() and b'"ToolCalled"' in log.read_bytes())
@@ -314,20 +295,30 @@ class TestShutdown:
         assert in_doubt(records) == []
 
     def test_eof_ends_the_session(self, tmp_path: Path, client_factory: Any) -> None:
-        """Closing stdin ends the session with exit 0; stdout held nothing but JSON-RPC messages."""
+        """Closing stdin ends the session with exit 0; what tools print goes to stderr only."""
+        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
         log = tmp_path / "t.jsonl"
-        client = client_factory("--log", str(log))
+        client = client_factory("--log", str(log), "--registry", "testtools:registry")
         client.handshake()
         client.request("tools/list")
+        said = client.request("tools/call", {"name": "chatty", "arguments": {}})
+        assert said["result"]["structuredContent"] == {"said": 2}
         client.request("tools/call", {"name": "echo", "arguments": {"text": 1}})
         assert client.process.stdin is not None
         client.process.stdin.close()
         assert client.process.wait(timeout=5) == 0
         assert client.process.stdout is not None
         assert client.process.stdout.read() == b""
+        stderr = client.stderr()
+        assert "print() from a tool\n" in stderr
+        assert "os.write(1) from a tool\n" in stderr
+        assert stderr.splitlines()[-1] == "[mini-harness] MCP session ended (end of input)"
         records, reader = read_log(log)
         assert reader.torn_tail is None
-        assert call_events(records)[-1] == ("ToolFailed", "echo", "invalid_input")
+        assert call_events(records)[-2:] == [
+            ("ToolCalled", "echo", None),
+            ("ToolFailed", "echo", "invalid_input"),
+        ]
 
     def test_client_that_stops_reading(self, tmp_path: Path, client_factory: Any) -> None:
         """A client that closes our stdout ends the session quietly: exit 0, no traceback."""
@@ -356,8 +347,8 @@ class TestShutdown:
 def _session(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """One initialised server shared by the wire tests (starting one costs ~1 s)."""
     where = tmp_path_factory.mktemp("raw")
-    (where / "wiretools.py").write_text(WIRE_TOOLS)
-    client = RawClient(["--registry", "wiretools:registry"], where)
+    (where / "testtools.py").write_text(TEST_TOOLS)
+    client = RawClient(["--registry", "testtools:registry"], where)
     client.handshake()
     yield client
     client.stop()
@@ -389,7 +380,7 @@ class TestRawProtocol:
             ("boom", "Tool boom failed: ValueError: boom"),
             (
                 "nan",
-                "Tool nan returned a value that is not JSON: $.value: nan is not a JSON number",
+                "Tool nan returned a value that is not JSON: $.v: nan is not a JSON number",
             ),
         ],
     )

@@ -10,12 +10,13 @@ The `mcp` SDK is an optional extra: only `build_server` and `serve_stdio` import
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import os
 import selectors
 import signal
+import sys
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 import orjson
@@ -137,7 +138,11 @@ async def serve_stdio(runtime: ToolRuntime) -> str:
             # interrupt, so a client that keeps stdin open could never stop us with SIGTERM.
             lines = cast(Any, _StdinLines(wire))
             async with stdio_server(stdin=lines) as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+                # The SDK points fd 1 at stderr while serving, but Python's own buffered
+                # sys.stdout would flush a tool's print() onto the wire at exit.
+                with contextlib.redirect_stdout(sys.stderr):
+                    options = server.create_initialization_options()
+                    await server.run(read_stream, write_stream, options)
         except* BrokenPipeError:
             # Nobody reads our answers any more: the session is over, not the server broken.
             ended_by.append("client closed its input")
@@ -147,7 +152,7 @@ async def serve_stdio(runtime: ToolRuntime) -> str:
     return ended_by[0] if ended_by else "end of input"
 
 
-@contextmanager
+@contextlib.contextmanager
 def _claimed_stdin() -> Iterator[int]:
     """Move the client's pipe off fd 0 for the session, so tools that read stdin see EOF."""
     wire = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
