@@ -19,11 +19,19 @@ pytest.importorskip(
 
 import anyio
 from click.testing import CliRunner
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession, StdioServerParameters, stdio_client, types
 from mcp.shared.exceptions import MCPError
 
 from mini_harness.cli import cli
-from mini_harness.runtime import ToolCalled, ToolFailed, ToolSucceeded
+from mini_harness.mcp_server import list_tools_result
+from mini_harness.runtime import (
+    ToolAnnotations,
+    ToolCalled,
+    ToolDefinition,
+    ToolFailed,
+    ToolRuntime,
+    ToolSucceeded,
+)
 from mini_harness.runtime.events import RunStarted
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import CallProtocol, TranscriptReader, TranscriptRecord
@@ -255,40 +263,28 @@ def wait_for(predicate: Any, timeout: float = 5.0) -> None:
 
 
 class TestShutdown:
-    def test_sigterm_with_stdin_open(self, tmp_path: Path, client_factory: Any) -> None:
-        """SIGTERM with stdin still open ends the server at once: exit 0, transcript whole."""
-        log = tmp_path / "t.jsonl"
-        client = client_factory("--log", str(log))
-        client.handshake()
-        result = client.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
-        assert result["result"]["structuredContent"] == {"text": "hi"}
-        client.process.send_signal(signal.SIGTERM)
-        assert client.process.wait(timeout=5) == 0
-        assert client.stderr().splitlines()[-1] == "[mini-harness] MCP session ended (SIGTERM)"
-        records, reader = read_log(log)
-        assert reader.torn_tail is None
-        assert reader.problems == []
-        assert call_events(records) == [
-            ("ToolCalled", "echo", None),
-            ("ToolSucceeded", "echo", None),
-        ]
-
-    def test_sigterm_cancels_a_running_call(self, tmp_path: Path, client_factory: Any) -> None:
-        """A call still running at SIGTERM is recorded as cancelled, so nothing is left in doubt."""
+    def test_sigterm(self, tmp_path: Path, client_factory: Any) -> None:
+        """SIGTERM with stdin open and a call running: exit 0 at once, that call cancelled."""
         (tmp_path / "testtools.py").write_text(TEST_TOOLS)
         log = tmp_path / "t.jsonl"
         client = client_factory("--log", str(log), "--registry", "testtools:registry")
         client.handshake()
+        result = client.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+        assert result["result"]["structuredContent"] == {"text": "hi"}
         client.send("tools/call", {"name": "wait", "arguments": {"seconds": 60}})
-        wait_for(lambda: log.exists() and b'"ToolCalled"' in log.read_bytes())
+        wait_for(lambda: log.read_bytes().count(b'"ToolCalled"') == 2)
         started = time.monotonic()
         client.process.send_signal(signal.SIGTERM)
         assert client.process.wait(timeout=5) == 0
         assert time.monotonic() - started < 5
+        assert client.stderr().splitlines()[-1] == "[mini-harness] MCP session ended (SIGTERM)"
         records, reader = read_log(log)
         assert reader.torn_tail is None
         assert reader.problems == []
+        assert log.read_bytes().endswith(b"\n")
         assert call_events(records) == [
+            ("ToolCalled", "echo", None),
+            ("ToolSucceeded", "echo", None),
             ("ToolCalled", "wait", None),
             ("ToolFailed", "wait", "cancelled"),
         ]
@@ -398,6 +394,31 @@ class TestRawProtocol:
         assert reply["error"]["code"] == -32602
         follow = session.request("tools/call", {"name": "echo", "arguments": {"text": "still up"}})
         assert follow["result"]["structuredContent"] == {"text": "still up"}
+
+
+class TestListing:
+    def test_definitions_survive_the_sdk_models(self) -> None:
+        """Output schemas, titles and every hint reach the wire exactly as registered."""
+        registry = default_registry()
+        registry.register(
+            ToolDefinition(
+                "measure",
+                "Measures.",
+                {"type": "object", "properties": {"x": {"type": "number", "minimum": 0}}},
+                annotations=ToolAnnotations(
+                    title="Measure",
+                    read_only_hint=False,
+                    destructive_hint=False,
+                    idempotent_hint=True,
+                    open_world_hint=False,
+                ),
+                output_schema={"type": "object", "properties": {"size": {"type": "integer"}}},
+            ),
+            lambda data: {"size": 1},
+        )
+        listing = types.ListToolsResult.model_validate(list_tools_result(ToolRuntime(registry)))
+        wire = listing.model_dump(by_alias=True, exclude_unset=True, mode="json")
+        assert wire["tools"] == [d.to_mcp() for d in registry.list()]
 
 
 class TestUsage:

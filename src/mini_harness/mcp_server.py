@@ -71,7 +71,7 @@ def list_tools_result(runtime: ToolRuntime) -> JsonObject:
 
 def build_server(runtime: ToolRuntime) -> Server[Any]:
     """An MCP low-level server answering tools/list and tools/call from `runtime`."""
-    import mcp_types as types
+    from mcp import types
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
