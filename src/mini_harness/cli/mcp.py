@@ -1,0 +1,104 @@
+"""`mini-harness mcp`: serve the tool registry to MCP clients over stdio."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from mini_harness.cli import PREFIX, fail
+from mini_harness.cli.log_options import given_log_flags, log_options, open_log
+
+if TYPE_CHECKING:
+    from mini_harness.runtime import ToolRegistry
+
+INSTALL_HINT = 'the mcp command needs the MCP SDK: pip install "mini-harness[mcp]"'
+
+
+def _note(message: str) -> None:
+    # stdout carries the protocol; everything we say goes to stderr.
+    click.echo(f"{PREFIX} {message}", err=True)
+
+
+def builtin_registry(workspace: Path | None) -> ToolRegistry:
+    """The registry `mini-harness mcp` serves when no --registry is given."""
+    from mini_harness.tools import default_registry
+
+    return default_registry(workspace)
+
+
+@click.command("mcp")
+@click.option(
+    "--log",
+    "--transcript",
+    "log",
+    metavar="PATH",
+    type=click.Path(dir_okay=False),
+    help="Append the session's events to this JSONL transcript (created if missing).",
+)
+@log_options
+@click.option(
+    "--workspace",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The directory the built-in file tools work in.",
+)
+@click.option(
+    "--registry",
+    "registry_spec",
+    metavar="MODULE:ATTRIBUTE",
+    help="Serve this ToolRegistry (or a zero-argument callable returning one) instead of the "
+    "built-in tools. The current directory is importable.",
+)
+def mcp_command(
+    log: str | None, workspace: Path | None, registry_spec: str | None, **log_settings: Any
+) -> None:
+    """Serve the tools to an MCP client (Claude Code, Codex, Cursor, ...) over stdio.
+
+    The client starts this command and speaks MCP on its stdin/stdout; tools/list returns
+    the registry's definitions and every tools/call is validated, run and recorded like a
+    CLI dispatch. One session is one run in the transcript. Invalid input and tool
+    failures come back as tool results with isError set and our message; an unknown tool
+    name is a protocol error. Diagnostics go to stderr only.
+
+    The session ends at end of input, SIGTERM or SIGINT (exit 0); calls still running are
+    recorded as cancelled. Needs the `mcp` extra:
+
+    \b
+      pip install "mini-harness[mcp]"
+    """
+    try:
+        import mcp.server.lowlevel  # noqa: F401  (fail here, before any output)
+    except ImportError as exc:
+        if exc.name is not None and exc.name.split(".")[0] == "mcp":
+            fail(INSTALL_HINT, 2)
+        fail(f"cannot import the MCP SDK: {exc}", 2)
+
+    if log is None and given_log_flags(log_settings):
+        fail(f"{given_log_flags(log_settings)[0]} needs --log PATH", 2)
+
+    from mini_harness.mcp_server import run_stdio
+    from mini_harness.runtime import EventSink, NullSink, ToolRuntime
+
+    if registry_spec is not None:
+        if workspace is not None:
+            fail("--workspace applies to the built-in tools; it cannot be used with --registry", 2)
+        from mini_harness.cli.registry_spec import load_registry
+
+        registry = load_registry(registry_spec)
+    else:
+        registry = builtin_registry(workspace)
+
+    sink: EventSink = open_log(log, log_settings) if log is not None else NullSink()
+    try:
+        runtime = ToolRuntime(registry, sink)
+        names = ", ".join(d.name for d in registry.list()) or "none"
+        where = f"; transcript {log}" if log is not None else ""
+        _note(f"MCP server on stdio: tools {names}; run {runtime.run_id}{where}")
+        ended_by = run_stdio(runtime)
+    finally:
+        close = getattr(sink, "close", None)
+        if close is not None:
+            close()
+    _note(f"MCP session ended ({ended_by})")

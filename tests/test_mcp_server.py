@@ -1,0 +1,452 @@
+"""`mini-harness mcp` driven over real stdio: by the official SDK client and by raw JSON-RPC."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+pytest.importorskip(
+    "mcp", reason="the mcp extra is not installed (pip install -e '.[dev,mcp]'); CI installs it"
+)
+
+import anyio
+from click.testing import CliRunner
+from mcp import ClientSession, StdioServerParameters, stdio_client, types
+from mcp.shared.exceptions import MCPError
+
+from mini_harness.cli import cli
+from mini_harness.mcp_server import list_tools_result
+from mini_harness.runtime import (
+    ToolAnnotations,
+    ToolCalled,
+    ToolDefinition,
+    ToolFailed,
+    ToolRuntime,
+    ToolSucceeded,
+)
+from mini_harness.runtime.events import RunStarted
+from mini_harness.tools import default_registry
+from mini_harness.transcripts import CallProtocol, TranscriptReader, TranscriptRecord
+
+SERVER = [sys.executable, "-m", "mini_harness", "mcp"]
+
+# A user registry for --registry: the built-in echo plus tools that fail, wait, print, or
+# return something other than an object.
+TEST_TOOLS = """
+import asyncio
+import os
+
+from mini_harness.tools import default_registry
+
+
+def registry():
+    tools = default_registry()
+    anything = {"type": "object"}
+
+    async def wait(data):
+        await asyncio.sleep(data["seconds"])
+        return {"waited": data["seconds"]}
+
+    def boom(data):
+        raise ValueError("boom")
+
+    def chatty(data):
+        print("print() from a tool")
+        os.write(1, b"os.write(1) from a tool\\n")
+        return {"said": 2}
+
+    tools.add("wait", wait, description="Sleeps.", input_schema=anything)
+    tools.add("boom", boom, description="Always raises.", input_schema=anything)
+    tools.add("nan", lambda data: {"v": float("nan")}, description="NaN.", input_schema=anything)
+    tools.add("letters", lambda data: list(data["word"]), description="", input_schema=anything)
+    tools.add("chatty", chatty, description="Prints to stdout.", input_schema=anything)
+    return tools
+"""
+
+
+def read_log(path: Path) -> tuple[list[TranscriptRecord], TranscriptReader]:
+    reader = TranscriptReader(path)
+    return list(reader), reader
+
+
+def call_events(records: list[TranscriptRecord]) -> list[tuple[str, str, str | None]]:
+    """(event type, tool name, error kind) for every call event, in order."""
+    out: list[tuple[str, str, str | None]] = []
+    for record in records:
+        event = record.event
+        if isinstance(event, ToolCalled | ToolSucceeded):
+            out.append((type(event).__name__, event.name, None))
+        elif isinstance(event, ToolFailed):
+            out.append(("ToolFailed", event.name, event.error.kind))
+    return out
+
+
+def in_doubt(records: list[TranscriptRecord]) -> list[str]:
+    protocol = CallProtocol()
+    for record in records:
+        event = record.event
+        if isinstance(event, ToolCalled):
+            protocol.called(record.line, record.seq, event.run_id, event.call_id, event.name)
+        elif isinstance(event, ToolSucceeded | ToolFailed):
+            protocol.finished(record.line, record.seq, type(event).__name__, event.call_id)
+    assert protocol.problems == []
+    return [call.call_id for call in protocol.in_doubt()]
+
+
+async def sdk_session(log: Path, errlog: Path) -> dict[str, Any]:
+    """Drive one session with the official client; return what it saw."""
+    params = StdioServerParameters(command=SERVER[0], args=[*SERVER[1:], "--log", str(log)])
+    seen: dict[str, Any] = {}
+    with errlog.open("w") as err:
+        async with (
+            stdio_client(params, errlog=err) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            listing = await session.list_tools()
+            seen["tools"] = [
+                t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in listing.tools
+            ]
+            seen["ok"] = await session.call_tool("echo", {"text": "hello"})
+            seen["invalid"] = await session.call_tool("echo", {"text": 123})
+            seen["missing"] = await session.call_tool("echo", {})
+            with pytest.raises(MCPError) as unknown:
+                await session.call_tool("nope", {"x": 1})
+            seen["unknown"] = unknown.value
+    return seen
+
+
+class TestOfficialClient:
+    def test_session(self, tmp_path: Path) -> None:
+        """A real MCP client lists tools, calls echo three ways and an unknown tool; all logged."""
+        log, errlog = tmp_path / "t.jsonl", tmp_path / "stderr.txt"
+        seen = anyio.run(sdk_session, log, errlog)
+
+        assert seen["tools"] == [d.to_mcp() for d in default_registry().list()]
+
+        ok = seen["ok"]
+        assert ok.is_error is False
+        assert ok.structured_content == {"text": "hello"}
+        assert [(c.type, c.text) for c in ok.content] == [("text", '{"text":"hello"}')]
+
+        invalid = seen["invalid"]
+        assert invalid.is_error is True
+        assert [c.text for c in invalid.content] == ["Invalid input for echo.text: expected string"]
+        assert invalid.structured_content is None
+        missing = seen["missing"]
+        assert [c.text for c in missing.content] == [
+            'Invalid input for echo: missing required property "text"'
+        ]
+
+        assert seen["unknown"].code == -32602
+        assert seen["unknown"].message == "Unknown tool: nope"
+
+        records, reader = read_log(log)
+        assert reader.torn_tail is None
+        assert reader.problems == []
+        runs = [r.event for r in records if isinstance(r.event, RunStarted)]
+        assert len(runs) == 1
+        assert list(runs[0].tools) == [d.to_json() for d in default_registry().list()]
+        assert call_events(records) == [
+            ("ToolCalled", "echo", None),
+            ("ToolSucceeded", "echo", None),
+            ("ToolCalled", "echo", None),
+            ("ToolFailed", "echo", "invalid_input"),
+            ("ToolCalled", "echo", None),
+            ("ToolFailed", "echo", "invalid_input"),
+            ("ToolCalled", "nope", None),
+            ("ToolFailed", "nope", "unknown_tool"),
+        ]
+        assert {r.event.run_id for r in records if hasattr(r.event, "run_id")} == {runs[0].run_id}
+        assert in_doubt(records) == []
+        stderr = errlog.read_text()
+        assert "Traceback" not in stderr
+        assert stderr.splitlines()[-1] == "[mini-harness] MCP session ended (end of input)"
+
+
+class RawClient:
+    """Line-by-line JSON-RPC over a server subprocess's pipes, with a deadline on every read."""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        # Clients start servers with block-buffered stdout; keep stray print()s buffered.
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+        self.process = subprocess.Popen(
+            [*SERVER, *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.next_id = 0
+
+    def send(self, method: str, params: dict[str, Any] | None = None) -> int:
+        self.next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.notify_raw(message)
+        return self.next_id
+
+    def notify_raw(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(orjson.dumps(message) + b"\n")
+        self.process.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line.endswith(b"\n"), f"no response; stderr: {self.stderr()}"
+        message: dict[str, Any] = orjson.loads(line)
+        return message
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        request_id = self.send(method, params)
+        message = self.receive()
+        assert message["id"] == request_id
+        return message
+
+    def handshake(self) -> None:
+        init = self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw-test", "version": "0"},
+            },
+        )
+        assert init["result"]["serverInfo"]["name"] == "mini-harness"
+        self.notify_raw({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def stderr(self) -> str:
+        if self.process.poll() is None:
+            return "(still running)"
+        assert self.process.stderr is not None
+        return self.process.stderr.read().decode()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.fixture(name="client_factory")
+def _client_factory(tmp_path: Path) -> Any:
+    clients: list[RawClient] = []
+
+    def start(*args: str) -> RawClient:
+        client = RawClient(list(args), tmp_path)
+        clients.append(client)
+        return client
+
+    yield start
+    for client in clients:
+        client.stop()
+
+
+def wait_for(predicate: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.01)
+
+
+class TestShutdown:
+    def test_sigterm(self, tmp_path: Path, client_factory: Any) -> None:
+        """SIGTERM with stdin open and a call running: exit 0 at once, that call cancelled."""
+        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
+        log = tmp_path / "t.jsonl"
+        client = client_factory("--log", str(log), "--registry", "testtools:registry")
+        client.handshake()
+        result = client.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+        assert result["result"]["structuredContent"] == {"text": "hi"}
+        client.send("tools/call", {"name": "wait", "arguments": {"seconds": 60}})
+        wait_for(lambda: log.read_bytes().count(b'"ToolCalled"') == 2)
+        started = time.monotonic()
+        client.process.send_signal(signal.SIGTERM)
+        assert client.process.wait(timeout=5) == 0
+        assert time.monotonic() - started < 5
+        assert client.stderr().splitlines()[-1] == "[mini-harness] MCP session ended (SIGTERM)"
+        records, reader = read_log(log)
+        assert reader.torn_tail is None
+        assert reader.problems == []
+        assert log.read_bytes().endswith(b"\n")
+        assert call_events(records) == [
+            ("ToolCalled", "echo", None),
+            ("ToolSucceeded", "echo", None),
+            ("ToolCalled", "wait", None),
+            ("ToolFailed", "wait", "cancelled"),
+        ]
+        assert in_doubt(records) == []
+
+    def test_eof_ends_the_session(self, tmp_path: Path, client_factory: Any) -> None:
+        """Closing stdin ends the session with exit 0; what tools print goes to stderr only."""
+        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
+        log = tmp_path / "t.jsonl"
+        client = client_factory("--log", str(log), "--registry", "testtools:registry")
+        client.handshake()
+        client.request("tools/list")
+        said = client.request("tools/call", {"name": "chatty", "arguments": {}})
+        assert said["result"]["structuredContent"] == {"said": 2}
+        client.request("tools/call", {"name": "echo", "arguments": {"text": 1}})
+        assert client.process.stdin is not None
+        client.process.stdin.close()
+        assert client.process.wait(timeout=5) == 0
+        assert client.process.stdout is not None
+        assert client.process.stdout.read() == b""
+        stderr = client.stderr()
+        assert "print() from a tool\n" in stderr
+        assert "os.write(1) from a tool\n" in stderr
+        assert stderr.splitlines()[-1] == "[mini-harness] MCP session ended (end of input)"
+        records, reader = read_log(log)
+        assert reader.torn_tail is None
+        assert call_events(records)[-2:] == [
+            ("ToolCalled", "echo", None),
+            ("ToolFailed", "echo", "invalid_input"),
+        ]
+
+    def test_client_that_stops_reading(self, tmp_path: Path, client_factory: Any) -> None:
+        """A client that closes our stdout ends the session quietly: exit 0, no traceback."""
+        log = tmp_path / "t.jsonl"
+        client = client_factory("--log", str(log))
+        client.handshake()
+        assert client.process.stdout is not None
+        client.process.stdout.close()
+        client.send("tools/call", {"name": "echo", "arguments": {"text": "unheard"}})
+        assert client.process.wait(timeout=5) == 0
+        stderr = client.stderr()
+        assert "Traceback" not in stderr
+        assert stderr.splitlines()[-1] == (
+            "[mini-harness] MCP session ended (client closed its input)"
+        )
+        records, reader = read_log(log)
+        assert reader.torn_tail is None
+        assert reader.problems == []
+        assert call_events(records) == [
+            ("ToolCalled", "echo", None),
+            ("ToolSucceeded", "echo", None),
+        ]
+
+
+@pytest.fixture(name="session", scope="class")
+def _session(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One initialised server shared by the wire tests (starting one costs ~1 s)."""
+    where = tmp_path_factory.mktemp("raw")
+    (where / "testtools.py").write_text(TEST_TOOLS)
+    client = RawClient(["--registry", "testtools:registry"], where)
+    client.handshake()
+    yield client
+    client.stop()
+
+
+class TestRawProtocol:
+    def test_results_on_the_wire(self, session: RawClient) -> None:
+        """JSON-RPC results carry exactly the documented shapes for success and invalid input."""
+        ok = session.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+        assert ok["result"]["content"] == [{"type": "text", "text": '{"text":"hi"}'}]
+        assert ok["result"]["structuredContent"] == {"text": "hi"}
+        assert ok["result"].get("isError", False) is False
+        bad = session.request("tools/call", {"name": "echo"})
+        assert bad["result"]["isError"] is True
+        assert bad["result"]["content"] == [
+            {"type": "text", "text": 'Invalid input for echo: missing required property "text"'}
+        ]
+        assert "structuredContent" not in bad["result"]
+
+    def test_non_object_output_is_text_only(self, session: RawClient) -> None:
+        """An array output comes back as compact JSON text without structuredContent."""
+        reply = session.request("tools/call", {"name": "letters", "arguments": {"word": "ab"}})
+        assert reply["result"]["content"] == [{"type": "text", "text": '["a","b"]'}]
+        assert "structuredContent" not in reply["result"]
+
+    @pytest.mark.parametrize(
+        ("name", "message"),
+        [
+            ("boom", "Tool boom failed: ValueError: boom"),
+            (
+                "nan",
+                "Tool nan returned a value that is not JSON: $.v: nan is not a JSON number",
+            ),
+        ],
+    )
+    def test_tool_failures_are_error_results(
+        self, session: RawClient, name: str, message: str
+    ) -> None:
+        """A handler that raises or returns non-JSON gives isError with our message."""
+        reply = session.request("tools/call", {"name": name, "arguments": {}})
+        assert reply["result"]["isError"] is True
+        assert reply["result"]["content"] == [{"type": "text", "text": message}]
+
+    def test_malformed_params_are_protocol_errors(self, session: RawClient) -> None:
+        """Arguments that are not an object never reach a tool: the client gets a JSON-RPC error."""
+        reply = session.request("tools/call", {"name": "echo", "arguments": [1, 2]})
+        assert reply["error"]["code"] == -32602
+        follow = session.request("tools/call", {"name": "echo", "arguments": {"text": "still up"}})
+        assert follow["result"]["structuredContent"] == {"text": "still up"}
+
+
+class TestListing:
+    def test_definitions_survive_the_sdk_models(self) -> None:
+        """Output schemas, titles and every hint reach the wire exactly as registered."""
+        registry = default_registry()
+        registry.register(
+            ToolDefinition(
+                "measure",
+                "Measures.",
+                {"type": "object", "properties": {"x": {"type": "number", "minimum": 0}}},
+                annotations=ToolAnnotations(
+                    title="Measure",
+                    read_only_hint=False,
+                    destructive_hint=False,
+                    idempotent_hint=True,
+                    open_world_hint=False,
+                ),
+                output_schema={"type": "object", "properties": {"size": {"type": "integer"}}},
+            ),
+            lambda data: {"size": 1},
+        )
+        listing = types.ListToolsResult.model_validate(list_tools_result(ToolRuntime(registry)))
+        wire = listing.model_dump(by_alias=True, exclude_unset=True, mode="json")
+        assert wire["tools"] == [d.to_mcp() for d in registry.list()]
+
+
+class TestUsage:
+    def test_bad_registry_is_a_usage_error(self) -> None:
+        """A --registry that cannot be loaded exits 2 with the loader's message, before serving."""
+        result = CliRunner().invoke(cli, ["mcp", "--registry", "no_such_module_q:tools"])
+        assert result.exit_code == 2
+        assert result.stdout == ""
+        assert result.stderr == (
+            "[mini-harness] Error: --registry no_such_module_q:tools: "
+            "no module named 'no_such_module_q'\n"
+        )
+
+    def test_workspace_and_registry_exclude_each_other(self, tmp_path: Path) -> None:
+        """--workspace configures the built-in tools, so it cannot be combined with --registry."""
+        result = CliRunner().invoke(cli, ["mcp", "--workspace", str(tmp_path), "--registry", "x:y"])
+        assert result.exit_code == 2
+        assert result.stderr == (
+            "[mini-harness] Error: --workspace applies to the built-in tools; "
+            "it cannot be used with --registry\n"
+        )
+
+    def test_unusable_log_is_a_usage_error(self, tmp_path: Path) -> None:
+        """A --log that cannot be opened exits 2 before anything is served."""
+        log = tmp_path / "missing-dir" / "t.jsonl"
+        result = CliRunner().invoke(cli, ["mcp", "--log", str(log)])
+        assert result.exit_code == 2
+        assert result.stdout == ""
+        assert result.stderr == (
+            f"[mini-harness] Error: cannot open transcript {log}: No such file or directory\n"
+        )
