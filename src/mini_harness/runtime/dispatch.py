@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +35,15 @@ from mini_harness.runtime.events import (
 )
 from mini_harness.runtime.jsonvalue import JsonObject, JsonValue, NotJsonError, check_json
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
+
+# What a plain handler returns: never awaitable, so dispatch skips the awaitable check.
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+
+
+def _is_cancellation(exc: BaseException) -> bool:
+    """asyncio's CancelledError, without importing asyncio (a CLI start-up cost) to ask."""
+    module = sys.modules.get("asyncio")
+    return module is not None and isinstance(exc, module.CancelledError)
 
 
 @attrs.frozen
@@ -125,19 +134,21 @@ class ToolRuntime:
             self._calls += 1
             call_id = f"{self.run_id[:12]}-{self._calls}"
         try:
-            check_json(tool_input)
+            encoded: bytes | None = check_json(tool_input)
             recorded_input: JsonValue = tool_input
             input_problem = None
         except NotJsonError as exc:
+            encoded = None
             recorded_input = repr(tool_input)
             input_problem = str(exc)
         self.sink.emit(
             ToolCalled(
-                ts=self._timestamp(),
-                run_id=self.run_id,
-                call_id=call_id,
-                name=name,
-                input=recorded_input,
+                self._timestamp(),
+                self.run_id,
+                call_id,
+                name,
+                recorded_input,
+                input_json=encoded,
             )
         )
         start = self._monotonic_ns()
@@ -160,19 +171,20 @@ class ToolRuntime:
         self, call_id: str, name: str, tool_input: JsonValue, start: int, output: object
     ) -> ToolResult:
         try:
-            check_json(output)
+            encoded = check_json(output)
         except NotJsonError as exc:
             message = f"Tool {name} returned a value that is not JSON: {exc}"
             self._fail(call_id, name, start, InvalidOutputError(name, message))
         duration = _elapsed_ms(start, self._monotonic_ns())
         self.sink.emit(
             ToolSucceeded(
-                ts=self._timestamp(),
-                run_id=self.run_id,
-                call_id=call_id,
-                name=name,
-                output=output,
-                duration_ms=duration,
+                self._timestamp(),
+                self.run_id,
+                call_id,
+                name,
+                output,
+                duration,
+                output_json=encoded,
             )
         )
         return ToolResult(name, tool_input, output, duration, call_id)
@@ -223,18 +235,19 @@ class ToolRuntime:
             output = self._run_sync(tool, tool_input)
         except _Timeout:
             self._fail(call_id, name, start, self._timed_out(name, tool.timeout or 0))
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            cancelled = ToolCancelledError(name, f"Tool {name} cancelled")
-            self._record_failure(call_id, name, start, cancelled)
-            raise
         except Exception as exc:  # the handler's own failure, whatever it is
             self._fail(call_id, name, start, self._handler_failed(name, exc))
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt) or _is_cancellation(exc):
+                cancelled = ToolCancelledError(name, f"Tool {name} cancelled")
+                self._record_failure(call_id, name, start, cancelled)
+            raise
         return self._succeed(call_id, name, tool_input, start, output)
 
     def _run_sync(self, tool: RegisteredTool, tool_input: JsonValue) -> object:
         if tool.timeout is None and not tool.is_async:
             output = tool.handler(tool_input)
-            if inspect.isawaitable(output):
+            if type(output) not in _PLAIN and inspect.isawaitable(output):
                 return _run_coroutine(output, None)
             return output
         if tool.is_async:
@@ -245,6 +258,8 @@ class ToolRuntime:
 
     async def dispatch_async(self, name: str, tool_input: JsonValue) -> ToolResult:
         """Dispatch from inside an event loop; sync handlers with a timeout run in a thread."""
+        import asyncio
+
         call_id, tool, start = self._begin(name, tool_input)
         try:
             output = await self._run_async(tool, tool_input)
@@ -259,6 +274,8 @@ class ToolRuntime:
         return self._succeed(call_id, name, tool_input, start, output)
 
     async def _run_async(self, tool: RegisteredTool, tool_input: JsonValue) -> object:
+        import asyncio
+
         if tool.is_async:
             return await asyncio.wait_for(tool.handler(tool_input), tool.timeout)
         if tool.timeout is None:
@@ -274,6 +291,8 @@ class _Timeout(Exception):
 
 
 def _run_coroutine(awaitable: Any, timeout: float | None) -> object:
+    import asyncio
+
     async def runner() -> object:
         try:
             return await asyncio.wait_for(awaitable, timeout)
