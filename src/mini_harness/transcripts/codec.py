@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 import orjson
@@ -191,30 +191,28 @@ def _duration(value: object) -> float | None:
 
 
 def _fast_called(data: JsonObject) -> Event | None:
-    ts, run_id, call_id, name = data["ts"], data.get("runId"), data.get("callId"), data.get("name")
-    if (
-        type(ts) is str
-        and type(run_id) is str
-        and type(call_id) is str
-        and type(name) is str
-        and "input" in data
-    ):
-        return ToolCalled(ts, run_id, call_id, name, data["input"])
+    try:
+        ts, run_id, call_id, name = data["ts"], data["runId"], data["callId"], data["name"]
+        tool_input = data["input"]
+    except KeyError:
+        return None
+    if type(ts) is str and type(run_id) is str and type(call_id) is str and type(name) is str:
+        return ToolCalled(ts, run_id, call_id, name, tool_input)
     return None
 
 
 def _fast_succeeded(data: JsonObject) -> Event | None:
-    ts, run_id, call_id, name = data["ts"], data.get("runId"), data.get("callId"), data.get("name")
-    duration = _duration(data.get("durationMs"))
-    if (
-        type(ts) is str
-        and type(run_id) is str
-        and type(call_id) is str
-        and type(name) is str
-        and duration is not None
-        and "output" in data
-    ):
-        return ToolSucceeded(ts, run_id, call_id, name, data["output"], duration)
+    try:
+        ts, run_id, call_id, name = data["ts"], data["runId"], data["callId"], data["name"]
+        output, duration = data["output"], data["durationMs"]
+    except KeyError:
+        return None
+    if type(duration) is not float:
+        if type(duration) is not int:
+            return None
+        duration = float(duration)
+    if type(ts) is str and type(run_id) is str and type(call_id) is str and type(name) is str:
+        return ToolSucceeded(ts, run_id, call_id, name, output, duration)
     return None
 
 
@@ -279,9 +277,8 @@ _FAST: dict[str, Any] = {
 }
 
 
-@attrs.frozen
-class WireLine:
-    """A decoded line: its envelope (seq, prev) and its event."""
+class WireLine(NamedTuple):
+    """A decoded line: its envelope (seq, prev) and its event (a tuple: one per line read)."""
 
     seq: int
     prev: str | None
@@ -337,5 +334,27 @@ def wire_to_event(data: JsonObject) -> Event:
 
 
 def decode_line(line: bytes) -> WireLine:
+    """Parse and type one line; DecodeError says what is wrong with it.
+
+    A well-formed line of a known type is checked and typed in one pass; anything else
+    takes parse_line + wire_to_event, which word the error.
+    """
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise DecodeError(f"not JSON ({exc})") from None
+    if type(data) is dict:
+        kind, seq, prev = data.get("type"), data.get("seq"), data.get("prev")
+        if (
+            type(kind) is str
+            and type(seq) is int
+            and seq >= 0
+            and type(data.get("ts")) is str
+            and (prev is None or type(prev) is str)
+        ):
+            fast = _FAST.get(kind)
+            event = fast(data) if fast is not None else None
+            if event is not None:
+                return WireLine(seq, prev, event)
     data = parse_line(line)
     return WireLine(seq=data["seq"], prev=data.get("prev"), event=wire_to_event(data))
