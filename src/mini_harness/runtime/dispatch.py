@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import itertools
 import math
 import sys
 import threading
@@ -102,6 +103,8 @@ class ToolRuntime:
         self._monotonic_ns = monotonic_ns
         self._started = False
         self._calls = 0
+        self._call_numbers = itertools.count(1)  # next() on it is atomic: no lock per call
+        self._call_prefix = f"{self.run_id[:12]}-"
         self._lock = threading.Lock()
         self.tools_snapshot: tuple[JsonObject, ...] = ()
 
@@ -130,9 +133,9 @@ class ToolRuntime:
         """Record ToolCalled, then look up and validate; raise (recorded) on failure."""
         if not self._started:
             self.start()
-        with self._lock:
-            self._calls += 1
-            call_id = f"{self.run_id[:12]}-{self._calls}"
+        number = next(self._call_numbers)
+        self._calls = max(self._calls, number)
+        call_id = f"{self._call_prefix}{number}"
         try:
             encoded: bytes | None = check_json(tool_input)
             recorded_input: JsonValue = tool_input

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 HASH_HEX_DIGITS = 32
 """`prev` is the first 128 bits of SHA-256 of the previous line, in lowercase hex."""
+_sha256 = hashlib.sha256
 
 
 class DecodeError(ValueError):
@@ -42,7 +43,7 @@ def camel(name: str) -> str:
 
 def line_hash(line: bytes) -> str:
     """The hash the next line carries in `prev`: over the exact bytes, without the newline."""
-    return hashlib.sha256(line).hexdigest()[:HASH_HEX_DIGITS]
+    return _sha256(line).hexdigest()[:HASH_HEX_DIGITS]
 
 
 # (attribute, wire key) per class, computed once: the single place the names are mapped.
