@@ -24,7 +24,12 @@ test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 
-bench: $(STAMP)
+$(VENV)/.bench-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $@
+
+# BENCH_QUICK=1 make bench: a smaller run (about a minute) for smoke checks.
+bench: $(VENV)/.bench-installed
 	$(BIN)/python bench/run.py
 
 clean:
