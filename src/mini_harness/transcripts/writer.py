@@ -58,6 +58,19 @@ class Quarantined:
     length: int
 
 
+# Bumped in every child after fork: a writer compares it instead of calling getpid() (a
+# syscall) on every append.
+_fork_generation = 0
+
+
+def _after_fork_in_child() -> None:
+    global _fork_generation  # noqa: PLW0603 - one process-wide counter
+    _fork_generation += 1
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class JsonlTranscript:
     """An event sink that appends to a JSONL transcript file.
 
@@ -92,6 +105,7 @@ class JsonlTranscript:
         self._thread_lock = threading.Lock()
         self._fd = -1
         self._pid = -1
+        self._generation = -1  # _fork_generation when _fd was opened
         self._end = -1  # file size after our last append; -1: unknown
         self._next_seq = 0
         self._prev: str | None = None
@@ -121,6 +135,7 @@ class JsonlTranscript:
                 str(self.path), f"cannot open transcript {self.path}: {exc.strerror}"
             ) from None
         self._pid = os.getpid()
+        self._generation = _fork_generation
         self._end = -1
         if created and self.fsync != "never":
             # The new name must survive a power loss too, not only the lines in it.
@@ -170,24 +185,32 @@ class JsonlTranscript:
         self.append(event)
 
     def append(self, event: Event) -> int:
-        """Append one event; return the seq it was given."""
+        """Append one event; return the seq it was given.
+
+        Four syscalls per append (lock, learn the file's end with lseek, write, unlock),
+        plus an fsync when the mode asks for one.
+        """
         with self._thread_lock:
             if self._fd < 0:
                 raise TranscriptWriteError(
                     str(self.path), self._fatal or f"transcript {self.path} is closed"
                 )
-            if self._pid != os.getpid():
+            if self._generation != _fork_generation:
                 # After fork the descriptor (and its flock) is shared with the parent: a lock
                 # on it would not exclude the parent, so the child opens its own.
                 self._open()
-            with self._flocked():
-                size = os.fstat(self._fd).st_size
+            fd = self._fd
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                size = os.lseek(fd, 0, os.SEEK_END)  # the file's size, cheaper than fstat
                 if size != self._end:
                     self._resync(size)
                 if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
                     header = TranscriptStarted(ts=utc_timestamp(), transcript_id=new_id())
                     self._write_event(header)
                 seq = self._write_event(event)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
             if self.fsync != "never":
                 self._after_write()
             return seq
@@ -199,11 +222,11 @@ class JsonlTranscript:
                 raise TranscriptWriteError(
                     str(self.path), self._fatal or f"transcript {self.path} is closed"
                 )
-            if self._pid != os.getpid():
+            if self._generation != _fork_generation:
                 self._open()
             before = len(self.quarantined)
             with self._flocked():
-                self._resync(os.fstat(self._fd).st_size, strict=True)
+                self._resync(os.lseek(self._fd, 0, os.SEEK_END), strict=True)
             return self.quarantined[before:]
 
     @contextmanager
@@ -266,11 +289,12 @@ class JsonlTranscript:
 
     def _write_all(self, data: bytes) -> None:
         start = self._end
-        view = memoryview(data)
         try:
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
+            written = os.write(self._fd, data)
+            if written != len(data):  # a short write: rare, so the loop lives here
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[os.write(self._fd, view) :]
         except OSError as exc:
             # Never leave a fragment for the next append to glue onto.
             try:
