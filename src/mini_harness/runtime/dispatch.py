@@ -179,7 +179,7 @@ class ToolRuntime:
         except NotJsonError as exc:
             message = f"Tool {name} returned a value that is not JSON: {exc}"
             self._fail(call_id, name, start, InvalidOutputError(name, message))
-        duration = _elapsed_ms(start, self._monotonic_ns())
+        duration = round((self._monotonic_ns() - start) / 1_000_000, 3)  # _elapsed_ms
         self.sink.emit(
             ToolSucceeded(
                 self._timestamp(),

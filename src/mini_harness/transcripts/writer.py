@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import os
 import threading
 import time
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, NoReturn, get_args
 
 import attrs
 
@@ -29,6 +30,7 @@ from mini_harness.runtime.events import (
     utc_timestamp,
 )
 from mini_harness.transcripts.codec import (
+    HASH_HEX_DIGITS,
     DecodeError,
     decode_line,
     encode_line,
@@ -38,7 +40,9 @@ from mini_harness.transcripts.codec import (
     parse_line,
 )
 from mini_harness.transcripts.limits import DEFAULT_MAX_EVENT_BYTES, shrink_wire
-from mini_harness.transcripts.redaction import Redactor
+
+if TYPE_CHECKING:
+    from mini_harness.transcripts.redaction import Redactor
 
 FsyncMode = Literal["always", "batch", "never"]
 FSYNC_MODES: tuple[str, ...] = get_args(FsyncMode)
@@ -46,6 +50,7 @@ DEFAULT_FSYNC: FsyncMode = "batch"
 DEFAULT_BATCH_SECONDS = 1.0
 
 _TAIL_CHUNK = 64 * 1024
+_sha256 = hashlib.sha256
 _COPY_CHUNK = 1024 * 1024
 
 
@@ -181,9 +186,6 @@ class JsonlTranscript:
 
     # --- appending ------------------------------------------------------------------
 
-    def emit(self, event: Event) -> None:
-        self.append(event)
-
     def append(self, event: Event) -> int:
         """Append one event; return the seq it was given.
 
@@ -214,6 +216,9 @@ class JsonlTranscript:
             if self.fsync != "never":
                 self._after_write()
             return seq
+
+    def emit(self, event: Event) -> None:
+        self.append(event)
 
     def recover(self) -> list[Quarantined]:
         """Under the lock, quarantine a torn or garbage tail now; return what was set aside."""
@@ -255,8 +260,9 @@ class JsonlTranscript:
             if self._redactor is None:
                 line = encode_line(event, seq, self._prev)
             else:
-                wire = self._redactor.redact_wire(event_to_wire(event, seq, self._prev))
-                line = encode_wire(wire)
+                line = encode_wire(
+                    self._redactor.redact_wire(event_to_wire(event, seq, self._prev))
+                )
         except TypeError as exc:  # orjson.JSONEncodeError: bytes, lone surrogates, objects
             raise TranscriptWriteError(
                 str(self.path),
@@ -266,10 +272,18 @@ class JsonlTranscript:
         # developer's own code and replay needs them whole, so RunStarted is never capped.
         if len(line) > self.max_event_bytes and not isinstance(event, RunStarted):
             line = self._capped(event, seq, len(line))
-        self._write_all(line + b"\n")
+        data = line + b"\n"
+        start = self._end
+        try:
+            written = os.write(self._fd, data)
+            if written != len(data):  # a short write: rare, so the loop lives elsewhere
+                self._write_rest(data, written)
+        except OSError as exc:
+            self._unwrite(start, exc)
+        self._end = start + len(data)
         if isinstance(event, TranscriptStarted):
             self.transcript_id = event.transcript_id
-        self._prev = line_hash(line)
+        self._prev = _sha256(line).hexdigest()[:HASH_HEX_DIGITS]  # line_hash, inlined
         self._next_seq = seq + 1
         return seq
 
@@ -287,24 +301,20 @@ class JsonlTranscript:
             )
         return line
 
-    def _write_all(self, data: bytes) -> None:
-        start = self._end
+    def _write_rest(self, data: bytes, written: int) -> None:
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    def _unwrite(self, start: int, exc: OSError) -> NoReturn:
+        """A write failed: never leave a fragment for the next append to glue onto."""
         try:
-            written = os.write(self._fd, data)
-            if written != len(data):  # a short write: rare, so the loop lives here
-                view = memoryview(data)[written:]
-                while view:
-                    view = view[os.write(self._fd, view) :]
-        except OSError as exc:
-            # Never leave a fragment for the next append to glue onto.
-            try:
-                os.ftruncate(self._fd, start)
-            except OSError:
-                self._end = -1
-            raise TranscriptWriteError(
-                str(self.path), f"cannot append to {self.path}: {exc.strerror}"
-            ) from None
-        self._end = start + len(data)
+            os.ftruncate(self._fd, start)
+        except OSError:
+            self._end = -1
+        raise TranscriptWriteError(
+            str(self.path), f"cannot append to {self.path}: {exc.strerror}"
+        ) from None
 
     # --- learning where the file ends ------------------------------------------------
 
