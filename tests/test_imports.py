@@ -27,8 +27,16 @@ print(" ".join(sorted(name for name in NAMES if name in sys.modules)))
 
 class TestLazyImports:
     def test_logged_dispatch_does_not_load_decoding_or_asyncio(self, tmp_path: Path) -> None:
-        """`mini-harness --tool echo ... --log` never imports cattrs, asyncio, or the reader."""
-        names = ["asyncio", "cattrs", "mini_harness.transcripts.reader", "jsonschema_rs"]
+        """`mini-harness --tool echo ... --log` imports only what that dispatch uses."""
+        names = [
+            "asyncio",
+            "cattrs",
+            "mini_harness.transcripts.reader",
+            "mini_harness.transcripts.redaction",
+            "mini_harness.runtime.context",
+            "mini_harness.runtime.typed",
+            "jsonschema_rs",
+        ]
         code = PROBE.replace("LOG", repr(str(tmp_path / "t.jsonl"))).replace("NAMES", repr(names))
         out = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True
