@@ -35,6 +35,9 @@ class TestLazyImports:
             "mini_harness.transcripts.redaction",
             "mini_harness.runtime.context",
             "mini_harness.runtime.typed",
+            "mini_harness.tools.walk",
+            "mini_harness.tools.globs",
+            "mini_harness.tools.search_text",
             "jsonschema_rs",
         ]
         code = PROBE.replace("LOG", repr(str(tmp_path / "t.jsonl"))).replace("NAMES", repr(names))
