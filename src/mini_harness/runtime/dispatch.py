@@ -240,7 +240,12 @@ class ToolRuntime:
         """Dispatch one call and wait for it; raise a ToolCallError subclass if it failed."""
         call_id, tool, start = self._begin(name, tool_input)
         try:
-            output = self._run_sync(tool, tool_input)
+            if tool.timeout is None and not tool.is_async:  # the common case, inline
+                output = tool.handler(tool_input)
+                if type(output) not in _PLAIN and inspect.isawaitable(output):
+                    output = _run_coroutine(output, None)
+            else:
+                output = self._run_sync(tool, tool_input)
         except _Timeout:
             self._fail(call_id, name, start, self._timed_out(name, tool.timeout or 0))
         except RejectedInputError as exc:
@@ -255,11 +260,7 @@ class ToolRuntime:
         return self._succeed(call_id, name, tool_input, start, output)
 
     def _run_sync(self, tool: RegisteredTool, tool_input: JsonValue) -> object:
-        if tool.timeout is None and not tool.is_async:
-            output = tool.handler(tool_input)
-            if type(output) not in _PLAIN and inspect.isawaitable(output):
-                return _run_coroutine(output, None)
-            return output
+        """An async handler, or one with a timeout (dispatch runs plain handlers itself)."""
         if tool.is_async:
             return _run_coroutine(tool.handler(tool_input), tool.timeout)
         return _call_in_thread(tool.handler, tool_input, tool.timeout)

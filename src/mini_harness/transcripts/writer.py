@@ -50,7 +50,11 @@ DEFAULT_FSYNC: FsyncMode = "batch"
 DEFAULT_BATCH_SECONDS = 1.0
 
 _TAIL_CHUNK = 64 * 1024
+# Bound once: these run on every append. (os.write and os.fsync are looked up per call, so
+# that tests can inject failures.)
 _sha256 = hashlib.sha256
+_flock, _LOCK_EX, _LOCK_UN = fcntl.flock, fcntl.LOCK_EX, fcntl.LOCK_UN
+_lseek, _SEEK_END = os.lseek, os.SEEK_END
 _COPY_CHUNK = 1024 * 1024
 
 
@@ -193,29 +197,38 @@ class JsonlTranscript:
         plus an fsync when the mode asks for one.
         """
         with self._thread_lock:
-            if self._fd < 0:
-                raise TranscriptWriteError(
-                    str(self.path), self._fatal or f"transcript {self.path} is closed"
-                )
-            if self._generation != _fork_generation:
-                # After fork the descriptor (and its flock) is shared with the parent: a lock
-                # on it would not exclude the parent, so the child opens its own.
-                self._open()
             fd = self._fd
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            if fd < 0 or self._generation != _fork_generation:
+                fd = self._usable_fd()
+            _flock(fd, _LOCK_EX)
             try:
-                size = os.lseek(fd, 0, os.SEEK_END)  # the file's size, cheaper than fstat
-                if size != self._end:
-                    self._resync(size)
-                if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
-                    header = TranscriptStarted(ts=utc_timestamp(), transcript_id=new_id())
-                    self._write_event(header)
+                size = _lseek(fd, 0, _SEEK_END)  # the file's size, cheaper than fstat
+                if size != self._end or self._next_seq == 0:
+                    self._catch_up(size, event)
                 seq = self._write_event(event)
             finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                _flock(fd, _LOCK_UN)
             if self.fsync != "never":
                 self._after_write()
             return seq
+
+    def _usable_fd(self) -> int:
+        if self._fd < 0:
+            raise TranscriptWriteError(
+                str(self.path), self._fatal or f"transcript {self.path} is closed"
+            )
+        # After fork the descriptor (and its flock) is shared with the parent: a lock on it
+        # would not exclude the parent, so the child opens its own.
+        self._open()
+        return self._fd
+
+    def _catch_up(self, size: int, event: Event) -> None:
+        """Under the lock: follow another writer's appends, and start a new file's header."""
+        if size != self._end:
+            self._resync(size)
+        if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
+            header = TranscriptStarted(ts=utc_timestamp(), transcript_id=new_id())
+            self._write_event(header)
 
     def emit(self, event: Event) -> None:
         self.append(event)
