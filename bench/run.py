@@ -60,7 +60,15 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def machine_facts(config: Config) -> list[tuple[str, str]]:
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, e.g. "3.1 / 2.9 / 2.7"."""
+    try:
+        return " / ".join(f"{value:.1f}" for value in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def machine_facts(config: Config, loads: tuple[str, str]) -> list[tuple[str, str]]:
     versions = []
     for name in PACKAGES:
         try:
@@ -75,6 +83,12 @@ def machine_facts(config: Config) -> list[tuple[str, str]]:
         ("packages", ", ".join(versions)),
         ("files written to", f"a temporary directory under {ROOT.name}/ (same file system)"),
         ("mode", "quick (BENCH_QUICK=1)" if config.quick else "full"),
+        (
+            "load average (1 / 5 / 15 min)",
+            f"{loads[0]} at the start, {loads[1]} at the end, on {os.cpu_count()} cores "
+            "(other work on the machine slows subject and baseline alike; ratios hold better "
+            "than rates)",
+        ),
         ("date", datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")),
     ]
 
@@ -90,7 +104,7 @@ def verdict(target: Target) -> str:
     return "n/a" if met is None else ("yes" if met else "**no**")
 
 
-def render(config: Config, sections: list[Section], seconds: float) -> str:
+def render(config: Config, sections: list[Section], seconds: float, loads: tuple[str, str]) -> str:
     targets = [t for s in sections for t in s.targets]
     out = [
         "# Benchmarks",
@@ -101,7 +115,7 @@ def render(config: Config, sections: list[Section], seconds: float) -> str:
         "",
         "## Machine",
         "",
-        table(("fact", "value"), machine_facts(config)),
+        table(("fact", "value"), machine_facts(config, loads)),
         "",
         "## Targets",
         "",
@@ -133,6 +147,7 @@ def main() -> int:
     sections: list[Section] = []
     failed = False
     start = time.perf_counter()
+    load_at_start = load_average()
     try:
         for module in discover():
             name = module.__name__.removeprefix("bench_")
@@ -158,7 +173,7 @@ def main() -> int:
             print(f"[bench] {name} done in {time.perf_counter() - began:.0f} s", flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    text = render(config, sections, time.perf_counter() - start)
+    text = render(config, sections, time.perf_counter() - start, (load_at_start, load_average()))
     if only:
         print(text)
     else:

@@ -148,9 +148,10 @@ def run(config: Config) -> Section:
         "(click pulls in typing, inspect, enum, uuid; jsonschema_rs pulls in email.utils, "
         "decimal, socket, urllib; orjson pulls in dataclasses, json). The CLI avoids "
         "everything else on this path: asyncio, cattrs and typed-tool support, the reader, "
-        "the protocol checker, redaction (unless asked for) and the Context Explorer are "
-        "imported only when used. With `--log` the default fsync mode (batch) also syncs the "
-        "file when the log is closed, which is wall time the CPU column does not show.",
+        "the protocol checker, redaction (unless asked for), the Context Explorer and the "
+        "file tools' handlers (the walk, the glob matcher) are imported only when used. "
+        "With `--log` the default fsync mode (batch) also syncs the file when the log is "
+        "closed, which is wall time the CPU column does not show.",
     ]
     runs = config.scale(9, 3)
     section.extra = (
