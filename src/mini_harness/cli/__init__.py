@@ -229,12 +229,14 @@ def _register_commands() -> None:
     # Each subcommand lives in its own module of this package; heavy imports stay inside
     # the command functions so that start-up stays fast.
     from mini_harness.cli.mcp import mcp_command
+    from mini_harness.cli.replay import replay_command
     from mini_harness.cli.tools import tools_command
     from mini_harness.cli.transcript import transcript_group
 
     cli.add_command(tools_command)
     cli.add_command(transcript_group)
     cli.add_command(mcp_command)
+    cli.add_command(replay_command)
 
 
 _register_commands()

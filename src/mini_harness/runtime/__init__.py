@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from mini_harness.runtime.context import (
     ContextPart,
+    ContextRow,
     dispatch_context,
     estimate_tokens,
     render_context_report,
 )
 from mini_harness.runtime.definitions import TOOL_NAME_PATTERN, ToolAnnotations, ToolDefinition
-from mini_harness.runtime.dispatch import ToolResult, ToolRuntime
+from mini_harness.runtime.dispatch import (
+    ToolResult,
+    ToolRuntime,
+    display_failure,
+    display_result,
+    round_half_up,
+)
 from mini_harness.runtime.events import (
     ERROR_KINDS,
     FORMAT_VERSION,
@@ -40,6 +47,7 @@ __all__ = [
     "TOOL_NAME_PATTERN",
     "TRANSCRIPT_FORMAT",
     "ContextPart",
+    "ContextRow",
     "Event",
     "EventSink",
     "Field",
@@ -65,7 +73,10 @@ __all__ = [
     "Violation",
     "derive_tool",
     "dispatch_context",
+    "display_failure",
+    "display_result",
     "estimate_tokens",
     "event_type",
     "render_context_report",
+    "round_half_up",
 ]

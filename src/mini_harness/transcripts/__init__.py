@@ -14,6 +14,7 @@ from mini_harness.transcripts.protocol import CallProtocol, OpenCall, ProtocolPr
 from mini_harness.transcripts.reader import (
     DamagedLine,
     IntegrityProblem,
+    RawRecord,
     TornTail,
     TranscriptReader,
     TranscriptRecord,
@@ -46,6 +47,7 @@ __all__ = [
     "OpenCall",
     "ProtocolProblem",
     "Quarantined",
+    "RawRecord",
     "Redactor",
     "RepairReport",
     "TornTail",
