@@ -185,7 +185,7 @@ class ReplayError(MiniHarnessError):
     """Replay could not start: a bad run selection, registry spec or output path."""
 
 
-class RegistrySpecError(ReplayError):
+class RegistrySpecError(MiniHarnessError):
     """`module:attribute` does not name a ToolRegistry (or a function returning one)."""
 
     def __init__(self, spec: str, message: str) -> None:

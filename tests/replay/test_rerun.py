@@ -161,11 +161,17 @@ class TestRegistrySpec:
     @pytest.mark.parametrize(
         ("spec", "message"),
         [
-            ("nocolon", "--registry must look like module:attribute, got 'nocolon'"),
-            ("no_such_module_xyz:r", "cannot import no_such_module_xyz for --registry: "),
+            ("nocolon", "--registry must look like module:attribute (got 'nocolon')"),
+            (
+                "no_such_module_xyz:r",
+                "--registry no_such_module_xyz:r: no module named 'no_such_module_xyz'",
+            ),
             (f"{MODULE}:missing", f"--registry {MODULE}:missing: {MODULE} has no attribute"),
-            (f"{MODULE}:not_a_registry", "is a int, not a ToolRegistry"),
-            (f"{MODULE}:raises", "calling it raised ValueError: cannot build"),
+            (
+                f"{MODULE}:not_a_registry",
+                "expected a ToolRegistry or a callable returning one, got int",
+            ),
+            (f"{MODULE}:raises", "calling raises() failed: ValueError: cannot build"),
         ],
     )
     def test_bad_specs_are_usage_errors(self, log: Path, spec: str, message: str) -> None:

@@ -84,7 +84,7 @@ def mcp_command(
     if registry_spec is not None:
         if workspace is not None:
             fail("--workspace applies to the built-in tools; it cannot be used with --registry", 2)
-        from mini_harness.cli.registry_spec import load_registry
+        from mini_harness.registry_spec import load_registry
 
         registry = load_registry(registry_spec)
     else:

@@ -6,6 +6,7 @@ and compares outputs as JSON values.
 
 from __future__ import annotations
 
+from mini_harness.registry_spec import load_registry
 from mini_harness.replay.fold import TranscriptFold, fold_transcript
 from mini_harness.replay.model import (
     OUTCOMES,
@@ -24,7 +25,6 @@ from mini_harness.replay.rerun import (
     definition_drift,
     json_diff,
     json_equal,
-    load_registry,
     rerun_transcript,
 )
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import difflib
-import importlib
 import os
-import sys
 from collections.abc import Iterator
 
 import orjson
 
-from mini_harness.errors import RegistrySpecError, ToolCallError
+from mini_harness.errors import ToolCallError
 from mini_harness.replay.fold import TranscriptFold
 from mini_harness.replay.model import (
     DIVERGED,
@@ -203,43 +201,3 @@ def rerun_transcript(
     return TranscriptRerun(
         fold, registry, allow_side_effects=allow_side_effects, sink=sink
     ).report()
-
-
-def load_registry(spec: str) -> ToolRegistry:
-    """The ToolRegistry named by `module:attribute` (or returned by calling it, if callable).
-
-    The current directory is importable, as with `python -m`.
-    """
-    module_name, sep, attribute = spec.partition(":")
-    if not sep or not module_name or not attribute:
-        raise RegistrySpecError(spec, f"--registry must look like module:attribute, got {spec!r}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # any import-time failure of user code is a bad spec
-        raise RegistrySpecError(
-            spec, f"cannot import {module_name} for --registry: {type(exc).__name__}: {exc}"
-        ) from None
-    target: object = module
-    for part in attribute.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise RegistrySpecError(
-                spec, f"--registry {spec}: {module_name} has no attribute {attribute}"
-            ) from None
-    if not isinstance(target, ToolRegistry) and callable(target):
-        try:
-            target = target()
-        except Exception as exc:
-            raise RegistrySpecError(
-                spec, f"--registry {spec}: calling it raised {type(exc).__name__}: {exc}"
-            ) from None
-    if not isinstance(target, ToolRegistry):
-        raise RegistrySpecError(
-            spec,
-            f"--registry {spec} is a {type(target).__name__}, not a ToolRegistry "
-            "(or a function returning one)",
-        )
-    return target
