@@ -171,6 +171,23 @@ class TestOfficialClient:
         assert "Traceback" not in stderr
         assert stderr.splitlines()[-1] == "[mini-harness] MCP session ended (end of input)"
 
+        # The transcript is an audit log replay understands: the fold reports each call...
+        folded = CliRunner().invoke(cli, ["replay", str(log), "--json"])
+        assert folded.exit_code == 0, folded.output
+        calls = orjson.loads(folded.stdout)["calls"]
+        assert [(c["name"], c["status"]) for c in calls] == [
+            ("echo", "succeeded"),
+            ("echo", "failed"),
+            ("echo", "failed"),
+            ("nope", "failed"),
+        ]
+        # ...and re-running them against the same registry matches every one.
+        rerun = CliRunner().invoke(cli, ["replay", str(log), "--rerun"])
+        assert rerun.exit_code == 0, rerun.output
+        assert "Re-run: 4 matched, 0 diverged, 0 now-fails, 0 now-succeeds, 0 skipped" in (
+            rerun.stdout
+        )
+
 
 class RawClient:
     """Line-by-line JSON-RPC over a server subprocess's pipes, with a deadline on every read."""

@@ -39,6 +39,13 @@ _PROGRESS_EVERY = 4096  # items between progress checks
     "Default: the built-in tools.",
 )
 @click.option(
+    "--workspace",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False),
+    help="With --rerun: the directory the built-in file tools work in (default: the one given "
+    "before the subcommand, else the current directory).",
+)
+@click.option(
     "--allow-side-effects",
     is_flag=True,
     help="With --rerun: also run tools not marked readOnlyHint or idempotentHint.",
@@ -56,6 +63,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     as_json: bool,
     rerun: bool,
     registry: str | None,
+    workspace: str | None,
     allow_side_effects: bool,
     log: str | None,
 ) -> None:
@@ -76,6 +84,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     if not rerun:
         for flag, value in (
             ("--registry", registry),
+            ("--workspace", workspace),
             ("--allow-side-effects", allow_side_effects),
             ("--log", log),
         ):
@@ -83,7 +92,16 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
                 raise BadUsage(f"{flag} needs --rerun")
     if log is not None and _same_file(log, path):
         raise BadUsage("--log must name a new file, not the transcript being replayed")
-    tools = (load_registry(registry) if registry else _default_registry()) if rerun else None
+    if registry is not None and workspace is not None:
+        raise BadUsage(
+            "--workspace applies to the built-in tools; it cannot be used with --registry"
+        )
+    if workspace is None:
+        # `mini-harness --workspace DIR replay ...` sets it on the root command.
+        workspace = (click.get_current_context().find_root().obj or {}).get("workspace")
+    tools = (
+        (load_registry(registry) if registry else _default_registry(workspace)) if rerun else None
+    )
     fold = TranscriptFold(path, run=run, context_reports=context_report)
     out: _Output = _JsonOutput(fold, rerun=rerun) if as_json else _TextOutput(fold, rerun=rerun)
     if tools is None:
@@ -106,10 +124,10 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     raise click.exceptions.Exit(code)
 
 
-def _default_registry() -> Any:
+def _default_registry(workspace: str | None) -> Any:
     from mini_harness.tools import default_registry
 
-    return default_registry()
+    return default_registry(workspace)
 
 
 def _same_file(a: str, b: str) -> bool:

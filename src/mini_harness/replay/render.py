@@ -73,9 +73,10 @@ def summary_lines(
 
 def totals_line(totals: Totals, problems: int) -> str:
     runs = "1 run" if totals.runs == 1 else f"{totals.runs} runs"
+    calls = "1 call" if totals.calls == 1 else f"{totals.calls} calls"
     found = "no problems in the log" if not problems else f"{problems} problem(s) in the log"
     line = (
-        f"{runs}, {totals.calls} calls: {totals.succeeded} succeeded, {totals.failed} failed, "
+        f"{runs}, {calls}: {totals.succeeded} succeeded, {totals.failed} failed, "
         f"{totals.in_doubt} in doubt; {found}"
     )
     if totals.unknown_events:
