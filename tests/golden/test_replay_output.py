@@ -9,11 +9,17 @@ import pytest
 from mini_harness.testing import Golden
 
 HERE = Path(__file__).parent
+# Relative to HERE, so that the reports name the same path wherever the suite runs.
 REPLAYED = [
-    HERE / "fixtures" / "v1-tool-calls.jsonl",
-    HERE / "goldens" / "test_transcripts" / "TestApiTranscripts.test_multi_run.jsonl",
-    HERE / "goldens" / "test_transcripts" / "TestCliTranscripts.test_runs_append.jsonl",
+    Path("fixtures") / "v1-tool-calls.jsonl",
+    Path("goldens") / "test_transcripts" / "TestApiTranscripts.test_multi_run.jsonl",
+    Path("goldens") / "test_transcripts" / "TestCliTranscripts.test_runs_append.jsonl",
 ]
+
+
+@pytest.fixture(autouse=True)
+def _in_golden_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(HERE)
 
 
 class TestReplayGoldens:
