@@ -273,3 +273,24 @@ def test_python_dash_m(tmp_path: Path) -> None:
     )
     assert bad.returncode == 2
     assert bad.stderr == "[mini-harness] Error: --tool-input must be valid JSON\n"
+
+
+class TestToolInputNumbers:
+    def test_integer_wider_than_64_bits_is_a_usage_error(self) -> None:
+        """A huge integer is refused instead of silently becoming a float."""
+        big = "123456789012345678901234567890"
+        result = run("--tool", "echo", "--tool-input", f'{{"text":"a","n":{big}}}')
+        assert result.exit_code == 2
+        assert result.stderr == (
+            f"[mini-harness] Error: --tool-input: integer {big} does not fit in 64 bits\n"
+        )
+
+    def test_long_digit_runs_inside_strings_are_fine(self) -> None:
+        """Digits inside a string or a 64-bit integer pass untouched."""
+        text = "12345678901234567890123"
+        result = run("--tool", "echo", "--tool-input", f'{{"text":"{text}"}}')
+        assert result.exit_code == 0
+        assert f'"output":{{"text":"{text}"}}' in result.stdout
+        wide = run("--tool", "echo", "--tool-input", '{"text":"a","n":18446744073709551615}')
+        assert wide.exit_code == 0
+        assert '"n":18446744073709551615' in wide.stdout

@@ -5,6 +5,7 @@ The root command dispatches one tool; subcommands live in sibling modules.
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any, NoReturn
 
@@ -175,9 +176,29 @@ def parse_tool_input(raw: str | None) -> Any:
     if raw is None:
         return {}
     try:
-        return orjson.loads(raw)
+        value = orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise BadUsage("--tool-input must be valid JSON") from None
+    if _LONG_DIGITS.search(raw):
+        _refuse_wide_integers(raw)
+    return value
+
+
+# orjson turns integers wider than 64 bits into floats without a word; a run of 20+ digits
+# is the only way such an integer can appear, so only then is the input parsed again.
+_LONG_DIGITS = re.compile(r"\d{20,}")
+
+
+def _refuse_wide_integers(raw: str) -> None:
+    import json
+
+    def parse_int(text: str) -> int:
+        number = int(text)
+        if not -(2**63) <= number < 2**64:
+            raise BadUsage(f"--tool-input: integer {text} does not fit in 64 bits")
+        return number
+
+    json.loads(raw, parse_int=parse_int)
 
 
 def run_dispatch(
