@@ -15,7 +15,7 @@ from mini_harness.errors import InvalidPatternError, MiniHarnessError
 from mini_harness.runtime import ToolAnnotations, ToolDefinition
 from mini_harness.runtime.jsonvalue import JsonObject
 from mini_harness.tools.globs import PathGlob
-from mini_harness.tools.list_files import GLOB_DESCRIPTION, PATH_MAX
+from mini_harness.tools.list_files import GLOB_DESCRIPTION, PATH_MAX, UndecodableCount
 from mini_harness.tools.walk import WalkEntry, walk_files
 from mini_harness.tools.workspace import (
     FileRefusedError,
@@ -245,8 +245,9 @@ class SearchText:
         limit = tool_input.get("maxResults", DEFAULT_MAX_RESULTS)
         matches: list[JsonObject] = []
         searched = skipped = 0
+        undecodable = UndecodableCount()
         truncated = False
-        for entry in self._files(tool_input.get("path", ".")):
+        for entry in self._files(tool_input.get("path", "."), undecodable):
             if matcher is not None and not matcher.matches(entry.below):
                 continue
             data = self._read(entry)
@@ -267,18 +268,19 @@ class SearchText:
                 raise SearchBudgetError(query, self.regex_budget, entry.path) from None
             if truncated:
                 break
-        return {
+        output: JsonObject = {
             "matches": matches,
             "count": len(matches),
             "truncated": truncated,
             "filesSearched": searched,
             "filesSkipped": skipped,
         }
+        return undecodable.report(output)
 
-    def _files(self, path: str) -> Iterator[WalkEntry]:
+    def _files(self, path: str, undecodable: UndecodableCount) -> Iterator[WalkEntry]:
         top = self.workspace.locate(path)
         if stat.S_ISDIR(top.mode):
-            yield from walk_files(self.workspace, top, sizes=False)
+            yield from walk_files(self.workspace, top, sizes=False, on_undecodable=undecodable.add)
             return
         found = self.workspace.locate_file(path)
         name = found.relative.rpartition("/")[2]
