@@ -114,6 +114,15 @@ class SinkContract:
         assert isinstance(unknown_failed, ToolFailed)
         assert unknown_failed.error.message == unknown.value.message == "Unknown tool: caf\\udce9"
 
+    def test_header_is_stamped_with_the_first_event_time(
+        self, sink: EventSink, registry: ToolRegistry
+    ) -> None:
+        """The header never carries a later time than the RunStarted written after it."""
+        runtime = ToolRuntime(registry, sink, timestamp=lambda: "2001-02-03T04:05:06.000007Z")
+        runtime.dispatch("echo", {"text": "x"})
+        header, run = (event for _, event in self.read_back(sink)[:2])
+        assert header.ts == run.ts == "2001-02-03T04:05:06.000007Z"
+
 
 class TestMemorySink(SinkContract):
     def make_sink(self, tmp_path: Path) -> EventSink:

@@ -26,7 +26,6 @@ from mini_harness.runtime.events import (
     TranscriptStarted,
     event_type,
     new_id,
-    utc_timestamp,
 )
 from mini_harness.transcripts.codec import (
     DecodeError,
@@ -185,7 +184,8 @@ class JsonlTranscript:
                 if size != self._end:
                     self._resync(size)
                 if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
-                    header = TranscriptStarted(ts=utc_timestamp(), transcript_id=new_id())
+                    # The first event's time: a header never postdates what follows it.
+                    header = TranscriptStarted(ts=event.ts, transcript_id=new_id())
                     self._write_event(header)
                 seq = self._write_event(event)
             if self.fsync != "never":
