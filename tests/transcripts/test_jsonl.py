@@ -105,6 +105,27 @@ class TestAppend:
         assert reader.torn_tail is None
         assert reader.problems == []
 
+    def test_last_line_the_reader_calls_torn_is_quarantined(
+        self, log: Path, registry: ToolRegistry
+    ) -> None:
+        """A last line with a sound envelope but a broken event (a field renamed) is what the
+        reader calls a torn tail, so a writer sets it aside instead of burying it mid-file."""
+        lines = _lines(log)
+        broken = lines[-1].replace(b'"name"', b'"nAme"', 1)
+        log.write_bytes(b"".join(lines[:-1]) + broken)
+        reader = TranscriptReader(log)
+        list(reader)
+        assert reader.torn_tail is not None
+        assert reader.torn_tail.offset == log.stat().st_size - len(broken)
+        with JsonlTranscript(log) as sink:
+            ToolRuntime(registry, sink).dispatch("echo", {"text": "after"})
+            assert [q.length for q in sink.quarantined] == [len(broken)]
+        assert sink.quarantined[0].path.read_bytes() == broken
+        reader = TranscriptReader(log)
+        assert len(list(reader)) == 10
+        assert reader.torn_tail is None
+        assert reader.problems == []
+
     def test_file_without_events_is_refused(self, tmp_path: Path) -> None:
         """A file none of whose lines is an event (e.g. notes) is never cut or appended to."""
         path = tmp_path / "notes.txt"

@@ -34,7 +34,6 @@ from mini_harness.transcripts.codec import (
     encode_wire,
     event_to_wire,
     line_hash,
-    parse_line,
 )
 from mini_harness.transcripts.limits import DEFAULT_MAX_EVENT_BYTES, shrink_wire
 from mini_harness.transcripts.redaction import Redactor
@@ -203,7 +202,7 @@ class JsonlTranscript:
                 self._open()
             before = len(self.quarantined)
             with self._flocked():
-                self._resync(os.fstat(self._fd).st_size, strict=True)
+                self._resync(os.fstat(self._fd).st_size)
             return self.quarantined[before:]
 
     @contextmanager
@@ -284,13 +283,13 @@ class JsonlTranscript:
 
     # --- learning where the file ends ------------------------------------------------
 
-    def _resync(self, size: int, *, strict: bool = False) -> None:
+    def _resync(self, size: int) -> None:
         """Read the last event line (under the lock) to continue its seq and hash chain.
 
         Bytes after it that do not form events (an unterminated line, NULs, junk lines) are
-        a torn tail, as the reader classifies them: copied aside, then cut off. Appends check
-        only a line's envelope (cheap: this runs whenever another writer moved the file);
-        `strict` (repair) types the whole event, exactly as the reader does.
+        a torn tail: copied aside, then cut off. A line counts as an event exactly when the
+        reader's decoder types it, so what is cut is exactly what the reader calls a torn
+        tail; anything else would turn into damage in the middle once appended after.
         """
         self._end = -1  # unknown until understood: a failure below forces another resync
         self._next_seq, self._prev = 0, None
@@ -303,9 +302,7 @@ class JsonlTranscript:
             line_start = self._last_newline(scan - 1)
             line = os.pread(self._fd, scan - 1 - line_start, line_start)
             try:
-                data = parse_line(line)
-                if strict:
-                    decode_line(line)
+                decoded = decode_line(line)
             except DecodeError:
                 scan = line_start
                 continue
@@ -318,9 +315,9 @@ class JsonlTranscript:
             if scan < size:
                 self._quarantine(scan, size)
             self._end = scan
-            if data["type"] == "TranscriptStarted":
-                self.transcript_id = data.get("transcriptId")
-            self._next_seq = data["seq"] + 1
+            if isinstance(decoded.event, TranscriptStarted):
+                self.transcript_id = decoded.event.transcript_id
+            self._next_seq = decoded.seq + 1
             self._prev = line_hash(line)
             return
         if terminated > 0:
