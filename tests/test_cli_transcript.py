@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -146,6 +147,18 @@ class TestLogOptions:
         assert sizes["ToolCalled"] <= 2048
         assert sizes["ToolSucceeded"] <= 2048
         assert b'"$omitted"' in log.read_bytes()
+
+    def test_log_to_a_fifo_is_refused_before_dispatching(self, tmp_path: Path) -> None:
+        """--log at a FIFO (or /dev/stdout on a pipe) exits 2 and runs no tool."""
+        pipe = tmp_path / "pipe"
+        os.mkfifo(pipe)
+        result = run("--tool", "echo", "--tool-input", HELLO, "--log", str(pipe))
+        assert result.exit_code == 2
+        assert result.stdout == ""
+        assert result.stderr == (
+            f"[mini-harness] Error: cannot write transcript {pipe}: it is not a regular file "
+            "(a device, FIFO or socket cannot hold a transcript)\n"
+        )
 
     @pytest.mark.parametrize(
         ("args", "message"),

@@ -13,6 +13,7 @@ from mini_harness import (
     ToolRuntime,
     TranscriptCorruptError,
     TranscriptFormatError,
+    TranscriptWriteError,
 )
 from mini_harness.runtime import ToolSucceeded
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, line_hash, read_transcript
@@ -157,6 +158,23 @@ class TestAppend:
         texts = [r.event.output["text"] for r in records if isinstance(r.event, ToolSucceeded)]
         assert texts.count("child") == 50
         assert texts.count("parent") == 50
+
+
+class TestOpen:
+    @pytest.mark.parametrize("kind", ["/dev/null", "fifo"])
+    def test_only_a_regular_file_can_hold_a_transcript(self, tmp_path: Path, kind: str) -> None:
+        """A device or a FIFO is refused when the writer opens it, before any event."""
+        if kind == "fifo":
+            path = tmp_path / "pipe"
+            os.mkfifo(path)
+        else:
+            path = Path(kind)
+        with pytest.raises(TranscriptWriteError) as info:
+            JsonlTranscript(path)
+        assert info.value.message == (
+            f"cannot write transcript {path}: it is not a regular file "
+            "(a device, FIFO or socket cannot hold a transcript)"
+        )
 
 
 class TestReader:

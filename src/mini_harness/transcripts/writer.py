@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -118,6 +119,16 @@ class JsonlTranscript:
             raise TranscriptWriteError(
                 str(self.path), f"cannot open transcript {self.path}: {exc.strerror}"
             ) from None
+        if not stat.S_ISREG(os.fstat(self._fd).st_mode):
+            # A device, FIFO or socket never grows: every append would see an empty file and
+            # start a new transcript, and fsync fails on most of them at close.
+            os.close(self._fd)
+            self._fd = -1
+            raise TranscriptWriteError(
+                str(self.path),
+                f"cannot write transcript {self.path}: it is not a regular file "
+                "(a device, FIFO or socket cannot hold a transcript)",
+            )
         self._pid = os.getpid()
         self._end = -1
         if created and self.fsync != "never":
