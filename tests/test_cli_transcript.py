@@ -160,6 +160,33 @@ class TestLogOptions:
             "(a device, FIFO or socket cannot hold a transcript)\n"
         )
 
+    def test_log_at_somebodys_file_is_refused(self, tmp_path: Path) -> None:
+        """--log at a file that is not a transcript exits 2, runs no tool, leaves it alone."""
+        notes = tmp_path / "notes.txt"
+        notes.write_bytes(b"my notes")
+        result = run("--tool", "echo", "--tool-input", HELLO, "--log", str(notes))
+        assert result.exit_code == 2
+        assert result.stdout == ""
+        assert result.stderr == (
+            f"[mini-harness] Error: {notes} is not a mini-harness transcript (it has no "
+            "TranscriptStarted line); refusing to write to it\n"
+        )
+        assert notes.read_bytes() == b"my notes"
+        assert list(tmp_path.iterdir()) == [notes]
+
+    def test_torn_tail_set_aside_is_a_warning(self, log: Path) -> None:
+        """When the writer sets a torn tail aside the user is told on stderr, and where."""
+        size = log.stat().st_size
+        with log.open("ab") as handle:
+            handle.write(b'{"type":"ToolCal')
+        result = run("--tool", "echo", "--tool-input", HELLO, "--log", str(log))
+        assert result.exit_code == 0
+        assert result.stderr == (
+            f"[mini-harness] Warning: {log}: 16 bytes at byte {size} were not complete events "
+            f"(a torn tail, e.g. left by a crash); moved them to {log}.torn-{size}\n"
+        )
+        assert Path(f"{log}.torn-{size}").read_bytes() == b'{"type":"ToolCal'
+
     @pytest.mark.parametrize(
         ("args", "message"),
         [

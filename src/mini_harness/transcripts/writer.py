@@ -36,6 +36,7 @@ from mini_harness.transcripts.codec import (
     event_to_wire,
     line_hash,
 )
+from mini_harness.transcripts.first_line import check_first_line
 from mini_harness.transcripts.limits import DEFAULT_MAX_EVENT_BYTES, shrink_wire
 from mini_harness.transcripts.redaction import Redactor
 
@@ -64,7 +65,8 @@ class JsonlTranscript:
     exclusive `flock`, learns the last `seq` and hash from the file if another writer moved
     it, and writes the whole line with one `os.write`. A torn tail left by a crash (an
     unterminated line, NULs, lines that are not events) is copied to `<path>.torn-<offset>`
-    and cut off before the first append.
+    and cut off before the first append (`quarantined` lists what was set aside). A file
+    that is not a transcript at all is refused when it is opened (see first_line.py).
 
     `fsync`: "always" syncs every line before `append` returns (so `ToolCalled` is on disk
     before the handler runs); "batch" syncs at most every `batch_seconds` and on `close()`;
@@ -100,6 +102,12 @@ class JsonlTranscript:
         self.transcript_id: str | None = None
         self.quarantined: list[Quarantined] = []
         self._open()
+        try:
+            check_first_line(self._fd, self.path)
+        except TranscriptFormatError:
+            os.close(self._fd)
+            self._fd = -1
+            raise
 
     def __repr__(self) -> str:
         return f"<JsonlTranscript(path={str(self.path)!r}, next_seq={self._next_seq})>"
