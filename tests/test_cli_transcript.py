@@ -107,6 +107,43 @@ class TestRepairCommand:
         assert result.stdout.startswith("[mini-harness] Nothing to repair.\n")
         assert log.read_bytes() == before
 
+    def test_file_cut_while_created_is_repaired(self, tmp_path: Path) -> None:
+        """A header cut by a crash is the whole file's torn tail: set aside, leaving it empty."""
+        log = tmp_path / "f.jsonl"
+        log.write_bytes(b'{"type":"TranscriptSta')
+        result = run("transcript", "repair", str(log))
+        assert result.exit_code == 0
+        assert result.stdout == (
+            f"[mini-harness] Torn tail: 22 bytes at byte 0 copied to {log}.torn-0 and cut off\n"
+            f"[mini-harness] Transcript: {log}\n"
+            "[mini-harness] Lines: 0, runs: 0, calls: 0\n"
+            "[mini-harness] Head hash: (none)\n"
+            "[mini-harness] Verified: no problems found.\n"
+        )
+        assert log.read_bytes() == b""
+        assert Path(f"{log}.torn-0").read_bytes() == b'{"type":"TranscriptSta'
+
+    def test_empty_file_needs_no_repair(self, tmp_path: Path) -> None:
+        """An empty file (created, then the crash) is left alone and exits 0."""
+        log = tmp_path / "f.jsonl"
+        log.write_bytes(b"")
+        result = run("transcript", "repair", str(log))
+        assert result.exit_code == 0
+        assert result.stdout.startswith("[mini-harness] Nothing to repair.\n")
+        assert result.stderr == ""
+
+    def test_somebodys_file_is_not_repaired(self, tmp_path: Path) -> None:
+        """A file of notes without a newline is refused (exit 2), not moved aside."""
+        notes = tmp_path / "notes.txt"
+        notes.write_bytes(b"my notes")
+        result = run("transcript", "repair", str(notes))
+        assert result.exit_code == 2
+        assert result.stderr == (
+            f"[mini-harness] Error: {notes} is not a mini-harness transcript (it has no "
+            "TranscriptStarted line); refusing to write to it\n"
+        )
+        assert list(tmp_path.iterdir()) == [notes]
+
     def test_mid_file_damage_is_refused(self, log: Path) -> None:
         """Repair will not touch damage in the middle of a file and exits 1 saying why."""
         lines = log.read_bytes().splitlines(keepends=True)
