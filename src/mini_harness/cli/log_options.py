@@ -28,8 +28,9 @@ def log_options(command: F) -> F:
             type=click.Choice(["always", "batch", "never"]),
             default=None,
             help="When the transcript is synced to disk: always (every event, before the "
-            "tool runs and before the result is printed), batch (the default: at most every "
-            "second, and when the log is closed), never (left to the OS).",
+            "tool runs and before the result is printed), batch (the default: by the first event "
+            "at least a second after the last sync, and when the log is closed), never (left "
+            "to the OS).",
         ),
         click.option(
             "--redact-env",

@@ -69,8 +69,9 @@ class JsonlTranscript:
     that is not a transcript at all is refused when it is opened (see first_line.py).
 
     `fsync`: "always" syncs every line before `append` returns (so `ToolCalled` is on disk
-    before the handler runs); "batch" syncs at most every `batch_seconds` and on `close()`;
-    "never" leaves it to the OS. A failed fsync makes the writer unusable: it is never
+    before the handler runs); "batch" syncs in the first append at least `batch_seconds`
+    after the last sync, and in `close()` (no timer: an idle writer stays unsynced until
+    then); "never" leaves it to the OS. A failed fsync makes the writer unusable: it is never
     retried. `max_event_bytes` caps one line (see limits.py); `redactor` rewrites secrets.
     """
 
