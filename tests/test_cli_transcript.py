@@ -234,6 +234,10 @@ class TestLogOptions:
                 ["--tool", "echo", "--log", "x.jsonl", "--redact-pattern", "("],
                 "--redact-pattern '(' is not a valid regex",
             ),
+            (
+                ["--tool", "echo", "--log", "x.jsonl", "--redact-env", "MINI_HARNESS_NO_SUCH_VAR"],
+                "--redact-env MINI_HARNESS_NO_SUCH_VAR: the variable is not set",
+            ),
         ],
     )
     def test_misuse_is_a_usage_error(

@@ -41,10 +41,19 @@ class Redactor:
         secrets: Iterable[str] = (),
         environ: Mapping[str, str] | None = None,
     ) -> Redactor:
-        """Read the values of `env_names` now (unset or empty ones have nothing to hide)."""
+        """Read the values of `env_names` now.
+
+        An unset or empty variable raises RedactionError: redacting nothing silently would
+        send the secret a typo'd name was meant to hide to disk.
+        """
         env = os.environ if environ is None else environ
         values = {s for s in secrets if s}
-        values.update(env[name] for name in env_names if env.get(name))
+        for name in env_names:
+            value = env.get(name)
+            if not value:
+                state = "not set" if value is None else "set but empty"
+                raise RedactionError(f"--redact-env {name}: the variable is {state}")
+            values.add(value)
         checked: list[str] = []
         for pattern in patterns:
             try:
