@@ -218,6 +218,31 @@ class TestRedaction:
         with pytest.raises(RedactionError, match="matches the empty string"):
             Redactor.from_config(patterns=["x*"])
 
+    def test_redacted_keys_that_collide_keep_both_values(
+        self, tmp_path: Path, registry: ToolRegistry
+    ) -> None:
+        """Two keys that redact to the same text are both kept, numbered, with their values."""
+        log = tmp_path / "t.jsonl"
+        redactor = Redactor.from_config(secrets=["alpha", "beta"], patterns=["tok-[0-9]+"])
+        tool_input = {
+            "text": "x",
+            "extra": {"alpha": 1, "beta": 2, "[REDACTED]": 3, "k tok-1": 4, "k tok-2": 5},
+        }
+        with JsonlTranscript(log, redactor=redactor) as sink:
+            ToolRuntime(registry, sink).dispatch("echo", tool_input)
+        called = read_transcript(log)[2].event
+        assert isinstance(called, ToolCalled)
+        assert called.input == {
+            "text": "x",
+            "extra": {
+                "[REDACTED-2]": 1,
+                "[REDACTED-3]": 2,
+                "[REDACTED]": 3,
+                "k [REDACTED]": 4,
+                "k [REDACTED-2]": 5,
+            },
+        }
+
     def test_unset_or_empty_variable_is_refused(self) -> None:
         """A variable named for redaction that is unset (a typo?) or empty is an error, not a
         redactor that silently hides nothing."""
