@@ -467,3 +467,21 @@ class TestUsage:
         assert result.stderr == (
             f"[mini-harness] Error: cannot open transcript {log}: No such file or directory\n"
         )
+
+
+class TestLogWarnings:
+    def test_torn_tail_set_aside_is_a_warning(self, tmp_path: Path, client_factory: Any) -> None:
+        """A torn tail the session's writer sets aside is reported on stderr, with its new name."""
+        log = tmp_path / "t.jsonl"
+        log.write_bytes(b'{"type":"TranscriptSta')
+        client = client_factory("--log", str(log))
+        client.handshake()
+        assert client.process.stdin is not None
+        client.process.stdin.close()
+        assert client.process.wait(timeout=5) == 0
+        warning = (
+            f"[mini-harness] Warning: {log}: 22 bytes at byte 0 were not complete events "
+            f"(a torn tail, e.g. left by a crash); moved them to {log}.torn-0"
+        )
+        assert client.stderr().splitlines()[0] == warning
+        assert Path(f"{log}.torn-0").read_bytes() == b'{"type":"TranscriptSta'

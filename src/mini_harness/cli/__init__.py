@@ -12,7 +12,12 @@ from typing import Any, NoReturn
 import click
 
 from mini_harness._version import __version__
-from mini_harness.cli.log_options import given_log_flags, log_options, open_log
+from mini_harness.cli.log_options import (
+    given_log_flags,
+    log_options,
+    open_log,
+    warn_quarantined,
+)
 
 PREFIX = "[mini-harness]"
 
@@ -231,6 +236,7 @@ def run_dispatch(
     except ToolCallError as exc:
         fail(exc.message, 1)
     finally:
+        warn_quarantined(sink)
         close = getattr(sink, "close", None)
         if close is not None:
             close()

@@ -28,8 +28,9 @@ def log_options(command: F) -> F:
             type=click.Choice(["always", "batch", "never"]),
             default=None,
             help="When the transcript is synced to disk: always (every event, before the "
-            "tool runs and before the result is printed), batch (the default: at most every "
-            "second, and when the log is closed), never (left to the OS).",
+            "tool runs and before the result is printed), batch (the default: by the first event "
+            "at least a second after the last sync, and when the log is closed), never (left "
+            "to the OS).",
         ),
         click.option(
             "--redact-env",
@@ -75,3 +76,21 @@ def open_log(path: str, settings: dict[str, Any]) -> Any:
         extra["max_event_bytes"] = settings["max_event_bytes"]
     extra["fsync"] = settings.get("fsync") or DEFAULT_FSYNC
     return JsonlTranscript(path, redactor=redactor, **extra)
+
+
+def warn_quarantined(sink: Any, already: int = 0) -> int:
+    """Say on stderr what the writer set aside since the first `already`; return the count.
+
+    The writer moves a torn tail (a crash's leftover) to `<log>.torn-<offset>` on its own;
+    the user must learn of it, and where it went.
+    """
+    from mini_harness.cli import PREFIX
+
+    moved = list(getattr(sink, "quarantined", ()))
+    for torn in moved[already:]:
+        click.echo(
+            f"{PREFIX} Warning: {sink.path}: {torn.length} bytes at byte {torn.offset} were "
+            f"not complete events (a torn tail, e.g. left by a crash); moved them to {torn.path}",
+            err=True,
+        )
+    return len(moved)

@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mini_harness.cli import PREFIX, fail
-from mini_harness.cli.log_options import given_log_flags, log_options, open_log
+from mini_harness.cli.log_options import (
+    given_log_flags,
+    log_options,
+    open_log,
+    warn_quarantined,
+)
 
 if TYPE_CHECKING:
     from mini_harness.runtime import ToolRegistry
@@ -91,13 +96,17 @@ def mcp_command(
         registry = builtin_registry(workspace)
 
     sink: EventSink = open_log(log, log_settings) if log is not None else NullSink()
+    warned = 0
     try:
         runtime = ToolRuntime(registry, sink)
+        runtime.start()  # RunStarted now: a torn tail it sets aside is reported up front
+        warned = warn_quarantined(sink)
         names = ", ".join(d.name for d in registry.list()) or "none"
         where = f"; transcript {log}" if log is not None else ""
         _note(f"MCP server on stdio: tools {names}; run {runtime.run_id}{where}")
         ended_by = run_stdio(runtime)
     finally:
+        warn_quarantined(sink, warned)
         close = getattr(sink, "close", None)
         if close is not None:
             close()

@@ -90,6 +90,17 @@ def display_failure(
     }
 
 
+def recordable(text: str) -> str:
+    """`text` with lone surrogates written as `\\udcff` escapes, so it can go into a line.
+
+    Strings the runtime makes itself (error messages, type and tool names) may carry them,
+    e.g. an OSError about a path that is not UTF-8; a recorded call must not fail on that.
+    """
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _elapsed_ms(start_ns: int, end_ns: int) -> float:
     return round((end_ns - start_ns) / 1_000_000, 3)
 
@@ -146,6 +157,7 @@ class ToolRuntime:
         """Record ToolCalled, then look up and validate; raise (recorded) on failure."""
         if not self._started:
             self.start()
+        name = recordable(name)  # only a name we could never register can change here
         with self._lock:
             self._calls += 1
             call_id = f"{self.run_id[:12]}-{self._calls}"
@@ -210,15 +222,15 @@ class ToolRuntime:
     def _record_failure(self, call_id: str, name: str, start: int, error: ToolCallError) -> None:
         duration = _elapsed_ms(start, self._monotonic_ns())
         error.call_id = call_id
-        detail = ToolError(kind=error.kind, message=error.message)
+        detail = ToolError(kind=error.kind, message=recordable(error.message))
         if isinstance(error, InvalidInputError):
             detail = attrs.evolve(
                 detail,
-                path=error.path,
+                path=recordable(error.path),
                 violations=tuple(v.to_json() for v in error.violations) or None,
             )
         elif isinstance(error, ToolHandlerError):
-            detail = attrs.evolve(detail, type=error.error_type)
+            detail = attrs.evolve(detail, type=recordable(error.error_type))
         self.sink.emit(
             ToolFailed(
                 ts=self._timestamp(),
@@ -231,8 +243,8 @@ class ToolRuntime:
         )
 
     def _handler_failed(self, name: str, exc: BaseException) -> ToolHandlerError:
-        text = str(exc)
-        kind = type(exc).__name__
+        text = recordable(str(exc))
+        kind = recordable(type(exc).__name__)
         message = f"Tool {name} failed: {kind}: {text}" if text else f"Tool {name} failed: {kind}"
         return ToolHandlerError(name, message, error_type=kind)
 
