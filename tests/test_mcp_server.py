@@ -43,6 +43,7 @@ SERVER = [sys.executable, "-m", "mini_harness", "mcp"]
 TEST_TOOLS = """
 import asyncio
 import os
+import time
 
 from mini_harness.tools import default_registry
 
@@ -55,6 +56,10 @@ def registry():
         await asyncio.sleep(data["seconds"])
         return {"waited": data["seconds"]}
 
+    def nap(data):
+        time.sleep(data["seconds"])
+        return {"napped": data["seconds"]}
+
     def boom(data):
         raise ValueError("boom")
 
@@ -64,6 +69,8 @@ def registry():
         return {"said": 2}
 
     tools.add("wait", wait, description="Sleeps.", input_schema=anything)
+    tools.add("nap", nap, description="Sleeps in sync code.", input_schema=anything)
+    tools.add("nap1", nap, description="Naps, 1 s limit.", input_schema=anything, timeout=1)
     tools.add("boom", boom, description="Always raises.", input_schema=anything)
     tools.add("nan", lambda data: {"v": float("nan")}, description="NaN.", input_schema=anything)
     tools.add("letters", lambda data: list(data["word"]), description="", input_schema=anything)
@@ -306,6 +313,55 @@ class TestShutdown:
             ("ToolFailed", "wait", "cancelled"),
         ]
         assert in_doubt(records) == []
+
+    def test_sigterm_during_a_sync_tool(self, tmp_path: Path, client_factory: Any) -> None:
+        """A sync tool that sleeps blocks nothing: pings are answered and SIGTERM cancels it."""
+        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
+        log = tmp_path / "t.jsonl"
+        client = client_factory("--log", str(log), "--registry", "testtools:registry")
+        client.handshake()
+        client.send("tools/call", {"name": "nap", "arguments": {"seconds": 60}})
+        wait_for(lambda: log.read_bytes().count(b'"ToolCalled"') == 1)
+        pinged = time.monotonic()
+        assert client.request("ping")["result"] == {}
+        assert time.monotonic() - pinged < 2
+        started = time.monotonic()
+        client.process.send_signal(signal.SIGTERM)
+        assert client.process.wait(timeout=5) == 0
+        assert time.monotonic() - started < 5
+        assert client.stderr().splitlines()[-1] == "[mini-harness] MCP session ended (SIGTERM)"
+        records, reader = read_log(log)
+        assert reader.problems == []
+        assert call_events(records) == [
+            ("ToolCalled", "nap", None),
+            ("ToolFailed", "nap", "cancelled"),
+        ]
+
+    def test_timed_out_sync_tool_does_not_delay_exit(
+        self, tmp_path: Path, client_factory: Any
+    ) -> None:
+        """After a sync tool times out, closing stdin ends the server without waiting for it."""
+        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
+        log = tmp_path / "t.jsonl"
+        client = client_factory("--log", str(log), "--registry", "testtools:registry")
+        client.handshake()
+        reply = client.request("tools/call", {"name": "nap1", "arguments": {"seconds": 20}})
+        assert reply["result"]["content"] == [
+            {"type": "text", "text": "Tool nap1 timed out after 1 s"}
+        ]
+        assert client.process.stdin is not None
+        started = time.monotonic()
+        client.process.stdin.close()
+        assert client.process.wait(timeout=10) == 0
+        assert time.monotonic() - started < 5
+        assert client.stderr().splitlines()[-1] == (
+            "[mini-harness] MCP session ended (end of input)"
+        )
+        records, _ = read_log(log)
+        assert call_events(records) == [
+            ("ToolCalled", "nap1", None),
+            ("ToolFailed", "nap1", "timeout"),
+        ]
 
     def test_eof_ends_the_session(self, tmp_path: Path, client_factory: Any) -> None:
         """Closing stdin ends the session with exit 0; what tools print goes to stderr only."""
