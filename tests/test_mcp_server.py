@@ -514,6 +514,24 @@ class TestUsage:
             "it cannot be used with --registry\n"
         )
 
+    def test_closed_stdin_is_a_usage_error(self, tmp_path: Path) -> None:
+        """`mini-harness mcp <&-` exits 2 with one error line, not a traceback."""
+        log = tmp_path / "t.jsonl"
+        done = subprocess.run(
+            [*SERVER, "--log", str(log)],
+            preexec_fn=lambda: os.close(0),  # the child starts with fd 0 closed
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        assert done.returncode == 2
+        assert done.stdout == b""
+        assert done.stderr == (
+            b"[mini-harness] Error: stdin is closed: the mcp command reads MCP messages on "
+            b"stdin (an MCP client starts it)\n"
+        )
+        assert not log.exists()
+
     def test_unusable_log_is_a_usage_error(self, tmp_path: Path) -> None:
         """A --log that cannot be opened exits 2 before anything is served."""
         log = tmp_path / "missing-dir" / "t.jsonl"

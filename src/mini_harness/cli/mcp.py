@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,16 @@ def builtin_registry(workspace: Path | None) -> ToolRegistry:
     from mini_harness.tools import default_registry
 
     return default_registry(workspace)
+
+
+def _stdin_is_open() -> bool:
+    # Checked before anything opens a file: a closed fd 0 would be reused by the next
+    # descriptor opened (the transcript, the event loop's selector) and served as stdin.
+    try:
+        os.fstat(0)
+    except OSError:
+        return False
+    return True
 
 
 @click.command("mcp")
@@ -68,6 +79,12 @@ def mcp_command(
     \b
       pip install "mini-harness[mcp]"
     """
+    if not _stdin_is_open():
+        fail(
+            "stdin is closed: the mcp command reads MCP messages on stdin "
+            "(an MCP client starts it)",
+            2,
+        )
     try:
         import mcp.server.lowlevel  # noqa: F401  (fail here, before any output)
     except ImportError as exc:
