@@ -199,11 +199,11 @@ class TestOfficialClient:
 class RawClient:
     """Line-by-line JSON-RPC over a server subprocess's pipes, with a deadline on every read."""
 
-    def __init__(self, args: list[str], cwd: Path) -> None:
+    def __init__(self, args: list[str], cwd: Path, root_args: tuple[str, ...] = ()) -> None:
         # Clients start servers with block-buffered stdout; keep stray print()s buffered.
         env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
         self.process = subprocess.Popen(
-            [*SERVER, *args],
+            [*SERVER[:-1], *root_args, SERVER[-1], *args],
             cwd=cwd,
             env=env,
             stdin=subprocess.PIPE,
@@ -421,6 +421,39 @@ def _session(tmp_path_factory: pytest.TempPathFactory) -> Any:
     client.handshake()
     yield client
     client.stop()
+
+
+class TestWorkspace:
+    @pytest.mark.parametrize("where", ["root", "mcp"])
+    def test_workspace_binds_the_file_tools(self, tmp_path: Path, where: str) -> None:
+        """`mini-harness --workspace DIR mcp` and `mcp --workspace DIR` both serve DIR's files."""
+        workspace, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
+        workspace.mkdir()
+        elsewhere.mkdir()
+        (workspace / "inside.txt").write_text("hi\n")
+        option = ("--workspace", str(workspace))
+        if where == "root":
+            client = RawClient([], elsewhere, root_args=option)
+        else:
+            client = RawClient(list(option), elsewhere)
+        try:
+            client.handshake()
+            reply = client.request(
+                "tools/call", {"name": "read_file", "arguments": {"path": "inside.txt"}}
+            )
+            assert reply["result"].get("isError", False) is False, reply
+            assert reply["result"]["structuredContent"]["text"] == "hi\n"
+        finally:
+            client.stop()
+
+    def test_root_workspace_and_registry_exclude_each_other(self, tmp_path: Path) -> None:
+        """The root's --workspace is refused with --registry, as mcp's own --workspace is."""
+        result = CliRunner().invoke(cli, ["--workspace", str(tmp_path), "mcp", "--registry", "x:y"])
+        assert result.exit_code == 2
+        assert result.stderr == (
+            "[mini-harness] Error: --workspace applies to the built-in tools; "
+            "it cannot be used with --registry\n"
+        )
 
 
 class TestRawProtocol:

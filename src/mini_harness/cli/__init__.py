@@ -30,6 +30,12 @@ def fail(message: str, code: int) -> NoReturn:
     raise click.exceptions.Exit(code)
 
 
+def root_workspace() -> str | None:
+    """The root's --workspace (`mini-harness --workspace DIR SUBCOMMAND`), if it was given."""
+    workspace: str | None = (click.get_current_context().find_root().obj or {}).get("workspace")
+    return workspace
+
+
 class BadUsage(click.UsageError):
     """A usage error whose message says all there is to say (no `--help` hint)."""
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mini_harness.cli import PREFIX, fail
+from mini_harness.cli import PREFIX, fail, root_workspace
 from mini_harness.cli.log_options import given_log_flags, log_options, open_log
 
 if TYPE_CHECKING:
@@ -53,7 +53,8 @@ def _stdin_is_open() -> bool:
     "--workspace",
     metavar="DIR",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="The directory the built-in file tools work in.",
+    help="The directory the built-in file tools work in (default: the root's --workspace, "
+    "else the current directory).",
 )
 @click.option(
     "--registry",
@@ -98,6 +99,8 @@ def mcp_command(
     from mini_harness.mcp_server import run_stdio
     from mini_harness.runtime import EventSink, NullSink, ToolRuntime
 
+    if workspace is None and (given := root_workspace()) is not None:
+        workspace = Path(given)
     if registry_spec is not None:
         if workspace is not None:
             fail("--workspace applies to the built-in tools; it cannot be used with --registry", 2)
