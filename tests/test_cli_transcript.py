@@ -34,6 +34,16 @@ def _id(path: Path) -> str:
     return str(orjson.loads(path.read_bytes().splitlines()[0])["transcriptId"])
 
 
+class TestGroupWithoutSubcommand:
+    @pytest.mark.parametrize("args", [[], ["transcript"]], ids=["root", "transcript"])
+    def test_prints_help_and_exits_0(self, args: list[str]) -> None:
+        """A command group run without a subcommand prints its --help on stdout, exit 0."""
+        result = run(*args)
+        assert result.exit_code == 0
+        assert result.stderr == ""
+        assert result.stdout == run(*args, "--help").stdout
+
+
 class TestVerifyCommand:
     def test_clean(self, log: Path) -> None:
         """A clean transcript: summary, head hash, exit 0."""
