@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mini_harness.cli import cli
+from mini_harness.cli.log_options import opened_log
+from mini_harness.runtime import NullSink, ToolRegistry, ToolRuntime
 from mini_harness.transcripts import line_hash
 
 HELLO = '{"text":"hello"}'
@@ -177,3 +180,39 @@ class TestLogOptions:
         result = run(*args)
         assert result.exit_code == 2
         assert message in result.stderr
+
+
+def _descriptors_to(path: Path) -> list[str]:
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        pytest.skip("needs /proc/self/fd")
+    found = []
+    for fd in os.listdir(fds):
+        try:
+            if os.readlink(fds / fd) == str(path):
+                found.append(fd)
+        except OSError:
+            continue
+    return found
+
+
+class TestOpenedLog:
+    def test_closed_even_when_the_command_fails(self, tmp_path: Path) -> None:
+        """The --log transcript of root and mcp is closed on the way out, failure or not."""
+        log = tmp_path / "t.jsonl"
+
+        def record_then_fail() -> None:
+            with opened_log(str(log), {"fsync": "never"}) as sink:
+                assert _descriptors_to(log) != []
+                ToolRuntime(ToolRegistry(), sink).start()
+                raise RuntimeError("the command failed")
+
+        with pytest.raises(RuntimeError):
+            record_then_fail()
+        assert _descriptors_to(log) == []
+        assert log.read_bytes().endswith(b"\n")
+
+    def test_no_path_records_nothing(self) -> None:
+        """Without --log the commands dispatch against a sink that discards events."""
+        with opened_log(None, {}) as sink:
+            assert isinstance(sink, NullSink)

@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 import click
 
 from mini_harness._version import __version__
-from mini_harness.cli.log_options import given_log_flags, log_options, open_log
+from mini_harness.cli.log_options import given_log_flags, log_option, log_options, opened_log
 
 PREFIX = "[mini-harness]"
 
@@ -93,14 +93,7 @@ class HarnessGroup(click.Group):
     is_flag=True,
     help="After the result, print the Context Explorer report (estimated tokens per part).",
 )
-@click.option(
-    "--log",
-    "--transcript",
-    "log",
-    metavar="PATH",
-    type=click.Path(dir_okay=False),
-    help="Append this run's events to a JSONL transcript (created if missing).",
-)
+@log_option("Append this run's events to a JSONL transcript (created if missing).")
 @log_options
 @click.option(
     "--workspace",
@@ -198,27 +191,17 @@ def run_dispatch(
     import orjson
 
     from mini_harness.errors import ToolCallError
-    from mini_harness.runtime import (
-        EventSink,
-        NullSink,
-        ToolRuntime,
-        dispatch_context,
-        render_context_report,
-    )
+    from mini_harness.runtime import ToolRuntime, dispatch_context, render_context_report
     from mini_harness.tools import default_registry
 
     tool_input = parse_tool_input(raw_input)
     registry = default_registry(workspace)
-    sink: EventSink = open_log(log, settings or {}) if log is not None else NullSink()
-    runtime = ToolRuntime(registry, sink)
-    try:
-        result = runtime.dispatch(tool, tool_input)
-    except ToolCallError as exc:
-        fail(exc.message, 1)
-    finally:
-        close = getattr(sink, "close", None)
-        if close is not None:
-            close()
+    with opened_log(log, settings or {}) as sink:
+        runtime = ToolRuntime(registry, sink)
+        try:
+            result = runtime.dispatch(tool, tool_input)
+        except ToolCallError as exc:
+            fail(exc.message, 1)
     shown = result.display_json()
     info(f"Task: Dispatch tool: {tool}")
     info("Model provider: none")

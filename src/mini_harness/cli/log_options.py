@@ -1,11 +1,15 @@
-"""The options that shape how the root command writes its `--log` transcript."""
+"""`--log` and the options that shape how the root command and `mcp` write it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from mini_harness.runtime import EventSink
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -18,6 +22,18 @@ LOG_FLAGS = {
     "redact_pattern": "--redact-pattern",
     "max_event_bytes": "--max-event-bytes",
 }
+
+
+def log_option(help_text: str) -> Callable[[F], F]:
+    """The `--log PATH` option (alias `--transcript`) of the commands that record a run."""
+    return click.option(
+        "--log",
+        "--transcript",
+        "log",
+        metavar="PATH",
+        type=click.Path(dir_okay=False),
+        help=help_text,
+    )
 
 
 def log_options(command: F) -> F:
@@ -75,3 +91,18 @@ def open_log(path: str, settings: dict[str, Any]) -> Any:
         extra["max_event_bytes"] = settings["max_event_bytes"]
     extra["fsync"] = settings.get("fsync") or DEFAULT_FSYNC
     return JsonlTranscript(path, redactor=redactor, **extra)
+
+
+@contextlib.contextmanager
+def opened_log(path: str | None, settings: dict[str, Any]) -> Iterator[EventSink]:
+    """The sink for `--log`: its transcript, closed on the way out; or one that discards."""
+    if path is None:
+        from mini_harness.runtime import NullSink
+
+        yield NullSink()
+        return
+    transcript = open_log(path, settings)
+    try:
+        yield transcript
+    finally:
+        transcript.close()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mini_harness.cli import PREFIX, fail, root_workspace
-from mini_harness.cli.log_options import given_log_flags, log_options, open_log
+from mini_harness.cli.log_options import given_log_flags, log_option, log_options, opened_log
 
 if TYPE_CHECKING:
     from mini_harness.runtime import ToolRegistry
@@ -40,14 +40,7 @@ def _stdin_is_open() -> bool:
 
 
 @click.command("mcp")
-@click.option(
-    "--log",
-    "--transcript",
-    "log",
-    metavar="PATH",
-    type=click.Path(dir_okay=False),
-    help="Append the session's events to this JSONL transcript (created if missing).",
-)
+@log_option("Append the session's events to this JSONL transcript (created if missing).")
 @log_options
 @click.option(
     "--workspace",
@@ -97,7 +90,7 @@ def mcp_command(
         fail(f"{given_log_flags(log_settings)[0]} needs --log PATH", 2)
 
     from mini_harness.mcp_server import run_stdio
-    from mini_harness.runtime import EventSink, NullSink, ToolRuntime
+    from mini_harness.runtime import ToolRuntime
 
     if workspace is None and (given := root_workspace()) is not None:
         workspace = Path(given)
@@ -110,15 +103,10 @@ def mcp_command(
     else:
         registry = builtin_registry(workspace)
 
-    sink: EventSink = open_log(log, log_settings) if log is not None else NullSink()
-    try:
+    with opened_log(log, log_settings) as sink:
         runtime = ToolRuntime(registry, sink)
         names = ", ".join(d.name for d in registry.list()) or "none"
         where = f"; transcript {log}" if log is not None else ""
         _note(f"MCP server on stdio: tools {names}; run {runtime.run_id}{where}")
         ended_by = run_stdio(runtime)
-    finally:
-        close = getattr(sink, "close", None)
-        if close is not None:
-            close()
     _note(f"MCP session ended ({ended_by})")
