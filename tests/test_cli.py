@@ -240,6 +240,21 @@ class TestWorkspaceOption:
         """--workspace may precede a subcommand (it picks the root its registry uses)."""
         assert run("--workspace", str(tmp_path), "tools").exit_code == 0
 
+    def test_tools_reads_the_root_workspace(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """`--workspace DIR tools` builds its registry in DIR, so a deleted cwd does not matter."""
+        gone = tmp_path / "gone"
+        gone.mkdir()
+        monkeypatch.chdir(gone)
+        gone.rmdir()
+        assert run("tools").exit_code == 2
+        result = run("--workspace", str(tmp_path), "tools")
+        assert result.exit_code == 0, result.output
+        assert [entry["name"] for entry in orjson.loads(result.stdout)] == [
+            d.name for d in default_registry(tmp_path).list()
+        ]
+
 
 class TestFileToolDefinitions:
     def test_tools_lists_the_file_tools(self) -> None:

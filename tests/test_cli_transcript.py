@@ -11,6 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mini_harness.cli import cli
+from mini_harness.cli.log_options import opened_log
+from mini_harness.runtime import NullSink, ToolRegistry, ToolRuntime
 from mini_harness.transcripts import line_hash
 
 HELLO = '{"text":"hello"}'
@@ -33,6 +35,16 @@ def _head(path: Path) -> str:
 
 def _id(path: Path) -> str:
     return str(orjson.loads(path.read_bytes().splitlines()[0])["transcriptId"])
+
+
+class TestGroupWithoutSubcommand:
+    @pytest.mark.parametrize("args", [[], ["transcript"]], ids=["root", "transcript"])
+    def test_prints_help_and_exits_0(self, args: list[str]) -> None:
+        """A command group run without a subcommand prints its --help on stdout, exit 0."""
+        result = run(*args)
+        assert result.exit_code == 0
+        assert result.stderr == ""
+        assert result.stdout == run(*args, "--help").stdout
 
 
 class TestVerifyCommand:
@@ -248,3 +260,39 @@ class TestLogOptions:
         result = run(*args)
         assert result.exit_code == 2
         assert message in result.stderr
+
+
+def _descriptors_to(path: Path) -> list[str]:
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        pytest.skip("needs /proc/self/fd")
+    found = []
+    for fd in os.listdir(fds):
+        try:
+            if os.readlink(fds / fd) == str(path):
+                found.append(fd)
+        except OSError:
+            continue
+    return found
+
+
+class TestOpenedLog:
+    def test_closed_even_when_the_command_fails(self, tmp_path: Path) -> None:
+        """The --log transcript of root and mcp is closed on the way out, failure or not."""
+        log = tmp_path / "t.jsonl"
+
+        def record_then_fail() -> None:
+            with opened_log(str(log), {"fsync": "never"}) as sink:
+                assert _descriptors_to(log) != []
+                ToolRuntime(ToolRegistry(), sink).start()
+                raise RuntimeError("the command failed")
+
+        with pytest.raises(RuntimeError):
+            record_then_fail()
+        assert _descriptors_to(log) == []
+        assert log.read_bytes().endswith(b"\n")
+
+    def test_no_path_records_nothing(self) -> None:
+        """Without --log the commands dispatch against a sink that discards events."""
+        with opened_log(None, {}) as sink:
+            assert isinstance(sink, NullSink)

@@ -12,12 +12,7 @@ from typing import Any, NoReturn
 import click
 
 from mini_harness._version import __version__
-from mini_harness.cli.log_options import (
-    given_log_flags,
-    log_options,
-    open_log,
-    warn_quarantined,
-)
+from mini_harness.cli.log_options import given_log_flags, log_option, log_options, opened_log
 
 PREFIX = "[mini-harness]"
 
@@ -34,6 +29,12 @@ def fail(message: str, code: int) -> NoReturn:
     """Print an error line and exit with `code` (1: the work failed, 2: usage)."""
     error(message)
     raise click.exceptions.Exit(code)
+
+
+def root_workspace() -> str | None:
+    """The root's --workspace (`mini-harness --workspace DIR SUBCOMMAND`), if it was given."""
+    workspace: str | None = (click.get_current_context().find_root().obj or {}).get("workspace")
+    return workspace
 
 
 class BadUsage(click.UsageError):
@@ -93,14 +94,7 @@ class HarnessGroup(click.Group):
     is_flag=True,
     help="After the result, print the Context Explorer report (estimated tokens per part).",
 )
-@click.option(
-    "--log",
-    "--transcript",
-    "log",
-    metavar="PATH",
-    type=click.Path(dir_okay=False),
-    help="Append this run's events to a JSONL transcript (created if missing).",
-)
+@log_option("Append this run's events to a JSONL transcript (created if missing).")
 @log_options
 @click.option(
     "--workspace",
@@ -218,28 +212,17 @@ def run_dispatch(
     import orjson
 
     from mini_harness.errors import ToolCallError
-    from mini_harness.runtime import (
-        EventSink,
-        NullSink,
-        ToolRuntime,
-        dispatch_context,
-        render_context_report,
-    )
+    from mini_harness.runtime import ToolRuntime, dispatch_context, render_context_report
     from mini_harness.tools import default_registry
 
     tool_input = parse_tool_input(raw_input)
     registry = default_registry(workspace)
-    sink: EventSink = open_log(log, settings or {}) if log is not None else NullSink()
-    runtime = ToolRuntime(registry, sink)
-    try:
-        result = runtime.dispatch(tool, tool_input)
-    except ToolCallError as exc:
-        fail(exc.message, 1)
-    finally:
-        warn_quarantined(sink)
-        close = getattr(sink, "close", None)
-        if close is not None:
-            close()
+    with opened_log(log, settings or {}) as sink:
+        runtime = ToolRuntime(registry, sink)
+        try:
+            result = runtime.dispatch(tool, tool_input)
+        except ToolCallError as exc:
+            fail(exc.message, 1)
     shown = result.display_json()
     info(f"Task: Dispatch tool: {tool}")
     info("Model provider: none")

@@ -1,11 +1,16 @@
-"""The options that shape how the root command writes its `--log` transcript."""
+"""`--log` and the options that shape how the root command and `mcp` write it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+import contextlib
+import weakref
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from mini_harness.runtime import EventSink
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -18,6 +23,18 @@ LOG_FLAGS = {
     "redact_pattern": "--redact-pattern",
     "max_event_bytes": "--max-event-bytes",
 }
+
+
+def log_option(help_text: str) -> Callable[[F], F]:
+    """The `--log PATH` option (alias `--transcript`) of the commands that record a run."""
+    return click.option(
+        "--log",
+        "--transcript",
+        "log",
+        metavar="PATH",
+        type=click.Path(dir_okay=False),
+        help=help_text,
+    )
 
 
 def log_options(command: F) -> F:
@@ -78,8 +95,11 @@ def open_log(path: str, settings: dict[str, Any]) -> Any:
     return JsonlTranscript(path, redactor=redactor, **extra)
 
 
-def warn_quarantined(sink: Any, already: int = 0) -> int:
-    """Say on stderr what the writer set aside since the first `already`; return the count.
+_WARNED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def warn_quarantined(sink: Any) -> None:
+    """Say on stderr what the writer set aside that was not said yet.
 
     The writer moves a torn tail (a crash's leftover) to `<log>.torn-<offset>` on its own;
     the user must learn of it, and where it went.
@@ -87,10 +107,29 @@ def warn_quarantined(sink: Any, already: int = 0) -> int:
     from mini_harness.cli import PREFIX
 
     moved = list(getattr(sink, "quarantined", ()))
+    if not moved:
+        return
+    already = _WARNED.get(sink, 0)
+    _WARNED[sink] = len(moved)
     for torn in moved[already:]:
         click.echo(
             f"{PREFIX} Warning: {sink.path}: {torn.length} bytes at byte {torn.offset} were "
             f"not complete events (a torn tail, e.g. left by a crash); moved them to {torn.path}",
             err=True,
         )
-    return len(moved)
+
+
+@contextlib.contextmanager
+def opened_log(path: str | None, settings: dict[str, Any]) -> Iterator[EventSink]:
+    """The sink for `--log`: its transcript, closed on the way out; or one that discards."""
+    if path is None:
+        from mini_harness.runtime import NullSink
+
+        yield NullSink()
+        return
+    transcript = open_log(path, settings)
+    try:
+        yield transcript
+    finally:
+        warn_quarantined(transcript)
+        transcript.close()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import math
 import threading
@@ -287,7 +289,7 @@ class ToolRuntime:
     # --- async ----------------------------------------------------------------
 
     async def dispatch_async(self, name: str, tool_input: JsonValue) -> ToolResult:
-        """Dispatch from inside an event loop; sync handlers with a timeout run in a thread."""
+        """Dispatch from inside an event loop; sync handlers run in a thread of their own."""
         call_id, tool, start = self._begin(name, tool_input)
         try:
             output = await self._run_async(tool, tool_input)
@@ -306,12 +308,42 @@ class ToolRuntime:
     async def _run_async(self, tool: RegisteredTool, tool_input: JsonValue) -> object:
         if tool.is_async:
             return await asyncio.wait_for(tool.handler(tool_input), tool.timeout)
-        if tool.timeout is None:
-            output = tool.handler(tool_input)
-            if inspect.isawaitable(output):
-                return await output
-            return output
-        return await asyncio.wait_for(asyncio.to_thread(tool.handler, tool_input), tool.timeout)
+        return await asyncio.wait_for(_sync_off_loop(tool.handler, tool_input), tool.timeout)
+
+
+async def _sync_off_loop(handler: Callable[[Any], Any], arg: object) -> object:
+    """Run a sync handler in a daemon thread, so the loop keeps serving while it runs.
+
+    Not `asyncio.to_thread`: the default executor's threads are joined at exit, so one
+    abandoned handler (timed out or cancelled) would hold the process open until it ends.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[object] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: object, error: BaseException | None) -> None:
+        if future.done():  # the caller stopped waiting (timeout or cancellation)
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def target() -> None:
+        value: object = None
+        error: BaseException | None = None
+        try:
+            value = context.run(handler, arg)
+        except BaseException as exc:  # handed to the awaiting caller
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is already closed
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=target, name="mini-harness-tool", daemon=True).start()
+    output = await future
+    if inspect.isawaitable(output):
+        return await output
+    return output
 
 
 class _Timeout(Exception):
