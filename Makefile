@@ -18,6 +18,8 @@ demo: $(STAMP)
 	$(BIN)/mini-harness --tool echo --tool-input '{"text":123}' --log demo-transcript.jsonl || true
 	@echo "--- demo-transcript.jsonl"
 	@cat demo-transcript.jsonl
+	@echo "--- mini-harness replay demo-transcript.jsonl"
+	$(BIN)/mini-harness replay demo-transcript.jsonl
 
 test: $(STAMP)
 	$(BIN)/ruff check .

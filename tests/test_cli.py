@@ -240,6 +240,21 @@ class TestWorkspaceOption:
         """--workspace may precede a subcommand (it picks the root its registry uses)."""
         assert run("--workspace", str(tmp_path), "tools").exit_code == 0
 
+    def test_tools_reads_the_root_workspace(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """`--workspace DIR tools` builds its registry in DIR, so a deleted cwd does not matter."""
+        gone = tmp_path / "gone"
+        gone.mkdir()
+        monkeypatch.chdir(gone)
+        gone.rmdir()
+        assert run("tools").exit_code == 2
+        result = run("--workspace", str(tmp_path), "tools")
+        assert result.exit_code == 0, result.output
+        assert [entry["name"] for entry in orjson.loads(result.stdout)] == [
+            d.name for d in default_registry(tmp_path).list()
+        ]
+
 
 class TestFileToolDefinitions:
     def test_tools_lists_the_file_tools(self) -> None:
@@ -273,3 +288,24 @@ def test_python_dash_m(tmp_path: Path) -> None:
     )
     assert bad.returncode == 2
     assert bad.stderr == "[mini-harness] Error: --tool-input must be valid JSON\n"
+
+
+class TestToolInputNumbers:
+    def test_integer_wider_than_64_bits_is_a_usage_error(self) -> None:
+        """A huge integer is refused instead of silently becoming a float."""
+        big = "123456789012345678901234567890"
+        result = run("--tool", "echo", "--tool-input", f'{{"text":"a","n":{big}}}')
+        assert result.exit_code == 2
+        assert result.stderr == (
+            f"[mini-harness] Error: --tool-input: integer {big} does not fit in 64 bits\n"
+        )
+
+    def test_long_digit_runs_inside_strings_are_fine(self) -> None:
+        """Digits inside a string or a 64-bit integer pass untouched."""
+        text = "12345678901234567890123"
+        result = run("--tool", "echo", "--tool-input", f'{{"text":"{text}"}}')
+        assert result.exit_code == 0
+        assert f'"output":{{"text":"{text}"}}' in result.stdout
+        wide = run("--tool", "echo", "--tool-input", '{"text":"a","n":18446744073709551615}')
+        assert wide.exit_code == 0
+        assert '"n":18446744073709551615' in wide.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mini_harness.cli import cli
+from mini_harness.cli.log_options import opened_log
+from mini_harness.runtime import NullSink, ToolRegistry, ToolRuntime
 from mini_harness.transcripts import line_hash
 
 HELLO = '{"text":"hello"}'
@@ -32,6 +35,16 @@ def _head(path: Path) -> str:
 
 def _id(path: Path) -> str:
     return str(orjson.loads(path.read_bytes().splitlines()[0])["transcriptId"])
+
+
+class TestGroupWithoutSubcommand:
+    @pytest.mark.parametrize("args", [[], ["transcript"]], ids=["root", "transcript"])
+    def test_prints_help_and_exits_0(self, args: list[str]) -> None:
+        """A command group run without a subcommand prints its --help on stdout, exit 0."""
+        result = run(*args)
+        assert result.exit_code == 0
+        assert result.stderr == ""
+        assert result.stdout == run(*args, "--help").stdout
 
 
 class TestVerifyCommand:
@@ -106,6 +119,43 @@ class TestRepairCommand:
         assert result.stdout.startswith("[mini-harness] Nothing to repair.\n")
         assert log.read_bytes() == before
 
+    def test_file_cut_while_created_is_repaired(self, tmp_path: Path) -> None:
+        """A header cut by a crash is the whole file's torn tail: set aside, leaving it empty."""
+        log = tmp_path / "f.jsonl"
+        log.write_bytes(b'{"type":"TranscriptSta')
+        result = run("transcript", "repair", str(log))
+        assert result.exit_code == 0
+        assert result.stdout == (
+            f"[mini-harness] Torn tail: 22 bytes at byte 0 copied to {log}.torn-0 and cut off\n"
+            f"[mini-harness] Transcript: {log}\n"
+            "[mini-harness] Lines: 0, runs: 0, calls: 0\n"
+            "[mini-harness] Head hash: (none)\n"
+            "[mini-harness] Verified: no problems found.\n"
+        )
+        assert log.read_bytes() == b""
+        assert Path(f"{log}.torn-0").read_bytes() == b'{"type":"TranscriptSta'
+
+    def test_empty_file_needs_no_repair(self, tmp_path: Path) -> None:
+        """An empty file (created, then the crash) is left alone and exits 0."""
+        log = tmp_path / "f.jsonl"
+        log.write_bytes(b"")
+        result = run("transcript", "repair", str(log))
+        assert result.exit_code == 0
+        assert result.stdout.startswith("[mini-harness] Nothing to repair.\n")
+        assert result.stderr == ""
+
+    def test_somebodys_file_is_not_repaired(self, tmp_path: Path) -> None:
+        """A file of notes without a newline is refused (exit 2), not moved aside."""
+        notes = tmp_path / "notes.txt"
+        notes.write_bytes(b"my notes")
+        result = run("transcript", "repair", str(notes))
+        assert result.exit_code == 2
+        assert result.stderr == (
+            f"[mini-harness] Error: {notes} is not a mini-harness transcript (it has no "
+            "TranscriptStarted line); refusing to write to it\n"
+        )
+        assert list(tmp_path.iterdir()) == [notes]
+
     def test_mid_file_damage_is_refused(self, log: Path) -> None:
         """Repair will not touch damage in the middle of a file and exits 1 saying why."""
         lines = log.read_bytes().splitlines(keepends=True)
@@ -147,6 +197,45 @@ class TestLogOptions:
         assert sizes["ToolSucceeded"] <= 2048
         assert b'"$omitted"' in log.read_bytes()
 
+    def test_log_to_a_fifo_is_refused_before_dispatching(self, tmp_path: Path) -> None:
+        """--log at a FIFO (or /dev/stdout on a pipe) exits 2 and runs no tool."""
+        pipe = tmp_path / "pipe"
+        os.mkfifo(pipe)
+        result = run("--tool", "echo", "--tool-input", HELLO, "--log", str(pipe))
+        assert result.exit_code == 2
+        assert result.stdout == ""
+        assert result.stderr == (
+            f"[mini-harness] Error: cannot write transcript {pipe}: it is not a regular file "
+            "(a device, FIFO or socket cannot hold a transcript)\n"
+        )
+
+    def test_log_at_somebodys_file_is_refused(self, tmp_path: Path) -> None:
+        """--log at a file that is not a transcript exits 2, runs no tool, leaves it alone."""
+        notes = tmp_path / "notes.txt"
+        notes.write_bytes(b"my notes")
+        result = run("--tool", "echo", "--tool-input", HELLO, "--log", str(notes))
+        assert result.exit_code == 2
+        assert result.stdout == ""
+        assert result.stderr == (
+            f"[mini-harness] Error: {notes} is not a mini-harness transcript (it has no "
+            "TranscriptStarted line); refusing to write to it\n"
+        )
+        assert notes.read_bytes() == b"my notes"
+        assert list(tmp_path.iterdir()) == [notes]
+
+    def test_torn_tail_set_aside_is_a_warning(self, log: Path) -> None:
+        """When the writer sets a torn tail aside the user is told on stderr, and where."""
+        size = log.stat().st_size
+        with log.open("ab") as handle:
+            handle.write(b'{"type":"ToolCal')
+        result = run("--tool", "echo", "--tool-input", HELLO, "--log", str(log))
+        assert result.exit_code == 0
+        assert result.stderr == (
+            f"[mini-harness] Warning: {log}: 16 bytes at byte {size} were not complete events "
+            f"(a torn tail, e.g. left by a crash); moved them to {log}.torn-{size}\n"
+        )
+        assert Path(f"{log}.torn-{size}").read_bytes() == b'{"type":"ToolCal'
+
     @pytest.mark.parametrize(
         ("args", "message"),
         [
@@ -156,6 +245,10 @@ class TestLogOptions:
             (
                 ["--tool", "echo", "--log", "x.jsonl", "--redact-pattern", "("],
                 "--redact-pattern '(' is not a valid regex",
+            ),
+            (
+                ["--tool", "echo", "--log", "x.jsonl", "--redact-env", "MINI_HARNESS_NO_SUCH_VAR"],
+                "--redact-env MINI_HARNESS_NO_SUCH_VAR: the variable is not set",
             ),
         ],
     )
@@ -167,3 +260,39 @@ class TestLogOptions:
         result = run(*args)
         assert result.exit_code == 2
         assert message in result.stderr
+
+
+def _descriptors_to(path: Path) -> list[str]:
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        pytest.skip("needs /proc/self/fd")
+    found = []
+    for fd in os.listdir(fds):
+        try:
+            if os.readlink(fds / fd) == str(path):
+                found.append(fd)
+        except OSError:
+            continue
+    return found
+
+
+class TestOpenedLog:
+    def test_closed_even_when_the_command_fails(self, tmp_path: Path) -> None:
+        """The --log transcript of root and mcp is closed on the way out, failure or not."""
+        log = tmp_path / "t.jsonl"
+
+        def record_then_fail() -> None:
+            with opened_log(str(log), {"fsync": "never"}) as sink:
+                assert _descriptors_to(log) != []
+                ToolRuntime(ToolRegistry(), sink).start()
+                raise RuntimeError("the command failed")
+
+        with pytest.raises(RuntimeError):
+            record_then_fail()
+        assert _descriptors_to(log) == []
+        assert log.read_bytes().endswith(b"\n")
+
+    def test_no_path_records_nothing(self) -> None:
+        """Without --log the commands dispatch against a sink that discards events."""
+        with opened_log(None, {}) as sink:
+            assert isinstance(sink, NullSink)

@@ -38,6 +38,9 @@ class TestLazyImports:
             "mini_harness.tools.walk",
             "mini_harness.tools.globs",
             "mini_harness.tools.search_text",
+            "regex",
+            "mini_harness.replay",
+            "mini_harness.registry_spec",
             "jsonschema_rs",
         ]
         code = PROBE.replace("LOG", repr(str(tmp_path / "t.jsonl"))).replace("NAMES", repr(names))

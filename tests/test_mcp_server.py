@@ -43,6 +43,7 @@ SERVER = [sys.executable, "-m", "mini_harness", "mcp"]
 TEST_TOOLS = """
 import asyncio
 import os
+import time
 
 from mini_harness.tools import default_registry
 
@@ -55,6 +56,10 @@ def registry():
         await asyncio.sleep(data["seconds"])
         return {"waited": data["seconds"]}
 
+    def nap(data):
+        time.sleep(data["seconds"])
+        return {"napped": data["seconds"]}
+
     def boom(data):
         raise ValueError("boom")
 
@@ -64,6 +69,8 @@ def registry():
         return {"said": 2}
 
     tools.add("wait", wait, description="Sleeps.", input_schema=anything)
+    tools.add("nap", nap, description="Sleeps in sync code.", input_schema=anything)
+    tools.add("nap1", nap, description="Naps, 1 s limit.", input_schema=anything, timeout=1)
     tools.add("boom", boom, description="Always raises.", input_schema=anything)
     tools.add("nan", lambda data: {"v": float("nan")}, description="NaN.", input_schema=anything)
     tools.add("letters", lambda data: list(data["word"]), description="", input_schema=anything)
@@ -171,15 +178,32 @@ class TestOfficialClient:
         assert "Traceback" not in stderr
         assert stderr.splitlines()[-1] == "[mini-harness] MCP session ended (end of input)"
 
+        # The transcript is an audit log replay understands: the fold reports each call...
+        folded = CliRunner().invoke(cli, ["replay", str(log), "--json"])
+        assert folded.exit_code == 0, folded.output
+        calls = orjson.loads(folded.stdout)["calls"]
+        assert [(c["name"], c["status"]) for c in calls] == [
+            ("echo", "succeeded"),
+            ("echo", "failed"),
+            ("echo", "failed"),
+            ("nope", "failed"),
+        ]
+        # ...and re-running them against the same registry matches every one.
+        rerun = CliRunner().invoke(cli, ["replay", str(log), "--rerun"])
+        assert rerun.exit_code == 0, rerun.output
+        assert "Re-run: 4 matched, 0 diverged, 0 now-fails, 0 now-succeeds, 0 skipped" in (
+            rerun.stdout
+        )
+
 
 class RawClient:
     """Line-by-line JSON-RPC over a server subprocess's pipes, with a deadline on every read."""
 
-    def __init__(self, args: list[str], cwd: Path) -> None:
+    def __init__(self, args: list[str], cwd: Path, root_args: tuple[str, ...] = ()) -> None:
         # Clients start servers with block-buffered stdout; keep stray print()s buffered.
         env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
         self.process = subprocess.Popen(
-            [*SERVER, *args],
+            [*SERVER[:-1], *root_args, SERVER[-1], *args],
             cwd=cwd,
             env=env,
             stdin=subprocess.PIPE,
@@ -290,6 +314,55 @@ class TestShutdown:
         ]
         assert in_doubt(records) == []
 
+    def test_sigterm_during_a_sync_tool(self, tmp_path: Path, client_factory: Any) -> None:
+        """A sync tool that sleeps blocks nothing: pings are answered and SIGTERM cancels it."""
+        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
+        log = tmp_path / "t.jsonl"
+        client = client_factory("--log", str(log), "--registry", "testtools:registry")
+        client.handshake()
+        client.send("tools/call", {"name": "nap", "arguments": {"seconds": 60}})
+        wait_for(lambda: log.read_bytes().count(b'"ToolCalled"') == 1)
+        pinged = time.monotonic()
+        assert client.request("ping")["result"] == {}
+        assert time.monotonic() - pinged < 2
+        started = time.monotonic()
+        client.process.send_signal(signal.SIGTERM)
+        assert client.process.wait(timeout=5) == 0
+        assert time.monotonic() - started < 5
+        assert client.stderr().splitlines()[-1] == "[mini-harness] MCP session ended (SIGTERM)"
+        records, reader = read_log(log)
+        assert reader.problems == []
+        assert call_events(records) == [
+            ("ToolCalled", "nap", None),
+            ("ToolFailed", "nap", "cancelled"),
+        ]
+
+    def test_timed_out_sync_tool_does_not_delay_exit(
+        self, tmp_path: Path, client_factory: Any
+    ) -> None:
+        """After a sync tool times out, closing stdin ends the server without waiting for it."""
+        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
+        log = tmp_path / "t.jsonl"
+        client = client_factory("--log", str(log), "--registry", "testtools:registry")
+        client.handshake()
+        reply = client.request("tools/call", {"name": "nap1", "arguments": {"seconds": 20}})
+        assert reply["result"]["content"] == [
+            {"type": "text", "text": "Tool nap1 timed out after 1 s"}
+        ]
+        assert client.process.stdin is not None
+        started = time.monotonic()
+        client.process.stdin.close()
+        assert client.process.wait(timeout=10) == 0
+        assert time.monotonic() - started < 5
+        assert client.stderr().splitlines()[-1] == (
+            "[mini-harness] MCP session ended (end of input)"
+        )
+        records, _ = read_log(log)
+        assert call_events(records) == [
+            ("ToolCalled", "nap1", None),
+            ("ToolFailed", "nap1", "timeout"),
+        ]
+
     def test_eof_ends_the_session(self, tmp_path: Path, client_factory: Any) -> None:
         """Closing stdin ends the session with exit 0; what tools print goes to stderr only."""
         (tmp_path / "testtools.py").write_text(TEST_TOOLS)
@@ -348,6 +421,39 @@ def _session(tmp_path_factory: pytest.TempPathFactory) -> Any:
     client.handshake()
     yield client
     client.stop()
+
+
+class TestWorkspace:
+    @pytest.mark.parametrize("where", ["root", "mcp"])
+    def test_workspace_binds_the_file_tools(self, tmp_path: Path, where: str) -> None:
+        """`mini-harness --workspace DIR mcp` and `mcp --workspace DIR` both serve DIR's files."""
+        workspace, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
+        workspace.mkdir()
+        elsewhere.mkdir()
+        (workspace / "inside.txt").write_text("hi\n")
+        option = ("--workspace", str(workspace))
+        if where == "root":
+            client = RawClient([], elsewhere, root_args=option)
+        else:
+            client = RawClient(list(option), elsewhere)
+        try:
+            client.handshake()
+            reply = client.request(
+                "tools/call", {"name": "read_file", "arguments": {"path": "inside.txt"}}
+            )
+            assert reply["result"].get("isError", False) is False, reply
+            assert reply["result"]["structuredContent"]["text"] == "hi\n"
+        finally:
+            client.stop()
+
+    def test_root_workspace_and_registry_exclude_each_other(self, tmp_path: Path) -> None:
+        """The root's --workspace is refused with --registry, as mcp's own --workspace is."""
+        result = CliRunner().invoke(cli, ["--workspace", str(tmp_path), "mcp", "--registry", "x:y"])
+        assert result.exit_code == 2
+        assert result.stderr == (
+            "[mini-harness] Error: --workspace applies to the built-in tools; "
+            "it cannot be used with --registry\n"
+        )
 
 
 class TestRawProtocol:
@@ -441,6 +547,24 @@ class TestUsage:
             "it cannot be used with --registry\n"
         )
 
+    def test_closed_stdin_is_a_usage_error(self, tmp_path: Path) -> None:
+        """`mini-harness mcp <&-` exits 2 with one error line, not a traceback."""
+        log = tmp_path / "t.jsonl"
+        done = subprocess.run(
+            [*SERVER, "--log", str(log)],
+            preexec_fn=lambda: os.close(0),  # the child starts with fd 0 closed
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        assert done.returncode == 2
+        assert done.stdout == b""
+        assert done.stderr == (
+            b"[mini-harness] Error: stdin is closed: the mcp command reads MCP messages on "
+            b"stdin (an MCP client starts it)\n"
+        )
+        assert not log.exists()
+
     def test_unusable_log_is_a_usage_error(self, tmp_path: Path) -> None:
         """A --log that cannot be opened exits 2 before anything is served."""
         log = tmp_path / "missing-dir" / "t.jsonl"
@@ -450,3 +574,21 @@ class TestUsage:
         assert result.stderr == (
             f"[mini-harness] Error: cannot open transcript {log}: No such file or directory\n"
         )
+
+
+class TestLogWarnings:
+    def test_torn_tail_set_aside_is_a_warning(self, tmp_path: Path, client_factory: Any) -> None:
+        """A torn tail the session's writer sets aside is reported on stderr, with its new name."""
+        log = tmp_path / "t.jsonl"
+        log.write_bytes(b'{"type":"TranscriptSta')
+        client = client_factory("--log", str(log))
+        client.handshake()
+        assert client.process.stdin is not None
+        client.process.stdin.close()
+        assert client.process.wait(timeout=5) == 0
+        warning = (
+            f"[mini-harness] Warning: {log}: 22 bytes at byte 0 were not complete events "
+            f"(a torn tail, e.g. left by a crash); moved them to {log}.torn-0"
+        )
+        assert client.stderr().splitlines()[0] == warning
+        assert Path(f"{log}.torn-0").read_bytes() == b'{"type":"TranscriptSta'

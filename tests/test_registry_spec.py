@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from mini_harness.cli import BadUsage
-from mini_harness.cli.registry_spec import load_registry
+from mini_harness.errors import RegistrySpecError
+from mini_harness.registry_spec import load_registry
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import default_registry
 
@@ -64,9 +64,9 @@ def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def message(spec: str) -> str:
-    with pytest.raises(BadUsage) as caught:
+    with pytest.raises(RegistrySpecError) as caught:
         load_registry(spec)
-    return caught.value.format_message()
+    return caught.value.message
 
 
 class TestLoadRegistry:
@@ -126,5 +126,5 @@ class TestLoadRegistry:
 
     def test_flag_name_is_part_of_the_message(self, project: Path) -> None:
         """Other commands reuse the loader under their own flag name."""
-        with pytest.raises(BadUsage, match=r"^--tools-from must look like"):
+        with pytest.raises(RegistrySpecError, match=r"^--tools-from must look like"):
             load_registry("x", flag="--tools-from")

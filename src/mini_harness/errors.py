@@ -176,3 +176,18 @@ class InvalidPatternError(MiniHarnessError):
     def __init__(self, pattern: str, message: str) -> None:
         super().__init__(message)
         self.pattern = pattern
+
+
+# --- replay -----------------------------------------------------------------
+
+
+class ReplayError(MiniHarnessError):
+    """Replay could not start: a bad run selection, registry spec or output path."""
+
+
+class RegistrySpecError(MiniHarnessError):
+    """`module:attribute` does not name a ToolRegistry (or a function returning one)."""
+
+    def __init__(self, spec: str, message: str) -> None:
+        super().__init__(message)
+        self.spec = spec

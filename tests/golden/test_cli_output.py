@@ -78,7 +78,12 @@ class TestTools:
 
 class TestHelp:
     @pytest.mark.parametrize(
-        "args", [pytest.param(["--help"], id="root"), pytest.param(["tools", "--help"], id="tools")]
+        "args",
+        [
+            pytest.param(["--help"], id="root"),
+            pytest.param(["tools", "--help"], id="tools"),
+            pytest.param(["transcript"], id="transcript-without-subcommand"),
+        ],
     )
     def test_help(self, golden: Golden, args: list[str]) -> None:
         """--help explains the options and the exit codes."""

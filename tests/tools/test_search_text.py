@@ -4,6 +4,7 @@ import os
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import sysconfig
 import time
@@ -12,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from mini_harness import ToolHandlerError, ToolRuntime
+from mini_harness import MemorySink, ToolHandlerError, ToolRegistry, ToolRuntime, ToolTimeoutError
 from mini_harness.tools import Workspace
-from mini_harness.tools.search_text import NON_ASCII_CASE_PARTNERS, SearchText
+from mini_harness.tools.search_text import NON_ASCII_CASE_PARTNERS, SEARCH_TEXT, SearchText
 
 NEEDLES = [
     ("README.md", 2, "needle in the readme"),
@@ -73,7 +74,7 @@ class TestSearch:
             runtime.dispatch("search_text", {"query": "(", "regex": True})
         assert caught.value.message == (
             "Tool search_text failed: InvalidPatternError: Invalid regular expression "
-            '"(": missing ), unterminated subpattern at position 0'
+            '"(": missing ) at position 1'
         )
 
     @pytest.mark.parametrize(
@@ -156,6 +157,93 @@ def copy_stdlib(target: Path, count: int) -> int:
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, destination)
     return len(files)
+
+
+# 40 "a"s and a "!": the classic input on which a backtracking engine tries every split.
+BACKTRACKING_LINE = "a" * 40 + "!\n"
+
+
+def budget_runtime(root: Path, budget: float, *, timeout: float | None = None) -> ToolRuntime:
+    registry = ToolRegistry()
+    registry.register(
+        SEARCH_TEXT, SearchText(Workspace(root), regex_budget=budget), timeout=timeout
+    )
+    return ToolRuntime(registry, MemorySink())
+
+
+class TestRegexBudget:
+    def test_reported_pattern_finishes_at_once(self, tmp_path: Path) -> None:
+        """The reviewer's `(a+)+$` on 40 "a"s and a "!" answers "no match" instead of hanging."""
+        (tmp_path / "f.txt").write_text(BACKTRACKING_LINE)
+        tool_input = '{"query":"(a+)+$","regex":true}'
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mini_harness",
+                "--tool",
+                "search_text",
+                "--tool-input",
+                tool_input,
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert '"count":0' in proc.stdout
+
+    def test_pathological_regex_fails_within_its_budget(self, tmp_path: Path) -> None:
+        """A pattern that backtracks forever is stopped at the budget with a clear error."""
+        (tmp_path / "ok.txt").write_text("aaa\n")
+        (tmp_path / "slow.txt").write_text(BACKTRACKING_LINE)
+        runtime = budget_runtime(tmp_path, 0.5)
+        start = time.perf_counter()
+        with pytest.raises(ToolHandlerError) as caught:
+            runtime.dispatch("search_text", {"query": "(a|aa)+$", "regex": True})
+        assert time.perf_counter() - start < 3
+        assert caught.value.message == (
+            "Tool search_text failed: SearchBudgetError: Regex search exceeded its 0.5 s "
+            'budget (while searching "slow.txt"); simplify the pattern, e.g. avoid nested '
+            "repeats like (a|aa)+"
+        )
+
+    def test_budget_is_shared_by_all_files_of_a_search(self, tmp_path: Path) -> None:
+        """Many files that are each slow add up: the budget covers the whole call."""
+        line = "a" * 18 + "!\n"  # about 10 ms of backtracking per file
+        for index in range(200):
+            (tmp_path / f"f{index:03}.txt").write_text(line)
+        with pytest.raises(ToolHandlerError) as caught:
+            budget_runtime(tmp_path, 0.3).dispatch(
+                "search_text", {"query": "(a|aa)+$", "regex": True}
+            )
+        message = caught.value.message
+        assert "exceeded its 0.3 s budget" in message
+        # Neither the first file alone nor only the last one: the time added up.
+        assert '"f000.txt"' not in message
+        assert '"f199.txt"' not in message
+
+    def test_registered_timeout_can_interrupt_a_regex(self, tmp_path: Path) -> None:
+        """A dispatch timeout now fires on time, since matching lets other threads run."""
+        (tmp_path / "slow.txt").write_text(BACKTRACKING_LINE)
+        runtime = budget_runtime(tmp_path, 3.0, timeout=0.3)
+        start = time.perf_counter()
+        with pytest.raises(ToolTimeoutError):
+            runtime.dispatch("search_text", {"query": "(a|aa)+$", "regex": True})
+        assert time.perf_counter() - start < 1.5
+
+    def test_fast_regex_is_unaffected(self, tmp_path: Path) -> None:
+        """An ordinary regex over the same files still returns its matches."""
+        (tmp_path / "slow.txt").write_text(BACKTRACKING_LINE)
+        output = (
+            budget_runtime(tmp_path, 0.5)
+            .dispatch("search_text", {"query": "a{40}!$", "regex": True})
+            .output
+        )
+        assert isinstance(output, dict)
+        assert hits(output) == [("slow.txt", 1, BACKTRACKING_LINE.rstrip())]
 
 
 class TestSpeed:

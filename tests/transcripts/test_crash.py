@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import select
 import signal
 import time
 from pathlib import Path
@@ -38,8 +39,8 @@ def _dispatch_until_killed(log: Path, report_fd: int, label: str) -> None:
         os._exit(0)
 
 
-def _read_all(fd: int) -> list[str]:
-    chunks = []
+def _read_all(fd: int, first: bytes = b"") -> list[str]:
+    chunks = [first]
     while chunk := os.read(fd, 65536):
         chunks.append(chunk)
     os.close(fd)
@@ -54,10 +55,16 @@ def _kill_one(log: Path, label: str, delay: float) -> list[str]:
         os.close(read_fd)
         _dispatch_until_killed(log, write_fd, label)
     os.close(write_fd)
+    # Start the clock once the child has returned from its first dispatch, so that a slow
+    # start on a loaded machine does not turn every kill into a kill before any work.
+    first = b""
+    ready, _, _ = select.select([read_fd], [], [], 30)
+    if ready:
+        first = os.read(read_fd, 65536)
     time.sleep(delay)
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
-    return _read_all(read_fd)
+    return _read_all(read_fd, first)
 
 
 class TestSigkill:

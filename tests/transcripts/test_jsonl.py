@@ -13,6 +13,7 @@ from mini_harness import (
     ToolRuntime,
     TranscriptCorruptError,
     TranscriptFormatError,
+    TranscriptWriteError,
 )
 from mini_harness.runtime import ToolSucceeded
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, line_hash, read_transcript
@@ -105,14 +106,67 @@ class TestAppend:
         assert reader.torn_tail is None
         assert reader.problems == []
 
-    def test_file_without_events_is_refused(self, tmp_path: Path) -> None:
-        """A file none of whose lines is an event (e.g. notes) is never cut or appended to."""
+    def test_last_line_the_reader_calls_torn_is_quarantined(
+        self, log: Path, registry: ToolRegistry
+    ) -> None:
+        """A last line with a sound envelope but a broken event (a field renamed) is what the
+        reader calls a torn tail, so a writer sets it aside instead of burying it mid-file."""
+        lines = _lines(log)
+        broken = lines[-1].replace(b'"name"', b'"nAme"', 1)
+        log.write_bytes(b"".join(lines[:-1]) + broken)
+        reader = TranscriptReader(log)
+        list(reader)
+        assert reader.torn_tail is not None
+        assert reader.torn_tail.offset == log.stat().st_size - len(broken)
+        with JsonlTranscript(log) as sink:
+            ToolRuntime(registry, sink).dispatch("echo", {"text": "after"})
+            assert [q.length for q in sink.quarantined] == [len(broken)]
+        assert sink.quarantined[0].path.read_bytes() == broken
+        reader = TranscriptReader(log)
+        assert len(list(reader)) == 10
+        assert reader.torn_tail is None
+        assert reader.problems == []
+
+    @pytest.mark.parametrize(
+        ("content", "why"),
+        [
+            (b"hello\nworld\n", "line 1 is not TranscriptStarted"),
+            (b"my notes", "it has no TranscriptStarted line"),
+            (b'{"type":"ToolCalled","seq":0', "it has no TranscriptStarted line"),
+        ],
+        ids=["lines", "one-fragment", "fragment-of-another-event"],
+    )
+    def test_file_that_is_not_a_transcript_is_refused(
+        self, tmp_path: Path, content: bytes, why: str
+    ) -> None:
+        """Somebody's file (with or without a newline) is refused on open, never moved aside."""
         path = tmp_path / "notes.txt"
-        path.write_bytes(b"hello\nworld\n")
-        with pytest.raises(TranscriptCorruptError, match="none of its lines"):
-            JsonlTranscript(path).append(ToolSucceeded("t", "r", "c", "echo", {}, 0.0))
-        assert path.read_bytes() == b"hello\nworld\n"
+        path.write_bytes(content)
+        with pytest.raises(TranscriptFormatError) as info:
+            JsonlTranscript(path)
+        assert info.value.message == (
+            f"{path} is not a mini-harness transcript ({why}); refusing to write to it"
+        )
+        assert path.read_bytes() == content
         assert list(tmp_path.iterdir()) == [path]
+
+    @pytest.mark.parametrize(
+        "content",
+        [b'{"type":"Transc', b'{"type":"TranscriptStarted","seq":0,"ts":"20', b"\0" * 4096, b" "],
+        ids=["cut-type", "cut-header", "nuls", "space"],
+    )
+    def test_what_a_crash_while_creating_leaves_is_a_torn_tail(
+        self, tmp_path: Path, registry: ToolRegistry, content: bytes
+    ) -> None:
+        """A cut header or NUL/whitespace junk without a newline is set aside, then written."""
+        path = tmp_path / "t.jsonl"
+        path.write_bytes(content)
+        with JsonlTranscript(path) as sink:
+            ToolRuntime(registry, sink).dispatch("echo", {"text": "a"})
+        assert sink.quarantined[0].path.read_bytes() == content
+        reader = TranscriptReader(path)
+        assert len(list(reader)) == 4
+        assert reader.torn_tail is None
 
     def test_fork_child_appends_its_own_lines(self, log: Path, registry: ToolRegistry) -> None:
         """After fork, parent and child both append through one writer without interleaving."""
@@ -136,6 +190,23 @@ class TestAppend:
         texts = [r.event.output["text"] for r in records if isinstance(r.event, ToolSucceeded)]
         assert texts.count("child") == 50
         assert texts.count("parent") == 50
+
+
+class TestOpen:
+    @pytest.mark.parametrize("kind", ["/dev/null", "fifo"])
+    def test_only_a_regular_file_can_hold_a_transcript(self, tmp_path: Path, kind: str) -> None:
+        """A device or a FIFO is refused when the writer opens it, before any event."""
+        if kind == "fifo":
+            path = tmp_path / "pipe"
+            os.mkfifo(path)
+        else:
+            path = Path(kind)
+        with pytest.raises(TranscriptWriteError) as info:
+            JsonlTranscript(path)
+        assert info.value.message == (
+            f"cannot write transcript {path}: it is not a regular file "
+            "(a device, FIFO or socket cannot hold a transcript)"
+        )
 
 
 class TestReader:

@@ -192,7 +192,7 @@ class TestRedaction:
         registry.register(ToolDefinition("leak", "Leaks in errors.", {"type": "object"}), leak)
         log = tmp_path / "t.jsonl"
         redactor = Redactor.from_config(
-            env_names=["API_TOKEN", "UNSET_NAME"],
+            env_names=["API_TOKEN"],
             patterns=[r"sk-[A-Za-z0-9]{8,}"],
             environ={"API_TOKEN": SECRET},
         )
@@ -218,8 +218,43 @@ class TestRedaction:
         with pytest.raises(RedactionError, match="matches the empty string"):
             Redactor.from_config(patterns=["x*"])
 
+    def test_redacted_keys_that_collide_keep_both_values(
+        self, tmp_path: Path, registry: ToolRegistry
+    ) -> None:
+        """Two keys that redact to the same text are both kept, numbered, with their values."""
+        log = tmp_path / "t.jsonl"
+        redactor = Redactor.from_config(secrets=["alpha", "beta"], patterns=["tok-[0-9]+"])
+        tool_input = {
+            "text": "x",
+            "extra": {"alpha": 1, "beta": 2, "[REDACTED]": 3, "k tok-1": 4, "k tok-2": 5},
+        }
+        with JsonlTranscript(log, redactor=redactor) as sink:
+            ToolRuntime(registry, sink).dispatch("echo", tool_input)
+        called = read_transcript(log)[2].event
+        assert isinstance(called, ToolCalled)
+        assert called.input == {
+            "text": "x",
+            "extra": {
+                "[REDACTED-2]": 1,
+                "[REDACTED-3]": 2,
+                "[REDACTED]": 3,
+                "k [REDACTED]": 4,
+                "k [REDACTED-2]": 5,
+            },
+        }
+
+    def test_unset_or_empty_variable_is_refused(self) -> None:
+        """A variable named for redaction that is unset (a typo?) or empty is an error, not a
+        redactor that silently hides nothing."""
+        with pytest.raises(RedactionError) as unset:
+            Redactor.from_config(env_names=["API_TOKNE"], environ={"API_TOKEN": "x"})
+        assert unset.value.message == "--redact-env API_TOKNE: the variable is not set"
+        with pytest.raises(RedactionError) as empty:
+            Redactor.from_config(env_names=["EMPTY"], environ={"EMPTY": ""})
+        assert empty.value.message == "--redact-env EMPTY: the variable is set but empty"
+
     def test_nothing_configured_is_inactive(self) -> None:
-        """Unset or empty variables give a redactor the writer skips entirely."""
-        redactor = Redactor.from_config(env_names=["NOPE"], environ={"EMPTY": ""})
+        """A redactor given nothing to hide is one the writer skips entirely."""
+        redactor = Redactor.from_config(env_names=[], secrets=[""])
         assert not redactor.active
         assert redactor.redact_text("anything") == "anything"

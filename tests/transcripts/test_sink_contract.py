@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from mini_harness import InvalidInputError, MemorySink, ToolRegistry, ToolRuntime
+from mini_harness import (
+    InvalidInputError,
+    MemorySink,
+    ToolDefinition,
+    ToolHandlerError,
+    ToolRegistry,
+    ToolRuntime,
+    UnknownToolError,
+)
 from mini_harness.runtime import (
     Event,
     EventSink,
@@ -69,6 +77,51 @@ class SinkContract:
         assert runs[0].run_id != runs[1].run_id
         assert [seq for seq, _ in records] == list(range(7))
         assert sum(isinstance(e, TranscriptStarted) for _, e in records) == 1
+
+    def test_messages_with_lone_surrogates_are_recorded(
+        self, sink: EventSink, registry: ToolRegistry
+    ) -> None:
+        """An OSError about a non-UTF-8 path, or such a tool name, still ends its call with
+        exactly one ToolFailed whose message shows the odd byte as an escape."""
+
+        def open_odd(_: object) -> object:
+            raise FileNotFoundError(2, "No such file or directory", "/tmp/caf\udce9.txt")
+
+        registry.register(
+            ToolDefinition("open_odd", "Fails on an odd path.", {"type": "object"}), open_odd
+        )
+        runtime = ToolRuntime(registry, sink)
+        with pytest.raises(ToolHandlerError) as handler_error:
+            runtime.dispatch("open_odd", {})
+        with pytest.raises(UnknownToolError) as unknown:
+            runtime.dispatch("caf\udce9", {})
+        events = [event for _, event in self.read_back(sink)]
+        assert [type(e).__name__ for e in events[2:]] == [
+            "ToolCalled",
+            "ToolFailed",
+            "ToolCalled",
+            "ToolFailed",
+        ]
+        failed, called, unknown_failed = events[3], events[4], events[5]
+        assert isinstance(failed, ToolFailed)
+        expected = (
+            "Tool open_odd failed: FileNotFoundError: [Errno 2] No such file or directory: "
+            "'/tmp/caf\\udce9.txt'"
+        )
+        assert failed.error.message == handler_error.value.message == expected
+        assert isinstance(called, ToolCalled)
+        assert called.name == "caf\\udce9"
+        assert isinstance(unknown_failed, ToolFailed)
+        assert unknown_failed.error.message == unknown.value.message == "Unknown tool: caf\\udce9"
+
+    def test_header_is_stamped_with_the_first_event_time(
+        self, sink: EventSink, registry: ToolRegistry
+    ) -> None:
+        """The header never carries a later time than the RunStarted written after it."""
+        runtime = ToolRuntime(registry, sink, timestamp=lambda: "2001-02-03T04:05:06.000007Z")
+        runtime.dispatch("echo", {"text": "x"})
+        header, run = (event for _, event in self.read_back(sink)[:2])
+        assert header.ts == run.ts == "2001-02-03T04:05:06.000007Z"
 
 
 class TestMemorySink(SinkContract):

@@ -5,13 +5,14 @@ The root command dispatches one tool; subcommands live in sibling modules.
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any, NoReturn
 
 import click
 
 from mini_harness._version import __version__
-from mini_harness.cli.log_options import given_log_flags, log_options, open_log
+from mini_harness.cli.log_options import given_log_flags, log_option, log_options, opened_log
 
 PREFIX = "[mini-harness]"
 
@@ -28,6 +29,12 @@ def fail(message: str, code: int) -> NoReturn:
     """Print an error line and exit with `code` (1: the work failed, 2: usage)."""
     error(message)
     raise click.exceptions.Exit(code)
+
+
+def root_workspace() -> str | None:
+    """The root's --workspace (`mini-harness --workspace DIR SUBCOMMAND`), if it was given."""
+    workspace: str | None = (click.get_current_context().find_root().obj or {}).get("workspace")
+    return workspace
 
 
 class BadUsage(click.UsageError):
@@ -87,14 +94,7 @@ class HarnessGroup(click.Group):
     is_flag=True,
     help="After the result, print the Context Explorer report (estimated tokens per part).",
 )
-@click.option(
-    "--log",
-    "--transcript",
-    "log",
-    metavar="PATH",
-    type=click.Path(dir_okay=False),
-    help="Append this run's events to a JSONL transcript (created if missing).",
-)
+@log_option("Append this run's events to a JSONL transcript (created if missing).")
 @log_options
 @click.option(
     "--workspace",
@@ -175,9 +175,29 @@ def parse_tool_input(raw: str | None) -> Any:
     if raw is None:
         return {}
     try:
-        return orjson.loads(raw)
+        value = orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise BadUsage("--tool-input must be valid JSON") from None
+    if _LONG_DIGITS.search(raw):
+        _refuse_wide_integers(raw)
+    return value
+
+
+# orjson turns integers wider than 64 bits into floats without a word; a run of 20+ digits
+# is the only way such an integer can appear, so only then is the input parsed again.
+_LONG_DIGITS = re.compile(r"\d{20,}")
+
+
+def _refuse_wide_integers(raw: str) -> None:
+    import json
+
+    def parse_int(text: str) -> int:
+        number = int(text)
+        if not -(2**63) <= number < 2**64:
+            raise BadUsage(f"--tool-input: integer {text} does not fit in 64 bits")
+        return number
+
+    json.loads(raw, parse_int=parse_int)
 
 
 def run_dispatch(
@@ -192,21 +212,17 @@ def run_dispatch(
     import orjson
 
     from mini_harness.errors import ToolCallError
-    from mini_harness.runtime import EventSink, NullSink, ToolRuntime
+    from mini_harness.runtime import ToolRuntime
     from mini_harness.tools import default_registry
 
     tool_input = parse_tool_input(raw_input)
     registry = default_registry(workspace)
-    sink: EventSink = open_log(log, settings or {}) if log is not None else NullSink()
-    runtime = ToolRuntime(registry, sink)
-    try:
-        result = runtime.dispatch(tool, tool_input)
-    except ToolCallError as exc:
-        fail(exc.message, 1)
-    finally:
-        close = getattr(sink, "close", None)
-        if close is not None:
-            close()
+    with opened_log(log, settings or {}) as sink:
+        runtime = ToolRuntime(registry, sink)
+        try:
+            result = runtime.dispatch(tool, tool_input)
+        except ToolCallError as exc:
+            fail(exc.message, 1)
     shown = result.display_json()
     info(f"Task: Dispatch tool: {tool}")
     info("Model provider: none")
@@ -225,12 +241,14 @@ def _register_commands() -> None:
     # Each subcommand lives in its own module of this package; heavy imports stay inside
     # the command functions so that start-up stays fast.
     from mini_harness.cli.mcp import mcp_command
+    from mini_harness.cli.replay import replay_command
     from mini_harness.cli.tools import tools_command
     from mini_harness.cli.transcript import transcript_group
 
     cli.add_command(tools_command)
     cli.add_command(transcript_group)
     cli.add_command(mcp_command)
+    cli.add_command(replay_command)
 
 
 _register_commands()

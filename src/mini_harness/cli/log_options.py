@@ -1,11 +1,16 @@
-"""The options that shape how the root command writes its `--log` transcript."""
+"""`--log` and the options that shape how the root command and `mcp` write it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+import contextlib
+import weakref
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from mini_harness.runtime import EventSink
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -20,6 +25,18 @@ LOG_FLAGS = {
 }
 
 
+def log_option(help_text: str) -> Callable[[F], F]:
+    """The `--log PATH` option (alias `--transcript`) of the commands that record a run."""
+    return click.option(
+        "--log",
+        "--transcript",
+        "log",
+        metavar="PATH",
+        type=click.Path(dir_okay=False),
+        help=help_text,
+    )
+
+
 def log_options(command: F) -> F:
     """Add --fsync, --redact-env, --redact-pattern and --max-event-bytes to a command."""
     decorators = [
@@ -28,8 +45,9 @@ def log_options(command: F) -> F:
             type=click.Choice(["always", "batch", "never"]),
             default=None,
             help="When the transcript is synced to disk: always (every event, before the "
-            "tool runs and before the result is printed), batch (the default: at most every "
-            "second, and when the log is closed), never (left to the OS).",
+            "tool runs and before the result is printed), batch (the default: by the first event "
+            "at least a second after the last sync, and when the log is closed), never (left "
+            "to the OS).",
         ),
         click.option(
             "--redact-env",
@@ -78,3 +96,43 @@ def open_log(path: str, settings: dict[str, Any]) -> Any:
         extra["max_event_bytes"] = settings["max_event_bytes"]
     extra["fsync"] = settings.get("fsync") or DEFAULT_FSYNC
     return JsonlTranscript(path, **extra)
+
+
+_WARNED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def warn_quarantined(sink: Any) -> None:
+    """Say on stderr what the writer set aside that was not said yet.
+
+    The writer moves a torn tail (a crash's leftover) to `<log>.torn-<offset>` on its own;
+    the user must learn of it, and where it went.
+    """
+    from mini_harness.cli import PREFIX
+
+    moved = list(getattr(sink, "quarantined", ()))
+    if not moved:
+        return
+    already = _WARNED.get(sink, 0)
+    _WARNED[sink] = len(moved)
+    for torn in moved[already:]:
+        click.echo(
+            f"{PREFIX} Warning: {sink.path}: {torn.length} bytes at byte {torn.offset} were "
+            f"not complete events (a torn tail, e.g. left by a crash); moved them to {torn.path}",
+            err=True,
+        )
+
+
+@contextlib.contextmanager
+def opened_log(path: str | None, settings: dict[str, Any]) -> Iterator[EventSink]:
+    """The sink for `--log`: its transcript, closed on the way out; or one that discards."""
+    if path is None:
+        from mini_harness.runtime import NullSink
+
+        yield NullSink()
+        return
+    transcript = open_log(path, settings)
+    try:
+        yield transcript
+    finally:
+        warn_quarantined(transcript)
+        transcript.close()

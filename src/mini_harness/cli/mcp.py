@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from mini_harness.cli import PREFIX, fail
-from mini_harness.cli.log_options import given_log_flags, log_options, open_log
+from mini_harness.cli import PREFIX, fail, root_workspace
+from mini_harness.cli.log_options import (
+    given_log_flags,
+    log_option,
+    log_options,
+    opened_log,
+    warn_quarantined,
+)
 
 if TYPE_CHECKING:
     from mini_harness.runtime import ToolRegistry
@@ -28,21 +35,25 @@ def builtin_registry(workspace: Path | None) -> ToolRegistry:
     return default_registry(workspace)
 
 
+def _stdin_is_open() -> bool:
+    # Checked before anything opens a file: a closed fd 0 would be reused by the next
+    # descriptor opened (the transcript, the event loop's selector) and served as stdin.
+    try:
+        os.fstat(0)
+    except OSError:
+        return False
+    return True
+
+
 @click.command("mcp")
-@click.option(
-    "--log",
-    "--transcript",
-    "log",
-    metavar="PATH",
-    type=click.Path(dir_okay=False),
-    help="Append the session's events to this JSONL transcript (created if missing).",
-)
+@log_option("Append the session's events to this JSONL transcript (created if missing).")
 @log_options
 @click.option(
     "--workspace",
     metavar="DIR",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="The directory the built-in file tools work in.",
+    help="The directory the built-in file tools work in (default: the root's --workspace, "
+    "else the current directory).",
 )
 @click.option(
     "--registry",
@@ -68,6 +79,12 @@ def mcp_command(
     \b
       pip install "mini-harness[mcp]"
     """
+    if not _stdin_is_open():
+        fail(
+            "stdin is closed: the mcp command reads MCP messages on stdin "
+            "(an MCP client starts it)",
+            2,
+        )
     try:
         import mcp.server.lowlevel  # noqa: F401  (fail here, before any output)
     except ImportError as exc:
@@ -79,26 +96,25 @@ def mcp_command(
         fail(f"{given_log_flags(log_settings)[0]} needs --log PATH", 2)
 
     from mini_harness.mcp_server import run_stdio
-    from mini_harness.runtime import EventSink, NullSink, ToolRuntime
+    from mini_harness.runtime import ToolRuntime
 
+    if workspace is None and (given := root_workspace()) is not None:
+        workspace = Path(given)
     if registry_spec is not None:
         if workspace is not None:
             fail("--workspace applies to the built-in tools; it cannot be used with --registry", 2)
-        from mini_harness.cli.registry_spec import load_registry
+        from mini_harness.registry_spec import load_registry
 
         registry = load_registry(registry_spec)
     else:
         registry = builtin_registry(workspace)
 
-    sink: EventSink = open_log(log, log_settings) if log is not None else NullSink()
-    try:
+    with opened_log(log, log_settings) as sink:
         runtime = ToolRuntime(registry, sink)
+        runtime.start()  # RunStarted now: a torn tail it sets aside is reported up front
+        warn_quarantined(sink)
         names = ", ".join(d.name for d in registry.list()) or "none"
         where = f"; transcript {log}" if log is not None else ""
         _note(f"MCP server on stdio: tools {names}; run {runtime.run_id}{where}")
         ended_by = run_stdio(runtime)
-    finally:
-        close = getattr(sink, "close", None)
-        if close is not None:
-            close()
     _note(f"MCP session ended ({ended_by})")

@@ -21,10 +21,11 @@ EXPORT_FORMATS = ("json", "mcp", "openai", "anthropic")
 )
 def tools_command(fmt: str) -> None:
     """Print the tool definitions (never the handlers) in one ecosystem's shape."""
+    from mini_harness.cli import root_workspace
     from mini_harness.runtime.context import pretty_json
     from mini_harness.tools import default_registry
 
-    definitions = default_registry().list()
+    definitions = default_registry(root_workspace()).list()
     payload: Any
     if fmt == "json":
         payload = [d.to_json() for d in definitions]

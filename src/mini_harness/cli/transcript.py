@@ -12,13 +12,17 @@ if TYPE_CHECKING:
     from mini_harness.transcripts.verify import VerifyReport
 
 
-@click.group("transcript")
-def transcript_group() -> None:
+@click.group("transcript", invoke_without_command=True)
+@click.pass_context
+def transcript_group(ctx: click.Context) -> None:
     """Check and repair JSONL transcripts.
 
     Exit codes: 0 clean; 1 problems found (or left after repair); 2 the file cannot be read
     as a transcript (missing, not a transcript, a newer format version, CRLF endings).
     """
+    # Asking for nothing is asking for help, as with the root command (not a usage error).
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
 
 
 def _summary(report: VerifyReport) -> None:

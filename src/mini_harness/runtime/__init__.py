@@ -12,12 +12,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mini_harness.runtime.context import (
         ContextPart,
+        ContextRow,
         dispatch_context,
         estimate_tokens,
         render_context_report,
     )
     from mini_harness.runtime.definitions import TOOL_NAME_PATTERN, ToolAnnotations, ToolDefinition
-    from mini_harness.runtime.dispatch import ToolResult, ToolRuntime
+    from mini_harness.runtime.dispatch import (
+        ToolResult,
+        ToolRuntime,
+        display_failure,
+        display_result,
+        round_half_up,
+    )
     from mini_harness.runtime.events import (
         ERROR_KINDS,
         FORMAT_VERSION,
@@ -43,9 +50,15 @@ if TYPE_CHECKING:
     from mini_harness.runtime.validation import InputValidator, Violation
 
 _WHERE = {
-    "context": ("ContextPart", "dispatch_context", "estimate_tokens", "render_context_report"),
+    "context": (
+        "ContextPart",
+        "ContextRow",
+        "dispatch_context",
+        "estimate_tokens",
+        "render_context_report",
+    ),
     "definitions": ("TOOL_NAME_PATTERN", "ToolAnnotations", "ToolDefinition"),
-    "dispatch": ("ToolResult", "ToolRuntime"),
+    "dispatch": ("ToolResult", "ToolRuntime", "display_failure", "display_result", "round_half_up"),
     "events": (
         "ERROR_KINDS",
         "FORMAT_VERSION",
@@ -78,6 +91,7 @@ __all__ = [
     "TOOL_NAME_PATTERN",
     "TRANSCRIPT_FORMAT",
     "ContextPart",
+    "ContextRow",
     "Event",
     "EventSink",
     "Field",
@@ -103,9 +117,12 @@ __all__ = [
     "Violation",
     "derive_tool",
     "dispatch_context",
+    "display_failure",
+    "display_result",
     "estimate_tokens",
     "event_type",
     "render_context_report",
+    "round_half_up",
 ]
 
 

@@ -33,6 +33,14 @@ class ContextPart:
         return estimate_tokens(self.text)
 
 
+@attrs.frozen
+class ContextRow:
+    """A report row known only by its estimate, e.g. the sum over many tool results."""
+
+    label: str
+    tokens: int
+
+
 def dispatch_context(tools: Sequence[JsonValue], result: JsonValue) -> list[ContextPart]:
     """The parts of a manual tool dispatch: the tool list and the tool result."""
     return [
@@ -41,7 +49,7 @@ def dispatch_context(tools: Sequence[JsonValue], result: JsonValue) -> list[Cont
     ]
 
 
-def render_context_report(parts: Sequence[ContextPart]) -> str:
+def render_context_report(parts: Sequence[ContextPart | ContextRow]) -> str:
     """`Context Explorer`, a blank line, one row per part, then `Total`; ends with a newline."""
     lines = ["Context Explorer", ""]
     total = 0

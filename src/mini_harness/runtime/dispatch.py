@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import inspect
 import itertools
 import math
@@ -69,11 +71,46 @@ class ToolResult:
 
     def display_json(self) -> JsonObject:
         """As the CLI shows it: durationMs rounded half-up to whole milliseconds."""
-        return {**self.to_json(), "durationMs": round_half_up(self.duration_ms)}
+        return display_result(self.name, self.input, self.output, self.duration_ms)
 
 
 def round_half_up(value: float) -> int:
     return math.floor(value + 0.5)
+
+
+def display_result(
+    name: str, tool_input: JsonValue, output: JsonValue, duration_ms: float
+) -> JsonObject:
+    """A successful call as the CLI shows it (and as replay rebuilds it from the events)."""
+    return {
+        "name": name,
+        "input": tool_input,
+        "output": output,
+        "durationMs": round_half_up(duration_ms),
+    }
+
+
+def display_failure(
+    name: str, tool_input: JsonValue, error: JsonObject, duration_ms: float
+) -> JsonObject:
+    """A failed call in the same shape, with the recorded `error` where the output would be."""
+    return {
+        "name": name,
+        "input": tool_input,
+        "error": error,
+        "durationMs": round_half_up(duration_ms),
+    }
+
+
+def recordable(text: str) -> str:
+    """`text` with lone surrogates written as `\\udcff` escapes, so it can go into a line.
+
+    Strings the runtime makes itself (error messages, type and tool names) may carry them,
+    e.g. an OSError about a path that is not UTF-8; a recorded call must not fail on that.
+    """
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _elapsed_ms(start_ns: int, end_ns: int) -> float:
@@ -134,6 +171,7 @@ class ToolRuntime:
         """Record ToolCalled, then look up and validate; raise (recorded) on failure."""
         if not self._started:
             self.start()
+        name = recordable(name)  # only a name we could never register can change here
         number = next(self._call_numbers)
         self._calls = max(self._calls, number)
         call_id = f"{self._call_prefix}{number}"
@@ -201,15 +239,15 @@ class ToolRuntime:
     def _record_failure(self, call_id: str, name: str, start: int, error: ToolCallError) -> None:
         duration = _elapsed_ms(start, self._monotonic_ns())
         error.call_id = call_id
-        detail = ToolError(kind=error.kind, message=error.message)
+        detail = ToolError(kind=error.kind, message=recordable(error.message))
         if isinstance(error, InvalidInputError):
             detail = attrs.evolve(
                 detail,
-                path=error.path,
+                path=recordable(error.path),
                 violations=tuple(v.to_json() for v in error.violations) or None,
             )
         elif isinstance(error, ToolHandlerError):
-            detail = attrs.evolve(detail, type=error.error_type)
+            detail = attrs.evolve(detail, type=recordable(error.error_type))
         self.sink.emit(
             ToolFailed(
                 ts=self._timestamp(),
@@ -222,8 +260,8 @@ class ToolRuntime:
         )
 
     def _handler_failed(self, name: str, exc: BaseException) -> ToolHandlerError:
-        text = str(exc)
-        kind = type(exc).__name__
+        text = recordable(str(exc))
+        kind = recordable(type(exc).__name__)
         message = f"Tool {name} failed: {kind}: {text}" if text else f"Tool {name} failed: {kind}"
         return ToolHandlerError(name, message, error_type=kind)
 
@@ -268,7 +306,7 @@ class ToolRuntime:
     # --- async ----------------------------------------------------------------
 
     async def dispatch_async(self, name: str, tool_input: JsonValue) -> ToolResult:
-        """Dispatch from inside an event loop; sync handlers with a timeout run in a thread."""
+        """Dispatch from inside an event loop; sync handlers run in a thread of their own."""
         import asyncio
 
         call_id, tool, start = self._begin(name, tool_input)
@@ -291,12 +329,44 @@ class ToolRuntime:
 
         if tool.is_async:
             return await asyncio.wait_for(tool.handler(tool_input), tool.timeout)
-        if tool.timeout is None:
-            output = tool.handler(tool_input)
-            if inspect.isawaitable(output):
-                return await output
-            return output
-        return await asyncio.wait_for(asyncio.to_thread(tool.handler, tool_input), tool.timeout)
+        return await asyncio.wait_for(_sync_off_loop(tool.handler, tool_input), tool.timeout)
+
+
+async def _sync_off_loop(handler: Callable[[Any], Any], arg: object) -> object:
+    """Run a sync handler in a daemon thread, so the loop keeps serving while it runs.
+
+    Not `asyncio.to_thread`: the default executor's threads are joined at exit, so one
+    abandoned handler (timed out or cancelled) would hold the process open until it ends.
+    """
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[object] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: object, error: BaseException | None) -> None:
+        if future.done():  # the caller stopped waiting (timeout or cancellation)
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def target() -> None:
+        value: object = None
+        error: BaseException | None = None
+        try:
+            value = context.run(handler, arg)
+        except BaseException as exc:  # handed to the awaiting caller
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is already closed
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=target, name="mini-harness-tool", daemon=True).start()
+    output = await future
+    if inspect.isawaitable(output):
+        return await output
+    return output
 
 
 class _Timeout(Exception):

@@ -176,7 +176,7 @@ class MemorySink:
 
     def emit(self, event: Event) -> None:
         if not self._records and not isinstance(event, TranscriptStarted):
-            header = TranscriptStarted(ts=utc_timestamp(), transcript_id=self.transcript_id)
+            header = TranscriptStarted(ts=event.ts, transcript_id=self.transcript_id)
             self._records.append(Recorded(0, header))
         self._records.append(Recorded(len(self._records), event))
 

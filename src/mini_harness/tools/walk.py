@@ -5,6 +5,8 @@ whatever the workspace's .gitignore files ignore (the root's and those in subdir
 see `globs`), symlinks that resolve outside the workspace or to a directory (never
 followed: no loops, no duplicates), and anything that is not a regular file (FIFOs,
 sockets, devices). A symlink to a file inside the workspace is listed under its own name.
+Names that are not valid UTF-8 are skipped too (a directory's whole contents with it): a
+path must survive the trip through JSON to the model and back into read_file.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ import attrs
 
 from mini_harness.tools.definitions import SKIPPED_DIRS
 from mini_harness.tools.globs import IgnoreFile, is_ignored
-from mini_harness.tools.workspace import FileRefusedError, Location, Workspace, read_regular
+from mini_harness.tools.workspace import (
+    FileRefusedError,
+    Location,
+    Workspace,
+    decodable_path,
+    read_regular,
+)
 
 _IGNORE_FILE_MAX_BYTES = 1 << 20
 
@@ -76,13 +84,15 @@ def walk_files(
     *,
     max_depth: int | None = None,
     on_deeper_dir: Callable[[str], None] | None = None,
+    on_undecodable: Callable[[], None] | None = None,
     sizes: bool = True,
 ) -> Iterator[WalkEntry]:
     """Regular files below `top` in path order (component by component), depth-first.
 
     `max_depth` 1 yields only the files directly in `top`; directories that the limit
-    keeps closed are reported to `on_deeper_dir` as workspace-relative paths. With
-    `sizes` false, regular files are not stat'ed (a reader learns the size from fstat).
+    keeps closed are reported to `on_deeper_dir` as workspace-relative paths. Each entry
+    skipped for a name that is not UTF-8 is reported to `on_undecodable`. With `sizes`
+    false, regular files are not stat'ed (a reader learns the size from fstat).
     """
     ignores = _ancestor_ignores(workspace, top)
     # The real relative path keeps .gitignore bases right when `top` is reached via a link.
@@ -100,6 +110,11 @@ def walk_files(
         name = entry.name
         if name == ".git":
             continue  # a directory, or in a git worktree a file pointing at one
+        # os.scandir hands undecodable bytes over as lone surrogates (surrogateescape).
+        if not name.isascii() and not decodable_path(name):
+            if on_undecodable is not None:
+                on_undecodable()
+            continue
         real_rel = real_prefix + name
         try:
             if entry.is_symlink():

@@ -10,6 +10,7 @@ URL decoding, so `%2e%2e` is a file name, not `..`.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import posixpath
 import stat
@@ -33,7 +34,20 @@ _OPEN_FLAGS = (
 
 def quote_path(path: str) -> str:
     """A path as a JSON string, so NUL and control characters stay visible in messages."""
-    return orjson.dumps(path).decode()
+    try:
+        return orjson.dumps(path).decode()
+    except orjson.JSONEncodeError:
+        # Lone surrogates (a name that is not UTF-8): the stdlib writes them as \udcXX.
+        return json.dumps(path)
+
+
+def decodable_path(path: str) -> bool:
+    """False when `path` holds lone surrogates: not UTF-8 on disk, not sendable as JSON."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def file_kind(mode: int) -> str:
@@ -156,6 +170,10 @@ class Workspace:
         shown = quote_path(path)
         if "\0" in path:
             raise WorkspaceError(path, f"Path {shown} contains a NUL byte")
+        if not decodable_path(path):
+            raise WorkspaceError(
+                path, f"Path {shown} is not valid Unicode; only UTF-8 file names can be read"
+            )
         if os.path.isabs(path):
             raise WorkspaceError(
                 path, f"Path {shown} is absolute; use a path relative to the workspace root"

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from mini_harness.transcripts.reader import (
         DamagedLine,
         IntegrityProblem,
+        RawRecord,
         TornTail,
         TranscriptReader,
         TranscriptRecord,
@@ -46,6 +47,7 @@ _WHERE = {
     "reader": (
         "DamagedLine",
         "IntegrityProblem",
+        "RawRecord",
         "TornTail",
         "TranscriptReader",
         "TranscriptRecord",
@@ -74,6 +76,7 @@ __all__ = [
     "OpenCall",
     "ProtocolProblem",
     "Quarantined",
+    "RawRecord",
     "Redactor",
     "RepairReport",
     "TornTail",

@@ -20,9 +20,13 @@ class ProtocolProblem:
         return f"line {self.line} (seq {self.seq}): {self.message}"
 
 
-@attrs.frozen
+@attrs.define
 class OpenCall:
-    """A ToolCalled seen without its terminal event (yet): in doubt if the log ends here."""
+    """A ToolCalled seen without its terminal event (yet): in doubt if the log ends here.
+
+    Not frozen: one is made per call while folding millions of events, and a frozen attrs
+    class costs several times as much to build. Treat it as read-only.
+    """
 
     line: int
     seq: int

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, TypeAlias
 
 import attrs
 
@@ -16,17 +17,29 @@ from mini_harness.runtime.events import (
     Event,
     TranscriptStarted,
 )
+from mini_harness.runtime.jsonvalue import JsonObject
 from mini_harness.transcripts.codec import (
+    HASH_BYTES,
     DecodeError,
     WireLine,
+    check_fields,
     decode_line,
-    line_hash,
     parse_line,
+    parse_raw,
     wire_to_event,
 )
 from mini_harness.transcripts.upcast import UPCASTERS, Upcaster, Upcasters
 
 BOM = b"\xef\xbb\xbf"
+
+# One line on the raw path: (line, offset, seq, prev, hash, data). `line` is 1-based,
+# `offset` the byte offset of its first byte, `hash` what the next line must carry in
+# `prev`, `data` the line's parsed JSON object (upcast to the current format version).
+# A plain tuple: one is made per line, and a NamedTuple costs several times more to build.
+RawRecord: TypeAlias = tuple[int, int, int, str | None, str, JsonObject]
+
+# Decodes one line (without its newline) to (seq, prev, payload); raises DecodeError.
+_Decoder: TypeAlias = Callable[[bytes], tuple[int, str | None, Any]]
 
 
 @attrs.frozen
@@ -112,8 +125,35 @@ class TranscriptReader:
         self._salvage = salvage
         self._upcasters = upcasters
         self._decode: Callable[[bytes], WireLine] = decode_line
+        self._upcast: Upcaster | None = None
 
     def __iter__(self) -> Iterator[TranscriptRecord]:
+        for number, start, seq, prev, hash_, event in self._scan(self._typed):
+            yield TranscriptRecord(number, start, seq, prev, hash_, event)
+
+    def raw(self) -> Iterator[RawRecord]:
+        """Like iterating, but yield each line's parsed JSON object instead of a typed event.
+
+        The same torn-tail, damage and chain checks apply; a line counts as decodable when
+        its envelope and the fields of its (known) type have the right JSON types. This is
+        the fast path for folding large transcripts.
+        """
+        return self._scan(self._raw)
+
+    def _typed(self, body: bytes) -> tuple[int, str | None, Event]:
+        decoded = self._decode(body)
+        return decoded.seq, decoded.prev, decoded.event
+
+    def _raw(self, body: bytes) -> tuple[int, str | None, JsonObject]:
+        if self._upcast is None:
+            data = parse_raw(body)
+        else:
+            data = _upcast_line(self._upcast, parse_line(body))
+            check_fields(data)
+        return data["seq"], data.get("prev"), data
+
+    def _scan(self, decode: _Decoder) -> Iterator[Any]:
+        """The one implementation behind both iterators: decode, classify damage, check chain."""
         try:
             handle = self.path.open("rb")
         except OSError as exc:
@@ -121,9 +161,12 @@ class TranscriptReader:
                 str(self.path), f"cannot read transcript {self.path}: {exc.strerror}"
             ) from None
         with handle:
-            yield from self._records(handle)
+            yield from self._records(handle, decode)
 
-    def _records(self, handle: BinaryIO) -> Iterator[TranscriptRecord]:
+    def _records(self, handle: BinaryIO, decode: _Decoder) -> Iterator[Any]:
+        # This loop runs once per line of files with millions of lines: the common case is
+        # a few comparisons, and every problem goes to code of its own.
+        sha256 = hashlib.sha256
         offset = 0
         if handle.read(len(BOM)) == BOM:
             self.bom, offset = True, len(BOM)
@@ -149,53 +192,53 @@ class TranscriptReader:
                     "with dos2unix, and verify it)",
                 )
             try:
-                decoded = self._decode_header(body) if number == 1 else self._decode(body)
+                if number == 1:
+                    self._decode_header(body)
+                seq, prev, payload = decode(body)
             except DecodeError as exc:
                 reason = _with_hint(str(exc), body)
                 if self._salvage:
                     pending.append(DamagedLine(number, start, len(raw), reason))
                     continue
-                self._bad_line(handle, number, start, len(raw), reason)
+                self._bad_line(handle, decode, number, start, len(raw), reason)
                 return
             checked = not pending
             if pending:
                 # Damage is reported once, as damage; the chain restarts at the next good line.
                 self.damaged.extend(pending)
                 pending.clear()
-            if number > 1 and checked:
-                if decoded.seq != expected_seq:
-                    self.problems.append(
-                        IntegrityProblem(
-                            number,
-                            start,
-                            decoded.seq,
-                            f"seq {decoded.seq}, expected {expected_seq}",
-                        )
-                    )
-                if decoded.prev != prev_hash:
-                    message = (
-                        "prev is missing"
-                        if decoded.prev is None
-                        else "prev does not match the hash of the line before"
-                    )
-                    self.problems.append(IntegrityProblem(number, start, decoded.seq, message))
-            prev_hash = line_hash(body)
-            expected_seq = decoded.seq + 1
+            if (seq != expected_seq or prev != prev_hash) and number > 1 and checked:
+                self._chain_problem(number, start, seq, prev, expected_seq, prev_hash)
+            prev_hash = sha256(body).digest()[:HASH_BYTES].hex()  # line_hash(body), inlined
+            expected_seq = seq + 1
             self.records_read += 1
             self.head_hash = prev_hash
-            yield TranscriptRecord(
-                line=number,
-                offset=start,
-                seq=decoded.seq,
-                prev=decoded.prev,
-                hash=prev_hash,
-                event=decoded.event,
-            )
+            yield number, start, seq, prev, prev_hash, payload
         if pending:
             first = pending[0]
             self.torn_tail = _torn(
                 pending[1:], first.line, first.offset, first.length, first.reason
             )
+
+    def _chain_problem(  # noqa: PLR0917 - internal, the slow path of one loop
+        self,
+        number: int,
+        start: int,
+        seq: int,
+        prev: str | None,
+        expected_seq: int,
+        prev_hash: str | None,
+    ) -> None:
+        if seq != expected_seq:
+            message = f"seq {seq}, expected {expected_seq}"
+            self.problems.append(IntegrityProblem(number, start, seq, message))
+        if prev != prev_hash:
+            message = (
+                "prev is missing"
+                if prev is None
+                else "prev does not match the hash of the line before"
+            )
+            self.problems.append(IntegrityProblem(number, start, seq, message))
 
     def _decode_header(self, body: bytes) -> WireLine:
         """Line 1: check it is a transcript of a version we can read, and pick the decoder."""
@@ -229,6 +272,7 @@ class TranscriptReader:
                 "mini-harness cannot upcast to the current version",
             ) from None
         if upcast is not None:
+            self._upcast = upcast
             self._decode = _upcasting_decoder(upcast, version)
         try:
             decoded = self._decode(body)
@@ -239,15 +283,21 @@ class TranscriptReader:
         self.header = decoded.event
         return decoded
 
-    def _bad_line(
-        self, handle: BinaryIO, number: int, start: int, length: int, reason: str
+    def _bad_line(  # noqa: PLR0917 - internal, called from one place
+        self,
+        handle: BinaryIO,
+        decode: _Decoder,
+        number: int,
+        start: int,
+        length: int,
+        reason: str,
     ) -> None:
         """Decide whether a bad line is a torn tail (nothing valid after it) or damage."""
         tail_length = length
         for later in handle:
             if later.endswith(b"\n"):
                 try:
-                    self._decode(later[:-1])
+                    decode(later[:-1])
                 except DecodeError:
                     tail_length += len(later)
                     continue
@@ -281,6 +331,13 @@ def _with_hint(reason: str, body: bytes) -> str:
             "JSON object per line"
         )
     return reason
+
+
+def _upcast_line(upcast: Upcaster, data: JsonObject) -> JsonObject:
+    try:
+        return upcast(dict(data))
+    except Exception as exc:  # an upcaster's failure is this line's failure, not ours
+        raise DecodeError(f"cannot upcast to the current format: {exc!r}") from None
 
 
 def _upcasting_decoder(upcast: Upcaster, version: int) -> Callable[[bytes], WireLine]:

@@ -41,10 +41,19 @@ class Redactor:
         secrets: Iterable[str] = (),
         environ: Mapping[str, str] | None = None,
     ) -> Redactor:
-        """Read the values of `env_names` now (unset or empty ones have nothing to hide)."""
+        """Read the values of `env_names` now.
+
+        An unset or empty variable raises RedactionError: redacting nothing silently would
+        send the secret a typo'd name was meant to hide to disk.
+        """
         env = os.environ if environ is None else environ
         values = {s for s in secrets if s}
-        values.update(env[name] for name in env_names if env.get(name))
+        for name in env_names:
+            value = env.get(name)
+            if not value:
+                state = "not set" if value is None else "set but empty"
+                raise RedactionError(f"--redact-env {name}: the variable is {state}")
+            values.add(value)
         checked: list[str] = []
         for pattern in patterns:
             try:
@@ -85,7 +94,25 @@ class Redactor:
         if isinstance(value, str):
             return self.redact_text(value)
         if isinstance(value, dict):
-            return {self.redact_text(k): self._value(v) for k, v in value.items()}
+            out = {self.redact_text(k): self._value(v) for k, v in value.items()}
+            return out if len(out) == len(value) else self._object(value)
         if isinstance(value, list | tuple):
             return [self._value(item) for item in value]
         return value
+
+    def _object(self, value: dict[str, Any]) -> dict[str, Any]:
+        """Redact an object some of whose keys became equal: number the redacted ones
+        (`[REDACTED-2]`, ...) so that no value is dropped."""
+        keys = [self.redact_text(k) for k in value]
+        taken = {new for old, new in zip(value, keys, strict=True) if new == old}
+        out: dict[str, Any] = {}
+        for (old, item), new in zip(value.items(), keys, strict=True):
+            key = new
+            number = 1
+            while new != old and key in taken:
+                number += 1
+                head, marker, tail = new.rpartition(REDACTED)
+                key = f"{head}[REDACTED-{number}]{tail}" if marker else f"{new}-{number}"
+            taken.add(key)
+            out[key] = self._value(item)
+        return out

@@ -49,7 +49,9 @@ def repair_transcript(
     before = verify_transcript(log)  # refuses what is not a transcript before we touch it
     if before.damaged:
         return RepairReport((), (), _damage_refusal(before), before)
-    if before.version != FORMAT_VERSION:
+    # No header (an empty file, or one cut while its first line was written): nothing has
+    # a version yet, and the writer refuses content that is not a cut header on its own.
+    if before.version is not None and before.version != FORMAT_VERSION:
         refusal = (
             f"it is of format version {before.version}; repair appends version "
             f"{FORMAT_VERSION} events only to files of that version"

@@ -6,6 +6,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -27,7 +28,6 @@ from mini_harness.runtime.events import (
     TranscriptStarted,
     event_type,
     new_id,
-    utc_timestamp,
 )
 from mini_harness.transcripts.codec import (
     HASH_HEX_DIGITS,
@@ -37,8 +37,8 @@ from mini_harness.transcripts.codec import (
     encode_wire,
     event_to_wire,
     line_hash,
-    parse_line,
 )
+from mini_harness.transcripts.first_line import check_first_line
 from mini_harness.transcripts.limits import DEFAULT_MAX_EVENT_BYTES, shrink_wire
 
 if TYPE_CHECKING:
@@ -87,11 +87,13 @@ class JsonlTranscript:
     exclusive `flock`, learns the last `seq` and hash from the file if another writer moved
     it, and writes the whole line with one `os.write`. A torn tail left by a crash (an
     unterminated line, NULs, lines that are not events) is copied to `<path>.torn-<offset>`
-    and cut off before the first append.
+    and cut off before the first append (`quarantined` lists what was set aside). A file
+    that is not a transcript at all is refused when it is opened (see first_line.py).
 
     `fsync`: "always" syncs every line before `append` returns (so `ToolCalled` is on disk
-    before the handler runs); "batch" syncs at most every `batch_seconds` and on `close()`;
-    "never" leaves it to the OS. A failed fsync makes the writer unusable: it is never
+    before the handler runs); "batch" syncs in the first append at least `batch_seconds`
+    after the last sync, and in `close()` (no timer: an idle writer stays unsynced until
+    then); "never" leaves it to the OS. A failed fsync makes the writer unusable: it is never
     retried. `max_event_bytes` caps one line (see limits.py); `redactor` rewrites secrets.
     """
 
@@ -124,6 +126,12 @@ class JsonlTranscript:
         self.transcript_id: str | None = None
         self.quarantined: list[Quarantined] = []
         self._open()
+        try:
+            check_first_line(self._fd, self.path)
+        except TranscriptFormatError:
+            os.close(self._fd)
+            self._fd = -1
+            raise
 
     def __repr__(self) -> str:
         return f"<JsonlTranscript(path={str(self.path)!r}, next_seq={self._next_seq})>"
@@ -143,6 +151,16 @@ class JsonlTranscript:
             raise TranscriptWriteError(
                 str(self.path), f"cannot open transcript {self.path}: {exc.strerror}"
             ) from None
+        if not stat.S_ISREG(os.fstat(self._fd).st_mode):
+            # A device, FIFO or socket never grows: every append would see an empty file and
+            # start a new transcript, and fsync fails on most of them at close.
+            os.close(self._fd)
+            self._fd = -1
+            raise TranscriptWriteError(
+                str(self.path),
+                f"cannot write transcript {self.path}: it is not a regular file "
+                "(a device, FIFO or socket cannot hold a transcript)",
+            )
         self._pid = os.getpid()
         self._generation = _fork_generation
         self._end = -1
@@ -227,7 +245,8 @@ class JsonlTranscript:
         if size != self._end:
             self._resync(size)
         if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
-            header = TranscriptStarted(ts=utc_timestamp(), transcript_id=new_id())
+            # The first event's time: a header never postdates what follows it.
+            header = TranscriptStarted(ts=event.ts, transcript_id=new_id())
             self._write_event(header)
 
     def emit(self, event: Event) -> None:
@@ -244,7 +263,7 @@ class JsonlTranscript:
                 self._open()
             before = len(self.quarantined)
             with self._flocked():
-                self._resync(os.lseek(self._fd, 0, os.SEEK_END), strict=True)
+                self._resync(os.lseek(self._fd, 0, os.SEEK_END))
             return self.quarantined[before:]
 
     @contextmanager
@@ -331,13 +350,13 @@ class JsonlTranscript:
 
     # --- learning where the file ends ------------------------------------------------
 
-    def _resync(self, size: int, *, strict: bool = False) -> None:
+    def _resync(self, size: int) -> None:
         """Read the last event line (under the lock) to continue its seq and hash chain.
 
         Bytes after it that do not form events (an unterminated line, NULs, junk lines) are
-        a torn tail, as the reader classifies them: copied aside, then cut off. Appends check
-        only a line's envelope (cheap: this runs whenever another writer moved the file);
-        `strict` (repair) types the whole event, exactly as the reader does.
+        a torn tail: copied aside, then cut off. A line counts as an event exactly when the
+        reader's decoder types it, so what is cut is exactly what the reader calls a torn
+        tail; anything else would turn into damage in the middle once appended after.
         """
         self._end = -1  # unknown until understood: a failure below forces another resync
         self._next_seq, self._prev = 0, None
@@ -350,9 +369,7 @@ class JsonlTranscript:
             line_start = self._last_newline(scan - 1)
             line = os.pread(self._fd, scan - 1 - line_start, line_start)
             try:
-                data = parse_line(line)
-                if strict:
-                    decode_line(line)
+                decoded = decode_line(line)
             except DecodeError:
                 scan = line_start
                 continue
@@ -365,9 +382,9 @@ class JsonlTranscript:
             if scan < size:
                 self._quarantine(scan, size)
             self._end = scan
-            if data["type"] == "TranscriptStarted":
-                self.transcript_id = data.get("transcriptId")
-            self._next_seq = data["seq"] + 1
+            if isinstance(decoded.event, TranscriptStarted):
+                self.transcript_id = decoded.event.transcript_id
+            self._next_seq = decoded.seq + 1
             self._prev = line_hash(line)
             return
         if terminated > 0:

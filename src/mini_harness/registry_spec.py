@@ -1,4 +1,4 @@
-"""`--registry module:attribute`: load a user's ToolRegistry; usage errors, never tracebacks."""
+"""`--registry module:attribute`: load a user's ToolRegistry, with errors that say why not."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import importlib
 import os
 import sys
 
-from mini_harness.cli import BadUsage
-from mini_harness.errors import MiniHarnessError
+from mini_harness.errors import MiniHarnessError, RegistrySpecError
 from mini_harness.runtime import ToolRegistry
 
 SPEC_HELP = (
@@ -18,10 +17,13 @@ SPEC_HELP = (
 
 
 def load_registry(spec: str, *, flag: str = "--registry") -> ToolRegistry:
-    """Import `module:attribute` and return the registry it names; BadUsage (exit 2) if not."""
+    """Import `module:attribute` and return the registry it names; RegistrySpecError if not.
+
+    `flag` names the option in messages, so each command can use its own.
+    """
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
-        raise BadUsage(f"{flag} must look like module:attribute (got {spec!r})")
+        raise RegistrySpecError(spec, f"{flag} must look like module:attribute (got {spec!r})")
     # Console scripts put their own directory on sys.path, not the working directory;
     # users expect `--registry mytools:registry` to find ./mytools.py, as `python -m` would.
     cwd = os.getcwd()
@@ -31,35 +33,47 @@ def load_registry(spec: str, *, flag: str = "--registry") -> ToolRegistry:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name == module_name or module_name.startswith(f"{exc.name}."):
-            raise BadUsage(f"{flag} {spec}: no module named {module_name!r}") from None
-        raise BadUsage(f"{flag} {spec}: importing {module_name} failed: {_describe(exc)}") from None
+            raise RegistrySpecError(
+                spec, f"{flag} {spec}: no module named {module_name!r}"
+            ) from None
+        raise RegistrySpecError(
+            spec, f"{flag} {spec}: importing {module_name} failed: {_describe(exc)}"
+        ) from None
     except Exception as exc:  # whatever the user's module raises on import
-        raise BadUsage(f"{flag} {spec}: importing {module_name} failed: {_describe(exc)}") from None
+        raise RegistrySpecError(
+            spec, f"{flag} {spec}: importing {module_name} failed: {_describe(exc)}"
+        ) from None
 
     target: object = module
     for part in attribute.split("."):
         try:
             target = getattr(target, part)
         except AttributeError:
-            raise BadUsage(f"{flag} {spec}: {module_name} has no attribute {attribute!r}") from None
+            raise RegistrySpecError(
+                spec, f"{flag} {spec}: {module_name} has no attribute {attribute!r}"
+            ) from None
 
     if isinstance(target, ToolRegistry):
         return target
     if not callable(target):
-        raise BadUsage(
+        raise RegistrySpecError(
+            spec,
             f"{flag} {spec}: expected a ToolRegistry or a callable returning one, "
-            f"got {type(target).__name__}"
+            f"got {type(target).__name__}",
         )
     try:
         result = target()
     except MiniHarnessError as exc:
         # e.g. a RegistrationError: our own message already says what is wrong.
-        raise BadUsage(f"{flag} {spec}: {exc.message}") from None
+        raise RegistrySpecError(spec, f"{flag} {spec}: {exc.message}") from None
     except Exception as exc:  # the factory is user code
-        raise BadUsage(f"{flag} {spec}: calling {attribute}() failed: {_describe(exc)}") from None
+        raise RegistrySpecError(
+            spec, f"{flag} {spec}: calling {attribute}() failed: {_describe(exc)}"
+        ) from None
     if not isinstance(result, ToolRegistry):
-        raise BadUsage(
-            f"{flag} {spec}: {attribute}() returned {type(result).__name__}, not a ToolRegistry"
+        raise RegistrySpecError(
+            spec,
+            f"{flag} {spec}: {attribute}() returned {type(result).__name__}, not a ToolRegistry",
         )
     return result
 

@@ -1,0 +1,361 @@
+"""`mini-harness replay`: fold a transcript into a report, or re-run its calls and compare."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
+import click
+
+from mini_harness.cli import BadUsage, error, info
+
+if TYPE_CHECKING:
+    from mini_harness.replay import Drift, RerunOutcome, TranscriptFold
+    from mini_harness.runtime.jsonvalue import JsonObject
+
+PROGRESS_MIN_BYTES = 32 * 1024 * 1024
+"""Files smaller than this finish too fast to need a progress bar."""
+_PROGRESS_EVERY = 4096  # items between progress checks
+
+
+@click.command(
+    "replay", short_help="Fold a transcript into a report, or --rerun its calls and compare."
+)
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option(
+    "--context-report",
+    is_flag=True,
+    help="Print each run's Context Explorer report, as the live --context-report did.",
+)
+@click.option("--run", "run", metavar="ID|INDEX", help="Only this run: 1-based index or run id.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
+@click.option("--rerun", is_flag=True, help="Dispatch each recorded call again and compare.")
+@click.option(
+    "--registry",
+    metavar="MODULE:ATTRIBUTE",
+    help="With --rerun: the ToolRegistry (or a function returning one) to re-run against. "
+    "Default: the built-in tools.",
+)
+@click.option(
+    "--workspace",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False),
+    help="With --rerun: the directory the built-in file tools work in (default: the one given "
+    "before the subcommand, else the current directory).",
+)
+@click.option(
+    "--allow-side-effects",
+    is_flag=True,
+    help="With --rerun: also run tools not marked readOnlyHint or idempotentHint.",
+)
+@click.option(
+    "--log",
+    metavar="OUT",
+    type=click.Path(dir_okay=False),
+    help="With --rerun: record the re-run as a new transcript.",
+)
+def replay_command(  # noqa: PLR0917 - click passes each option as an argument
+    path: str,
+    context_report: bool,
+    run: str | None,
+    as_json: bool,
+    rerun: bool,
+    registry: str | None,
+    workspace: str | None,
+    allow_side_effects: bool,
+    log: str | None,
+) -> None:
+    """Fold a transcript back into runs, calls and problems, never calling a handler.
+
+    With --rerun, dispatch each recorded call again against the current registry and report
+    it as matched, diverged (with a diff), now-fails, now-succeeds or skipped. Only tools the
+    current registry marks readOnlyHint or idempotentHint run again, unless
+    --allow-side-effects.
+
+    Exit codes: 0 the log is sound (and every re-run call matched or was skipped); 1 the log
+    has problems (integrity, protocol, torn tail, in-doubt calls) or a re-run call differs;
+    2 the transcript cannot be read or the arguments are wrong; 130 interrupted.
+    """
+    from mini_harness.replay import TranscriptFold, TranscriptRerun, load_registry
+    from mini_harness.runtime import EventSink
+
+    if not rerun:
+        for flag, value in (
+            ("--registry", registry),
+            ("--workspace", workspace),
+            ("--allow-side-effects", allow_side_effects),
+            ("--log", log),
+        ):
+            if value:
+                raise BadUsage(f"{flag} needs --rerun")
+    if log is not None and _same_file(log, path):
+        raise BadUsage("--log must name a new file, not the transcript being replayed")
+    if registry is not None and workspace is not None:
+        raise BadUsage(
+            "--workspace applies to the built-in tools; it cannot be used with --registry"
+        )
+    if workspace is None:
+        # `mini-harness --workspace DIR replay ...` sets it on the root command.
+        workspace = (click.get_current_context().find_root().obj or {}).get("workspace")
+    tools = (
+        (load_registry(registry) if registry else _default_registry(workspace)) if rerun else None
+    )
+    fold = TranscriptFold(path, run=run, context_reports=context_report)
+    out: _Output = _JsonOutput(fold, rerun=rerun) if as_json else _TextOutput(fold, rerun=rerun)
+    if tools is None:
+        code = _drive(fold, iter(fold), out, size=_size(path))
+        raise click.exceptions.Exit(code)
+    sink: EventSink | None = None
+    if log is not None:
+        from mini_harness.transcripts import JsonlTranscript
+
+        sink = JsonlTranscript(log)
+    try:
+        runner = TranscriptRerun(fold, tools, allow_side_effects=allow_side_effects, sink=sink)
+        code = _drive(fold, iter(runner), out, size=_size(path))
+    finally:
+        close = getattr(sink, "close", None)
+        if close is not None:
+            close()
+    if log is not None:
+        info(f"Re-run recorded in {log}")
+    raise click.exceptions.Exit(code)
+
+
+def _default_registry(workspace: str | None) -> Any:
+    from mini_harness.tools import default_registry
+
+    return default_registry(workspace)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0  # the reader reports it
+
+
+def _drive(fold: TranscriptFold, items: Any, out: _Output, *, size: int) -> int:
+    """Feed every item to `out`, with progress on a terminal; Ctrl-C ends with what we have."""
+    from mini_harness.replay import CallRecord, Drift, RerunOutcome, RunInfo
+
+    progress = _Progress(fold, size) if size >= PROGRESS_MIN_BYTES else None
+    handlers: dict[type, Callable[[Any], None]] = {
+        RunInfo: out.run,
+        CallRecord: out.call,
+        RerunOutcome: out.outcome,
+        Drift: out.drift,
+    }
+    count = 0
+    try:
+        for item in items:
+            handlers[type(item)](item)
+            count += 1
+            if progress is not None and count % _PROGRESS_EVERY == 0:
+                progress.update()
+    except KeyboardInterrupt:
+        out.flush()
+        if progress is not None:
+            progress.clear()
+        out.finish(interrupted=True)
+        error(f"interrupted at line {fold.reader.records_read}: the report above is partial")
+        return 130
+    except BaseException:
+        out.flush()  # what was found before a damaged line is still shown
+        if progress is not None:
+            progress.clear()
+        raise
+    if progress is not None:
+        progress.clear()
+    return out.finish(interrupted=False)
+
+
+class _Progress:
+    """`[mini-harness] replay: 42% of 310 MB` on stderr, only when stderr is a terminal."""
+
+    def __init__(self, fold: TranscriptFold, size: int, stream: TextIO | None = None) -> None:
+        self.fold = fold
+        self.size = size
+        self.stream: TextIO = stream if stream is not None else sys.stderr
+        self.enabled = self.stream.isatty()
+        self.shown = -1
+
+    def update(self) -> None:
+        if not self.enabled:
+            return
+        percent = self.fold.offset * 100 // max(self.size, 1)
+        if percent != self.shown:
+            self.shown = percent
+            mb = self.size / 1_000_000
+            self.stream.write(f"\r[mini-harness] replay: {percent}% of {mb:.0f} MB")
+            self.stream.flush()
+
+    def clear(self) -> None:
+        if self.enabled and self.shown >= 0:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+class _Output:
+    """Where items go as they are found; `finish` prints the end and returns the exit code."""
+
+    def __init__(self, fold: TranscriptFold, *, rerun: bool) -> None:
+        self.fold = fold
+        self.rerun = rerun
+        self.counts: dict[str, int] = {}
+        self.drifted: list[Drift] = []
+
+    def run(self, item: Any) -> None:
+        """A run started."""
+
+    def call(self, item: Any) -> None:
+        """A call ended (fold mode)."""
+
+    def outcome(self, item: RerunOutcome) -> None:
+        self.counts[item.outcome] = self.counts.get(item.outcome, 0) + 1
+
+    def drift(self, item: Drift) -> None:
+        self.drifted.append(item)
+
+    def flush(self) -> None:
+        return None
+
+    def finish(self, *, interrupted: bool) -> int:
+        raise NotImplementedError
+
+    def exit_code(self, problems: int) -> int:
+        from mini_harness.replay.model import DIVERGED, NOW_FAILS, NOW_SUCCEEDS
+
+        differing = sum(self.counts.get(name, 0) for name in (DIVERGED, NOW_FAILS, NOW_SUCCEEDS))
+        return 1 if problems or self.fold.totals().in_doubt or differing else 0
+
+
+class _TextOutput(_Output):
+    def __init__(self, fold: TranscriptFold, *, rerun: bool) -> None:
+        from mini_harness.replay import render
+
+        super().__init__(fold, rerun=rerun)
+        self.render = render
+        self.call_line = render.call_line
+        # Call lines are written in batches: one write per line costs as much as the fold.
+        self.pending: list[str] = []
+        what = "re-run against the current registry" if rerun else "fold: no handler is called"
+        info(f"Replaying {fold.path} ({what})")
+
+    def write(self, text: str) -> None:
+        self.pending.append(text)
+        self.flush()
+
+    def flush(self) -> None:
+        sys.stdout.write("".join(self.pending))
+        self.pending.clear()
+
+    def run(self, item: Any) -> None:
+        self.write(self.render.run_line(item) + "\n")
+
+    def call(self, item: Any) -> None:
+        pending = self.pending
+        pending.append(self.call_line(item) + "\n")
+        if len(pending) >= 1024:
+            self.flush()
+
+    def outcome(self, item: RerunOutcome) -> None:
+        super().outcome(item)
+        self.write("\n".join(self.render.outcome_lines(item)) + "\n")
+
+    def drift(self, item: Drift) -> None:
+        super().drift(item)
+        self.write(self.render.drift_line(item) + "\n")
+
+    def finish(self, *, interrupted: bool) -> int:
+        from mini_harness.replay.render import rerun_line, summary_lines, totals_line
+
+        fold = self.fold
+        problems = fold.problems()
+        lines = summary_lines(fold.summaries(), problems, context_reports=fold.context_reports)
+        self.write("\n".join(lines) + "\n")
+        info(totals_line(fold.totals(), len(problems)))
+        if self.rerun:
+            info(rerun_line(self.counts, len(self.drifted)))
+        code = self.exit_code(len(problems))
+        if code and not interrupted:
+            error(self.explain(len(problems)))
+        return code
+
+    def explain(self, problems: int) -> str:
+        differing = {
+            name: self.counts[name]
+            for name in ("diverged", "now-fails", "now-succeeds")
+            if self.counts.get(name)
+        }
+        if differing:
+            parts = ", ".join(f"{count} {name}" for name, count in differing.items())
+            return f"re-run differs from the record: {parts}"
+        in_doubt = self.fold.totals().in_doubt
+        return f"the log has {problems} problem(s) and {in_doubt} call(s) in doubt"
+
+
+class _JsonOutput(_Output):
+    """One JSON document, written as it goes: calls stream out one per line."""
+
+    def __init__(self, fold: TranscriptFold, *, rerun: bool) -> None:
+        super().__init__(fold, rerun=rerun)
+        self.write = sys.stdout.write
+        self.started = False
+        self.first_call = True
+        self.pending: JsonObject | None = None
+
+    def _start(self) -> None:
+        if not self.started:
+            import orjson
+
+            head = {"path": str(self.fold.path), "transcriptId": self.fold.transcript_id}
+            self.write(orjson.dumps(head).decode()[:-1] + ',"calls":[')
+            self.started = True
+
+    def _emit_call(self, entry: JsonObject) -> None:
+        import orjson
+
+        self._start()
+        self.write(("\n" if self.first_call else ",\n") + orjson.dumps(entry).decode())
+        self.first_call = False
+
+    def run(self, item: Any) -> None:
+        self._start()
+
+    def call(self, item: Any) -> None:
+        self._emit_call(item.to_json())
+
+    def outcome(self, item: RerunOutcome) -> None:
+        super().outcome(item)
+        self._emit_call({**item.call.to_json(), "rerun": item.to_json()})
+
+    def finish(self, *, interrupted: bool) -> int:
+        import orjson
+
+        from mini_harness.replay import OUTCOMES
+
+        self._start()
+        fold = self.fold
+        problems = fold.problems()
+        code = self.exit_code(len(problems))
+        tail: JsonObject = {
+            "runs": [run.to_json() for run in fold.summaries()],
+            "problems": [problem.to_json() for problem in problems],
+            "totals": fold.totals().to_json(),
+            "drift": [drift.to_json() for drift in self.drifted],
+            "rerun": {name: self.counts.get(name, 0) for name in OUTCOMES} if self.rerun else None,
+            "interrupted": interrupted,
+            "exitCode": 130 if interrupted else code,
+        }
+        self.write("\n]," + orjson.dumps(tail).decode()[1:] + "\n")
+        return code

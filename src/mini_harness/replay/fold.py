@@ -1,0 +1,281 @@
+"""Fold: rebuild runs, calls and context reports from a transcript's events alone.
+
+Never calls a handler. Streams the file through the raw reader, so memory grows with the
+number of runs and call ids (to catch reused ids), never with the size of the events.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+
+from mini_harness.errors import ReplayError
+from mini_harness.replay.model import (
+    FAILED,
+    IN_DOUBT,
+    SUCCEEDED,
+    CallRecord,
+    FoldResult,
+    LogProblem,
+    RunInfo,
+    RunSummary,
+    Totals,
+)
+from mini_harness.runtime.context import (
+    ContextRow,
+    estimate_tokens,
+    pretty_json,
+    render_context_report,
+)
+from mini_harness.runtime.dispatch import display_failure, display_result
+from mini_harness.runtime.jsonvalue import JsonObject, JsonValue
+from mini_harness.transcripts.protocol import CallProtocol
+from mini_harness.transcripts.reader import TranscriptReader
+
+
+@attrs.define
+class _RunState:
+    info: RunInfo
+    succeeded: int = 0
+    failed: int = 0
+    in_doubt: int = 0
+    # Context report: token estimates only, so a long run costs no memory per call.
+    tool_tokens: int = 0
+    result_tokens: int = 0
+    error_tokens: int = 0
+
+    def count_tokens(self, name: str, tool_input: JsonValue, data: JsonObject) -> None:
+        """Add a finished call (its terminal event's fields) to the report's estimates."""
+        duration = data["durationMs"]
+        if data["type"] == "ToolSucceeded":
+            shown = display_result(name, tool_input, data["output"], duration)
+            self.result_tokens += estimate_tokens(pretty_json(shown))
+        else:
+            shown = display_failure(name, tool_input, data["error"], duration)
+            self.error_tokens += estimate_tokens(pretty_json(shown))
+
+    def summary(self, context_reports: bool) -> RunSummary:
+        report = render_context_report(self.context_rows()) if context_reports else None
+        return RunSummary(self.info, self.succeeded, self.failed, self.in_doubt, report)
+
+    def context_rows(self) -> list[ContextRow]:
+        """Tool definitions, then one row for the results and one for the errors, if any.
+
+        A run with one successful call (every successful CLI run) gives exactly the rows the
+        live `--context-report` printed. Several results are summed in one row.
+        """
+        rows = [ContextRow("Tool definitions", self.tool_tokens)]
+        for count, tokens, one, many in (
+            (self.succeeded, self.result_tokens, "Tool result", "Tool results"),
+            (self.failed, self.error_tokens, "Tool error", "Tool errors"),
+        ):
+            if count:
+                rows.append(ContextRow(one if count == 1 else f"{many} ({count})", tokens))
+        return rows
+
+
+class TranscriptFold:
+    """Iterate a transcript as RunInfo (when a run starts) and CallRecord (when a call ends).
+
+    Calls still open at the end of the file are yielded last, as in-doubt. After (or during)
+    iteration, `summaries()`, `problems()` and `totals()` describe what was read so far;
+    `result()` collects everything into a FoldResult. `run` selects one run by 1-based
+    index (all digits) or by run id / id prefix (the first run it matches).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        run: str | None = None,
+        context_reports: bool = False,
+    ) -> None:
+        self.path = Path(path)
+        self.reader = TranscriptReader(self.path)
+        self.context_reports = context_reports
+        self.selection = run
+        self.transcript_id: str | None = None
+        self.offset = 0  # byte offset of the last line read
+        self.finished = False
+        self._protocol = CallProtocol()
+        self._inputs: dict[str, JsonValue] = {}  # open calls only
+        self._runs: dict[str, _RunState] = {}
+        self._selected: str | None = None
+        self._extra_problems: list[LogProblem] = []
+        self._unknown = 0
+
+    def __repr__(self) -> str:
+        return f"<TranscriptFold(path={str(self.path)!r}, offset={self.offset})>"
+
+    @property
+    def selected_run(self) -> RunInfo | None:
+        state = self._runs.get(self._selected) if self._selected else None
+        return state.info if state else None
+
+    def __iter__(self) -> Iterator[RunInfo | CallRecord]:
+        # Runs once per event of files with millions of them: locals instead of attributes,
+        # and the common case (a call event) first and inline.
+        protocol = self._protocol
+        problems = protocol.problems
+        inputs = self._inputs
+        runs = self._runs
+        count_tokens = self.context_reports
+        for line, offset, seq, _prev, _hash, data in self.reader.raw():
+            self.offset = offset
+            kind = data["type"]
+            if kind == "ToolSucceeded" or kind == "ToolFailed":  # noqa: PLR1714 - hot path
+                opened = protocol.finished(line, seq, kind, data["callId"])
+                if opened is None:
+                    continue
+                state = runs[opened.run_id]
+                tool_input = inputs.pop(opened.call_id)
+                if kind == "ToolSucceeded":
+                    state.succeeded += 1
+                    output = data["output"]
+                    error = None
+                else:
+                    state.failed += 1
+                    output = None
+                    error = data["error"]
+                if count_tokens:
+                    state.count_tokens(opened.name, tool_input, data)
+                if self.selection is None or opened.run_id == self._selected:
+                    yield CallRecord(
+                        state.info.index,
+                        opened.run_id,
+                        opened.call_id,
+                        opened.name,
+                        tool_input,
+                        SUCCEEDED if error is None else FAILED,
+                        opened.line,
+                        line,
+                        output,
+                        error,
+                        data["durationMs"],
+                    )
+            elif kind == "ToolCalled":
+                call_id = data["callId"]
+                run_id = data["runId"]
+                if run_id not in runs:
+                    yield from self._run_started(line, data, recorded=False)
+                known = len(problems)
+                protocol.called(line, seq, run_id, call_id, data["name"])
+                if len(problems) == known:
+                    inputs[call_id] = data["input"]
+            elif kind == "RunStarted":
+                if data["runId"] in runs:
+                    self._extra_problems.append(
+                        LogProblem("protocol", line, f"run {data['runId']} is started again")
+                    )
+                    continue
+                yield from self._run_started(line, data, recorded=True)
+            elif kind == "TranscriptStarted":
+                if line == 1:
+                    self.transcript_id = data["transcriptId"]
+            else:
+                self._unknown += 1
+        yield from self._in_doubt()
+        self.finished = True
+        if self.selection is not None and self._selected is None:
+            raise ReplayError(f"{self.path} has no run {self.selection} (it has {len(runs)} runs)")
+
+    def _in_doubt(self) -> Iterator[CallRecord]:
+        for opened in self._protocol.in_doubt():
+            state = self._runs[opened.run_id]
+            state.in_doubt += 1
+            if self._shows(opened.run_id):
+                tool_input = self._inputs[opened.call_id]
+                yield CallRecord(
+                    state.info.index,
+                    opened.run_id,
+                    opened.call_id,
+                    opened.name,
+                    tool_input,
+                    IN_DOUBT,
+                    opened.line,
+                )
+
+    def _run_started(self, line: int, data: JsonObject, *, recorded: bool) -> Iterator[RunInfo]:
+        run_id = data["runId"]
+        if recorded:
+            tools = tuple(tool for tool in data["tools"] if isinstance(tool, dict))
+            info = RunInfo(len(self._runs) + 1, run_id, data["harness"], data["ts"], line, tools)
+        else:
+            self._extra_problems.append(
+                LogProblem("protocol", line, f"ToolCalled for run {run_id}, with no RunStarted")
+            )
+            info = RunInfo(len(self._runs) + 1, run_id, "", data["ts"], line, ())
+        state = _RunState(info)
+        if self.context_reports:
+            state.tool_tokens = estimate_tokens(pretty_json(list(info.tools)))
+        self._runs[run_id] = state
+        if self._selected is None and self._selects(info):
+            self._selected = run_id
+        if self.selection is None or self._selected == run_id:
+            yield info
+
+    def _shows(self, run_id: str) -> bool:
+        return self.selection is None or run_id == self._selected
+
+    def _selects(self, info: RunInfo) -> bool:
+        wanted = self.selection
+        if wanted is None:
+            return False
+        if wanted.isdigit():
+            return info.index == int(wanted)
+        return info.run_id.startswith(wanted)
+
+    # --- what was found so far --------------------------------------------------------
+
+    def summaries(self) -> list[RunSummary]:
+        return [
+            state.summary(self.context_reports)
+            for run_id, state in self._runs.items()
+            if self._shows(run_id)
+        ]
+
+    def problems(self) -> list[LogProblem]:
+        """Integrity, protocol and torn-tail problems in line order."""
+        found = [LogProblem("integrity", p.line, p.message) for p in self.reader.problems]
+        found += [LogProblem("protocol", p.line, p.message) for p in self._protocol.problems]
+        found += self._extra_problems
+        tail = self.reader.torn_tail
+        if tail is not None:
+            found.append(LogProblem("torn-tail", tail.line, tail.describe()))
+        return sorted(found, key=lambda problem: problem.line)
+
+    def totals(self) -> Totals:
+        states = [state for run_id, state in self._runs.items() if self._shows(run_id)]
+        return Totals(
+            events=self.reader.records_read,
+            runs=len(states),
+            succeeded=sum(s.succeeded for s in states),
+            failed=sum(s.failed for s in states),
+            in_doubt=sum(s.in_doubt for s in states),
+            unknown_events=self._unknown,
+        )
+
+    def result(self) -> FoldResult:
+        """Read the whole transcript and collect what it says (one object per call)."""
+        calls = [item for item in self if isinstance(item, CallRecord)]
+        return FoldResult(
+            path=str(self.path),
+            transcript_id=self.transcript_id,
+            runs=tuple(self.summaries()),
+            calls=tuple(calls),
+            problems=tuple(self.problems()),
+            totals=self.totals(),
+        )
+
+
+def fold_transcript(
+    path: str | os.PathLike[str], *, run: str | None = None, context_reports: bool = True
+) -> FoldResult:
+    """Fold a transcript into runs, calls, problems and (by default) context reports.
+
+    Raises a TranscriptError if the file cannot be read, ReplayError if `run` matches none.
+    """
+    return TranscriptFold(path, run=run, context_reports=context_reports).result()

@@ -1,0 +1,226 @@
+"""What a fold and a re-run report: plain frozen values, each with its JSON shape."""
+
+from __future__ import annotations
+
+import attrs
+
+from mini_harness.runtime.jsonvalue import JsonObject, JsonValue
+
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+IN_DOUBT = "in-doubt"
+
+MATCHED = "matched"
+DIVERGED = "diverged"
+NOW_FAILS = "now-fails"
+NOW_SUCCEEDS = "now-succeeds"
+SKIPPED = "skipped"
+OUTCOMES = (MATCHED, DIVERGED, NOW_FAILS, NOW_SUCCEEDS, SKIPPED)
+
+
+@attrs.frozen
+class RunInfo:
+    """A run as its RunStarted recorded it; `index` counts runs from 1 in file order."""
+
+    index: int
+    run_id: str
+    harness: str
+    started: str
+    line: int
+    tools: tuple[JsonObject, ...]
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [str(tool.get("name")) for tool in self.tools]
+
+    def to_json(self) -> JsonObject:
+        return {
+            "index": self.index,
+            "runId": self.run_id,
+            "harness": self.harness,
+            "started": self.started,
+            "line": self.line,
+            "tools": self.tool_names,
+        }
+
+
+@attrs.define
+class CallRecord:
+    """One recorded call: `status` is succeeded, failed or in-doubt (no terminal event).
+
+    Not frozen, unlike the other values: a fold makes one per call, and a frozen attrs
+    class costs about five times as much to build. Treat it as read-only.
+    """
+
+    run_index: int
+    run_id: str
+    call_id: str
+    name: str
+    input: JsonValue
+    status: str
+    line: int  # of the ToolCalled
+    end_line: int | None = None
+    output: JsonValue = None
+    error: JsonObject | None = None
+    duration_ms: float | None = None
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {
+            "callId": self.call_id,
+            "run": self.run_index,
+            "name": self.name,
+            "status": self.status,
+            "durationMs": self.duration_ms,
+            "line": self.line,
+            "endLine": self.end_line,
+        }
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+@attrs.frozen
+class LogProblem:
+    """Something wrong with the log itself; `kind` is torn-tail, integrity or protocol."""
+
+    kind: str
+    line: int
+    message: str
+
+    def describe(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+    def to_json(self) -> JsonObject:
+        return {"kind": self.kind, "line": self.line, "message": self.message}
+
+
+@attrs.frozen
+class RunSummary:
+    """A run's totals and, when asked for, its Context Explorer report."""
+
+    info: RunInfo
+    succeeded: int
+    failed: int
+    in_doubt: int
+    context_report: str | None = None
+
+    def to_json(self) -> JsonObject:
+        out = self.info.to_json()
+        out.update(succeeded=self.succeeded, failed=self.failed, inDoubt=self.in_doubt)
+        if self.context_report is not None:
+            out["contextReport"] = self.context_report
+        return out
+
+
+@attrs.frozen
+class Totals:
+    """Counts over the whole fold."""
+
+    events: int
+    runs: int
+    succeeded: int
+    failed: int
+    in_doubt: int
+    unknown_events: int
+
+    @property
+    def calls(self) -> int:
+        return self.succeeded + self.failed + self.in_doubt
+
+    def to_json(self) -> JsonObject:
+        return {
+            "events": self.events,
+            "runs": self.runs,
+            "calls": self.calls,
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+            "inDoubt": self.in_doubt,
+            "unknownEvents": self.unknown_events,
+        }
+
+
+@attrs.frozen
+class FoldResult:
+    """Everything a fold found: runs, calls (in the order they ended; in-doubt last), problems."""
+
+    path: str
+    transcript_id: str | None
+    runs: tuple[RunSummary, ...]
+    calls: tuple[CallRecord, ...]
+    problems: tuple[LogProblem, ...]
+    totals: Totals
+
+    @property
+    def ok(self) -> bool:
+        """No problem with the log and no call in doubt (failed calls are not log problems)."""
+        return not self.problems and self.totals.in_doubt == 0
+
+    def to_json(self) -> JsonObject:
+        return {
+            "path": self.path,
+            "transcriptId": self.transcript_id,
+            "calls": [call.to_json() for call in self.calls],
+            "runs": [run.to_json() for run in self.runs],
+            "problems": [problem.to_json() for problem in self.problems],
+            "totals": self.totals.to_json(),
+        }
+
+
+@attrs.frozen
+class Drift:
+    """A recorded tool whose current definition differs (`changed`) or is gone (`removed`)."""
+
+    tool: str
+    change: str
+    fields: tuple[str, ...]
+    run_index: int
+
+    def describe(self) -> str:
+        if self.change == "removed":
+            return f"{self.tool}: no longer in the registry (recorded in run {self.run_index})"
+        return f"{self.tool}: {' and '.join(self.fields)} changed since run {self.run_index}"
+
+    def to_json(self) -> JsonObject:
+        return {
+            "tool": self.tool,
+            "change": self.change,
+            "fields": list(self.fields),
+            "run": self.run_index,
+        }
+
+
+@attrs.frozen
+class RerunOutcome:
+    """One recorded call dispatched again (or skipped) and compared with its record."""
+
+    call: CallRecord
+    outcome: str
+    reason: str | None = None
+    current: JsonValue = None  # the new output, or the new error as {kind, message}
+    diff: str | None = None
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"outcome": self.outcome}
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.diff is not None:
+            out["diff"] = self.diff
+        return out
+
+
+@attrs.frozen
+class RerunReport:
+    """A fold plus each call's re-run outcome and the tools that drifted."""
+
+    fold: FoldResult
+    outcomes: tuple[RerunOutcome, ...]
+    drift: tuple[Drift, ...]
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for item in self.outcomes if item.outcome == outcome)
+
+    @property
+    def ok(self) -> bool:
+        """Every re-run call matched or was skipped, and the log has no problem."""
+        differing = (DIVERGED, NOW_FAILS, NOW_SUCCEEDS)
+        return self.fold.ok and not any(item.outcome in differing for item in self.outcomes)

@@ -1,0 +1,89 @@
+"""Text lines for the `replay` command: one function per kind of fact, no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from mini_harness.replay.model import (
+    DIVERGED,
+    FAILED,
+    IN_DOUBT,
+    OUTCOMES,
+    CallRecord,
+    Drift,
+    LogProblem,
+    RerunOutcome,
+    RunInfo,
+    RunSummary,
+    Totals,
+)
+
+
+def run_line(info: RunInfo) -> str:
+    tools = ", ".join(info.tool_names) or "(none recorded)"
+    harness = f"harness {info.harness}, " if info.harness else ""
+    return f"Run {info.index} {info.run_id} started {info.started}, {harness}tools: {tools}"
+
+
+def call_line(call: CallRecord) -> str:
+    head = f"  {call.call_id}  {call.name}"
+    if call.status == IN_DOUBT:
+        return f"{head}  in doubt (ToolCalled at line {call.line}, no terminal event)"
+    line = f"{head}  {call.status}  {call.duration_ms} ms"
+    if call.status == FAILED and call.error is not None:
+        line += f"  {call.error.get('kind')}: {call.error.get('message')}"
+    return line
+
+
+def outcome_lines(outcome: RerunOutcome) -> list[str]:
+    call = outcome.call
+    head = f"  {call.call_id}  {call.name}  {outcome.outcome}"
+    lines = [f"{head}: {outcome.reason}" if outcome.reason else head]
+    if outcome.outcome == DIVERGED and outcome.diff:
+        lines += [f"      {line}" for line in outcome.diff.splitlines()]
+    return lines
+
+
+def drift_line(drift: Drift) -> str:
+    return f"  drift: {drift.describe()}"
+
+
+def summary_lines(
+    runs: Iterable[RunSummary], problems: Iterable[LogProblem], *, context_reports: bool
+) -> list[str]:
+    lines = ["", "Runs:"]
+    runs = list(runs)
+    if not runs:
+        lines.append("  (no runs)")
+    for run in runs:
+        lines.append(
+            f"  Run {run.info.index} {run.info.run_id}: {run.succeeded} succeeded, "
+            f"{run.failed} failed, {run.in_doubt} in doubt"
+        )
+    if context_reports:
+        for run in runs:
+            lines += ["", f"Context report, run {run.info.index} ({run.info.run_id}):"]
+            lines += (run.context_report or "").splitlines()
+    problems = list(problems)
+    if problems:
+        lines += ["", "Problems with the log:"]
+        lines += [f"  [{problem.kind}] {problem.describe()}" for problem in problems]
+    return lines
+
+
+def totals_line(totals: Totals, problems: int) -> str:
+    runs = "1 run" if totals.runs == 1 else f"{totals.runs} runs"
+    calls = "1 call" if totals.calls == 1 else f"{totals.calls} calls"
+    found = "no problems in the log" if not problems else f"{problems} problem(s) in the log"
+    line = (
+        f"{runs}, {calls}: {totals.succeeded} succeeded, {totals.failed} failed, "
+        f"{totals.in_doubt} in doubt; {found}"
+    )
+    if totals.unknown_events:
+        line += f"; {totals.unknown_events} event(s) of unknown types skipped"
+    return line
+
+
+def rerun_line(counts: dict[str, int], drifted: int) -> str:
+    parts = ", ".join(f"{counts.get(name, 0)} {name}" for name in OUTCOMES)
+    return f"Re-run: {parts}; {drifted} tool definition(s) drifted"

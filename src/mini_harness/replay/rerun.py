@@ -1,0 +1,203 @@
+"""Re-run: dispatch recorded calls again against the current registry and compare outputs."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterator
+
+import orjson
+
+from mini_harness.errors import ToolCallError
+from mini_harness.replay.fold import TranscriptFold
+from mini_harness.replay.model import (
+    DIVERGED,
+    IN_DOUBT,
+    MATCHED,
+    NOW_FAILS,
+    NOW_SUCCEEDS,
+    SKIPPED,
+    SUCCEEDED,
+    CallRecord,
+    Drift,
+    FoldResult,
+    RerunOutcome,
+    RerunReport,
+    RunInfo,
+)
+from mini_harness.runtime.dispatch import ToolRuntime
+from mini_harness.runtime.events import EventSink
+from mini_harness.runtime.jsonvalue import JsonObject, JsonValue
+from mini_harness.runtime.registry import ToolRegistry
+
+_DIFF_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+
+
+def json_equal(a: JsonValue, b: JsonValue) -> bool:
+    """Equal as JSON values: like ==, except that true/false never equal 1/0."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict):
+        return (
+            isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(json_equal(value, b[key]) for key, value in a.items())
+        )
+    if isinstance(a, list):
+        return (
+            isinstance(b, list)
+            and len(a) == len(b)
+            and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+        )
+    return type(a) is not list and type(b) is not dict and a == b
+
+
+def json_diff(call: CallRecord, recorded: JsonValue, current: JsonValue) -> str:
+    """A unified diff of two values as sorted, indented JSON, headed by the call it is about."""
+    old = orjson.dumps(recorded, option=_DIFF_OPTIONS).decode().splitlines()
+    new = orjson.dumps(current, option=_DIFF_OPTIONS).decode().splitlines()
+    label = f"{call.call_id} ({call.name})"
+    lines = difflib.unified_diff(
+        old, new, fromfile=f"recorded {label}", tofile=f"re-run {label}", lineterm=""
+    )
+    return "\n".join(lines)
+
+
+def definition_drift(info: RunInfo, registry: ToolRegistry) -> list[Drift]:
+    """Tools of a recorded run whose current definition differs, or that are gone."""
+    found = []
+    for recorded in info.tools:
+        name = str(recorded.get("name"))
+        tool = registry.get(name)
+        if tool is None:
+            found.append(Drift(name, "removed", (), info.index))
+            continue
+        current = tool.definition.to_json()
+        fields = tuple(
+            key
+            for key in ("description", "inputSchema")
+            if not json_equal(recorded.get(key), current.get(key))
+        )
+        if fields:
+            found.append(Drift(name, "changed", fields, info.index))
+    return found
+
+
+def _safe_to_repeat(registry: ToolRegistry, name: str) -> bool:
+    tool = registry.get(name)
+    # A tool that is gone cannot run: dispatching it only records unknown_tool.
+    if tool is None:
+        return True
+    hints = tool.definition.annotations
+    return hints is not None and hints.safe_to_repeat
+
+
+class TranscriptRerun:
+    """Iterate a transcript as RunInfo, Drift and RerunOutcome items while re-running it.
+
+    Each recorded run gets one new ToolRuntime (so one new run in `sink`). A call is
+    executed again only if the *current* registry marks its tool readOnlyHint or
+    idempotentHint, unless `allow_side_effects`: the current definition describes the code
+    that would run now. In-doubt calls are skipped (nothing to compare with).
+    """
+
+    def __init__(
+        self,
+        fold: TranscriptFold,
+        registry: ToolRegistry,
+        *,
+        allow_side_effects: bool = False,
+        sink: EventSink | None = None,
+    ) -> None:
+        self.fold = fold
+        self.registry = registry
+        self.allow_side_effects = allow_side_effects
+        self.sink = sink
+        self._runtimes: dict[str, ToolRuntime] = {}
+        self._drifted: set[tuple[str, str, tuple[str, ...]]] = set()
+
+    def __iter__(self) -> Iterator[RunInfo | Drift | RerunOutcome]:
+        for item in self.fold:
+            if isinstance(item, RunInfo):
+                yield item
+                for drift in definition_drift(item, self.registry):
+                    key = (drift.tool, drift.change, drift.fields)
+                    if key not in self._drifted:
+                        self._drifted.add(key)
+                        yield drift
+            else:
+                yield self.rerun_call(item)
+
+    def rerun_call(self, call: CallRecord) -> RerunOutcome:
+        if call.status == IN_DOUBT:
+            return RerunOutcome(call, SKIPPED, "in doubt: no recorded outcome to compare with")
+        if not self.allow_side_effects and not _safe_to_repeat(self.registry, call.name):
+            reason = (
+                f"{call.name} is not marked readOnlyHint or idempotentHint "
+                "(--allow-side-effects runs it)"
+            )
+            return RerunOutcome(call, SKIPPED, reason)
+        runtime = self._runtimes.get(call.run_id)
+        if runtime is None:
+            runtime = self._runtimes[call.run_id] = ToolRuntime(self.registry, self.sink)
+        try:
+            result = runtime.dispatch(call.name, call.input)
+        except ToolCallError as exc:
+            return self._compare_failure(call, {"kind": exc.kind, "message": exc.message})
+        # Through JSON and back, so tuples and the like compare as the arrays they record as.
+        current = orjson.loads(orjson.dumps(result.output))
+        if call.status != SUCCEEDED:
+            return RerunOutcome(call, NOW_SUCCEEDS, None, current)
+        if json_equal(call.output, current):
+            return RerunOutcome(call, MATCHED, None, current)
+        return RerunOutcome(call, DIVERGED, None, current, json_diff(call, call.output, current))
+
+    def _compare_failure(self, call: CallRecord, error: JsonObject) -> RerunOutcome:
+        reason = f"{error['kind']}: {error['message']}"
+        if call.status == SUCCEEDED:
+            return RerunOutcome(call, NOW_FAILS, reason, error)
+        recorded_error = call.error or {}
+        recorded = {"kind": recorded_error.get("kind"), "message": recorded_error.get("message")}
+        if json_equal(recorded, error):
+            return RerunOutcome(call, MATCHED, None, error)
+        return RerunOutcome(call, DIVERGED, reason, error, json_diff(call, recorded, error))
+
+    def report(self) -> RerunReport:
+        """Run everything and collect the report (one object per call)."""
+        outcomes: list[RerunOutcome] = []
+        drift: list[Drift] = []
+        for item in self:
+            if isinstance(item, RerunOutcome):
+                outcomes.append(item)
+            elif isinstance(item, Drift):
+                drift.append(item)
+        fold = self.fold
+        calls = tuple(outcome.call for outcome in outcomes)
+        result = FoldResult(
+            path=str(fold.path),
+            transcript_id=fold.transcript_id,
+            runs=tuple(fold.summaries()),
+            calls=calls,
+            problems=tuple(fold.problems()),
+            totals=fold.totals(),
+        )
+        return RerunReport(result, tuple(outcomes), tuple(drift))
+
+
+def rerun_transcript(
+    path: str | os.PathLike[str],
+    registry: ToolRegistry | None = None,
+    *,
+    allow_side_effects: bool = False,
+    sink: EventSink | None = None,
+    run: str | None = None,
+) -> RerunReport:
+    """Re-run a transcript's calls against `registry` (default: the built-in tools)."""
+    if registry is None:
+        from mini_harness.tools import default_registry
+
+        registry = default_registry()
+    fold = TranscriptFold(path, run=run)
+    return TranscriptRerun(
+        fold, registry, allow_side_effects=allow_side_effects, sink=sink
+    ).report()

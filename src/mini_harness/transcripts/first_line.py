@@ -1,0 +1,49 @@
+"""Before writing to a file: is it a transcript, or what a crash while creating one leaves?"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mini_harness.errors import TranscriptFormatError
+from mini_harness.runtime.events import TRANSCRIPT_FORMAT, TranscriptStarted
+from mini_harness.transcripts.codec import DecodeError, decode_line
+
+_HEAD_BYTES = 64 * 1024
+# The start of every header line a writer makes: the envelope is never redacted.
+_HEADER_START = b'{"type":"TranscriptStarted",'
+_JUNK = b"\0 \t\r\n"
+_BOM = b"\xef\xbb\xbf"
+
+
+def check_first_line(fd: int, path: Path) -> None:
+    """Raise TranscriptFormatError unless the file open at `fd` may be appended to.
+
+    A complete first line must be a TranscriptStarted header. Without one, the content
+    may only be what a crash while creating a transcript leaves (a cut header, or NULs
+    and whitespace): a torn tail, which the first append sets aside. Anything else is
+    somebody's file, and is never moved aside or written to.
+    """
+    head = os.pread(fd, _HEAD_BYTES, 0)
+    newline = head.find(b"\n")
+    if newline < 0:
+        fragment = head.rstrip(b"\0")
+        if (
+            not head.strip(_JUNK)
+            or _HEADER_START.startswith(fragment)
+            or (fragment.startswith(_HEADER_START) and len(head) < _HEAD_BYTES)
+        ):
+            return
+        why = "it has no TranscriptStarted line"
+    else:
+        first = head[len(_BOM) : newline] if head.startswith(_BOM) else head[:newline]
+        try:
+            header = decode_line(first).event
+        except DecodeError:
+            header = None
+        if isinstance(header, TranscriptStarted) and header.format == TRANSCRIPT_FORMAT:
+            return
+        why = "line 1 is not TranscriptStarted"
+    raise TranscriptFormatError(
+        str(path), f"{path} is not a mini-harness transcript ({why}); refusing to write to it"
+    )

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from mini_harness.cli import cli
+from mini_harness.cli import replay as replay_cli
+from mini_harness.replay import TranscriptFold
+from tests.replay.generate import write_transcript
+
+
+@pytest.fixture(name="log")
+def _log(tmp_path: Path) -> Path:
+    path = tmp_path / "t.jsonl"
+    write_transcript(path, 2_000)
+    return path
+
+
+class TestInterrupt:
+    def test_ctrl_c_prints_the_partial_report(
+        self, log: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Ctrl-C mid-fold prints the report so far, says it is partial, and exits 130."""
+        shown: list[Any] = []
+        original = replay_cli._TextOutput.call
+
+        def call(self: Any, item: Any) -> None:
+            if len(shown) == 10:
+                raise KeyboardInterrupt
+            shown.append(item)
+            original(self, item)
+
+        monkeypatch.setattr(replay_cli._TextOutput, "call", call)
+        result = CliRunner().invoke(cli, ["replay", str(log)])
+        assert result.exit_code == 130
+        assert (
+            result.stdout.count("  echo  succeeded") + result.stdout.count("  echo  failed") == 10
+        )
+        assert "  Run 1 00000000000000000000000000000000: 10 succeeded, 1 failed, 0 in doubt" in (
+            result.stdout
+        )
+        assert result.stderr == (
+            "[mini-harness] Error: interrupted at line 24: the report above is partial\n"
+        )
+
+    def test_ctrl_c_in_json_mode_still_prints_a_document(
+        self, log: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The JSON document of an interrupted fold is complete JSON and says interrupted."""
+        import orjson
+
+        def call(self: Any, item: Any) -> None:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(replay_cli._JsonOutput, "call", call)
+        result = CliRunner().invoke(cli, ["replay", str(log), "--json"])
+        assert result.exit_code == 130
+        document = orjson.loads(result.stdout)
+        assert (document["interrupted"], document["exitCode"], document["calls"]) == (
+            True,
+            130,
+            [],
+        )
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class TestProgress:
+    def test_progress_on_a_terminal(self, log: Path) -> None:
+        """On a terminal the bar shows percentages of the file read, then erases itself."""
+        fold = TranscriptFold(log)
+        terminal = _Terminal()
+        progress = replay_cli._Progress(fold, log.stat().st_size, terminal)
+        for index, _ in enumerate(fold):
+            if index % 100 == 0:
+                progress.update()
+        progress.clear()
+        text = terminal.getvalue()
+        assert text.startswith("\r[mini-harness] replay: 0% of 1 MB")
+        assert "% of 1 MB\r[mini-harness] replay: 9" in text
+        assert text.endswith("\r\x1b[K")
+
+    def test_no_progress_when_not_a_terminal(self, log: Path) -> None:
+        """Piped stderr never gets a progress bar."""
+        fold = TranscriptFold(log)
+        stream = io.StringIO()
+        progress = replay_cli._Progress(fold, log.stat().st_size, stream)
+        for _ in fold:
+            progress.update()
+        progress.clear()
+        assert stream.getvalue() == ""

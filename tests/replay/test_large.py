@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mini_harness.replay import CallRecord, TranscriptFold
+from tests.replay.generate import write_transcript
+
+# Peak memory allowed for folding 1,000,000 events (the issue's bound).
+MAX_RSS_MB = 150
+
+_MEASURE = textwrap.dedent(
+    """
+    import resource, sys
+    from mini_harness.cli import cli
+    code = cli.main(["replay", sys.argv[1], "--json"], standalone_mode=False)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    print(f"exit={code} peak_mb={peak}", file=sys.stderr)
+    """
+)
+
+
+def _fold_in_subprocess(path: Path) -> tuple[int, int, bytes]:
+    """Run `replay --json` in a fresh interpreter; return its exit code, peak RSS (MB), output."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(path)], capture_output=True, check=False
+    )
+    last = proc.stderr.decode().strip().splitlines()[-1]
+    fields = dict(part.split("=") for part in last.split())
+    return int(fields["exit"]), int(fields["peak_mb"]), proc.stdout
+
+
+class TestLargeTranscripts:
+    def test_fold_streams_a_large_transcript(self, tmp_path: Path) -> None:
+        """100k events fold in one pass, every call accounted for, in bounded memory."""
+        path = tmp_path / "large.jsonl"
+        write_transcript(path, 100_000)
+        fold = TranscriptFold(path)
+        calls = sum(1 for item in fold if isinstance(item, CallRecord))
+        totals = fold.totals()
+        assert calls == totals.calls == 49_998
+        assert (totals.failed, totals.in_doubt, fold.problems()) == (4_998, 0, [])
+        code, peak_mb, output = _fold_in_subprocess(path)
+        assert code == 0
+        assert output.endswith(b'"interrupted":false,"exitCode":0}\n')
+        assert peak_mb < MAX_RSS_MB
+
+    @pytest.mark.thorough
+    def test_million_events_under_the_memory_bound(self, tmp_path: Path) -> None:
+        """Folding 1,000,000 events through the CLI peaks under 150 MB of RSS."""
+        path = tmp_path / "million.jsonl"
+        write_transcript(path, 1_000_000)
+        code, peak_mb, _ = _fold_in_subprocess(path)
+        assert code == 0
+        assert peak_mb < MAX_RSS_MB, f"peak RSS {peak_mb} MB"
