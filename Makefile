@@ -30,7 +30,12 @@ test: $(STAMP)
 goldens: $(STAMP)
 	$(BIN)/pytest tests/golden --update-goldens
 
-bench: $(STAMP)
+$(VENV)/.bench-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,bench]'
+	touch $@
+
+# BENCH_QUICK=1 make bench: a smaller run (about a minute) for smoke checks.
+bench: $(VENV)/.bench-installed
 	$(BIN)/python bench/run.py
 
 clean:

@@ -1,40 +1,61 @@
-"""mini-harness: an event-sourced tool runtime for coding agents."""
+"""mini-harness: an event-sourced tool runtime for coding agents.
+
+The public names are re-exported here but imported on first use, so that `import
+mini_harness.cli` (every CLI start) does not pay for layers a command does not touch.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from mini_harness._version import __version__
-from mini_harness.errors import (
-    DuplicateToolError,
-    InvalidInputError,
-    InvalidOutputError,
-    InvalidPatternError,
-    InvalidSchemaError,
-    InvalidToolNameError,
-    MiniHarnessError,
-    RegistrationError,
-    RegistrySpecError,
-    RejectedInputError,
-    ReplayError,
-    SchemaDerivationError,
-    ToolCallError,
-    ToolCancelledError,
-    ToolHandlerError,
-    ToolTimeoutError,
-    TranscriptCorruptError,
-    TranscriptError,
-    TranscriptFormatError,
-    TranscriptWriteError,
-    UnknownToolError,
-    WorkspaceError,
-)
-from mini_harness.runtime import (
-    Field,
-    MemorySink,
-    ToolAnnotations,
-    ToolDefinition,
-    ToolRegistry,
-    ToolResult,
-    ToolRuntime,
+
+if TYPE_CHECKING:
+    from mini_harness.errors import (
+        DuplicateToolError,
+        InvalidInputError,
+        InvalidOutputError,
+        InvalidPatternError,
+        InvalidSchemaError,
+        InvalidToolNameError,
+        MiniHarnessError,
+        RegistrationError,
+        RegistrySpecError,
+        RejectedInputError,
+        ReplayError,
+        SchemaDerivationError,
+        ToolCallError,
+        ToolCancelledError,
+        ToolHandlerError,
+        ToolTimeoutError,
+        TranscriptCorruptError,
+        TranscriptError,
+        TranscriptFormatError,
+        TranscriptWriteError,
+        UnknownToolError,
+        WorkspaceError,
+    )
+    from mini_harness.runtime import (
+        Field,
+        MemorySink,
+        ToolAnnotations,
+        ToolDefinition,
+        ToolRegistry,
+        ToolResult,
+        ToolRuntime,
+    )
+
+_RUNTIME_NAMES = frozenset(
+    {
+        "Field",
+        "MemorySink",
+        "ToolAnnotations",
+        "ToolDefinition",
+        "ToolRegistry",
+        "ToolResult",
+        "ToolRuntime",
+    }
 )
 
 __all__ = [
@@ -69,3 +90,16 @@ __all__ = [
     "WorkspaceError",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module 'mini_harness' has no attribute {name!r}")
+    where = "mini_harness.runtime" if name in _RUNTIME_NAMES else "mini_harness.errors"
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -300,3 +300,26 @@ class TestReader:
         """A missing transcript is a TranscriptError naming the path."""
         with pytest.raises(Exception, match="cannot read transcript"):
             read_transcript(tmp_path / "absent.jsonl")
+
+
+class TestShortWrites:
+    def test_short_writes_still_give_whole_lines(
+        self, tmp_path: Path, registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """When the OS accepts only part of a line per write, the rest follows: no torn line."""
+        real_write = os.write
+
+        def dribble(fd: int, data: bytes | memoryview) -> int:
+            return real_write(fd, bytes(data[:7]))
+
+        path = tmp_path / "t.jsonl"
+        with JsonlTranscript(path) as sink:
+            runtime = ToolRuntime(registry, sink)
+            monkeypatch.setattr(os, "write", dribble)
+            runtime.dispatch("echo", {"text": "x" * 100})
+            monkeypatch.undo()
+        records = read_transcript(path)
+        assert [r.seq for r in records] == [0, 1, 2, 3]
+        event = records[-1].event
+        assert isinstance(event, ToolSucceeded)
+        assert event.output == {"text": "x" * 100}

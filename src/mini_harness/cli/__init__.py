@@ -212,7 +212,7 @@ def run_dispatch(
     import orjson
 
     from mini_harness.errors import ToolCallError
-    from mini_harness.runtime import ToolRuntime, dispatch_context, render_context_report
+    from mini_harness.runtime import ToolRuntime
     from mini_harness.tools import default_registry
 
     tool_input = parse_tool_input(raw_input)
@@ -231,6 +231,8 @@ def run_dispatch(
     if log is not None:
         info(f"Transcript: {log} (run {runtime.run_id})")
     if context_report:
+        from mini_harness.runtime import dispatch_context, render_context_report
+
         click.echo("")
         click.echo(render_context_report(dispatch_context(runtime.tools_snapshot, shown)), nl=False)
 

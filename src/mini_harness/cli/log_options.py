@@ -82,17 +82,20 @@ def given_log_flags(settings: dict[str, Any]) -> list[str]:
 
 def open_log(path: str, settings: dict[str, Any]) -> Any:
     """A JsonlTranscript for `path` configured by the log flags."""
-    from mini_harness.transcripts import JsonlTranscript, Redactor
+    from mini_harness.transcripts import JsonlTranscript
 
-    redactor = Redactor.from_config(
-        env_names=settings.get("redact_env") or (),
-        patterns=settings.get("redact_pattern") or (),
-    )
     extra: dict[str, Any] = {}
+    if settings.get("redact_env") or settings.get("redact_pattern"):
+        from mini_harness.transcripts import Redactor  # only then: it compiles regexes
+
+        extra["redactor"] = Redactor.from_config(
+            env_names=settings.get("redact_env") or (),
+            patterns=settings.get("redact_pattern") or (),
+        )
     if settings.get("max_event_bytes"):
         extra["max_event_bytes"] = settings["max_event_bytes"]
     extra["fsync"] = settings.get("fsync") or DEFAULT_FSYNC
-    return JsonlTranscript(path, redactor=redactor, **extra)
+    return JsonlTranscript(path, **extra)
 
 
 _WARNED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()

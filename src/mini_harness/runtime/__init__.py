@@ -1,45 +1,89 @@
-"""The runtime layer: definitions, registry, validation, dispatch and events. No log I/O here."""
+"""The runtime layer: definitions, registry, validation, dispatch and events. No log I/O here.
+
+Names are imported on first use: a CLI dispatch of a plain tool never loads typed-tool
+support (cattrs, schema derivation) or the Context Explorer.
+"""
 
 from __future__ import annotations
 
-from mini_harness.runtime.context import (
-    ContextPart,
-    ContextRow,
-    dispatch_context,
-    estimate_tokens,
-    render_context_report,
-)
-from mini_harness.runtime.definitions import TOOL_NAME_PATTERN, ToolAnnotations, ToolDefinition
-from mini_harness.runtime.dispatch import (
-    ToolResult,
-    ToolRuntime,
-    display_failure,
-    display_result,
-    round_half_up,
-)
-from mini_harness.runtime.events import (
-    ERROR_KINDS,
-    FORMAT_VERSION,
-    TRANSCRIPT_FORMAT,
-    Event,
-    EventSink,
-    MemorySink,
-    NullSink,
-    Recorded,
-    RunStarted,
-    TerminalEvent,
-    ToolCalled,
-    ToolError,
-    ToolFailed,
-    ToolSucceeded,
-    TranscriptStarted,
-    UnknownEvent,
-    event_type,
-)
-from mini_harness.runtime.registry import Handler, RegisteredTool, ToolRegistry
-from mini_harness.runtime.schema_derive import Field
-from mini_harness.runtime.typed import derive_tool
-from mini_harness.runtime.validation import InputValidator, Violation
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mini_harness.runtime.context import (
+        ContextPart,
+        ContextRow,
+        dispatch_context,
+        estimate_tokens,
+        render_context_report,
+    )
+    from mini_harness.runtime.definitions import TOOL_NAME_PATTERN, ToolAnnotations, ToolDefinition
+    from mini_harness.runtime.dispatch import (
+        ToolResult,
+        ToolRuntime,
+        display_failure,
+        display_result,
+        round_half_up,
+    )
+    from mini_harness.runtime.events import (
+        ERROR_KINDS,
+        FORMAT_VERSION,
+        TRANSCRIPT_FORMAT,
+        Event,
+        EventSink,
+        MemorySink,
+        NullSink,
+        Recorded,
+        RunStarted,
+        TerminalEvent,
+        ToolCalled,
+        ToolError,
+        ToolFailed,
+        ToolSucceeded,
+        TranscriptStarted,
+        UnknownEvent,
+        event_type,
+    )
+    from mini_harness.runtime.registry import Handler, RegisteredTool, ToolRegistry
+    from mini_harness.runtime.schema_derive import Field
+    from mini_harness.runtime.typed import derive_tool
+    from mini_harness.runtime.validation import InputValidator, Violation
+
+_WHERE = {
+    "context": (
+        "ContextPart",
+        "ContextRow",
+        "dispatch_context",
+        "estimate_tokens",
+        "render_context_report",
+    ),
+    "definitions": ("TOOL_NAME_PATTERN", "ToolAnnotations", "ToolDefinition"),
+    "dispatch": ("ToolResult", "ToolRuntime", "display_failure", "display_result", "round_half_up"),
+    "events": (
+        "ERROR_KINDS",
+        "FORMAT_VERSION",
+        "TRANSCRIPT_FORMAT",
+        "Event",
+        "EventSink",
+        "MemorySink",
+        "NullSink",
+        "Recorded",
+        "RunStarted",
+        "TerminalEvent",
+        "ToolCalled",
+        "ToolError",
+        "ToolFailed",
+        "ToolSucceeded",
+        "TranscriptStarted",
+        "UnknownEvent",
+        "event_type",
+    ),
+    "registry": ("Handler", "RegisteredTool", "ToolRegistry"),
+    "schema_derive": ("Field",),
+    "typed": ("derive_tool",),
+    "validation": ("InputValidator", "Violation"),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
     "ERROR_KINDS",
@@ -80,3 +124,16 @@ __all__ = [
     "render_context_report",
     "round_half_up",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mini_harness.runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"mini_harness.runtime.{module}"), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

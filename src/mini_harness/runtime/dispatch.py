@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import inspect
+import itertools
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +39,15 @@ from mini_harness.runtime.events import (
 )
 from mini_harness.runtime.jsonvalue import JsonObject, JsonValue, NotJsonError, check_json
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
+
+# What a plain handler returns: never awaitable, so dispatch skips the awaitable check.
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+
+
+def _is_cancellation(exc: BaseException) -> bool:
+    """asyncio's CancelledError, without importing asyncio (a CLI start-up cost) to ask."""
+    module = sys.modules.get("asyncio")
+    return module is not None and isinstance(exc, module.CancelledError)
 
 
 @attrs.frozen
@@ -131,6 +141,8 @@ class ToolRuntime:
         self._monotonic_ns = monotonic_ns
         self._started = False
         self._calls = 0
+        self._call_numbers = itertools.count(1)  # next() on it is atomic: no lock per call
+        self._call_prefix = f"{self.run_id[:12]}-"
         self._lock = threading.Lock()
         self.tools_snapshot: tuple[JsonObject, ...] = ()
 
@@ -160,23 +172,25 @@ class ToolRuntime:
         if not self._started:
             self.start()
         name = recordable(name)  # only a name we could never register can change here
-        with self._lock:
-            self._calls += 1
-            call_id = f"{self.run_id[:12]}-{self._calls}"
+        number = next(self._call_numbers)
+        self._calls = max(self._calls, number)
+        call_id = f"{self._call_prefix}{number}"
         try:
-            check_json(tool_input)
+            encoded: bytes | None = check_json(tool_input)
             recorded_input: JsonValue = tool_input
             input_problem = None
         except NotJsonError as exc:
+            encoded = None
             recorded_input = repr(tool_input)
             input_problem = str(exc)
         self.sink.emit(
             ToolCalled(
-                ts=self._timestamp(),
-                run_id=self.run_id,
-                call_id=call_id,
-                name=name,
-                input=recorded_input,
+                self._timestamp(),
+                self.run_id,
+                call_id,
+                name,
+                recorded_input,
+                input_json=encoded,
             )
         )
         start = self._monotonic_ns()
@@ -199,19 +213,20 @@ class ToolRuntime:
         self, call_id: str, name: str, tool_input: JsonValue, start: int, output: object
     ) -> ToolResult:
         try:
-            check_json(output)
+            encoded = check_json(output)
         except NotJsonError as exc:
             message = f"Tool {name} returned a value that is not JSON: {exc}"
             self._fail(call_id, name, start, InvalidOutputError(name, message))
-        duration = _elapsed_ms(start, self._monotonic_ns())
+        duration = round((self._monotonic_ns() - start) / 1_000_000, 3)  # _elapsed_ms
         self.sink.emit(
             ToolSucceeded(
-                ts=self._timestamp(),
-                run_id=self.run_id,
-                call_id=call_id,
-                name=name,
-                output=output,
-                duration_ms=duration,
+                self._timestamp(),
+                self.run_id,
+                call_id,
+                name,
+                output,
+                duration,
+                output_json=encoded,
             )
         )
         return ToolResult(name, tool_input, output, duration, call_id)
@@ -263,25 +278,27 @@ class ToolRuntime:
         """Dispatch one call and wait for it; raise a ToolCallError subclass if it failed."""
         call_id, tool, start = self._begin(name, tool_input)
         try:
-            output = self._run_sync(tool, tool_input)
+            if tool.timeout is None and not tool.is_async:  # the common case, inline
+                output = tool.handler(tool_input)
+                if type(output) not in _PLAIN and inspect.isawaitable(output):
+                    output = _run_coroutine(output, None)
+            else:
+                output = self._run_sync(tool, tool_input)
         except _Timeout:
             self._fail(call_id, name, start, self._timed_out(name, tool.timeout or 0))
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            cancelled = ToolCancelledError(name, f"Tool {name} cancelled")
-            self._record_failure(call_id, name, start, cancelled)
-            raise
         except RejectedInputError as exc:
             self._fail(call_id, name, start, self._rejected(name, exc))
         except Exception as exc:  # the handler's own failure, whatever it is
             self._fail(call_id, name, start, self._handler_failed(name, exc))
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt) or _is_cancellation(exc):
+                cancelled = ToolCancelledError(name, f"Tool {name} cancelled")
+                self._record_failure(call_id, name, start, cancelled)
+            raise
         return self._succeed(call_id, name, tool_input, start, output)
 
     def _run_sync(self, tool: RegisteredTool, tool_input: JsonValue) -> object:
-        if tool.timeout is None and not tool.is_async:
-            output = tool.handler(tool_input)
-            if inspect.isawaitable(output):
-                return _run_coroutine(output, None)
-            return output
+        """An async handler, or one with a timeout (dispatch runs plain handlers itself)."""
         if tool.is_async:
             return _run_coroutine(tool.handler(tool_input), tool.timeout)
         return _call_in_thread(tool.handler, tool_input, tool.timeout)
@@ -290,6 +307,8 @@ class ToolRuntime:
 
     async def dispatch_async(self, name: str, tool_input: JsonValue) -> ToolResult:
         """Dispatch from inside an event loop; sync handlers run in a thread of their own."""
+        import asyncio
+
         call_id, tool, start = self._begin(name, tool_input)
         try:
             output = await self._run_async(tool, tool_input)
@@ -306,6 +325,8 @@ class ToolRuntime:
         return self._succeed(call_id, name, tool_input, start, output)
 
     async def _run_async(self, tool: RegisteredTool, tool_input: JsonValue) -> object:
+        import asyncio
+
         if tool.is_async:
             return await asyncio.wait_for(tool.handler(tool_input), tool.timeout)
         return await asyncio.wait_for(_sync_off_loop(tool.handler, tool_input), tool.timeout)
@@ -317,6 +338,8 @@ async def _sync_off_loop(handler: Callable[[Any], Any], arg: object) -> object:
     Not `asyncio.to_thread`: the default executor's threads are joined at exit, so one
     abandoned handler (timed out or cancelled) would hold the process open until it ends.
     """
+    import asyncio
+
     loop = asyncio.get_running_loop()
     future: asyncio.Future[object] = loop.create_future()
     context = contextvars.copy_context()
@@ -351,6 +374,8 @@ class _Timeout(Exception):
 
 
 def _run_coroutine(awaitable: Any, timeout: float | None) -> object:
+    import asyncio
+
     async def runner() -> object:
         try:
             return await asyncio.wait_for(awaitable, timeout)

@@ -60,18 +60,24 @@ class RunStarted:
 
 @attrs.frozen
 class ToolCalled:
-    """A dispatch began; recorded before validation and before the handler runs."""
+    """A dispatch began; recorded before validation and before the handler runs.
+
+    `input_json` is the compact JSON of `input` when dispatch already produced it while
+    checking the input: a writer may embed it instead of serialising the input again. It is
+    a cache, not part of the event's value (it takes no part in ==).
+    """
 
     ts: str
     run_id: str
     call_id: str
     name: str
     input: JsonValue
+    input_json: bytes | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
 
 @attrs.frozen
 class ToolSucceeded:
-    """A dispatch ended with a JSON output."""
+    """A dispatch ended with a JSON output; `output_json` caches its JSON (as in ToolCalled)."""
 
     ts: str
     run_id: str
@@ -79,6 +85,7 @@ class ToolSucceeded:
     name: str
     output: JsonValue
     duration_ms: float
+    output_json: bytes | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -102,6 +109,9 @@ class UnknownEvent:
     data: JsonObject
 
 
+# Attributes that cache a payload's JSON (see ToolCalled): never on the wire themselves.
+PAYLOAD_CACHE_FIELDS = frozenset({"input_json", "output_json"})
+
 Event: TypeAlias = (
     TranscriptStarted | RunStarted | ToolCalled | ToolSucceeded | ToolFailed | UnknownEvent
 )
@@ -124,17 +134,18 @@ def event_type(event: Event) -> str:
 
 _ts_second = -1
 _ts_prefix = ""
+_time_ns = time.time_ns
 
 
 def utc_timestamp() -> str:
     """UTC now as ISO 8601 with microseconds and Z, e.g. 2026-01-02T03:04:05.123456Z."""
     global _ts_second, _ts_prefix  # noqa: PLW0603 - a one-entry cache of the formatted second
-    micros = time.time_ns() // 1000
-    second, micro = divmod(micros, 1_000_000)
+    now = _time_ns()
+    second = now // 1_000_000_000
     if second != _ts_second:
-        _ts_prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _ts_prefix = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
         _ts_second = second
-    return f"{_ts_prefix}.{micro:06d}Z"
+    return f"{_ts_prefix}{now // 1000 % 1_000_000:06d}Z"
 
 
 def new_id() -> str:

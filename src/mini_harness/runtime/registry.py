@@ -12,7 +12,6 @@ import attrs
 from mini_harness.errors import DuplicateToolError, InvalidToolNameError
 from mini_harness.runtime.definitions import TOOL_NAME_PATTERN, ToolAnnotations, ToolDefinition
 from mini_harness.runtime.jsonvalue import JsonObject
-from mini_harness.runtime.typed import derive_tool
 from mini_harness.runtime.validation import InputValidator
 
 Handler: TypeAlias = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
@@ -120,6 +119,9 @@ class ToolRegistry:
         The input schema comes from the signature, the description from the docstring;
         the function itself is returned unchanged. See docs/typed-tools.md.
         """
+
+        # Typed-tool support (cattrs, schema derivation) loads only when a typed tool is made.
+        from mini_harness.runtime.typed import derive_tool
 
         def decorate(function: F) -> F:
             definition, handler = derive_tool(

@@ -2,69 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 import attrs
 
-from mini_harness.runtime import ToolAnnotations, ToolDefinition
 from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.tools.definitions import LIST_DEFAULT_MAX_RESULTS as DEFAULT_MAX_RESULTS
 from mini_harness.tools.globs import PathGlob
-from mini_harness.tools.walk import SKIPPED_DIRS, walk_files
+from mini_harness.tools.walk import walk_files
 from mini_harness.tools.workspace import Workspace
-
-PATH_MAX: Final = 4096  # Linux's PATH_MAX: a longer path cannot name a file anyway
-DEFAULT_MAX_RESULTS: Final = 1000
-MAX_RESULTS_LIMIT: Final = 10_000
-
-GLOB_DESCRIPTION: Final = (
-    "Only files matching this glob. Without a '/' it matches file names ('*.py', "
-    "'test_*.{py,txt}'); with one it matches the path relative to `path` "
-    "('src/**/*.py'). '*' and '?' stay within one directory, '**' spans directories, "
-    "'[abc]' is a character class, '{a,b}' are alternatives."
-)
-PATH_DESCRIPTION: Final = (
-    "Directory relative to the workspace root, e.g. 'src' or 'src/pkg'. Default '.' "
-    "(the root). Absolute paths and '..' leading outside the workspace are refused."
-)
-
-LIST_FILES = ToolDefinition(
-    name="list_files",
-    description=(
-        "List the files below a directory of the workspace, sorted by path, each with its "
-        "size in bytes. Skips " + ", ".join(sorted(SKIPPED_DIRS)) + ", whatever the "
-        "workspace's .gitignore ignores, special files, and symlinks leading outside the "
-        "workspace. Returned paths are relative to the workspace root and can be passed "
-        "to read_file. Use glob to filter and maxDepth to stay shallow; at most maxResults "
-        "files are returned and `truncated` says whether more exist."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "maxLength": PATH_MAX, "description": PATH_DESCRIPTION},
-            "glob": {"type": "string", "minLength": 1, "description": GLOB_DESCRIPTION},
-            "maxDepth": {
-                "type": "integer",
-                "minimum": 1,
-                "description": (
-                    "How many directory levels to descend: 1 lists only the files directly "
-                    "in `path`, 2 also those one directory down. Directories left closed "
-                    "are named in `deeperDirs`. Default: no limit."
-                ),
-            },
-            "maxResults": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": MAX_RESULTS_LIMIT,
-                "description": (
-                    f"Return at most this many files (default {DEFAULT_MAX_RESULTS}); "
-                    "`truncated` is true when more matched."
-                ),
-            },
-        },
-        "additionalProperties": False,
-    },
-    annotations=ToolAnnotations(title="List files", read_only_hint=True, open_world_hint=False),
-)
 
 
 @attrs.define

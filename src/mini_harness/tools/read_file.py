@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 import attrs
 
 from mini_harness.errors import WorkspaceError
-from mini_harness.runtime import ToolAnnotations, ToolDefinition
 from mini_harness.runtime.jsonvalue import JsonObject
-from mini_harness.tools.list_files import PATH_MAX
+from mini_harness.tools.definitions import (
+    DEFAULT_LINE_LIMIT,
+    DEFAULT_MAX_BYTES,
+)
 from mini_harness.tools.workspace import (
     FileRefusedError,
     Workspace,
     quote_path,
     read_regular,
 )
-
-DEFAULT_MAX_BYTES: Final = 1 << 20  # 1 MiB
-DEFAULT_LINE_LIMIT: Final = 2000
 
 
 def split_lines(text: str) -> list[str]:
@@ -38,47 +37,6 @@ def decode_text(data: bytes) -> str | None:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         return None
-
-
-READ_FILE = ToolDefinition(
-    name="read_file",
-    description=(
-        "Read a UTF-8 text file of the workspace by its path relative to the workspace "
-        "root. Returns the text of lines startLine..endLine (counted from 1), the file's "
-        "totalLines, and `truncated` when lines after endLine were left out. Reads at most "
-        f"{DEFAULT_LINE_LIMIT} lines unless `limit` says otherwise; use offset and limit "
-        f"to page through long files. Files over {DEFAULT_MAX_BYTES >> 20} MiB, binary files "
-        "and anything that is not a regular file are refused with an error."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": PATH_MAX,
-                "description": (
-                    "File path relative to the workspace root, e.g. 'src/app.py' (as "
-                    "list_files and search_text return them). Absolute paths and '..' "
-                    "leading outside the workspace are refused."
-                ),
-            },
-            "offset": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "First line to return, counting from 1. Default 1.",
-            },
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "description": f"Most lines to return. Default {DEFAULT_LINE_LIMIT}.",
-            },
-        },
-        "required": ["path"],
-        "additionalProperties": False,
-    },
-    annotations=ToolAnnotations(title="Read file", read_only_hint=True, open_world_hint=False),
-)
 
 
 @attrs.frozen

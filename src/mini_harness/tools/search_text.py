@@ -12,10 +12,12 @@ import attrs
 import regex as regex_engine
 
 from mini_harness.errors import InvalidPatternError, MiniHarnessError
-from mini_harness.runtime import ToolAnnotations, ToolDefinition
 from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.tools.definitions import DEFAULT_MAX_FILE_BYTES
+from mini_harness.tools.definitions import SEARCH_DEFAULT_MAX_RESULTS as DEFAULT_MAX_RESULTS
+from mini_harness.tools.definitions import SEARCH_TEXT as SEARCH_TEXT  # noqa: PLC0414 (re-export)
 from mini_harness.tools.globs import PathGlob
-from mini_harness.tools.list_files import GLOB_DESCRIPTION, PATH_MAX, UndecodableCount
+from mini_harness.tools.list_files import UndecodableCount
 from mini_harness.tools.walk import WalkEntry, walk_files
 from mini_harness.tools.workspace import (
     FileRefusedError,
@@ -24,67 +26,10 @@ from mini_harness.tools.workspace import (
     read_regular,
 )
 
-DEFAULT_MAX_RESULTS: Final = 100
-MAX_RESULTS_LIMIT: Final = 1000
-DEFAULT_MAX_FILE_BYTES: Final = 4 << 20  # larger files are skipped (and counted)
 LINE_TEXT_LIMIT: Final = 300  # longer lines are cut to a window around the match
 DEFAULT_REGEX_BUDGET: Final = 5.0  # seconds of regex matching per call
 _CONTEXT_BEFORE = 80
 
-SEARCH_TEXT = ToolDefinition(
-    name="search_text",
-    description=(
-        "Search the workspace's text files for lines containing `query` (a literal string, "
-        "or a Python regular expression when regex is true). Returns one match per line as "
-        "{path, line, text}, in path order then line order; path is relative to the "
-        "workspace root and line counts from 1. Skips binary files, files over "
-        f"{DEFAULT_MAX_FILE_BYTES >> 20} MiB, and what list_files skips (.gitignore'd "
-        "files, node_modules, .git, ...). At most maxResults matches are returned and "
-        "`truncated` says whether more exist."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "query": {
-                "type": "string",
-                "minLength": 1,
-                "description": "The text to find; a regular expression when regex is true.",
-            },
-            "regex": {
-                "type": "boolean",
-                "description": (
-                    "Treat query as a Python `re` regular expression ('^' and '$' match at "
-                    "line boundaries). Default false: query is matched literally."
-                ),
-            },
-            "caseSensitive": {
-                "type": "boolean",
-                "description": "Match upper and lower case exactly. Default true.",
-            },
-            "path": {
-                "type": "string",
-                "maxLength": PATH_MAX,
-                "description": (
-                    "Directory (or single file) to search, relative to the workspace "
-                    "root. Default '.' (the whole workspace)."
-                ),
-            },
-            "glob": {"type": "string", "minLength": 1, "description": GLOB_DESCRIPTION},
-            "maxResults": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": MAX_RESULTS_LIMIT,
-                "description": (
-                    f"Return at most this many matches (default {DEFAULT_MAX_RESULTS}); "
-                    "`truncated` is true when more exist."
-                ),
-            },
-        },
-        "required": ["query"],
-        "additionalProperties": False,
-    },
-    annotations=ToolAnnotations(title="Search text", read_only_hint=True, open_world_hint=False),
-)
 
 Finder = Callable[[str, int], "tuple[int, int] | None"]
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterator
-from typing import Final
 
 import attrs
 
+from mini_harness.tools.definitions import SKIPPED_DIRS
 from mini_harness.tools.globs import IgnoreFile, is_ignored
 from mini_harness.tools.workspace import (
     FileRefusedError,
@@ -27,7 +27,6 @@ from mini_harness.tools.workspace import (
     read_regular,
 )
 
-SKIPPED_DIRS: Final = frozenset({".git", "node_modules", "dist", "build", ".venv", "__pycache__"})
 _IGNORE_FILE_MAX_BYTES = 1 << 20
 
 

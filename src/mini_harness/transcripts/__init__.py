@@ -1,36 +1,65 @@
-"""The transcript layer: the JSONL wire format, its writer and its reader."""
+"""The transcript layer: the JSONL wire format, its writer and its reader.
+
+Names are imported on first use: a CLI run that only appends to a log never loads the
+reader or the protocol checker.
+"""
 
 from __future__ import annotations
 
-from mini_harness.transcripts.codec import (
-    DecodeError,
-    decode_line,
-    encode_line,
-    event_to_wire,
-    line_hash,
-)
-from mini_harness.transcripts.limits import DEFAULT_MAX_EVENT_BYTES, is_omitted
-from mini_harness.transcripts.protocol import CallProtocol, OpenCall, ProtocolProblem
-from mini_harness.transcripts.reader import (
-    DamagedLine,
-    IntegrityProblem,
-    RawRecord,
-    TornTail,
-    TranscriptReader,
-    TranscriptRecord,
-    read_transcript,
-)
-from mini_harness.transcripts.redaction import REDACTED, Redactor
-from mini_harness.transcripts.repair import RepairReport, repair_transcript
-from mini_harness.transcripts.upcast import UPCASTERS, Upcasters
-from mini_harness.transcripts.verify import VerifyReport, verify_transcript
-from mini_harness.transcripts.writer import (
-    DEFAULT_FSYNC,
-    FSYNC_MODES,
-    FsyncMode,
-    JsonlTranscript,
-    Quarantined,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mini_harness.transcripts.codec import (
+        DecodeError,
+        decode_line,
+        encode_line,
+        event_to_wire,
+        line_hash,
+    )
+    from mini_harness.transcripts.limits import DEFAULT_MAX_EVENT_BYTES, is_omitted
+    from mini_harness.transcripts.protocol import CallProtocol, OpenCall, ProtocolProblem
+    from mini_harness.transcripts.reader import (
+        DamagedLine,
+        IntegrityProblem,
+        RawRecord,
+        TornTail,
+        TranscriptReader,
+        TranscriptRecord,
+        read_transcript,
+    )
+    from mini_harness.transcripts.redaction import REDACTED, Redactor
+    from mini_harness.transcripts.repair import RepairReport, repair_transcript
+    from mini_harness.transcripts.upcast import UPCASTERS, Upcasters
+    from mini_harness.transcripts.verify import VerifyReport, verify_transcript
+    from mini_harness.transcripts.writer import (
+        DEFAULT_FSYNC,
+        FSYNC_MODES,
+        FsyncMode,
+        JsonlTranscript,
+        Quarantined,
+    )
+
+_WHERE = {
+    "codec": ("DecodeError", "decode_line", "encode_line", "event_to_wire", "line_hash"),
+    "limits": ("DEFAULT_MAX_EVENT_BYTES", "is_omitted"),
+    "protocol": ("CallProtocol", "OpenCall", "ProtocolProblem"),
+    "reader": (
+        "DamagedLine",
+        "IntegrityProblem",
+        "RawRecord",
+        "TornTail",
+        "TranscriptReader",
+        "TranscriptRecord",
+        "read_transcript",
+    ),
+    "redaction": ("REDACTED", "Redactor"),
+    "repair": ("RepairReport", "repair_transcript"),
+    "upcast": ("UPCASTERS", "Upcasters"),
+    "verify": ("VerifyReport", "verify_transcript"),
+    "writer": ("DEFAULT_FSYNC", "FSYNC_MODES", "FsyncMode", "JsonlTranscript", "Quarantined"),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
     "DEFAULT_FSYNC",
@@ -64,3 +93,16 @@ __all__ = [
     "repair_transcript",
     "verify_transcript",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mini_harness.transcripts' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"mini_harness.transcripts.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -2,26 +2,34 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import attrs
-import cattrs
 import orjson
-from cattrs.gen import make_dict_structure_fn, override
-from cattrs.preconf.orjson import make_converter
 
 from mini_harness.runtime.events import (
     KNOWN_EVENT_TYPES,
+    PAYLOAD_CACHE_FIELDS,
     Event,
+    RunStarted,
+    ToolCalled,
     ToolError,
+    ToolFailed,
+    ToolSucceeded,
+    TranscriptStarted,
     UnknownEvent,
     event_type,
 )
 from mini_harness.runtime.jsonvalue import JsonObject
 
+if TYPE_CHECKING:
+    import cattrs
+
 HASH_HEX_DIGITS = 32
 """`prev` is the first 128 bits of SHA-256 of the previous line, in lowercase hex."""
+_sha256 = hashlib.sha256
 HASH_BYTES = HASH_HEX_DIGITS // 2
 
 
@@ -37,12 +45,16 @@ def camel(name: str) -> str:
 def line_hash(line: bytes) -> str:
     """The hash the next line carries in `prev`: over the exact bytes, without the newline."""
     # digest().hex() of the first half is the same text as hexdigest()[:32], and faster.
-    return hashlib.sha256(line).digest()[:HASH_BYTES].hex()
+    return _sha256(line).digest()[:HASH_BYTES].hex()
 
 
 # (attribute, wire key) per class, computed once: the single place the names are mapped.
 _WIRE_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
-    cls: tuple((f.name, camel(f.name)) for f in attrs.fields(cls) if f.name != "ts")
+    cls: tuple(
+        (f.name, camel(f.name))
+        for f in attrs.fields(cls)
+        if f.name != "ts" and f.name not in PAYLOAD_CACHE_FIELDS
+    )
     for cls in (*KNOWN_EVENT_TYPES, ToolError)
 }
 _ERROR_FIELDS = _WIRE_FIELDS[ToolError]
@@ -83,7 +95,47 @@ def _refuse(obj: object) -> None:
 
 
 def encode_line(event: Event, seq: int, prev: str | None) -> bytes:
-    """One compact JSON line, without the trailing newline."""
+    """One compact JSON line, without the trailing newline.
+
+    The two events of every dispatch take a direct route: their dict is built in one
+    expression, and a payload that dispatch already serialised while checking it is
+    embedded as is (orjson.Fragment) instead of being serialised again. The bytes are the
+    same as `encode_wire(event_to_wire(event, seq, prev))`.
+    """
+    if prev is not None:
+        if type(event) is ToolCalled:
+            cached = event.input_json
+            return orjson.dumps(
+                {
+                    "type": "ToolCalled",
+                    "seq": seq,
+                    "ts": event.ts,
+                    "prev": prev,
+                    "runId": event.run_id,
+                    "callId": event.call_id,
+                    "name": event.name,
+                    "input": event.input if cached is None else orjson.Fragment(cached),
+                },
+                default=_refuse,
+                option=_STRICT,
+            )
+        if type(event) is ToolSucceeded:
+            cached = event.output_json
+            return orjson.dumps(
+                {
+                    "type": "ToolSucceeded",
+                    "seq": seq,
+                    "ts": event.ts,
+                    "prev": prev,
+                    "runId": event.run_id,
+                    "callId": event.call_id,
+                    "name": event.name,
+                    "output": event.output if cached is None else orjson.Fragment(cached),
+                    "durationMs": event.duration_ms,
+                },
+                default=_refuse,
+                option=_STRICT,
+            )
     return orjson.dumps(event_to_wire(event, seq, prev), default=_refuse, option=_STRICT)
 
 
@@ -110,26 +162,145 @@ def _number(value: object, _: object) -> float:
     return float(value)
 
 
-def _make_converter() -> cattrs.Converter:
+@functools.cache
+def _converter() -> cattrs.Converter:
+    """The cattrs converter that types every event strictly and explains what is wrong.
+
+    Built on first use: writing never needs it, and reading needs it only for lines the
+    fast decoders below do not take (so a CLI start does not import cattrs).
+    """
+    from cattrs.gen import make_dict_structure_fn, override
+    from cattrs.preconf.orjson import make_converter
+
     converter = make_converter()
     converter.register_structure_hook(str, _strict(str))
     converter.register_structure_hook(int, _strict(int))
     converter.register_structure_hook(float, _number)
     for cls in (*KNOWN_EVENT_TYPES, ToolError):
         renames: dict[str, Any] = {
-            f.name: override(rename=camel(f.name)) for f in attrs.fields(cls)
+            f.name: override(omit=True)
+            if f.name in PAYLOAD_CACHE_FIELDS
+            else override(rename=camel(f.name))
+            for f in attrs.fields(cls)
         }
         converter.register_structure_hook(cls, make_dict_structure_fn(cls, converter, **renames))
     return converter
 
 
-_CONVERTER = _make_converter()
 _BY_NAME: dict[str, type] = {cls.__name__: cls for cls in KNOWN_EVENT_TYPES}
 
 
-@attrs.frozen
-class WireLine:
-    """A decoded line: its envelope (seq, prev) and its event."""
+# --- fast decoders --------------------------------------------------------------------
+# Each takes a parsed line of its type and returns the event exactly as the converter
+# would, or None when anything is unusual (a wrong type, a missing key); the converter then
+# decides, and words the error. Reading a long transcript spends most of its time here.
+
+
+def _str_or_none(value: object) -> bool:
+    return value is None or type(value) is str
+
+
+def _dicts(value: object) -> tuple[JsonObject, ...] | None:
+    if type(value) is list and all(type(item) is dict for item in value):
+        return tuple(value)
+    return None
+
+
+def _duration(value: object) -> float | None:
+    if type(value) is float:
+        return value
+    return float(value) if type(value) is int else None
+
+
+def _fast_called(data: JsonObject) -> Event | None:
+    try:
+        ts, run_id, call_id, name = data["ts"], data["runId"], data["callId"], data["name"]
+        tool_input = data["input"]
+    except KeyError:
+        return None
+    if type(ts) is str and type(run_id) is str and type(call_id) is str and type(name) is str:
+        return ToolCalled(ts, run_id, call_id, name, tool_input)
+    return None
+
+
+def _fast_succeeded(data: JsonObject) -> Event | None:
+    try:
+        ts, run_id, call_id, name = data["ts"], data["runId"], data["callId"], data["name"]
+        output, duration = data["output"], data["durationMs"]
+    except KeyError:
+        return None
+    if type(duration) is not float:
+        if type(duration) is not int:
+            return None
+        duration = float(duration)
+    if type(ts) is str and type(run_id) is str and type(call_id) is str and type(name) is str:
+        return ToolSucceeded(ts, run_id, call_id, name, output, duration)
+    return None
+
+
+def _fast_error(data: object) -> ToolError | None:
+    if type(data) is not dict:
+        return None
+    kind, message = data.get("kind"), data.get("message")
+    path, kind_of_type = data.get("path"), data.get("type")
+    violations = data.get("violations")
+    if not (
+        type(kind) is str
+        and type(message) is str
+        and _str_or_none(path)
+        and _str_or_none(kind_of_type)
+    ):
+        return None
+    if violations is not None:
+        violations = _dicts(violations)
+        if violations is None:
+            return None
+    return ToolError(kind, message, path, kind_of_type, violations)
+
+
+def _fast_failed(data: JsonObject) -> Event | None:
+    ts, run_id, call_id, name = data["ts"], data.get("runId"), data.get("callId"), data.get("name")
+    duration = _duration(data.get("durationMs"))
+    error = _fast_error(data.get("error"))
+    if (
+        type(ts) is str
+        and type(run_id) is str
+        and type(call_id) is str
+        and type(name) is str
+        and duration is not None
+        and error is not None
+    ):
+        return ToolFailed(ts, run_id, call_id, name, error, duration)
+    return None
+
+
+def _fast_run(data: JsonObject) -> Event | None:
+    ts, run_id, harness = data["ts"], data.get("runId"), data.get("harness")
+    tools = _dicts(data.get("tools"))
+    if type(ts) is str and type(run_id) is str and type(harness) is str and tools is not None:
+        return RunStarted(ts, run_id, harness, tools)
+    return None
+
+
+def _fast_header(data: JsonObject) -> Event | None:
+    ts, fmt, version = data["ts"], data.get("format"), data.get("version")
+    transcript_id = data.get("transcriptId")
+    if type(ts) is str and type(fmt) is str and type(version) is int and type(transcript_id) is str:
+        return TranscriptStarted(ts, format=fmt, version=version, transcript_id=transcript_id)
+    return None
+
+
+_FAST: dict[str, Any] = {
+    "ToolCalled": _fast_called,
+    "ToolSucceeded": _fast_succeeded,
+    "ToolFailed": _fast_failed,
+    "RunStarted": _fast_run,
+    "TranscriptStarted": _fast_header,
+}
+
+
+class WireLine(NamedTuple):
+    """A decoded line: its envelope (seq, prev) and its event (a tuple: one per line read)."""
 
     seq: int
     prev: str | None
@@ -161,12 +332,19 @@ def parse_line(line: bytes) -> JsonObject:
 def wire_to_event(data: JsonObject) -> Event:
     """The typed event of a parsed line; unknown types become UnknownEvent."""
     kind = data["type"]
+    fast = _FAST.get(kind)
+    if fast is not None:
+        decoded: Event | None = fast(data)
+        if decoded is not None:
+            return decoded
     cls = _BY_NAME.get(kind)
     if cls is None:
         payload = {k: v for k, v in data.items() if k not in {"type", "seq", "ts", "prev"}}
         return UnknownEvent(type=kind, ts=data["ts"], data=payload)
+    import cattrs
+
     try:
-        event: Event = _CONVERTER.structure(data, cls)
+        event: Event = _converter().structure(data, cls)
     except Exception as exc:  # cattrs raises exception groups; render them as one line
         problems = (
             "; ".join(cattrs.transform_error(exc))
@@ -178,6 +356,28 @@ def wire_to_event(data: JsonObject) -> Event:
 
 
 def decode_line(line: bytes) -> WireLine:
+    """Parse and type one line; DecodeError says what is wrong with it.
+
+    A well-formed line of a known type is checked and typed in one pass; anything else
+    takes parse_line + wire_to_event, which word the error.
+    """
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise DecodeError(f"not JSON ({exc})") from None
+    if type(data) is dict:
+        kind, seq, prev = data.get("type"), data.get("seq"), data.get("prev")
+        if (
+            type(kind) is str
+            and type(seq) is int
+            and seq >= 0
+            and type(data.get("ts")) is str
+            and (prev is None or type(prev) is str)
+        ):
+            fast = _FAST.get(kind)
+            event = fast(data) if fast is not None else None
+            if event is not None:
+                return WireLine(seq, prev, event)
     data = parse_line(line)
     return WireLine(seq=data["seq"], prev=data.get("prev"), event=wire_to_event(data))
 

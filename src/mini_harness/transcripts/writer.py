@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import os
 import stat
 import threading
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, NoReturn, get_args
 
 import attrs
 
@@ -29,6 +30,7 @@ from mini_harness.runtime.events import (
     new_id,
 )
 from mini_harness.transcripts.codec import (
+    HASH_HEX_DIGITS,
     DecodeError,
     decode_line,
     encode_line,
@@ -38,7 +40,9 @@ from mini_harness.transcripts.codec import (
 )
 from mini_harness.transcripts.first_line import check_first_line
 from mini_harness.transcripts.limits import DEFAULT_MAX_EVENT_BYTES, shrink_wire
-from mini_harness.transcripts.redaction import Redactor
+
+if TYPE_CHECKING:
+    from mini_harness.transcripts.redaction import Redactor
 
 FsyncMode = Literal["always", "batch", "never"]
 FSYNC_MODES: tuple[str, ...] = get_args(FsyncMode)
@@ -46,6 +50,11 @@ DEFAULT_FSYNC: FsyncMode = "batch"
 DEFAULT_BATCH_SECONDS = 1.0
 
 _TAIL_CHUNK = 64 * 1024
+# Bound once: these run on every append. (os.write and os.fsync are looked up per call, so
+# that tests can inject failures.)
+_sha256 = hashlib.sha256
+_flock, _LOCK_EX, _LOCK_UN = fcntl.flock, fcntl.LOCK_EX, fcntl.LOCK_UN
+_lseek, _SEEK_END = os.lseek, os.SEEK_END
 _COPY_CHUNK = 1024 * 1024
 
 
@@ -56,6 +65,19 @@ class Quarantined:
     path: Path
     offset: int
     length: int
+
+
+# Bumped in every child after fork: a writer compares it instead of calling getpid() (a
+# syscall) on every append.
+_fork_generation = 0
+
+
+def _after_fork_in_child() -> None:
+    global _fork_generation  # noqa: PLW0603 - one process-wide counter
+    _fork_generation += 1
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class JsonlTranscript:
@@ -94,6 +116,7 @@ class JsonlTranscript:
         self._thread_lock = threading.Lock()
         self._fd = -1
         self._pid = -1
+        self._generation = -1  # _fork_generation when _fd was opened
         self._end = -1  # file size after our last append; -1: unknown
         self._next_seq = 0
         self._prev: str | None = None
@@ -139,6 +162,7 @@ class JsonlTranscript:
                 "(a device, FIFO or socket cannot hold a transcript)",
             )
         self._pid = os.getpid()
+        self._generation = _fork_generation
         self._end = -1
         if created and self.fsync != "never":
             # The new name must survive a power loss too, not only the lines in it.
@@ -184,32 +208,49 @@ class JsonlTranscript:
 
     # --- appending ------------------------------------------------------------------
 
-    def emit(self, event: Event) -> None:
-        self.append(event)
-
     def append(self, event: Event) -> int:
-        """Append one event; return the seq it was given."""
+        """Append one event; return the seq it was given.
+
+        Four syscalls per append (lock, learn the file's end with lseek, write, unlock),
+        plus an fsync when the mode asks for one.
+        """
         with self._thread_lock:
-            if self._fd < 0:
-                raise TranscriptWriteError(
-                    str(self.path), self._fatal or f"transcript {self.path} is closed"
-                )
-            if self._pid != os.getpid():
-                # After fork the descriptor (and its flock) is shared with the parent: a lock
-                # on it would not exclude the parent, so the child opens its own.
-                self._open()
-            with self._flocked():
-                size = os.fstat(self._fd).st_size
-                if size != self._end:
-                    self._resync(size)
-                if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
-                    # The first event's time: a header never postdates what follows it.
-                    header = TranscriptStarted(ts=event.ts, transcript_id=new_id())
-                    self._write_event(header)
+            fd = self._fd
+            if fd < 0 or self._generation != _fork_generation:
+                fd = self._usable_fd()
+            _flock(fd, _LOCK_EX)
+            try:
+                size = _lseek(fd, 0, _SEEK_END)  # the file's size, cheaper than fstat
+                if size != self._end or self._next_seq == 0:
+                    self._catch_up(size, event)
                 seq = self._write_event(event)
+            finally:
+                _flock(fd, _LOCK_UN)
             if self.fsync != "never":
                 self._after_write()
             return seq
+
+    def _usable_fd(self) -> int:
+        if self._fd < 0:
+            raise TranscriptWriteError(
+                str(self.path), self._fatal or f"transcript {self.path} is closed"
+            )
+        # After fork the descriptor (and its flock) is shared with the parent: a lock on it
+        # would not exclude the parent, so the child opens its own.
+        self._open()
+        return self._fd
+
+    def _catch_up(self, size: int, event: Event) -> None:
+        """Under the lock: follow another writer's appends, and start a new file's header."""
+        if size != self._end:
+            self._resync(size)
+        if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
+            # The first event's time: a header never postdates what follows it.
+            header = TranscriptStarted(ts=event.ts, transcript_id=new_id())
+            self._write_event(header)
+
+    def emit(self, event: Event) -> None:
+        self.append(event)
 
     def recover(self) -> list[Quarantined]:
         """Under the lock, quarantine a torn or garbage tail now; return what was set aside."""
@@ -218,11 +259,11 @@ class JsonlTranscript:
                 raise TranscriptWriteError(
                     str(self.path), self._fatal or f"transcript {self.path} is closed"
                 )
-            if self._pid != os.getpid():
+            if self._generation != _fork_generation:
                 self._open()
             before = len(self.quarantined)
             with self._flocked():
-                self._resync(os.fstat(self._fd).st_size)
+                self._resync(os.lseek(self._fd, 0, os.SEEK_END))
             return self.quarantined[before:]
 
     @contextmanager
@@ -251,8 +292,9 @@ class JsonlTranscript:
             if self._redactor is None:
                 line = encode_line(event, seq, self._prev)
             else:
-                wire = self._redactor.redact_wire(event_to_wire(event, seq, self._prev))
-                line = encode_wire(wire)
+                line = encode_wire(
+                    self._redactor.redact_wire(event_to_wire(event, seq, self._prev))
+                )
         except TypeError as exc:  # orjson.JSONEncodeError: bytes, lone surrogates, objects
             raise TranscriptWriteError(
                 str(self.path),
@@ -262,10 +304,18 @@ class JsonlTranscript:
         # developer's own code and replay needs them whole, so RunStarted is never capped.
         if len(line) > self.max_event_bytes and not isinstance(event, RunStarted):
             line = self._capped(event, seq, len(line))
-        self._write_all(line + b"\n")
+        data = line + b"\n"
+        start = self._end
+        try:
+            written = os.write(self._fd, data)
+            if written != len(data):  # a short write: rare, so the loop lives elsewhere
+                self._write_rest(data, written)
+        except OSError as exc:
+            self._unwrite(start, exc)
+        self._end = start + len(data)
         if isinstance(event, TranscriptStarted):
             self.transcript_id = event.transcript_id
-        self._prev = line_hash(line)
+        self._prev = _sha256(line).hexdigest()[:HASH_HEX_DIGITS]  # line_hash, inlined
         self._next_seq = seq + 1
         return seq
 
@@ -283,23 +333,20 @@ class JsonlTranscript:
             )
         return line
 
-    def _write_all(self, data: bytes) -> None:
-        start = self._end
-        view = memoryview(data)
+    def _write_rest(self, data: bytes, written: int) -> None:
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    def _unwrite(self, start: int, exc: OSError) -> NoReturn:
+        """A write failed: never leave a fragment for the next append to glue onto."""
         try:
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
-        except OSError as exc:
-            # Never leave a fragment for the next append to glue onto.
-            try:
-                os.ftruncate(self._fd, start)
-            except OSError:
-                self._end = -1
-            raise TranscriptWriteError(
-                str(self.path), f"cannot append to {self.path}: {exc.strerror}"
-            ) from None
-        self._end = start + len(data)
+            os.ftruncate(self._fd, start)
+        except OSError:
+            self._end = -1
+        raise TranscriptWriteError(
+            str(self.path), f"cannot append to {self.path}: {exc.strerror}"
+        ) from None
 
     # --- learning where the file ends ------------------------------------------------
 

@@ -1,0 +1,103 @@
+"""Durable logging: dispatch with an fsync per event, against a bare write+fsync loop."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+from _common import (
+    Config,
+    Section,
+    Target,
+    fmt_pct,
+    fmt_rate,
+    fresh_path,
+    interleave,
+    median,
+    rate,
+    ratios,
+)
+
+from mini_harness.runtime import ToolRuntime
+from mini_harness.tools import default_registry
+from mini_harness.transcripts import JsonlTranscript
+
+ORDER = 20
+INPUT = {"text": "hello"}
+
+
+def run_subject(path: Path, count: int) -> float:
+    """Dispatches/s with fsync="always": ToolCalled is on disk before the handler runs."""
+    with JsonlTranscript(path, fsync="always") as log:
+        runtime = ToolRuntime(default_registry(), log)
+        runtime.dispatch("echo", INPUT)
+        dispatch = runtime.dispatch
+
+        def loop() -> None:
+            for _ in range(count):
+                dispatch("echo", INPUT)
+
+        return rate(count, loop)
+
+
+def run_bare(path: Path, count: int) -> float:
+    """Two orjson lines per dispatch, each written and fsynced on its own."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o600)
+    event = {"type": "ToolCalled", "seq": 0, "ts": "2026-01-02T03:04:05.123456Z", "input": INPUT}
+
+    def loop() -> None:
+        for seq in range(0, 2 * count, 2):
+            for offset in (0, 1):
+                event["seq"] = seq + offset
+                os.write(fd, orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE))
+                os.fsync(fd)
+
+    try:
+        return rate(count, loop)
+    finally:
+        os.close(fd)
+
+
+def run(config: Config) -> Section:
+    count = config.scale(400, 80)
+    rounds = 2 * config.rounds  # fsync times swing widely: more, shorter rounds
+    figures = interleave(
+        {
+            "subject": lambda: run_subject(fresh_path(config, "durable.jsonl"), count),
+            "bare": lambda: run_bare(fresh_path(config, "bare-fsync.jsonl"), count),
+        },
+        rounds,
+    )
+    per_round = ratios(figures["subject"], figures["bare"])
+    share = median(per_round)
+    section = Section(
+        title="Durable logging (fsync per event)",
+        headers=("contender", "dispatches/s (median)", "subject vs this"),
+        rows=[
+            (
+                'mini-harness: JsonlTranscript(fsync="always")',
+                fmt_rate(median(figures["subject"])),
+                "",
+            ),
+            (
+                "bare: os.write + os.fsync per event",
+                fmt_rate(median(figures["bare"])),
+                fmt_pct(share),
+            ),
+        ],
+    )
+    section.targets = [
+        Target('durable dispatch (fsync="always") vs bare write+fsync', share, ">=", 0.80, "%")
+    ]
+    fsync_ms = 1000 / (2 * median(figures["bare"]))
+    section.notes = [
+        f"{count:,} dispatches (2 fsyncs each) per round, {rounds} rounds, interleaved; "
+        f"per-round ratios ranged from {fmt_pct(min(per_round))} to {fmt_pct(max(per_round))}.",
+        "Per line the writer makes the bare loop's write and fsync plus flock, lseek and "
+        "unlock (the same count as `strace` shows for the bare loop with a lock), exactly "
+        "two fsyncs per dispatch; the rest is its CPU work per dispatch (tens of "
+        f"microseconds) against a median fsync of {fsync_ms:.2f} ms here, so the ratio "
+        "mostly measures how steady the disk's fsync latency was.",
+    ]
+    return section

@@ -1,0 +1,169 @@
+"""The file tools' definitions (what the model sees), apart from their handlers.
+
+A registry lists every tool, but a run calls few: keeping the definitions here lets
+`default_registry()` describe list_files, read_file and search_text without importing
+their handlers (the walk, the glob matcher), which load on a tool's first call.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from mini_harness.runtime.definitions import ToolAnnotations, ToolDefinition
+
+SKIPPED_DIRS: Final = frozenset({".git", "node_modules", "dist", "build", ".venv", "__pycache__"})
+PATH_MAX: Final = 4096  # Linux's PATH_MAX: a longer path cannot name a file anyway
+LIST_DEFAULT_MAX_RESULTS: Final = 1000
+LIST_MAX_RESULTS_LIMIT: Final = 10_000
+
+GLOB_DESCRIPTION: Final = (
+    "Only files matching this glob. Without a '/' it matches file names ('*.py', "
+    "'test_*.{py,txt}'); with one it matches the path relative to `path` "
+    "('src/**/*.py'). '*' and '?' stay within one directory, '**' spans directories, "
+    "'[abc]' is a character class, '{a,b}' are alternatives."
+)
+PATH_DESCRIPTION: Final = (
+    "Directory relative to the workspace root, e.g. 'src' or 'src/pkg'. Default '.' "
+    "(the root). Absolute paths and '..' leading outside the workspace are refused."
+)
+
+LIST_FILES = ToolDefinition(
+    name="list_files",
+    description=(
+        "List the files below a directory of the workspace, sorted by path, each with its "
+        "size in bytes. Skips " + ", ".join(sorted(SKIPPED_DIRS)) + ", whatever the "
+        "workspace's .gitignore ignores, special files, and symlinks leading outside the "
+        "workspace. Returned paths are relative to the workspace root and can be passed "
+        "to read_file. Use glob to filter and maxDepth to stay shallow; at most maxResults "
+        "files are returned and `truncated` says whether more exist."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "maxLength": PATH_MAX, "description": PATH_DESCRIPTION},
+            "glob": {"type": "string", "minLength": 1, "description": GLOB_DESCRIPTION},
+            "maxDepth": {
+                "type": "integer",
+                "minimum": 1,
+                "description": (
+                    "How many directory levels to descend: 1 lists only the files directly "
+                    "in `path`, 2 also those one directory down. Directories left closed "
+                    "are named in `deeperDirs`. Default: no limit."
+                ),
+            },
+            "maxResults": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": LIST_MAX_RESULTS_LIMIT,
+                "description": (
+                    f"Return at most this many files (default {LIST_DEFAULT_MAX_RESULTS}); "
+                    "`truncated` is true when more matched."
+                ),
+            },
+        },
+        "additionalProperties": False,
+    },
+    annotations=ToolAnnotations(title="List files", read_only_hint=True, open_world_hint=False),
+)
+
+DEFAULT_MAX_BYTES: Final = 1 << 20  # 1 MiB
+DEFAULT_LINE_LIMIT: Final = 2000
+
+READ_FILE = ToolDefinition(
+    name="read_file",
+    description=(
+        "Read a UTF-8 text file of the workspace by its path relative to the workspace "
+        "root. Returns the text of lines startLine..endLine (counted from 1), the file's "
+        "totalLines, and `truncated` when lines after endLine were left out. Reads at most "
+        f"{DEFAULT_LINE_LIMIT} lines unless `limit` says otherwise; use offset and limit "
+        f"to page through long files. Files over {DEFAULT_MAX_BYTES >> 20} MiB, binary files "
+        "and anything that is not a regular file are refused with an error."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": PATH_MAX,
+                "description": (
+                    "File path relative to the workspace root, e.g. 'src/app.py' (as "
+                    "list_files and search_text return them). Absolute paths and '..' "
+                    "leading outside the workspace are refused."
+                ),
+            },
+            "offset": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "First line to return, counting from 1. Default 1.",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "description": f"Most lines to return. Default {DEFAULT_LINE_LIMIT}.",
+            },
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    },
+    annotations=ToolAnnotations(title="Read file", read_only_hint=True, open_world_hint=False),
+)
+
+SEARCH_DEFAULT_MAX_RESULTS: Final = 100
+SEARCH_MAX_RESULTS_LIMIT: Final = 1000
+DEFAULT_MAX_FILE_BYTES: Final = 4 << 20  # larger files are skipped (and counted)
+
+SEARCH_TEXT = ToolDefinition(
+    name="search_text",
+    description=(
+        "Search the workspace's text files for lines containing `query` (a literal string, "
+        "or a Python regular expression when regex is true). Returns one match per line as "
+        "{path, line, text}, in path order then line order; path is relative to the "
+        "workspace root and line counts from 1. Skips binary files, files over "
+        f"{DEFAULT_MAX_FILE_BYTES >> 20} MiB, and what list_files skips (.gitignore'd "
+        "files, node_modules, .git, ...). At most maxResults matches are returned and "
+        "`truncated` says whether more exist."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The text to find; a regular expression when regex is true.",
+            },
+            "regex": {
+                "type": "boolean",
+                "description": (
+                    "Treat query as a Python `re` regular expression ('^' and '$' match at "
+                    "line boundaries). Default false: query is matched literally."
+                ),
+            },
+            "caseSensitive": {
+                "type": "boolean",
+                "description": "Match upper and lower case exactly. Default true.",
+            },
+            "path": {
+                "type": "string",
+                "maxLength": PATH_MAX,
+                "description": (
+                    "Directory (or single file) to search, relative to the workspace "
+                    "root. Default '.' (the whole workspace)."
+                ),
+            },
+            "glob": {"type": "string", "minLength": 1, "description": GLOB_DESCRIPTION},
+            "maxResults": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": SEARCH_MAX_RESULTS_LIMIT,
+                "description": (
+                    f"Return at most this many matches (default {SEARCH_DEFAULT_MAX_RESULTS}); "
+                    "`truncated` is true when more exist."
+                ),
+            },
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    },
+    annotations=ToolAnnotations(title="Search text", read_only_hint=True, open_world_hint=False),
+)

@@ -1,0 +1,65 @@
+"""Start-up stays lean: a logged CLI dispatch loads only what it uses, and the lazily
+re-exported public names still resolve."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mini_harness
+import mini_harness.runtime
+import mini_harness.transcripts
+
+PROBE = """
+import sys
+sys.argv = ["mini-harness", "--tool", "echo", "--tool-input", '{"text":"hi"}', "--log", LOG]
+from mini_harness.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+print(" ".join(sorted(name for name in NAMES if name in sys.modules)))
+"""
+
+
+class TestLazyImports:
+    def test_logged_dispatch_does_not_load_decoding_or_asyncio(self, tmp_path: Path) -> None:
+        """`mini-harness --tool echo ... --log` imports only what that dispatch uses."""
+        names = [
+            "asyncio",
+            "cattrs",
+            "mini_harness.transcripts.reader",
+            "mini_harness.transcripts.redaction",
+            "mini_harness.runtime.context",
+            "mini_harness.runtime.typed",
+            "mini_harness.tools.walk",
+            "mini_harness.tools.globs",
+            "mini_harness.tools.search_text",
+            "regex",
+            "mini_harness.replay",
+            "mini_harness.registry_spec",
+            "jsonschema_rs",
+        ]
+        code = PROBE.replace("LOG", repr(str(tmp_path / "t.jsonl"))).replace("NAMES", repr(names))
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+        assert out.splitlines()[-1] == "jsonschema_rs"
+        assert (tmp_path / "t.jsonl").read_bytes().count(b"\n") == 4
+
+    def test_public_names_resolve_from_the_package_roots(self) -> None:
+        """Every name in __all__ of mini_harness, .runtime and .transcripts can be imported."""
+        for module in (mini_harness, mini_harness.runtime, mini_harness.transcripts):
+            for name in module.__all__:
+                assert getattr(module, name) is not None, name
+            assert sorted(dir(module)) == sorted(module.__all__)
+
+    def test_unknown_names_raise_attribute_error(self) -> None:
+        """A misspelt name fails like any missing attribute."""
+        misspelt = "ToolRuntim"
+        for module in (mini_harness, mini_harness.runtime, mini_harness.transcripts):
+            with pytest.raises(AttributeError, match=misspelt):
+                getattr(module, misspelt)

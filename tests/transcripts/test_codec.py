@@ -1,0 +1,156 @@
+"""The codec's direct routes (encoding a dispatch's events, decoding common lines) change
+nothing but speed: these tests hold them to the generic, strict paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mini_harness.runtime import (
+    ToolCalled,
+    ToolError,
+    ToolFailed,
+    ToolRegistry,
+    ToolRuntime,
+    ToolSucceeded,
+)
+from mini_harness.runtime.jsonvalue import check_json
+from mini_harness.transcripts import DecodeError, JsonlTranscript, encode_line, event_to_wire
+from mini_harness.transcripts.codec import _BY_NAME, _converter, parse_line, wire_to_event
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False,
+    allow_infinity=False) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=12,
+)  # fmt: skip
+PREV = "0123456789abcdef0123456789abcdef"
+
+
+class TestEncodeLine:
+    @settings(max_examples=150, deadline=None)
+    @given(payload=JSON, cached=st.booleans(), duration=st.floats(0, 1e6))
+    def test_dispatch_events_encode_as_the_generic_route_does(
+        self, payload: Any, cached: bool, duration: float
+    ) -> None:
+        """A dispatch's lines have the same bytes whether or not the payload JSON was cached."""
+        encoded = check_json(payload) if cached else None
+        called = ToolCalled("2026-01-02T03:04:05.123456Z", "r" * 32, "c-1", "echo", payload,
+                            input_json=encoded)  # fmt: skip
+        succeeded = ToolSucceeded("2026-01-02T03:04:05.123456Z", "r" * 32, "c-1", "echo",
+                                  payload, duration, output_json=encoded)  # fmt: skip
+        for event in (called, succeeded):
+            for prev in (PREV, None):
+                assert encode_line(event, 7, prev) == orjson.dumps(event_to_wire(event, 7, prev))
+
+    def test_cached_json_is_not_part_of_the_event(self) -> None:
+        """Events compare and print the same with or without the cached payload JSON."""
+        plain = ToolCalled("ts", "run", "call", "echo", {"text": "hi"})
+        cached = ToolCalled(
+            "ts", "run", "call", "echo", {"text": "hi"}, input_json=b'{"text":"hi"}'
+        )
+        assert plain == cached
+        assert repr(plain) == repr(cached)
+        assert "inputJson" not in event_to_wire(cached, 1, PREV)
+
+
+@pytest.fixture(name="lines")
+def _lines(tmp_path: Path, registry: ToolRegistry) -> list[bytes]:
+    """Lines of every event type: header, run, successes and each kind of failure."""
+    path = tmp_path / "t.jsonl"
+    with JsonlTranscript(path) as sink:
+        runtime = ToolRuntime(registry, sink)
+        for name, tool_input in (
+            ("echo", {"text": "a"}),
+            ("echo", {"text": 1}),
+            ("boom", {}),
+            ("nope", {}),
+            ("add", {"a": 1, "b": 2.5}),
+            ("add", {"a": "x"}),
+        ):
+            try:
+                runtime.dispatch(name, tool_input)
+            except Exception:  # every failure is recorded: the lines are the point
+                continue
+    return path.read_bytes().splitlines()
+
+
+class TestFastDecoding:
+    def test_every_event_type_decodes_as_the_strict_converter_decodes_it(
+        self, lines: list[bytes]
+    ) -> None:
+        """Reading a line gives the very event that strict typing of the line gives."""
+        kinds: set[str] = set()
+        for line in lines:
+            data = parse_line(line)
+            kinds.add(data["type"])
+            strict: object = _converter().structure(data, _BY_NAME[data["type"]])
+            assert wire_to_event(data) == strict
+        assert kinds == set(_BY_NAME)
+
+    def test_numbers_are_typed_alike(self) -> None:
+        """An integer durationMs reads as a float, as the strict path makes it."""
+        data = {"type": "ToolSucceeded", "seq": 3, "ts": "t", "prev": PREV, "runId": "r",
+                "callId": "c", "name": "echo", "output": None, "durationMs": 2}  # fmt: skip
+        event = wire_to_event(data)
+        assert isinstance(event, ToolSucceeded)
+        assert type(event.duration_ms) is float
+        assert event == _converter().structure(data, ToolSucceeded)
+
+    def test_failed_with_violations(self) -> None:
+        """A ToolFailed with violations keeps them as a tuple of objects."""
+        violation = {"path": "echo.text", "keyword": "type", "message": "x"}
+        error = {"kind": "invalid_input", "message": "m", "path": "echo.text",
+                 "violations": [violation]}  # fmt: skip
+        data = {"type": "ToolFailed", "seq": 3, "ts": "t", "runId": "r", "callId": "c",
+                "name": "echo", "error": error, "durationMs": 0.5}  # fmt: skip
+        event = wire_to_event(data)
+        assert isinstance(event, ToolFailed)
+        assert event.error == ToolError("invalid_input", "m", "echo.text", None, (violation,))
+
+    @pytest.mark.parametrize(
+        ("change", "message"),
+        [
+            ({"runId": 5}, "invalid ToolCalled: invalid value for type, expected str @ $.run_id"),
+            (
+                {"input": None, "drop": "input"},
+                "invalid ToolCalled: required field missing @ $.input",
+            ),
+            (
+                {"type": "ToolSucceeded", "output": 1, "durationMs": True},
+                "invalid ToolSucceeded: invalid value for type, expected float @ $.duration_ms",
+            ),
+            (
+                {"type": "ToolFailed", "error": {"kind": "x"}, "durationMs": 1},
+                "invalid ToolFailed: required field missing @ $.error.message",
+            ),
+            (
+                {"type": "RunStarted", "harness": "h", "tools": ["t"]},
+                "invalid RunStarted: expected a mapping @ $.tools[0]",
+            ),
+            (
+                {"type": "TranscriptStarted", "format": "f", "version": "1", "transcriptId": "x"},
+                "invalid TranscriptStarted: invalid value for type, expected int @ $.version",
+            ),
+        ],
+    )
+    def test_unusual_lines_get_the_strict_message(
+        self, change: dict[str, Any], message: str
+    ) -> None:
+        """A line the direct route does not take still fails with the converter's words."""
+        data: dict[str, Any] = {"type": "ToolCalled", "seq": 2, "ts": "t", "runId": "r",
+                                "callId": "c", "name": "echo", "input": {}}  # fmt: skip
+        drop = change.pop("drop", None)
+        data.update(change)
+        if drop:
+            del data[drop]
+        with pytest.raises(DecodeError) as caught:
+            wire_to_event(data)
+        assert str(caught.value) == message
