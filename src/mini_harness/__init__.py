@@ -6,9 +6,9 @@ mini_harness.cli` (every CLI start) does not pay for layers a command does not t
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from mini_harness._lazy import lazy_exports
 from mini_harness._version import __version__
 
 if TYPE_CHECKING:
@@ -92,14 +92,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module 'mini_harness' has no attribute {name!r}")
-    where = "mini_harness.runtime" if name in _RUNTIME_NAMES else "mini_harness.errors"
-    value = getattr(importlib.import_module(where), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+_HOMES = {name: "runtime" if name in _RUNTIME_NAMES else "errors" for name in __all__}
+_HOMES.pop("__version__")
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, globals())

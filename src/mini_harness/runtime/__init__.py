@@ -6,8 +6,9 @@ support (cattrs, schema derivation) or the Context Explorer.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mini_harness._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mini_harness.runtime.context import (
@@ -126,14 +127,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mini_harness.runtime' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"mini_harness.runtime.{module}"), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _MODULE_OF, globals())

@@ -7,8 +7,9 @@ that never ask for the `golden` fixture.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mini_harness._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mini_harness.testing.cli_outcome import CliOutcome
@@ -41,8 +42,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"mini_harness.testing.{home}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, globals())

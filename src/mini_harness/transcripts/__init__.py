@@ -6,8 +6,9 @@ reader or the protocol checker.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mini_harness._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mini_harness.transcripts.codec import (
@@ -95,14 +96,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mini_harness.transcripts' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"mini_harness.transcripts.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _MODULE_OF, globals())
