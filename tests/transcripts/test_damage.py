@@ -25,7 +25,7 @@ from mini_harness.transcripts import (
     repair_transcript,
     verify_transcript,
 )
-from mini_harness.transcripts import writer as writer_module
+from mini_harness.transcripts import tail as tail_module
 
 
 def _read(path: Path) -> tuple[TranscriptReader, list[TranscriptRecord]]:
@@ -104,7 +104,7 @@ class TestGarbageTails:
         def no_space(path: Path, offset: int) -> tuple[Path, int]:
             raise OSError(errno.ENOSPC, "No space left on device")
 
-        monkeypatch.setattr(writer_module, "_create_aside", no_space)
+        monkeypatch.setattr(tail_module, "_create_aside", no_space)
         sink = JsonlTranscript(log)
         for _ in range(2):
             with pytest.raises(TranscriptWriteError, match="nothing was cut"):

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     )
     from mini_harness.transcripts.redaction import REDACTED, Redactor
     from mini_harness.transcripts.repair import RepairReport, repair_transcript
+    from mini_harness.transcripts.tail import Quarantined
     from mini_harness.transcripts.upcast import UPCASTERS, Upcasters
     from mini_harness.transcripts.verify import VerifyReport, verify_transcript
     from mini_harness.transcripts.writer import (
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
         FSYNC_MODES,
         FsyncMode,
         JsonlTranscript,
-        Quarantined,
     )
 
 _WHERE = {
@@ -58,7 +58,8 @@ _WHERE = {
     "repair": ("RepairReport", "repair_transcript"),
     "upcast": ("UPCASTERS", "Upcasters"),
     "verify": ("VerifyReport", "verify_transcript"),
-    "writer": ("DEFAULT_FSYNC", "FSYNC_MODES", "FsyncMode", "JsonlTranscript", "Quarantined"),
+    "writer": ("DEFAULT_FSYNC", "FSYNC_MODES", "FsyncMode", "JsonlTranscript"),
+    "tail": ("Quarantined",),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 

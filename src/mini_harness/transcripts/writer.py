@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import hashlib
 import os
@@ -14,8 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, NoReturn, get_args
-
-import attrs
 
 from mini_harness.errors import (
     TranscriptCorruptError,
@@ -40,6 +37,12 @@ from mini_harness.transcripts.codec import (
 )
 from mini_harness.transcripts.first_line import check_first_line
 from mini_harness.transcripts.limits import DEFAULT_MAX_EVENT_BYTES, shrink_wire
+from mini_harness.transcripts.tail import (
+    Quarantined,
+    copy_aside,
+    last_newline,
+    sync_directory,
+)
 
 if TYPE_CHECKING:
     from mini_harness.transcripts.redaction import Redactor
@@ -49,22 +52,11 @@ FSYNC_MODES: tuple[str, ...] = get_args(FsyncMode)
 DEFAULT_FSYNC: FsyncMode = "batch"
 DEFAULT_BATCH_SECONDS = 1.0
 
-_TAIL_CHUNK = 64 * 1024
 # Bound once: these run on every append. (os.write and os.fsync are looked up per call, so
 # that tests can inject failures.)
 _sha256 = hashlib.sha256
 _flock, _LOCK_EX, _LOCK_UN = fcntl.flock, fcntl.LOCK_EX, fcntl.LOCK_UN
 _lseek, _SEEK_END = os.lseek, os.SEEK_END
-_COPY_CHUNK = 1024 * 1024
-
-
-@attrs.frozen
-class Quarantined:
-    """A torn or garbage tail copied aside to `path` before it was cut off the log."""
-
-    path: Path
-    offset: int
-    length: int
 
 
 # Bumped in every child after fork: a writer compares it instead of calling getpid() (a
@@ -167,7 +159,7 @@ class JsonlTranscript:
         if created and self.fsync != "never":
             # The new name must survive a power loss too, not only the lines in it.
             try:
-                _sync_directory(self.path)
+                sync_directory(self.path)
             except OSError as exc:
                 self._die(f"cannot sync the directory of new transcript {self.path}", exc)
 
@@ -398,35 +390,12 @@ class JsonlTranscript:
         self._quarantine(0, size)  # one unterminated fragment: a crash while creating it
 
     def _last_newline(self, end: int) -> int:
-        """Offset just past the last b"\\n" before `end`, or 0 if there is none."""
-        pos = end
-        while pos > 0:
-            start = max(0, pos - _TAIL_CHUNK)
-            chunk = os.pread(self._fd, pos - start, start)
-            index = chunk.rfind(b"\n")
-            if index >= 0:
-                return start + index + 1
-            pos = start
-        return 0
+        return last_newline(self._fd, end)
 
     def _quarantine(self, offset: int, size: int) -> None:
         """Copy a tail aside (durably, under a name no earlier copy has), then cut it off."""
         try:
-            aside, fd = _create_aside(self.path, offset)
-            try:
-                pos = offset
-                while pos < size:
-                    chunk = os.pread(self._fd, min(_COPY_CHUNK, size - pos), pos)
-                    if not chunk:
-                        break
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[os.write(fd, view) :]
-                    pos += len(chunk)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            _sync_directory(aside)
+            aside = copy_aside(self._fd, self.path, offset, size)
         except OSError as exc:
             raise TranscriptWriteError(
                 str(self.path),
@@ -435,25 +404,4 @@ class JsonlTranscript:
             ) from None
         os.ftruncate(self._fd, offset)
         self._end = offset
-        self.quarantined.append(Quarantined(aside, offset, size - offset))
-
-
-def _create_aside(path: Path, offset: int) -> tuple[Path, int]:
-    """Create `<log>.torn-<offset>` (or `.torn-<offset>.N` if taken): never overwrite a copy."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-    base = f"{path.name}.torn-{offset}"
-    for attempt in range(1000):
-        aside = path.with_name(base if attempt == 0 else f"{base}.{attempt}")
-        try:
-            return aside, os.open(aside, flags, 0o600)
-        except FileExistsError:
-            continue
-    raise FileExistsError(errno.EEXIST, f"too many copies named {base}")
-
-
-def _sync_directory(path: Path) -> None:
-    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        self.quarantined.append(aside)
