@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,6 +73,9 @@ class Section:
     extra: str = ""  # free markdown appended after the notes (e.g. a profile)
 
 
+ECHO_INPUT = {"text": "hello"}
+
+
 def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
@@ -102,6 +106,22 @@ def rate(count: int, func: Callable[[], None]) -> float:
     start = time.perf_counter()
     func()
     return count / (time.perf_counter() - start)
+
+
+def echo_rate(sink: Any, count: int) -> float:
+    """Dispatches/s of `echo` through a ToolRuntime on `sink` (the run's first events excluded)."""
+    from mini_harness import ToolRuntime
+    from mini_harness.tools import default_registry
+
+    runtime = ToolRuntime(default_registry(), sink)
+    runtime.dispatch("echo", ECHO_INPUT)  # header and RunStarted are not part of the loop
+    dispatch = runtime.dispatch
+
+    def loop() -> None:
+        for _ in range(count):
+            dispatch("echo", ECHO_INPUT)
+
+    return rate(count, loop)
 
 
 def fresh_path(config: Config, name: str) -> Path:

@@ -17,6 +17,7 @@ from _common import (
     Config,
     Section,
     Target,
+    echo_rate,
     fmt_pct,
     fmt_rate,
     fmt_ratio,
@@ -27,9 +28,8 @@ from _common import (
     ratios,
 )
 
-from mini_harness.runtime import NullSink, ToolRuntime
+from mini_harness.runtime import NullSink
 from mini_harness.runtime.events import ToolCalled, ToolSucceeded
-from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript
 
 ORDER = 10
@@ -42,28 +42,12 @@ HEX = "0123456789abcdef0123456789abcdef"
 def run_subject(path: Path, count: int) -> float:
     """Dispatches/s of ToolRuntime + JsonlTranscript(fsync="never"), as an API user runs it."""
     with JsonlTranscript(path, fsync="never") as log:
-        runtime = ToolRuntime(default_registry(), log)
-        runtime.dispatch("echo", INPUT)  # header and RunStarted are not part of the loop
-        dispatch = runtime.dispatch
-
-        def loop() -> None:
-            for _ in range(count):
-                dispatch("echo", INPUT)
-
-        return rate(count, loop)
+        return echo_rate(log, count)
 
 
 def run_unlogged(count: int) -> float:
     """Dispatches/s of ToolRuntime with no log (NullSink): dispatch's own share."""
-    runtime = ToolRuntime(default_registry(), NullSink())
-    runtime.dispatch("echo", INPUT)
-    dispatch = runtime.dispatch
-
-    def loop() -> None:
-        for _ in range(count):
-            dispatch("echo", INPUT)
-
-    return rate(count, loop)
+    return echo_rate(NullSink(), count)
 
 
 def run_writer(path: Path, count: int) -> float:

@@ -10,6 +10,7 @@ from _common import (
     Config,
     Section,
     Target,
+    echo_rate,
     fmt_pct,
     fmt_rate,
     fresh_path,
@@ -19,8 +20,6 @@ from _common import (
     ratios,
 )
 
-from mini_harness.runtime import ToolRuntime
-from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript
 
 ORDER = 20
@@ -30,15 +29,7 @@ INPUT = {"text": "hello"}
 def run_subject(path: Path, count: int) -> float:
     """Dispatches/s with fsync="always": ToolCalled is on disk before the handler runs."""
     with JsonlTranscript(path, fsync="always") as log:
-        runtime = ToolRuntime(default_registry(), log)
-        runtime.dispatch("echo", INPUT)
-        dispatch = runtime.dispatch
-
-        def loop() -> None:
-            for _ in range(count):
-                dispatch("echo", INPUT)
-
-        return rate(count, loop)
+        return echo_rate(log, count)
 
 
 def run_bare(path: Path, count: int) -> float:
