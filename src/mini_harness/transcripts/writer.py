@@ -77,23 +77,28 @@ _writers: weakref.WeakSet[JsonlTranscript] = weakref.WeakSet()
 
 
 class _LeaseKeeper:
-    """One daemon thread per process that gives back file locks whose lease ran out.
+    """One daemon thread per process that ends the leases of idle writers.
 
-    A writer that takes the file's lock keeps it for `lock_lease` seconds, so the appends in
-    between cost one write each instead of lock, lseek, write and unlock. The keeper releases
-    the lock when the lease ends, whether or not the writer is busy, so another writer (or
-    another process) waits at most about one lease for its turn, and an idle writer never
-    keeps the file locked.
+    A writer that takes the file's lock keeps it until its lease ends (`lock_lease` seconds
+    later), so the appends in between cost one write each instead of lock, lseek, write and
+    unlock. A busy writer gives the lock back itself: every append looks at the clock when
+    it is done. The keeper is for the writer that falls idle with the lock: it wakes when a
+    lease ends and releases the lock of a writer that is not appending. Either way another
+    writer (or another process) waits about one lease for its turn, and an idle writer
+    never keeps the file locked.
     """
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
-        self._due: dict[JsonlTranscript, float] = {}
+        self._watched: set[JsonlTranscript] = set()
         self._thread: threading.Thread | None = None
 
-    def hold(self, writer: JsonlTranscript, seconds: float) -> None:
+    def watch(self, writer: JsonlTranscript) -> None:
+        """Called by a writer that took the lock (under its own thread lock)."""
+        if writer in self._watched:  # the keeper will find the new lease end by itself
+            return
         with self._cond:
-            self._due[writer] = _monotonic() + seconds
+            self._watched.add(writer)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="mini-harness-lock-lease", daemon=True
@@ -104,28 +109,34 @@ class _LeaseKeeper:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._due:
+                while not self._watched:
                     self._cond.wait()
                 now = _monotonic()
-                expired = [writer for writer, due in self._due.items() if due <= now]
-                if not expired:
-                    self._cond.wait(min(self._due.values()) - now)
+                ended = []
+                wake = now + 3600.0
+                for writer in list(self._watched):
+                    if not writer._held:
+                        self._watched.discard(writer)
+                    elif writer._lease_end <= now:
+                        ended.append(writer)
+                    else:
+                        wake = min(wake, writer._lease_end)
+                if not ended:
+                    if self._watched:
+                        self._cond.wait(wake - now)
                     continue
-                for writer in expired:
-                    del self._due[writer]
-            # Outside the keeper's lock: a writer calls hold() while holding its own lock.
-            busy = [writer for writer in expired if not writer._lease_expired()]
-            if busy:
-                with self._cond:
-                    retry = _monotonic() + _BUSY_RETRY_SECONDS
-                    for writer in busy:
-                        self._due.setdefault(writer, retry)
+            # Outside the keeper's lock: a writer calls watch() while holding its own lock.
+            for writer in ended:
+                writer._lease_expired()
+            # A writer that was busy gives the lock back when its append is done; look again
+            # shortly in case that append was already past its own look at the clock.
+            time.sleep(_BUSY_RETRY_SECONDS)
 
 
 _keeper = _LeaseKeeper()
-# When a writer's thread lock is taken (an append in progress, or a thread waiting for the
-# file's lock), the keeper comes back this much later instead of waiting: it never blocks,
-# so a writer waiting for a lease held by another writer of this process cannot stop it.
+# How long the keeper waits before looking again at writers whose lease ended while they
+# were appending. It never blocks on a writer, so a thread of this process waiting for the
+# lock held by another of its writers cannot stop it.
 _BUSY_RETRY_SECONDS = 0.001
 # flock is not fair: a writer that takes the lock again right after its lease ended would
 # usually win against a process that was waiting for it, and could keep it for as long as
@@ -153,8 +164,9 @@ class JsonlTranscript:
     it holds an exclusive `flock` on the file; when it takes the lock it learns the last
     `seq` and hash from the file if another writer moved it, and every line is written with
     one `os.write`. It keeps the lock for `lock_lease` seconds (default 5 ms) after taking
-    it, so a burst of appends pays for the lock once; a background thread gives it back when
-    the lease ends, busy or idle. With `lock_lease=0` the lock is taken and released around
+    it, so a burst of appends pays for the lock once: a busy writer gives it back after the
+    append that finds the lease ended, and a background thread gives back the lock of an
+    idle writer when its lease ends. With `lock_lease=0` the lock is taken and released around
     every append. Other writers wait for at most about one lease (longer only if this
     process cannot run Python code, e.g. while stopped). A torn tail left by a crash (an
     unterminated line, NULs, lines that are not events) is copied to `<path>.torn-<offset>`
@@ -190,8 +202,8 @@ class JsonlTranscript:
         self._thread_lock = threading.Lock()
         self._lease = lock_lease
         self._held = False  # this writer holds the file's flock (see _LeaseKeeper)
+        self._lease_end = 0.0  # monotonic time the lease ends (0: no lease, see _appended)
         self._resume_after = 0.0  # after a lease ended: no new lock before this time
-        self._expired = False  # set by the keeper: give the lock back after this append
         self._fd = -1
         self._pid = -1
         self._generation = -1  # _fork_generation when _fd was opened
@@ -332,7 +344,7 @@ class JsonlTranscript:
                 line = encode_tool_called(seq, ts, self._prev, run_id, call_id, name, input_json)
                 if line is not None and len(line) <= self.max_event_bytes:
                     self._write_line(line, seq)
-                    if self._expired or self._lease <= 0 or self.fsync != "never":
+                    if _monotonic() >= self._lease_end or self.fsync != "never":
                         self._appended()
                     return
         self.append(ToolCalled(ts, run_id, call_id, name, tool_input, input_json=input_json))
@@ -358,19 +370,18 @@ class JsonlTranscript:
                 )
                 if line is not None and len(line) <= self.max_event_bytes:
                     self._write_line(line, seq)
-                    if self._expired or self._lease <= 0 or self.fsync != "never":
+                    if _monotonic() >= self._lease_end or self.fsync != "never":
                         self._appended()
                     return
         event = ToolSucceeded(ts, run_id, call_id, name, output, duration_ms)
         self.append(event)
 
     def _appended(self) -> None:
-        """After a line is written: give the lock back if due, and sync per the mode."""
-        if self._lease <= 0:
+        """After a line is written: give the lock back if the lease ended; sync per the mode."""
+        if self._held and _monotonic() >= self._lease_end:
             self._release()
-        elif self._expired:
-            self._release()
-            self._resume_after = _monotonic() + _HANDOFF_SECONDS
+            if self._lease > 0:
+                self._resume_after = _monotonic() + _HANDOFF_SECONDS
         if self.fsync != "never":
             self._after_write()
 
@@ -394,34 +405,27 @@ class JsonlTranscript:
             raise
         self._held = True
         if self._lease > 0:
-            _keeper.hold(self, self._lease)
+            self._lease_end = _monotonic() + self._lease
+            _keeper.watch(self)
 
     def _release(self) -> None:
         """Give the file's lock back, if this writer holds it (under the thread lock)."""
-        self._expired = False
         if self._held:
             self._held = False
             if self._fd >= 0 and self._generation == _fork_generation:
                 _flock(self._fd, _LOCK_UN)
 
-    def _lease_expired(self) -> bool:
-        """The keeper's call: end the lease; False if the writer is busy (try again later).
-
-        A busy writer (in an append, which is also when this thread gets to run: os.write
-        lets it) is told to give the lock back when that append is done.
-        """
-        if not self._held:
-            return True
-        self._expired = True
+    def _lease_expired(self) -> None:
+        """The keeper's call: release the lock of a writer whose lease ended, unless it is
+        appending (then that append gives it back when done)."""
         if not self._thread_lock.acquire(blocking=False):
-            return False
+            return
         try:
-            if self._held:
+            if self._held and _monotonic() >= self._lease_end:
                 self._release()
                 self._resume_after = _monotonic() + _HANDOFF_SECONDS
         finally:
             self._thread_lock.release()
-        return True
 
     def _usable_fd(self) -> int:
         if self._fd < 0:
