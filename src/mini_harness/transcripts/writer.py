@@ -63,7 +63,7 @@ DEFAULT_LOCK_LEASE = 0.005
 # Bound once: these run on every append. (os.write and os.fsync are looked up per call, so
 # that tests can inject failures.)
 _sha256 = hashlib.sha256
-_flock, _LOCK_EX, _LOCK_UN = fcntl.flock, fcntl.LOCK_EX, fcntl.LOCK_UN
+_flock, _LOCK_EX, _LOCK_UN, _LOCK_NB = fcntl.flock, fcntl.LOCK_EX, fcntl.LOCK_UN, fcntl.LOCK_NB
 _lseek, _SEEK_END = os.lseek, os.SEEK_END
 _monotonic = time.monotonic
 
@@ -140,9 +140,13 @@ _keeper = _LeaseKeeper()
 _BUSY_RETRY_SECONDS = 0.001
 # flock is not fair: a writer that takes the lock again right after its lease ended would
 # usually win against a process that was waiting for it, and could keep it for as long as
-# it appends. After a lease ends, a writer's next append first waits this long, so that a
-# waiter (woken by the release) takes its turn.
+# it appends. So after a lease ends, a writer's next append first waits this long, letting
+# a waiter (woken by the release) take its turn: after every lease while it has seen
+# another writer lately (the lock was taken, or the file grew, when it took the lock), and
+# after every _UNCONTENDED_PAUSE_EVERY-th lease otherwise, so that a waiter it cannot see
+# waits a few leases at most while a lone writer rarely pauses.
 _HANDOFF_SECONDS = 0.0002
+_UNCONTENDED_PAUSE_EVERY = 8
 
 
 def _after_fork_in_child() -> None:
@@ -204,6 +208,8 @@ class JsonlTranscript:
         self._held = False  # this writer holds the file's flock (see _LeaseKeeper)
         self._lease_end = 0.0  # monotonic time the lease ends (0: no lease, see _appended)
         self._resume_after = 0.0  # after a lease ended: no new lock before this time
+        self._contended = False  # another writer was seen when the lock was last taken
+        self._leases = 0  # leases ended so far
         self._fd = -1
         self._pid = -1
         self._generation = -1  # _fork_generation when _fd was opened
@@ -379,11 +385,20 @@ class JsonlTranscript:
     def _appended(self) -> None:
         """After a line is written: give the lock back if the lease ended; sync per the mode."""
         if self._held and _monotonic() >= self._lease_end:
-            self._release()
             if self._lease > 0:
-                self._resume_after = _monotonic() + _HANDOFF_SECONDS
+                self._end_lease()
+            else:
+                self._release()
         if self.fsync != "never":
             self._after_write()
+
+    def _end_lease(self) -> None:
+        """Release the lock at the end of a lease, and decide whether to pause before the
+        next one (see _HANDOFF_SECONDS)."""
+        self._release()
+        self._leases += 1
+        if self._contended or self._leases % _UNCONTENDED_PAUSE_EVERY == 0:
+            self._resume_after = _monotonic() + _HANDOFF_SECONDS
 
     def _acquire(self, ts: str, event: Event | None = None) -> None:
         """Take the file's lock (under the thread lock) and catch up with other writers."""
@@ -395,15 +410,23 @@ class JsonlTranscript:
             self._resume_after = 0.0
             if delay > 0:
                 time.sleep(delay)
-        _flock(fd, _LOCK_EX)
+        try:
+            _flock(fd, _LOCK_EX | _LOCK_NB)
+            contended = False
+        except BlockingIOError:  # another writer has it: wait for it
+            _flock(fd, _LOCK_EX)
+            contended = True
         try:
             size = _lseek(fd, 0, _SEEK_END)  # the file's size, cheaper than fstat
             if size != self._end or self._next_seq == 0:
+                if self._end >= 0 and size != self._end:
+                    contended = True  # another writer appended since this one's last lease
                 self._catch_up(size, ts, event)
         except BaseException:
             _flock(fd, _LOCK_UN)
             raise
         self._held = True
+        self._contended = contended
         if self._lease > 0:
             self._lease_end = _monotonic() + self._lease
             _keeper.watch(self)
@@ -422,8 +445,7 @@ class JsonlTranscript:
             return
         try:
             if self._held and _monotonic() >= self._lease_end:
-                self._release()
-                self._resume_after = _monotonic() + _HANDOFF_SECONDS
+                self._end_lease()
         finally:
             self._thread_lock.release()
 
