@@ -189,3 +189,132 @@ class TestLockDiscipline:
             _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
         sink.close()
+
+
+def _lock_is_free(path: Path) -> bool:
+    """Whether another open file description could take the transcript's lock now."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # closing the only descriptor also drops a lock it took
+    return True
+
+
+def _wait_until_free(path: Path, limit: float) -> float:
+    start = time.monotonic()
+    while not _lock_is_free(path):
+        assert time.monotonic() - start < limit, "the writer never gave the lock back"
+        time.sleep(0.002)
+    return time.monotonic() - start
+
+
+def _hammer(path: str, seconds: float) -> None:
+    """A child process dispatching as fast as it can for `seconds`."""
+    from mini_harness import ToolRuntime
+
+    with JsonlTranscript(path) as sink:
+        runtime = ToolRuntime(default_registry(), sink)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            runtime.dispatch("echo", {"text": "busy"})
+
+
+class TestLockLease:
+    """A writer keeps the file's lock for a short lease after taking it, then gives it back."""
+
+    def _event(self, text: str) -> ToolCalled:
+        return ToolCalled("2026-11-30T08:00:00.000000Z", "r" * 32, "c-1", "echo", {"text": text})
+
+    def test_the_lock_is_kept_between_appends_and_given_back_when_idle(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "t.jsonl"
+        with JsonlTranscript(path, fsync="never", lock_lease=0.3) as sink:
+            sink.append(self._event("a"))
+            assert not _lock_is_free(path)  # held: the next append needs no flock
+            waited = _wait_until_free(path, limit=10)
+            assert waited > 0.05  # not released at once...
+            sink.append(self._event("b"))  # ...and taken again when needed
+            assert not _lock_is_free(path)
+        assert _lock_is_free(path)
+        reader = TranscriptReader(path)
+        assert [r.seq for r in reader] == [0, 1, 2]
+        assert reader.problems == []
+
+    def test_without_a_lease_every_append_releases_the_lock(self, tmp_path: Path) -> None:
+        path = tmp_path / "t.jsonl"
+        with JsonlTranscript(path, fsync="never", lock_lease=0) as sink:
+            for text in "abc":
+                sink.append(self._event(text))
+                assert _lock_is_free(path)
+
+    def test_close_gives_the_lock_back_at_once(self, tmp_path: Path) -> None:
+        path = tmp_path / "t.jsonl"
+        sink = JsonlTranscript(path, fsync="never", lock_lease=3600)
+        sink.append(self._event("a"))
+        assert not _lock_is_free(path)
+        sink.close()
+        assert _lock_is_free(path)
+
+    def test_recover_leaves_no_stale_lease(self, tmp_path: Path) -> None:
+        """recover() locks and unlocks the file itself; the writer must take the lock again."""
+        path = tmp_path / "t.jsonl"
+        with JsonlTranscript(path, fsync="never", lock_lease=3600) as sink:
+            sink.append(self._event("a"))
+            sink.recover()
+            assert _lock_is_free(path)
+            sink.append(self._event("b"))
+            assert not _lock_is_free(path)
+
+    def test_a_negative_lease_is_refused(self, tmp_path: Path) -> None:
+        with pytest.raises(ValueError, match="lock_lease"):
+            JsonlTranscript(tmp_path / "t.jsonl", lock_lease=-1)
+
+    def test_a_busy_writer_still_lets_another_process_append(self, tmp_path: Path) -> None:
+        """While another process dispatches flat out, this one's appends each get a turn."""
+        path = tmp_path / "t.jsonl"
+        JsonlTranscript(path).close()
+        child = multiprocessing.get_context("spawn").Process(target=_hammer, args=(str(path), 4))
+        child.start()
+        try:
+            while path.stat().st_size < 20_000:  # the child is dispatching
+                assert child.is_alive()
+                time.sleep(0.01)
+            waits = []
+            with JsonlTranscript(path) as sink:
+                for index in range(20):
+                    start = time.monotonic()
+                    sink.append(self._event(f"mine-{index}"))
+                    waits.append(time.monotonic() - start)
+                    time.sleep(0.005)
+        finally:
+            child.join(30)
+        assert child.exitcode == 0
+        assert max(waits) < 2.0, waits  # a lease is milliseconds; starvation would be seconds
+        reader = TranscriptReader(path)
+        records = list(reader)
+        assert reader.problems == []
+        assert [r.seq for r in records] == list(range(len(records)))
+        texts = [
+            r.event.input["text"]
+            for r in records
+            if isinstance(r.event, ToolCalled) and r.event.input["text"].startswith("mine-")
+        ]
+        assert texts == [f"mine-{index}" for index in range(20)]
+
+    def test_two_writers_of_one_process_take_turns(self, tmp_path: Path) -> None:
+        """A writer waiting for the lease of another writer in the same process gets it."""
+        path = tmp_path / "t.jsonl"
+        first = JsonlTranscript(path, fsync="never", lock_lease=0.05)
+        second = JsonlTranscript(path, fsync="never", lock_lease=0.05)
+        for index in range(10):
+            first.append(self._event(f"first-{index}"))
+            second.append(self._event(f"second-{index}"))
+        first.close()
+        second.close()
+        records = list(TranscriptReader(path))
+        assert [r.seq for r in records] == list(range(len(records)))
+        assert len(records) == 1 + 20

@@ -135,19 +135,66 @@ class ToolRuntime:
         monotonic_ns: Callable[[], int] = time.perf_counter_ns,
     ) -> None:
         self.registry = registry
-        self.sink: EventSink = sink if sink is not None else NullSink()
+        self.sink = sink if sink is not None else NullSink()
         self.run_id = run_id or new_id()
         self._timestamp = timestamp
         self._monotonic_ns = monotonic_ns
         self._started = False
-        self._calls = 0
         self._call_numbers = itertools.count(1)  # next() on it is atomic: no lock per call
         self._call_prefix = f"{self.run_id[:12]}-"
         self._lock = threading.Lock()
         self.tools_snapshot: tuple[JsonObject, ...] = ()
 
     def __repr__(self) -> str:
-        return f"<ToolRuntime(run_id={self.run_id!r}, calls={self._calls})>"
+        return f"<ToolRuntime(run_id={self.run_id!r}, calls={self.calls})>"
+
+    @property
+    def calls(self) -> int:
+        """How many dispatches this runtime has begun."""
+        return int(repr(self._call_numbers)[6:-1]) - 1  # "count(N)": N is the next number
+
+    @property
+    def sink(self) -> EventSink:
+        return self._sink
+
+    @sink.setter
+    def sink(self, sink: EventSink) -> None:
+        self._sink = sink
+        direct_called = getattr(sink, "emit_tool_called", None)
+        direct_succeeded = getattr(sink, "emit_tool_succeeded", None)
+        if direct_called is not None and direct_succeeded is not None:
+            self._emit_called: Callable[..., None] = direct_called
+            self._emit_succeeded: Callable[..., None] = direct_succeeded
+            return
+        emit = sink.emit
+
+        def emit_called(  # noqa: PLR0917 - positional: called on every dispatch
+            ts: str,
+            run_id: str,
+            call_id: str,
+            name: str,
+            tool_input: JsonValue,
+            input_json: bytes | None,
+        ) -> None:
+            emit(ToolCalled(ts, run_id, call_id, name, tool_input, input_json=input_json))
+
+        def emit_succeeded(  # noqa: PLR0917 - positional: called on every dispatch
+            ts: str,
+            run_id: str,
+            call_id: str,
+            name: str,
+            output: JsonValue,
+            duration_ms: float,
+            output_json: bytes | None,
+        ) -> None:
+            emit(
+                ToolSucceeded(
+                    ts, run_id, call_id, name, output, duration_ms, output_json=output_json
+                )
+            )
+
+        self._emit_called = emit_called
+        self._emit_succeeded = emit_succeeded
 
     def start(self) -> None:
         """Emit RunStarted (once); dispatch calls this for you."""
@@ -171,10 +218,9 @@ class ToolRuntime:
         """Record ToolCalled, then look up and validate; raise (recorded) on failure."""
         if not self._started:
             self.start()
-        name = recordable(name)  # only a name we could never register can change here
-        number = next(self._call_numbers)
-        self._calls = max(self._calls, number)
-        call_id = f"{self._call_prefix}{number}"
+        if not name.isascii():
+            name = recordable(name)  # only a name we could never register can change here
+        call_id = f"{self._call_prefix}{next(self._call_numbers)}"
         try:
             encoded: bytes | None = check_json(tool_input)
             recorded_input: JsonValue = tool_input
@@ -183,16 +229,7 @@ class ToolRuntime:
             encoded = None
             recorded_input = repr(tool_input)
             input_problem = str(exc)
-        self.sink.emit(
-            ToolCalled(
-                self._timestamp(),
-                self.run_id,
-                call_id,
-                name,
-                recorded_input,
-                input_json=encoded,
-            )
-        )
+        self._emit_called(self._timestamp(), self.run_id, call_id, name, recorded_input, encoded)
         start = self._monotonic_ns()
         tool = self.registry.get(name)
         if tool is None:
@@ -218,16 +255,8 @@ class ToolRuntime:
             message = f"Tool {name} returned a value that is not JSON: {exc}"
             self._fail(call_id, name, start, InvalidOutputError(name, message))
         duration = round((self._monotonic_ns() - start) / 1_000_000, 3)  # _elapsed_ms
-        self.sink.emit(
-            ToolSucceeded(
-                self._timestamp(),
-                self.run_id,
-                call_id,
-                name,
-                output,
-                duration,
-                output_json=encoded,
-            )
+        self._emit_succeeded(
+            self._timestamp(), self.run_id, call_id, name, output, duration, encoded
         )
         return ToolResult(name, tool_input, output, duration, call_id)
 

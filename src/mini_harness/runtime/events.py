@@ -154,9 +154,43 @@ def new_id() -> str:
 
 
 class EventSink(Protocol):
-    """Where dispatch sends events. Emitting must be durable per the sink's own policy."""
+    """Where dispatch sends events. Emitting must be durable per the sink's own policy.
+
+    A sink may also define the two methods of `DirectSink`; ToolRuntime then calls them for
+    every ToolCalled and ToolSucceeded instead of making the event objects (the hot path
+    of every dispatch). They must record exactly what `emit` would for the same event.
+    """
 
     def emit(self, event: Event) -> None: ...
+
+
+class DirectSink(EventSink, Protocol):
+    """A sink that takes the two per-dispatch events as their fields (see EventSink).
+
+    `input_json` / `output_json` are the payload's compact JSON, as dispatch produced it
+    while checking that the payload is JSON (the events' cache fields).
+    """
+
+    def emit_tool_called(  # noqa: PLR0917 - positional: called on every dispatch
+        self,
+        ts: str,
+        run_id: str,
+        call_id: str,
+        name: str,
+        tool_input: JsonValue,
+        input_json: bytes | None,
+    ) -> None: ...
+
+    def emit_tool_succeeded(  # noqa: PLR0917 - positional: called on every dispatch
+        self,
+        ts: str,
+        run_id: str,
+        call_id: str,
+        name: str,
+        output: JsonValue,
+        duration_ms: float,
+        output_json: bytes | None,
+    ) -> None: ...
 
 
 @attrs.frozen
@@ -196,4 +230,27 @@ class NullSink:
     """Discards events: dispatch without a log."""
 
     def emit(self, event: Event) -> None:
+        return None
+
+    def emit_tool_called(  # noqa: PLR0917 - positional: called on every dispatch
+        self,
+        ts: str,
+        run_id: str,
+        call_id: str,
+        name: str,
+        tool_input: JsonValue,
+        input_json: bytes | None,
+    ) -> None:
+        return None
+
+    def emit_tool_succeeded(  # noqa: PLR0917 - positional: called on every dispatch
+        self,
+        ts: str,
+        run_id: str,
+        call_id: str,
+        name: str,
+        output: JsonValue,
+        duration_ms: float,
+        output_json: bytes | None,
+    ) -> None:
         return None

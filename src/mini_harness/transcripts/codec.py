@@ -94,48 +94,92 @@ def _refuse(obj: object) -> None:
     raise TypeError(f"{type(obj).__name__} is not JSON")
 
 
+def encode_tool_called(  # noqa: PLR0917 - positional: called on every dispatch
+    seq: int, ts: str, prev: str | None, run_id: str, call_id: str, name: str, input_json: bytes
+) -> bytes | None:
+    """The line of a ToolCalled whose input is already compact JSON (`input_json`).
+
+    None when this route cannot make it (the first line of a file, or a string orjson
+    refuses, e.g. with a lone surrogate): encode_line makes it, or says why it cannot.
+    The other fields are str, int and float (dispatch makes them), so no option is needed
+    to refuse objects (see _STRICT).
+    """
+    if prev is None:
+        return None
+    try:
+        return orjson.dumps(
+            {
+                "type": "ToolCalled",
+                "seq": seq,
+                "ts": ts,
+                "prev": prev,
+                "runId": run_id,
+                "callId": call_id,
+                "name": name,
+                "input": orjson.Fragment(input_json),
+            }
+        )
+    except TypeError:
+        return None
+
+
+def encode_tool_succeeded(  # noqa: PLR0917 - positional: called on every dispatch
+    seq: int,
+    ts: str,
+    prev: str | None,
+    run_id: str,
+    call_id: str,
+    name: str,
+    output_json: bytes,
+    duration_ms: float,
+) -> bytes | None:
+    """The line of a ToolSucceeded whose output is already compact JSON (as above)."""
+    if prev is None:
+        return None
+    try:
+        return orjson.dumps(
+            {
+                "type": "ToolSucceeded",
+                "seq": seq,
+                "ts": ts,
+                "prev": prev,
+                "runId": run_id,
+                "callId": call_id,
+                "name": name,
+                "output": orjson.Fragment(output_json),
+                "durationMs": duration_ms,
+            }
+        )
+    except TypeError:
+        return None
+
+
 def encode_line(event: Event, seq: int, prev: str | None) -> bytes:
     """One compact JSON line, without the trailing newline.
 
-    The two events of every dispatch take a direct route: their dict is built in one
-    expression, and a payload that dispatch already serialised while checking it is
-    embedded as is (orjson.Fragment) instead of being serialised again. The bytes are the
-    same as `encode_wire(event_to_wire(event, seq, prev))`.
+    The two events of every dispatch take a direct route when dispatch already serialised
+    their payload while checking it: the payload is embedded as is (orjson.Fragment)
+    instead of being serialised again (encode_tool_called, encode_tool_succeeded). The
+    bytes are the same as `encode_wire(event_to_wire(event, seq, prev))`.
     """
-    if prev is not None:
-        if type(event) is ToolCalled:
-            cached = event.input_json
-            return orjson.dumps(
-                {
-                    "type": "ToolCalled",
-                    "seq": seq,
-                    "ts": event.ts,
-                    "prev": prev,
-                    "runId": event.run_id,
-                    "callId": event.call_id,
-                    "name": event.name,
-                    "input": event.input if cached is None else orjson.Fragment(cached),
-                },
-                default=_refuse,
-                option=_STRICT,
-            )
-        if type(event) is ToolSucceeded:
-            cached = event.output_json
-            return orjson.dumps(
-                {
-                    "type": "ToolSucceeded",
-                    "seq": seq,
-                    "ts": event.ts,
-                    "prev": prev,
-                    "runId": event.run_id,
-                    "callId": event.call_id,
-                    "name": event.name,
-                    "output": event.output if cached is None else orjson.Fragment(cached),
-                    "durationMs": event.duration_ms,
-                },
-                default=_refuse,
-                option=_STRICT,
-            )
+    line = None
+    if type(event) is ToolCalled and event.input_json is not None:
+        line = encode_tool_called(
+            seq, event.ts, prev, event.run_id, event.call_id, event.name, event.input_json
+        )
+    elif type(event) is ToolSucceeded and event.output_json is not None:
+        line = encode_tool_succeeded(
+            seq,
+            event.ts,
+            prev,
+            event.run_id,
+            event.call_id,
+            event.name,
+            event.output_json,
+            event.duration_ms,
+        )
+    if line is not None:
+        return line
     return orjson.dumps(event_to_wire(event, seq, prev), default=_refuse, option=_STRICT)
 
 

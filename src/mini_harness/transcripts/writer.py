@@ -8,6 +8,7 @@ import os
 import stat
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,15 +23,20 @@ from mini_harness.errors import (
 from mini_harness.runtime.events import (
     Event,
     RunStarted,
+    ToolCalled,
+    ToolSucceeded,
     TranscriptStarted,
     event_type,
     new_id,
 )
+from mini_harness.runtime.jsonvalue import JsonValue
 from mini_harness.transcripts.codec import (
     HASH_HEX_DIGITS,
     DecodeError,
     decode_line,
     encode_line,
+    encode_tool_called,
+    encode_tool_succeeded,
     encode_wire,
     event_to_wire,
     line_hash,
@@ -51,22 +57,105 @@ FsyncMode = Literal["always", "batch", "never"]
 FSYNC_MODES: tuple[str, ...] = get_args(FsyncMode)
 DEFAULT_FSYNC: FsyncMode = "batch"
 DEFAULT_BATCH_SECONDS = 1.0
+DEFAULT_LOCK_LEASE = 0.005
+"""Seconds a writer keeps the file's lock after taking it (see JsonlTranscript)."""
 
 # Bound once: these run on every append. (os.write and os.fsync are looked up per call, so
 # that tests can inject failures.)
 _sha256 = hashlib.sha256
-_flock, _LOCK_EX, _LOCK_UN = fcntl.flock, fcntl.LOCK_EX, fcntl.LOCK_UN
+_flock, _LOCK_EX, _LOCK_UN, _LOCK_NB = fcntl.flock, fcntl.LOCK_EX, fcntl.LOCK_UN, fcntl.LOCK_NB
 _lseek, _SEEK_END = os.lseek, os.SEEK_END
+_monotonic = time.monotonic
 
 
 # Bumped in every child after fork: a writer compares it instead of calling getpid() (a
 # syscall) on every append.
 _fork_generation = 0
+# Every open writer of this process, so that a forked child can renew their thread locks
+# (another thread may have held one at the fork, and it would never be released there).
+_writers: weakref.WeakSet[JsonlTranscript] = weakref.WeakSet()
+
+
+class _LeaseKeeper:
+    """One daemon thread per process that ends the leases of idle writers.
+
+    A writer that takes the file's lock keeps it until its lease ends (`lock_lease` seconds
+    later), so the appends in between cost one write each instead of lock, lseek, write and
+    unlock. A busy writer gives the lock back itself: every append looks at the clock when
+    it is done. The keeper is for the writer that falls idle with the lock: it wakes when a
+    lease ends and releases the lock of a writer that is not appending. Either way another
+    writer (or another process) waits about one lease for its turn, and an idle writer
+    never keeps the file locked.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._watched: set[JsonlTranscript] = set()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, writer: JsonlTranscript) -> None:
+        """Called by a writer that took the lock (under its own thread lock)."""
+        if writer in self._watched:  # the keeper will find the new lease end by itself
+            return
+        with self._cond:
+            self._watched.add(writer)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="mini-harness-lock-lease", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._watched:
+                    self._cond.wait()
+                now = _monotonic()
+                ended = []
+                wake = now + 3600.0
+                for writer in list(self._watched):
+                    if not writer._held:
+                        self._watched.discard(writer)
+                    elif writer._lease_end <= now:
+                        ended.append(writer)
+                    else:
+                        wake = min(wake, writer._lease_end)
+                if not ended:
+                    if self._watched:
+                        self._cond.wait(wake - now)
+                    continue
+            # Outside the keeper's lock: a writer calls watch() while holding its own lock.
+            for writer in ended:
+                writer._lease_expired()
+            # A writer that was busy gives the lock back when its append is done; look again
+            # shortly in case that append was already past its own look at the clock.
+            time.sleep(_BUSY_RETRY_SECONDS)
+
+
+_keeper = _LeaseKeeper()
+# How long the keeper waits before looking again at writers whose lease ended while they
+# were appending. It never blocks on a writer, so a thread of this process waiting for the
+# lock held by another of its writers cannot stop it.
+_BUSY_RETRY_SECONDS = 0.001
+# flock is not fair: a writer that takes the lock again right after its lease ended would
+# usually win against a process that was waiting for it, and could keep it for as long as
+# it appends. So after a lease ends, a writer's next append first waits this long, letting
+# a waiter (woken by the release) take its turn: after every lease while it has seen
+# another writer lately (the lock was taken, or the file grew, when it took the lock), and
+# after every _UNCONTENDED_PAUSE_EVERY-th lease otherwise, so that a waiter it cannot see
+# waits a few leases at most while a lone writer rarely pauses.
+_HANDOFF_SECONDS = 0.0002
+_UNCONTENDED_PAUSE_EVERY = 8
 
 
 def _after_fork_in_child() -> None:
-    global _fork_generation  # noqa: PLW0603 - one process-wide counter
+    global _fork_generation, _keeper  # noqa: PLW0603 - process-wide state
     _fork_generation += 1
+    _keeper = _LeaseKeeper()  # the parent's thread does not exist here
+    for writer in list(_writers):
+        writer._thread_lock = threading.Lock()
+        writer._held = False  # the lock belongs to the parent's open file description
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -75,9 +164,15 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 class JsonlTranscript:
     """An event sink that appends to a JSONL transcript file.
 
-    Several writers (threads, processes) may append to one file: each append takes an
-    exclusive `flock`, learns the last `seq` and hash from the file if another writer moved
-    it, and writes the whole line with one `os.write`. A torn tail left by a crash (an
+    Several writers (threads, processes) may append to one file. A writer appends only while
+    it holds an exclusive `flock` on the file; when it takes the lock it learns the last
+    `seq` and hash from the file if another writer moved it, and every line is written with
+    one `os.write`. It keeps the lock for `lock_lease` seconds (default 5 ms) after taking
+    it, so a burst of appends pays for the lock once: a busy writer gives it back after the
+    append that finds the lease ended, and a background thread gives back the lock of an
+    idle writer when its lease ends. With `lock_lease=0` the lock is taken and released around
+    every append. Other writers wait for at most about one lease (longer only if this
+    process cannot run Python code, e.g. while stopped). A torn tail left by a crash (an
     unterminated line, NULs, lines that are not events) is copied to `<path>.torn-<offset>`
     and cut off before the first append (`quarantined` lists what was set aside). A file
     that is not a transcript at all is refused when it is opened (see first_line.py).
@@ -97,15 +192,24 @@ class JsonlTranscript:
         batch_seconds: float = DEFAULT_BATCH_SECONDS,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         redactor: Redactor | None = None,
+        lock_lease: float = DEFAULT_LOCK_LEASE,
     ) -> None:
         if fsync not in FSYNC_MODES:
             raise ValueError(f"fsync must be one of {', '.join(FSYNC_MODES)}, not {fsync!r}")
+        if not lock_lease >= 0:
+            raise ValueError(f"lock_lease must be >= 0 seconds, not {lock_lease!r}")
         self.path = Path(path)
         self.fsync: FsyncMode = fsync
         self.max_event_bytes = max_event_bytes
         self._batch_seconds = batch_seconds
         self._redactor = redactor if redactor is not None and redactor.active else None
         self._thread_lock = threading.Lock()
+        self._lease = lock_lease
+        self._held = False  # this writer holds the file's flock (see _LeaseKeeper)
+        self._lease_end = 0.0  # monotonic time the lease ends (0: no lease, see _appended)
+        self._resume_after = 0.0  # after a lease ended: no new lock before this time
+        self._contended = False  # another writer was seen when the lock was last taken
+        self._leases = 0  # leases ended so far
         self._fd = -1
         self._pid = -1
         self._generation = -1  # _fork_generation when _fd was opened
@@ -124,6 +228,7 @@ class JsonlTranscript:
             os.close(self._fd)
             self._fd = -1
             raise
+        _writers.add(self)
 
     def __repr__(self) -> str:
         return f"<JsonlTranscript(path={str(self.path)!r}, next_seq={self._next_seq})>"
@@ -155,6 +260,7 @@ class JsonlTranscript:
             )
         self._pid = os.getpid()
         self._generation = _fork_generation
+        self._held = False
         self._end = -1
         if created and self.fsync != "never":
             # The new name must survive a power loss too, not only the lines in it.
@@ -166,6 +272,7 @@ class JsonlTranscript:
     def close(self) -> None:
         """Close the file; in batch mode sync it first (a failure is raised, not ignored)."""
         with self._thread_lock:
+            self._release()
             fd, self._fd = self._fd, -1
             if fd < 0 or self._pid != os.getpid():
                 return
@@ -193,6 +300,7 @@ class JsonlTranscript:
         """A durability failure: close for good. The page cache state is unknown afterwards,
         so a retried fsync could report success for data that never reached the disk."""
         self._fatal = f"{what}: {exc.strerror}; the transcript writer stopped"
+        self._release()
         fd, self._fd = self._fd, -1
         if fd >= 0:
             os.close(fd)
@@ -203,24 +311,143 @@ class JsonlTranscript:
     def append(self, event: Event) -> int:
         """Append one event; return the seq it was given.
 
-        Four syscalls per append (lock, learn the file's end with lseek, write, unlock),
-        plus an fsync when the mode asks for one.
+        One write per append while the writer holds the file's lock; taking the lock adds
+        flock and an lseek (to learn whether another writer moved the file); an fsync
+        follows when the mode asks for one.
         """
         with self._thread_lock:
-            fd = self._fd
-            if fd < 0 or self._generation != _fork_generation:
-                fd = self._usable_fd()
-            _flock(fd, _LOCK_EX)
+            if not self._held or self._generation != _fork_generation:
+                self._acquire(event.ts, event)
             try:
-                size = _lseek(fd, 0, _SEEK_END)  # the file's size, cheaper than fstat
-                if size != self._end or self._next_seq == 0:
-                    self._catch_up(size, event)
                 seq = self._write_event(event)
-            finally:
-                _flock(fd, _LOCK_UN)
-            if self.fsync != "never":
-                self._after_write()
+            except BaseException:  # e.g. an event that is not JSON: nothing was written
+                if self._lease <= 0:
+                    self._release()
+                raise
+            self._appended()
             return seq
+
+    def emit_tool_called(  # noqa: PLR0917 - positional: called on every dispatch
+        self,
+        ts: str,
+        run_id: str,
+        call_id: str,
+        name: str,
+        tool_input: JsonValue,
+        input_json: bytes | None,
+    ) -> None:
+        """Append ToolCalled(...) without making the event (ToolRuntime's hot path).
+
+        The line is the one `append(ToolCalled(...))` writes, byte for byte; anything
+        unusual (no cached input JSON, redaction, a line over the cap, a field orjson
+        refuses) takes `append`.
+        """
+        if input_json is not None and self._redactor is None:
+            with self._thread_lock:
+                if not self._held or self._generation != _fork_generation:
+                    self._acquire(ts)
+                seq = self._next_seq
+                line = encode_tool_called(seq, ts, self._prev, run_id, call_id, name, input_json)
+                if line is not None and len(line) <= self.max_event_bytes:
+                    self._write_line(line, seq)
+                    if _monotonic() >= self._lease_end or self.fsync != "never":
+                        self._appended()
+                    return
+        self.append(ToolCalled(ts, run_id, call_id, name, tool_input, input_json=input_json))
+
+    def emit_tool_succeeded(  # noqa: PLR0917 - positional: called on every dispatch
+        self,
+        ts: str,
+        run_id: str,
+        call_id: str,
+        name: str,
+        output: JsonValue,
+        duration_ms: float,
+        output_json: bytes | None,
+    ) -> None:
+        """Append ToolSucceeded(...) without making the event (as emit_tool_called)."""
+        if output_json is not None and self._redactor is None:
+            with self._thread_lock:
+                if not self._held or self._generation != _fork_generation:
+                    self._acquire(ts)
+                seq = self._next_seq
+                line = encode_tool_succeeded(
+                    seq, ts, self._prev, run_id, call_id, name, output_json, duration_ms
+                )
+                if line is not None and len(line) <= self.max_event_bytes:
+                    self._write_line(line, seq)
+                    if _monotonic() >= self._lease_end or self.fsync != "never":
+                        self._appended()
+                    return
+        event = ToolSucceeded(ts, run_id, call_id, name, output, duration_ms)
+        self.append(event)
+
+    def _appended(self) -> None:
+        """After a line is written: give the lock back if the lease ended; sync per the mode."""
+        if self._held and _monotonic() >= self._lease_end:
+            if self._lease > 0:
+                self._end_lease()
+            else:
+                self._release()
+        if self.fsync != "never":
+            self._after_write()
+
+    def _end_lease(self) -> None:
+        """Release the lock at the end of a lease, and decide whether to pause before the
+        next one (see _HANDOFF_SECONDS)."""
+        self._release()
+        self._leases += 1
+        if self._contended or self._leases % _UNCONTENDED_PAUSE_EVERY == 0:
+            self._resume_after = _monotonic() + _HANDOFF_SECONDS
+
+    def _acquire(self, ts: str, event: Event | None = None) -> None:
+        """Take the file's lock (under the thread lock) and catch up with other writers."""
+        fd = self._fd
+        if fd < 0 or self._generation != _fork_generation:
+            fd = self._usable_fd()
+        if self._resume_after:
+            delay = self._resume_after - _monotonic()
+            self._resume_after = 0.0
+            if delay > 0:
+                time.sleep(delay)
+        try:
+            _flock(fd, _LOCK_EX | _LOCK_NB)
+            contended = False
+        except BlockingIOError:  # another writer has it: wait for it
+            _flock(fd, _LOCK_EX)
+            contended = True
+        try:
+            size = _lseek(fd, 0, _SEEK_END)  # the file's size, cheaper than fstat
+            if size != self._end or self._next_seq == 0:
+                if self._end >= 0 and size != self._end:
+                    contended = True  # another writer appended since this one's last lease
+                self._catch_up(size, ts, event)
+        except BaseException:
+            _flock(fd, _LOCK_UN)
+            raise
+        self._held = True
+        self._contended = contended
+        if self._lease > 0:
+            self._lease_end = _monotonic() + self._lease
+            _keeper.watch(self)
+
+    def _release(self) -> None:
+        """Give the file's lock back, if this writer holds it (under the thread lock)."""
+        if self._held:
+            self._held = False
+            if self._fd >= 0 and self._generation == _fork_generation:
+                _flock(self._fd, _LOCK_UN)
+
+    def _lease_expired(self) -> None:
+        """The keeper's call: release the lock of a writer whose lease ended, unless it is
+        appending (then that append gives it back when done)."""
+        if not self._thread_lock.acquire(blocking=False):
+            return
+        try:
+            if self._held and _monotonic() >= self._lease_end:
+                self._end_lease()
+        finally:
+            self._thread_lock.release()
 
     def _usable_fd(self) -> int:
         if self._fd < 0:
@@ -232,14 +459,16 @@ class JsonlTranscript:
         self._open()
         return self._fd
 
-    def _catch_up(self, size: int, event: Event) -> None:
-        """Under the lock: follow another writer's appends, and start a new file's header."""
+    def _catch_up(self, size: int, ts: str, event: Event | None) -> None:
+        """Under the lock: follow another writer's appends, and start a new file's header.
+
+        `ts` is the time of the event about to be appended (`event`, unless the caller has
+        not made one): a header never postdates what follows it.
+        """
         if size != self._end:
             self._resync(size)
         if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
-            # The first event's time: a header never postdates what follows it.
-            header = TranscriptStarted(ts=event.ts, transcript_id=new_id())
-            self._write_event(header)
+            self._write_event(TranscriptStarted(ts=ts, transcript_id=new_id()))
 
     def emit(self, event: Event) -> None:
         self.append(event)
@@ -254,6 +483,7 @@ class JsonlTranscript:
             if self._generation != _fork_generation:
                 self._open()
             before = len(self.quarantined)
+            self._release()  # _flocked unlocks the file when done: no lease survives it
             with self._flocked():
                 self._resync(os.lseek(self._fd, 0, os.SEEK_END))
             return self.quarantined[before:]
@@ -296,6 +526,17 @@ class JsonlTranscript:
         # developer's own code and replay needs them whole, so RunStarted is never capped.
         if len(line) > self.max_event_bytes and not isinstance(event, RunStarted):
             line = self._capped(event, seq, len(line))
+        self._write_line(line, seq)
+        if isinstance(event, TranscriptStarted):
+            self.transcript_id = event.transcript_id
+        return seq
+
+    def _write_line(self, line: bytes, seq: int) -> None:
+        """Write the encoded line of event `seq` with its newline; advance seq and chain.
+
+        If the write fails or is interrupted, the lock is given back: whatever reached the
+        file, the next append takes the lock again and learns the file's state from it.
+        """
         data = line + b"\n"
         start = self._end
         try:
@@ -303,13 +544,14 @@ class JsonlTranscript:
             if written != len(data):  # a short write: rare, so the loop lives elsewhere
                 self._write_rest(data, written)
         except OSError as exc:
+            self._release()
             self._unwrite(start, exc)
+        except BaseException:
+            self._release()
+            raise
         self._end = start + len(data)
-        if isinstance(event, TranscriptStarted):
-            self.transcript_id = event.transcript_id
         self._prev = _sha256(line).hexdigest()[:HASH_HEX_DIGITS]  # line_hash, inlined
         self._next_seq = seq + 1
-        return seq
 
     def _capped(self, event: Event, seq: int, size: int) -> bytes:
         """The line with its large payload replaced by a marker (see limits.py)."""
