@@ -8,32 +8,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import attrs
 import orjson
 
 from mini_harness.errors import InvalidSchemaError
 from mini_harness.runtime.jsonvalue import JsonObject
 from mini_harness.runtime.simple_schema import SimpleSchema
 
+if TYPE_CHECKING:
+    from mini_harness.runtime.violation import Violation
+
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-
-
-@attrs.frozen
-class Violation:
-    """One way the input breaks the schema: where (`echo.items[0]`), which keyword, what."""
-
-    path: str
-    keyword: str
-    message: str
-
-    @property
-    def full_message(self) -> str:
-        return f"Invalid input for {self.path}: {self.message}"
-
-    def to_json(self) -> JsonObject:
-        return {"path": self.path, "keyword": self.keyword, "message": self.message}
 
 
 def _refuse_remote(uri: str) -> NoReturn:
@@ -216,6 +202,8 @@ class InputValidator:
             errors = self._validator.iter_errors(instance)
         elif not errors:
             return []
+        from mini_harness.runtime.violation import Violation
+
         violations = [
             Violation(
                 path=display_path(self.tool, error.instance_path),
@@ -227,3 +215,13 @@ class InputValidator:
         # Shallow problems first: a wrong root type explains everything beneath it.
         violations.sort(key=lambda v: v.path.count(".") + v.path.count("["))
         return violations
+
+
+def __getattr__(name: str) -> Any:
+    # Violation lives in runtime.violation, imported once an input is invalid (attrs
+    # compiles a class's methods when it is defined); it can still be imported from here.
+    if name == "Violation":
+        from mini_harness.runtime import violation
+
+        return violation.Violation
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
