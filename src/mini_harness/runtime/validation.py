@@ -176,11 +176,8 @@ class InputValidator:
         self._python_checks = PYTHON_CHECKS
         self._validator: Any = None if self._simple is not None else compile_schema(tool, schema)
 
-    def _python_errors(self, instance: object) -> list[Any] | None:
+    def _python_errors(self, simple: SimpleSchema, instance: object) -> list[Any] | None:
         """The errors found in Python, or None when jsonschema-rs must judge."""
-        simple = self._simple
-        if simple is None:
-            return None
         self._python_checks -= 1
         errors = simple.errors(instance) if self._python_checks >= 0 else None
         if errors is None:
@@ -189,13 +186,17 @@ class InputValidator:
         return errors
 
     def is_valid(self, instance: object) -> bool:
-        errors = self._python_errors(instance)
+        simple = self._simple
+        errors = None if simple is None else self._python_errors(simple, instance)
         if errors is not None:
             return not errors
         return bool(self._validator.is_valid(instance))
 
     def check(self, instance: object) -> list[Violation]:
-        errors: Iterable[Any] | None = self._python_errors(instance)
+        simple = self._simple
+        errors: Iterable[Any] | None = (
+            None if simple is None else self._python_errors(simple, instance)
+        )
         if errors is None:
             if self._validator.is_valid(instance):
                 return []
