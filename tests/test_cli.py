@@ -156,6 +156,23 @@ class TestUsage:
         result = run("--tool", "echo", "tools")
         assert result.exit_code == 2
 
+    def test_misspelt_subcommand_suggests_the_right_one(self) -> None:
+        """Subcommands load on demand, yet a misspelt one still gets a suggestion.
+
+        In a fresh process, so that no earlier test has loaded the subcommands already.
+        """
+        proc = subprocess.run(
+            [sys.executable, "-m", "mini_harness", "tool"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert proc.returncode == 2
+        assert proc.stderr == (
+            "[mini-harness] Error: No such command 'tool'. Did you mean 'tools'?\n"
+            "[mini-harness] Try 'mini-harness --help' for help.\n"
+        )
+
 
 class TestToolsCommand:
     @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mini_harness.runtime.validation import Violation
+    from mini_harness.runtime.violation import Violation
 
 
 class MiniHarnessError(Exception):

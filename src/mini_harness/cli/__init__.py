@@ -5,6 +5,7 @@ The root command dispatches one tool; subcommands live in sibling modules.
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 from typing import Any, NoReturn
@@ -41,8 +42,30 @@ class BadUsage(click.UsageError):
     """A usage error whose message says all there is to say (no `--help` hint)."""
 
 
+# Each subcommand lives in its own module of this package, imported only when that
+# subcommand is looked up (run, or listed by --help): a root dispatch never loads them.
+_SUBCOMMANDS = {
+    "tools": ("mini_harness.cli.tools", "tools_command"),
+    "transcript": ("mini_harness.cli.transcript", "transcript_group"),
+    "mcp": ("mini_harness.cli.mcp", "mcp_command"),
+    "replay": ("mini_harness.cli.replay", "replay_command"),
+}
+
+
 class HarnessGroup(click.Group):
     """A group whose errors read `[mini-harness] Error: ...`, never a traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *_SUBCOMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            # An unknown name loads them all: click suggests close names from self.commands.
+            for name in [cmd_name] if cmd_name in _SUBCOMMANDS else list(_SUBCOMMANDS):
+                if name not in self.commands:
+                    module, attribute = _SUBCOMMANDS[name]
+                    self.add_command(getattr(importlib.import_module(module), attribute), name)
+        return self.commands.get(cmd_name)
 
     def main(
         self,
@@ -235,23 +258,6 @@ def run_dispatch(
 
         click.echo("")
         click.echo(render_context_report(dispatch_context(runtime.tools_snapshot, shown)), nl=False)
-
-
-def _register_commands() -> None:
-    # Each subcommand lives in its own module of this package; heavy imports stay inside
-    # the command functions so that start-up stays fast.
-    from mini_harness.cli.mcp import mcp_command
-    from mini_harness.cli.replay import replay_command
-    from mini_harness.cli.tools import tools_command
-    from mini_harness.cli.transcript import transcript_group
-
-    cli.add_command(tools_command)
-    cli.add_command(transcript_group)
-    cli.add_command(mcp_command)
-    cli.add_command(replay_command)
-
-
-_register_commands()
 
 
 def main() -> None:

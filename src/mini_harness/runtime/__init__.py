@@ -33,9 +33,7 @@ if TYPE_CHECKING:
         DirectSink,
         Event,
         EventSink,
-        MemorySink,
         NullSink,
-        Recorded,
         RunStarted,
         TerminalEvent,
         ToolCalled,
@@ -46,10 +44,12 @@ if TYPE_CHECKING:
         UnknownEvent,
         event_type,
     )
+    from mini_harness.runtime.memory import MemorySink, Recorded
     from mini_harness.runtime.registry import Handler, RegisteredTool, ToolRegistry
     from mini_harness.runtime.schema_derive import Field
     from mini_harness.runtime.typed import derive_tool
-    from mini_harness.runtime.validation import InputValidator, Violation
+    from mini_harness.runtime.validation import InputValidator
+    from mini_harness.runtime.violation import Violation
 
 _WHERE = {
     "context": (
@@ -68,9 +68,7 @@ _WHERE = {
         "DirectSink",
         "Event",
         "EventSink",
-        "MemorySink",
         "NullSink",
-        "Recorded",
         "RunStarted",
         "TerminalEvent",
         "ToolCalled",
@@ -81,10 +79,12 @@ _WHERE = {
         "UnknownEvent",
         "event_type",
     ),
+    "memory": ("MemorySink", "Recorded"),
     "registry": ("Handler", "RegisteredTool", "ToolRegistry"),
     "schema_derive": ("Field",),
     "typed": ("derive_tool",),
-    "validation": ("InputValidator", "Violation"),
+    "validation": ("InputValidator",),
+    "violation": ("Violation",),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 

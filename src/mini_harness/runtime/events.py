@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
-from typing import Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import attrs
 
@@ -193,39 +192,6 @@ class DirectSink(EventSink, Protocol):
     ) -> None: ...
 
 
-@attrs.frozen
-class Recorded:
-    """An event with the position its sink gave it."""
-
-    seq: int
-    event: Event
-
-
-@attrs.define
-class MemorySink:
-    """Keeps events in a list; numbers them like a transcript file does, header included."""
-
-    transcript_id: str = attrs.field(factory=new_id)
-    _records: list[Recorded] = attrs.field(factory=list, repr=False)
-
-    def emit(self, event: Event) -> None:
-        if not self._records and not isinstance(event, TranscriptStarted):
-            header = TranscriptStarted(ts=event.ts, transcript_id=self.transcript_id)
-            self._records.append(Recorded(0, header))
-        self._records.append(Recorded(len(self._records), event))
-
-    def __iter__(self) -> Iterator[Recorded]:
-        return iter(list(self._records))
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    @property
-    def events(self) -> list[Event]:
-        """The events emitted so far, header included, in order."""
-        return [r.event for r in self._records]
-
-
 class NullSink:
     """Discards events: dispatch without a log."""
 
@@ -254,3 +220,14 @@ class NullSink:
         output_json: bytes | None,
     ) -> None:
         return None
+
+
+def __getattr__(name: str) -> Any:
+    # MemorySink and Recorded live in runtime.memory, which a process that never keeps
+    # events in memory (a CLI dispatch) does not import: attrs compiles a class's methods
+    # when it is defined. They can still be imported from here.
+    if name in ("MemorySink", "Recorded"):
+        from mini_harness.runtime import memory
+
+        return getattr(memory, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

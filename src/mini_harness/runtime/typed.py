@@ -33,7 +33,8 @@ from mini_harness.runtime.schema_derive import (
     schema_for,
     unwrap_annotated,
 )
-from mini_harness.runtime.validation import Violation, display_path
+from mini_harness.runtime.validation import display_path
+from mini_harness.runtime.violation import Violation
 
 _NoneType = type(None)
 _CONVERTER = cattrs.Converter()

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     )
     from mini_harness.transcripts.limits import DEFAULT_MAX_EVENT_BYTES, is_omitted
     from mini_harness.transcripts.protocol import CallProtocol, OpenCall, ProtocolProblem
+    from mini_harness.transcripts.quarantine import Quarantined
     from mini_harness.transcripts.reader import (
         DamagedLine,
         IntegrityProblem,
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     )
     from mini_harness.transcripts.redaction import REDACTED, Redactor
     from mini_harness.transcripts.repair import RepairReport, repair_transcript
-    from mini_harness.transcripts.tail import Quarantined
     from mini_harness.transcripts.upcast import UPCASTERS, Upcasters
     from mini_harness.transcripts.verify import VerifyReport, verify_transcript
     from mini_harness.transcripts.writer import (
@@ -59,7 +59,7 @@ _WHERE = {
     "upcast": ("UPCASTERS", "Upcasters"),
     "verify": ("VerifyReport", "verify_transcript"),
     "writer": ("DEFAULT_FSYNC", "FSYNC_MODES", "FsyncMode", "JsonlTranscript"),
-    "tail": ("Quarantined",),
+    "quarantine": ("Quarantined",),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 

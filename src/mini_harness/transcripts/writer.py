@@ -44,13 +44,13 @@ from mini_harness.transcripts.codec import (
 from mini_harness.transcripts.first_line import check_first_line
 from mini_harness.transcripts.limits import DEFAULT_MAX_EVENT_BYTES, shrink_wire
 from mini_harness.transcripts.tail import (
-    Quarantined,
     copy_aside,
     last_newline,
     sync_directory,
 )
 
 if TYPE_CHECKING:
+    from mini_harness.transcripts.quarantine import Quarantined
     from mini_harness.transcripts.redaction import Redactor
 
 FsyncMode = Literal["always", "batch", "never"]
