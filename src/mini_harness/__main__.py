@@ -1,3 +1,3 @@
-from mini_harness.cli import main
+from mini_harness.console import main
 
 main()

@@ -6,24 +6,23 @@ The root command dispatches one tool; subcommands live in sibling modules.
 from __future__ import annotations
 
 import importlib
-import re
 import sys
 from typing import Any, NoReturn
 
 import click
 
 from mini_harness._version import __version__
-from mini_harness.cli.log_options import given_log_flags, log_option, log_options, opened_log
+from mini_harness.cli.log_options import given_log_flags, log_option, log_options
+from mini_harness.console import (
+    PREFIX,
+    ExitWith,
+    UsageProblem,
+    error,
+    info,
+    run_dispatch,
+)
 
-PREFIX = "[mini-harness]"
-
-
-def info(message: str) -> None:
-    click.echo(f"{PREFIX} {message}")
-
-
-def error(message: str) -> None:
-    click.echo(f"{PREFIX} Error: {message}", err=True)
+__all__ = ["PREFIX", "BadUsage", "cli", "error", "fail", "info", "main", "root_workspace"]
 
 
 def fail(message: str, code: int) -> NoReturn:
@@ -93,6 +92,11 @@ class HarnessGroup(click.Group):
         except click.Abort:
             error("interrupted")
             code = 130
+        except UsageProblem as exc:  # from the click-free parts (mini_harness.console)
+            error(exc.message)
+            code = 2
+        except ExitWith as exc:
+            code = exc.code
         except MiniHarnessError as exc:
             error(exc.message)
             code = 2
@@ -192,73 +196,7 @@ def cli(
     )
 
 
-def parse_tool_input(raw: str | None) -> Any:
-    import orjson
-
-    if raw is None:
-        return {}
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise BadUsage("--tool-input must be valid JSON") from None
-    if _LONG_DIGITS.search(raw):
-        _refuse_wide_integers(raw)
-    return value
-
-
-# orjson turns integers wider than 64 bits into floats without a word; a run of 20+ digits
-# is the only way such an integer can appear, so only then is the input parsed again.
-_LONG_DIGITS = re.compile(r"\d{20,}")
-
-
-def _refuse_wide_integers(raw: str) -> None:
-    import json
-
-    def parse_int(text: str) -> int:
-        number = int(text)
-        if not -(2**63) <= number < 2**64:
-            raise BadUsage(f"--tool-input: integer {text} does not fit in 64 bits")
-        return number
-
-    json.loads(raw, parse_int=parse_int)
-
-
-def run_dispatch(
-    tool: str,
-    raw_input: str | None,
-    *,
-    context_report: bool,
-    log: str | None,
-    workspace: str | None = None,
-    settings: dict[str, Any] | None = None,
-) -> None:
-    import orjson
-
-    from mini_harness.errors import ToolCallError
-    from mini_harness.runtime import ToolRuntime
-    from mini_harness.tools import default_registry
-
-    tool_input = parse_tool_input(raw_input)
-    registry = default_registry(workspace)
-    with opened_log(log, settings or {}) as sink:
-        runtime = ToolRuntime(registry, sink)
-        try:
-            result = runtime.dispatch(tool, tool_input)
-        except ToolCallError as exc:
-            fail(exc.message, 1)
-    shown = result.display_json()
-    info(f"Task: Dispatch tool: {tool}")
-    info("Model provider: none")
-    info("Manual tool dispatch completed.")
-    info(f"Tool result: {orjson.dumps(shown).decode()}")
-    if log is not None:
-        info(f"Transcript: {log} (run {runtime.run_id})")
-    if context_report:
-        from mini_harness.runtime import dispatch_context, render_context_report
-
-        click.echo("")
-        click.echo(render_context_report(dispatch_context(runtime.tools_snapshot, shown)), nl=False)
-
-
 def main() -> None:
+    """Run the click command (the console script, mini_harness.console.main, comes here for
+    anything but a plain dispatch)."""
     cli()

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
-import contextlib
-import weakref
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
-if TYPE_CHECKING:
-    from mini_harness.runtime import EventSink
+# Opening the log is shared with the click-free quick route: it lives in console.py.
+from mini_harness.console import DEFAULT_FSYNC, open_log, opened_log, warn_quarantined
+
+__all__ = [
+    "DEFAULT_FSYNC",
+    "LOG_FLAGS",
+    "given_log_flags",
+    "log_option",
+    "log_options",
+    "open_log",
+    "opened_log",
+    "warn_quarantined",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# The default of the API (JsonlTranscript) as well; kept literal here so that importing
-# the CLI does not import the transcript layer.
-DEFAULT_FSYNC = "batch"
 LOG_FLAGS = {
     "fsync": "--fsync",
     "redact_env": "--redact-env",
@@ -78,61 +84,3 @@ def log_options(command: F) -> F:
 def given_log_flags(settings: dict[str, Any]) -> list[str]:
     """The log flags the user gave, by their command-line names."""
     return [flag for key, flag in LOG_FLAGS.items() if settings.get(key)]
-
-
-def open_log(path: str, settings: dict[str, Any]) -> Any:
-    """A JsonlTranscript for `path` configured by the log flags."""
-    from mini_harness.transcripts import JsonlTranscript
-
-    extra: dict[str, Any] = {}
-    if settings.get("redact_env") or settings.get("redact_pattern"):
-        from mini_harness.transcripts import Redactor  # only then: it compiles regexes
-
-        extra["redactor"] = Redactor.from_config(
-            env_names=settings.get("redact_env") or (),
-            patterns=settings.get("redact_pattern") or (),
-        )
-    if settings.get("max_event_bytes"):
-        extra["max_event_bytes"] = settings["max_event_bytes"]
-    extra["fsync"] = settings.get("fsync") or DEFAULT_FSYNC
-    return JsonlTranscript(path, **extra)
-
-
-_WARNED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-
-
-def warn_quarantined(sink: Any) -> None:
-    """Say on stderr what the writer set aside that was not said yet.
-
-    The writer moves a torn tail (a crash's leftover) to `<log>.torn-<offset>` on its own;
-    the user must learn of it, and where it went.
-    """
-    from mini_harness.cli import PREFIX
-
-    moved = list(getattr(sink, "quarantined", ()))
-    if not moved:
-        return
-    already = _WARNED.get(sink, 0)
-    _WARNED[sink] = len(moved)
-    for torn in moved[already:]:
-        click.echo(
-            f"{PREFIX} Warning: {sink.path}: {torn.length} bytes at byte {torn.offset} were "
-            f"not complete events (a torn tail, e.g. left by a crash); moved them to {torn.path}",
-            err=True,
-        )
-
-
-@contextlib.contextmanager
-def opened_log(path: str | None, settings: dict[str, Any]) -> Iterator[EventSink]:
-    """The sink for `--log`: its transcript, closed on the way out; or one that discards."""
-    if path is None:
-        from mini_harness.runtime import NullSink
-
-        yield NullSink()
-        return
-    transcript = open_log(path, settings)
-    try:
-        yield transcript
-    finally:
-        warn_quarantined(transcript)
-        transcript.close()
