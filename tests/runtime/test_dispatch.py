@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -186,6 +187,22 @@ class TestFailures:
         called = sink.events[-2]
         assert isinstance(called, ToolCalled)
         assert isinstance(called.input, str)
+
+    @pytest.mark.parametrize(
+        "value",
+        [uuid.UUID(int=7), type("Name", (str,), {})("a"), {"nested": uuid.UUID(int=7)}],
+        ids=["uuid", "str-subclass", "nested-uuid"],
+    )
+    def test_input_json_encodes_but_no_schema_reads_is_invalid_input(
+        self, runtime: ToolRuntime, sink: MemorySink, value: object
+    ) -> None:
+        """orjson writes a UUID or a str subclass as a string, but validation cannot read it:
+        the call fails as invalid input, recorded, instead of a ValueError left in doubt."""
+        with pytest.raises(InvalidInputError, match="Invalid input for echo: not a JSON value"):
+            runtime.dispatch("echo", {"text": value})
+        failed = sink.events[-1]
+        assert isinstance(failed, ToolFailed)
+        assert failed.error.kind == "invalid_input"
 
     def test_timeout_sync_and_async(self, sink: MemorySink) -> None:
         """A handler past its timeout is recorded as ToolFailed{timeout}."""

@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from mini_harness.errors import TranscriptWriteError
 from mini_harness.runtime import ToolCalled, ToolSucceeded
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, verify_transcript
@@ -318,3 +319,119 @@ class TestLockLease:
         records = list(TranscriptReader(path))
         assert [r.seq for r in records] == list(range(len(records)))
         assert len(records) == 1 + 20
+
+
+class TestLockLeaseFailures:
+    """What the lease must not change: cuts and syncs under the right lock state, forks."""
+
+    def _event(self, text: str) -> ToolCalled:
+        return ToolCalled("2026-11-30T08:00:00.000000Z", "r" * 32, "c-1", "echo", {"text": text})
+
+    def test_a_failed_write_is_cut_off_before_the_lock_is_given_back(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import errno
+
+        path = tmp_path / "t.jsonl"
+        sink = JsonlTranscript(path, fsync="never")
+        sink.append(self._event("a"))
+        real_write, real_truncate = os.write, os.ftruncate
+        seen: list[bool] = []
+
+        def short_then_full(fd: int, data: bytes) -> int:
+            if data.endswith(b"\n") and b'"b"' in data:
+                real_write(fd, data[:10])
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real_write(fd, data)
+
+        def truncate(fd: int, length: int) -> None:
+            seen.append(_lock_is_free(path))
+            real_truncate(fd, length)
+
+        monkeypatch.setattr(os, "write", short_then_full)
+        monkeypatch.setattr(os, "ftruncate", truncate)
+        with pytest.raises(TranscriptWriteError):
+            sink.append(self._event("b"))
+        assert seen == [False]  # cut while this writer still held the lock
+        assert _lock_is_free(path)  # and given back after
+        monkeypatch.undo()
+        sink.append(self._event("c"))
+        sink.close()
+        reader = TranscriptReader(path)
+        assert [r.seq for r in reader] == [0, 1, 2]
+        assert reader.problems == []
+
+    def test_no_sync_happens_under_the_lock(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """fsync="always": another process is never kept waiting for this writer's disk."""
+        path = tmp_path / "t.jsonl"
+        sink = JsonlTranscript(path, fsync="always", lock_lease=3600)
+        real_fsync = os.fsync
+        free: list[bool] = []
+
+        def fsync(fd: int) -> None:
+            free.append(_lock_is_free(path))
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", fsync)
+        for text in "abc":
+            sink.append(self._event(text))
+        sink.close()
+        assert free  # the mode synced
+        assert all(free)
+
+    def test_without_a_lease_an_interrupt_after_the_write_releases_the_lock(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        path = tmp_path / "t.jsonl"
+        sink = JsonlTranscript(path, fsync="never", lock_lease=0)
+        sink.append(self._event("a"))
+
+        def interrupted(self: JsonlTranscript) -> None:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(JsonlTranscript, "_appended", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            sink.append(self._event("b"))
+        with pytest.raises(KeyboardInterrupt):
+            sink.emit_tool_called("2026-11-30T08:00:00.000000Z", "r", "c-2", "echo", {}, b"{}")
+        assert _lock_is_free(path)
+        sink.close()
+
+    def test_a_fork_child_does_not_keep_the_parents_lock_alive(self, tmp_path: Path) -> None:
+        """The child closes the descriptor it inherited: if the parent goes away without
+        unlocking (killed), the lock goes with it even while the child lives on."""
+        path = tmp_path / "t.jsonl"
+        sink = JsonlTranscript(path, fsync="never", lock_lease=3600)
+        sink.append(self._event("a"))  # the lease is held across the fork
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(3)
+            os._exit(0)
+        try:
+            os.close(sink._fd)  # what the parent's death does: no unlock, the descriptor goes
+            sink._fd, sink._held = -1, False
+            _wait_until_free(path, limit=2)
+        finally:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+
+    def test_a_fork_child_appends_through_its_own_descriptor(self, tmp_path: Path) -> None:
+        path = tmp_path / "t.jsonl"
+        sink = JsonlTranscript(path, fsync="never")
+        sink.append(self._event("parent"))
+        pid = os.fork()
+        if pid == 0:
+            try:
+                sink.append(self._event("child"))
+                sink.close()
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        sink.append(self._event("parent again"))
+        sink.close()
+        reader = TranscriptReader(path)
+        texts = [r.event.input["text"] for r in reader if isinstance(r.event, ToolCalled)]
+        assert reader.problems == []
+        assert texts == ["parent", "child", "parent again"]

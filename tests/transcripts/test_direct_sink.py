@@ -104,3 +104,64 @@ def test_replacing_the_sink_moves_the_direct_route(tmp_path: Path, registry: Too
     text = (tmp_path / "t.jsonl").read_text()
     assert '"kept"' in text
     assert '"dropped"' not in text
+
+
+class SeeingEmit(JsonlTranscript):
+    """A subclass that overrides only emit, to see every event."""
+
+    seen: list[str]
+
+    def emit(self, event: Event) -> None:
+        self.seen.append(type(event).__name__)
+        super().emit(event)
+
+
+class Forwarding:
+    """A proxy with its own emit that forwards every other attribute."""
+
+    def __init__(self, inner: JsonlTranscript) -> None:
+        self.inner = inner
+        self.seen: list[str] = []
+
+    def emit(self, event: Event) -> None:
+        self.seen.append(type(event).__name__)
+        self.inner.emit(event)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+def test_sinks_that_override_emit_still_see_every_event(
+    tmp_path: Path, registry: ToolRegistry
+) -> None:
+    """The direct route is taken only when the class defining emit also defines it."""
+    subclassed = SeeingEmit(tmp_path / "a.jsonl")
+    subclassed.seen = []
+    proxy = Forwarding(JsonlTranscript(tmp_path / "b.jsonl"))
+    for sink in (subclassed, proxy):
+        ToolRuntime(registry, sink).dispatch("echo", {"text": "a"})
+        assert sink.seen == ["RunStarted", "ToolCalled", "ToolSucceeded"]
+    subclassed.close()
+    proxy.inner.close()
+
+
+def test_the_direct_route_refuses_objects_as_the_general_route_does(tmp_path: Path) -> None:
+    """A call id that is an object is refused, not written as orjson would serialise it."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class CallId:
+        value: str
+
+    with JsonlTranscript(tmp_path / "t.jsonl") as writer:
+        writer.append(ToolCalled("2026-11-30T08:00:00.000000Z", "r", "c-1", "echo", {}))
+        with pytest.raises(TranscriptWriteError, match="not JSON"):
+            writer.emit_tool_called(
+                "2026-11-30T08:00:00.000000Z",
+                "r",
+                CallId("c-2"),  # type: ignore[arg-type]
+                "echo",
+                {},
+                b"{}",
+            )
+    assert verify_transcript(tmp_path / "t.jsonl").integrity == ()

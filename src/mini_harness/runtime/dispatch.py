@@ -44,6 +44,21 @@ from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
 
 
+def _has_direct_route(cls: type) -> bool:
+    """Whether a sink class takes the two dispatch events as fields (see DirectSink).
+
+    Decided on the class: the class that defines `emit` must also define both direct
+    methods. A subclass that overrides only `emit` (to see every event), a proxy that
+    forwards attributes, or a mock then get event objects through `emit`, as before.
+    """
+
+    def owner(name: str) -> type | None:
+        return next((c for c in cls.__mro__ if name in c.__dict__), None)
+
+    emit = owner("emit")
+    return emit is not None and emit is owner("emit_tool_called") is owner("emit_tool_succeeded")
+
+
 def _is_cancellation(exc: BaseException) -> bool:
     """asyncio's CancelledError, without importing asyncio (a CLI start-up cost) to ask."""
     module = sys.modules.get("asyncio")
@@ -160,11 +175,9 @@ class ToolRuntime:
     @sink.setter
     def sink(self, sink: EventSink) -> None:
         self._sink = sink
-        direct_called = getattr(sink, "emit_tool_called", None)
-        direct_succeeded = getattr(sink, "emit_tool_succeeded", None)
-        if direct_called is not None and direct_succeeded is not None:
-            self._emit_called: Callable[..., None] = direct_called
-            self._emit_succeeded: Callable[..., None] = direct_succeeded
+        if _has_direct_route(type(sink)):
+            self._emit_called: Callable[..., None] = sink.emit_tool_called  # type: ignore[attr-defined]
+            self._emit_succeeded: Callable[..., None] = sink.emit_tool_succeeded  # type: ignore[attr-defined]
             return
         emit = sink.emit
 
@@ -237,7 +250,11 @@ class ToolRuntime:
         if input_problem is not None:
             message = f"Invalid input for {name}: not a JSON value ({input_problem})"
             self._fail(call_id, name, start, InvalidInputError(name, message, path=name))
-        violations = tool.validator.check(tool_input)
+        try:
+            violations = tool.validator.check(tool_input)
+        except (ValueError, TypeError) as exc:  # a value JSON encodes but no schema can read
+            message = f"Invalid input for {name}: not a JSON value ({exc})"
+            self._fail(call_id, name, start, InvalidInputError(name, message, path=name))
         if violations:
             first = violations[0]
             error = InvalidInputError(

@@ -100,9 +100,8 @@ def encode_tool_called(  # noqa: PLR0917 - positional: called on every dispatch
     """The line of a ToolCalled whose input is already compact JSON (`input_json`).
 
     None when this route cannot make it (the first line of a file, or a string orjson
-    refuses, e.g. with a lone surrogate): encode_line makes it, or says why it cannot.
-    The other fields are str, int and float (dispatch makes them), so no option is needed
-    to refuse objects (see _STRICT).
+    refuses (an object, a string with a lone surrogate): encode_line makes it, or says
+    why it cannot.
     """
     if prev is None:
         return None
@@ -117,7 +116,9 @@ def encode_tool_called(  # noqa: PLR0917 - positional: called on every dispatch
                 "callId": call_id,
                 "name": name,
                 "input": orjson.Fragment(input_json),
-            }
+            },
+            default=_refuse,
+            option=_STRICT,
         )
     except TypeError:
         return None
@@ -148,7 +149,9 @@ def encode_tool_succeeded(  # noqa: PLR0917 - positional: called on every dispat
                 "name": name,
                 "output": orjson.Fragment(output_json),
                 "durationMs": duration_ms,
-            }
+            },
+            default=_refuse,
+            option=_STRICT,
         )
     except TypeError:
         return None

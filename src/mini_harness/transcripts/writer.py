@@ -10,7 +10,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, NoReturn, get_args
@@ -71,6 +71,8 @@ _monotonic = time.monotonic
 # Bumped in every child after fork: a writer compares it instead of calling getpid() (a
 # syscall) on every append.
 _fork_generation = 0
+# A writer's _fd in a child after fork: the inherited descriptor was closed, open again.
+_REOPEN = -2
 # Every open writer of this process, so that a forked child can renew their thread locks
 # (another thread may have held one at the fork, and it would never be released there).
 _writers: weakref.WeakSet[JsonlTranscript] = weakref.WeakSet()
@@ -94,10 +96,14 @@ class _LeaseKeeper:
         self._thread: threading.Thread | None = None
 
     def watch(self, writer: JsonlTranscript) -> None:
-        """Called by a writer that took the lock (under its own thread lock)."""
-        if writer in self._watched:  # the keeper will find the new lease end by itself
-            return
+        """Called by a writer that took the lock (under its own thread lock).
+
+        Under the keeper's lock, so that the keeper cannot drop a writer it found without
+        the lock while that writer takes it again.
+        """
         with self._cond:
+            if writer in self._watched:  # the keeper will find the new lease end itself
+                return
             self._watched.add(writer)
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -156,6 +162,13 @@ def _after_fork_in_child() -> None:
     for writer in list(_writers):
         writer._thread_lock = threading.Lock()
         writer._held = False  # the lock belongs to the parent's open file description
+        if writer._fd >= 0:
+            # The inherited descriptor shares the parent's open file description, and
+            # with it any lock the parent holds: kept open here, it would keep that lock
+            # alive after the parent died. The child opens its own on first use.
+            with suppress(OSError):
+                os.close(writer._fd)
+            writer._fd = _REOPEN
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -320,11 +333,11 @@ class JsonlTranscript:
                 self._acquire(event.ts, event)
             try:
                 seq = self._write_event(event)
-            except BaseException:  # e.g. an event that is not JSON: nothing was written
-                if self._lease <= 0:
+                self._appended()
+            except BaseException:  # e.g. an event that is not JSON, or Ctrl-C
+                if self._lease <= 0:  # no keeper ends this lock: give it back now
                     self._release()
                 raise
-            self._appended()
             return seq
 
     def emit_tool_called(  # noqa: PLR0917 - positional: called on every dispatch
@@ -344,15 +357,22 @@ class JsonlTranscript:
         """
         if input_json is not None and self._redactor is None:
             with self._thread_lock:
-                if not self._held or self._generation != _fork_generation:
-                    self._acquire(ts)
-                seq = self._next_seq
-                line = encode_tool_called(seq, ts, self._prev, run_id, call_id, name, input_json)
-                if line is not None and len(line) <= self.max_event_bytes:
-                    self._write_line(line, seq)
-                    if _monotonic() >= self._lease_end or self.fsync != "never":
-                        self._appended()
-                    return
+                try:
+                    if not self._held or self._generation != _fork_generation:
+                        self._acquire(ts)
+                    seq = self._next_seq
+                    line = encode_tool_called(
+                        seq, ts, self._prev, run_id, call_id, name, input_json
+                    )
+                    if line is not None and len(line) <= self.max_event_bytes:
+                        self._write_line(line, seq)
+                        if _monotonic() >= self._lease_end or self.fsync != "never":
+                            self._appended()
+                        return
+                except BaseException:
+                    if self._lease <= 0:  # as in append
+                        self._release()
+                    raise
         self.append(ToolCalled(ts, run_id, call_id, name, tool_input, input_json=input_json))
 
     def emit_tool_succeeded(  # noqa: PLR0917 - positional: called on every dispatch
@@ -368,17 +388,22 @@ class JsonlTranscript:
         """Append ToolSucceeded(...) without making the event (as emit_tool_called)."""
         if output_json is not None and self._redactor is None:
             with self._thread_lock:
-                if not self._held or self._generation != _fork_generation:
-                    self._acquire(ts)
-                seq = self._next_seq
-                line = encode_tool_succeeded(
-                    seq, ts, self._prev, run_id, call_id, name, output_json, duration_ms
-                )
-                if line is not None and len(line) <= self.max_event_bytes:
-                    self._write_line(line, seq)
-                    if _monotonic() >= self._lease_end or self.fsync != "never":
-                        self._appended()
-                    return
+                try:
+                    if not self._held or self._generation != _fork_generation:
+                        self._acquire(ts)
+                    seq = self._next_seq
+                    line = encode_tool_succeeded(
+                        seq, ts, self._prev, run_id, call_id, name, output_json, duration_ms
+                    )
+                    if line is not None and len(line) <= self.max_event_bytes:
+                        self._write_line(line, seq)
+                        if _monotonic() >= self._lease_end or self.fsync != "never":
+                            self._appended()
+                        return
+                except BaseException:
+                    if self._lease <= 0:
+                        self._release()
+                    raise
         event = ToolSucceeded(ts, run_id, call_id, name, output, duration_ms)
         self.append(event)
 
@@ -450,7 +475,7 @@ class JsonlTranscript:
             self._thread_lock.release()
 
     def _usable_fd(self) -> int:
-        if self._fd < 0:
+        if self._fd < 0 and self._fd != _REOPEN:
             raise TranscriptWriteError(
                 str(self.path), self._fatal or f"transcript {self.path} is closed"
             )
@@ -476,12 +501,8 @@ class JsonlTranscript:
     def recover(self) -> list[Quarantined]:
         """Under the lock, quarantine a torn or garbage tail now; return what was set aside."""
         with self._thread_lock:
-            if self._fd < 0:
-                raise TranscriptWriteError(
-                    str(self.path), self._fatal or f"transcript {self.path} is closed"
-                )
-            if self._generation != _fork_generation:
-                self._open()
+            if self._fd < 0 or self._generation != _fork_generation:
+                self._usable_fd()
             before = len(self.quarantined)
             self._release()  # _flocked unlocks the file when done: no lease survives it
             with self._flocked():
@@ -501,6 +522,8 @@ class JsonlTranscript:
         if self.fsync == "batch" and now - self._last_sync < self._batch_seconds:
             self._unsynced = True
             return
+        # Other writers never wait for this writer's disk: the lease ends before a sync.
+        self._release()
         try:
             os.fsync(self._fd)
         except OSError as exc:
@@ -534,8 +557,9 @@ class JsonlTranscript:
     def _write_line(self, line: bytes, seq: int) -> None:
         """Write the encoded line of event `seq` with its newline; advance seq and chain.
 
-        If the write fails or is interrupted, the lock is given back: whatever reached the
-        file, the next append takes the lock again and learns the file's state from it.
+        If the write fails, the fragment is cut off (still under the lock), then the lock
+        is given back; if it is interrupted, the lock is given back. Either way the next
+        append takes the lock again and learns the file's state from it.
         """
         data = line + b"\n"
         start = self._end
@@ -544,8 +568,10 @@ class JsonlTranscript:
             if written != len(data):  # a short write: rare, so the loop lives elsewhere
                 self._write_rest(data, written)
         except OSError as exc:
-            self._release()
-            self._unwrite(start, exc)
+            try:
+                self._unwrite(start, exc)
+            finally:
+                self._release()
         except BaseException:
             self._release()
             raise
