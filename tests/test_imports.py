@@ -50,6 +50,8 @@ class TestLazyImports:
             "mini_harness.cli.tools",
             "mini_harness.cli.transcript",
             "click",  # the console script's quick route (mini_harness.console) needs no click
+            "pathlib",  # JsonlTranscript.path and the default workspace are made when asked
+            "mini_harness.tools.workspace",
             "mini_harness.cli",
             # Classes the run does not use, kept apart: attrs compiles a class when defined.
             "mini_harness.runtime.memory",

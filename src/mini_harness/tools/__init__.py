@@ -4,15 +4,44 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
+from mini_harness._lazy import lazy_exports
+from mini_harness.errors import WorkspaceError
 from mini_harness.runtime import ToolRegistry
 from mini_harness.runtime.jsonvalue import JsonObject
 from mini_harness.tools.definitions import LIST_FILES, READ_FILE, SEARCH_TEXT, SKIPPED_DIRS
 from mini_harness.tools.echo import ECHO, echo
-from mini_harness.tools.workspace import Workspace
 
-WorkspaceLike = Workspace | str | os.PathLike[str]
+if TYPE_CHECKING:
+    from mini_harness.tools.workspace import Workspace
+
+    WorkspaceLike: TypeAlias = Workspace | str | os.PathLike[str]
+
+
+class _CurrentDirectory:
+    """The workspace of a registry made without one: the current directory at that time.
+
+    Resolved into a Workspace when a file tool first runs, so that a run that calls none
+    (a CLI dispatch of echo) never loads the workspace module and pathlib behind it.
+    """
+
+    def __init__(self) -> None:
+        try:
+            self._cwd = os.getcwd()
+        except OSError as exc:  # the cwd was deleted under us
+            raise WorkspaceError(".", f"The current directory cannot be used: {exc}") from None
+        self._workspace: Workspace | None = None
+
+    def __repr__(self) -> str:
+        return f"<the current directory {self._cwd!r}>"
+
+    def get(self) -> Workspace:
+        if self._workspace is None:
+            from mini_harness.tools.workspace import Workspace
+
+            self._workspace = Workspace(self._cwd)
+        return self._workspace
 
 
 class _Deferred:
@@ -22,7 +51,7 @@ class _Deferred:
     the walk and the glob matcher behind the file tools load only when one is called.
     """
 
-    def __init__(self, module: str, cls: str, workspace: Workspace) -> None:
+    def __init__(self, module: str, cls: str, workspace: Workspace | _CurrentDirectory) -> None:
         self._module = module
         self._cls = cls
         self._workspace = workspace
@@ -35,14 +64,23 @@ class _Deferred:
         handler = self._handler
         if handler is None:  # two threads may both get here: each builds the same handler
             module = importlib.import_module(f"mini_harness.tools.{self._module}")
-            handler = self._handler = getattr(module, self._cls)(self._workspace)
+            workspace = self._workspace
+            if isinstance(workspace, _CurrentDirectory):
+                workspace = workspace.get()
+            handler = self._handler = getattr(module, self._cls)(workspace)
         result: JsonObject = handler(tool_input)
         return result
 
 
 def register_workspace_tools(registry: ToolRegistry, workspace: WorkspaceLike) -> None:
     """Add list_files, read_file and search_text, confined to `workspace`."""
+    from mini_harness.tools.workspace import Workspace
+
     bound = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+    _register_file_tools(registry, bound)
+
+
+def _register_file_tools(registry: ToolRegistry, bound: Workspace | _CurrentDirectory) -> None:
     registry.register(LIST_FILES, _Deferred("list_files", "ListFiles", bound))
     registry.register(READ_FILE, _Deferred("read_file", "ReadFile", bound))
     registry.register(SEARCH_TEXT, _Deferred("search_text", "SearchText", bound))
@@ -52,7 +90,10 @@ def default_registry(workspace: WorkspaceLike | None = None) -> ToolRegistry:
     """A fresh registry holding echo and the file tools (workspace: default the cwd)."""
     registry = ToolRegistry()
     registry.register(ECHO, echo)
-    register_workspace_tools(registry, workspace if workspace is not None else Workspace.current())
+    if workspace is None:
+        _register_file_tools(registry, _CurrentDirectory())
+    else:
+        register_workspace_tools(registry, workspace)
     return registry
 
 
@@ -62,3 +103,6 @@ __all__ = [
     "default_registry",
     "register_workspace_tools",
 ]
+
+
+__getattr__, __dir__ = lazy_exports(__name__, {"Workspace": "workspace"}, globals())

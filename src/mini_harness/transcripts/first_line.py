@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from mini_harness.errors import TranscriptFormatError
 from mini_harness.runtime.events import TRANSCRIPT_FORMAT, TranscriptStarted
@@ -16,7 +15,7 @@ _JUNK = b"\0 \t\r\n"
 _BOM = b"\xef\xbb\xbf"
 
 
-def check_first_line(fd: int, path: Path) -> None:
+def check_first_line(fd: int, path: str | os.PathLike[str]) -> None:
     """Raise TranscriptFormatError unless the file open at `fd` may be appended to.
 
     A complete first line must be a TranscriptStarted header. Without one, the content
@@ -44,6 +43,9 @@ def check_first_line(fd: int, path: Path) -> None:
         if isinstance(header, TranscriptStarted) and header.format == TRANSCRIPT_FORMAT:
             return
         why = "line 1 is not TranscriptStarted"
+    from pathlib import Path  # only to name the file as the writer does (JsonlTranscript.path)
+
+    shown = Path(path)
     raise TranscriptFormatError(
-        str(path), f"{path} is not a mini-harness transcript ({why}); refusing to write to it"
+        str(shown), f"{shown} is not a mini-harness transcript ({why}); refusing to write to it"
     )

@@ -63,9 +63,10 @@ def _create_aside(path: Path, offset: int) -> tuple[Path, int]:
     raise FileExistsError(errno.EEXIST, f"too many copies named {base}")
 
 
-def sync_directory(path: Path) -> None:
+def sync_directory(path: str | os.PathLike[str]) -> None:
     """fsync the directory holding `path`, so that its creation survives a power loss."""
-    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    directory = os.path.dirname(os.fspath(path)) or "."
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
     finally:

@@ -11,7 +11,6 @@ import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, NoReturn, get_args
 
@@ -50,6 +49,8 @@ from mini_harness.transcripts.tail import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from mini_harness.transcripts.quarantine import Quarantined
     from mini_harness.transcripts.redaction import Redactor
 
@@ -211,7 +212,8 @@ class JsonlTranscript:
             raise ValueError(f"fsync must be one of {', '.join(FSYNC_MODES)}, not {fsync!r}")
         if not lock_lease >= 0:
             raise ValueError(f"lock_lease must be >= 0 seconds, not {lock_lease!r}")
-        self.path = Path(path)
+        self._path = os.fspath(path)  # the `path` property makes the Path (pathlib loads slowly)
+        self._path_obj: Path | None = None
         self.fsync: FsyncMode = fsync
         self.max_event_bytes = max_event_bytes
         self._batch_seconds = batch_seconds
@@ -236,7 +238,7 @@ class JsonlTranscript:
         self.quarantined: list[Quarantined] = []
         self._open()
         try:
-            check_first_line(self._fd, self.path)
+            check_first_line(self._fd, self._path)
         except TranscriptFormatError:
             os.close(self._fd)
             self._fd = -1
@@ -246,16 +248,25 @@ class JsonlTranscript:
     def __repr__(self) -> str:
         return f"<JsonlTranscript(path={str(self.path)!r}, next_seq={self._next_seq})>"
 
+    @property
+    def path(self) -> Path:
+        """The transcript's path."""
+        if self._path_obj is None:
+            from pathlib import Path
+
+            self._path_obj = Path(self._path)
+        return self._path_obj
+
     # --- lifecycle ------------------------------------------------------------------
 
     def _open(self) -> None:
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
         try:
             try:
-                self._fd = os.open(self.path, flags | os.O_EXCL, 0o600)
+                self._fd = os.open(self._path, flags | os.O_EXCL, 0o600)
                 created = True
             except FileExistsError:
-                self._fd = os.open(self.path, flags, 0o600)
+                self._fd = os.open(self._path, flags, 0o600)
                 created = False
         except OSError as exc:
             raise TranscriptWriteError(
@@ -278,7 +289,7 @@ class JsonlTranscript:
         if created and self.fsync != "never":
             # The new name must survive a power loss too, not only the lines in it.
             try:
-                sync_directory(self.path)
+                sync_directory(self._path)
             except OSError as exc:
                 self._die(f"cannot sync the directory of new transcript {self.path}", exc)
 

@@ -1,0 +1,43 @@
+"""A registry made without a workspace uses the current directory of when it was made."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mini_harness import ToolRuntime
+from mini_harness.errors import WorkspaceError
+from mini_harness.tools import Workspace, default_registry
+
+
+def test_the_directory_is_the_one_current_when_the_registry_was_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    (first / "note.txt").write_text("from the first\n")
+    (second / "note.txt").write_text("from the second\n")
+    monkeypatch.chdir(first)
+    runtime = ToolRuntime(default_registry())
+    monkeypatch.chdir(second)  # after the registry was made: no effect on it
+    result = runtime.dispatch("read_file", {"path": "note.txt"})
+    assert "from the first" in str(result.output)
+
+
+def test_a_deleted_current_directory_is_refused_when_the_registry_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(WorkspaceError, match="The current directory cannot be used"):
+        default_registry()
+    monkeypatch.chdir(tmp_path)
+
+
+def test_workspace_is_still_exported() -> None:
+    assert Workspace(os.getcwd()).root == Path(os.getcwd()).resolve()
