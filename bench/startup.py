@@ -22,10 +22,10 @@ from _common import (
 )
 
 ORDER = 50
-# What any CLI built on the project's dependencies must import before doing anything.
-# jsonschema_rs is not among them: the built-in tools' schemas are checked in Python by a
-# one-off dispatch (mini_harness.runtime.simple_schema), so this path never imports it.
-DEPENDENCIES = "import click, attrs, orjson, hashlib"
+# What a logged dispatch must import of the project's dependencies. Not click: the console
+# script parses a plain --tool call itself (mini_harness.console). Not jsonschema_rs: the
+# built-in tools' schemas are checked in Python by a one-off dispatch (runtime.simple_schema).
+DEPENDENCIES = "import attrs, orjson, hashlib"
 
 
 def cli_command() -> list[str]:
@@ -49,9 +49,7 @@ def timed(command: list[str], env: dict[str, str], cpu: dict[str, list[float]], 
 PHASES = """
 import time
 marks = [time.process_time()]
-import click, attrs, orjson, hashlib
-marks.append(time.process_time())
-import pathlib
+import attrs, orjson, hashlib
 marks.append(time.process_time())
 # Time what defining the project's attrs classes costs (attrs compiles their methods).
 classes = [0.0, 0]
@@ -70,12 +68,12 @@ def count(decorate, cls, **options):
     return made
 attrs.frozen, attrs.define = timed(attrs.frozen), timed(attrs.define)
 import sys
-import mini_harness.cli, mini_harness.runtime.dispatch, mini_harness.tools
+import mini_harness.console, mini_harness.runtime.dispatch, mini_harness.tools
 import mini_harness.transcripts.writer
 marks.append(time.process_time())
-sys.argv = ["mini-harness", *ARGS]
+sys.argv = ["mini-harness", ARGS]
 try:
-    mini_harness.cli.main()
+    mini_harness.console.main()
 except SystemExit:
     pass
 marks.append(time.process_time())
@@ -83,8 +81,7 @@ print(repr(marks + classes), file=sys.stderr)
 """
 PHASE_NAMES = (
     "interpreter start-up (to the first line of -c)",
-    "the dependencies: click, attrs, orjson, hashlib",
-    "pathlib (Workspace.root, JsonlTranscript.path)",
+    "the dependencies: attrs, orjson, hashlib",
     "mini-harness's own modules on this path",
     "the run: registry, open log, dispatch, print, close (fsync)",
 )
@@ -95,11 +92,15 @@ def phase_profile(arguments: list[str], env: dict[str, str], runs: int) -> str:
     best = [float("inf")] * len(PHASE_NAMES)
     best_classes = float("inf")
     count = 0
-    script = PHASES.replace("ARGS", repr(arguments)[1:-1])
+    script = PHASES.replace("ARGS", repr(arguments)[1:-1])  # the items, inside the list
+    log = Path(arguments[arguments.index("--log") + 1])
     for _ in range(runs):
+        before = log.stat().st_size if log.exists() else 0
         child = subprocess.run(
             [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
         )
+        if not log.exists() or log.stat().st_size <= before:  # the run must have dispatched
+            raise RuntimeError(f"the phase run recorded nothing: {child.stderr[-500:]}")
         *marks, classes, made = (
             float(v) for v in child.stderr.strip().splitlines()[-1][1:-1].split(",")
         )
@@ -107,7 +108,7 @@ def phase_profile(arguments: list[str], env: dict[str, str], runs: int) -> str:
         best = [min(old, new) for old, new in zip(best, spans, strict=True)]
         best_classes, count = min(best_classes, classes), int(made)
     rows = [(name, value) for name, value in zip(PHASE_NAMES, best, strict=True)]
-    rows.insert(4, (f"  of which defining its {count} attrs classes", best_classes))
+    rows.insert(3, (f"  of which defining its {count} attrs classes", best_classes))
     width = max(len(name) for name, _ in rows)
     lines = [f"{'phase':<{width}}  CPU ms"]
     lines += [f"{name:<{width}}  {value * 1000:6.1f}" for name, value in rows]
@@ -170,17 +171,18 @@ def run(config: Config) -> Section:
         "children); the console script is the one pip installed. CPU is the child's user + "
         "system time, a cross-check that is less sensitive to other load on the machine.",
         f"Bound: importing the dependencies alone takes {fmt_ratio(deps)} the bare start here "
-        "(click pulls in typing, inspect, enum, uuid; orjson pulls in dataclasses, json; "
-        "hashlib loads OpenSSL, whose SHA-256 the hash chain needs to stay fast). Most of "
-        "the rest is the project's own classes: attrs compiles the methods of each value "
-        "class (events, definitions, registry, result, workspace) when its module is "
-        "imported (see the phase table below), and pathlib comes with the Path-typed "
-        "attributes. The CLI avoids everything else on this path: jsonschema_rs (with "
-        "email.utils, decimal, socket: the built-in tools' schemas are in the subset "
-        "checked in Python), the subcommands' modules, asyncio, cattrs and typed-tool "
-        "support, the reader, the protocol checker, redaction (unless asked for), the "
-        "Context Explorer and the file tools' handlers (the walk, the glob matcher) are "
-        "imported only when used. With `--log` the default fsync mode (batch) also syncs "
+        "(attrs pulls in typing; orjson pulls in dataclasses, inspect, uuid, json; hashlib "
+        "loads OpenSSL, whose SHA-256 the hash chain needs to stay fast). Most of the rest "
+        "is the project's own classes: attrs compiles the methods of each value class "
+        "(events, definitions, registry, result) when its module is imported (see the phase "
+        "table below). This path avoids everything else: click (the console script parses "
+        "a plain --tool call itself and hands anything else to the click command), "
+        "jsonschema_rs (with email.utils, decimal, socket: the built-in tools' schemas are "
+        "in the subset checked in Python), pathlib (JsonlTranscript.path and the default "
+        "workspace are made when asked), the subcommands' modules, asyncio, cattrs and "
+        "typed-tool support, the reader, the protocol checker, redaction (unless asked "
+        "for), the Context Explorer and the file tools' handlers are imported only when "
+        "used. With `--log` the default fsync mode (batch) also syncs "
         "the file when the log is closed, which is wall time the CPU column does not show.",
     ]
     runs = config.scale(9, 3)
