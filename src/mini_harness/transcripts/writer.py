@@ -421,7 +421,7 @@ class JsonlTranscript:
     def _appended(self) -> None:
         """After a line is written: give the lock back if the lease ended; sync per the mode."""
         if self._held and _monotonic() >= self._lease_end:
-            if self._lease > 0:
+            if self._lease_end:  # a lease (not the lock of a single append) ended
                 self._end_lease()
             else:
                 self._release()
@@ -463,9 +463,13 @@ class JsonlTranscript:
             raise
         self._held = True
         self._contended = contended
-        if self._lease > 0:
+        # With fsync="always" every append ends in a sync, before which the lock is given
+        # back (_after_write): a lease could never cover a second line, so none is taken.
+        if self._lease > 0 and self.fsync != "always":
             self._lease_end = _monotonic() + self._lease
             _keeper.watch(self)
+        else:
+            self._lease_end = 0.0
 
     def _release(self) -> None:
         """Give the file's lock back, if this writer holds it (under the thread lock)."""
