@@ -85,9 +85,9 @@ def run(config: Config) -> Section:
     section.notes = [
         f"{count:,} dispatches (2 fsyncs each) per round, {rounds} rounds, interleaved; "
         f"per-round ratios ranged from {fmt_pct(min(per_round))} to {fmt_pct(max(per_round))}.",
-        "Per line the writer makes the bare loop's write and fsync; the lock (flock, lseek, "
-        "unlock) is taken once per lease, not per line (with fsyncs of milliseconds a lease "
-        "covers one or two lines), exactly two fsyncs per dispatch; the rest is its CPU work "
+        "Per line the writer makes the bare loop's write and fsync, plus flock, lseek and "
+        'unlock around the write (with fsync="always" no lease is taken: the lock is given '
+        "back before every sync), exactly two fsyncs per dispatch; the rest is its CPU work "
         f"per dispatch (tens of microseconds) against a median fsync of {fsync_ms:.2f} ms "
         "here, so the ratio mostly measures how steady the disk's fsync latency was.",
     ]
