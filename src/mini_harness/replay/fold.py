@@ -89,6 +89,10 @@ class TranscriptFold:
     iteration, `summaries()`, `problems()` and `totals()` describe what was read so far;
     `result()` collects everything into a FoldResult. `run` selects one run by 1-based
     index (all digits) or by run id / id prefix (the first run it matches).
+
+    The common lines (call events that break no rule) are read by a loop of the fold's
+    own; `fast=False` reads every line through the reader's general path instead. Both
+    give the same results: the general path is the reference the fast loop is tested on.
     """
 
     def __init__(
@@ -165,6 +169,7 @@ class TranscriptFold:
         runs = self._runs
         everything = self.selection is None
         count_tokens = self.context_reports
+        numbers = _NUMBER
         # Calls opened here: call id -> (line, seq, run id, name, input). Moved into the
         # protocol's open calls (and self._inputs) before any other code looks at them.
         opened: dict[str, tuple[int, int, str, str, JsonValue]] = {}
@@ -205,26 +210,30 @@ class TranscriptFold:
                             and type(name) is str
                         ):
                             if kind == "ToolCalled":
-                                if (
-                                    "input" in data
-                                    and run_id in runs
-                                    and call_id not in opened
-                                    and call_id not in open_calls
-                                    and call_id not in closed
-                                ):
-                                    prev_hash = sha256(body).digest()[:HASH_BYTES].hex()
-                                    expected = seq + 1
-                                    done = number
-                                    done_start = start
-                                    opened[call_id] = (number, seq, run_id, name, data["input"])
-                                    continue
+                                try:
+                                    tool_input = data["input"]
+                                except KeyError:
+                                    pass
+                                else:
+                                    if (
+                                        run_id in runs
+                                        and call_id not in opened
+                                        and call_id not in open_calls
+                                        and call_id not in closed
+                                    ):
+                                        prev_hash = sha256(body).digest()[:HASH_BYTES].hex()
+                                        expected = seq + 1
+                                        done = number
+                                        done_start = start
+                                        opened[call_id] = (number, seq, run_id, name, tool_input)
+                                        continue
                             elif kind == "ToolSucceeded":
-                                duration = data.get("durationMs")
-                                if (
-                                    type(duration) in _NUMBER
-                                    and "output" in data
-                                    and call_id in opened
-                                ):
+                                try:
+                                    output = data["output"]
+                                    duration = data["durationMs"]
+                                except KeyError:
+                                    duration = None
+                                if type(duration) in numbers and call_id in opened:
                                     prev_hash = sha256(body).digest()[:HASH_BYTES].hex()
                                     expected = seq + 1
                                     done = number
@@ -233,7 +242,6 @@ class TranscriptFold:
                                     closed.add(call_id)
                                     state = runs[run_id]
                                     state.succeeded += 1
-                                    output = data["output"]
                                     if count_tokens:
                                         state.count_tokens(name, tool_input, data)
                                     if everything or run_id == self._selected:
@@ -258,7 +266,7 @@ class TranscriptFold:
                                 duration = data.get("durationMs")
                                 error = data.get("error")
                                 if (
-                                    type(duration) in _NUMBER
+                                    type(duration) in numbers
                                     and type(error) is dict
                                     and type(error.get("kind")) is str
                                     and type(error.get("message")) is str
