@@ -202,6 +202,10 @@ EDITS: dict[str, Edit] = {
     "torn after a call": lambda lines: [*lines[:3], lines[3][:-1]],
     "torn mid-line, then garbage": lambda lines: [*lines[:5], lines[5][:30], b"\0\0\0\n"],
     "only the header": lambda lines: lines[:1],
+    "only a BOM": lambda lines: [b"\xef\xbb\xbf"],
+    "BOM, then a torn header": lambda lines: [b"\xef\xbb\xbf" + lines[0][:20]],
+    "BOM, then not a header": lambda lines: [b"\xef\xbb\xbf" + lines[1], *lines[2:]],
+    "BOM, then a torn call": lambda lines: [b"\xef\xbb\xbf" + lines[0], lines[1], lines[2][:9]],
     "empty file": lambda lines: [],
     "header only, torn": lambda lines: [lines[0][:10]],
     "header not first": lambda lines: [lines[1], lines[0], *lines[2:]],
@@ -306,6 +310,19 @@ class TestSamePathsSameResults:
         path.write_bytes(b"".join(EDITS["reader: torn"](list(lines))))
         outcome = _assert_same(path, stop=stop)
         assert outcome[-1][0] == "closed"
+
+    @pytest.mark.parametrize(
+        "edit", ["reader: untouched", "reader: torn", "duplicate call id", "only a BOM"]
+    )
+    def test_folding_twice(self, tmp_path: Path, lines: list[bytes], edit: str) -> None:
+        """Iterating the same fold a second time goes on from the same state both ways."""
+        path = tmp_path / "t.jsonl"
+        path.write_bytes(b"".join(EDITS[edit](list(lines))))
+        outcomes = []
+        for fast in (True, False):
+            fold = TranscriptFold(path, fast=fast)
+            outcomes.append([_outcome(fold), _outcome(fold)])
+        assert outcomes[0] == outcomes[1]
 
     def test_the_corpus_reaches_both_ends(self, tmp_path: Path, lines: list[bytes]) -> None:
         """The corpus holds clean files, problems, torn tails and errors (a guard on itself)."""

@@ -178,8 +178,10 @@ class TranscriptFold:
         start = offset
         expected = 0
         prev_hash: str | None = None
-        done = 0  # the last line fully folded, and where it starts
-        done_start = offset
+        done = 0  # the last line fully folded, and where it starts (none yet: as created)
+        done_start = self.offset
+        counted = reader.records_read  # the reader's counts go on from where they are
+        torn = reader.torn_tail
         with handle:
             try:
                 for raw in handle:
@@ -246,7 +248,7 @@ class TranscriptFold:
                                         state.count_tokens(name, tool_input, data)
                                     if everything or run_id == self._selected:
                                         self.offset = start
-                                        reader.records_read = number
+                                        reader.records_read = counted + number
                                         reader.head_hash = prev_hash
                                         yield CallRecord(
                                             state.info.index,
@@ -284,7 +286,7 @@ class TranscriptFold:
                                         state.count_tokens(name, tool_input, data)
                                     if everything or run_id == self._selected:
                                         self.offset = start
-                                        reader.records_read = number
+                                        reader.records_read = counted + number
                                         reader.head_hash = prev_hash
                                         yield CallRecord(
                                             state.info.index,
@@ -304,7 +306,7 @@ class TranscriptFold:
                     if opened:
                         self._adopt(opened)
                     self.offset = done_start
-                    reader.records_read = number - 1
+                    reader.records_read = counted + number - 1
                     reader.head_hash = prev_hash
                     for line, line_start, seq, _prev, line_hash, data in resume(
                         (raw,), handle, line=number, offset=start, seq=expected, prev=prev_hash
@@ -315,16 +317,16 @@ class TranscriptFold:
                         done_start = line_start
                         self.offset = line_start
                         yield from event(line, seq, data)
-                    if reader.torn_tail is not None:
+                    if reader.torn_tail is not torn:
                         break
                     ready = not reader.upcasting
             finally:
                 # However the loop ends, the state says how far folding got.
                 if opened:
                     self._adopt(opened)
-                if reader.torn_tail is None:
+                if reader.torn_tail is torn:
                     self.offset = done_start
-                    reader.records_read = done
+                    reader.records_read = counted + done
                     reader.head_hash = prev_hash
         yield from self._finish()
 
