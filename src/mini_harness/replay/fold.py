@@ -200,10 +200,9 @@ class TranscriptFold:
                             call_id = data["callId"]
                             name = data["name"]
                         except (json_error, KeyError, TypeError):
-                            kind = None
+                            seq = -1  # not a line for this loop
                         if (
-                            kind is not None
-                            and seq == expected
+                            seq == expected
                             and type(seq) is int
                             and prev == prev_hash
                             and type(ts) is str
@@ -236,11 +235,11 @@ class TranscriptFold:
                                 except KeyError:
                                     duration = None
                                 if type(duration) in numbers and call_id in opened:
+                                    line, _, run_id, name, tool_input = opened.pop(call_id)
                                     prev_hash = sha256(body).digest()[:HASH_BYTES].hex()
                                     expected = seq + 1
                                     done = number
                                     done_start = start
-                                    line, _, run_id, name, tool_input = opened.pop(call_id)
                                     closed.add(call_id)
                                     state = runs[run_id]
                                     state.succeeded += 1
