@@ -169,7 +169,9 @@ class TranscriptFold:
         runs = self._runs
         everything = self.selection is None
         count_tokens = self.context_reports
-        numbers = _NUMBER
+        # Builtins as locals: a local is read faster than a builtin, and this runs per line.
+        type_of, text, integer, table, numbers = type, str, int, dict, _NUMBER
+        hash_bytes, record = HASH_BYTES, CallRecord
         # Calls opened here: call id -> (line, seq, run id, name, input). Moved into the
         # protocol's open calls (and self._inputs) before any other code looks at them.
         opened: dict[str, tuple[int, int, str, str, JsonValue]] = {}
@@ -203,12 +205,12 @@ class TranscriptFold:
                             seq = -1  # not a line for this loop
                         if (
                             seq == expected
-                            and type(seq) is int
+                            and type_of(seq) is integer
                             and prev == prev_hash
-                            and type(ts) is str
-                            and type(run_id) is str
-                            and type(call_id) is str
-                            and type(name) is str
+                            and type_of(ts) is text
+                            and type_of(run_id) is text
+                            and type_of(call_id) is text
+                            and type_of(name) is text
                         ):
                             if kind == "ToolCalled":
                                 try:
@@ -222,7 +224,7 @@ class TranscriptFold:
                                         and call_id not in open_calls
                                         and call_id not in closed
                                     ):
-                                        prev_hash = sha256(body).digest()[:HASH_BYTES].hex()
+                                        prev_hash = sha256(body).digest()[:hash_bytes].hex()
                                         expected = seq + 1
                                         done = number
                                         done_start = start
@@ -234,9 +236,9 @@ class TranscriptFold:
                                     duration = data["durationMs"]
                                 except KeyError:
                                     duration = None
-                                if type(duration) in numbers and call_id in opened:
+                                if type_of(duration) in numbers and call_id in opened:
                                     line, _, run_id, name, tool_input = opened.pop(call_id)
-                                    prev_hash = sha256(body).digest()[:HASH_BYTES].hex()
+                                    prev_hash = sha256(body).digest()[:hash_bytes].hex()
                                     expected = seq + 1
                                     done = number
                                     done_start = start
@@ -249,7 +251,7 @@ class TranscriptFold:
                                         self.offset = start
                                         reader.records_read = counted + number
                                         reader.head_hash = prev_hash
-                                        yield CallRecord(
+                                        yield record(
                                             state.info.index,
                                             run_id,
                                             call_id,
@@ -267,13 +269,13 @@ class TranscriptFold:
                                 duration = data.get("durationMs")
                                 error = data.get("error")
                                 if (
-                                    type(duration) in numbers
-                                    and type(error) is dict
-                                    and type(error.get("kind")) is str
-                                    and type(error.get("message")) is str
+                                    type_of(duration) in numbers
+                                    and type_of(error) is table
+                                    and type_of(error.get("kind")) is text
+                                    and type_of(error.get("message")) is text
                                     and call_id in opened
                                 ):
-                                    prev_hash = sha256(body).digest()[:HASH_BYTES].hex()
+                                    prev_hash = sha256(body).digest()[:hash_bytes].hex()
                                     expected = seq + 1
                                     done = number
                                     done_start = start
@@ -287,7 +289,7 @@ class TranscriptFold:
                                         self.offset = start
                                         reader.records_read = counted + number
                                         reader.head_hash = prev_hash
-                                        yield CallRecord(
+                                        yield record(
                                             state.info.index,
                                             run_id,
                                             call_id,
