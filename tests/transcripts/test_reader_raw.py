@@ -98,3 +98,47 @@ class TestRawRecords:
         assert [(record[2], record[3]) for record in records] == [
             (data["seq"], data.get("prev")) for data in map(orjson.loads, lines)
         ]
+
+
+def _line_by_line(reader: TranscriptReader) -> list[tuple[int, int]]:
+    """Read with open() and one resume() per line, as a fold with a loop of its own does."""
+    handle, offset = reader.open()
+    positions: list[tuple[int, int]] = []
+    line, seq, prev = 1, 0, None
+    with handle:
+        for raw in handle:
+            for record in reader.resume(
+                (raw,), handle, line=line, offset=offset, seq=seq, prev=prev
+            ):
+                positions.append((record[0], record[1]))
+                seq, prev = record[2] + 1, record[4]
+            if reader.torn_tail is not None:
+                break
+            line += 1
+            offset += len(raw)
+    return positions
+
+
+class TestResume:
+    @pytest.mark.parametrize("edit", sorted(EDITS))
+    def test_line_by_line_reads_like_raw(self, log: Path, edit: str) -> None:
+        """Handing the lines over one at a time finds what one raw pass finds."""
+        log.write_bytes(b"".join(EDITS[edit](log.read_bytes().splitlines(keepends=True))))
+        whole = _outcome(lambda r: [(rec[0], rec[1]) for rec in r.raw()], log)
+        assert _outcome(_line_by_line, log) == whole
+
+    def test_resume_checks_the_state_it_is_given(self, log: Path) -> None:
+        """The seq and prev handed over are what the first line is checked against."""
+        lines = log.read_bytes().splitlines(keepends=True)
+        reader = TranscriptReader(log)
+        offset = len(lines[0]) + len(lines[1])
+        records = list(reader.resume(lines[2:4], [], line=3, offset=offset, seq=7, prev="0" * 32))
+        assert [(record[0], record[1]) for record in records] == [
+            (3, offset),
+            (4, offset + len(lines[2])),
+        ]
+        assert [(p.line, p.message) for p in reader.problems] == [
+            (3, "seq 2, expected 7"),
+            (3, "prev does not match the hash of the line before"),
+        ]
+        assert (reader.records_read, reader.head_hash) == (2, line_hash(lines[3][:-1]))

@@ -6,11 +6,13 @@ number of runs and call ids (to catch reused ids), never with the size of the ev
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
+import orjson
 
 from mini_harness.errors import ReplayError
 from mini_harness.replay.model import (
@@ -32,8 +34,11 @@ from mini_harness.runtime.context import (
 )
 from mini_harness.runtime.dispatch import display_failure, display_result
 from mini_harness.runtime.jsonvalue import JsonObject, JsonValue
-from mini_harness.transcripts.protocol import CallProtocol
+from mini_harness.transcripts.codec import HASH_BYTES
+from mini_harness.transcripts.protocol import CallProtocol, OpenCall
 from mini_harness.transcripts.reader import TranscriptReader
+
+_NUMBER = (int, float)
 
 
 @attrs.define
@@ -84,6 +89,10 @@ class TranscriptFold:
     iteration, `summaries()`, `problems()` and `totals()` describe what was read so far;
     `result()` collects everything into a FoldResult. `run` selects one run by 1-based
     index (all digits) or by run id / id prefix (the first run it matches).
+
+    The common lines (call events that break no rule) are read by a loop of the fold's
+    own; `fast=False` reads every line through the reader's general path instead. Both
+    give the same results: the general path is the reference the fast loop is tested on.
     """
 
     def __init__(
@@ -92,8 +101,10 @@ class TranscriptFold:
         *,
         run: str | None = None,
         context_reports: bool = False,
+        fast: bool = True,
     ) -> None:
         self.path = Path(path)
+        self.fast = fast
         self.reader = TranscriptReader(self.path)
         self.context_reports = context_reports
         self.selection = run
@@ -116,71 +127,275 @@ class TranscriptFold:
         return state.info if state else None
 
     def __iter__(self) -> Iterator[RunInfo | CallRecord]:
-        # Runs once per event of files with millions of them: locals instead of attributes,
-        # and the common case (a call event) first and inline.
-        protocol = self._protocol
-        problems = protocol.problems
-        inputs = self._inputs
-        runs = self._runs
-        count_tokens = self.context_reports
-        for line, offset, seq, _prev, _hash, data in self.reader.raw():
-            self.offset = offset
-            kind = data["type"]
-            if kind == "ToolSucceeded" or kind == "ToolFailed":  # noqa: PLR1714 - hot path
-                opened = protocol.finished(line, seq, kind, data["callId"])
-                if opened is None:
-                    continue
-                state = runs[opened.run_id]
-                tool_input = inputs.pop(opened.call_id)
-                if kind == "ToolSucceeded":
-                    state.succeeded += 1
-                    output = data["output"]
-                    error = None
-                else:
-                    state.failed += 1
-                    output = None
-                    error = data["error"]
-                if count_tokens:
-                    state.count_tokens(opened.name, tool_input, data)
-                if self.selection is None or opened.run_id == self._selected:
-                    yield CallRecord(
-                        state.info.index,
-                        opened.run_id,
-                        opened.call_id,
-                        opened.name,
-                        tool_input,
-                        SUCCEEDED if error is None else FAILED,
-                        opened.line,
-                        line,
-                        output,
-                        error,
-                        data["durationMs"],
-                    )
-            elif kind == "ToolCalled":
-                call_id = data["callId"]
-                run_id = data["runId"]
-                if run_id not in runs:
-                    yield from self._run_started(line, data, recorded=False)
-                known = len(problems)
-                protocol.called(line, seq, run_id, call_id, data["name"])
-                if len(problems) == known:
-                    inputs[call_id] = data["input"]
-            elif kind == "RunStarted":
-                if data["runId"] in runs:
-                    self._extra_problems.append(
-                        LogProblem("protocol", line, f"run {data['runId']} is started again")
-                    )
-                    continue
-                yield from self._run_started(line, data, recorded=True)
-            elif kind == "TranscriptStarted":
-                if line == 1:
-                    self.transcript_id = data["transcriptId"]
-            else:
-                self._unknown += 1
+        return self._read() if self.fast else self._read_general()
+
+    def _finish(self) -> Iterator[CallRecord]:
+        """After the last line: the calls still open, then the check that the run was found."""
         yield from self._in_doubt()
         self.finished = True
         if self.selection is not None and self._selected is None:
-            raise ReplayError(f"{self.path} has no run {self.selection} (it has {len(runs)} runs)")
+            raise ReplayError(
+                f"{self.path} has no run {self.selection} (it has {len(self._runs)} runs)"
+            )
+
+    def _read_general(self) -> Iterator[RunInfo | CallRecord]:
+        """Every line through the reader's raw path and `_event`: the reference for `_read`."""
+        for line, offset, seq, _prev, _hash, data in self.reader.raw():
+            self.offset = offset
+            yield from self._event(line, seq, data)
+        yield from self._finish()
+
+    def _read(self) -> Iterator[RunInfo | CallRecord]:  # noqa: PLR0915 - one hot loop
+        """The reader's raw path and `_event` fused into one loop, for the common lines.
+
+        Runs once per line of files with millions of them. A line is taken here only when
+        it is a call event that the reader would accept without a problem (a compact JSON
+        object ending the line, the envelope and fields of its type, the next seq, the
+        right prev); a ToolCalled or terminal event is folded here only when it breaks no
+        protocol rule. Every other line goes to `TranscriptReader.resume` and every other
+        event to `_event`, which decide and word what is wrong: the results are those of
+        `_read_general` (tests/replay/test_fold_paths.py folds a corpus both ways).
+        """
+        reader = self.reader
+        handle, offset = reader.open()
+        resume = reader.resume
+        event = self._event
+        loads = orjson.loads
+        json_error = orjson.JSONDecodeError
+        sha256 = hashlib.sha256
+        protocol = self._protocol
+        open_calls = protocol.open_calls
+        closed = protocol.closed
+        runs = self._runs
+        everything = self.selection is None
+        count_tokens = self.context_reports
+        # Builtins as locals: a local is read faster than a builtin, and this runs per line.
+        type_of, text, integer, table, numbers = type, str, int, dict, _NUMBER
+        hash_bytes, record = HASH_BYTES, CallRecord
+        # Calls opened here: call id -> (line, seq, run id, name, input). Moved into the
+        # protocol's open calls (and self._inputs) before any other code looks at them.
+        opened: dict[str, tuple[int, int, str, str, JsonValue]] = {}
+        ready = False  # line 1 and upcast files take the general path
+        number = 0
+        start = offset
+        expected = 0
+        prev_hash: str | None = None
+        done = 0  # the last line fully folded, and where it starts (none yet: as created)
+        done_start = self.offset
+        counted = reader.records_read  # the reader's counts go on from where they are
+        torn = reader.torn_tail
+        with handle:
+            try:
+                for raw in handle:
+                    number += 1
+                    start = offset
+                    offset += len(raw)
+                    if ready and raw[-2:] == b"}\n":
+                        body = raw[:-1]
+                        try:
+                            data = loads(body)
+                            kind = data["type"]
+                            seq = data["seq"]
+                            prev = data["prev"]
+                            ts = data["ts"]
+                            run_id = data["runId"]
+                            call_id = data["callId"]
+                            name = data["name"]
+                        except (json_error, KeyError, TypeError):
+                            seq = -1  # not a line for this loop
+                        if (
+                            seq == expected
+                            and type_of(seq) is integer
+                            and prev == prev_hash
+                            and type_of(ts) is text
+                            and type_of(run_id) is text
+                            and type_of(call_id) is text
+                            and type_of(name) is text
+                        ):
+                            if kind == "ToolCalled":
+                                try:
+                                    tool_input = data["input"]
+                                except KeyError:
+                                    pass
+                                else:
+                                    if (
+                                        run_id in runs
+                                        and call_id not in opened
+                                        and call_id not in open_calls
+                                        and call_id not in closed
+                                    ):
+                                        prev_hash = sha256(body).digest()[:hash_bytes].hex()
+                                        expected = seq + 1
+                                        done = number
+                                        done_start = start
+                                        opened[call_id] = (number, seq, run_id, name, tool_input)
+                                        continue
+                            elif kind == "ToolSucceeded":
+                                try:
+                                    output = data["output"]
+                                    duration = data["durationMs"]
+                                except KeyError:
+                                    duration = None
+                                if type_of(duration) in numbers and call_id in opened:
+                                    line, _, run_id, name, tool_input = opened.pop(call_id)
+                                    prev_hash = sha256(body).digest()[:hash_bytes].hex()
+                                    expected = seq + 1
+                                    done = number
+                                    done_start = start
+                                    closed.add(call_id)
+                                    state = runs[run_id]
+                                    state.succeeded += 1
+                                    if count_tokens:
+                                        state.count_tokens(name, tool_input, data)
+                                    if everything or run_id == self._selected:
+                                        self.offset = start
+                                        reader.records_read = counted + number
+                                        reader.head_hash = prev_hash
+                                        yield record(
+                                            state.info.index,
+                                            run_id,
+                                            call_id,
+                                            name,
+                                            tool_input,
+                                            SUCCEEDED,
+                                            line,
+                                            number,
+                                            output,
+                                            None,
+                                            duration,
+                                        )
+                                    continue
+                            elif kind == "ToolFailed":
+                                duration = data.get("durationMs")
+                                error = data.get("error")
+                                if (
+                                    type_of(duration) in numbers
+                                    and type_of(error) is table
+                                    and type_of(error.get("kind")) is text
+                                    and type_of(error.get("message")) is text
+                                    and call_id in opened
+                                ):
+                                    prev_hash = sha256(body).digest()[:hash_bytes].hex()
+                                    expected = seq + 1
+                                    done = number
+                                    done_start = start
+                                    line, _, run_id, name, tool_input = opened.pop(call_id)
+                                    closed.add(call_id)
+                                    state = runs[run_id]
+                                    state.failed += 1
+                                    if count_tokens:
+                                        state.count_tokens(name, tool_input, data)
+                                    if everything or run_id == self._selected:
+                                        self.offset = start
+                                        reader.records_read = counted + number
+                                        reader.head_hash = prev_hash
+                                        yield record(
+                                            state.info.index,
+                                            run_id,
+                                            call_id,
+                                            name,
+                                            tool_input,
+                                            FAILED,
+                                            line,
+                                            number,
+                                            None,
+                                            error,
+                                            duration,
+                                        )
+                                    continue
+                    # Anything else: the general paths decide, for this line alone.
+                    if opened:
+                        self._adopt(opened)
+                    self.offset = done_start
+                    reader.records_read = counted + number - 1
+                    reader.head_hash = prev_hash
+                    for line, line_start, seq, _prev, line_hash, data in resume(
+                        (raw,), handle, line=number, offset=start, seq=expected, prev=prev_hash
+                    ):
+                        prev_hash = line_hash
+                        expected = seq + 1
+                        done = line
+                        done_start = line_start
+                        self.offset = line_start
+                        yield from event(line, seq, data)
+                    if reader.torn_tail is not torn:
+                        break
+                    ready = not reader.upcasting
+            finally:
+                # However the loop ends, the state says how far folding got.
+                if opened:
+                    self._adopt(opened)
+                if reader.torn_tail is torn:
+                    self.offset = done_start
+                    reader.records_read = counted + done
+                    reader.head_hash = prev_hash
+        yield from self._finish()
+
+    def _adopt(self, opened: dict[str, tuple[int, int, str, str, JsonValue]]) -> None:
+        """Hand the calls `_read` opened to the protocol (in the order they began)."""
+        open_calls = self._protocol.open_calls
+        for call_id, (line, seq, run_id, name, tool_input) in opened.items():
+            open_calls[call_id] = OpenCall(line, seq, run_id, call_id, name)
+            self._inputs[call_id] = tool_input
+        opened.clear()
+
+    def _event(self, line: int, seq: int, data: JsonObject) -> Iterator[RunInfo | CallRecord]:
+        """Fold one event the reader accepted: any type, any protocol problem."""
+        protocol = self._protocol
+        runs = self._runs
+        kind = data["type"]
+        if kind == "ToolSucceeded" or kind == "ToolFailed":  # noqa: PLR1714
+            opened = protocol.finished(line, seq, kind, data["callId"])
+            if opened is None:
+                return
+            state = runs[opened.run_id]
+            tool_input = self._inputs.pop(opened.call_id)
+            if kind == "ToolSucceeded":
+                state.succeeded += 1
+                output = data["output"]
+                error = None
+            else:
+                state.failed += 1
+                output = None
+                error = data["error"]
+            if self.context_reports:
+                state.count_tokens(opened.name, tool_input, data)
+            if self.selection is None or opened.run_id == self._selected:
+                yield CallRecord(
+                    state.info.index,
+                    opened.run_id,
+                    opened.call_id,
+                    opened.name,
+                    tool_input,
+                    SUCCEEDED if error is None else FAILED,
+                    opened.line,
+                    line,
+                    output,
+                    error,
+                    data["durationMs"],
+                )
+        elif kind == "ToolCalled":
+            call_id = data["callId"]
+            run_id = data["runId"]
+            if run_id not in runs:
+                yield from self._run_started(line, data, recorded=False)
+            problems = protocol.problems
+            known = len(problems)
+            protocol.called(line, seq, run_id, call_id, data["name"])
+            if len(problems) == known:
+                self._inputs[call_id] = data["input"]
+        elif kind == "RunStarted":
+            if data["runId"] in runs:
+                self._extra_problems.append(
+                    LogProblem("protocol", line, f"run {data['runId']} is started again")
+                )
+                return
+            yield from self._run_started(line, data, recorded=True)
+        elif kind == "TranscriptStarted":
+            if line == 1:
+                self.transcript_id = data["transcriptId"]
+        else:
+            self._unknown += 1
 
     def _in_doubt(self) -> Iterator[CallRecord]:
         for opened in self._protocol.in_doubt():

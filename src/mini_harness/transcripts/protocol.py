@@ -40,28 +40,33 @@ class CallProtocol:
 
     Works on plain fields so that both typed readers and fast raw folds can use it. Memory
     grows with the number of distinct call ids (to catch reuse), not with event size.
+
+    `open_calls` (call id to its OpenCall, in the order they began) and `closed` (ids of
+    ended calls) are the whole state. A fold may update them itself for a call event that
+    breaks no rule (a new call id; a terminal event for an open call), exactly as `called`
+    and `finished` would, and must hand every other call event to those methods.
     """
 
     def __init__(self) -> None:
         self.problems: list[ProtocolProblem] = []
-        self._open: dict[str, OpenCall] = {}
-        self._closed: set[str] = set()
+        self.open_calls: dict[str, OpenCall] = {}
+        self.closed: set[str] = set()
 
     def called(self, line: int, seq: int, run_id: str, call_id: str, name: str) -> None:
-        if call_id in self._open or call_id in self._closed:
+        if call_id in self.open_calls or call_id in self.closed:
             self.problems.append(
                 ProtocolProblem(line, seq, call_id, f"callId {call_id} is used again")
             )
             return
-        self._open[call_id] = OpenCall(line, seq, run_id, call_id, name)
+        self.open_calls[call_id] = OpenCall(line, seq, run_id, call_id, name)
 
     def finished(self, line: int, seq: int, kind: str, call_id: str) -> OpenCall | None:
         """Record a terminal event; return the call it closes (None if it closes nothing)."""
-        opened = self._open.pop(call_id, None)
+        opened = self.open_calls.pop(call_id, None)
         if opened is not None:
-            self._closed.add(call_id)
+            self.closed.add(call_id)
             return opened
-        if call_id in self._closed:
+        if call_id in self.closed:
             message = f"{kind} for call {call_id}, which already ended"
         else:
             message = f"{kind} for call {call_id}, which has no ToolCalled"
@@ -70,4 +75,4 @@ class CallProtocol:
 
     def in_doubt(self) -> list[OpenCall]:
         """Calls with a ToolCalled and no terminal event, in the order they began."""
-        return list(self._open.values())
+        return list(self.open_calls.values())

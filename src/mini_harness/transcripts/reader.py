@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TypeAlias
 
@@ -154,28 +154,68 @@ class TranscriptReader:
 
     def _scan(self, decode: _Decoder) -> Iterator[Any]:
         """The one implementation behind both iterators: decode, classify damage, check chain."""
+        handle, offset = self.open()
+        with handle:
+            yield from self._records(handle, handle, decode, 1, offset, 0, None)
+
+    def open(self) -> tuple[BinaryIO, int]:
+        """Open the file for reading lines, past a UTF-8 BOM: (handle, offset of line 1).
+
+        Raises TranscriptError if the file cannot be read. For readers of their own that take
+        the common lines themselves and hand the others to `resume`.
+        """
         try:
             handle = self.path.open("rb")
         except OSError as exc:
             raise TranscriptError(
                 str(self.path), f"cannot read transcript {self.path}: {exc.strerror}"
             ) from None
-        with handle:
-            yield from self._records(handle, decode)
+        if handle.read(len(BOM)) == BOM:
+            self.bom = True
+            return handle, len(BOM)
+        handle.seek(0)
+        return handle, 0
 
-    def _records(self, handle: BinaryIO, decode: _Decoder) -> Iterator[Any]:
+    @property
+    def upcasting(self) -> bool:
+        """Whether lines are upcast from an older format version (known after line 1)."""
+        return self._upcast is not None
+
+    def resume(
+        self,
+        lines: Iterable[bytes],
+        rest: Iterable[bytes],
+        *,
+        line: int,
+        offset: int,
+        seq: int,
+        prev: str | None,
+    ) -> Iterator[RawRecord]:
+        """The raw path (see `raw`) over `lines`, from a reading state built elsewhere.
+
+        `line` and `offset` are those of the first of `lines`, `seq` and `prev` what it
+        must carry; `rest` is the rest of the file, read to tell a torn tail from damage.
+        All checks and counts (`records_read`, `head_hash`, problems) are this reader's,
+        as if it had read every line before itself: a caller that reads the common lines
+        itself keeps those counts up to date before handing a line over.
+        """
+        return self._records(lines, rest, self._raw, line, offset, seq, prev)
+
+    def _records(  # noqa: PLR0917 - internal, the state of one loop
+        self,
+        lines: Iterable[bytes],
+        rest: Iterable[bytes],
+        decode: _Decoder,
+        first_line: int,
+        offset: int,
+        expected_seq: int,
+        prev_hash: str | None,
+    ) -> Iterator[Any]:
         # This loop runs once per line of files with millions of lines: the common case is
         # a few comparisons, and every problem goes to code of its own.
         sha256 = hashlib.sha256
-        offset = 0
-        if handle.read(len(BOM)) == BOM:
-            self.bom, offset = True, len(BOM)
-        else:
-            handle.seek(0)
-        expected_seq = 0
-        prev_hash: str | None = None
         pending: list[DamagedLine] = []  # salvage: bad lines not yet known to be mid-file
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in enumerate(lines, start=first_line):
             start = offset
             offset += len(raw)
             if not raw.endswith(b"\n"):
@@ -200,7 +240,7 @@ class TranscriptReader:
                 if self._salvage:
                     pending.append(DamagedLine(number, start, len(raw), reason))
                     continue
-                self._bad_line(handle, decode, number, start, len(raw), reason)
+                self._bad_line(rest, decode, number, start, len(raw), reason)
                 return
             checked = not pending
             if pending:
@@ -285,7 +325,7 @@ class TranscriptReader:
 
     def _bad_line(  # noqa: PLR0917 - internal, called from one place
         self,
-        handle: BinaryIO,
+        rest: Iterable[bytes],
         decode: _Decoder,
         number: int,
         start: int,
@@ -294,7 +334,7 @@ class TranscriptReader:
     ) -> None:
         """Decide whether a bad line is a torn tail (nothing valid after it) or damage."""
         tail_length = length
-        for later in handle:
+        for later in rest:
             if later.endswith(b"\n"):
                 try:
                     decode(later[:-1])
