@@ -142,3 +142,18 @@ def test_the_console_script_dispatches_without_importing_click(tmp_path: Path) -
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True
     )
     assert proc.stdout.splitlines()[-1] == "1 False 4"  # {} lacks text: exit 1, still recorded
+
+
+def test_shell_completion_goes_to_click(tmp_path: Path) -> None:
+    """Click prints its completion script when asked through the environment."""
+    proc = subprocess.run(
+        [sys.executable, "-c", "from mini_harness.console import main; main()", "--tool", "echo"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "_MINI_HARNESS_COMPLETE": "bash_source"},
+        check=False,
+    )
+    assert proc.returncode == 0
+    assert "complete" in proc.stdout
+    assert "Task: Dispatch tool" not in proc.stdout

@@ -49,9 +49,9 @@ class ExitWith(Exception):
 def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
     """Print a line as click.echo would, without importing click for plain ASCII text.
 
-    click.echo also strips ANSI escapes when the stream is not a terminal and copes with
-    streams whose encoding cannot hold the text; a message that could need either (one
-    with ESC or any non-ASCII character) is handed to it.
+    click.echo also strips ANSI escapes when the stream is not a terminal and rewraps
+    streams whose encoding it judges wrong; a message where either could matter (one with
+    ESC or any non-ASCII character) is handed to click.echo itself.
     """
     if not message.isascii() or "\x1b" in message:
         import click
@@ -264,7 +264,8 @@ def quick_arguments(args: list[str]) -> dict[str, str] | None:
 
 def main() -> None:
     """`mini-harness`: a plain dispatch takes the quick route, everything else click's."""
-    values = quick_arguments(sys.argv[1:])
+    # Shell completion asks click for its script through this variable, whatever the args.
+    values = None if "_MINI_HARNESS_COMPLETE" in os.environ else quick_arguments(sys.argv[1:])
     if values is None:
         from mini_harness.cli import cli
 

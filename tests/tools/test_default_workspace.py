@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mini_harness import ToolRuntime
-from mini_harness.errors import WorkspaceError
+from mini_harness.errors import ToolCallError, WorkspaceError
 from mini_harness.tools import Workspace, default_registry
 
 
@@ -41,3 +41,28 @@ def test_a_deleted_current_directory_is_refused_when_the_registry_is_made(
 
 def test_workspace_is_still_exported() -> None:
     assert Workspace(os.getcwd()).root == Path(os.getcwd()).resolve()
+
+
+def test_the_root_is_resolved_when_the_registry_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Swapping the directory for a symlink afterwards does not move the confinement."""
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "f.txt").write_text("not yours\n")
+    monkeypatch.chdir(home)
+    runtime = ToolRuntime(default_registry())
+    monkeypatch.chdir(tmp_path)
+    home.rename(tmp_path / "home-old")
+    home.symlink_to(elsewhere)
+    with pytest.raises(ToolCallError):
+        runtime.dispatch("read_file", {"path": "f.txt"})
+
+
+def test_the_handlers_repr_names_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    handler = default_registry().get("read_file").handler  # type: ignore[union-attr]
+    assert repr(Workspace(tmp_path)) in repr(handler)

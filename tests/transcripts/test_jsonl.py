@@ -7,6 +7,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mini_harness import (
     ToolRegistry,
@@ -15,7 +17,7 @@ from mini_harness import (
     TranscriptFormatError,
     TranscriptWriteError,
 )
-from mini_harness.runtime import ToolSucceeded
+from mini_harness.runtime import ToolCalled, ToolSucceeded
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, line_hash, read_transcript
 
 
@@ -323,3 +325,29 @@ class TestShortWrites:
         event = records[-1].event
         assert isinstance(event, ToolSucceeded)
         assert event.output == {"text": "x" * 100}
+
+
+class TestPathText:
+    """The writer keeps its path as the text pathlib would give, without importing it."""
+
+    @given(
+        st.lists(st.sampled_from(["", ".", "..", "a", "b.jsonl", " "]), max_size=6),
+        st.sampled_from(["", "/", "//", "///"]),
+        st.booleans(),
+    )
+    def test_same_text_as_pathlib(self, parts: list[str], lead: str, trailing: bool) -> None:
+        from mini_harness.transcripts.writer import path_text
+
+        text = lead + "/".join(parts) + ("/" if trailing else "")
+        assert path_text(text) == str(Path(text))
+
+    def test_a_trailing_slash_names_the_file(self, tmp_path: Path) -> None:
+        with JsonlTranscript(f"{tmp_path}/t.jsonl/") as sink:
+            assert sink.path == tmp_path / "t.jsonl"
+            sink.append(ToolCalled("2026-11-30T08:00:00.000000Z", "r", "c-1", "echo", {}))
+        assert (tmp_path / "t.jsonl").is_file()
+
+    def test_a_bytes_path_is_refused_before_anything_is_created(self, tmp_path: Path) -> None:
+        with pytest.raises(TypeError, match="must be a str"):
+            JsonlTranscript(os.fsencode(tmp_path / "t.jsonl"))  # type: ignore[arg-type]
+        assert not (tmp_path / "t.jsonl").exists()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 from mini_harness._lazy import lazy_exports
 from mini_harness.errors import WorkspaceError
@@ -14,33 +14,37 @@ from mini_harness.tools.definitions import LIST_FILES, READ_FILE, SEARCH_TEXT, S
 from mini_harness.tools.echo import ECHO, echo
 
 if TYPE_CHECKING:
-    from mini_harness.tools.workspace import Workspace
-
-    WorkspaceLike: TypeAlias = Workspace | str | os.PathLike[str]
+    from mini_harness.tools.workspace import Workspace, WorkspaceLike
 
 
 class _CurrentDirectory:
     """The workspace of a registry made without one: the current directory at that time.
 
-    Resolved into a Workspace when a file tool first runs, so that a run that calls none
-    (a CLI dispatch of echo) never loads the workspace module and pathlib behind it.
+    The directory is resolved and checked when the registry is made, as Workspace.current()
+    does; the Workspace object itself is built when a file tool first runs, so that a run
+    that calls none (a CLI dispatch of echo) never loads the workspace module and pathlib.
     """
 
     def __init__(self) -> None:
         try:
-            self._cwd = os.getcwd()
+            cwd = os.getcwd()
         except OSError as exc:  # the cwd was deleted under us
             raise WorkspaceError(".", f"The current directory cannot be used: {exc}") from None
+        self._real = os.path.realpath(cwd)
         self._workspace: Workspace | None = None
+        if not os.path.isdir(self._real):  # rare: let Workspace say what is wrong
+            from mini_harness.tools.workspace import Workspace
+
+            self._workspace = Workspace(cwd)
 
     def __repr__(self) -> str:
-        return f"<the current directory {self._cwd!r}>"
+        return repr(self.get())
 
     def get(self) -> Workspace:
         if self._workspace is None:
             from mini_harness.tools.workspace import Workspace
 
-            self._workspace = Workspace(self._cwd)
+            self._workspace = Workspace.from_resolved(self._real)
         return self._workspace
 
 
@@ -105,4 +109,6 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, {"Workspace": "workspace"}, globals())
+__getattr__, __dir__ = lazy_exports(
+    __name__, {"Workspace": "workspace", "WorkspaceLike": "workspace"}, globals()
+)

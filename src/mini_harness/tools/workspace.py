@@ -16,7 +16,7 @@ import posixpath
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 import orjson
@@ -141,6 +141,14 @@ class Workspace:
     root: Path = attrs.field(converter=_resolve_root)
 
     @classmethod
+    def from_resolved(cls, real: str) -> Workspace:
+        """A workspace for a root that is already resolved (realpath) and was checked to be
+        a directory: no second resolution, which could land elsewhere if a path changed."""
+        workspace = object.__new__(cls)
+        object.__setattr__(workspace, "root", Path(real))
+        return workspace
+
+    @classmethod
     def current(cls) -> Workspace:
         """The current directory as a workspace."""
         try:
@@ -234,3 +242,7 @@ def __getattr__(name: str) -> Any:
 
         return location.Location
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+WorkspaceLike: TypeAlias = Workspace | str | os.PathLike[str]
+"""What the registry helpers accept as a workspace."""

@@ -175,6 +175,20 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def path_text(path: str | os.PathLike[str]) -> str:
+    """`str(pathlib.Path(path))` without importing pathlib: "." for "", no "." parts, no
+    repeated or trailing slashes, ".." kept; a str path only (pathlib refuses bytes too)."""
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        raise TypeError(f"a transcript path must be a str, not {type(text).__name__}")
+    if text.startswith("/"):
+        lead = "//" if text.startswith("//") and not text.startswith("///") else "/"
+    else:
+        lead = ""
+    parts = [part for part in text.split("/") if part and part != "."]
+    return lead + "/".join(parts) if parts else (lead or ".")
+
+
 class JsonlTranscript:
     """An event sink that appends to a JSONL transcript file.
 
@@ -212,7 +226,9 @@ class JsonlTranscript:
             raise ValueError(f"fsync must be one of {', '.join(FSYNC_MODES)}, not {fsync!r}")
         if not lock_lease >= 0:
             raise ValueError(f"lock_lease must be >= 0 seconds, not {lock_lease!r}")
-        self._path = os.fspath(path)  # the `path` property makes the Path (pathlib loads slowly)
+        # Kept as the text of Path(path) (the `path` property makes the Path itself when
+        # asked: pathlib is slow to import, and a plain dispatch never needs it).
+        self._path = path_text(path)
         self._path_obj: Path | None = None
         self.fsync: FsyncMode = fsync
         self.max_event_bytes = max_event_bytes
