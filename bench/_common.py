@@ -74,6 +74,9 @@ class Section:
 
 
 ECHO_INPUT = {"text": "hello"}
+# Stand-ins with the lengths real values have, for baselines that format and hash nothing.
+TS = "2026-01-02T03:04:05.123456Z"
+HEX = "0123456789abcdef0123456789abcdef"
 
 
 def median(values: Sequence[float]) -> float:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import orjson
 from _common import (
+    HEX,
+    TS,
     Config,
     Section,
     Target,
@@ -34,9 +36,6 @@ from mini_harness.transcripts import JsonlTranscript
 
 ORDER = 10
 INPUT = {"text": "hello"}
-# Stand-ins with the lengths real values have: the floor formats nothing and hashes nothing.
-TS = "2026-01-02T03:04:05.123456Z"
-HEX = "0123456789abcdef0123456789abcdef"
 
 
 def run_subject(path: Path, count: int, **options: float) -> float:
