@@ -18,7 +18,13 @@ _MEASURE = textwrap.dedent(
     import resource, sys
     from mini_harness.cli import cli
     code = cli.main(["replay", sys.argv[1], "--json"], standalone_mode=False)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    # VmHWM is this interpreter's own peak. ru_maxrss is not: Linux carries the peak of
+    # the process that started it across exec (pytest's, which may be far larger).
+    try:
+        with open("/proc/self/status") as status:
+            peak = next(int(l.split()[1]) for l in status if l.startswith("VmHWM:")) // 1024
+    except (OSError, StopIteration):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     print(f"exit={code} peak_mb={peak}", file=sys.stderr)
     """
 )
