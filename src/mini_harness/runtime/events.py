@@ -193,33 +193,15 @@ class DirectSink(EventSink, Protocol):
 
 
 class NullSink:
-    """Discards events: dispatch without a log."""
+    """Discards events: dispatch without a log (both routes, see DirectSink)."""
 
     def emit(self, event: Event) -> None:
         return None
 
-    def emit_tool_called(  # noqa: PLR0917 - positional: called on every dispatch
-        self,
-        ts: str,
-        run_id: str,
-        call_id: str,
-        name: str,
-        tool_input: JsonValue,
-        input_json: bytes | None,
-    ) -> None:
+    def _discard(self, *fields: object) -> None:
         return None
 
-    def emit_tool_succeeded(  # noqa: PLR0917 - positional: called on every dispatch
-        self,
-        ts: str,
-        run_id: str,
-        call_id: str,
-        name: str,
-        output: JsonValue,
-        duration_ms: float,
-        output_json: bytes | None,
-    ) -> None:
-        return None
+    emit_tool_called = emit_tool_succeeded = _discard
 
 
 def __getattr__(name: str) -> Any:
