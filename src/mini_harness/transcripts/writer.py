@@ -9,7 +9,7 @@ import stat
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, NoReturn, get_args
@@ -383,23 +383,9 @@ class JsonlTranscript:
         refuses) takes `append`.
         """
         if input_json is not None and self._redactor is None:
-            with self._thread_lock:
-                try:
-                    if not self._held or self._generation != _fork_generation:
-                        self._acquire(ts)
-                    seq = self._next_seq
-                    line = encode_tool_called(
-                        seq, ts, self._prev, run_id, call_id, name, input_json
-                    )
-                    if line is not None and len(line) <= self.max_event_bytes:
-                        self._write_line(line, seq)
-                        if _monotonic() >= self._lease_end or self.fsync != "never":
-                            self._appended()
-                        return
-                except BaseException:
-                    if self._lease <= 0:  # as in append
-                        self._release()
-                    raise
+            fields = (run_id, call_id, name, input_json)
+            if self._append_encoded(ts, encode_tool_called, fields):
+                return
         self.append(ToolCalled(ts, run_id, call_id, name, tool_input, input_json=input_json))
 
     def emit_tool_succeeded(  # noqa: PLR0917 - positional: called on every dispatch
@@ -414,25 +400,33 @@ class JsonlTranscript:
     ) -> None:
         """Append ToolSucceeded(...) without making the event (as emit_tool_called)."""
         if output_json is not None and self._redactor is None:
-            with self._thread_lock:
-                try:
-                    if not self._held or self._generation != _fork_generation:
-                        self._acquire(ts)
-                    seq = self._next_seq
-                    line = encode_tool_succeeded(
-                        seq, ts, self._prev, run_id, call_id, name, output_json, duration_ms
-                    )
-                    if line is not None and len(line) <= self.max_event_bytes:
-                        self._write_line(line, seq)
-                        if _monotonic() >= self._lease_end or self.fsync != "never":
-                            self._appended()
-                        return
-                except BaseException:
-                    if self._lease <= 0:
-                        self._release()
-                    raise
+            fields = (run_id, call_id, name, output_json, duration_ms)
+            if self._append_encoded(ts, encode_tool_succeeded, fields):
+                return
         event = ToolSucceeded(ts, run_id, call_id, name, output, duration_ms)
         self.append(event)
+
+    def _append_encoded(
+        self, ts: str, encode: Callable[..., bytes | None], fields: tuple[object, ...]
+    ) -> bool:
+        """The direct route: write `encode(seq, ts, prev, *fields)`; False (nothing written)
+        when the line must take `append` instead (None from the encoder, over the cap)."""
+        with self._thread_lock:
+            try:
+                if not self._held or self._generation != _fork_generation:
+                    self._acquire(ts)
+                seq = self._next_seq
+                line = encode(seq, ts, self._prev, *fields)
+                if line is None or len(line) > self.max_event_bytes:
+                    return False
+                self._write_line(line, seq)
+                if _monotonic() >= self._lease_end or self.fsync != "never":
+                    self._appended()
+            except BaseException:
+                if self._lease <= 0:  # as in append: no keeper ends this lock
+                    self._release()
+                raise
+            return True
 
     def _appended(self) -> None:
         """After a line is written: give the lock back if the lease ended; sync per the mode."""
