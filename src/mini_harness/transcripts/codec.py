@@ -87,72 +87,63 @@ def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
 # A line holds plain JSON only: bytes, lone surrogates, dataclasses, datetimes and other
 # objects raise (orjson.JSONEncodeError, a TypeError) instead of being converted. NaN and
 # Infinity cannot be refused without a walk; orjson writes them as null (still a valid line).
-_STRICT = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+STRICT = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 
-def _refuse(obj: object) -> None:
+def refuse_non_json(obj: object) -> None:
+    """orjson's `default` for a line: everything orjson does not write by itself is refused."""
     raise TypeError(f"{type(obj).__name__} is not JSON")
 
 
-def encode_tool_called(  # noqa: PLR0917 - positional: called on every dispatch
-    seq: int, ts: str, prev: str | None, run_id: str, call_id: str, name: str, input_json: bytes
-) -> bytes | None:
-    """The line of a ToolCalled whose input is already compact JSON (`input_json`).
+def tool_called_fields(
+    ts: str, run_id: str, call_id: str, name: str, input_json: bytes
+) -> JsonObject:
+    """The wire object of a ToolCalled whose input is already compact JSON (`input_json`).
 
-    None when this route cannot make it (the first line of a file, or a string orjson
-    refuses (an object, a string with a lone surrogate): encode_line makes it, or says
-    why it cannot.
+    `seq` and `prev` hold placeholders in their places (the wire order): encode_direct, or
+    the writer under its lock, fills them in.
+    """
+    return {
+        "type": "ToolCalled",
+        "seq": 0,
+        "ts": ts,
+        "prev": "",
+        "runId": run_id,
+        "callId": call_id,
+        "name": name,
+        "input": orjson.Fragment(input_json),
+    }
+
+
+def tool_succeeded_fields(  # noqa: PLR0917 - positional: called on every dispatch
+    ts: str, run_id: str, call_id: str, name: str, output_json: bytes, duration_ms: float
+) -> JsonObject:
+    """The wire object of a ToolSucceeded whose output is already compact JSON (as above)."""
+    return {
+        "type": "ToolSucceeded",
+        "seq": 0,
+        "ts": ts,
+        "prev": "",
+        "runId": run_id,
+        "callId": call_id,
+        "name": name,
+        "output": orjson.Fragment(output_json),
+        "durationMs": duration_ms,
+    }
+
+
+def encode_direct(fields: JsonObject, seq: int, prev: str | None) -> bytes | None:
+    """The line of `fields` (from tool_called_fields or tool_succeeded_fields) as event `seq`.
+
+    None when this route cannot make it: the first line of a file (no `prev`), or a string
+    orjson refuses (a lone surrogate): encode_line makes it, or says why it cannot.
     """
     if prev is None:
         return None
+    fields["seq"] = seq
+    fields["prev"] = prev
     try:
-        return orjson.dumps(
-            {
-                "type": "ToolCalled",
-                "seq": seq,
-                "ts": ts,
-                "prev": prev,
-                "runId": run_id,
-                "callId": call_id,
-                "name": name,
-                "input": orjson.Fragment(input_json),
-            },
-            default=_refuse,
-            option=_STRICT,
-        )
-    except TypeError:
-        return None
-
-
-def encode_tool_succeeded(  # noqa: PLR0917 - positional: called on every dispatch
-    seq: int,
-    ts: str,
-    prev: str | None,
-    run_id: str,
-    call_id: str,
-    name: str,
-    output_json: bytes,
-    duration_ms: float,
-) -> bytes | None:
-    """The line of a ToolSucceeded whose output is already compact JSON (as above)."""
-    if prev is None:
-        return None
-    try:
-        return orjson.dumps(
-            {
-                "type": "ToolSucceeded",
-                "seq": seq,
-                "ts": ts,
-                "prev": prev,
-                "runId": run_id,
-                "callId": call_id,
-                "name": name,
-                "output": orjson.Fragment(output_json),
-                "durationMs": duration_ms,
-            },
-            default=_refuse,
-            option=_STRICT,
-        )
+        return orjson.dumps(fields, default=refuse_non_json, option=STRICT)
     except TypeError:
         return None
 
@@ -162,33 +153,33 @@ def encode_line(event: Event, seq: int, prev: str | None) -> bytes:
 
     The two events of every dispatch take a direct route when dispatch already serialised
     their payload while checking it: the payload is embedded as is (orjson.Fragment)
-    instead of being serialised again (encode_tool_called, encode_tool_succeeded). The
+    instead of being serialised again (tool_called_fields, tool_succeeded_fields). The
     bytes are the same as `encode_wire(event_to_wire(event, seq, prev))`.
     """
     line = None
     if type(event) is ToolCalled and event.input_json is not None:
-        line = encode_tool_called(
-            seq, event.ts, prev, event.run_id, event.call_id, event.name, event.input_json
+        fields = tool_called_fields(
+            event.ts, event.run_id, event.call_id, event.name, event.input_json
         )
+        line = encode_direct(fields, seq, prev)
     elif type(event) is ToolSucceeded and event.output_json is not None:
-        line = encode_tool_succeeded(
-            seq,
+        fields = tool_succeeded_fields(
             event.ts,
-            prev,
             event.run_id,
             event.call_id,
             event.name,
             event.output_json,
             event.duration_ms,
         )
+        line = encode_direct(fields, seq, prev)
     if line is not None:
         return line
-    return orjson.dumps(event_to_wire(event, seq, prev), default=_refuse, option=_STRICT)
+    return orjson.dumps(event_to_wire(event, seq, prev), default=refuse_non_json, option=STRICT)
 
 
 def encode_wire(wire: JsonObject) -> bytes:
     """encode_line for a line's JSON object that was already built (and e.g. redacted)."""
-    return orjson.dumps(wire, default=_refuse, option=_STRICT)
+    return orjson.dumps(wire, default=refuse_non_json, option=STRICT)
 
 
 # --- decoding ---------------------------------------------------------------------
