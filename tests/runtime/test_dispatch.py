@@ -6,6 +6,7 @@ import time
 import uuid
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -102,6 +103,30 @@ class TestSuccess:
         ticks = iter([0, 2_500_000])
         runtime = ToolRuntime(registry, MemorySink(), monotonic_ns=lambda: next(ticks))
         assert runtime.dispatch("echo", {"text": "x"}).duration_ms == 2.5
+
+    @pytest.mark.parametrize(
+        ("elapsed_ns", "expected"),
+        [(1_234_567, 1.235), (1_234_499, 1.234), (999, 0.001), (400, 0.0), (12_000_000, 12.0)],
+    )
+    def test_duration_is_rounded_to_microseconds(
+        self, registry: ToolRegistry, elapsed_ns: int, expected: float
+    ) -> None:
+        """durationMs keeps microseconds, rounded; a failed call's is rounded the same way."""
+        ticks = iter([0, elapsed_ns, 0, elapsed_ns])
+        sink = MemorySink()
+        runtime = ToolRuntime(registry, sink, monotonic_ns=lambda: next(ticks))
+        assert runtime.dispatch("echo", {"text": "x"}).duration_ms == expected
+        with pytest.raises(InvalidInputError):
+            runtime.dispatch("echo", {"text": 1})
+        failed = [e for e in sink.events if isinstance(e, ToolFailed)]
+        assert failed[0].duration_ms == expected
+
+    def test_result_is_frozen(self, runtime: ToolRuntime) -> None:
+        """A ToolResult cannot be changed after dispatch returned it."""
+        result = runtime.dispatch("echo", {"text": "hello"})
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            result.output = {"text": "changed"}  # type: ignore[misc]
+        assert result.output == {"text": "hello"}
 
     def test_async_handler(self, sink: MemorySink) -> None:
         """An async handler works through the sync dispatch and through dispatch_async."""

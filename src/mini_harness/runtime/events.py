@@ -131,20 +131,19 @@ def event_type(event: Event) -> str:
 
 # --- ids and clocks ----------------------------------------------------------
 
-_ts_second = -1
-_ts_prefix = ""
+_ts_cache: list[int | str] = [-1, ""]  # the second last formatted, and its text
 _time_ns = time.time_ns
 
 
 def utc_timestamp() -> str:
     """UTC now as ISO 8601 with microseconds and Z, e.g. 2026-01-02T03:04:05.123456Z."""
-    global _ts_second, _ts_prefix  # noqa: PLW0603 - a one-entry cache of the formatted second
-    now = _time_ns()
-    second = now // 1_000_000_000
-    if second != _ts_second:
-        _ts_prefix = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
-        _ts_second = second
-    return f"{_ts_prefix}{now // 1000 % 1_000_000:06d}Z"
+    second, ns = divmod(_time_ns(), 1_000_000_000)
+    cache = _ts_cache
+    if second != cache[0]:
+        cache[1] = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
+        cache[0] = second
+    # str(...)[1:] zero-pads the microseconds: a format spec (:06d) costs several times more.
+    return f"{cache[1]}{str(ns // 1000 + 1_000_000)[1:]}Z"
 
 
 def new_id() -> str:
