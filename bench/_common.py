@@ -111,8 +111,9 @@ def rate(count: int, func: Callable[[], None]) -> float:
     return count / (time.perf_counter() - start)
 
 
-def echo_rate(sink: Any, count: int) -> float:
-    """Dispatches/s of `echo` through a ToolRuntime on `sink` (the run's first events excluded)."""
+def echo_loop(sink: Any) -> Callable[[int], None]:
+    """A function that dispatches `echo` n times through a ToolRuntime on `sink`, made after
+    the run's first events (header, RunStarted) and the compilation of echo's schema."""
     from mini_harness import ToolRuntime
     from mini_harness.runtime.validation import PYTHON_CHECKS
     from mini_harness.tools import default_registry
@@ -124,11 +125,17 @@ def echo_rate(sink: Any, count: int) -> float:
         runtime.dispatch("echo", ECHO_INPUT)
     dispatch = runtime.dispatch
 
-    def loop() -> None:
+    def loop(count: int) -> None:
         for _ in range(count):
             dispatch("echo", ECHO_INPUT)
 
-    return rate(count, loop)
+    return loop
+
+
+def echo_rate(sink: Any, count: int) -> float:
+    """Dispatches/s of `echo` through a ToolRuntime on `sink` (the run's first events excluded)."""
+    loop = echo_loop(sink)
+    return rate(count, lambda: loop(count))
 
 
 def fresh_path(config: Config, name: str) -> Path:

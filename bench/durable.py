@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
+import itertools
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -12,13 +16,11 @@ from _common import (
     Config,
     Section,
     Target,
-    echo_rate,
+    echo_loop,
     fmt_pct,
     fmt_rate,
     fresh_path,
-    interleave,
     median,
-    rate,
     ratios,
 )
 
@@ -28,14 +30,17 @@ ORDER = 20
 INPUT = {"text": "hello"}
 
 
-def run_subject(path: Path, count: int) -> float:
-    """Dispatches/s with fsync="always": ToolCalled is on disk before the handler runs."""
-    with JsonlTranscript(path, fsync="always") as log:
-        return echo_rate(log, count)
+# Subject and bare loop take turns every CHUNK dispatches (about 10-20 ms): a disk's fsync
+# latency drifts over seconds, so contenders timed a whole run apart see different disks.
+CHUNK = 20
+CONTENDERS = ("subject", "bare", "locked")
 
 
-def run_bare(path: Path, count: int) -> float:
-    """Two lines per dispatch, each written and fsynced on its own.
+def bare_loop(path: Path, *, locked: bool = False) -> tuple[int, Callable[[int], None]]:
+    """An open file and a function making n dispatches' worth of bare appends to it: two
+    lines per dispatch, each written and fsynced on its own; `locked` adds the writer's
+    lock syscalls around each write (flock, lseek to learn the size, unlock; the sync
+    comes after the unlock, as in the writer).
 
     The lines are the dispatch floor's event dicts (bench/dispatch_log.py), the size of the
     writer's: a sync costs more when more bytes (and new blocks) reach the disk.
@@ -62,34 +67,60 @@ def run_bare(path: Path, count: int) -> float:
         "output": INPUT,
         "durationMs": 0.004,
     }
+    numbers = itertools.count()
 
-    def loop() -> None:
-        for index in range(count):
+    def loop(count: int) -> None:
+        for _ in range(count):
+            index = next(numbers)
             call_id = f"{HEX[:12]}-{index}"
             for offset, event in enumerate((called, succeeded)):
                 event["seq"] = 2 * index + offset
                 event["callId"] = call_id
+                if locked:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    os.lseek(fd, 0, os.SEEK_END)
                 os.write(fd, orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE))
+                if locked:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
                 os.fsync(fd)
 
-    try:
-        return rate(count, loop)
-    finally:
-        os.close(fd)
+    return fd, loop
+
+
+def run_round(config: Config, count: int) -> dict[str, float]:
+    """Dispatches/s of the subject (fsync="always"), the bare loop and the locked bare loop
+    in one round.
+
+    All files are open for the whole round; the contenders take turns every CHUNK
+    dispatches, in rotating order, and each one's time is the sum of its turns.
+    """
+    spent = dict.fromkeys(CONTENDERS, 0.0)
+    with JsonlTranscript(fresh_path(config, "durable.jsonl"), fsync="always") as log:
+        bare_fd, bare = bare_loop(fresh_path(config, "bare-fsync.jsonl"))
+        locked_fd, locked = bare_loop(fresh_path(config, "bare-locked.jsonl"), locked=True)
+        try:
+            turns = list(zip(CONTENDERS, (echo_loop(log), bare, locked), strict=True))
+            for _ in range(0, count, CHUNK):
+                for name, loop in turns:
+                    start = time.perf_counter()
+                    loop(CHUNK)
+                    spent[name] += time.perf_counter() - start
+                turns.append(turns.pop(0))
+        finally:
+            os.close(bare_fd)
+            os.close(locked_fd)
+    done = len(range(0, count, CHUNK)) * CHUNK
+    return {name: done / seconds for name, seconds in spent.items()}
 
 
 def run(config: Config) -> Section:
     count = config.scale(400, 80)
-    rounds = 2 * config.rounds  # fsync times swing widely: more, shorter rounds
-    figures = interleave(
-        {
-            "subject": lambda: run_subject(fresh_path(config, "durable.jsonl"), count),
-            "bare": lambda: run_bare(fresh_path(config, "bare-fsync.jsonl"), count),
-        },
-        rounds,
-    )
+    rounds = 2 * config.rounds
+    results = [run_round(config, count) for _ in range(rounds)]
+    figures = {name: [result[name] for result in results] for name in CONTENDERS}
     per_round = ratios(figures["subject"], figures["bare"])
     share = median(per_round)
+    locked_share = median(ratios(figures["subject"], figures["locked"]))
     section = Section(
         title="Durable logging (fsync per event)",
         headers=("contender", "dispatches/s (median)", "subject vs this"),
@@ -104,6 +135,11 @@ def run(config: Config) -> Section:
                 fmt_rate(median(figures["bare"])),
                 fmt_pct(share),
             ),
+            (
+                "bare + the writer's flock, lseek and unlock around each write (reference)",
+                fmt_rate(median(figures["locked"])),
+                fmt_pct(locked_share),
+            ),
         ],
     )
     section.targets = [
@@ -111,15 +147,19 @@ def run(config: Config) -> Section:
     ]
     fsync_ms = 1000 / (2 * median(figures["bare"]))
     section.notes = [
-        f"{count:,} dispatches (2 fsyncs each) per round, {rounds} rounds, interleaved; "
+        f"{count:,} dispatches (2 fsyncs each) per contender and round, {rounds} rounds; "
+        f"within a round the contenders take turns every {CHUNK} dispatches, so all see the "
+        "disk in the same state (its fsync latency drifts over seconds); "
         f"per-round ratios ranged from {fmt_pct(min(per_round))} to {fmt_pct(max(per_round))}.",
         "The bare loop writes the dispatch floor's event dicts, lines the size of the "
         "writer's (a sync of more bytes reaches more new blocks: on this disk 230-byte lines "
         "synced about 6% slower than 70-byte ones).",
         "Per line the writer makes the bare loop's write and fsync, plus flock, lseek and "
         'unlock around the write (with fsync="always" no lease is taken: the lock is given '
-        "back before every sync), exactly two fsyncs per dispatch; the rest is its CPU work "
-        f"per dispatch (tens of microseconds) against a median fsync of {fsync_ms:.2f} ms "
-        "here, so the ratio mostly measures how steady the disk's fsync latency was.",
+        "back before every sync), exactly two fsyncs per dispatch. The reference row adds "
+        f"those lock calls to the bare loop: the subject reaches {fmt_pct(locked_share)} of "
+        "it. The rest of the gap is the subject's CPU work per dispatch (tens of "
+        "microseconds, more when it runs right after a sync woke the process) against a "
+        f"median fsync of {fsync_ms:.2f} ms here.",
     ]
     return section
