@@ -131,19 +131,21 @@ def event_type(event: Event) -> str:
 
 # --- ids and clocks ----------------------------------------------------------
 
-_ts_cache: list[int | str] = [-1, ""]  # the second last formatted, and its text
+# The second last formatted and its text, replaced as one tuple: a thread never pairs one
+# second's text with another's microseconds.
+_ts_cache: tuple[int, str] = (-1, "")
 _time_ns = time.time_ns
 
 
 def utc_timestamp() -> str:
     """UTC now as ISO 8601 with microseconds and Z, e.g. 2026-01-02T03:04:05.123456Z."""
+    global _ts_cache  # noqa: PLW0603 - a one-entry cache of the formatted second
     second, ns = divmod(_time_ns(), 1_000_000_000)
-    cache = _ts_cache
-    if second != cache[0]:
-        cache[1] = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
-        cache[0] = second
+    cached = _ts_cache
+    if second != cached[0]:
+        cached = _ts_cache = (second, time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second)))
     # str(...)[1:] zero-pads the microseconds: a format spec (:06d) costs several times more.
-    return f"{cache[1]}{str(ns // 1000 + 1_000_000)[1:]}Z"
+    return f"{cached[1]}{str(ns // 1000 + 1_000_000)[1:]}Z"
 
 
 def new_id() -> str:
