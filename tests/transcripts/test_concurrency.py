@@ -15,6 +15,7 @@ from mini_harness.errors import TranscriptWriteError
 from mini_harness.runtime import ToolCalled, ToolSucceeded
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, verify_transcript
+from mini_harness.transcripts.writer import FsyncMode
 
 
 def _append(path: str, label: str, count: int) -> None:
@@ -398,6 +399,25 @@ class TestLockLeaseFailures:
             sink.emit_tool_called("2026-11-30T08:00:00.000000Z", "r", "c-2", "echo", {}, b"{}")
         assert _lock_is_free(path)
         sink.close()
+
+    @pytest.mark.parametrize("fsync", ["always", "never"])
+    def test_an_append_that_fails_without_a_lease_gives_the_lock_back(
+        self, tmp_path: Path, fsync: FsyncMode
+    ) -> None:
+        """With fsync="always" (or lock_lease=0) no lease is taken and no keeper watches the
+        writer: a line that cannot be recorded must not leave the file locked."""
+        path = tmp_path / "t.jsonl"
+        sink = JsonlTranscript(path, fsync=fsync, lock_lease=0.005 if fsync == "always" else 0)
+        sink.append(self._event("a"))
+        with pytest.raises(TranscriptWriteError):
+            sink.append(self._event("\udcff"))  # a lone surrogate: not JSON
+        assert _lock_is_free(path)
+        with pytest.raises(TranscriptWriteError):
+            sink.emit_tool_called("2026-11-30T08:00:00.000000Z", "r", "c-2", "\udcff", {}, b"{}")
+        assert _lock_is_free(path)
+        sink.append(self._event("b"))  # still usable
+        sink.close()
+        assert len(path.read_bytes().splitlines()) == 3
 
     def test_a_fork_child_does_not_keep_the_parents_lock_alive(self, tmp_path: Path) -> None:
         """The child closes the descriptor it inherited: if the parent goes away without

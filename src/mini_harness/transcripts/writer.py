@@ -367,8 +367,8 @@ class JsonlTranscript:
                 seq = self._write_event(event)
                 self._appended()
             except BaseException:  # e.g. an event that is not JSON, or Ctrl-C
-                if self._lease <= 0:  # no keeper ends this lock: give it back now
-                    self._release()
+                if not self._lease_end:  # no lease (lock_lease=0, fsync="always"): no
+                    self._release()  # keeper ends this lock, so give it back now
                 raise
             return seq
 
@@ -434,7 +434,7 @@ class JsonlTranscript:
                 if _monotonic() >= self._lease_end or self.fsync != "never":
                     self._appended()
             except BaseException:
-                if self._lease <= 0:  # as in append: no keeper ends this lock
+                if not self._lease_end:  # as in append: no keeper ends this lock
                     self._release()
                 raise
             return True
