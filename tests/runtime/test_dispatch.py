@@ -106,12 +106,24 @@ class TestSuccess:
 
     @pytest.mark.parametrize(
         ("elapsed_ns", "expected"),
-        [(1_234_567, 1.235), (1_234_499, 1.234), (999, 0.001), (400, 0.0), (12_000_000, 12.0)],
+        [
+            (1_234_567, 1.235),
+            (1_234_499, 1.234),
+            (999, 0.001),
+            (400, 0.0),
+            (12_000_000, 12.0),
+            # Half a microsecond: ties go to the even microsecond, as documented.
+            (500, 0.0),
+            (2_500, 0.002),
+            (5_500, 0.006),
+            (2_499_500, 2.5),
+        ],
     )
     def test_duration_is_rounded_to_microseconds(
         self, registry: ToolRegistry, elapsed_ns: int, expected: float
     ) -> None:
-        """durationMs keeps microseconds, rounded; a failed call's is rounded the same way."""
+        """durationMs keeps microseconds, rounded (ties to even); a failed call's is rounded
+        the same way."""
         ticks = iter([0, elapsed_ns, 0, elapsed_ns])
         sink = MemorySink()
         runtime = ToolRuntime(registry, sink, monotonic_ns=lambda: next(ticks))
