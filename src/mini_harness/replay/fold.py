@@ -172,6 +172,11 @@ class TranscriptFold:
         # Builtins as locals: a local is read faster than a builtin, and this runs per line.
         type_of, text, integer, table, numbers = type, str, int, dict, _NUMBER
         hash_bytes, record = HASH_BYTES, CallRecord
+        # A CallRecord is made per call: object.__new__ and the field stores in this loop
+        # cost less than calling the class (its __init__ frame). Every field is set; the
+        # differential test compares these records with the general path's (attrs __eq__
+        # reads every field, so a field left unset fails it).
+        new = object.__new__
         # Calls opened here: call id -> (line, seq, run id, name, input). Moved into the
         # protocol's open calls (and self._inputs) before any other code looks at them.
         opened: dict[str, tuple[int, int, str, str, JsonValue]] = {}
@@ -251,19 +256,19 @@ class TranscriptFold:
                                         self.offset = start
                                         reader.records_read = counted + number
                                         reader.head_hash = prev_hash
-                                        yield record(
-                                            state.info.index,
-                                            run_id,
-                                            call_id,
-                                            name,
-                                            tool_input,
-                                            SUCCEEDED,
-                                            line,
-                                            number,
-                                            output,
-                                            None,
-                                            duration,
-                                        )
+                                        item = new(record)
+                                        item.run_index = state.info.index
+                                        item.run_id = run_id
+                                        item.call_id = call_id
+                                        item.name = name
+                                        item.input = tool_input
+                                        item.status = SUCCEEDED
+                                        item.line = line
+                                        item.end_line = number
+                                        item.output = output
+                                        item.error = None
+                                        item.duration_ms = duration
+                                        yield item
                                     continue
                             elif kind == "ToolFailed":
                                 duration = data.get("durationMs")
@@ -289,19 +294,19 @@ class TranscriptFold:
                                         self.offset = start
                                         reader.records_read = counted + number
                                         reader.head_hash = prev_hash
-                                        yield record(
-                                            state.info.index,
-                                            run_id,
-                                            call_id,
-                                            name,
-                                            tool_input,
-                                            FAILED,
-                                            line,
-                                            number,
-                                            None,
-                                            error,
-                                            duration,
-                                        )
+                                        item = new(record)
+                                        item.run_index = state.info.index
+                                        item.run_id = run_id
+                                        item.call_id = call_id
+                                        item.name = name
+                                        item.input = tool_input
+                                        item.status = FAILED
+                                        item.line = line
+                                        item.end_line = number
+                                        item.output = None
+                                        item.error = error
+                                        item.duration_ms = duration
+                                        yield item
                                     continue
                     # Anything else: the general paths decide, for this line alone.
                     if opened:
