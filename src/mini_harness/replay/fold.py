@@ -162,7 +162,9 @@ class TranscriptFold:
         event = self._event
         loads = orjson.loads
         json_error = orjson.JSONDecodeError
-        sha256 = hashlib.sha256
+        # A copy of an empty SHA-256 costs less than a new one (which looks its digest up
+        # by name and initialises it); the digest is the same.
+        fresh_hash = hashlib.sha256().copy
         protocol = self._protocol
         open_calls = protocol.open_calls
         closed = protocol.closed
@@ -229,7 +231,9 @@ class TranscriptFold:
                                         and call_id not in open_calls
                                         and call_id not in closed
                                     ):
-                                        prev_hash = sha256(body).digest()[:hash_bytes].hex()
+                                        hasher = fresh_hash()
+                                        hasher.update(body)
+                                        prev_hash = hasher.digest()[:hash_bytes].hex()
                                         expected = seq + 1
                                         done = number
                                         done_start = start
@@ -243,7 +247,9 @@ class TranscriptFold:
                                     duration = None
                                 if type_of(duration) in numbers and call_id in opened:
                                     line, _, run_id, name, tool_input = opened.pop(call_id)
-                                    prev_hash = sha256(body).digest()[:hash_bytes].hex()
+                                    hasher = fresh_hash()
+                                    hasher.update(body)
+                                    prev_hash = hasher.digest()[:hash_bytes].hex()
                                     expected = seq + 1
                                     done = number
                                     done_start = start
@@ -280,7 +286,9 @@ class TranscriptFold:
                                     and type_of(error.get("message")) is text
                                     and call_id in opened
                                 ):
-                                    prev_hash = sha256(body).digest()[:hash_bytes].hex()
+                                    hasher = fresh_hash()
+                                    hasher.update(body)
+                                    prev_hash = hasher.digest()[:hash_bytes].hex()
                                     expected = seq + 1
                                     done = number
                                     done_start = start
