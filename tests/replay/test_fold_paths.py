@@ -142,6 +142,10 @@ EDITS: dict[str, Edit] = {
         6, _line("ToolCalled", **{**CALL, "callId": RUN_A[:12] + "-1"}, input={})
     ),
     "terminal twice": lambda lines: _relink([*lines[:4], lines[3], *lines[4:]]),
+    "call id reused while open": lambda lines: _relink([*lines[:3], lines[2], *lines[3:]]),
+    "call id reused while another is open": lambda lines: _relink(
+        [*lines[:3], lines[4], lines[2], *lines[3:4], *lines[5:]]
+    ),
     "terminal with no call": _insert(6, _line("ToolSucceeded", **CALL, output=1, durationMs=1)),
     "failed with no call": _insert(
         6, _line("ToolFailed", **CALL, error={"kind": "k", "message": "m"}, durationMs=1)
@@ -385,7 +389,6 @@ class TestSamePathsSameResults:
         path.write_bytes(b"".join(lines))
         _assert_same(path)
         _assert_same(path, run="2", context_reports=True)
-
 
     def test_fast_records_are_whole(self, tmp_path: Path) -> None:
         """The fast loop builds CallRecords field by field: each has every field, as built."""

@@ -181,7 +181,12 @@ class TranscriptFold:
         new = object.__new__
         # Calls opened here: call id -> (line, seq, run id, name, input). Moved into the
         # protocol's open calls (and self._inputs) before any other code looks at them.
+        # The call opened last is kept apart (pending_id, pending) until another one opens:
+        # its terminal event nearly always comes next, and a dict insert and pop per call
+        # cost more than that. Everything in `opened` began before it.
         opened: dict[str, tuple[int, int, str, str, JsonValue]] = {}
+        pending_id: str | None = None
+        pending: tuple[int, int, str, str, JsonValue] = (0, 0, "", "", None)
         ready = False  # line 1 and upcast files take the general path
         number = 0
         start = offset
@@ -227,6 +232,7 @@ class TranscriptFold:
                                 else:
                                     if (
                                         run_id in runs
+                                        and call_id != pending_id
                                         and call_id not in opened
                                         and call_id not in open_calls
                                         and call_id not in closed
@@ -237,7 +243,10 @@ class TranscriptFold:
                                         expected = seq + 1
                                         done = number
                                         done_start = start
-                                        opened[call_id] = (number, seq, run_id, name, tool_input)
+                                        if pending_id is not None:
+                                            opened[pending_id] = pending
+                                        pending_id = call_id
+                                        pending = (number, seq, run_id, name, tool_input)
                                         continue
                             elif kind == "ToolSucceeded":
                                 try:
@@ -245,8 +254,16 @@ class TranscriptFold:
                                     duration = data["durationMs"]
                                 except KeyError:
                                     duration = None
-                                if type_of(duration) in numbers and call_id in opened:
-                                    line, _, run_id, name, tool_input = opened.pop(call_id)
+                                if type_of(duration) in numbers:
+                                    if call_id == pending_id:
+                                        call: tuple[int, int, str, str, JsonValue] | None = pending
+                                        pending_id = None
+                                    else:
+                                        call = opened.pop(call_id, None)
+                                else:
+                                    call = None
+                                if call is not None:
+                                    line, _, run_id, name, tool_input = call
                                     hasher = fresh_hash()
                                     hasher.update(body)
                                     prev_hash = hasher.digest()[:hash_bytes].hex()
@@ -284,15 +301,22 @@ class TranscriptFold:
                                     and type_of(error) is table
                                     and type_of(error.get("kind")) is text
                                     and type_of(error.get("message")) is text
-                                    and call_id in opened
                                 ):
+                                    if call_id == pending_id:
+                                        call = pending
+                                        pending_id = None
+                                    else:
+                                        call = opened.pop(call_id, None)
+                                else:
+                                    call = None
+                                if call is not None:
                                     hasher = fresh_hash()
                                     hasher.update(body)
                                     prev_hash = hasher.digest()[:hash_bytes].hex()
                                     expected = seq + 1
                                     done = number
                                     done_start = start
-                                    line, _, run_id, name, tool_input = opened.pop(call_id)
+                                    line, _, run_id, name, tool_input = call
                                     closed.add(call_id)
                                     state = runs[run_id]
                                     state.failed += 1
@@ -317,6 +341,9 @@ class TranscriptFold:
                                         yield item
                                     continue
                     # Anything else: the general paths decide, for this line alone.
+                    if pending_id is not None:
+                        opened[pending_id] = pending
+                        pending_id = None
                     if opened:
                         self._adopt(opened)
                     self.offset = done_start
@@ -336,6 +363,8 @@ class TranscriptFold:
                     ready = not reader.upcasting
             finally:
                 # However the loop ends, the state says how far folding got.
+                if pending_id is not None:
+                    opened[pending_id] = pending
                 if opened:
                     self._adopt(opened)
                 if reader.torn_tail is torn:
