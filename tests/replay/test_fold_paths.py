@@ -14,6 +14,7 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 from click.testing import CliRunner
@@ -21,7 +22,7 @@ from click.testing import CliRunner
 from mini_harness import ToolCallError, ToolRuntime
 from mini_harness.cli import cli
 from mini_harness.errors import MiniHarnessError
-from mini_harness.replay import TranscriptFold
+from mini_harness.replay import CallRecord, TranscriptFold
 from mini_harness.replay import fold as fold_module
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, line_hash
 from mini_harness.transcripts.upcast import Upcasters
@@ -141,6 +142,10 @@ EDITS: dict[str, Edit] = {
         6, _line("ToolCalled", **{**CALL, "callId": RUN_A[:12] + "-1"}, input={})
     ),
     "terminal twice": lambda lines: _relink([*lines[:4], lines[3], *lines[4:]]),
+    "call id reused while open": lambda lines: _relink([*lines[:3], lines[2], *lines[3:]]),
+    "call id reused while another is open": lambda lines: _relink(
+        [*lines[:3], lines[4], lines[2], *lines[3:4], *lines[5:]]
+    ),
     "terminal with no call": _insert(6, _line("ToolSucceeded", **CALL, output=1, durationMs=1)),
     "failed with no call": _insert(
         6, _line("ToolFailed", **CALL, error={"kind": "k", "message": "m"}, durationMs=1)
@@ -384,6 +389,19 @@ class TestSamePathsSameResults:
         path.write_bytes(b"".join(lines))
         _assert_same(path)
         _assert_same(path, run="2", context_reports=True)
+
+    def test_fast_records_are_whole(self, tmp_path: Path) -> None:
+        """The fast loop builds CallRecords field by field: each has every field, as built."""
+        path = tmp_path / "t.jsonl"
+        write_transcript(path, 60, runs=2)
+        records = [item for item in TranscriptFold(path) if isinstance(item, CallRecord)]
+        assert {record.status for record in records} == {"succeeded", "failed"}
+        for record in records:
+            fields = attrs.asdict(record, recurse=False)
+            assert list(fields) == [field.name for field in attrs.fields(CallRecord)]
+            built = CallRecord(**fields)
+            assert record == built
+            assert repr(record) == repr(built)
 
 
 class TestCommandLine:

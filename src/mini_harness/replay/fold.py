@@ -162,7 +162,9 @@ class TranscriptFold:
         event = self._event
         loads = orjson.loads
         json_error = orjson.JSONDecodeError
-        sha256 = hashlib.sha256
+        # A copy of an empty SHA-256 costs less than a new one (which looks its digest up
+        # by name and initialises it); the digest is the same.
+        fresh_hash = hashlib.sha256().copy
         protocol = self._protocol
         open_calls = protocol.open_calls
         closed = protocol.closed
@@ -172,9 +174,19 @@ class TranscriptFold:
         # Builtins as locals: a local is read faster than a builtin, and this runs per line.
         type_of, text, integer, table, numbers = type, str, int, dict, _NUMBER
         hash_bytes, record = HASH_BYTES, CallRecord
+        # A CallRecord is made per call: object.__new__ and the field stores in this loop
+        # cost less than calling the class (its __init__ frame). Every field is set; the
+        # differential test compares these records with the general path's (attrs __eq__
+        # reads every field, so a field left unset fails it).
+        new = object.__new__
         # Calls opened here: call id -> (line, seq, run id, name, input). Moved into the
         # protocol's open calls (and self._inputs) before any other code looks at them.
+        # The call opened last is kept apart (pending_id, pending) until another one opens:
+        # its terminal event nearly always comes next, and a dict insert and pop per call
+        # cost more than that. Everything in `opened` began before it.
         opened: dict[str, tuple[int, int, str, str, JsonValue]] = {}
+        pending_id: str | None = None
+        pending: tuple[int, int, str, str, JsonValue] = (0, 0, "", "", None)
         ready = False  # line 1 and upcast files take the general path
         number = 0
         start = offset
@@ -220,15 +232,21 @@ class TranscriptFold:
                                 else:
                                     if (
                                         run_id in runs
+                                        and call_id != pending_id
                                         and call_id not in opened
                                         and call_id not in open_calls
                                         and call_id not in closed
                                     ):
-                                        prev_hash = sha256(body).digest()[:hash_bytes].hex()
+                                        hasher = fresh_hash()
+                                        hasher.update(body)
+                                        prev_hash = hasher.digest()[:hash_bytes].hex()
                                         expected = seq + 1
                                         done = number
                                         done_start = start
-                                        opened[call_id] = (number, seq, run_id, name, tool_input)
+                                        if pending_id is not None:
+                                            opened[pending_id] = pending
+                                        pending_id = call_id
+                                        pending = (number, seq, run_id, name, tool_input)
                                         continue
                             elif kind == "ToolSucceeded":
                                 try:
@@ -236,9 +254,19 @@ class TranscriptFold:
                                     duration = data["durationMs"]
                                 except KeyError:
                                     duration = None
-                                if type_of(duration) in numbers and call_id in opened:
-                                    line, _, run_id, name, tool_input = opened.pop(call_id)
-                                    prev_hash = sha256(body).digest()[:hash_bytes].hex()
+                                if type_of(duration) in numbers:
+                                    if call_id == pending_id:
+                                        call: tuple[int, int, str, str, JsonValue] | None = pending
+                                        pending_id = None
+                                    else:
+                                        call = opened.pop(call_id, None)
+                                else:
+                                    call = None
+                                if call is not None:
+                                    line, _, run_id, name, tool_input = call
+                                    hasher = fresh_hash()
+                                    hasher.update(body)
+                                    prev_hash = hasher.digest()[:hash_bytes].hex()
                                     expected = seq + 1
                                     done = number
                                     done_start = start
@@ -251,19 +279,19 @@ class TranscriptFold:
                                         self.offset = start
                                         reader.records_read = counted + number
                                         reader.head_hash = prev_hash
-                                        yield record(
-                                            state.info.index,
-                                            run_id,
-                                            call_id,
-                                            name,
-                                            tool_input,
-                                            SUCCEEDED,
-                                            line,
-                                            number,
-                                            output,
-                                            None,
-                                            duration,
-                                        )
+                                        item = new(record)
+                                        item.run_index = state.info.index
+                                        item.run_id = run_id
+                                        item.call_id = call_id
+                                        item.name = name
+                                        item.input = tool_input
+                                        item.status = SUCCEEDED
+                                        item.line = line
+                                        item.end_line = number
+                                        item.output = output
+                                        item.error = None
+                                        item.duration_ms = duration
+                                        yield item
                                     continue
                             elif kind == "ToolFailed":
                                 duration = data.get("durationMs")
@@ -273,13 +301,22 @@ class TranscriptFold:
                                     and type_of(error) is table
                                     and type_of(error.get("kind")) is text
                                     and type_of(error.get("message")) is text
-                                    and call_id in opened
                                 ):
-                                    prev_hash = sha256(body).digest()[:hash_bytes].hex()
+                                    if call_id == pending_id:
+                                        call = pending
+                                        pending_id = None
+                                    else:
+                                        call = opened.pop(call_id, None)
+                                else:
+                                    call = None
+                                if call is not None:
+                                    hasher = fresh_hash()
+                                    hasher.update(body)
+                                    prev_hash = hasher.digest()[:hash_bytes].hex()
                                     expected = seq + 1
                                     done = number
                                     done_start = start
-                                    line, _, run_id, name, tool_input = opened.pop(call_id)
+                                    line, _, run_id, name, tool_input = call
                                     closed.add(call_id)
                                     state = runs[run_id]
                                     state.failed += 1
@@ -289,21 +326,24 @@ class TranscriptFold:
                                         self.offset = start
                                         reader.records_read = counted + number
                                         reader.head_hash = prev_hash
-                                        yield record(
-                                            state.info.index,
-                                            run_id,
-                                            call_id,
-                                            name,
-                                            tool_input,
-                                            FAILED,
-                                            line,
-                                            number,
-                                            None,
-                                            error,
-                                            duration,
-                                        )
+                                        item = new(record)
+                                        item.run_index = state.info.index
+                                        item.run_id = run_id
+                                        item.call_id = call_id
+                                        item.name = name
+                                        item.input = tool_input
+                                        item.status = FAILED
+                                        item.line = line
+                                        item.end_line = number
+                                        item.output = None
+                                        item.error = error
+                                        item.duration_ms = duration
+                                        yield item
                                     continue
                     # Anything else: the general paths decide, for this line alone.
+                    if pending_id is not None:
+                        opened[pending_id] = pending
+                        pending_id = None
                     if opened:
                         self._adopt(opened)
                     self.offset = done_start
@@ -323,6 +363,8 @@ class TranscriptFold:
                     ready = not reader.upcasting
             finally:
                 # However the loop ends, the state says how far folding got.
+                if pending_id is not None:
+                    opened[pending_id] = pending
                 if opened:
                     self._adopt(opened)
                 if reader.torn_tail is torn:
