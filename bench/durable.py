@@ -87,12 +87,13 @@ def bare_loop(path: Path, *, locked: bool = False) -> tuple[int, Callable[[int],
     return fd, loop
 
 
-def run_round(config: Config, count: int) -> dict[str, float]:
+def run_round(config: Config, count: int, turn_ratios: list[float]) -> dict[str, float]:
     """Dispatches/s of the subject (fsync="always"), the bare loop and the locked bare loop
     in one round.
 
     All files are open for the whole round; the contenders take turns every CHUNK
-    dispatches, in rotating order, and each one's time is the sum of its turns.
+    dispatches, in rotating order, and each one's time is the sum of its turns. Appends
+    to `turn_ratios` the subject's rate against the bare loop's in each cycle of turns.
     """
     spent = dict.fromkeys(CONTENDERS, 0.0)
     with JsonlTranscript(fresh_path(config, "durable.jsonl"), fsync="always") as log:
@@ -101,10 +102,13 @@ def run_round(config: Config, count: int) -> dict[str, float]:
         try:
             turns = list(zip(CONTENDERS, (echo_loop(log), bare, locked), strict=True))
             for _ in range(0, count, CHUNK):
+                cycle: dict[str, float] = {}
                 for name, loop in turns:
                     start = time.perf_counter()
                     loop(CHUNK)
-                    spent[name] += time.perf_counter() - start
+                    cycle[name] = time.perf_counter() - start
+                    spent[name] += cycle[name]
+                turn_ratios.append(cycle["bare"] / cycle["subject"])
                 turns.append(turns.pop(0))
         finally:
             os.close(bare_fd)
@@ -116,7 +120,8 @@ def run_round(config: Config, count: int) -> dict[str, float]:
 def run(config: Config) -> Section:
     count = config.scale(400, 80)
     rounds = 2 * config.rounds
-    results = [run_round(config, count) for _ in range(rounds)]
+    turn_ratios: list[float] = []
+    results = [run_round(config, count, turn_ratios) for _ in range(rounds)]
     figures = {name: [result[name] for result in results] for name in CONTENDERS}
     per_round = ratios(figures["subject"], figures["bare"])
     share = median(per_round)
@@ -150,7 +155,10 @@ def run(config: Config) -> Section:
         f"{count:,} dispatches (2 fsyncs each) per contender and round, {rounds} rounds; "
         f"within a round the contenders take turns every {CHUNK} dispatches, so all see the "
         "disk in the same state (its fsync latency drifts over seconds); "
-        f"per-round ratios ranged from {fmt_pct(min(per_round))} to {fmt_pct(max(per_round))}.",
+        f"per-round ratios ranged from {fmt_pct(min(per_round))} to {fmt_pct(max(per_round))}. "
+        f"Taken turn by turn ({len(turn_ratios)} turns of each), the median ratio is "
+        f"{fmt_pct(median(turn_ratios))}: less swayed by a single stall of the disk, which "
+        "can dominate a round's total.",
         "The bare loop writes the dispatch floor's event dicts, lines the size of the "
         "writer's (a sync of more bytes reaches more new blocks: on this disk 230-byte lines "
         "synced about 6% slower than 70-byte ones).",
