@@ -103,7 +103,10 @@ def in_doubt(records: list[TranscriptRecord]) -> list[str]:
         if isinstance(event, ToolCalled):
             protocol.called(record.line, record.seq, event.run_id, event.call_id, event.name)
         elif isinstance(event, ToolSucceeded | ToolFailed):
-            protocol.finished(record.line, record.seq, type(event).__name__, event.call_id)
+            kind = type(event).__name__
+            protocol.finished(
+                record.line, record.seq, kind, event.call_id, event.run_id, event.name
+            )
     assert protocol.problems == []
     return [call.call_id for call in protocol.in_doubt()]
 

@@ -47,7 +47,10 @@ def records(path: Path) -> list[TranscriptRecord]:
         if isinstance(event, ToolCalled):
             protocol.called(record.line, record.seq, event.run_id, event.call_id, event.name)
         elif isinstance(event, ToolSucceeded | ToolFailed):
-            protocol.finished(record.line, record.seq, type(event).__name__, event.call_id)
+            kind = type(event).__name__
+            protocol.finished(
+                record.line, record.seq, kind, event.call_id, event.run_id, event.name
+            )
     assert protocol.problems == []
     assert protocol.in_doubt() == []
     return read

@@ -146,6 +146,11 @@ EDITS: dict[str, Edit] = {
     "call id reused while another is open": lambda lines: _relink(
         [*lines[:3], lines[4], lines[2], *lines[3:4], *lines[5:]]
     ),
+    "terminal names another tool": _edit_field(3, name="flaky"),
+    "failed names another tool": _edit_field(7, name="echo"),
+    "terminal in a run not started yet": _edit_field(3, runId=RUN_B),
+    "terminal in the other run": _edit_field(10, runId=RUN_A),
+    "terminal in an unknown run": _edit_field(5, runId="c" * 32),
     "terminal with no call": _insert(6, _line("ToolSucceeded", **CALL, output=1, durationMs=1)),
     "failed with no call": _insert(
         6, _line("ToolFailed", **CALL, error={"kind": "k", "message": "m"}, durationMs=1)
@@ -328,6 +333,31 @@ class TestSamePathsSameResults:
             fold = TranscriptFold(path, fast=fast)
             outcomes.append([_outcome(fold), _outcome(fold)])
         assert outcomes[0] == outcomes[1]
+
+    @pytest.mark.parametrize("fast", [True, False])
+    def test_a_terminal_of_another_run_or_tool_is_reported(
+        self, tmp_path: Path, lines: list[bytes], fast: bool
+    ) -> None:
+        """Such a terminal event ends its call as the ToolCalled recorded it, and the fold
+        says what does not match."""
+        path = tmp_path / "t.jsonl"
+        edit = _edit_field(10, runId=RUN_A, name="flaky")  # run b's echo call, line 11
+        path.write_bytes(b"".join(edit(list(lines))))
+        fold = TranscriptFold(path, fast=fast)
+        records = [item for item in fold if isinstance(item, CallRecord)]
+        assert (records[-1].run_id, records[-1].name, records[-1].status) == (
+            RUN_B,
+            "echo",
+            "succeeded",
+        )
+        call_id = records[-1].call_id
+        assert [(p.kind, p.describe()) for p in fold.problems()] == [
+            (
+                "protocol",
+                f"line 11: ToolSucceeded for call {call_id} is in run {RUN_A}, but its "
+                f"ToolCalled is in run {RUN_B}",
+            )
+        ]
 
     def test_the_corpus_reaches_both_ends(self, tmp_path: Path, lines: list[bytes]) -> None:
         """The corpus holds clean files, problems, torn tails and errors (a guard on itself)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
 import orjson
 import pytest
 
@@ -156,8 +157,24 @@ class TestProtocol:
                 [_called("x"), _succeeded("x"), _called("x")],
                 "line 4 (seq 3): callId x is used again",
             ),
+            (
+                [_called("x"), attrs.evolve(_succeeded("x"), name="read_file")],
+                "line 3 (seq 2): ToolSucceeded for call x names tool read_file, but its "
+                "ToolCalled names echo",
+            ),
+            (
+                [_called("x"), attrs.evolve(_failed("x"), run_id="other")],
+                "line 3 (seq 2): ToolFailed for call x is in run other, but its ToolCalled "
+                "is in run run",
+            ),
         ],
-        ids=["terminal without ToolCalled", "double terminal", "reused callId"],
+        ids=[
+            "terminal without ToolCalled",
+            "double terminal",
+            "reused callId",
+            "terminal names another tool",
+            "terminal in another run",
+        ],
     )
     def test_protocol_errors_name_line_and_seq(
         self, tmp_path: Path, events: list[ToolCalled], problem: str

@@ -254,16 +254,20 @@ class TranscriptFold:
                                     duration = data["durationMs"]
                                 except KeyError:
                                     duration = None
-                                if type_of(duration) in numbers:
+                                call = pending if call_id == pending_id else opened.get(call_id)
+                                # The call must be open here, in the same run and tool.
+                                if (
+                                    type_of(duration) in numbers
+                                    and call is not None
+                                    and call[2] == run_id
+                                    and call[3] == name
+                                ):
                                     if call_id == pending_id:
-                                        call: tuple[int, int, str, str, JsonValue] | None = pending
                                         pending_id = None
                                     else:
-                                        call = opened.pop(call_id, None)
-                                else:
-                                    call = None
-                                if call is not None:
-                                    line, _, run_id, name, tool_input = call
+                                        del opened[call_id]
+                                    line = call[0]
+                                    tool_input = call[4]
                                     hasher = fresh_hash()
                                     hasher.update(body)
                                     prev_hash = hasher.digest()[:hash_bytes].hex()
@@ -296,27 +300,28 @@ class TranscriptFold:
                             elif kind == "ToolFailed":
                                 duration = data.get("durationMs")
                                 error = data.get("error")
+                                call = pending if call_id == pending_id else opened.get(call_id)
                                 if (
                                     type_of(duration) in numbers
                                     and type_of(error) is table
                                     and type_of(error.get("kind")) is text
                                     and type_of(error.get("message")) is text
+                                    and call is not None
+                                    and call[2] == run_id
+                                    and call[3] == name
                                 ):
                                     if call_id == pending_id:
-                                        call = pending
                                         pending_id = None
                                     else:
-                                        call = opened.pop(call_id, None)
-                                else:
-                                    call = None
-                                if call is not None:
+                                        del opened[call_id]
                                     hasher = fresh_hash()
                                     hasher.update(body)
                                     prev_hash = hasher.digest()[:hash_bytes].hex()
                                     expected = seq + 1
                                     done = number
                                     done_start = start
-                                    line, _, run_id, name, tool_input = call
+                                    line = call[0]
+                                    tool_input = call[4]
                                     closed.add(call_id)
                                     state = runs[run_id]
                                     state.failed += 1
@@ -387,7 +392,7 @@ class TranscriptFold:
         runs = self._runs
         kind = data["type"]
         if kind == "ToolSucceeded" or kind == "ToolFailed":  # noqa: PLR1714
-            opened = protocol.finished(line, seq, kind, data["callId"])
+            opened = protocol.finished(line, seq, kind, data["callId"], data["runId"], data["name"])
             if opened is None:
                 return
             state = runs[opened.run_id]

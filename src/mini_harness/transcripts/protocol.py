@@ -1,4 +1,5 @@
-"""The call protocol: every ToolCalled gets exactly one terminal event, and call ids are unique."""
+"""The call protocol: every ToolCalled gets exactly one terminal event of the same run and
+tool, and call ids are unique."""
 
 from __future__ import annotations
 
@@ -60,11 +61,29 @@ class CallProtocol:
             return
         self.open_calls[call_id] = OpenCall(line, seq, run_id, call_id, name)
 
-    def finished(self, line: int, seq: int, kind: str, call_id: str) -> OpenCall | None:
-        """Record a terminal event; return the call it closes (None if it closes nothing)."""
+    def finished(  # noqa: PLR0917 - the fields of a terminal event, positional
+        self, line: int, seq: int, kind: str, call_id: str, run_id: str, name: str
+    ) -> OpenCall | None:
+        """Record a terminal event; return the call it closes (None if it closes nothing).
+
+        A terminal event whose run or tool differs from its ToolCalled's still ends the
+        call (the call is as its ToolCalled recorded it), and is reported.
+        """
         opened = self.open_calls.pop(call_id, None)
         if opened is not None:
             self.closed.add(call_id)
+            if run_id != opened.run_id:
+                message = (
+                    f"{kind} for call {call_id} is in run {run_id}, but its ToolCalled "
+                    f"is in run {opened.run_id}"
+                )
+                self.problems.append(ProtocolProblem(line, seq, call_id, message))
+            elif name != opened.name:
+                message = (
+                    f"{kind} for call {call_id} names tool {name}, but its ToolCalled "
+                    f"names {opened.name}"
+                )
+                self.problems.append(ProtocolProblem(line, seq, call_id, message))
             return opened
         if call_id in self.closed:
             message = f"{kind} for call {call_id}, which already ended"

@@ -129,7 +129,9 @@ def verify_transcript(
             protocol.called(record.line, record.seq, event.run_id, event.call_id, event.name)
         elif isinstance(event, ToolSucceeded | ToolFailed):
             kind = type(event).__name__
-            protocol.finished(record.line, record.seq, kind, event.call_id)
+            protocol.finished(
+                record.line, record.seq, kind, event.call_id, event.run_id, event.name
+            )
         elif isinstance(event, RunStarted):
             runs += 1
         elif isinstance(event, UnknownEvent):
