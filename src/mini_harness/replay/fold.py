@@ -248,16 +248,31 @@ class TranscriptFold:
                                         pending_id = call_id
                                         pending = (number, seq, run_id, name, tool_input)
                                         continue
-                            elif kind == "ToolSucceeded":
-                                try:
-                                    output = data["output"]
-                                    duration = data["durationMs"]
-                                except KeyError:
-                                    duration = None
+                            elif kind == "ToolSucceeded" or kind == "ToolFailed":  # noqa: PLR1714
+                                if kind == "ToolSucceeded":
+                                    try:
+                                        output = data["output"]
+                                        duration = data["durationMs"]
+                                    except KeyError:
+                                        duration = None
+                                    error = None
+                                    status = SUCCEEDED
+                                    fields_fit = type_of(duration) in numbers
+                                else:
+                                    duration = data.get("durationMs")
+                                    error = data.get("error")
+                                    output = None
+                                    status = FAILED
+                                    fields_fit = (
+                                        type_of(duration) in numbers
+                                        and type_of(error) is table
+                                        and type_of(error.get("kind")) is text
+                                        and type_of(error.get("message")) is text
+                                    )
                                 call = pending if call_id == pending_id else opened.get(call_id)
                                 # The call must be open here, in the same run and tool.
                                 if (
-                                    type_of(duration) in numbers
+                                    fields_fit
                                     and call is not None
                                     and call[2] == run_id
                                     and call[3] == name
@@ -276,7 +291,10 @@ class TranscriptFold:
                                     done_start = start
                                     closed.add(call_id)
                                     state = runs[run_id]
-                                    state.succeeded += 1
+                                    if error is None:  # a ToolSucceeded
+                                        state.succeeded += 1
+                                    else:
+                                        state.failed += 1
                                     if count_tokens:
                                         state.count_tokens(name, tool_input, data)
                                     if everything or run_id == self._selected:
@@ -289,58 +307,10 @@ class TranscriptFold:
                                         item.call_id = call_id
                                         item.name = name
                                         item.input = tool_input
-                                        item.status = SUCCEEDED
+                                        item.status = status
                                         item.line = line
                                         item.end_line = number
                                         item.output = output
-                                        item.error = None
-                                        item.duration_ms = duration
-                                        yield item
-                                    continue
-                            elif kind == "ToolFailed":
-                                duration = data.get("durationMs")
-                                error = data.get("error")
-                                call = pending if call_id == pending_id else opened.get(call_id)
-                                if (
-                                    type_of(duration) in numbers
-                                    and type_of(error) is table
-                                    and type_of(error.get("kind")) is text
-                                    and type_of(error.get("message")) is text
-                                    and call is not None
-                                    and call[2] == run_id
-                                    and call[3] == name
-                                ):
-                                    if call_id == pending_id:
-                                        pending_id = None
-                                    else:
-                                        del opened[call_id]
-                                    hasher = fresh_hash()
-                                    hasher.update(body)
-                                    prev_hash = hasher.digest()[:hash_bytes].hex()
-                                    expected = seq + 1
-                                    done = number
-                                    done_start = start
-                                    line = call[0]
-                                    tool_input = call[4]
-                                    closed.add(call_id)
-                                    state = runs[run_id]
-                                    state.failed += 1
-                                    if count_tokens:
-                                        state.count_tokens(name, tool_input, data)
-                                    if everything or run_id == self._selected:
-                                        self.offset = start
-                                        reader.records_read = counted + number
-                                        reader.head_hash = prev_hash
-                                        item = new(record)
-                                        item.run_index = state.info.index
-                                        item.run_id = run_id
-                                        item.call_id = call_id
-                                        item.name = name
-                                        item.input = tool_input
-                                        item.status = FAILED
-                                        item.line = line
-                                        item.end_line = number
-                                        item.output = None
                                         item.error = error
                                         item.duration_ms = duration
                                         yield item
