@@ -166,8 +166,7 @@ class TranscriptFold:
         # by name and initialises it); the digest is the same.
         fresh_hash = hashlib.sha256().copy
         protocol = self._protocol
-        open_calls = protocol.open_calls
-        closed = protocol.closed
+        seen = protocol.seen
         runs = self._runs
         everything = self.selection is None
         count_tokens = self.context_reports
@@ -230,13 +229,10 @@ class TranscriptFold:
                                 except KeyError:
                                     pass
                                 else:
-                                    if (
-                                        run_id in runs
-                                        and call_id != pending_id
-                                        and call_id not in opened
-                                        and call_id not in open_calls
-                                        and call_id not in closed
-                                    ):
+                                    # A new call id: every call that began, here or in
+                                    # the protocol, is in `seen`.
+                                    if run_id in runs and call_id not in seen:
+                                        seen.add(call_id)
                                         hasher = fresh_hash()
                                         hasher.update(body)
                                         prev_hash = hasher.digest()[:hash_bytes].hex()
@@ -289,7 +285,6 @@ class TranscriptFold:
                                     expected = seq + 1
                                     done = number
                                     done_start = start
-                                    closed.add(call_id)
                                     state = runs[run_id]
                                     if error is None:  # a ToolSucceeded
                                         state.succeeded += 1

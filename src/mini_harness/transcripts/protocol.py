@@ -42,23 +42,27 @@ class CallProtocol:
     Works on plain fields so that both typed readers and fast raw folds can use it. Memory
     grows with the number of distinct call ids (to catch reuse), not with event size.
 
-    `open_calls` (call id to its OpenCall, in the order they began) and `closed` (ids of
-    ended calls) are the whole state. A fold may update them itself for a call event that
-    breaks no rule (a new call id; a terminal event for an open call), exactly as `called`
-    and `finished` would, and must hand every other call event to those methods.
+    `open_calls` (call id to its OpenCall, in the order they began) and `seen` (the ids of
+    every call that began, open or ended) are the whole state. A fold may update them
+    itself for a call event that breaks no rule (a new call id: add it to both; a terminal
+    event for an open call: take it out of `open_calls`), exactly as `called` and
+    `finished` would, and must hand every other call event to those methods.
     """
 
     def __init__(self) -> None:
         self.problems: list[ProtocolProblem] = []
         self.open_calls: dict[str, OpenCall] = {}
-        self.closed: set[str] = set()
+        # One set of every id, not one of ended calls: a new call costs one lookup and one
+        # insert, and an ended call none (the ended ones are those not open).
+        self.seen: set[str] = set()
 
     def called(self, line: int, seq: int, run_id: str, call_id: str, name: str) -> None:
-        if call_id in self.open_calls or call_id in self.closed:
+        if call_id in self.seen:
             self.problems.append(
                 ProtocolProblem(line, seq, call_id, f"callId {call_id} is used again")
             )
             return
+        self.seen.add(call_id)
         self.open_calls[call_id] = OpenCall(line, seq, run_id, call_id, name)
 
     def finished(  # noqa: PLR0917 - the fields of a terminal event, positional
@@ -71,7 +75,6 @@ class CallProtocol:
         """
         opened = self.open_calls.pop(call_id, None)
         if opened is not None:
-            self.closed.add(call_id)
             if run_id != opened.run_id:
                 message = (
                     f"{kind} for call {call_id} is in run {run_id}, but its ToolCalled "
@@ -85,7 +88,7 @@ class CallProtocol:
                 )
                 self.problems.append(ProtocolProblem(line, seq, call_id, message))
             return opened
-        if call_id in self.closed:
+        if call_id in self.seen:  # seen and not open: it ended
             message = f"{kind} for call {call_id}, which already ended"
         else:
             message = f"{kind} for call {call_id}, which has no ToolCalled"
