@@ -7,9 +7,11 @@ import contextvars
 import inspect
 import itertools
 import math
+import os
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -137,6 +139,18 @@ def _elapsed_ms(start_ns: int, end_ns: int) -> float:
     return round((end_ns - start_ns) / 1000) / 1000
 
 
+_runtimes: weakref.WeakSet[ToolRuntime] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for runtime in list(_runtimes):
+        runtime._after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class ToolRuntime:
     """One run: dispatches against a registry and emits events to a sink.
 
@@ -162,8 +176,10 @@ class ToolRuntime:
         self._started = False
         self._call_numbers = itertools.count(1)  # next() on it is atomic: no lock per call
         self._call_prefix = f"{self.run_id[:12]}-"
+        self._calls_before_fork = 0
         self._lock = threading.Lock()
         self.tools_snapshot: tuple[JsonObject, ...] = ()
+        _runtimes.add(self)
 
     def __repr__(self) -> str:
         return f"<ToolRuntime(run_id={self.run_id!r}, calls={self.calls})>"
@@ -171,7 +187,21 @@ class ToolRuntime:
     @property
     def calls(self) -> int:
         """How many dispatches this runtime has begun."""
-        return int(repr(self._call_numbers)[6:-1]) - 1  # "count(N)": N is the next number
+        begun = int(repr(self._call_numbers)[6:-1]) - 1  # "count(N)": N is the next number
+        return self._calls_before_fork + begun
+
+    def _after_fork_in_child(self) -> None:
+        """In a child of `os.fork`: number calls apart from the parent's and siblings'.
+
+        The child goes on with the same run, but the parent (and any other child) goes on
+        counting from the same number: the child takes 12 random hex digits in place of the
+        run id's as its call id prefix, and counts from 1. Its start lock is a new one, in
+        case a thread of the parent (which the child does not have) held it at the fork.
+        """
+        self._calls_before_fork = self.calls
+        self._call_numbers = itertools.count(1)
+        self._call_prefix = f"{new_id()[:12]}-"
+        self._lock = threading.Lock()
 
     @property
     def sink(self) -> EventSink:
