@@ -9,11 +9,11 @@ import orjson
 import pytest
 from click.testing import CliRunner, Result
 
-from mini_harness import __version__
+from mini_harness import ToolRuntime, __version__
 from mini_harness.cli import cli
 from mini_harness.runtime.context import estimate_tokens, pretty_json
 from mini_harness.tools import default_registry
-from mini_harness.transcripts import TranscriptReader
+from mini_harness.transcripts import JsonlTranscript, TranscriptReader
 
 HELLO = '{"text":"hello"}'
 
@@ -326,3 +326,83 @@ class TestToolInputNumbers:
         wide = run("--tool", "echo", "--tool-input", '{"text":"a","n":18446744073709551615}')
         assert wide.exit_code == 0
         assert '"n":18446744073709551615' in wide.stdout
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+class TestOutputThatCannotBeWritten:
+    @pytest.mark.parametrize(
+        "args",
+        [
+            ["--tool", "echo", "--tool-input", HELLO],  # the quick route
+            ["--tool", "echo", "--tool-input", HELLO, "--log", "t.jsonl", "--fsync", "never"],
+            ["tools"],
+            ["--help"],
+        ],
+    )
+    def test_a_full_disk_is_an_error_line_not_a_traceback(
+        self, tmp_path: Path, args: list[str]
+    ) -> None:
+        """Standard output on a full device: one error line on stderr, exit 1."""
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run(
+                [sys.executable, "-m", "mini_harness", *args],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                check=False,
+                cwd=tmp_path,
+            )
+        assert proc.stderr == (
+            "[mini-harness] Error: cannot write the output: No space left on device\n"
+        )
+        assert proc.returncode == 1
+
+    def test_replay_to_a_full_disk(self, tmp_path: Path) -> None:
+        log = tmp_path / "t.jsonl"
+        assert run("--tool", "echo", "--tool-input", HELLO, "--log", str(log)).exit_code == 0
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run(
+                [sys.executable, "-m", "mini_harness", "replay", str(log)],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                check=False,
+            )
+        assert proc.stderr == (
+            "[mini-harness] Error: cannot write the output: No space left on device\n"
+        )
+        assert proc.returncode == 1
+
+    def test_errors_on_a_full_disk_keep_their_exit_code_and_say_nothing(
+        self, tmp_path: Path
+    ) -> None:
+        """Standard error on a full device too: no traceback, and the tool's failure is 1."""
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run(
+                [sys.executable, "-m", "mini_harness", "--tool", "nope"],
+                stdout=full,
+                stderr=full,
+                check=False,
+                cwd=tmp_path,
+            )
+        assert proc.returncode == 1
+
+    def test_a_closed_pipe_is_quiet(self, tmp_path: Path) -> None:
+        """A reader that stops early (`| head -1`) gets no error line and no traceback."""
+        log = tmp_path / "t.jsonl"
+        with JsonlTranscript(log, fsync="never") as sink:
+            runtime = ToolRuntime(default_registry(), sink)
+            for _ in range(3000):  # a report far larger than a pipe's buffer
+                runtime.dispatch("echo", {"text": "hello"})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mini_harness", "replay", str(log)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        proc.stdout.readline()
+        proc.stdout.close()
+        stderr = proc.stderr.read()
+        assert proc.wait() == 1
+        assert stderr == b""

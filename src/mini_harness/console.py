@@ -12,6 +12,7 @@ and print through `echo`, so they print the same bytes and exit with the same co
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -28,6 +29,8 @@ PREFIX = "[mini-harness]"
 # the CLI does not import the transcript layer.
 DEFAULT_FSYNC = "batch"
 FSYNC_MODES = ("always", "batch", "never")
+# What a failed write of standard output or error raises (see output_failed).
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE})
 
 
 class UsageProblem(Exception):
@@ -266,12 +269,45 @@ def main() -> None:
     """`mini-harness`: a plain dispatch takes the quick route, everything else click's."""
     # Shell completion asks click for its script through this variable, whatever the args.
     values = None if "_MINI_HARNESS_COMPLETE" in os.environ else quick_arguments(sys.argv[1:])
-    if values is None:
-        from mini_harness.cli import cli
+    try:
+        if values is None:
+            from mini_harness.cli import cli
 
-        cli()
-        return
-    sys.exit(run_quick(values))
+            cli()
+            return
+        code = run_quick(values)
+    except OSError as exc:
+        code = output_failed(exc)
+    sys.exit(code)
+
+
+def output_failed(exc: OSError) -> int:
+    """An OSError reached the top. If it is a failed write of the output (a full disk, a
+    device error, a closed pipe), say so where that still works and exit 1; anything else
+    is raised again.
+
+    Every file the commands open, read or write themselves turns its errors into messages
+    before they get here; an error of a write with no file name and one of these numbers is
+    standard output's or standard error's.
+    """
+    if exc.filename is not None or exc.errno not in _OUTPUT_ERRNOS:
+        raise exc
+    streams = [sys.stdout, sys.stderr]
+    if exc.errno != errno.EPIPE:  # a closed pipe is the reader's choice: nothing to say
+        with contextlib.suppress(OSError, ValueError):
+            error(f"cannot write the output: {exc.strerror}")
+        streams = [sys.stdout]
+    _quiet(streams)
+    return 1
+
+
+def _quiet(streams: list[Any]) -> None:
+    """Point these streams' descriptors at /dev/null, so that nothing fails again when the
+    interpreter flushes them on its way out."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in streams:
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            os.dup2(devnull, stream.fileno())
 
 
 def run_quick(values: dict[str, str]) -> int:
@@ -299,12 +335,7 @@ def run_quick(values: dict[str, str]) -> int:
         echo(err=True)  # as click does: end the line the terminal's ^C is on
         error("interrupted")
         return 130
-    except BrokenPipeError:
-        # As click does: exit 1, and let nothing fail again when the interpreter flushes
-        # the streams on its way out.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(AttributeError, OSError, ValueError):
-                os.dup2(devnull, stream.fileno())
+    except BrokenPipeError:  # as click does: exit 1, and say nothing more
+        _quiet([sys.stdout, sys.stderr])
         return 1
     return 0
