@@ -104,6 +104,25 @@ class TestCallIds:
         assert _in_child(child) == 0
         assert runtime.calls == 2
 
+    def test_a_run_not_started_at_the_fork_is_a_run_of_its_own_in_the_child(
+        self, tmp_path: Path, registry: ToolRegistry
+    ) -> None:
+        """Both processes would start the same run: the child starts one of its own."""
+        log = tmp_path / "t.jsonl"
+        with JsonlTranscript(log) as sink:
+            runtime = ToolRuntime(registry, sink)
+            parent_run = runtime.run_id
+            assert _in_child(lambda: runtime.dispatch("echo", {"text": "child"})) == 0
+            runtime.dispatch("echo", {"text": "parent"})
+        lines = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+        started = [line["runId"] for line in lines if line["type"] == "RunStarted"]
+        assert len(set(started)) == len(started) == 2
+        assert parent_run in started
+        assert runtime.run_id == parent_run
+        report = verify_transcript(log)
+        assert report.ok
+        assert report.protocol == ()
+
 
 class _BlockingSink(MemorySink):
     """Holds RunStarted until `release` is set, so the runtime's start lock stays held."""
@@ -128,6 +147,7 @@ class TestStartLock:
         the child must not wait for it to give the lock back."""
         sink = _BlockingSink()
         runtime = ToolRuntime(registry, sink)
+        parent_run = runtime.run_id
         starter = threading.Thread(target=runtime.dispatch, args=("echo", {"text": "t"}))
         starter.start()
         try:
@@ -137,11 +157,19 @@ class TestStartLock:
                 sink.release.set()  # the child's own copy: its RunStarted goes through
                 result = runtime.dispatch("echo", {"text": "child"})
                 assert result.output == {"text": "child"}
+                # The parent's thread starts the parent's run; the child's is another.
+                assert runtime.run_id != parent_run
+                started = sink.events[-3]
+                assert isinstance(started, RunStarted)
+                assert started.run_id == runtime.run_id
 
             assert _in_child(child, timeout=10) == 0
         finally:
             sink.release.set()
             starter.join(10)
+        started = sink.events[-3]
+        assert isinstance(started, RunStarted)
+        assert started.run_id == parent_run
         assert [type(e).__name__ for e in sink.events[-3:]] == [
             "RunStarted",
             "ToolCalled",

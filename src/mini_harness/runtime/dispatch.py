@@ -191,17 +191,24 @@ class ToolRuntime:
         return self._calls_before_fork + begun
 
     def _after_fork_in_child(self) -> None:
-        """In a child of `os.fork`: number calls apart from the parent's and siblings'.
+        """In a child of `os.fork`: never give a call id (or a RunStarted) the parent or a
+        sibling gives too.
 
-        The child goes on with the same run, but the parent (and any other child) goes on
-        counting from the same number: the child takes 12 random hex digits in place of the
-        run id's as its call id prefix, and counts from 1. Its start lock is a new one, in
-        case a thread of the parent (which the child does not have) held it at the fork.
+        A run already started goes on in the child, but the parent (and any other child)
+        goes on counting from the same number: the child takes 12 random hex digits in
+        place of the run id's as its call id prefix, and counts from 1. A run not started
+        yet would be started twice, so the child takes a run id of its own. Either way the
+        start lock is a new one, in case a thread of the parent (which the child does not
+        have) held it at the fork.
         """
         self._calls_before_fork = self.calls
         self._call_numbers = itertools.count(1)
-        self._call_prefix = f"{new_id()[:12]}-"
         self._lock = threading.Lock()
+        if self._started:
+            self._call_prefix = f"{new_id()[:12]}-"
+        else:
+            self.run_id = new_id()
+            self._call_prefix = f"{self.run_id[:12]}-"
 
     @property
     def sink(self) -> EventSink:

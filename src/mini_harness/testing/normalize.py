@@ -30,7 +30,7 @@ ID_FIELDS = {"transcriptId": "transcript", "runId": "run", "callId": "call"}
 _TEXT_TS = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
 _TEXT_DURATION = re.compile(r'("durationMs":\s*)-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
 _TEXT_HEX_ID = re.compile(r"\b[0-9a-f]{32}\b")
-_TEXT_CALL_ID = re.compile(r"\b[0-9a-f]{12}-\d+\b")  # `<first 12 hex of the run id>-<n>`
+_TEXT_CALL_ID = re.compile(r"\b[0-9a-f]{12}-\d+\b")  # `<12 hex of the run id, or random>-<n>`
 _PREV = re.compile(r'"prev":"[^"]*"')
 
 
