@@ -331,6 +331,8 @@ class TranscriptFold:
                     if reader.torn_tail is not torn:
                         break
                     ready = not reader.upcasting
+            except OSError as exc:  # a read of the file failed (the loop does no other I/O)
+                raise reader.unreadable(exc) from None
             finally:
                 # However the loop ends, the state says how far folding got.
                 if pending_id is not None:

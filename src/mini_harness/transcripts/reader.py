@@ -156,7 +156,10 @@ class TranscriptReader:
         """The one implementation behind both iterators: decode, classify damage, check chain."""
         handle, offset = self.open()
         with handle:
-            yield from self._records(handle, handle, decode, 1, offset, 0, None)
+            try:
+                yield from self._records(handle, handle, decode, 1, offset, 0, None)
+            except OSError as exc:
+                raise self.unreadable(exc) from None
 
     def open(self) -> tuple[BinaryIO, int]:
         """Open the file for reading lines, past a UTF-8 BOM: (handle, offset of line 1).
@@ -167,14 +170,20 @@ class TranscriptReader:
         try:
             handle = self.path.open("rb")
         except OSError as exc:
-            raise TranscriptError(
-                str(self.path), f"cannot read transcript {self.path}: {exc.strerror}"
-            ) from None
+            raise self.unreadable(exc) from None
         if handle.read(len(BOM)) == BOM:
             self.bom = True
             return handle, len(BOM)
         handle.seek(0)
         return handle, 0
+
+    def unreadable(self, exc: OSError) -> TranscriptError:
+        """The error for a failed open or read of the file (a read that fails mid-file, on a
+        failing disk or a vanished network mount, is as much a usage error as a missing
+        file: the transcript cannot be read)."""
+        return TranscriptError(
+            str(self.path), f"cannot read transcript {self.path}: {exc.strerror or exc}"
+        )
 
     @property
     def upcasting(self) -> bool:

@@ -260,9 +260,13 @@ class JsonlTranscript:
         self._open()
         try:
             check_first_line(self._fd, self._path)
-        except TranscriptFormatError:
+        except (TranscriptFormatError, OSError) as exc:
             os.close(self._fd)
             self._fd = -1
+            if isinstance(exc, OSError):
+                raise TranscriptWriteError(
+                    str(self.path), f"cannot read transcript {self.path}: {exc.strerror}"
+                ) from None
             raise
         _writers.add(self)
 
@@ -647,6 +651,16 @@ class JsonlTranscript:
     # --- learning where the file ends ------------------------------------------------
 
     def _resync(self, size: int) -> None:
+        """`_resync_to`, with a failed read or cut of the file said as a TranscriptWriteError."""
+        try:
+            self._resync_to(size)
+        except OSError as exc:
+            raise TranscriptWriteError(
+                str(self.path),
+                f"cannot append to {self.path}: reading or cutting its end failed: {exc.strerror}",
+            ) from None
+
+    def _resync_to(self, size: int) -> None:
         """Read the last event line (under the lock) to continue its seq and hash chain.
 
         Bytes after it that do not form events (an unterminated line, NULs, junk lines) are
