@@ -373,19 +373,63 @@ class TestOutputThatCannotBeWritten:
         )
         assert proc.returncode == 1
 
-    def test_errors_on_a_full_disk_keep_their_exit_code_and_say_nothing(
-        self, tmp_path: Path
+    @pytest.mark.parametrize(
+        ("args", "code"),
+        [
+            (["--tool", "echo", "--tool-input", HELLO], 0),
+            (["--tool", "nope"], 1),
+            (["--tool", "echo", "--tool-input", "{"], 2),
+            (["--bogus"], 2),
+            (["replay", "missing.jsonl"], 2),
+        ],
+    )
+    def test_standard_error_on_a_full_disk_changes_no_exit_code(
+        self, tmp_path: Path, args: list[str], code: int
     ) -> None:
-        """Standard error on a full device too: no traceback, and the tool's failure is 1."""
+        """What cannot be shown on standard error is dropped: the command does what it
+        would have done, and exits as it would have."""
         with open("/dev/full", "w") as full:
             proc = subprocess.run(
-                [sys.executable, "-m", "mini_harness", "--tool", "nope"],
-                stdout=full,
+                [sys.executable, "-m", "mini_harness", *args],
+                stdout=subprocess.PIPE,
                 stderr=full,
+                text=True,
                 check=False,
                 cwd=tmp_path,
             )
+        assert proc.returncode == code
+        if code == 0:
+            assert "Manual tool dispatch completed." in proc.stdout
+
+    def test_the_mcp_wire_on_a_full_disk(self, tmp_path: Path) -> None:
+        """`mini-harness mcp` whose answers cannot be written ends with an error, exit 1."""
+        hello = orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "0"},
+                },
+            }
+        )
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run(
+                [sys.executable, "-m", "mini_harness", "mcp"],
+                input=hello + b"\n",
+                stdout=full,
+                stderr=subprocess.PIPE,
+                check=False,
+                cwd=tmp_path,
+                timeout=60,
+            )
         assert proc.returncode == 1
+        assert proc.stderr.decode().endswith(
+            "[mini-harness] Error: MCP session failed: No space left on device\n"
+        )
+        assert b"Traceback" not in proc.stderr
 
     def test_a_closed_pipe_is_quiet(self, tmp_path: Path) -> None:
         """A reader that stops early (`| head -1`) gets no error line and no traceback."""

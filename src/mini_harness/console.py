@@ -12,14 +12,13 @@ and print through `echo`, so they print the same bytes and exit with the same co
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import re
 import stat
 import sys
 import weakref
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
 if TYPE_CHECKING:
     from mini_harness.runtime import EventSink
@@ -29,8 +28,6 @@ PREFIX = "[mini-harness]"
 # the CLI does not import the transcript layer.
 DEFAULT_FSYNC = "batch"
 FSYNC_MODES = ("always", "batch", "never")
-# What a failed write of standard output or error raises (see output_failed).
-_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE})
 
 
 class UsageProblem(Exception):
@@ -269,6 +266,7 @@ def main() -> None:
     """`mini-harness`: a plain dispatch takes the quick route, everything else click's."""
     # Shell completion asks click for its script through this variable, whatever the args.
     values = None if "_MINI_HARNESS_COMPLETE" in os.environ else quick_arguments(sys.argv[1:])
+    guard_streams()
     try:
         if values is None:
             from mini_harness.cli import cli
@@ -276,29 +274,68 @@ def main() -> None:
             cli()
             return
         code = run_quick(values)
-    except OSError as exc:
-        code = output_failed(exc)
+    except OutputError as exc:
+        _quiet([sys.stdout])
+        error(f"cannot write the output: {exc.reason}")
+        code = 1
     sys.exit(code)
 
 
-def output_failed(exc: OSError) -> int:
-    """An OSError reached the top. If it is a failed write of the output (a full disk, a
-    device error, a closed pipe), say so where that still works and exit 1; anything else
-    is raised again.
+class OutputError(Exception):
+    """Standard output cannot be written (a full disk, a device error): the console script
+    says so on standard error and exits 1."""
 
-    Every file the commands open, read or write themselves turns its errors into messages
-    before they get here; an error of a write with no file name and one of these numbers is
-    standard output's or standard error's.
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Guarded:
+    """sys.stdout or sys.stderr for the console script, telling their failures apart from
+    every other OSError.
+
+    On standard output a failed write or flush raises OutputError; a closed pipe stays a
+    BrokenPipeError, which both routes end quietly (the reader stopped on purpose). On
+    standard error it is dropped, and the stream pointed at /dev/null: what cannot be shown
+    must not change what the command does or its exit code.
     """
-    if exc.filename is not None or exc.errno not in _OUTPUT_ERRNOS:
-        raise exc
-    streams = [sys.stdout, sys.stderr]
-    if exc.errno != errno.EPIPE:  # a closed pipe is the reader's choice: nothing to say
-        with contextlib.suppress(OSError, ValueError):
-            error(f"cannot write the output: {exc.strerror}")
-        streams = [sys.stdout]
-    _quiet(streams)
-    return 1
+
+    def __init__(self, stream: Any, *, diagnostics: bool) -> None:
+        self._stream = stream
+        self._diagnostics = diagnostics
+
+    def write(self, text: str) -> int:
+        try:
+            written: int = self._stream.write(text)
+        except OSError as exc:
+            self._failed(exc)
+            return len(text)
+        return written
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            self._failed(exc)
+
+    def _failed(self, exc: OSError) -> None:
+        if self._diagnostics:
+            _quiet([self._stream])
+            return
+        if isinstance(exc, BrokenPipeError):
+            raise exc
+        raise OutputError(exc.strerror or str(exc)) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def guard_streams() -> None:
+    """Put `_Guarded` around sys.stdout and sys.stderr (once)."""
+    if sys.stdout is not None and not isinstance(sys.stdout, _Guarded):
+        sys.stdout = cast(TextIO, _Guarded(sys.stdout, diagnostics=False))
+    if sys.stderr is not None and not isinstance(sys.stderr, _Guarded):
+        sys.stderr = cast(TextIO, _Guarded(sys.stderr, diagnostics=True))
 
 
 def _quiet(streams: list[Any]) -> None:
@@ -308,6 +345,7 @@ def _quiet(streams: list[Any]) -> None:
     for stream in streams:
         with contextlib.suppress(AttributeError, OSError, ValueError):
             os.dup2(devnull, stream.fileno())
+    os.close(devnull)
 
 
 def run_quick(values: dict[str, str]) -> int:

@@ -146,6 +146,13 @@ async def serve_stdio(runtime: ToolRuntime) -> str:
         except* BrokenPipeError:
             # Nobody reads our answers any more: the session is over, not the server broken.
             ended_by.append("client closed its input")
+        except* OSError as group:
+            # The wire itself failed (answers that cannot be written, input that cannot be
+            # read): the first such error, unwrapped from the task group's, for the caller.
+            first: BaseException = group
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            raise first from None
         finally:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
@@ -218,5 +225,6 @@ def _warn(message: str) -> None:
 
 
 def run_stdio(runtime: ToolRuntime) -> str:
-    """Run `serve_stdio` on a fresh event loop; see there for the return value."""
+    """Run `serve_stdio` on a fresh event loop; see there for the return value. Raises
+    OSError if standard input or output fails during the session."""
     return asyncio.run(serve_stdio(runtime))

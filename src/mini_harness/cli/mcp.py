@@ -116,5 +116,8 @@ def mcp_command(
         names = ", ".join(d.name for d in registry.list()) or "none"
         where = f"; transcript {log}" if log is not None else ""
         _note(f"MCP server on stdio: tools {names}; run {runtime.run_id}{where}")
-        ended_by = run_stdio(runtime)
+        try:
+            ended_by = run_stdio(runtime)
+        except OSError as exc:
+            fail(f"MCP session failed: {exc.strerror or exc}", 1)
     _note(f"MCP session ended ({ended_by})")
