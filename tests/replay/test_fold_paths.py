@@ -37,10 +37,12 @@ TS = "2026-01-01T00:00:00.000000Z"
 Edit = Callable[[list[bytes]], list[bytes]]
 
 
-def _relink(lines: list[bytes]) -> list[bytes]:
+def _relink(lines: list[bytes], *, slow: tuple[int, ...] = ()) -> list[bytes]:
     """Rewrite seq and prev so that only the edit itself is wrong (or nothing is).
 
-    Lines that are not JSON objects are kept as they are.
+    Lines that are not JSON objects are kept as they are. The lines at the indexes in
+    `slow` end in a space: the reader accepts them, the fast loop leaves them to the
+    general path.
     """
     out = [lines[0]]
     for seq, line in enumerate(lines[1:], start=1):
@@ -53,7 +55,7 @@ def _relink(lines: list[bytes]) -> list[bytes]:
             continue
         data["seq"] = seq
         data["prev"] = line_hash(out[-1][:-1])
-        out.append(orjson.dumps(data) + b"\n")
+        out.append(orjson.dumps(data) + (b" \n" if seq in slow else b"\n"))
     return out
 
 
@@ -196,9 +198,8 @@ EDITS: dict[str, Edit] = {
             *lines[4:],
         ]
     ),
-    "spaces in the JSON": lambda lines: _relink(
-        [*lines[:3], lines[3].replace(b'":', b'": '), *lines[4:]]
-    ),
+    "a call line the general path reads": lambda lines: _relink(lines, slow=(2,)),
+    "a terminal line the general path reads": lambda lines: _relink(lines, slow=(3,)),
     "space after the object": _replace(3, b"{}  \n"),
     "a list line": _replace(3, b"[1, 2]\n"),
     "a string line": _replace(3, b'"ToolSucceeded"\n'),
@@ -298,7 +299,74 @@ def _lines(tmp_path: Path) -> list[bytes]:
     return path.read_bytes().splitlines(keepends=True)
 
 
+def _call(kind: str, call_id: str, **fields: Any) -> bytes:
+    return _line(kind, runId=RUN_A, callId=call_id, name="echo", **fields)
+
+
+def _called(call_id: str, name: str = "echo") -> bytes:
+    return (
+        _call("ToolCalled", call_id, input={"text": "x"})
+        if name == "echo"
+        else (_line("ToolCalled", runId=RUN_A, callId=call_id, name=name, input={}))
+    )
+
+
+def _ended(call_id: str) -> bytes:
+    return _call("ToolSucceeded", call_id, output=1, durationMs=1)
+
+
+# Call events inserted after run A's RunStarted (line index 2 on): every way a call id can
+# come back. Each is folded with different lines left to the general path (SLOW), so that
+# an id first seen by one path comes back on the other.
+CALL_ID_CASES: dict[str, list[bytes]] = {
+    "reused after it ended, then a terminal": [
+        _called("z"),
+        _ended("z"),
+        _called("z"),
+        _ended("z"),
+    ],
+    "a terminal first, then the call and a terminal": [_ended("z"), _called("z"), _ended("z")],
+    "reused while open, then two terminals": [
+        _called("z"),
+        _called("z"),
+        _ended("z"),
+        _ended("z"),
+    ],
+    "reused while open by another tool": [
+        _called("z"),
+        _called("z", name="flaky"),
+        _ended("z"),
+        _ended("z"),
+    ],
+    "reused with another call open between": [
+        _called("z"),
+        _called("y"),
+        _called("z"),
+        _ended("y"),
+        _ended("z"),
+        _ended("z"),
+    ],
+}
+SLOW = [(), (2,), (3,), (4,), (5,), (2, 4), (3, 5), (2, 3, 4, 5, 6, 7)]
+
+
 class TestSamePathsSameResults:
+    @pytest.mark.parametrize("case", sorted(CALL_ID_CASES))
+    @pytest.mark.parametrize("slow", SLOW, ids=str)
+    def test_call_ids_coming_back_on_either_path(
+        self, tmp_path: Path, lines: list[bytes], case: str, slow: tuple[int, ...]
+    ) -> None:
+        """The fast loop's record of call ids and the protocol's agree, whichever path saw
+        an id first: same problems, same records."""
+        path = tmp_path / "t.jsonl"
+        edited = [*lines[:2], *CALL_ID_CASES[case], *lines[2:]]
+        path.write_bytes(b"".join(_relink(edited, slow=slow)))
+        outcome = _assert_same(path)
+        assert outcome[-1][0] == "end"
+        fold = TranscriptFold(path)
+        list(fold)
+        assert any("callId z" in p.message or "call z" in p.message for p in fold.problems())
+
     @pytest.mark.parametrize("edit", sorted(EDITS))
     @pytest.mark.parametrize(
         "options",
