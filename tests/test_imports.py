@@ -101,3 +101,11 @@ class TestLazyImports:
         for module in (mini_harness, mini_harness.runtime, mini_harness.transcripts):
             with pytest.raises(AttributeError, match=misspelt):
                 getattr(module, misspelt)
+
+
+def test_the_package_says_it_is_typed() -> None:
+    """PEP 561: a user's type checker reads the package's annotations (ToolRuntime,
+    the typed-tool decorators, the errors) only if the package ships a py.typed marker."""
+    import importlib.resources
+
+    assert importlib.resources.files("mini_harness").joinpath("py.typed").is_file()
