@@ -13,6 +13,7 @@ import pstats
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import orjson
 from _common import (
@@ -40,7 +41,7 @@ ORDER = 10
 INPUT = {"text": "hello"}
 
 
-def run_subject(path: Path, count: int, **options: float) -> float:
+def run_subject(path: Path, count: int, **options: Any) -> float:
     """Dispatches/s of ToolRuntime + JsonlTranscript(fsync="never"), as an API user runs it."""
     with JsonlTranscript(path, fsync="never", **options) as log:
         return echo_rate(log, count)

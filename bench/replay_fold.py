@@ -60,8 +60,8 @@ def worker(mode: str, path: str) -> dict[str, float]:
 
     from mini_harness.transcripts import TranscriptReader
 
-    fold = fold_function() if mode == "fold" else None
-    streaming = fold_function("TranscriptFold") if mode == "stream" else None
+    fold: Any = fold_function() if mode == "fold" else None
+    streaming: Any = fold_function("TranscriptFold") if mode == "stream" else None
     lines = 0
     start = time.perf_counter()
     if mode == "orjson":
@@ -194,7 +194,8 @@ def _child(mode: str, path: Path) -> dict[str, float]:
         capture_output=True,
         text=True,
     )
-    return json.loads(out.stdout)
+    figures: dict[str, float] = json.loads(out.stdout)
+    return figures
 
 
 def run(config: Any) -> Any:

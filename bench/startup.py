@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import subprocess
@@ -140,7 +141,7 @@ def run(config: Config) -> Section:
     rounds = config.scale(21, 7)
     figures = interleave(
         {
-            name: (lambda n=name, c=command: timed(c, env, cpu, n))
+            name: functools.partial(timed, command, env, cpu, name)
             for name, command in commands.items()
         },
         rounds,
