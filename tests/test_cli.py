@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from subprocess import PIPE
+from typing import Any
 
 import orjson
 import pytest
@@ -328,51 +331,55 @@ class TestToolInputNumbers:
         assert '"n":18446744073709551615' in wide.stdout
 
 
+def _console(
+    args: list[str], cwd: Path, *, encoding: str = "utf-8", **streams: Any
+) -> subprocess.CompletedProcess[bytes]:
+    """The console script in a fresh process, its stdout block-buffered as a client's or a
+    shell redirect's is (no PYTHONUNBUFFERED), with `encoding` for its streams."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env["PYTHONIOENCODING"] = encoding
+    return subprocess.run(
+        [sys.executable, "-m", "mini_harness", *args],
+        check=False,
+        cwd=cwd,
+        env=env,
+        timeout=60,
+        **streams,
+    )
+
+
+FULL_DISK = b"[mini-harness] Error: cannot write the output: No space left on device\n"
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 class TestOutputThatCannotBeWritten:
+    @pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
     @pytest.mark.parametrize(
         "args",
         [
             ["--tool", "echo", "--tool-input", HELLO],  # the quick route
             ["--tool", "echo", "--tool-input", HELLO, "--log", "t.jsonl", "--fsync", "never"],
+            ["--tool", "echo", "--tool-input", '{"text":"h\u00e9"}'],  # printed by click
             ["tools"],
             ["--help"],
+            ["replay", "log.jsonl"],
+            ["replay", "log.jsonl", "--json"],  # written at the end, in one piece
+            ["transcript", "verify", "log.jsonl", "--json"],
         ],
     )
     def test_a_full_disk_is_an_error_line_not_a_traceback(
-        self, tmp_path: Path, args: list[str]
+        self, tmp_path: Path, args: list[str], encoding: str
     ) -> None:
-        """Standard output on a full device: one error line on stderr, exit 1."""
-        with open("/dev/full", "w") as full:
-            proc = subprocess.run(
-                [sys.executable, "-m", "mini_harness", *args],
-                stdout=full,
-                stderr=subprocess.PIPE,
-                text=True,
-                check=False,
-                cwd=tmp_path,
-            )
-        assert proc.stderr == (
-            "[mini-harness] Error: cannot write the output: No space left on device\n"
-        )
-        assert proc.returncode == 1
-
-    def test_replay_to_a_full_disk(self, tmp_path: Path) -> None:
-        log = tmp_path / "t.jsonl"
+        """Standard output on a full device: one error line on stderr, exit 1, whatever
+        the command and whether or not the streams' encoding holds all it prints."""
+        log = tmp_path / "log.jsonl"
         assert run("--tool", "echo", "--tool-input", HELLO, "--log", str(log)).exit_code == 0
-        with open("/dev/full", "w") as full:
-            proc = subprocess.run(
-                [sys.executable, "-m", "mini_harness", "replay", str(log)],
-                stdout=full,
-                stderr=subprocess.PIPE,
-                text=True,
-                check=False,
-            )
-        assert proc.stderr == (
-            "[mini-harness] Error: cannot write the output: No space left on device\n"
-        )
+        with open("/dev/full", "wb") as full:
+            proc = _console(args, tmp_path, encoding=encoding, stdout=full, stderr=PIPE)
+        assert proc.stderr == FULL_DISK
         assert proc.returncode == 1
 
+    @pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
     @pytest.mark.parametrize(
         ("args", "code"),
         [
@@ -381,25 +388,19 @@ class TestOutputThatCannotBeWritten:
             (["--tool", "echo", "--tool-input", "{"], 2),
             (["--bogus"], 2),
             (["replay", "missing.jsonl"], 2),
+            (["replay", "miss\u00e9.jsonl"], 2),  # an error line click must encode
         ],
     )
     def test_standard_error_on_a_full_disk_changes_no_exit_code(
-        self, tmp_path: Path, args: list[str], code: int
+        self, tmp_path: Path, args: list[str], code: int, encoding: str
     ) -> None:
         """What cannot be shown on standard error is dropped: the command does what it
         would have done, and exits as it would have."""
-        with open("/dev/full", "w") as full:
-            proc = subprocess.run(
-                [sys.executable, "-m", "mini_harness", *args],
-                stdout=subprocess.PIPE,
-                stderr=full,
-                text=True,
-                check=False,
-                cwd=tmp_path,
-            )
+        with open("/dev/full", "wb") as full:
+            proc = _console(args, tmp_path, encoding=encoding, stdout=PIPE, stderr=full)
         assert proc.returncode == code
         if code == 0:
-            assert "Manual tool dispatch completed." in proc.stdout
+            assert b"Manual tool dispatch completed." in proc.stdout
 
     def test_the_mcp_wire_on_a_full_disk(self, tmp_path: Path) -> None:
         """`mini-harness mcp` whose answers cannot be written ends with an error, exit 1."""

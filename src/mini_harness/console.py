@@ -20,6 +20,8 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
+from mini_harness.errors import OutputError
+
 if TYPE_CHECKING:
     from mini_harness.runtime import EventSink
 
@@ -267,49 +269,60 @@ def main() -> None:
     # Shell completion asks click for its script through this variable, whatever the args.
     values = None if "_MINI_HARNESS_COMPLETE" in os.environ else quick_arguments(sys.argv[1:])
     guard_streams()
+    code: int | str | None
     try:
-        if values is None:
-            from mini_harness.cli import cli
+        try:
+            if values is None:
+                from mini_harness.cli import cli
 
-            cli()
-            return
-        code = run_quick(values)
+                cli()  # exits through SystemExit
+                code = 0
+            else:
+                code = run_quick(values)
+        except SystemExit as done:
+            code = done.code
+        # What is still buffered goes out now, while a failure can still be said: at exit
+        # the interpreter would only print an "Exception ignored" traceback (exit 120).
+        sys.stdout.flush()
     except OutputError as exc:
         _quiet([sys.stdout])
         error(f"cannot write the output: {exc.reason}")
         code = 1
+    except BrokenPipeError:  # the reader stopped early: as click does, exit 1 quietly
+        _quiet([sys.stdout, sys.stderr])
+        code = 1
     sys.exit(code)
 
 
-class OutputError(Exception):
-    """Standard output cannot be written (a full disk, a device error): the console script
-    says so on standard error and exits 1."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 class _Guarded:
-    """sys.stdout or sys.stderr for the console script, telling their failures apart from
-    every other OSError.
+    """sys.stdout or sys.stderr for the console script (and the binary buffer under each),
+    telling their failures apart from every other OSError.
 
     On standard output a failed write or flush raises OutputError; a closed pipe stays a
     BrokenPipeError, which both routes end quietly (the reader stopped on purpose). On
     standard error it is dropped, and the stream pointed at /dev/null: what cannot be shown
-    must not change what the command does or its exit code.
+    must not change what the command does or its exit code. The buffer is guarded too:
+    click writes through a text wrapper of its own around it when the stream's encoding
+    cannot hold what it prints (an ASCII locale).
     """
 
     def __init__(self, stream: Any, *, diagnostics: bool) -> None:
         self._stream = stream
         self._diagnostics = diagnostics
+        self._buffer: _Guarded | None = None
 
-    def write(self, text: str) -> int:
+    @property
+    def buffer(self) -> _Guarded:
+        if self._buffer is None:
+            self._buffer = _Guarded(self._stream.buffer, diagnostics=self._diagnostics)
+        return self._buffer
+
+    def write(self, data: Any) -> int:
         try:
-            written: int = self._stream.write(text)
+            written: int = self._stream.write(data)
         except OSError as exc:
             self._failed(exc)
-            return len(text)
+            return len(data)
         return written
 
     def flush(self) -> None:

@@ -185,6 +185,15 @@ class ReplayError(MiniHarnessError):
     """Replay could not start: a bad run selection, registry spec or output path."""
 
 
+class OutputError(Exception):
+    """The console script's standard output cannot be written (a full disk, a device error):
+    it says so on standard error and exits 1. Not a MiniHarnessError (those are exit 2)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class RegistrySpecError(MiniHarnessError):
     """`module:attribute` does not name a ToolRegistry (or a function returning one)."""
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from mini_harness._version import __version__
-from mini_harness.errors import MiniHarnessError, ToolCallError, UnknownToolError
+from mini_harness.errors import MiniHarnessError, OutputError, ToolCallError, UnknownToolError
 from mini_harness.runtime import ToolRuntime
 from mini_harness.runtime.jsonvalue import JsonObject, JsonValue
 
@@ -146,7 +146,7 @@ async def serve_stdio(runtime: ToolRuntime) -> str:
         except* BrokenPipeError:
             # Nobody reads our answers any more: the session is over, not the server broken.
             ended_by.append("client closed its input")
-        except* OSError as group:
+        except* (OSError, OutputError) as group:
             # The wire itself failed (answers that cannot be written, input that cannot be
             # read): the first such error, unwrapped from the task group's, for the caller.
             first: BaseException = group
@@ -226,5 +226,6 @@ def _warn(message: str) -> None:
 
 def run_stdio(runtime: ToolRuntime) -> str:
     """Run `serve_stdio` on a fresh event loop; see there for the return value. Raises
-    OSError if standard input or output fails during the session."""
+    OSError (or, under the console script, OutputError) if standard input or output fails
+    during the session."""
     return asyncio.run(serve_stdio(runtime))

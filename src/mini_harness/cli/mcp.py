@@ -95,6 +95,7 @@ def mcp_command(
     if log is None and given_log_flags(log_settings):
         fail(f"{given_log_flags(log_settings)[0]} needs --log PATH", 2)
 
+    from mini_harness.errors import OutputError
     from mini_harness.mcp_server import run_stdio
     from mini_harness.runtime import ToolRuntime
 
@@ -118,6 +119,8 @@ def mcp_command(
         _note(f"MCP server on stdio: tools {names}; run {runtime.run_id}{where}")
         try:
             ended_by = run_stdio(runtime)
+        except OutputError as exc:  # the console script's stdout (see console.py)
+            fail(f"MCP session failed: {exc.reason}", 1)
         except OSError as exc:
             fail(f"MCP session failed: {exc.strerror or exc}", 1)
     _note(f"MCP session ended ({ended_by})")
