@@ -114,3 +114,36 @@ class TestAppending:
             f"cannot append to {log}: reading or cutting its end failed: {EIO}"
         )
         assert log.stat().st_size == size
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux /proc")
+class TestFirstRead:
+    """/proc/self/mem opens, but reading its first bytes fails with EIO."""
+
+    MEM = Path("/proc/self/mem")
+
+    def test_the_reader_names_the_file_and_closes_it(self) -> None:
+        before = _open_descriptors()
+        with pytest.raises(TranscriptError) as info:
+            list(TranscriptReader(self.MEM))
+        assert info.value.message == f"cannot read transcript {self.MEM}: {EIO}"
+        assert _open_descriptors() == before
+
+    def test_the_fold_names_the_file_and_closes_it(self) -> None:
+        before = _open_descriptors()
+        with pytest.raises(TranscriptError) as info:
+            list(TranscriptFold(self.MEM))
+        assert info.value.message == f"cannot read transcript {self.MEM}: {EIO}"
+        assert _open_descriptors() == before
+
+    def test_the_writer_closes_what_it_opened(self, registry: ToolRegistry) -> None:
+        """A file whose head cannot be read is refused when the writer opens it."""
+        before = _open_descriptors()
+        with pytest.raises(TranscriptWriteError) as info:
+            JsonlTranscript(self.MEM)
+        assert info.value.message == f"cannot read transcript {self.MEM}: {EIO}"
+        assert _open_descriptors() == before

@@ -171,10 +171,14 @@ class TranscriptReader:
             handle = self.path.open("rb")
         except OSError as exc:
             raise self.unreadable(exc) from None
-        if handle.read(len(BOM)) == BOM:
-            self.bom = True
-            return handle, len(BOM)
-        handle.seek(0)
+        try:
+            if handle.read(len(BOM)) == BOM:
+                self.bom = True
+                return handle, len(BOM)
+            handle.seek(0)
+        except OSError as exc:
+            handle.close()
+            raise self.unreadable(exc) from None
         return handle, 0
 
     def unreadable(self, exc: OSError) -> TranscriptError:

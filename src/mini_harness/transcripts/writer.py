@@ -265,7 +265,7 @@ class JsonlTranscript:
             self._fd = -1
             if isinstance(exc, OSError):
                 raise TranscriptWriteError(
-                    str(self.path), f"cannot read transcript {self.path}: {exc.strerror}"
+                    str(self.path), f"cannot read transcript {self.path}: {exc.strerror or exc}"
                 ) from None
             raise
         _writers.add(self)
