@@ -116,12 +116,25 @@ class TestCallIds:
             runtime.dispatch("echo", {"text": "parent"})
         lines = [orjson.loads(line) for line in log.read_bytes().splitlines()]
         started = [line["runId"] for line in lines if line["type"] == "RunStarted"]
-        assert len(set(started)) == len(started) == 2
+        assert len(started) == 2
         assert parent_run in started
+        (child_run,) = set(started) - {parent_run}
+        assert re.fullmatch(rf"{parent_run}-[0-9a-f]{{12}}", child_run)
         assert runtime.run_id == parent_run
         report = verify_transcript(log)
         assert report.ok
         assert report.protocol == ()
+
+    def test_a_run_id_given_still_names_the_childs_run(self, registry: ToolRegistry) -> None:
+        """The child's own run carries the id the caller chose, so it can still be found."""
+        runtime = ToolRuntime(registry, MemorySink(), run_id="job-42")
+
+        def child() -> None:
+            runtime.dispatch("echo", {"text": "child"})
+            assert re.fullmatch(r"job-42-[0-9a-f]{12}", runtime.run_id)
+
+        assert _in_child(child) == 0
+        assert runtime.run_id == "job-42"
 
 
 class _BlockingSink(MemorySink):
@@ -154,11 +167,14 @@ class TestStartLock:
             assert sink.holding.wait(10)
 
             def child() -> None:
-                sink.release.set()  # the child's own copy: its RunStarted goes through
+                # The child's own copy, a new Event: the parent's thread may have held the
+                # old one's lock at the fork. Its RunStarted goes through.
+                sink.release = threading.Event()
+                sink.release.set()
                 result = runtime.dispatch("echo", {"text": "child"})
                 assert result.output == {"text": "child"}
                 # The parent's thread starts the parent's run; the child's is another.
-                assert runtime.run_id != parent_run
+                assert runtime.run_id.startswith(f"{parent_run}-")
                 started = sink.events[-3]
                 assert isinstance(started, RunStarted)
                 assert started.run_id == runtime.run_id

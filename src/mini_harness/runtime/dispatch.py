@@ -194,21 +194,21 @@ class ToolRuntime:
         """In a child of `os.fork`: never give a call id (or a RunStarted) the parent or a
         sibling gives too.
 
-        A run already started goes on in the child, but the parent (and any other child)
-        goes on counting from the same number: the child takes 12 random hex digits in
-        place of the run id's as its call id prefix, and counts from 1. A run not started
-        yet would be started twice, so the child takes a run id of its own. Either way the
-        start lock is a new one, in case a thread of the parent (which the child does not
-        have) held it at the fork.
+        The parent (and any other child) goes on counting calls from the same number: the
+        child takes 12 random hex digits in place of the run id's as its call id prefix, and
+        counts from 1. A run already started goes on in the child; one not started yet would
+        be started twice, so the child's is a run of its own: the parent's run id (given or
+        made), a dash and those 12 digits, which still names the run it came from. Either
+        way the start lock is a new one, in case a thread of the parent (which the child
+        does not have) held it at the fork.
         """
+        own = new_id()[:12]
         self._calls_before_fork = self.calls
         self._call_numbers = itertools.count(1)
+        self._call_prefix = f"{own}-"
         self._lock = threading.Lock()
-        if self._started:
-            self._call_prefix = f"{new_id()[:12]}-"
-        else:
-            self.run_id = new_id()
-            self._call_prefix = f"{self.run_id[:12]}-"
+        if not self._started:
+            self.run_id = f"{self.run_id}-{own}"
 
     @property
     def sink(self) -> EventSink:
