@@ -288,8 +288,8 @@ def main() -> None:
         _quiet([sys.stdout])
         error(f"cannot write the output: {exc.reason}")
         code = 1
-    except BrokenPipeError:  # the reader stopped early: as click does, exit 1 quietly
-        _quiet([sys.stdout, sys.stderr])
+    except BrokenPipeError:  # the reader stopped early (either route, or the last flush):
+        _quiet([sys.stdout, sys.stderr])  # as click does, exit 1 and say nothing more
         code = 1
     sys.exit(code)
 
@@ -386,7 +386,4 @@ def run_quick(values: dict[str, str]) -> int:
         echo(err=True)  # as click does: end the line the terminal's ^C is on
         error("interrupted")
         return 130
-    except BrokenPipeError:  # as click does: exit 1, and say nothing more
-        _quiet([sys.stdout, sys.stderr])
-        return 1
     return 0
