@@ -657,7 +657,8 @@ class JsonlTranscript:
         except OSError as exc:
             raise TranscriptWriteError(
                 str(self.path),
-                f"cannot append to {self.path}: reading or cutting its end failed: {exc.strerror}",
+                f"cannot append to {self.path}: reading or cutting its end failed: "
+                f"{exc.strerror or exc}",
             ) from None
 
     def _resync_to(self, size: int) -> None:
