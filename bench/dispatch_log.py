@@ -33,8 +33,7 @@ from _common import (
     ratios,
 )
 
-from mini_harness.runtime import NullSink
-from mini_harness.runtime.events import ToolCalled
+from mini_harness.events import NullSink, ToolCalled
 from mini_harness.transcripts import JsonlTranscript
 
 ORDER = 10
@@ -129,7 +128,7 @@ def run_inlined(path: Path, count: int) -> float:
     compiled validator, the handler, both lines encoded with the payload embedded, written
     with one os.write each and hashed into the chain (SHA-256), the duration, a result.
     """
-    from mini_harness.runtime.events import utc_timestamp
+    from mini_harness.events import utc_timestamp
     from mini_harness.runtime.validation import PYTHON_CHECKS
     from mini_harness.tools import default_registry
 

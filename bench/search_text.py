@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mini_harness.runtime import NullSink, ToolRuntime
+from mini_harness.events import NullSink
+from mini_harness.runtime import ToolRuntime
 from mini_harness.runtime.validation import PYTHON_CHECKS
 from mini_harness.tools import default_registry
 

@@ -12,7 +12,8 @@ from click.testing import CliRunner, Result
 
 from mini_harness.cli import cli
 from mini_harness.cli.log_options import opened_log
-from mini_harness.runtime import NullSink, ToolRegistry, ToolRuntime
+from mini_harness.events import NullSink
+from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.transcripts import line_hash
 
 HELLO = '{"text":"hello"}'

@@ -76,13 +76,11 @@ class TestLazyImports:
     def test_classes_moved_apart_still_import_from_their_old_modules(self) -> None:
         """MemorySink, Recorded, Violation, Quarantined and Location are the same classes
         whether imported from where they live or from the module that used to hold them."""
-        from mini_harness.runtime import events, memory, validation, violation
+        from mini_harness.runtime import memory, validation, violation
         from mini_harness.tools import location, workspace
         from mini_harness.transcripts import quarantine, tail
 
         for old, new, name in [
-            (events, memory, "MemorySink"),
-            (events, memory, "Recorded"),
             (validation, violation, "Violation"),
             (tail, quarantine, "Quarantined"),
             (workspace, location, "Location"),
@@ -91,7 +89,7 @@ class TestLazyImports:
         assert mini_harness.runtime.MemorySink is memory.MemorySink
         assert mini_harness.runtime.Violation is violation.Violation
         assert mini_harness.transcripts.Quarantined is quarantine.Quarantined
-        for module in (events, validation, tail, workspace):
+        for module in (validation, tail, workspace):
             with pytest.raises(AttributeError, match="Nothing"):
                 _ = module.Nothing
 

@@ -8,6 +8,12 @@ import sys
 import pytest
 
 FORBIDDEN = {
+    "mini_harness.events": (
+        "mini_harness.runtime",
+        "mini_harness.transcripts",
+        "mini_harness.replay",
+        "mini_harness.cli",
+    ),
     "mini_harness.runtime": ("mini_harness.transcripts", "mini_harness.replay", "mini_harness.cli"),
     "mini_harness.transcripts": ("mini_harness.replay", "mini_harness.cli"),
     "mini_harness.replay": ("mini_harness.cli",),

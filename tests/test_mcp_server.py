@@ -23,16 +23,9 @@ from mcp import ClientSession, StdioServerParameters, stdio_client, types
 from mcp.shared.exceptions import MCPError
 
 from mini_harness.cli import cli
+from mini_harness.events import RunStarted, ToolCalled, ToolFailed, ToolSucceeded
 from mini_harness.mcp_server import list_tools_result
-from mini_harness.runtime import (
-    ToolAnnotations,
-    ToolCalled,
-    ToolDefinition,
-    ToolFailed,
-    ToolRuntime,
-    ToolSucceeded,
-)
-from mini_harness.runtime.events import RunStarted
+from mini_harness.runtime import ToolAnnotations, ToolDefinition, ToolRuntime
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import CallProtocol, TranscriptReader, TranscriptRecord
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 import mini_harness.tools
 from mini_harness import Field, MemorySink, ToolRegistry, ToolRuntime
 from mini_harness.cli import cli
-from mini_harness.runtime import RunStarted
+from mini_harness.events import RunStarted
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 from mini_harness.errors import OutputError
 
 if TYPE_CHECKING:
-    from mini_harness.runtime import EventSink
+    from mini_harness.events import EventSink
 
 PREFIX = "[mini-harness]"
 # The default of the API (JsonlTranscript) as well; kept literal here so that importing
@@ -200,7 +200,7 @@ def warn_quarantined(sink: Any) -> None:
 def opened_log(path: str | None, settings: dict[str, Any]) -> Iterator[EventSink]:
     """The sink for `--log`: its transcript, closed on the way out; or one that discards."""
     if path is None:
-        from mini_harness.runtime import NullSink
+        from mini_harness.events import NullSink
 
         yield NullSink()
         return

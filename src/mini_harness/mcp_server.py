@@ -23,8 +23,8 @@ import orjson
 
 from mini_harness._version import __version__
 from mini_harness.errors import MiniHarnessError, OutputError, ToolCallError, UnknownToolError
+from mini_harness.events import JsonObject, JsonValue
 from mini_harness.runtime import ToolRuntime
-from mini_harness.runtime.jsonvalue import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mini_harness.runtime import (
+from mini_harness.events import (
     FORMAT_VERSION,
     RunStarted,
     ToolCalled,

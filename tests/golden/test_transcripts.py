@@ -7,13 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mini_harness.runtime import (
-    ToolCalled,
-    ToolDefinition,
-    ToolFailed,
-    ToolRegistry,
-    ToolSucceeded,
-)
+from mini_harness.events import ToolCalled, ToolFailed, ToolSucceeded
+from mini_harness.runtime import ToolDefinition, ToolRegistry
 from mini_harness.testing import Golden
 from mini_harness.transcripts import CallProtocol, TranscriptReader
 from mini_harness.transcripts.reader import TranscriptRecord

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mini_harness.runtime import (
+from mini_harness.events import (
+    Event,
     RunStarted,
     ToolCalled,
     ToolError,
@@ -12,7 +13,6 @@ from mini_harness.runtime import (
     ToolSucceeded,
     TranscriptStarted,
 )
-from mini_harness.runtime.events import Event
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import encode_line, line_hash
 

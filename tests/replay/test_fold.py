@@ -8,8 +8,9 @@ from click.testing import CliRunner, Result
 
 from mini_harness import ToolCallError, ToolRuntime
 from mini_harness.cli import cli
+from mini_harness.events import ToolCalled, ToolSucceeded
 from mini_harness.replay import fold_transcript
-from mini_harness.runtime import ToolCalled, ToolSucceeded, display_failure
+from mini_harness.runtime import display_failure
 from mini_harness.runtime.context import estimate_tokens, pretty_json
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, line_hash

@@ -103,7 +103,7 @@ class TestOutcomes:
 
     def test_in_doubt_calls_are_skipped(self, log: Path) -> None:
         """A call with no recorded outcome is skipped with the reason."""
-        from mini_harness.runtime import ToolCalled
+        from mini_harness.events import ToolCalled
 
         with JsonlTranscript(log) as sink:
             sink.append(ToolCalled("2026-01-01T00:00:00.000000Z", "a" * 32, "x", "echo", {}))

@@ -6,8 +6,8 @@ import datetime
 
 import pytest
 
-from mini_harness.runtime import events
-from mini_harness.runtime.events import utc_timestamp
+from mini_harness.events import utc_timestamp
+from mini_harness.events import vocabulary as events
 
 
 def _at(monkeypatch: pytest.MonkeyPatch, ns: int) -> str:

@@ -24,13 +24,7 @@ from mini_harness import (
     ToolTimeoutError,
     UnknownToolError,
 )
-from mini_harness.runtime import (
-    RunStarted,
-    ToolCalled,
-    ToolFailed,
-    ToolSucceeded,
-    TranscriptStarted,
-)
+from mini_harness.events import RunStarted, ToolCalled, ToolFailed, ToolSucceeded, TranscriptStarted
 
 OBJECT = {"type": "object"}
 

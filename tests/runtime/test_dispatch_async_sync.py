@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mini_harness import MemorySink, ToolDefinition, ToolRegistry, ToolRuntime
-from mini_harness.runtime import ToolFailed, ToolSucceeded
+from mini_harness.events import ToolFailed, ToolSucceeded
 
 OBJECT = {"type": "object"}
 REQUEST = contextvars.ContextVar("REQUEST", default="none")

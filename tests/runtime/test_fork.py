@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from mini_harness import MemorySink, ToolRegistry, ToolRuntime
-from mini_harness.runtime import Event, RunStarted
+from mini_harness.events import Event, RunStarted
 from mini_harness.transcripts import JsonlTranscript, verify_transcript
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

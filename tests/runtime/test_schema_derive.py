@@ -12,8 +12,8 @@ import jsonschema_rs
 import pytest
 
 from mini_harness import Field, RegistrationError, SchemaDerivationError, ToolRegistry
+from mini_harness.events import JsonObject
 from mini_harness.runtime import derive_tool
-from mini_harness.runtime.jsonvalue import JsonObject
 
 
 class Color(enum.Enum):

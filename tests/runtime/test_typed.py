@@ -19,7 +19,7 @@ from mini_harness import (
     ToolRegistry,
     ToolRuntime,
 )
-from mini_harness.runtime import ToolFailed, ToolSucceeded
+from mini_harness.events import ToolFailed, ToolSucceeded
 
 
 class Color(enum.Enum):

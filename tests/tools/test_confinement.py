@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from mini_harness import MemorySink, ToolCallError, ToolRuntime
 from mini_harness.errors import WorkspaceError
-from mini_harness.runtime import ToolCalled, ToolFailed
+from mini_harness.events import ToolCalled, ToolFailed
 from mini_harness.tools import Workspace, default_registry
 from mini_harness.tools.workspace import FileRefusedError, quote_path, read_regular
 

@@ -11,15 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mini_harness.runtime import (
-    ToolCalled,
-    ToolError,
-    ToolFailed,
-    ToolRegistry,
-    ToolRuntime,
-    ToolSucceeded,
-)
-from mini_harness.runtime.jsonvalue import check_json
+from mini_harness.events import ToolCalled, ToolError, ToolFailed, ToolSucceeded, check_json
+from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.transcripts import DecodeError, JsonlTranscript, encode_line, event_to_wire
 from mini_harness.transcripts.codec import _BY_NAME, _converter, parse_line, wire_to_event
 

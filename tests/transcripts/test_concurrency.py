@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from mini_harness.errors import TranscriptWriteError
-from mini_harness.runtime import ToolCalled, ToolSucceeded
+from mini_harness.events import ToolCalled, ToolSucceeded
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, verify_transcript
 from mini_harness.transcripts.writer import FsyncMode

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from mini_harness import ToolDefinition, ToolRuntime
 from mini_harness.cli import cli
-from mini_harness.runtime import ToolFailed, ToolSucceeded
+from mini_harness.events import ToolFailed, ToolSucceeded
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import (
     JsonlTranscript,

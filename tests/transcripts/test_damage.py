@@ -17,7 +17,7 @@ from mini_harness import (
     TranscriptFormatError,
     TranscriptWriteError,
 )
-from mini_harness.runtime import UnknownEvent
+from mini_harness.events import UnknownEvent
 from mini_harness.transcripts import (
     JsonlTranscript,
     TranscriptReader,

@@ -11,7 +11,8 @@ import pytest
 
 from mini_harness import ToolCallError, ToolRegistry, ToolRuntime
 from mini_harness.errors import TranscriptWriteError
-from mini_harness.runtime import Event, MemorySink, NullSink, ToolCalled, ToolSucceeded
+from mini_harness.events import Event, NullSink, ToolCalled, ToolSucceeded
+from mini_harness.runtime import MemorySink
 from mini_harness.transcripts import JsonlTranscript, Redactor, verify_transcript
 
 INPUTS = [

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mini_harness import ToolDefinition, ToolRegistry, ToolRuntime, TranscriptWriteError
-from mini_harness.runtime import UnknownEvent
+from mini_harness.events import UnknownEvent
 from mini_harness.transcripts import JsonlTranscript, verify_transcript
 from tests.transcripts.faults import FsyncSpy, inject_write
 

@@ -17,7 +17,7 @@ from mini_harness import (
     TranscriptFormatError,
     TranscriptWriteError,
 )
-from mini_harness.runtime import ToolCalled, ToolSucceeded
+from mini_harness.events import ToolCalled, ToolSucceeded
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, line_hash, read_transcript
 
 

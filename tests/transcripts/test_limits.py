@@ -19,7 +19,7 @@ from mini_harness import (
     TranscriptWriteError,
 )
 from mini_harness.errors import RedactionError
-from mini_harness.runtime import RunStarted, ToolCalled, ToolFailed, ToolSucceeded, UnknownEvent
+from mini_harness.events import RunStarted, ToolCalled, ToolFailed, ToolSucceeded, UnknownEvent
 from mini_harness.transcripts import (
     DEFAULT_MAX_EVENT_BYTES,
     JsonlTranscript,

@@ -15,7 +15,7 @@ from mini_harness import (
     ToolRuntime,
     UnknownToolError,
 )
-from mini_harness.runtime import (
+from mini_harness.events import (
     Event,
     EventSink,
     RunStarted,

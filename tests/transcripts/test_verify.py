@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from mini_harness import ToolRegistry, ToolRuntime, TranscriptFormatError
-from mini_harness.runtime import Event, ToolCalled, ToolError, ToolFailed, ToolSucceeded
+from mini_harness.events import Event, ToolCalled, ToolError, ToolFailed, ToolSucceeded
 from mini_harness.transcripts import (
     JsonlTranscript,
     line_hash,

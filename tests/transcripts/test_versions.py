@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from mini_harness import TranscriptFormatError
-from mini_harness.runtime import ToolCalled, ToolFailed, ToolSucceeded, TranscriptStarted
+from mini_harness.events import ToolCalled, ToolFailed, ToolSucceeded, TranscriptStarted
 from mini_harness.transcripts import (
     TranscriptReader,
     Upcasters,

@@ -12,8 +12,8 @@ import click
 from mini_harness.cli import BadUsage, error, info
 
 if TYPE_CHECKING:
+    from mini_harness.events import JsonObject
     from mini_harness.replay import Drift, RerunOutcome, TranscriptFold
-    from mini_harness.runtime.jsonvalue import JsonObject
 
 PROGRESS_MIN_BYTES = 32 * 1024 * 1024
 """Files smaller than this finish too fast to need a progress bar."""
@@ -78,8 +78,8 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     has problems (integrity, protocol, torn tail, in-doubt calls) or a re-run call differs;
     2 the transcript cannot be read or the arguments are wrong; 130 interrupted.
     """
+    from mini_harness.events import EventSink
     from mini_harness.replay import TranscriptFold, TranscriptRerun, load_registry
-    from mini_harness.runtime import EventSink
 
     if not rerun:
         for flag, value in (

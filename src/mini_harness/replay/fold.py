@@ -15,6 +15,7 @@ import attrs
 import orjson
 
 from mini_harness.errors import ReplayError
+from mini_harness.events import JsonObject, JsonValue
 from mini_harness.replay.model import (
     FAILED,
     IN_DOUBT,
@@ -33,7 +34,6 @@ from mini_harness.runtime.context import (
     render_context_report,
 )
 from mini_harness.runtime.dispatch import display_failure, display_result
-from mini_harness.runtime.jsonvalue import JsonObject, JsonValue
 from mini_harness.transcripts.codec import HASH_BYTES
 from mini_harness.transcripts.protocol import CallProtocol, OpenCall
 from mini_harness.transcripts.reader import TranscriptReader

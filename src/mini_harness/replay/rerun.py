@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import orjson
 
 from mini_harness.errors import ToolCallError
+from mini_harness.events import EventSink, JsonObject, JsonValue
 from mini_harness.replay.fold import TranscriptFold
 from mini_harness.replay.model import (
     DIVERGED,
@@ -26,8 +27,6 @@ from mini_harness.replay.model import (
     RunInfo,
 )
 from mini_harness.runtime.dispatch import ToolRuntime
-from mini_harness.runtime.events import EventSink
-from mini_harness.runtime.jsonvalue import JsonObject, JsonValue
 from mini_harness.runtime.registry import ToolRegistry
 
 _DIFF_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS

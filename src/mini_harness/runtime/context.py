@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import attrs
 import orjson
 
-from mini_harness.runtime.jsonvalue import JsonValue
+from mini_harness.events import JsonValue
 
 LABEL_WIDTH = 22
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.events import JsonObject
 
 TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 

@@ -28,18 +28,21 @@ from mini_harness.errors import (
     ToolTimeoutError,
     UnknownToolError,
 )
-from mini_harness.runtime.events import (
+from mini_harness.events import (
     EventSink,
+    JsonObject,
+    JsonValue,
+    NotJsonError,
     NullSink,
     RunStarted,
     ToolCalled,
     ToolError,
     ToolFailed,
     ToolSucceeded,
+    check_json,
     new_id,
     utc_timestamp,
 )
-from mini_harness.runtime.jsonvalue import JsonObject, JsonValue, NotJsonError, check_json
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
 
 # What a plain handler returns: never awaitable, so dispatch skips the awaitable check.

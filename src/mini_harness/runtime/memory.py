@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import attrs
 
-from mini_harness.runtime.events import Event, TranscriptStarted, new_id
+from mini_harness.events import Event, TranscriptStarted, new_id
 
 
 @attrs.frozen

@@ -10,8 +10,8 @@ from typing import Any, TypeAlias, TypeVar, overload
 import attrs
 
 from mini_harness.errors import DuplicateToolError, InvalidToolNameError
+from mini_harness.events import JsonObject
 from mini_harness.runtime.definitions import TOOL_NAME_PATTERN, ToolAnnotations, ToolDefinition
-from mini_harness.runtime.jsonvalue import JsonObject
 from mini_harness.runtime.validation import InputValidator
 
 Handler: TypeAlias = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]

@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 import attrs
 import jsonschema_rs
 
+from mini_harness.events import JsonObject, NotJsonError, check_json
 from mini_harness.runtime.docstrings import class_docstring, parse_docstring
-from mini_harness.runtime.jsonvalue import JsonObject, NotJsonError, check_json
 
 _NoneType = type(None)
 _NUMERIC = (

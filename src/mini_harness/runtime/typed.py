@@ -20,9 +20,9 @@ import cattrs
 import cattrs.v
 
 from mini_harness.errors import RejectedInputError, SchemaDerivationError
+from mini_harness.events import JsonObject
 from mini_harness.runtime.definitions import ToolAnnotations, ToolDefinition
 from mini_harness.runtime.docstrings import class_docstring, parse_docstring
-from mini_harness.runtime.jsonvalue import JsonObject
 from mini_harness.runtime.schema_derive import (
     Member,
     UnsupportedAnnotation,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import orjson
 
 from mini_harness.errors import InvalidSchemaError
-from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.events import JsonObject
 from mini_harness.runtime.simple_schema import SimpleSchema
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.events import JsonObject
 
 
 @attrs.frozen

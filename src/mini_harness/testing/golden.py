@@ -14,8 +14,8 @@ import attrs
 import pytest
 
 from mini_harness.errors import ToolCallError
+from mini_harness.events import JsonValue
 from mini_harness.runtime import MemorySink, ToolRegistry, ToolResult, ToolRuntime
-from mini_harness.runtime.jsonvalue import JsonValue
 from mini_harness.testing.cli_outcome import CliOutcome, invoke
 from mini_harness.testing.normalize import Normalization, mask_prev
 from mini_harness.transcripts import JsonlTranscript, encode_line, line_hash

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from mini_harness._lazy import lazy_exports
 from mini_harness.errors import WorkspaceError
+from mini_harness.events import JsonObject
 from mini_harness.runtime import ToolRegistry
-from mini_harness.runtime.jsonvalue import JsonObject
 from mini_harness.tools.definitions import LIST_FILES, READ_FILE, SEARCH_TEXT, SKIPPED_DIRS
 from mini_harness.tools.echo import ECHO, echo
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from mini_harness.events import JsonValue
 from mini_harness.runtime import ToolAnnotations, ToolDefinition
-from mini_harness.runtime.jsonvalue import JsonValue
 
 ECHO = ToolDefinition(
     name="echo",

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.events import JsonObject
 from mini_harness.tools.definitions import LIST_DEFAULT_MAX_RESULTS as DEFAULT_MAX_RESULTS
 from mini_harness.tools.globs import PathGlob
 from mini_harness.tools.walk import walk_files

@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 
 from mini_harness.errors import WorkspaceError
-from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.events import JsonObject
 from mini_harness.tools.definitions import (
     DEFAULT_LINE_LIMIT,
     DEFAULT_MAX_BYTES,

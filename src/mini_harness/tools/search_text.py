@@ -12,7 +12,7 @@ import attrs
 import regex as regex_engine
 
 from mini_harness.errors import InvalidPatternError, MiniHarnessError
-from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.events import JsonObject
 from mini_harness.tools.definitions import DEFAULT_MAX_FILE_BYTES
 from mini_harness.tools.definitions import SEARCH_DEFAULT_MAX_RESULTS as DEFAULT_MAX_RESULTS
 from mini_harness.tools.definitions import SEARCH_TEXT as SEARCH_TEXT  # noqa: PLC0414 (re-export)

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 import attrs
 import orjson
 
-from mini_harness.runtime.events import (
+from mini_harness.events import (
     KNOWN_EVENT_TYPES,
     PAYLOAD_CACHE_FIELDS,
     Event,
+    JsonObject,
     RunStarted,
     ToolCalled,
     ToolError,
@@ -22,7 +23,6 @@ from mini_harness.runtime.events import (
     UnknownEvent,
     event_type,
 )
-from mini_harness.runtime.jsonvalue import JsonObject
 
 if TYPE_CHECKING:
     import cattrs

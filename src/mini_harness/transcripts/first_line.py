@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from mini_harness.errors import TranscriptFormatError
-from mini_harness.runtime.events import TRANSCRIPT_FORMAT, TranscriptStarted
+from mini_harness.events import TRANSCRIPT_FORMAT, TranscriptStarted
 from mini_harness.transcripts.codec import DecodeError, decode_line
 
 _HEAD_BYTES = 64 * 1024

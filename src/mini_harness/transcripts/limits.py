@@ -6,7 +6,7 @@ import hashlib
 
 import orjson
 
-from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.events import JsonObject
 
 DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024
 """4 MiB per line: far above any sensible tool result, far below what breaks line readers."""

@@ -11,13 +11,13 @@ from typing import Any, BinaryIO, TypeAlias
 import attrs
 
 from mini_harness.errors import TranscriptCorruptError, TranscriptError, TranscriptFormatError
-from mini_harness.runtime.events import (
+from mini_harness.events import (
     FORMAT_VERSION,
     TRANSCRIPT_FORMAT,
     Event,
+    JsonObject,
     TranscriptStarted,
 )
-from mini_harness.runtime.jsonvalue import JsonObject
 from mini_harness.transcripts.codec import (
     HASH_BYTES,
     DecodeError,

@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 
 from mini_harness.errors import RedactionError
-from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.events import JsonObject
 
 REDACTED = "[REDACTED]"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 
 from mini_harness.errors import TranscriptError
-from mini_harness.runtime.events import FORMAT_VERSION, ToolError, ToolFailed, utc_timestamp
+from mini_harness.events import FORMAT_VERSION, ToolError, ToolFailed, utc_timestamp
 from mini_harness.transcripts.protocol import OpenCall
 from mini_harness.transcripts.quarantine import Quarantined
 from mini_harness.transcripts.verify import VerifyReport, verify_transcript

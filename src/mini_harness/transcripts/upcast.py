@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mini_harness.runtime.events import FORMAT_VERSION
-from mini_harness.runtime.jsonvalue import JsonObject
+from mini_harness.events import FORMAT_VERSION, JsonObject
 
 Upcaster = Callable[[JsonObject], JsonObject]
 

@@ -7,7 +7,8 @@ from collections import Counter
 
 import attrs
 
-from mini_harness.runtime.events import (
+from mini_harness.events import (
+    JsonObject,
     RunStarted,
     ToolCalled,
     ToolFailed,
@@ -15,7 +16,6 @@ from mini_harness.runtime.events import (
     TranscriptStarted,
     UnknownEvent,
 )
-from mini_harness.runtime.jsonvalue import JsonObject
 from mini_harness.transcripts.protocol import CallProtocol, OpenCall, ProtocolProblem
 from mini_harness.transcripts.reader import (
     DamagedLine,

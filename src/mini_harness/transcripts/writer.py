@@ -21,8 +21,10 @@ from mini_harness.errors import (
     TranscriptFormatError,
     TranscriptWriteError,
 )
-from mini_harness.runtime.events import (
+from mini_harness.events import (
     Event,
+    JsonObject,
+    JsonValue,
     RunStarted,
     ToolCalled,
     ToolSucceeded,
@@ -30,7 +32,6 @@ from mini_harness.runtime.events import (
     event_type,
     new_id,
 )
-from mini_harness.runtime.jsonvalue import JsonObject, JsonValue
 from mini_harness.transcripts.codec import (
     HASH_HEX_DIGITS,
     STRICT,

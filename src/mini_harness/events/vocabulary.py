@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Protocol, TypeAlias
+from typing import Protocol, TypeAlias
 
 import attrs
 
-from mini_harness.runtime.jsonvalue import JsonObject, JsonValue
+from mini_harness.events.jsonvalue import JsonObject, JsonValue
 
 TRANSCRIPT_FORMAT = "mini-harness.transcript"
 FORMAT_VERSION = 1
@@ -203,14 +203,3 @@ class NullSink:
         return None
 
     emit_tool_called = emit_tool_succeeded = _discard
-
-
-def __getattr__(name: str) -> Any:
-    # MemorySink and Recorded live in runtime.memory, which a process that never keeps
-    # events in memory (a CLI dispatch) does not import: attrs compiles a class's methods
-    # when it is defined. They can still be imported from here.
-    if name in ("MemorySink", "Recorded"):
-        from mini_harness.runtime import memory
-
-        return getattr(memory, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

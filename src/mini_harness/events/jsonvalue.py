@@ -10,6 +10,13 @@ import orjson
 JsonValue: TypeAlias = Any
 JsonObject: TypeAlias = dict[str, Any]
 
+MAX_JSON_DEPTH = 100
+"""The deepest nesting of arrays and objects any JSON value may have, wherever it enters
+(CLI, Python API, MCP, a handler's output, a transcript line). `[]` is one level, `[[]]`
+two. Deeper values are refused with "nested deeper than 100 levels". orjson writes at most
+254 levels and parsers in the MCP stack stop near 200, so 100 leaves room for the
+envelope around a value (a transcript line, a JSON-RPC request) and every path agrees."""
+
 # Refuse everything orjson would otherwise turn into JSON on its own (dataclasses,
 # datetimes, subclasses): a tool's output must already be plain JSON.
 _STRICT = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME

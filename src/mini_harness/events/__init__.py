@@ -1,0 +1,65 @@
+"""The events layer: the vocabulary every other layer speaks, declared once.
+
+Every event type, the JSON value types events carry, the sink protocol (`emit(event)`)
+and the clock and id helpers. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from mini_harness.events.jsonvalue import (
+    MAX_JSON_DEPTH,
+    JsonObject,
+    JsonValue,
+    NotJsonError,
+    check_json,
+)
+from mini_harness.events.vocabulary import (
+    ERROR_KINDS,
+    FORMAT_VERSION,
+    KNOWN_EVENT_TYPES,
+    PAYLOAD_CACHE_FIELDS,
+    TRANSCRIPT_FORMAT,
+    DirectSink,
+    Event,
+    EventSink,
+    NullSink,
+    RunStarted,
+    TerminalEvent,
+    ToolCalled,
+    ToolError,
+    ToolFailed,
+    ToolSucceeded,
+    TranscriptStarted,
+    UnknownEvent,
+    event_type,
+    new_id,
+    utc_timestamp,
+)
+
+__all__ = [
+    "ERROR_KINDS",
+    "FORMAT_VERSION",
+    "KNOWN_EVENT_TYPES",
+    "MAX_JSON_DEPTH",
+    "PAYLOAD_CACHE_FIELDS",
+    "TRANSCRIPT_FORMAT",
+    "DirectSink",
+    "Event",
+    "EventSink",
+    "JsonObject",
+    "JsonValue",
+    "NotJsonError",
+    "NullSink",
+    "RunStarted",
+    "TerminalEvent",
+    "ToolCalled",
+    "ToolError",
+    "ToolFailed",
+    "ToolSucceeded",
+    "TranscriptStarted",
+    "UnknownEvent",
+    "check_json",
+    "event_type",
+    "new_id",
+    "utc_timestamp",
+]
