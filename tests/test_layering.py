@@ -14,6 +14,7 @@ FORBIDDEN = {
         "mini_harness.replay",
         "mini_harness.cli",
     ),
+    "mini_harness.agent": ("mini_harness.transcripts", "mini_harness.replay", "mini_harness.cli"),
     "mini_harness.runtime": ("mini_harness.transcripts", "mini_harness.replay", "mini_harness.cli"),
     "mini_harness.transcripts": ("mini_harness.replay", "mini_harness.cli"),
     "mini_harness.replay": ("mini_harness.cli",),
