@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mini_harness.runtime.violation import Violation
+    from mini_harness.runtime.validation import Violation
 
 
 class MiniHarnessError(Exception):
@@ -40,6 +40,17 @@ class InvalidToolNameError(RegistrationError):
 
 class InvalidSchemaError(RegistrationError):
     """The input schema is not a valid JSON Schema with an object root."""
+
+
+class RemoteSchemaError(InvalidSchemaError):
+    """The schema names a resource outside itself (`$schema`, `$ref`); `uri` is what it names.
+
+    Nothing is fetched at registration: a tool's schema must be self-contained.
+    """
+
+    def __init__(self, tool: str, message: str, *, uri: str) -> None:
+        super().__init__(tool, message)
+        self.uri = uri
 
 
 class SchemaDerivationError(RegistrationError):
