@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import http.server
 import json
-import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from typing import ClassVar
 
 import pytest
 
@@ -123,8 +125,8 @@ class TestExportShapes:
         assert ToolDefinition.from_json(echo.to_json()) == echo
 
 
-# Registers each schema in a child process (so that a fetch, which would hold the GIL,
-# cannot hang the test run) and prints what happened as one JSON line per schema.
+# Registers each schema in a child process (a fetch holds the child's GIL, never the
+# server's) and prints what happened as one JSON line per schema.
 _REGISTER_EACH = """
 import json, sys
 from mini_harness.runtime import ToolDefinition, ToolRegistry
@@ -138,30 +140,44 @@ for schema in json.loads(sys.argv[1]):
 """
 
 
-@pytest.fixture(name="listener")
-def _listener() -> Iterator[socket.socket]:
-    """A loopback TCP port that never answers: a connection to it waits in its backlog."""
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(8)
-        yield server
+class _RecordingHandler(http.server.BaseHTTPRequestHandler):
+    """Answers any GET with a valid 2020-12 meta-schema and notes the path it was asked."""
+
+    requested: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.requested.append(self.path)
+        body = b'{"$schema": "https://json-schema.org/draft/2020-12/schema"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        """Quiet."""
 
 
-def _was_contacted(server: socket.socket) -> bool:
-    server.setblocking(False)
+@pytest.fixture(name="server")
+def _server() -> Iterator[tuple[str, list[str]]]:
+    """A loopback HTTP server serving schemas: its base URL and the paths requested of it."""
+    _RecordingHandler.requested = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RecordingHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
     try:
-        connection, _ = server.accept()
-    except BlockingIOError:
-        return False
-    connection.close()
-    return True
+        yield f"http://127.0.0.1:{server.server_address[1]}", _RecordingHandler.requested
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
 
 
 class TestRemoteResources:
-    def test_nothing_outside_the_schema_is_fetched(self, listener: socket.socket) -> None:
+    def test_nothing_outside_the_schema_is_fetched(self, server: tuple[str, list[str]]) -> None:
         """A remote "$schema", "$ref", "$dynamicRef" or a $ref resolved against a remote $id
         is refused at once with RemoteSchemaError naming it; the server is never contacted."""
-        base = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        base, requested = server
         schemas = [
             {"$schema": f"{base}/x.json", "type": "object"},
             {"type": "object", "properties": {"a": {"$ref": f"{base}/y.json"}}},
@@ -172,11 +188,11 @@ class TestRemoteResources:
             [sys.executable, "-c", _REGISTER_EACH, json.dumps(schemas)],
             capture_output=True,
             text=True,
-            timeout=20,
+            timeout=10,
             check=True,
         )
         outcomes = [json.loads(line) for line in done.stdout.splitlines()]
-        assert not _was_contacted(listener)
+        assert requested == []
         uris = [f"{base}/x.json", f"{base}/y.json", f"{base}/z.json", f"{base}/o.json"]
         for (names, message, uri), expected in zip(outcomes, uris, strict=True):
             assert names[:3] == ["RemoteSchemaError", "InvalidSchemaError", "RegistrationError"]
