@@ -35,7 +35,7 @@ class DuplicateToolError(RegistrationError):
 
 
 class InvalidToolNameError(RegistrationError):
-    """The name is outside ^[a-zA-Z0-9_-]{1,64}$."""
+    """The name is not 1-64 characters from a-z, A-Z, 0-9, _ and - (the whole name)."""
 
 
 class InvalidSchemaError(RegistrationError):
