@@ -24,9 +24,8 @@ from _common import (
 
 ORDER = 50
 # What a logged dispatch must import of the project's dependencies. Not click: the console
-# script parses a plain --tool call itself (mini_harness.console). Not jsonschema_rs: the
-# built-in tools' schemas are checked in Python by a one-off dispatch (runtime.simple_schema).
-DEPENDENCIES = "import attrs, orjson, hashlib"
+# script parses a plain --tool call itself (mini_harness.console).
+DEPENDENCIES = "import attrs, orjson, hashlib, jsonschema_rs"
 
 
 def cli_command() -> list[str]:

@@ -79,7 +79,8 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     2 the transcript cannot be read or the arguments are wrong; 130 interrupted.
     """
     from mini_harness.events import EventSink
-    from mini_harness.replay import TranscriptFold, TranscriptRerun, load_registry
+    from mini_harness.registry_spec import load_registry
+    from mini_harness.replay import TranscriptFold, TranscriptRerun
 
     if not rerun:
         for flag, value in (
@@ -104,6 +105,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     )
     fold = TranscriptFold(path, run=run, context_reports=context_report)
     out: _Output = _JsonOutput(fold, rerun=rerun) if as_json else _TextOutput(fold, rerun=rerun)
+    out.registry_spec = registry
     if tools is None:
         code = _drive(fold, iter(fold), out, size=_size(path))
         raise click.exceptions.Exit(code)
@@ -213,6 +215,9 @@ class _Output:
         self.rerun = rerun
         self.counts: dict[str, int] = {}
         self.drifted: list[Drift] = []
+        self.registry_spec: str | None = None  # --registry, if given
+        self.unknown_tools: dict[str, None] = {}  # tools re-run calls found missing, in order
+        self.unknown_calls = 0
 
     def run(self, item: Any) -> None:
         """A run started."""
@@ -222,6 +227,27 @@ class _Output:
 
     def outcome(self, item: RerunOutcome) -> None:
         self.counts[item.outcome] = self.counts.get(item.outcome, 0) + 1
+        current = item.current
+        unknown = isinstance(current, dict) and current.get("kind") == "unknown_tool"
+        if unknown and item.outcome != "matched":
+            self.unknown_tools[item.call.name] = None
+            self.unknown_calls += 1
+
+    def missing_registry(self) -> str | None:
+        """When every call that ran again found its tool missing: which registry to pass."""
+        ran = sum(count for name, count in self.counts.items() if name != "skipped")
+        if not ran or self.unknown_calls != ran:
+            return None
+        names = ", ".join(self.unknown_tools)
+        where = (
+            f"the registry {self.registry_spec} has none of the recorded tools ({names})"
+            if self.registry_spec
+            else f"the built-in tools do not include the recorded ones ({names})"
+        )
+        return (
+            f"{where}: the transcript was probably recorded with other tools; pass their "
+            "registry with --registry MODULE:ATTR"
+        )
 
     def drift(self, item: Drift) -> None:
         self.drifted.append(item)
@@ -299,7 +325,8 @@ class _TextOutput(_Output):
         }
         if differing:
             parts = ", ".join(f"{count} {name}" for name, count in differing.items())
-            return f"re-run differs from the record: {parts}"
+            hint = self.missing_registry()
+            return f"re-run differs from the record: {parts}" + (f"; {hint}" if hint else "")
         in_doubt = self.fold.totals().in_doubt
         return f"the log has {problems} problem(s) and {in_doubt} call(s) in doubt"
 

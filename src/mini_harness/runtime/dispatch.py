@@ -422,6 +422,13 @@ class ToolRuntime:
             return await asyncio.wait_for(tool.handler(tool_input), tool.timeout)
         return await asyncio.wait_for(_sync_off_loop(tool.handler, tool_input), tool.timeout)
 
+    def attempt(self, name: str, tool_input: JsonValue) -> ToolResult | ToolCallError:
+        """`dispatch` that returns the recorded failure instead of raising it."""
+        try:
+            return self.dispatch(name, tool_input)
+        except ToolCallError as exc:
+            return exc
+
 
 async def _sync_off_loop(handler: Callable[[Any], Any], arg: object) -> object:
     """Run a sync handler in a daemon thread, so the loop keeps serving while it runs.

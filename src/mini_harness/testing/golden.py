@@ -68,13 +68,6 @@ class GoldenSession:
 class GoldenRuntime(ToolRuntime):
     """A ToolRuntime whose events go to the test's golden transcript."""
 
-    def attempt(self, name: str, tool_input: JsonValue) -> ToolResult | ToolCallError:
-        """Dispatch and return the result, or the recorded failure instead of raising it."""
-        try:
-            return self.dispatch(name, tool_input)
-        except ToolCallError as exc:
-            return exc
-
     async def attempt_async(self, name: str, tool_input: JsonValue) -> ToolResult | ToolCallError:
         """`attempt` from inside an event loop."""
         try:
