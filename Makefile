@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test goldens lint bench clean
+.PHONY: demo test goldens lint bench clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,17 @@ demo: $(STAMP)
 	@echo "--- mini-harness replay demo-transcript.jsonl"
 	$(BIN)/mini-harness replay demo-transcript.jsonl
 
-test: $(STAMP)
+# The browser tests (tests/browser) drive Debian's chromium through Playwright.
+$(VENV)/.browser-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,browser]'
+	touch $@
+
+chromium:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
+	else echo "/usr/bin/chromium is missing (not root, so not installed): the browser tests will skip"; fi
+
+test: $(STAMP) $(VENV)/.browser-installed chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
@@ -39,4 +49,4 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) demo-transcript.jsonl
+	rm -rf $(VENV) demo-transcript.jsonl test-artifacts

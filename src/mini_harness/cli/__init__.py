@@ -49,6 +49,7 @@ _SUBCOMMANDS = {
     "mcp": ("mini_harness.cli.mcp", "mcp_command"),
     "replay": ("mini_harness.cli.replay", "replay_command"),
     "show": ("mini_harness.cli.show", "show_command"),
+    "view": ("mini_harness.cli.view", "view_command"),
 }
 
 

@@ -1,0 +1,222 @@
+"""The `view` page: one self-contained HTML file showing a timeline.
+
+The page's script, style and data are inline (nothing is fetched: it opens from disk).
+The data is one JSON document in a `<script type="application/json">` block, escaped so
+that nothing in it can end the block; the script puts every text on the page with
+`textContent`, never as HTML. The rows are flat (run, step, turn, call, event, finish),
+so a page of them is cheap to draw whatever the transcript's size.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import orjson
+
+from mini_harness.events import JsonObject, JsonValue
+from mini_harness.replay.timeline import (
+    Call,
+    Run,
+    Step,
+    Timeline,
+    Turn,
+    run_usage,
+    seconds_between,
+)
+
+PAYLOAD_CAP = 64 * 1024
+"""The most of one input or output the page holds (its full size is shown beside it)."""
+
+_STATUS = {"succeeded": "ok", "failed": "failed", "in-doubt": "in-doubt"}
+# Characters that could end the data block or start markup, as JSON escapes.
+_SCRIPT_SAFE = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def embed_json(value: JsonValue) -> str:
+    """JSON text safe inside a `<script>` element: no `<`, `>`, `&` or line separators."""
+    return orjson.dumps(value).decode().translate(_SCRIPT_SAFE)
+
+
+def payload(value: JsonValue) -> tuple[str, int]:
+    """(the value's compact JSON, cut to PAYLOAD_CAP characters; its full size in bytes)."""
+    data = orjson.dumps(value)
+    text = data.decode()
+    return (text if len(text) <= PAYLOAD_CAP else text[:PAYLOAD_CAP]), len(data)
+
+
+def page_data(
+    timeline: Timeline, context: dict[tuple[str, int], JsonValue] | None = None
+) -> JsonObject:
+    """The page's JSON: the transcript's head, its verification, runs and flat rows.
+
+    `context` gives, per (run id, step), the step request's parts as [[label, tokens], ...].
+    """
+    context = context or {}
+    header = timeline.header or {}
+    runs: list[JsonValue] = []
+    rows: list[JsonValue] = []
+    calls = {"ok": 0, "failed": 0, "in-doubt": 0}
+    for run, depth in timeline.walk():
+        runs.append(_run(run, depth))
+        rows.append({"k": "r", "r": run.index})
+        for item in run.items:
+            if isinstance(item, Step):
+                rows += _step_rows(run, item, context.get((run.run_id, item.number)))
+                for call in item.calls:
+                    calls[_STATUS[call.status]] += 1
+            elif isinstance(item, Call):
+                rows.append(_call(run, None, item))
+                calls[_STATUS[item.status]] += 1
+            else:
+                rows.append(_event(run.index, None, item))
+        if run.finished is not None or isinstance((run.started or {}).get("task"), str):
+            rows.append({"k": "f", "r": run.index})
+    for event in timeline.others:
+        rows.append(_event(None, None, event))
+    return {
+        "path": timeline.path,
+        "format": header.get("version"),
+        "transcriptId": header.get("transcriptId"),
+        "events": timeline.events,
+        "verify": {
+            "chainIntact": timeline.chain_intact,
+            "headHash": timeline.head_hash,
+            "problems": [problem.to_json() for problem in timeline.problems],
+        },
+        "calls": calls,
+        "runs": runs,
+        "rows": rows,
+    }
+
+
+def _run(run: Run, depth: int) -> JsonObject:
+    started = run.started or {}
+    end = (run.finished or {}).get("ts") or run.last_ts
+    seconds = seconds_between(str(started.get("ts", "")), str(end or ""))
+    model = started.get("model")
+    out: JsonObject = {
+        "index": run.index,
+        "runId": run.run_id,
+        "depth": depth,
+        "harness": started.get("harness"),
+        "started": started.get("ts"),
+        "durationMs": None if seconds is None else seconds * 1000,
+        "task": started.get("task"),
+        "model": " ".join(str(model[k]) for k in ("provider", "name") if model.get(k))
+        if isinstance(model, dict)
+        else None,
+        "parent": list(run.parent) if run.parent else None,
+        "usage": run_usage(run) or None,
+    }
+    finished = run.finished
+    if finished is not None:
+        out["finished"] = {key: finished.get(key) for key in ("stopReason", "finalText", "steps")}
+    return out
+
+
+def _step_rows(run: Run, step: Step, context: JsonValue) -> list[JsonValue]:
+    seconds = seconds_between(step.first_ts, step.last_ts)
+    rows: list[JsonValue] = [
+        {
+            "k": "s",
+            "r": run.index,
+            "s": step.number,
+            "ms": None if seconds is None else seconds * 1000,
+            "ctx": context,
+        }
+    ]
+    rows += [_event(run.index, step.number, event) for event in step.others]
+    if step.turn is not None:
+        rows.append(_turn(run.index, step.number, step.turn))
+    rows += [_call(run, step.number, call) for call in step.calls]
+    return rows
+
+
+def _turn(run: int, step: int, turn: Turn) -> JsonObject:
+    response = turn.response or {}
+    failures = []
+    for failure in turn.failures:
+        error = failure.get("error")
+        error = error if isinstance(error, dict) else {}
+        status = f" {error['status']}" if error.get("status") is not None else ""
+        failures.append(
+            f"attempt {failure.get('attempt')}: {error.get('kind')}{status}: {error.get('message')}"
+        )
+    return {
+        "k": "t",
+        "r": run,
+        "s": step,
+        "st": _STATUS[turn.status],
+        "ms": response.get("durationMs"),
+        "text": turn.text,
+        "asks": [str(call.get("name")) for call in turn.tool_calls],
+        "usage": turn.usage or None,
+        "finish": response.get("finishReason"),
+        "fail": failures,
+    }
+
+
+def _call(run: Run, step: int | None, call: Call) -> JsonObject:
+    text_in, size_in = payload(call.input)
+    out: JsonObject = {
+        "k": "c",
+        "r": run.index,
+        "s": step,
+        "id": call.call_id,
+        "n": call.name,
+        "st": _STATUS[call.status],
+        "ms": call.duration_ms,
+        "i": text_in,
+        "ib": size_in,
+    }
+    if call.status == "succeeded":
+        out["o"], out["ob"] = payload(call.output)
+    elif call.error is not None:
+        out["e"] = f"{call.error.get('kind')}: {call.error.get('message')}"
+    if call.approvals:
+        out["ap"] = [_approval(event) for event in call.approvals]
+    return out
+
+
+def _approval(event: JsonObject) -> str:
+    if event["type"] == "ApprovalRequested":
+        rule = f" by rule {event['rule']}" if event.get("rule") else ""
+        return f"approval asked{rule}: {event.get('shown', '')}"
+    decision = str(event.get("decision", "?")).replace("_", " ")
+    rule = f" (rule {event['rule']})" if event.get("by") == "policy" and event.get("rule") else ""
+    reason = f": {event['reason']}" if event.get("reason") else ""
+    return f"approval {decision} by {event.get('by')}{rule}{reason}"
+
+
+def _event(run: int | None, step: int | None, event: JsonObject) -> JsonObject:
+    rest = {k: v for k, v in event.items() if k not in {"type", "seq", "ts", "prev", "runId"}}
+    text, _size = payload(rest)
+    return {
+        "k": "e",
+        "r": run,
+        "s": step,
+        "type": event["type"],
+        "seq": event.get("seq"),
+        "i": text,
+    }
+
+
+def render_page(timeline: Timeline, context: dict[tuple[str, int], JsonValue] | None = None) -> str:
+    """The whole HTML document for `timeline`."""
+    assets = resources.files("mini_harness.replay") / "view_assets"
+    template = (assets / "page.html").read_text(encoding="utf-8")
+    style = (assets / "view.css").read_text(encoding="utf-8")
+    script = (assets / "view.js").read_text(encoding="utf-8")
+    title = f"mini-harness: {timeline.path}"
+    return (
+        template.replace("/*STYLE*/", style)
+        .replace("/*SCRIPT*/", script)
+        .replace("/*DATA*/", embed_json(page_data(timeline, context)))
+        .replace("<!--TITLE-->", _html_text(title))
+    )
+
+
+def _html_text(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
