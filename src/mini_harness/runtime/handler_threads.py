@@ -1,0 +1,104 @@
+"""Daemon worker threads that run sync handlers off the caller's thread, shared and bounded."""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Callable
+
+MAX_HANDLER_THREADS = 32
+"""Threads that may run handlers at once; more calls wait for one to be free."""
+
+_QUEUED, _RUNNING, _ABANDONED, _DROPPED, _DONE = range(5)
+
+
+class HandlerJob:
+    """One piece of work given to the threads; `abandon()` when its caller stops waiting."""
+
+    def __init__(self, work: Callable[[], None], pool: HandlerThreads) -> None:
+        self.work = work
+        self.state = _QUEUED
+        self._pool = pool
+
+    def abandon(self) -> None:
+        """The caller stopped waiting (timeout, cancellation): a queued job never runs, and a
+        running one no longer counts against the limit (a handler cannot be stopped)."""
+        self._pool._abandon(self)
+
+
+class HandlerThreads:
+    """A pool of daemon threads, started as calls need them, up to `limit` at work.
+
+    Daemon threads, unlike concurrent.futures' (joined at exit): an abandoned handler
+    (timed out, or its caller cancelled) must not hold the process open. Such a handler
+    keeps its thread until it returns, but no longer counts against the limit, so handlers
+    that never return cannot starve the others. Threads do not survive `os.fork`: a child
+    notices its new process id and starts its own.
+    """
+
+    def __init__(self, limit: int = MAX_HANDLER_THREADS) -> None:
+        self._limit = limit
+        self._pid = -1
+        self._lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
+        self._lock = threading.Lock()  # a thread of the parent may have held it at the fork
+        self._jobs: queue.SimpleQueue[HandlerJob] = queue.SimpleQueue()
+        self._threads = 0  # started and alive
+        self._idle = 0  # waiting for a job
+        self._queued = 0  # submitted, not yet taken by a thread
+        self._stuck = 0  # running an abandoned job
+
+    def submit(self, work: Callable[[], None]) -> HandlerJob:
+        """Run `work()` (which must not raise) in one of the threads."""
+        if self._pid != os.getpid():
+            self._reset()
+        job = HandlerJob(work, self)
+        with self._lock:
+            self._queued += 1
+            start = self._queued > self._idle and self._threads - self._stuck < self._limit
+            if start:
+                self._threads += 1
+        self._jobs.put(job)
+        if start:
+            thread = threading.Thread(
+                target=self._serve, args=(self._jobs,), name="mini-harness-tool", daemon=True
+            )
+            thread.start()
+        return job
+
+    def _serve(self, jobs: queue.SimpleQueue[HandlerJob]) -> None:
+        while True:
+            with self._lock:
+                self._idle += 1
+            job = jobs.get()
+            with self._lock:
+                self._idle -= 1
+                self._queued -= 1
+                run = job.state == _QUEUED
+                if run:
+                    job.state = _RUNNING
+            if not run:
+                continue
+            try:
+                job.work()
+            finally:
+                with self._lock:
+                    if job.state == _ABANDONED:
+                        self._stuck -= 1
+                    job.state = _DONE
+
+    def _abandon(self, job: HandlerJob) -> None:
+        with self._lock:
+            if job.state == _QUEUED:
+                job.state = _DROPPED
+            elif job.state == _RUNNING:
+                job.state = _ABANDONED
+                self._stuck += 1
+
+
+HANDLER_THREADS = HandlerThreads()
+"""The one pool of the process."""
