@@ -16,7 +16,7 @@ _QUEUED, _RUNNING, _ABANDONED, _DROPPED, _DONE = range(5)
 class HandlerJob:
     """One piece of work given to the threads; `abandon()` when its caller stops waiting."""
 
-    def __init__(self, work: Callable[[], None], pool: HandlerThreads) -> None:
+    def __init__(self, work: Callable[[], object], pool: HandlerThreads) -> None:
         self.work = work
         self.state = _QUEUED
         self._pool = pool
@@ -52,8 +52,8 @@ class HandlerThreads:
         self._queued = 0  # submitted, not yet taken by a thread
         self._stuck = 0  # running an abandoned job
 
-    def submit(self, work: Callable[[], None]) -> HandlerJob:
-        """Run `work()` (which must not raise) in one of the threads."""
+    def submit(self, work: Callable[[], object]) -> HandlerJob:
+        """Run `work()` (which must not raise; its result is dropped) in one of the threads."""
         if self._pid != os.getpid():
             self._reset()
         job = HandlerJob(work, self)
