@@ -137,8 +137,9 @@ class JsonlTranscript:
             except OSError as exc:
                 self._die(f"cannot sync the directory of new transcript {self.path}", exc)
 
-    def _check_process(self) -> None:
-        """In a child of `os.fork`: open the file again before using it.
+    def _check_process(self, *, reopen: bool = True) -> None:
+        """In a child of `os.fork`: let go of the parent's descriptor, and open the file
+        again (unless only closing).
 
         The inherited descriptor shares the parent's open file description, and a lock
         taken on it would not exclude the parent. The thread lock is replaced too: a thread
@@ -153,11 +154,12 @@ class JsonlTranscript:
             with suppress(OSError):
                 os.close(self._fd)
             self._fd = -1
-            self._open()
+            if reopen:
+                self._open()
 
     def close(self) -> None:
         """Close the file; in batch mode sync it first (a failure is raised, not ignored)."""
-        self._check_process()
+        self._check_process(reopen=False)
         with self._lock:
             fd, self._fd = self._fd, -1
             if fd < 0:
