@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import inspect
 import math
 import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import attrs
 
@@ -43,7 +41,12 @@ from mini_harness.events import (
     new_id,
     utc_timestamp,
 )
-from mini_harness.runtime.handler_threads import HANDLER_THREADS
+from mini_harness.runtime.handler_threads import (
+    HandlerTimeout,
+    call_in_thread,
+    run_coroutine,
+    sync_off_loop,
+)
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
 
 # What a plain handler returns: never awaitable, so dispatch skips the awaitable check.
@@ -322,12 +325,12 @@ class ToolRuntime:
             if tool.timeout is None and not tool.is_async:  # the common case, inline
                 output = tool.handler(tool_input)
                 if type(output) not in _PLAIN and inspect.isawaitable(output):
-                    output = _run_coroutine(output, None)
+                    output = run_coroutine(output, None)
             elif tool.is_async:
-                output = _run_coroutine(tool.handler(tool_input), tool.timeout)
+                output = run_coroutine(tool.handler(tool_input), tool.timeout)
             else:
-                output = _call_in_thread(tool.handler, tool_input, tool.timeout)
-        except _Timeout:
+                output = call_in_thread(tool.handler, tool_input, tool.timeout)
+        except HandlerTimeout:
             self._fail(call_id, name, start, self._timed_out(name, tool.timeout or 0))
         except RejectedInputError as exc:
             self._fail(call_id, name, start, self._rejected(name, exc))
@@ -350,7 +353,7 @@ class ToolRuntime:
                 output = await asyncio.wait_for(tool.handler(tool_input), tool.timeout)
             else:
                 output = await asyncio.wait_for(
-                    _sync_off_loop(tool.handler, tool_input), tool.timeout
+                    sync_off_loop(tool.handler, tool_input), tool.timeout
                 )
         except TimeoutError:
             self._fail(call_id, name, start, self._timed_out(name, tool.timeout or 0))
@@ -362,92 +365,3 @@ class ToolRuntime:
             self._cancelled(call_id, name, start)
             raise
         return self._succeed(call_id, name, tool_input, start, output)
-
-
-async def _sync_off_loop(handler: Callable[[Any], Any], arg: object) -> object:
-    """Run a sync handler in the shared handler threads; the loop keeps serving meanwhile.
-
-    Not `asyncio.to_thread`: the default executor's threads are joined at exit, so one
-    abandoned handler (timed out or cancelled) would hold the process open until it ends.
-    """
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[object] = loop.create_future()
-    context = contextvars.copy_context()
-
-    def settle(value: object, error: BaseException | None) -> None:
-        if future.done():  # the caller stopped waiting (timeout or cancellation)
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)
-
-    def work() -> None:
-        value: object = None
-        error: BaseException | None = None
-        try:
-            value = context.run(handler, arg)
-        except BaseException as exc:  # handed to the awaiting caller
-            error = exc
-        with contextlib.suppress(RuntimeError):  # the loop is already closed
-            loop.call_soon_threadsafe(settle, value, error)
-
-    job = HANDLER_THREADS.submit(work)
-    try:
-        output = await future
-    except BaseException:
-        job.abandon()
-        raise
-    if inspect.isawaitable(output):
-        return await output
-    return output
-
-
-class _Timeout(Exception):
-    """Internal: a sync-dispatched handler ran past its timeout."""
-
-
-def _run_coroutine(awaitable: Any, timeout: float | None) -> object:
-    import asyncio
-
-    async def runner() -> object:
-        try:
-            return await asyncio.wait_for(awaitable, timeout)
-        except TimeoutError:
-            raise _Timeout from None
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(runner())
-    # Called from inside a running loop: run the coroutine on a loop of its own.
-    return _call_in_thread(lambda _: asyncio.run(runner()), None, None)
-
-
-def _call_in_thread(func: Callable[[Any], Any], arg: object, timeout: float | None) -> object:
-    """Run func(arg) in the shared handler threads; raise _Timeout if it does not finish in
-    time.
-
-    A thread cannot be killed: a timed-out handler keeps running in the background, but
-    its result is discarded and the call is recorded as timed out.
-    """
-    done = threading.Event()
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["value"] = func(arg)
-        except BaseException as exc:  # handed to the caller below
-            box["error"] = exc
-        finally:
-            done.set()
-
-    job = HANDLER_THREADS.submit(work)
-    if not done.wait(timeout):
-        job.abandon()
-        raise _Timeout
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")

@@ -1,11 +1,16 @@
-"""Daemon worker threads that run sync handlers off the caller's thread, shared and bounded."""
+"""Running handlers off the caller's thread: one shared, bounded pool of daemon threads,
+timeouts, and coroutines run from sync code."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import inspect
 import os
 import queue
 import threading
 from collections.abc import Callable
+from typing import Any
 
 MAX_HANDLER_THREADS = 32
 """Threads that may run handlers at once; more calls wait for one to be free."""
@@ -102,3 +107,94 @@ class HandlerThreads:
 
 HANDLER_THREADS = HandlerThreads()
 """The one pool of the process."""
+
+
+async def sync_off_loop(handler: Callable[[Any], Any], arg: object) -> object:
+    """Run a sync handler in the shared handler threads; the loop keeps serving meanwhile.
+
+    Not `asyncio.to_thread`: the default executor's threads are joined at exit, so one
+    abandoned handler (timed out or cancelled) would hold the process open until it ends.
+    """
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[object] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: object, error: BaseException | None) -> None:
+        if future.done():  # the caller stopped waiting (timeout or cancellation)
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        value: object = None
+        error: BaseException | None = None
+        try:
+            value = context.run(handler, arg)
+        except BaseException as exc:  # handed to the awaiting caller
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is already closed
+            loop.call_soon_threadsafe(settle, value, error)
+
+    job = HANDLER_THREADS.submit(work)
+    try:
+        output = await future
+    except BaseException:
+        job.abandon()
+        raise
+    if inspect.isawaitable(output):
+        return await output
+    return output
+
+
+class HandlerTimeout(Exception):
+    """A handler run by call_in_thread or run_coroutine ran past its timeout."""
+
+
+def run_coroutine(awaitable: Any, timeout: float | None) -> object:
+    """Await `awaitable` from sync code, on an event loop of its own; HandlerTimeout past
+    `timeout` seconds."""
+    import asyncio  # only async handlers need it
+
+    async def runner() -> object:
+        try:
+            return await asyncio.wait_for(awaitable, timeout)
+        except TimeoutError:
+            raise HandlerTimeout from None
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(runner())
+    # Called from inside a running loop: run the coroutine on a loop of its own.
+    return call_in_thread(lambda _: asyncio.run(runner()), None, None)
+
+
+def call_in_thread(func: Callable[[Any], Any], arg: object, timeout: float | None) -> object:
+    """Run func(arg) in the shared handler threads; HandlerTimeout if it does not finish in
+    time.
+
+    A thread cannot be killed: a timed-out handler keeps running in the background, but
+    its result is discarded and the call is recorded as timed out.
+    """
+    done = threading.Event()
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = func(arg)
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+        finally:
+            done.set()
+
+    job = HANDLER_THREADS.submit(work)
+    if not done.wait(timeout):
+        job.abandon()
+        raise HandlerTimeout
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
