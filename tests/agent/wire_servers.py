@@ -55,7 +55,7 @@ class Failure:
 
     status: int
     message: str
-    retry_after: str | None = "0"
+    retry_after: str | None = "0.01"  # the SDKs honour it; 0 would mean their own backoff
 
 
 @attrs.frozen
@@ -192,7 +192,9 @@ class WireServer:
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._server = _Server(self)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def base_url(self) -> str:

@@ -15,6 +15,7 @@ import contextlib
 import contextvars
 import json
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import attrs
 import httpx2
@@ -133,7 +134,32 @@ class ObservingTransport(httpx2.BaseTransport):
             log.last_failure = status_error(
                 response.status_code, body, secret=log.secret, attempt=log.attempts
             )
+            return response
+        response.stream = _ObservedBody(response.stream, log)
         return response
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _ObservedBody(httpx2.SyncByteStream):
+    """A response body that notes in the AttemptLog when it breaks off (a body cut short,
+    a read timeout), whether the SDK then retries (a whole body) or raises (a stream)."""
+
+    def __init__(self, inner: httpx2.SyncByteStream | Any, log: AttemptLog) -> None:
+        self._inner = inner
+        self._log = log
+        self._attempt = log.attempts
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._inner
+        except httpx2.TransportError as error:
+            if self._log.attempts == self._attempt:
+                self._log.last_failure = stream_error(
+                    error, secret=self._log.secret, attempt=self._attempt
+                )
+            raise
 
     def close(self) -> None:
         self._inner.close()
