@@ -407,7 +407,8 @@ class AnthropicWireServer(WireServer):
         return self
 
     def presented_key(self, headers: dict[str, str]) -> str:
-        return headers.get("x-api-key", "")
+        # The API takes the key as x-api-key or as a bearer token (the SDK's choice).
+        return headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
 
     def error_body(self, status: int, message: str) -> JsonDict:
         kind = {
