@@ -107,6 +107,23 @@ class TestRequests:
             {"type": "text", "text": "Go on."},
         ]
 
+    def test_empty_reply_in_the_history_is_left_out(self, server: AnthropicWireServer) -> None:
+        """An empty assistant reply (cut at zero tokens) is left out of the history, and the
+        user turns around it merge, so the server accepts the conversation."""
+        server.script(Turn(text="ok"))
+        request = answered(TASK, Message("assistant", ""), Message("user", "Try again."))
+        assert make_provider(server).complete(request).message.content == "ok"
+        assert server.rejections == []
+        assert server.requests[0].body["messages"] == [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Echo hi."},
+                    {"type": "text", "text": "Try again."},
+                ],
+            }
+        ]
+
 
 class TestResponses:
     @MODES

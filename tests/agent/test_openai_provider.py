@@ -325,6 +325,13 @@ class TestHistoryValidation:
         assert sent[2]["tool_calls"][1]["function"]["arguments"] == "{}"
         assert sent[3] == {"role": "tool", "tool_call_id": "a", "content": "1"}
 
+    def test_empty_reply_in_the_history_is_accepted(self, server: OpenAIWireServer) -> None:
+        """An empty assistant reply (cut at zero tokens) goes back as empty content."""
+        server.script(Turn(text="ok"))
+        request = answered(TASK, Message("assistant", ""), Message("user", "Try again."))
+        assert make_provider(server).complete(request).message.content == "ok"
+        assert server.requests[0].body["messages"][2] == {"role": "assistant", "content": ""}
+
     @pytest.mark.parametrize(
         ("messages", "reason"),
         [

@@ -377,7 +377,7 @@ def validate_openai_messages(messages: object) -> str | None:
                 return f"messages[{n}]: a {role} message needs content"
             continue
         calls = message.get("tool_calls") or []
-        if not calls and not message.get("content"):
+        if not calls and message.get("content") is None:
             return f"messages[{n}]: an assistant message needs content or tool_calls"
         for k, call in enumerate(calls):
             function = call.get("function") or {}
@@ -549,6 +549,11 @@ def validate_anthropic_messages(messages: object) -> str | None:
         blocks = _blocks(message.get("content"))
         if blocks is None:
             return f"messages.{n}.content: must be a string or a list of blocks"
+        if not blocks:
+            return f"messages.{n}: all messages must have non-empty content"
+        for k, block in enumerate(blocks):
+            if block.get("type") == "text" and not block.get("text"):
+                return f"messages.{n}.content.{k}: text content blocks must be non-empty"
         if role == "user":
             results = [b for b in blocks if b.get("type") == "tool_result"]
             ids = [b.get("tool_use_id") for b in results]
@@ -572,10 +577,7 @@ def validate_anthropic_messages(messages: object) -> str | None:
             continue
         expected = []
         for k, block in enumerate(blocks):
-            kind = block.get("type")
-            if kind == "text" and not block.get("text"):
-                return f"messages.{n}.content.{k}: text content blocks must be non-empty"
-            if kind == "tool_use":
+            if block.get("type") == "tool_use":
                 if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
                     return f"messages.{n}.content.{k}: tool_use needs an id and a name"
                 if not isinstance(block.get("input"), dict):

@@ -67,7 +67,7 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
             block["is_error"] = True
         return [block]
     blocks: list[dict[str, Any]] = []
-    if message.content or (message.role == "user"):
+    if message.content:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls:
         blocks.append(
@@ -85,7 +85,8 @@ def to_wire(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]]]:
     """The system prompt and the Messages-API conversation for the neutral messages.
 
     Tool results become user turns; consecutive turns of one role are merged, tool
-    results first, so that roles alternate as the API requires.
+    results first, so that roles alternate as the API requires; empty messages are left
+    out.
     """
     system: list[str] = []
     out: list[dict[str, Any]] = []
@@ -95,6 +96,10 @@ def to_wire(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]]]:
             continue
         role = "assistant" if message.role == "assistant" else "user"
         blocks = _blocks(message)
+        if not blocks:
+            # The API refuses empty messages and empty text blocks: an empty reply (a
+            # response cut at zero tokens) carries nothing the model needs to see again.
+            continue
         if out and out[-1]["role"] == role:
             out[-1]["content"].extend(blocks)
         else:
