@@ -12,6 +12,7 @@ from mini_harness.agent.wire_form import UNPARSED_KEY
 from tests.agent.wire_servers import (
     AnthropicWireServer,
     Failure,
+    Raw,
     Turn,
     validate_anthropic_messages,
 )
@@ -235,6 +236,24 @@ class TestErrors:
         assert raised.value.kind == "invalid_response"
         assert "response stream was cut off" in raised.value.message
         assert pieces == ["part"]
+
+    @pytest.mark.parametrize(
+        "reply",
+        [
+            Raw(b"<html>502 Bad Gateway</html>"),
+            Raw(b'{"id": "msg_1", "type": "message"}', "application/json"),
+            Raw(b'{"content": [{"type": "text", "text": 7}]}', "application/json"),
+        ],
+        ids=["html-page", "no-content", "text-not-text"],
+    )
+    def test_success_status_with_an_unreadable_body(
+        self, server: AnthropicWireServer, reply: Raw
+    ) -> None:
+        """A 200 whose body is not a message is an invalid_response, not a crash."""
+        server.script(reply)
+        with pytest.raises(ModelError) as raised:
+            make_provider(server).complete(TASK)
+        assert raised.value.kind == "invalid_response"
 
 
 class TestHistoryValidation:

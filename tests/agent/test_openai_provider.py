@@ -14,6 +14,7 @@ from mini_harness.errors import MiniHarnessError
 from tests.agent.wire_servers import (
     Failure,
     OpenAIWireServer,
+    Raw,
     Stall,
     Turn,
     validate_openai_messages,
@@ -281,6 +282,24 @@ class TestErrors:
             )
         assert [e.kind for e in retries] == ["timeout"]
         assert (raised.value.kind, raised.value.attempt) == ("timeout", 2)
+
+    @pytest.mark.parametrize(
+        "reply",
+        [
+            Raw(b"<html>502 Bad Gateway</html>"),
+            Raw(b'{"id": "x", "choices": []}', "application/json"),
+            Raw(b'{"choices": [{"index": 0, "message": {"content": 5}}]}', "application/json"),
+        ],
+        ids=["html-page", "no-choices", "content-not-text"],
+    )
+    def test_success_status_with_an_unreadable_body(
+        self, server: OpenAIWireServer, reply: Raw
+    ) -> None:
+        """A 200 whose body is not a completion is an invalid_response, not a crash."""
+        server.script(reply)
+        with pytest.raises(ModelError) as raised:
+            make_provider(server).complete(TASK)
+        assert raised.value.kind == "invalid_response"
 
     def test_unreachable_server(self) -> None:
         """Nothing listening on the port is an http_error saying the server cannot be reached."""

@@ -8,7 +8,8 @@
   script serves streaming and non-streaming clients alike); `cut_after=N` closes the
   connection after N stream events (or half the JSON body), mid-response;
 - `Failure(status, message, retry_after="0")`: an error status in the format's error body;
-- `Stall(seconds)`: answers nothing for that long, then closes the connection.
+- `Stall(seconds)`: answers nothing for that long, then closes the connection;
+- `Raw(body, content_type)`: a body sent as is (a proxy's page, a body of the wrong shape).
 
 Every request is recorded (`requests`), and its history is VALIDATED against the
 provider's message rules first: an invalid history is answered 400 with the reason (and
@@ -65,7 +66,16 @@ class Stall:
     seconds: float
 
 
-Reply = Turn | Failure | Stall
+@attrs.frozen
+class Raw:
+    """A body sent as is (a proxy's error page, a body of the wrong shape)."""
+
+    body: bytes
+    content_type: str = "text/html"
+    status: int = 200
+
+
+Reply = Turn | Failure | Stall | Raw
 
 
 @attrs.frozen
@@ -116,6 +126,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif isinstance(reply, Failure):
             headers_out = {"retry-after": reply.retry_after} if reply.retry_after else {}
             self._json(reply.status, wire.error_body(reply.status, reply.message), headers_out)
+        elif isinstance(reply, Raw):
+            self.send_response(reply.status)
+            self.send_header("content-type", reply.content_type)
+            self.send_header("content-length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
         elif isinstance(reply, Stall):
             wire.stopping.wait(reply.seconds)
             self._cut()

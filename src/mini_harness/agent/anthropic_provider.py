@@ -15,10 +15,13 @@ import anthropic
 import httpx2
 
 from mini_harness.agent.http_attempts import (
+    UNREADABLE,
     AttemptLog,
     attempts,
+    checked_text,
     final_failure,
     observed_http_client,
+    unreadable_response,
 )
 from mini_harness.agent.provider import (
     Message,
@@ -183,16 +186,26 @@ class AnthropicProvider:
                 return self._streamed(stream, on_text, log)
             except (anthropic.AnthropicError, httpx2.HTTPError, httpx2.StreamError) as error:
                 raise final_failure(error, log) from None
+            except UNREADABLE as error:
+                # The SDK does not validate bodies: a 200 that is not a message (a proxy's
+                # HTML page, a body of the wrong shape) fails while being read.
+                raise unreadable_response(error, log) from None
 
     def _response(self, message: WireMessage) -> ModelResponse:
         text: list[str] = []
         calls: list[ToolCall] = []
         for block in message.content:
             if block.type == "text":
-                text.append(block.text)
+                text.append(checked_text(block.text))
             elif block.type == "tool_use":
                 arguments = json.dumps(block.input, ensure_ascii=False, separators=(",", ":"))
-                calls.append(ToolCall(id=block.id, name=block.name, arguments=arguments))
+                calls.append(
+                    ToolCall(
+                        id=checked_text(block.id),
+                        name=checked_text(block.name),
+                        arguments=arguments,
+                    )
+                )
         return ModelResponse(
             message=Message("assistant", "".join(text), tool_calls=tuple(calls)),
             finish_reason=stop_reason(message.stop_reason),
@@ -219,17 +232,22 @@ class AnthropicProvider:
             elif event.type == "content_block_start":
                 block = event.content_block
                 if block.type == "tool_use":
-                    calls[event.index] = {"id": block.id, "name": block.name, "arguments": ""}
+                    calls[event.index] = {
+                        "id": checked_text(block.id),
+                        "name": checked_text(block.name),
+                        "arguments": "",
+                    }
                 elif block.type == "text" and block.text:
                     text.append(block.text)
                     on_text(block.text)
             elif event.type == "content_block_delta":
                 delta = event.delta
                 if delta.type == "text_delta":
-                    text.append(delta.text)
-                    on_text(delta.text)
+                    piece = checked_text(delta.text)
+                    text.append(piece)
+                    on_text(piece)
                 elif delta.type == "input_json_delta" and event.index in calls:
-                    calls[event.index]["arguments"] += delta.partial_json
+                    calls[event.index]["arguments"] += checked_text(delta.partial_json)
             elif event.type == "message_delta":
                 wire_stop = event.delta.stop_reason or wire_stop
                 usage = usage_of(event.usage, usage)

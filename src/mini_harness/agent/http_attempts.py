@@ -222,3 +222,27 @@ def final_failure(error: Exception, log: AttemptLog) -> ModelError:
         f"The model server's response could not be read: {detail or type(error).__name__}",
         attempt=attempt,
     )
+
+
+UNREADABLE = (AttributeError, TypeError, KeyError, ValueError)
+"""What reading an SDK's unvalidated response object raises when the body had another shape."""
+
+
+def unreadable_response(error: Exception, log: AttemptLog) -> ModelError:
+    """The ModelError for a successful response whose body is not what the format says."""
+    detail = redact(str(error), log.secret) or type(error).__name__
+    return ModelError(
+        "invalid_response",
+        f"The model server's response is not in the expected format ({detail})",
+        attempt=max(log.attempts, 1),
+    )
+
+
+def checked_text(value: object) -> str:
+    """A text field of a response: a string, or "" when absent; anything else is a
+    malformed response (raised as a ValueError, which becomes invalid_response)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"expected text, got {type(value).__name__}")  # noqa: TRY004
+    return value

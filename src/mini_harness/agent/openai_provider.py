@@ -15,10 +15,13 @@ import httpx2
 import openai
 
 from mini_harness.agent.http_attempts import (
+    UNREADABLE,
     AttemptLog,
     attempts,
+    checked_text,
     final_failure,
     observed_http_client,
+    unreadable_response,
 )
 from mini_harness.agent.provider import (
     Message,
@@ -154,6 +157,10 @@ class OpenAICompatibleProvider:
                 return self._streamed(stream, on_text, log)
             except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError) as error:
                 raise final_failure(error, log) from None
+            except UNREADABLE as error:
+                # The SDK does not validate bodies: a 200 that is not a completion (a
+                # proxy's HTML page, a body of the wrong shape) fails while being read.
+                raise unreadable_response(error, log) from None
 
     def _response(self, completion: ChatCompletion, log: AttemptLog) -> ModelResponse:
         if not completion.choices:
@@ -165,15 +172,15 @@ class OpenAICompatibleProvider:
         choice = completion.choices[0]
         calls = tuple(
             ToolCall(
-                id=call.id or f"call_{new_id()}",
-                name=call.function.name,
-                arguments=call.function.arguments or "",
+                id=checked_text(call.id) or f"call_{new_id()}",
+                name=checked_text(call.function.name),
+                arguments=checked_text(call.function.arguments),
             )
             for call in choice.message.tool_calls or ()
             if call.type == "function"
         )
         return ModelResponse(
-            message=Message("assistant", choice.message.content or "", tool_calls=calls),
+            message=Message("assistant", checked_text(choice.message.content), tool_calls=calls),
             finish_reason=finish_reason(choice.finish_reason, bool(calls)),
             usage=usage_of(completion.usage),
             response_id=completion.id or None,
@@ -195,15 +202,16 @@ class OpenAICompatibleProvider:
             for choice in chunk.choices:
                 if choice.index != 0:
                     continue
-                if choice.delta.content:
-                    text.append(choice.delta.content)
-                    on_text(choice.delta.content)
+                piece = checked_text(choice.delta.content)
+                if piece:
+                    text.append(piece)
+                    on_text(piece)
                 for fragment in choice.delta.tool_calls or ():
                     call = calls.setdefault(fragment.index, {"id": "", "name": "", "arguments": ""})
-                    call["id"] = call["id"] or fragment.id or ""
+                    call["id"] = call["id"] or checked_text(fragment.id)
                     if fragment.function is not None:
-                        call["name"] += fragment.function.name or ""
-                        call["arguments"] += fragment.function.arguments or ""
+                        call["name"] += checked_text(fragment.function.name)
+                        call["arguments"] += checked_text(fragment.function.arguments)
                 if choice.finish_reason is not None:
                     wire_finish = choice.finish_reason
         if wire_finish is None:
