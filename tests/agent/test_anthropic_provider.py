@@ -163,6 +163,12 @@ class TestResponses:
         tool_use = server.requests[1].body["messages"][1]["content"][0]
         assert tool_use["input"] == {UNPARSED_KEY: raw}
 
+    def test_whole_response_cannot_carry_malformed_input(self, server: AnthropicWireServer) -> None:
+        """The server says so when a script asks for malformed input in a whole response."""
+        server.script(Turn(tool_calls=(("tu_1", "echo", "{oops"),)))
+        with pytest.raises(ModelError, match="only a streamed turn can send malformed input"):
+            make_provider(server).complete(TASK)
+
     @MODES
     @pytest.mark.parametrize(
         ("wire", "neutral"),

@@ -78,6 +78,10 @@ class Raw:
 Reply = Turn | Failure | Stall | Raw
 
 
+class ScriptError(Exception):
+    """A scripted reply this wire format cannot express; answered 400 with the reason."""
+
+
 @attrs.frozen
 class RecordedRequest:
     path: str
@@ -135,10 +139,19 @@ class _Handler(BaseHTTPRequestHandler):
         elif isinstance(reply, Stall):
             wire.stopping.wait(reply.seconds)
             self._cut()
-        elif body.get("stream"):
-            self._stream(wire.events(reply, body), reply.cut_after)
         else:
-            self._turn_json(wire.turn_json(reply, body), reply.cut_after)
+            try:
+                if body.get("stream"):
+                    events = wire.events(reply, body)
+                else:
+                    whole = wire.turn_json(reply, body)
+            except ScriptError as error:
+                self._json(400, wire.error_body(400, f"loopback server script error: {error}"))
+                return
+            if body.get("stream"):
+                self._stream(events, reply.cut_after)
+            else:
+                self._turn_json(whole, reply.cut_after)
 
     def _json(self, status: int, body: JsonDict, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body).encode()
@@ -455,7 +468,15 @@ class AnthropicWireServer(WireServer):
         if turn.text:
             content.append({"type": "text", "text": turn.text})
         for call_id, name, arguments in turn.tool_calls:
-            value = json.loads(arguments)  # a script error if a test asks for the impossible
+            try:
+                value = json.loads(arguments)
+            except ValueError:
+                value = None
+            if not isinstance(value, dict):
+                raise ScriptError(
+                    "a whole Messages response carries tool input as a JSON object; "
+                    "only a streamed turn can send malformed input"
+                )
             content.append({"type": "tool_use", "id": call_id, "name": name, "input": value})
         return {
             "id": f"msg_{len(self.requests)}",
