@@ -13,6 +13,7 @@ from tests.agent.wire_servers import (
     AnthropicWireServer,
     Failure,
     Raw,
+    Stall,
     Turn,
     validate_anthropic_messages,
 )
@@ -242,6 +243,16 @@ class TestErrors:
         assert raised.value.kind == "invalid_response"
         assert "response stream was cut off" in raised.value.message
         assert pieces == ["part"]
+
+    def test_no_answer_in_time_is_a_timeout(self, server: AnthropicWireServer) -> None:
+        """A server that does not answer within the timeout fails with kind timeout."""
+        server.script(Stall(2.0))
+        provider = AnthropicProvider(
+            "claude-test", api_key=KEY, base_url=server.base_url, max_retries=0, timeout=0.3
+        )
+        with pytest.raises(ModelError) as raised:
+            provider.complete(TASK, on_text=lambda _: None)
+        assert (raised.value.kind, raised.value.attempt) == ("timeout", 1)
 
     @pytest.mark.parametrize(
         "reply",

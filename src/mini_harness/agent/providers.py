@@ -55,7 +55,11 @@ _REMOTES = {
     # A local or third-party server: OPENAI_BASE_URL is required, a key is optional.
     "openai-compatible": _Remote("openai", None, "OPENAI_BASE_URL", None, "gpt-4o-mini"),
     "anthropic": _Remote(
-        "anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", None, "claude-haiku-4-5"
+        "anthropic",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "https://api.anthropic.com",
+        "claude-haiku-4-5",
     ),
 }
 
