@@ -77,6 +77,7 @@ def pieces(text: str, size: int) -> list[str]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
