@@ -17,7 +17,6 @@ from tests.agent.wire_servers import (
     Raw,
     Stall,
     Turn,
-    validate_openai_messages,
 )
 
 KEY = "sk-test-0123456789abcdef-SECRET"
@@ -264,6 +263,16 @@ class TestErrors:
         assert "response stream was cut off" in raised.value.message
         assert pieces == ["part", "ial "]
 
+    def test_interrupt_while_streaming_propagates_as_is(self, server: OpenAIWireServer) -> None:
+        """Ctrl-C during a stream reaches the caller as KeyboardInterrupt, not a ModelError."""
+        server.script(Turn(text="a long answer"))
+
+        def interrupt(_: str) -> None:
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            make_provider(server).complete(TASK, on_text=interrupt)
+
     def test_body_cut_mid_way_is_retried_and_reported(self, server: OpenAIWireServer) -> None:
         """A whole-JSON body that breaks off is retried by the SDK, and the attempt reported."""
         server.script(Turn(text="lost", cut_after=1), Turn(text="whole"))
@@ -350,52 +359,3 @@ class TestHistoryValidation:
         request = answered(TASK, Message("assistant", ""), Message("user", "Try again."))
         assert make_provider(server).complete(request).message.content == "ok"
         assert server.requests[0].body["messages"][2] == {"role": "assistant", "content": ""}
-
-    @pytest.mark.parametrize(
-        ("messages", "reason"),
-        [
-            ([{"role": "tool", "tool_call_id": "x", "content": "r"}], "must follow"),
-            (
-                [
-                    {"role": "user", "content": "u"},
-                    {
-                        "role": "assistant",
-                        "content": None,
-                        "tool_calls": [
-                            {
-                                "id": "x",
-                                "type": "function",
-                                "function": {"name": "e", "arguments": "{"},
-                            }
-                        ],
-                    },
-                ],
-                "arguments is not a JSON object",
-            ),
-            (
-                [
-                    {"role": "user", "content": "u"},
-                    {
-                        "role": "assistant",
-                        "content": None,
-                        "tool_calls": [
-                            {
-                                "id": "x",
-                                "type": "function",
-                                "function": {"name": "e", "arguments": "{}"},
-                            }
-                        ],
-                    },
-                    {"role": "tool", "tool_call_id": "x", "content": "r"},
-                    {"role": "tool", "tool_call_id": "x", "content": "again"},
-                ],
-                "does not answer an unanswered tool call",
-            ),
-        ],
-        ids=["tool-without-call", "arguments-not-json", "two-results-for-one-call"],
-    )
-    def test_rules_the_server_enforces(self, messages: list[object], reason: str) -> None:
-        """The server's validator names the first broken rule of a history."""
-        problem = validate_openai_messages(messages)
-        assert problem is not None
-        assert reason in problem

@@ -183,7 +183,8 @@ class AnthropicProvider:
                 if on_text is None:
                     return self._response(self._client.messages.create(**kwargs))
                 stream = self._client.messages.create(**kwargs, stream=True)
-                return self._streamed(stream, on_text, log)
+                with stream:  # closed however the reading ends (Ctrl-C included)
+                    return self._streamed(stream, on_text, log)
             except (anthropic.AnthropicError, httpx2.HTTPError, httpx2.StreamError) as error:
                 raise final_failure(error, log) from None
             except UNREADABLE as error:

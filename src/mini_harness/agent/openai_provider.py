@@ -154,7 +154,8 @@ class OpenAICompatibleProvider:
                 stream = self._client.chat.completions.create(
                     **kwargs, stream=True, stream_options={"include_usage": True}
                 )
-                return self._streamed(stream, on_text, log)
+                with stream:  # closed however the reading ends (Ctrl-C included)
+                    return self._streamed(stream, on_text, log)
             except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError) as error:
                 raise final_failure(error, log) from None
             except UNREADABLE as error:
