@@ -281,6 +281,17 @@ class TestErrors:
         assert response.message.content == "whole"
         assert [(e.kind, e.attempt) for e in retries] == [("invalid_response", 1)]
 
+    def test_error_body_cut_mid_way_is_reported_as_a_retried_attempt(
+        self, server: OpenAIWireServer
+    ) -> None:
+        """An error status whose body breaks off is still one reported, retried attempt."""
+        body = b'{"error": {"message": "upstream failed"}}'
+        server.script(Raw(body, "application/json", status=502, cut=True), Turn(text="ok"))
+        retries: list[ModelError] = []
+        response = make_provider(server).complete(TASK, on_retry=retries.append)
+        assert response.message.content == "ok"
+        assert [(e.kind, e.attempt) for e in retries] == [("invalid_response", 1)]
+
     def test_no_answer_in_time_is_a_timeout(self, server: OpenAIWireServer) -> None:
         """A server that does not answer within the timeout: each attempt times out."""
         server.script(Stall(2.0), Stall(2.0))

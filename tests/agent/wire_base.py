@@ -50,11 +50,13 @@ class Stall:
 
 @attrs.frozen
 class Raw:
-    """A body sent as is (a proxy's error page, a body of the wrong shape)."""
+    """A body sent as is (a proxy's error page, a body of the wrong shape); with `cut`,
+    only its first half before the connection drops."""
 
     body: bytes
     content_type: str = "text/html"
     status: int = 200
+    cut: bool = False
 
 
 Reply = Turn | Failure | Stall | Raw
@@ -118,7 +120,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("content-type", reply.content_type)
             self.send_header("content-length", str(len(reply.body)))
             self.end_headers()
-            self.wfile.write(reply.body)
+            if reply.cut:
+                self.wfile.write(reply.body[: len(reply.body) // 2])
+                self._cut()
+            else:
+                self.wfile.write(reply.body)
         elif isinstance(reply, Stall):
             wire.stopping.wait(reply.seconds)
             self._cut()

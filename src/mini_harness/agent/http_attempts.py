@@ -130,7 +130,11 @@ class ObservingTransport(httpx2.BaseTransport):
         if response.status_code >= 400:
             # Error bodies are small; reading them here keeps the server's message for an
             # attempt the SDK retries without reading (the SDK reads the buffered copy).
-            body = response.read()
+            try:
+                body = response.read()
+            except httpx2.TransportError as error:
+                log.last_failure = stream_error(error, secret=log.secret, attempt=log.attempts)
+                raise
             log.last_failure = status_error(
                 response.status_code, body, secret=log.secret, attempt=log.attempts
             )
