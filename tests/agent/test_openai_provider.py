@@ -188,6 +188,44 @@ class TestResponses:
         assert "".join(pieces) == response.message.content == "Hello from the loopback model."
         assert response.finish_reason == "stop"
 
+    def test_streamed_calls_without_index_from_lenient_servers(
+        self, server: OpenAIWireServer
+    ) -> None:
+        """Fragments without `index` (some servers leave it out) and a name sent again
+        still make two whole calls."""
+        chunks = [
+            {"id": "call_1", "type": "function", "function": {"name": "echo", "arguments": ""}},
+            {"function": {"name": "echo", "arguments": '{"text":'}},
+            {"function": {"arguments": ' "a"}'}},
+            {"id": "call_2", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
+        ]
+        lines = [
+            {
+                "id": "c",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": "m",
+                "choices": [{"index": 0, "delta": {"tool_calls": [chunk]}, "finish_reason": None}],
+            }
+            for chunk in chunks
+        ]
+        lines.append(
+            {
+                "id": "c",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": "m",
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+            }
+        )
+        body = "".join(f"data: {json.dumps(line)}\n\n" for line in lines) + "data: [DONE]\n\n"
+        server.script(Raw(body.encode(), "text/event-stream"))
+        response = make_provider(server).complete(TASK, on_text=lambda _: None)
+        assert response.message.tool_calls == (
+            ToolCall("call_1", "echo", '{"text": "a"}'),
+            ToolCall("call_2", "ls", "{}"),
+        )
+
     def test_tool_calls_with_finish_reason_stop_are_a_tool_call_stop(
         self, server: OpenAIWireServer
     ) -> None:

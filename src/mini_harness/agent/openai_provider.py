@@ -106,6 +106,16 @@ def usage_of(usage: CompletionUsage | None) -> Usage:
     )
 
 
+def _slot(calls: dict[int, dict[str, str]], index: object, call_id: str) -> int:
+    """Which call a streamed fragment belongs to: its `index`; from servers that leave the
+    index out, a new call when it brings a new id, else the latest call."""
+    if isinstance(index, int):
+        return index
+    if not calls or (call_id and all(c["id"] != call_id for c in calls.values())):
+        return len(calls)
+    return max(calls)
+
+
 class OpenAICompatibleProvider:
     """A Chat Completions server behind the provider interface (`openai-compatible:MODEL`)."""
 
@@ -208,10 +218,13 @@ class OpenAICompatibleProvider:
                     text.append(piece)
                     on_text(piece)
                 for fragment in choice.delta.tool_calls or ():
-                    call = calls.setdefault(fragment.index, {"id": "", "name": "", "arguments": ""})
-                    call["id"] = call["id"] or checked_text(fragment.id)
+                    call_id = checked_text(fragment.id)
+                    slot = _slot(calls, getattr(fragment, "index", None), call_id)
+                    call = calls.setdefault(slot, {"id": "", "name": "", "arguments": ""})
+                    call["id"] = call["id"] or call_id
                     if fragment.function is not None:
-                        call["name"] += checked_text(fragment.function.name)
+                        # The name comes whole, once; a server repeating it is not doubled.
+                        call["name"] = call["name"] or checked_text(fragment.function.name)
                         call["arguments"] += checked_text(fragment.function.arguments)
                 if choice.finish_reason is not None:
                     wire_finish = choice.finish_reason
