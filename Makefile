@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -31,7 +31,7 @@ goldens: $(STAMP)
 	$(BIN)/pytest tests/golden --update-goldens
 
 $(VENV)/.bench-installed: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,bench]'
 	touch $@
 
 # BENCH_QUICK=1 make bench: a smaller run (about a minute) for smoke checks.
