@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -23,7 +23,7 @@ demo: $(STAMP)
 
 # The browser tests (tests/browser) drive Debian's chromium through Playwright.
 $(VENV)/.browser-installed: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,browser]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,browser]'
 	touch $@
 
 chromium:
@@ -41,7 +41,7 @@ goldens: $(STAMP)
 	$(BIN)/pytest tests/golden --update-goldens
 
 $(VENV)/.bench-installed: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,bench]'
 	touch $@
 
 # BENCH_QUICK=1 make bench: a smaller run (about a minute) for smoke checks.

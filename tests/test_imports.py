@@ -32,7 +32,6 @@ class TestLazyImports:
             "asyncio",
             "cattrs",
             "mini_harness.transcripts.reader",
-            "mini_harness.transcripts.redaction",
             "mini_harness.runtime.typed",
             "mini_harness.tools.walk",
             "mini_harness.tools.globs",
@@ -45,11 +44,9 @@ class TestLazyImports:
             "mini_harness.cli.tools",
             "mini_harness.cli.transcript",
             "click",  # the console script's quick route (mini_harness.console) needs no click
-            "pathlib",  # JsonlTranscript.path and the default workspace are made when asked
             "mini_harness.tools.workspace",
             "mini_harness.cli",
             # Classes the run does not use, kept apart: attrs compiles a class when defined.
-            "mini_harness.transcripts.quarantine",
             "mini_harness.tools.location",
         ]
         code = PROBE.replace("LOG", repr(str(tmp_path / "t.jsonl"))).replace("NAMES", repr(names))

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from mini_harness.errors import TranscriptFormatError
-from mini_harness.events import TRANSCRIPT_FORMAT, TranscriptStarted
-from mini_harness.transcripts.codec import DecodeError, decode_line
+from mini_harness.events import FORMAT_VERSION, TRANSCRIPT_FORMAT, TranscriptStarted
+from mini_harness.transcripts.codec import DecodeError, decode_line, parse_line
 
 _HEAD_BYTES = 64 * 1024
 # The start of every header line a writer makes: the envelope is never redacted.
@@ -38,13 +39,26 @@ def check_first_line(fd: int, path: str | os.PathLike[str]) -> None:
         first = head[len(_BOM) : newline] if head.startswith(_BOM) else head[:newline]
         try:
             header = decode_line(first).event
+            data = parse_line(first)  # the keys as written, before defaults fill them in
         except DecodeError:
-            header = None
-        if isinstance(header, TranscriptStarted) and header.format == TRANSCRIPT_FORMAT:
-            return
-        why = "line 1 is not TranscriptStarted"
-    from pathlib import Path  # only to name the file as the writer does (JsonlTranscript.path)
-
+            header, data = None, {}
+        version = data.get("version")
+        if isinstance(header, TranscriptStarted) and data.get("format") == TRANSCRIPT_FORMAT:
+            # As the readers check it: a version is required, and lines of this version
+            # may only follow a header of this version.
+            if type(version) is int and version == FORMAT_VERSION:
+                return
+            shown = Path(path)
+            if type(version) is not int:
+                why = "line 1 has no format version"
+            else:
+                raise TranscriptFormatError(
+                    str(shown),
+                    f"{shown} uses transcript format version {version}; this mini-harness "
+                    f"writes version {FORMAT_VERSION} only: refusing to write to it",
+                )
+        else:
+            why = "line 1 is not TranscriptStarted"
     shown = Path(path)
     raise TranscriptFormatError(
         str(shown), f"{shown} is not a mini-harness transcript ({why}); refusing to write to it"
