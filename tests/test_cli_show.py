@@ -125,7 +125,7 @@ class TestAgentLayout:
         assert "      approval asked by rule ask-reads" in lines
         assert "      approval approved by user" in lines
         assert "      approval denied by policy (rule deny-writes): writes are denied" in lines
-        assert "    model failed (attempt 1): rate_limited 429: slow down" in lines
+        assert "    model failed: rate_limited 429 (attempt 1): slow down" in lines
         assert (
             "    context trimmed: 1 tool result(s) replaced, ~900 -> ~400 tokens (budget 500)"
             in lines

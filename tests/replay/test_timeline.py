@@ -15,6 +15,8 @@ from mini_harness.replay.timeline import (
     Timeline,
     TimelineBuilder,
     read_timeline,
+)
+from mini_harness.replay.timeline_describe import (
     run_usage,
 )
 from mini_harness.replay.timeline_select import Selection, select, selected_events

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from typing import TypeAlias
 
 import attrs
@@ -396,29 +395,6 @@ def _seq(event: JsonObject) -> int:
 
 def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def seconds_between(start: str | None, end: str | None) -> float | None:
-    """Seconds from one recorded `ts` to another (None when either is missing or unparsable)."""
-    if not start or not end:
-        return None
-    try:
-        return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
-    except ValueError:
-        return None
-
-
-def run_usage(run: Run) -> JsonObject:
-    """The run's token totals: RunFinished's `usage`, else the sum over its turns."""
-    recorded = (run.finished or {}).get("usage")
-    if isinstance(recorded, dict) and recorded:
-        return recorded
-    totals: dict[str, int] = {}
-    for step in run.steps:
-        for key, value in (step.turn.usage if step.turn else {}).items():
-            if type(value) is int:
-                totals[key] = totals.get(key, 0) + value
-    return dict(totals)
 
 
 def events_of(items: Iterable[Run]) -> list[JsonObject]:

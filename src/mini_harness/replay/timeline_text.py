@@ -15,6 +15,11 @@ from mini_harness.replay.timeline import (
     Step,
     Timeline,
     Turn,
+)
+from mini_harness.replay.timeline_describe import (
+    describe_approval,
+    describe_model_failure,
+    describe_trim,
     run_usage,
     seconds_between,
 )
@@ -172,15 +177,8 @@ def step_lines(step: Step, indent: int, style: TextStyle) -> Iterator[str]:
 def turn_lines(turn: Turn, indent: int, style: TextStyle) -> Iterator[str]:
     pad = " " * indent
     for failure in turn.failures:
-        error = failure.get("error")
-        error = error if isinstance(error, dict) else {}
-        status = f" {error['status']}" if error.get("status") is not None else ""
-        head = f"model failed (attempt {failure.get('attempt', '?')}): {error.get('kind')}{status}"
-        yield (
-            pad
-            + style.paint(head, "31")
-            + f": {style.cut(str(error.get('message', '')), indent + len(head) + 2)}"
-        )
+        text = style.cut(f"model failed: {describe_model_failure(failure)}", indent)
+        yield pad + style.paint(text, "31")
     if turn.text:
         if style.full:
             yield f"{pad}model:"
@@ -203,7 +201,7 @@ def call_lines(call: Call, indent: int, style: TextStyle) -> Iterator[str]:
     inner = indent + 2
     yield f"{pad}  input  {style.payload(call.input, inner + 7)}"
     for event in call.approvals:
-        yield f"{pad}  {approval_text(event)}"
+        yield f"{pad}  {describe_approval(event)}"
     if call.status == SUCCEEDED:
         yield f"{pad}  output {style.payload(call.output, inner + 7)}"
     elif call.status == FAILED:
@@ -214,25 +212,8 @@ def call_lines(call: Call, indent: int, style: TextStyle) -> Iterator[str]:
         yield f"{pad}  " + style.paint("no terminal event: the call may or may not have run", "33")
 
 
-def approval_text(event: JsonObject) -> str:
-    if event["type"] == "ApprovalRequested":
-        rule = f" by rule {event['rule']}" if event.get("rule") else ""
-        return f"approval asked{rule}"
-    by = event.get("by")
-    decision = str(event.get("decision", "?")).replace("_", " ")
-    rule = f" (rule {event['rule']})" if by == "policy" and event.get("rule") else ""
-    reason = f": {event['reason']}" if event.get("reason") else ""
-    return f"approval {decision} by {by}{rule}{reason}"
-
-
 def trimmed_line(event: JsonObject, indent: int, style: TextStyle) -> str:
-    replaced = event.get("replaced")
-    count = len(replaced) if isinstance(replaced, list) else 0
-    before, after, budget = (event.get(key) for key in ("tokensBefore", "tokensAfter", "budget"))
-    text = f"context trimmed: {count} tool result(s) replaced, ~{before} -> ~{after} tokens"
-    if budget is not None:
-        text += f" (budget {budget})"
-    return " " * indent + style.paint(text, "33")
+    return " " * indent + style.paint(describe_trim(event), "33")
 
 
 def finished_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:

@@ -20,6 +20,11 @@ from mini_harness.replay.timeline import (
     Step,
     Timeline,
     Turn,
+)
+from mini_harness.replay.timeline_describe import (
+    describe_approval,
+    describe_model_failure,
+    describe_trim,
     run_usage,
     seconds_between,
 )
@@ -136,14 +141,7 @@ def _step_rows(run: Run, step: Step, context: JsonValue) -> list[JsonValue]:
 
 def _turn(run: int, step: int, turn: Turn) -> JsonObject:
     response = turn.response or {}
-    failures = []
-    for failure in turn.failures:
-        error = failure.get("error")
-        error = error if isinstance(error, dict) else {}
-        status = f" {error['status']}" if error.get("status") is not None else ""
-        failures.append(
-            f"attempt {failure.get('attempt')}: {error.get('kind')}{status}: {error.get('message')}"
-        )
+    failures = [describe_model_failure(failure) for failure in turn.failures]
     return {
         "k": "t",
         "r": run,
@@ -181,18 +179,16 @@ def _call(run: Run, step: int | None, call: Call) -> JsonObject:
 
 
 def _approval(event: JsonObject) -> str:
-    if event["type"] == "ApprovalRequested":
-        rule = f" by rule {event['rule']}" if event.get("rule") else ""
-        return f"approval asked{rule}: {event.get('shown', '')}"
-    decision = str(event.get("decision", "?")).replace("_", " ")
-    rule = f" (rule {event['rule']})" if event.get("by") == "policy" and event.get("rule") else ""
-    reason = f": {event['reason']}" if event.get("reason") else ""
-    return f"approval {decision} by {event.get('by')}{rule}{reason}"
+    shown = event.get("shown") if event["type"] == "ApprovalRequested" else None
+    return describe_approval(event) + (f": {shown}" if isinstance(shown, str) else "")
 
 
 def _event(run: int | None, step: int | None, event: JsonObject) -> JsonObject:
-    rest = {k: v for k, v in event.items() if k not in {"type", "seq", "ts", "prev", "runId"}}
-    text, _size = payload(rest)
+    if event["type"] == "ContextTrimmed":
+        text = describe_trim(event)
+    else:
+        rest = {k: v for k, v in event.items() if k not in {"type", "seq", "ts", "prev", "runId"}}
+        text, _size = payload(rest)
     return {
         "k": "e",
         "r": run,

@@ -223,7 +223,7 @@
     node.appendChild(line);
     if (open[index]) {
       var details = el("div", "details");
-      row.fail.forEach(function (f) { details.appendChild(el("div", "error", "failed " + f)); });
+      row.fail.forEach(function (f) { details.appendChild(el("div", "error", "model failed: " + f)); });
       if (row.text) { details.appendChild(el("div", "label", "text")); details.appendChild(el("pre", null, row.text)); }
       if (row.asks.length) { details.appendChild(el("div", "label", "asks for: " + row.asks.join(", "))); }
       node.appendChild(details);
