@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 from mini_harness.cli import cli
 from mini_harness.replay.view_page import PAYLOAD_CAP, embed_json
 from mini_harness.transcripts import line_hash
-from tests.replay.timeline_fixtures import TOOLS, chained, tool_events, write
+from tests.replay.timeline_fixtures import TOOLS, chained, record_reads, tool_events, write
 
 
 def view(*args: str, env: dict[str, str] | None = None) -> Result:
@@ -136,6 +136,63 @@ class TestProblems:
         result = view(str(log))
         assert result.exit_code == 2
         assert not (tmp_path / "t.html").exists()
+
+
+@pytest.fixture(name="read_log")
+def _read_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return record_reads(tmp_path)
+
+
+class TestRerun:
+    def test_matching_rerun(self, read_log: Path) -> None:
+        """--rerun shows each call's outcome; all matched: exit 0."""
+        result = view(str(read_log), "--rerun")
+        assert result.exit_code == 0, result.output
+        data = page_json((read_log.parent / "t.html").read_text())
+        rows = data["rows"]
+        assert isinstance(rows, list)
+        assert [row["rr"]["o"] for row in rows if row["k"] == "c"] == ["matched", "matched"]
+        assert data["rerun"] == {
+            "counts": {
+                "matched": 2,
+                "diverged": 0,
+                "now-fails": 0,
+                "now-succeeds": 0,
+                "skipped": 0,
+            },
+            "drift": [],
+        }
+
+    def test_diverged_call_has_its_diff(self, read_log: Path) -> None:
+        """A call whose output changed carries the diff; the page is written, exit 1."""
+        (read_log.parent / "a.txt").write_text("changed\n")
+        result = view(str(read_log), "--rerun")
+        assert result.exit_code == 1
+        assert result.stderr == (
+            "[mini-harness] Error: re-run differs from the record: 1 diverged\n"
+        )
+        rows = page_json((read_log.parent / "t.html").read_text())["rows"]
+        assert isinstance(rows, list)
+        read = next(row for row in rows if row.get("n") == "read_file")
+        assert read["rr"]["o"] == "diverged"
+        assert '+  "text": "changed\\n",' in read["rr"]["diff"].splitlines()
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["--registry", "x:y"], "--registry needs --rerun"),
+            (["--allow-side-effects"], "--allow-side-effects needs --rerun"),
+            (["--rerun", "-"], "--rerun reads the transcript a second time: give a file, not -"),
+        ],
+    )
+    def test_usage(self, tmp_path: Path, args: list[str], message: str) -> None:
+        """Re-run options without --rerun, and --rerun of standard input, are usage errors."""
+        log = write(tmp_path / "t.jsonl", tool_events())
+        full = [*args] if "-" in args else [str(log), *args]
+        result = view(*full)
+        assert result.exit_code == 2
+        assert result.stderr == f"[mini-harness] Error: {message}\n"
 
 
 class TestEmbedding:

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from mini_harness.cli import cli
 from tests.replay.generate import write_transcript
-from tests.replay.timeline_fixtures import agent_events, tool_events, write
+from tests.replay.timeline_fixtures import agent_events, record_reads, tool_events, write
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -167,6 +167,27 @@ class TestHostileText:
         opened.open(html)
         assert opened.calls() == ["e1"]
         assert opened.page.evaluate("typeof window.pwned") == "undefined"
+        assert opened.errors == []
+
+
+class TestRerun:
+    def test_diverged_call_shows_its_diff(
+        self, opened: Opened, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With --rerun, the status filter finds the diverged call and its diff shows."""
+        monkeypatch.chdir(tmp_path)
+        log = record_reads(tmp_path)
+        (tmp_path / "a.txt").write_text("changed\n")
+        html = tmp_path / "page.html"
+        result = CliRunner().invoke(cli, ["view", str(log), "--rerun", "-o", str(html)])
+        assert result.exit_code == 1
+        opened.open(html)
+        assert "Re-run: 1 matched, 1 diverged" in opened.page.locator("#verify").inner_text()
+        opened.page.select_option("#status", "diverged")
+        assert len(opened.calls()) == 1
+        opened.page.locator(".row.call .line").first.click()
+        diff = opened.page.locator("pre.diff").inner_text()
+        assert '+  "text": "changed\\n",' in diff.splitlines()
         assert opened.errors == []
 
 

@@ -263,3 +263,19 @@ def tool_events() -> list[JsonObject]:
 def write(path: Path, events: list[JsonObject]) -> Path:
     path.write_bytes(chained(events))
     return path
+
+
+def record_reads(workspace: Path) -> Path:
+    """A transcript recorded by the CLI in `workspace` (the current directory): read_file
+    a.txt ("hello"), then echo."""
+    from click.testing import CliRunner
+
+    from mini_harness.cli import cli
+
+    (workspace / "a.txt").write_text("hello\n")
+    log = workspace / "t.jsonl"
+    runner = CliRunner()
+    for tool, tool_input in (("read_file", '{"path":"a.txt"}'), ("echo", '{"text":"x"}')):
+        args = ["--tool", tool, "--tool-input", tool_input, "--log", str(log)]
+        assert runner.invoke(cli, args).exit_code == 0
+    return log

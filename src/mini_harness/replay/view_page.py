@@ -14,6 +14,7 @@ from importlib import resources
 import orjson
 
 from mini_harness.events import JsonObject, JsonValue
+from mini_harness.replay.model import OUTCOMES, RerunOutcome, RerunReport
 from mini_harness.replay.timeline import (
     Call,
     Run,
@@ -52,13 +53,17 @@ def payload(value: JsonValue) -> tuple[str, int]:
 
 
 def page_data(
-    timeline: Timeline, context: dict[tuple[str, int], JsonValue] | None = None
+    timeline: Timeline,
+    context: dict[tuple[str, int], JsonValue] | None = None,
+    reruns: RerunReport | None = None,
 ) -> JsonObject:
     """The page's JSON: the transcript's head, its verification, runs and flat rows.
 
-    `context` gives, per (run id, step), the step request's parts as [[label, tokens], ...].
+    `context` gives, per (run id, step), the step request's parts as [[label, tokens], ...];
+    `reruns` each call's re-run outcome (shown beside the call, with its diff).
     """
     context = context or {}
+    outcomes = {item.call.call_id: item for item in reruns.outcomes} if reruns else {}
     header = timeline.header or {}
     runs: list[JsonValue] = []
     rows: list[JsonValue] = []
@@ -68,11 +73,11 @@ def page_data(
         rows.append({"k": "r", "r": run.index})
         for item in run.items:
             if isinstance(item, Step):
-                rows += _step_rows(run, item, context.get((run.run_id, item.number)))
+                rows += _step_rows(run, item, context.get((run.run_id, item.number)), outcomes)
                 for call in item.calls:
                     calls[_STATUS[call.status]] += 1
             elif isinstance(item, Call):
-                rows.append(_call(run, None, item))
+                rows.append(_call(run, None, item, outcomes.get(item.call_id)))
                 calls[_STATUS[item.status]] += 1
             else:
                 rows.append(_event(run.index, None, item))
@@ -93,6 +98,14 @@ def page_data(
         "calls": calls,
         "runs": runs,
         "rows": rows,
+        "rerun": _rerun_summary(reruns) if reruns else None,
+    }
+
+
+def _rerun_summary(report: RerunReport) -> JsonObject:
+    return {
+        "counts": {outcome: report.count(outcome) for outcome in OUTCOMES},
+        "drift": [drift.describe() for drift in report.drift],
     }
 
 
@@ -121,7 +134,9 @@ def _run(run: Run, depth: int) -> JsonObject:
     return out
 
 
-def _step_rows(run: Run, step: Step, context: JsonValue) -> list[JsonValue]:
+def _step_rows(
+    run: Run, step: Step, context: JsonValue, outcomes: dict[str, RerunOutcome]
+) -> list[JsonValue]:
     seconds = seconds_between(step.first_ts, step.last_ts)
     rows: list[JsonValue] = [
         {
@@ -135,7 +150,7 @@ def _step_rows(run: Run, step: Step, context: JsonValue) -> list[JsonValue]:
     rows += [_event(run.index, step.number, event) for event in step.others]
     if step.turn is not None:
         rows.append(_turn(run.index, step.number, step.turn))
-    rows += [_call(run, step.number, call) for call in step.calls]
+    rows += [_call(run, step.number, call, outcomes.get(call.call_id)) for call in step.calls]
     return rows
 
 
@@ -156,7 +171,7 @@ def _turn(run: int, step: int, turn: Turn) -> JsonObject:
     }
 
 
-def _call(run: Run, step: int | None, call: Call) -> JsonObject:
+def _call(run: Run, step: int | None, call: Call, rerun: RerunOutcome | None) -> JsonObject:
     text_in, size_in = payload(call.input)
     out: JsonObject = {
         "k": "c",
@@ -175,6 +190,8 @@ def _call(run: Run, step: int | None, call: Call) -> JsonObject:
         out["e"] = f"{call.error.get('kind')}: {call.error.get('message')}"
     if call.approvals:
         out["ap"] = [_approval(event) for event in call.approvals]
+    if rerun is not None:
+        out["rr"] = {"o": rerun.outcome, "why": rerun.reason, "diff": rerun.diff}
     return out
 
 
@@ -199,8 +216,13 @@ def _event(run: int | None, step: int | None, event: JsonObject) -> JsonObject:
     }
 
 
-def render_page(timeline: Timeline, context: dict[tuple[str, int], JsonValue] | None = None) -> str:
-    """The whole HTML document for `timeline`."""
+def render_page(
+    timeline: Timeline,
+    context: dict[tuple[str, int], JsonValue] | None = None,
+    *,
+    reruns: RerunReport | None = None,
+) -> str:
+    """The whole HTML document for `timeline` (see page_data for the rest)."""
     assets = resources.files("mini_harness.replay") / "view_assets"
     template = (assets / "page.html").read_text(encoding="utf-8")
     style = (assets / "view.css").read_text(encoding="utf-8")
@@ -209,7 +231,7 @@ def render_page(timeline: Timeline, context: dict[tuple[str, int], JsonValue] | 
     return (
         template.replace("/*STYLE*/", style)
         .replace("/*SCRIPT*/", script)
-        .replace("/*DATA*/", embed_json(page_data(timeline, context)))
+        .replace("/*DATA*/", embed_json(page_data(timeline, context, reruns)))
         .replace("<!--TITLE-->", _html_text(title))
     )
 

@@ -53,7 +53,7 @@
   function narrowsItems() { return Boolean(state.tool || state.status || state.grep); }
   function haystack(row) {
     if (row.q === undefined) {
-      var parts = [row.i || "", row.o || "", row.e || "", row.text || ""];
+      var parts = [row.i || "", row.o || "", row.e || "", row.text || "", row.rr && row.rr.diff || ""];
       (row.ap || []).forEach(function (a) { parts.push(a); });
       (row.fail || []).forEach(function (f) { parts.push(f); });
       row.q = parts.join("\n").toLowerCase();
@@ -62,7 +62,7 @@
   }
   function itemMatches(row) {
     if (state.tool && (row.k !== "c" || row.n !== state.tool)) { return false; }
-    if (state.status && row.st !== state.status) { return false; }
+    if (state.status && row.st !== state.status && !(row.rr && row.rr.o === state.status)) { return false; }
     if (state.grep && haystack(row).indexOf(state.grep) < 0) { return false; }
     return true;
   }
@@ -123,6 +123,11 @@
     verify.appendChild(el("span", "muted", " · head hash "));
     verify.appendChild(el("code", null, v.headHash || "(none)"));
     verify.appendChild(el("span", "muted", " · " + (v.problems.length ? v.problems.length + " problem(s)" : "no problems")));
+    if (data.rerun) {
+      var counts = data.rerun.counts;
+      var said = Object.keys(counts).map(function (name) { return num(counts[name]) + " " + name; });
+      verify.appendChild(el("div", "rerun-summary", "Re-run: " + said.join(", ") + (data.rerun.drift.length ? "; drift: " + data.rerun.drift.join("; ") : "")));
+    }
     if (v.problems.length) {
       var list = el("ul", "problems");
       v.problems.forEach(function (p) { list.appendChild(el("li", null, "[" + p.kind + "] line " + p.line + ": " + p.message)); });
@@ -143,6 +148,13 @@
       option.value = name;
       $("tool").appendChild(option);
     });
+    if (data.rerun) {
+      ["diverged", "now-fails", "now-succeeds"].forEach(function (outcome) {
+        var option = el("option", null, "re-run " + outcome.replace("-", " "));
+        option.value = outcome;
+        $("status").appendChild(option);
+      });
+    }
     var legend = $("legend");
     var hasContext = false;
     rows.forEach(function (row) {
@@ -238,6 +250,7 @@
     line.appendChild(el("span", "badge " + row.st, row.st === "ok" ? "succeeded" : row.st));
     line.appendChild(el("span", "name", row.n));
     if (row.ms !== null && row.ms !== undefined) { line.appendChild(el("span", "muted", ms(row.ms))); }
+    if (row.rr) { line.appendChild(el("span", "rerun " + row.rr.o, "re-run " + row.rr.o)); }
     var preview = row.e !== undefined ? row.e : (row.o !== undefined ? row.i + " → " + row.o : row.i);
     line.appendChild(el("span", "grow mono", cut(preview, 300)));
     node.appendChild(line);
@@ -254,6 +267,10 @@
         details.appendChild(el("pre", "error", row.e));
       } else {
         details.appendChild(el("div", "label", "no terminal event: the call may or may not have run"));
+      }
+      if (row.rr) {
+        details.appendChild(el("div", "label", "re-run: " + row.rr.o + (row.rr.why ? " (" + row.rr.why + ")" : "")));
+        if (row.rr.diff) { details.appendChild(el("pre", "diff", row.rr.diff)); }
       }
       node.appendChild(details);
     }
