@@ -11,7 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mini_harness.events import ToolCalled, ToolError, ToolFailed, ToolSucceeded, check_json
+from mini_harness.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    ToolCalled,
+    ToolError,
+    ToolFailed,
+    ToolSucceeded,
+    check_json,
+)
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.transcripts import DecodeError, JsonlTranscript, encode_line, event_to_wire
 from mini_harness.transcripts.codec import _BY_NAME, _converter, parse_line, wire_to_event
@@ -72,6 +80,10 @@ def _lines(tmp_path: Path, registry: ToolRegistry) -> list[bytes]:
                 runtime.dispatch(name, tool_input)
             except Exception:  # every failure is recorded: the lines are the point
                 continue
+        sink.emit(ApprovalRequested("ts", runtime.run_id, "c9", "echo", "rule", "echo hi"))
+        sink.emit(ApprovalDecided("ts", runtime.run_id, "c9", "echo", "approved", "user"))
+        effect = {"path": "a.txt", "before": None, "after": "ab" * 32}
+        sink.emit(ToolSucceeded("ts", runtime.run_id, "c9", "echo", {}, 1.0, effects=(effect,)))
     return path.read_bytes().splitlines()
 
 

@@ -8,6 +8,7 @@ from typing import Protocol, TypeAlias
 
 import attrs
 
+from mini_harness.events.approval import ApprovalDecided, ApprovalRequested
 from mini_harness.events.jsonvalue import JsonObject, JsonValue
 
 TRANSCRIPT_FORMAT = "mini-harness.transcript"
@@ -22,6 +23,7 @@ ERROR_KINDS = frozenset(
         "cancelled",
         "invalid_output",
         "interrupted",
+        "denied",
     }
 )
 
@@ -85,6 +87,9 @@ class ToolSucceeded:
     output: JsonValue
     duration_ms: float
     output_json: bytes | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
+    # Files the call changed: {"path", "before", "after"} (sha256 hex, null: absent).
+    # Omitted from the line when None, so lines of calls that change nothing are as before.
+    effects: tuple[JsonObject, ...] | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -112,7 +117,14 @@ class UnknownEvent:
 PAYLOAD_CACHE_FIELDS = frozenset({"input_json", "output_json"})
 
 Event: TypeAlias = (
-    TranscriptStarted | RunStarted | ToolCalled | ToolSucceeded | ToolFailed | UnknownEvent
+    TranscriptStarted
+    | RunStarted
+    | ToolCalled
+    | ToolSucceeded
+    | ToolFailed
+    | ApprovalRequested
+    | ApprovalDecided
+    | UnknownEvent
 )
 TerminalEvent: TypeAlias = ToolSucceeded | ToolFailed
 KNOWN_EVENT_TYPES: tuple[type, ...] = (
@@ -121,6 +133,8 @@ KNOWN_EVENT_TYPES: tuple[type, ...] = (
     ToolCalled,
     ToolSucceeded,
     ToolFailed,
+    ApprovalRequested,
+    ApprovalDecided,
 )
 
 

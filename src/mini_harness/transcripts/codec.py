@@ -80,8 +80,14 @@ def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
         return out
     for attr, key in _WIRE_FIELDS[type(event)]:
         value = getattr(event, attr)
+        if value is None and attr in _OMITTED_WHEN_NONE:
+            continue
         out[key] = _error_json(value) if isinstance(value, ToolError) else value
     return out
+
+
+# Optional fields added after version 1 was fixed: absent from a line when not set.
+_OMITTED_WHEN_NONE = frozenset({"effects"})
 
 
 # A line holds plain JSON only: bytes, lone surrogates, dataclasses, datetimes and other
@@ -162,7 +168,7 @@ def encode_line(event: Event, seq: int, prev: str | None) -> bytes:
             event.ts, event.run_id, event.call_id, event.name, event.input_json
         )
         line = encode_direct(fields, seq, prev)
-    elif type(event) is ToolSucceeded and event.output_json is not None:
+    elif type(event) is ToolSucceeded and event.output_json is not None and event.effects is None:
         fields = tool_succeeded_fields(
             event.ts,
             event.run_id,
@@ -271,6 +277,8 @@ def _fast_succeeded(data: JsonObject) -> Event | None:
         if type(duration) is not int:
             return None
         duration = float(duration)
+    if "effects" in data:  # rare: the converter checks and types them
+        return None
     if type(ts) is str and type(run_id) is str and type(call_id) is str and type(name) is str:
         return ToolSucceeded(ts, run_id, call_id, name, output, duration)
     return None
