@@ -14,6 +14,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -75,6 +76,20 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+def _read_ready(
+    selector: selectors.BaseSelector, streams: dict[Any, HeadTail], timeout: float
+) -> bool:
+    """Read what the ready pipes hold (closing those at their end); False if none was ready."""
+    ready = selector.select(timeout)
+    for key, _ in ready:
+        data = os.read(key.fd, _CHUNK)
+        if data:
+            streams[key.fileobj].feed(data)
+        else:
+            selector.unregister(key.fileobj)
+    return bool(ready)
+
+
 def run_bounded(
     argv: Sequence[str],
     *,
@@ -115,13 +130,11 @@ def run_bounded(
             # moment to finish writing, then end the group rather than wait for it.
             if exited_at is not None and now - exited_at > 0.5:
                 break
-            for key, _ in selector.select(min(deadline - now, 0.1)):
-                data = os.read(key.fd, _CHUNK)
-                if data:
-                    streams[key.fileobj].feed(data)  # type: ignore[index]
-                else:
-                    selector.unregister(key.fileobj)
-    _kill_group(pgid)
+            _read_ready(selector, streams, min(deadline - now, 0.1))
+        _kill_group(pgid)
+        # What was written before the end is still in the pipes: keep it.
+        while selector.get_map() and _read_ready(selector, streams, 0):
+            pass
     try:
         code = proc.wait(timeout=5)
     finally:
