@@ -10,6 +10,7 @@ With no terminal to ask on, `ask` is a denial. Every decision is recorded as eve
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 import shlex
 import tomllib
@@ -199,7 +200,7 @@ def parse_rules(data: Mapping[str, Any], source: str) -> tuple[PolicyRule, ...]:
     return tuple(rules)
 
 
-def load_policy(workspace_root: str | Path, mode: str = "ask") -> ApprovalPolicy:
+def load_policy(workspace_root: str | os.PathLike[str], mode: str = "ask") -> ApprovalPolicy:
     """The workspace's policy file (if it has one) with the --approve mode."""
     path = Path(workspace_root) / POLICY_FILE
     try:

@@ -22,6 +22,7 @@ class Hunk:
     number: int  # 1-based within its file, as the error messages count
     header: str
     old_start: int
+    new_start: int
     old_lines: tuple[str, ...]
     new_lines: tuple[str, ...]
     old_ends_without_newline: bool = False
@@ -172,6 +173,7 @@ def _parse_hunks(lines: list[str], i: int) -> tuple[int, list[Hunk]]:
                 number=len(hunks) + 1,
                 header=header,
                 old_start=old_start,
+                new_start=int(match[3]),
                 old_lines=tuple(old),
                 new_lines=tuple(new),
                 old_ends_without_newline=old_no_nl,
@@ -179,3 +181,50 @@ def _parse_hunks(lines: list[str], i: int) -> tuple[int, list[Hunk]]:
             )
         )
     return i, hunks
+
+
+def _hunk_text(hunk: Hunk) -> list[str]:
+    """A hunk's lines as a unified diff writes them (context merged, - before +)."""
+    old, new = list(hunk.old_lines), list(hunk.new_lines)
+    # Leading and trailing lines both sides share are context; the middle is - then +.
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    old_count, new_count = len(old), len(new)
+    out = [f"@@ -{hunk.old_start},{old_count} +{hunk.new_start},{new_count} @@"]
+    out += [f" {line}" for line in old[:head]]
+    middle_old = old[head : old_count - tail]
+    middle_new = new[head : new_count - tail]
+    out += [f"-{line}" for line in middle_old]
+    if hunk.old_ends_without_newline and not tail:
+        out.append("\\ No newline at end of file")
+    out += [f"+{line}" for line in middle_new]
+    if hunk.new_ends_without_newline and not tail:
+        out.append("\\ No newline at end of file")
+    out += [f" {line}" for line in old[old_count - tail :]]
+    if tail and (hunk.old_ends_without_newline or hunk.new_ends_without_newline):
+        out.append("\\ No newline at end of file")
+    return out
+
+
+def reverse_patch(patches: tuple[FilePatch, ...]) -> str:
+    """The unified diff that undoes `patches`: each side swapped, as text."""
+    out: list[str] = []
+    for patch in patches:
+        out.append(f"--- {'a/' + patch.new_path if patch.new_path is not None else DEV_NULL}")
+        out.append(f"+++ {'b/' + patch.old_path if patch.old_path is not None else DEV_NULL}")
+        for hunk in patch.hunks:
+            swapped = attrs.evolve(
+                hunk,
+                old_start=hunk.new_start,
+                new_start=hunk.old_start,
+                old_lines=hunk.new_lines,
+                new_lines=hunk.old_lines,
+                old_ends_without_newline=hunk.new_ends_without_newline,
+                new_ends_without_newline=hunk.old_ends_without_newline,
+            )
+            out += _hunk_text(swapped)
+    return "\n".join(out) + "\n"
