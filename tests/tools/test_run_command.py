@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import socket
 import sys
 import time
@@ -11,6 +12,7 @@ import pytest
 
 from mini_harness import MemorySink, ToolRuntime
 from mini_harness.errors import InvalidInputError, ToolHandlerError
+from mini_harness.events import ToolSucceeded
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
 from mini_harness.tools.run_command import bubblewrap
@@ -57,6 +59,7 @@ class TestRunning:
             "truncated": False,
             "timedOut": False,
             "sandboxed": sandbox,
+            "effectsTracked": True,
         }
 
     def test_argv_is_not_a_shell_line(self, ws: Path, sandbox: bool) -> None:
@@ -192,3 +195,49 @@ class TestSandbox:
         tool = runtime_for(ws, sandbox=True).registry.get("run_command")
         assert tool is not None
         assert "bubblewrap sandbox" in tool.definition.description
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class TestEffects:
+    def test_files_a_command_changes_are_recorded(self, ws: Path) -> None:
+        """Files a command adds, changes and deletes are recorded with their hashes."""
+        (ws / "gone.txt").write_text("bye\n")
+        sink = MemorySink()
+        registry = ToolRegistry()
+        register_coding_tools(registry, ws, sandbox=False)
+        script = "echo new > made.txt; echo more >> hello.txt; rm gone.txt; touch sub/x"
+        ToolRuntime(registry, sink).dispatch("run_command", {"argv": [script], "shell": True})
+        succeeded = sink.events[-1]
+        assert isinstance(succeeded, ToolSucceeded)
+        assert succeeded.effects is not None
+        assert list(succeeded.effects) == [
+            {"path": "gone.txt", "before": sha(b"bye\n"), "after": None},
+            {"path": "hello.txt", "before": sha(b"hello\n"), "after": sha(b"hello\nmore\n")},
+            {"path": "made.txt", "before": None, "after": sha(b"new\n")},
+            {"path": "sub/x", "before": None, "after": sha(b"")},
+        ]
+
+    def test_a_command_that_changes_nothing_records_no_effects(self, ws: Path) -> None:
+        """A read-only command's ToolSucceeded has no effects field."""
+        sink = MemorySink()
+        registry = ToolRegistry()
+        register_coding_tools(registry, ws, sandbox=False)
+        ToolRuntime(registry, sink).dispatch("run_command", {"argv": ["cat", "hello.txt"]})
+        succeeded = sink.events[-1]
+        assert isinstance(succeeded, ToolSucceeded)
+        assert succeeded.effects is None
+
+    def test_a_workspace_over_the_limit_is_not_tracked(self, ws: Path) -> None:
+        """Over the file limit no effects are recorded, and the output says so."""
+        from mini_harness.tools.run_command import RunCommand
+        from mini_harness.tools.workspace import Workspace
+
+        for i in range(5):
+            (ws / f"f{i}.txt").write_text("x")
+        handler = RunCommand(Workspace(ws), None, max_tracked_files=3)
+        out = handler({"argv": ["touch", "new.txt"]})
+        assert isinstance(out, dict)
+        assert out["effectsTracked"] is False

@@ -21,6 +21,8 @@ import attrs
 
 from mini_harness.errors import WorkspaceError
 from mini_harness.events import JsonObject
+from mini_harness.runtime.effects import WithEffects
+from mini_harness.tools.file_effects import MAX_TRACKED_FILES, changes, snapshot
 from mini_harness.tools.process import DEFAULT_MAX_OUTPUT, run_bounded
 from mini_harness.tools.workspace import Workspace
 
@@ -91,8 +93,9 @@ class RunCommand:
     sandbox: str | None  # the bwrap program, or None: commands run unsandboxed
     redacted_names: tuple[str, ...] = ()
     max_output: int = DEFAULT_MAX_OUTPUT
+    max_tracked_files: int = MAX_TRACKED_FILES
 
-    def __call__(self, tool_input: dict[str, Any]) -> JsonObject:
+    def __call__(self, tool_input: dict[str, Any]) -> JsonObject | WithEffects:
         argv: list[str] = list(tool_input["argv"])
         if tool_input.get("shell", False):
             if len(argv) != 1:
@@ -108,17 +111,22 @@ class RunCommand:
         command = argv
         if self.sandbox is not None:
             command = sandbox_argv(self.sandbox, self.workspace, cwd, argv)
+        root = str(self.workspace.root)
+        before = snapshot(root, self.max_tracked_files)
         try:
             finished = run_bounded(
                 command, cwd=cwd, env=env, timeout=timeout, max_output=self.max_output
             )
         except OSError as exc:
             raise WorkspaceError(".", f"Cannot run {argv[0]!r}: {exc.strerror or exc}") from None
-        return {
+        output: JsonObject = {
             "exitCode": finished.exit_code,
             "stdout": finished.stdout.text(),
             "stderr": finished.stderr.text(),
             "truncated": finished.stdout.truncated or finished.stderr.truncated,
             "timedOut": finished.timed_out,
             "sandboxed": self.sandbox is not None,
+            "effectsTracked": before is not None,
         }
+        effects = changes(root, before) if before is not None else ()
+        return WithEffects(output, effects) if effects else output
