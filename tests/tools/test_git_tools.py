@@ -179,6 +179,17 @@ def plant_hostile_config(repo: Path, tmp_path: Path) -> Path:
 
 
 class TestHostileRepository:
+    def test_core_worktree_cannot_point_outside(self, repo: Path, tmp_path: Path) -> None:
+        """A repository whose core.worktree names another directory still shows the workspace."""
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / "a.txt").write_text("secret from outside\n")
+        git(repo, "config", "core.worktree", str(elsewhere))
+        diff = runtime_for(repo).dispatch("git_diff", {}).output["diff"]
+        assert "secret from outside" not in diff
+        assert "+TWO" in diff
+        assert "secret from outside" in git(repo, "diff")  # plain git would show it
+
     def test_no_configured_command_ever_runs(self, repo: Path, tmp_path: Path) -> None:
         """Pager, external diff, fsmonitor, textconv, diff drivers, filters, hooks: none run."""
         marks = plant_hostile_config(repo, tmp_path)

@@ -51,6 +51,8 @@ def git_environment(workspace: Workspace) -> dict[str, str]:
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",
         "GIT_CEILING_DIRECTORIES": str(workspace.root.parent),
+        # The work tree is the workspace, whatever core.worktree says (it could name /etc).
+        "GIT_WORK_TREE": str(workspace.root),
         "GIT_OPTIONAL_LOCKS": "0",
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_PAGER": "cat",
