@@ -117,3 +117,24 @@ class TestApproverFromCli:
         (tmp_path / ".mini-harness/policy.toml").write_text("[[rules]]\ndecision = 'perhaps'\n")
         with pytest.raises(Exception, match="decision must be one of"):
             make_approver(tmp_path, "ask")
+
+
+class TestFoldKnowsApprovals:
+    def test_approval_events_are_not_unknown_to_replay(self, tmp_path: Path) -> None:
+        """A transcript with approval decisions folds without "unknown event types" skipped."""
+        from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover
+        from mini_harness.replay import fold_transcript
+
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        (ws / "app.py").write_text("a = 1\nb = 2\nc = 4\n")
+        registry = ToolRegistry()
+        register_coding_tools(registry, ws, sandbox=False)
+        log = tmp_path / "t.jsonl"
+        patch = PATCH.split("--- /dev/null", maxsplit=1)[0]
+        with JsonlTranscript(log) as sink:
+            approver = PolicyApprover(ApprovalPolicy(mode="auto"))
+            ToolRuntime(registry, sink, approver=approver).dispatch("apply_patch", {"patch": patch})
+        folded = fold_transcript(log)
+        assert folded.totals.unknown_events == 0
+        assert folded.totals.succeeded == 1
