@@ -18,6 +18,7 @@ from mini_harness.events import (
     ToolSucceeded,
 )
 from mini_harness.runtime import ToolRegistry
+from mini_harness.runtime.dispatch import PendingCall
 from mini_harness.tools import register_coding_tools
 
 PATCH = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-old\n+new\n"
@@ -288,3 +289,35 @@ class TestPromptAnswers:
         out = io.StringIO()
         assert TerminalPrompter(io.StringIO(typed), out).ask("shown") == answer
         assert out.getvalue().startswith("shown\n")
+
+
+class TestBrokenApprover:
+    def test_an_approver_that_raises_denies(self, ws: Path) -> None:
+        """An approver that fails never lets the call run: it ends as denied, saying why."""
+
+        def broken(call: PendingCall) -> str | None:
+            raise RuntimeError("policy store offline")
+
+        registry = ToolRegistry()
+        register_coding_tools(registry, ws, sandbox=False)
+        sink = MemorySink()
+        with pytest.raises(ToolCallError, match="policy store offline") as caught:
+            ToolRuntime(registry, sink, approver=broken).dispatch("apply_patch", {"patch": PATCH})
+        assert caught.value.kind == "denied"
+        assert (ws / "notes.txt").read_text() == "old\n"
+
+    def test_interrupt_at_the_prompt_still_ends_the_call(self, ws: Path) -> None:
+        """Ctrl-C while asking records the call as cancelled before the interrupt goes on."""
+
+        def interrupted(call: PendingCall) -> str | None:
+            raise KeyboardInterrupt
+
+        registry = ToolRegistry()
+        register_coding_tools(registry, ws, sandbox=False)
+        sink = MemorySink()
+        runtime = ToolRuntime(registry, sink, approver=interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            runtime.dispatch("apply_patch", {"patch": PATCH})
+        failed = sink.events[-1]
+        assert isinstance(failed, ToolFailed)
+        assert failed.error.kind == "cancelled"

@@ -389,6 +389,8 @@ class ToolRuntime:
         )
         try:
             reason = self.approver(pending) if self.approver is not None else None
+        except Exception as exc:  # an approver that breaks must never let the call run
+            reason = f"Approval of {tool.name} failed ({type(exc).__name__}: {exc}); it did not run"
         except BaseException:  # Ctrl-C at a prompt: the call still gets its terminal event
             cancelled = ToolCancelledError(tool.name, f"Tool {tool.name} cancelled")
             self._record_failure(call_id, tool.name, start, cancelled)
