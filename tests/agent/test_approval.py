@@ -291,6 +291,31 @@ class TestPromptAnswers:
         assert out.getvalue().startswith("shown\n")
 
 
+class TestShown:
+    def test_long_patches_are_shown_bounded(self, ws: Path) -> None:
+        """A huge patch is shown (and recorded) cut to its first lines, saying how much more."""
+        body = "".join(f"+line {i}\n" for i in range(5000))
+        patch = f"--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,5000 @@\n{body}"
+        prompter = ScriptedPrompter("no")
+        runtime, _ = make_runtime(ws, ApprovalPolicy(), prompter)
+        with pytest.raises(ToolCallError):
+            runtime.dispatch("apply_patch", {"patch": patch})
+        shown = prompter.shown[0]
+        assert "+line 195\n" in shown
+        assert "+line 300" not in shown
+        assert shown.endswith("[... 4803 more lines ...]")
+
+    def test_very_long_lines_are_cut_by_characters(self, ws: Path) -> None:
+        """A patch of few but enormous lines is cut by characters."""
+        patch = "--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1 @@\n+" + "x" * 100_000 + "\n"
+        prompter = ScriptedPrompter("no")
+        runtime, _ = make_runtime(ws, ApprovalPolicy(), prompter)
+        with pytest.raises(ToolCallError):
+            runtime.dispatch("apply_patch", {"patch": patch})
+        assert len(prompter.shown[0]) < 33_000
+        assert "more characters ...]" in prompter.shown[0]
+
+
 class TestBrokenApprover:
     def test_an_approver_that_raises_denies(self, ws: Path) -> None:
         """An approver that fails never lets the call run: it ends as denied, saying why."""

@@ -14,6 +14,7 @@ from mini_harness.runtime.definitions import ToolDefinition
 
 Answer = Literal["yes", "no", "session"]
 MAX_SHOWN_LINES: Final = 200
+MAX_SHOWN_CHARS: Final = 32_000
 _ANSWERS: Final[dict[str, Answer]] = {
     "y": "yes",
     "yes": "yes",
@@ -32,11 +33,17 @@ class Prompter(Protocol):
 
 
 def _bounded(text: str) -> str:
+    """At most MAX_SHOWN_LINES lines and MAX_SHOWN_CHARS characters, saying what was left out
+    (the text is recorded in ApprovalRequested too: it must stay well under a line's cap)."""
     lines = text.splitlines()
-    if len(lines) <= MAX_SHOWN_LINES:
-        return "\n".join(lines)
-    more = len(lines) - MAX_SHOWN_LINES
-    return "\n".join([*lines[:MAX_SHOWN_LINES], f"[... {more} more lines ...]"])
+    shown = "\n".join(lines[:MAX_SHOWN_LINES])
+    if len(shown) > MAX_SHOWN_CHARS:
+        shown = shown[:MAX_SHOWN_CHARS]
+        left = len(text) - MAX_SHOWN_CHARS
+        return f"{shown}\n[... about {left:,} more characters ...]"
+    if len(lines) > MAX_SHOWN_LINES:
+        return f"{shown}\n[... {len(lines) - MAX_SHOWN_LINES} more lines ...]"
+    return shown
 
 
 def render_call(definition: ToolDefinition, tool_input: JsonValue, rule: str) -> str:
