@@ -258,3 +258,64 @@ class TestAnnotations:
             assert hints[name].read_only_hint is False
             assert hints[name].destructive_hint is True
             assert hints[name].safe_to_repeat is False
+
+
+class TestParsing:
+    def test_diff_u_headers_with_timestamps(self, ws: Path, runtime: ToolRuntime) -> None:
+        """`diff -u` headers with tab-separated timestamps and no a/ b/ prefixes apply."""
+        patch = (
+            "--- notes.txt\t2026-01-01 10:00:00.000000000 +0000\n"
+            "+++ notes.txt\t2026-01-02 10:00:00.000000000 +0000\n"
+            "@@ -2 +2 @@\n-beta\n+BETA\n"
+        )
+        runtime.dispatch("apply_patch", {"patch": patch})
+        assert (ws / "notes.txt").read_text() == "alpha\nBETA\ngamma\n"
+
+    def test_quoted_path_with_a_space(self, ws: Path, runtime: ToolRuntime) -> None:
+        """git's C-quoted paths are unquoted."""
+        patch = '--- /dev/null\n+++ "b/with space\\t.txt"\n@@ -0,0 +1 @@\n+hi\n'
+        runtime.dispatch("apply_patch", {"patch": patch})
+        assert (ws / "with space\t.txt").read_text() == "hi\n"
+
+    def test_wrong_line_counts_are_refused(self, runtime: ToolRuntime) -> None:
+        """A hunk whose header promises more lines than it has is refused, naming the hunk."""
+        patch = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,3 +1,3 @@\n alpha\n-beta\n+b\n"
+        with pytest.raises(ToolHandlerError, match=r"expected 3 old and 3 new lines, got 2 and 2"):
+            runtime.dispatch("apply_patch", {"patch": patch})
+
+    def test_same_file_twice_is_refused(self, runtime: ToolRuntime) -> None:
+        """A patch naming one file in two sections is refused before anything is checked."""
+        with pytest.raises(ToolHandlerError, match="appears twice"):
+            runtime.dispatch("apply_patch", {"patch": CHANGE_APP + CHANGE_APP})
+
+
+class TestWriteFailures:
+    def test_new_file_below_a_symlinked_directory_is_refused(
+        self, ws: Path, runtime: ToolRuntime
+    ) -> None:
+        """A new file whose directory is a symlink (even one inside) is refused."""
+        (ws / "srclink").symlink_to("src")
+        with pytest.raises(ToolHandlerError, match="symlink"):
+            runtime.dispatch("apply_patch", {"patch": ADD_FILE.replace("docs/", "srclink/")})
+        assert not (ws / "src/new.md").exists()
+
+    def test_failed_write_puts_everything_back(
+        self, ws: Path, runtime: ToolRuntime, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """When a later file cannot be written, files already replaced get their old bytes."""
+        before = snapshot(ws)
+        real_replace = os.replace
+        calls: list[str] = []
+
+        def failing_second_replace(src: str, dst: str) -> None:
+            calls.append(dst)
+            if len(calls) == 2:
+                raise OSError(28, "No space left on device")
+            real_replace(src, dst)
+
+        monkeypatch.setattr(os, "replace", failing_second_replace)
+        with pytest.raises(ToolHandlerError, match="No space left on device"):
+            runtime.dispatch("apply_patch", {"patch": CHANGE_APP + ADD_FILE + DELETE_NOTES})
+        monkeypatch.undo()
+        assert len(calls) == 2
+        assert snapshot(ws) == before
