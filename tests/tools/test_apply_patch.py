@@ -287,6 +287,9 @@ class TestParsing:
         """A patch naming one file in two sections is refused before anything is checked."""
         with pytest.raises(ToolHandlerError, match="appears twice"):
             runtime.dispatch("apply_patch", {"patch": CHANGE_APP + CHANGE_APP})
+        spelled_twice = CHANGE_APP + CHANGE_APP.replace("b/src/app.py", "b/./src/app.py")
+        with pytest.raises(ToolHandlerError, match="appears twice"):
+            runtime.dispatch("apply_patch", {"patch": spelled_twice})
 
 
 class TestWriteFailures:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 
 import attrs
@@ -115,9 +116,10 @@ def parse_patch(text: str) -> tuple[FilePatch, ...]:
         raise PatchSyntaxError("no file changes found (expected ---/+++ headers and @@ hunks)")
     seen: set[str] = set()
     for patch in patches:
-        if patch.path in seen:
+        key = posixpath.normpath(patch.path)
+        if key in seen:
             raise PatchSyntaxError(f"file {patch.path!r} appears twice in the patch")
-        seen.add(patch.path)
+        seen.add(key)
     return tuple(patches)
 
 
