@@ -148,7 +148,11 @@ class ApplyPatch:
     # --- checking -------------------------------------------------------------
 
     def _target(self, patch: FilePatch) -> _Target:
-        if patch.old_path is not None and patch.new_path not in (None, patch.old_path):
+        if (
+            patch.old_path is not None
+            and patch.new_path is not None
+            and os.path.normpath(patch.old_path) != os.path.normpath(patch.new_path)
+        ):
             raise WorkspaceError(
                 patch.path,
                 f"The patch renames {quote_path(patch.old_path)} to "
