@@ -228,6 +228,17 @@ class TestRefusals:
             runtime.dispatch("apply_patch", {"patch": ADD_FILE.replace("docs/new.md", "../x.md")})
         assert not (ws.parent / "x.md").exists()
 
+    def test_renames_are_refused(self, ws: Path, runtime: ToolRuntime) -> None:
+        """A rename (git's headers, or different paths on both sides) changes nothing."""
+        before = snapshot(ws)
+        git_rename = "diff --git a/notes.txt b/n.txt\nrename from notes.txt\nrename to n.txt\n"
+        with pytest.raises(ToolHandlerError, match="renames and copies are not supported"):
+            runtime.dispatch("apply_patch", {"patch": git_rename})
+        moved = BAD_HUNK.replace("+++ b/notes.txt", "+++ b/other.txt")
+        with pytest.raises(ToolHandlerError, match="renames"):
+            runtime.dispatch("apply_patch", {"patch": moved})
+        assert snapshot(ws) == before
+
     def test_binary_patch_is_refused(self, runtime: ToolRuntime) -> None:
         """A git binary patch is refused with a message saying so."""
         patch = "diff --git a/x.png b/x.png\nBinary files a/x.png and b/x.png differ\n"
