@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test goldens lint bench clean
+.PHONY: demo test goldens lint bench clean sandbox
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,14 @@ demo: $(STAMP)
 	@echo "--- mini-harness replay demo-transcript.jsonl"
 	$(BIN)/mini-harness replay demo-transcript.jsonl
 
-test: $(STAMP)
+# run_command's sandbox: bubblewrap (Debian package), installed when missing and root can;
+# otherwise the sandbox tests skip and say what is missing.
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) \
+		|| echo "bubblewrap is not installed (apt-get install bubblewrap): sandbox tests will skip"; }
+
+test: $(STAMP) sandbox
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
