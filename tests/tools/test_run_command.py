@@ -47,6 +47,18 @@ MODES = [
 
 @pytest.mark.parametrize("sandbox", MODES)
 class TestRunning:
+    def test_a_command_that_closes_its_output_early_keeps_its_exit_code(
+        self, ws: Path, sandbox: bool
+    ) -> None:
+        """A command that closes stdout and stderr, then works on and exits, is waited for,
+        not killed: its own exit code comes back."""
+        script = "exec >&- 2>&-; sleep 0.3; exit 3"
+        out = runtime_for(ws, sandbox=sandbox).dispatch(
+            "run_command", {"argv": ["sh", "-c", script]}
+        )
+        assert out.output["exitCode"] == 3
+        assert out.output["timedOut"] is False
+
     def test_runs_argv_in_the_workspace(self, ws: Path, sandbox: bool) -> None:
         """The program runs with the workspace as its directory and its output is returned."""
         out = runtime_for(ws, sandbox=sandbox).dispatch(

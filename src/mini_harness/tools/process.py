@@ -131,6 +131,14 @@ def run_bounded(
             if exited_at is not None and now - exited_at > 0.5:
                 break
             _read_ready(selector, streams, min(deadline - now, 0.1))
+        if not timed_out and exited_at is None:
+            # Both pipes closed while the command still runs (it closed them, or is on its
+            # way out): let it finish within the deadline before ending its group, or a
+            # command that exits normally could be killed on its way out.
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
         _kill_group(pgid)
         # What was written before the end is still in the pipes: keep it.
         while selector.get_map() and _read_ready(selector, streams, 0):
