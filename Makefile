@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test goldens lint bench clean chromium
+.PHONY: demo test goldens lint bench clean sandbox chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,17 +21,25 @@ demo: $(STAMP)
 	@echo "--- mini-harness replay demo-transcript.jsonl"
 	$(BIN)/mini-harness replay demo-transcript.jsonl
 
+# run_command's sandbox: bubblewrap (Debian package), installed when missing and root can;
+# otherwise the sandbox tests skip and say what is missing.
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) \
+		|| echo "bubblewrap is not installed (apt-get install bubblewrap): sandbox tests will skip"; }
+
 # The browser tests (tests/browser) drive Debian's chromium through Playwright.
 $(VENV)/.browser-installed: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,browser]'
 	touch $@
 
+# Debian's chromium, installed when missing and root can; otherwise those tests skip.
 chromium:
-	@if [ -x /usr/bin/chromium ]; then :; \
-	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
-	else echo "/usr/bin/chromium is missing (not root, so not installed): the browser tests will skip"; fi
+	@test -x /usr/bin/chromium || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
+		|| echo "/usr/bin/chromium is missing (apt-get install chromium): browser tests will skip"; }
 
-test: $(STAMP) $(VENV)/.browser-installed chromium
+test: $(STAMP) $(VENV)/.browser-installed sandbox chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q

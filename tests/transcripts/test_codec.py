@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
-from mini_harness.events import ToolError, ToolFailed, ToolSucceeded
+from mini_harness.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    ToolError,
+    ToolFailed,
+    ToolSucceeded,
+)
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.transcripts import DecodeError, JsonlTranscript
 from mini_harness.transcripts.codec import _BY_NAME, _converter, parse_line, wire_to_event
@@ -43,6 +49,10 @@ def _lines(tmp_path: Path, registry: ToolRegistry) -> list[bytes]:
                 runtime.dispatch(name, tool_input)
             except Exception:  # every failure is recorded: the lines are the point
                 continue
+        sink.emit(ApprovalRequested("ts", runtime.run_id, "c9", "echo", "rule", "echo hi"))
+        sink.emit(ApprovalDecided("ts", runtime.run_id, "c9", "echo", "approved", "user"))
+        effect = {"path": "a.txt", "before": None, "after": "ab" * 32}
+        sink.emit(ToolSucceeded("ts", runtime.run_id, "c9", "echo", {}, 1.0, effects=(effect,)))
     return path.read_bytes().splitlines()
 
 

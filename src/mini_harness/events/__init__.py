@@ -6,6 +6,12 @@ and the clock and id helpers. Nothing here does I/O.
 
 from __future__ import annotations
 
+from mini_harness.events.approval import (
+    APPROVAL_DECIDERS,
+    APPROVAL_DECISIONS,
+    ApprovalDecided,
+    ApprovalRequested,
+)
 from mini_harness.events.jsonvalue import (
     MAX_JSON_DEPTH,
     JsonObject,
@@ -39,11 +45,15 @@ from mini_harness.events.vocabulary import (
 )
 
 __all__ = [
+    "APPROVAL_DECIDERS",
+    "APPROVAL_DECISIONS",
     "ERROR_KINDS",
     "FORMAT_VERSION",
     "KNOWN_EVENT_TYPES",
     "MAX_JSON_DEPTH",
     "TRANSCRIPT_FORMAT",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "Event",
     "EventSink",
     "JsonObject",

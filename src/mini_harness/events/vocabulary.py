@@ -8,6 +8,7 @@ from typing import Protocol, TypeAlias
 
 import attrs
 
+from mini_harness.events.approval import ApprovalDecided, ApprovalRequested
 from mini_harness.events.jsonvalue import JsonObject, JsonValue
 
 TRANSCRIPT_FORMAT = "mini-harness.transcript"
@@ -22,6 +23,7 @@ ERROR_KINDS = frozenset(
         "cancelled",
         "invalid_output",
         "interrupted",
+        "denied",
     }
 )
 
@@ -78,6 +80,9 @@ class ToolSucceeded:
     name: str
     output: JsonValue
     duration_ms: float
+    # Files the call changed: {"path", "before", "after"} (sha256 hex, null: absent).
+    # Omitted from the line when None, so lines of calls that change nothing are as before.
+    effects: tuple[JsonObject, ...] | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -102,7 +107,14 @@ class UnknownEvent:
 
 
 Event: TypeAlias = (
-    TranscriptStarted | RunStarted | ToolCalled | ToolSucceeded | ToolFailed | UnknownEvent
+    TranscriptStarted
+    | RunStarted
+    | ToolCalled
+    | ToolSucceeded
+    | ToolFailed
+    | ApprovalRequested
+    | ApprovalDecided
+    | UnknownEvent
 )
 TerminalEvent: TypeAlias = ToolSucceeded | ToolFailed
 KNOWN_EVENT_TYPES: tuple[type, ...] = (
@@ -111,6 +123,8 @@ KNOWN_EVENT_TYPES: tuple[type, ...] = (
     ToolCalled,
     ToolSucceeded,
     ToolFailed,
+    ApprovalRequested,
+    ApprovalDecided,
 )
 
 

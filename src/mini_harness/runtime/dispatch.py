@@ -8,7 +8,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import NoReturn
+from typing import NoReturn, Protocol
 
 import attrs
 
@@ -19,6 +19,7 @@ from mini_harness.errors import (
     RejectedInputError,
     ToolCallError,
     ToolCancelledError,
+    ToolDeniedError,
     ToolHandlerError,
     ToolTimeoutError,
     UnknownToolError,
@@ -41,6 +42,8 @@ from mini_harness.events import (
     new_id,
     utc_timestamp,
 )
+from mini_harness.runtime.definitions import ToolDefinition
+from mini_harness.runtime.effects import WithEffects
 from mini_harness.runtime.handler_threads import (
     HandlerTimeout,
     call_in_thread,
@@ -55,6 +58,28 @@ _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
 _SHOWN_NAME_CHARS = 200
 
 
+@attrs.frozen
+class PendingCall:
+    """A call that was recorded and validated and waits for approval before it runs."""
+
+    run_id: str
+    call_id: str
+    definition: ToolDefinition
+    input: JsonValue
+    sink: EventSink  # where the approver records ApprovalRequested / ApprovalDecided
+    timestamp: Callable[[], str]
+
+
+class Approver(Protocol):
+    """Decides whether a call may run: None lets it run; a string denies it and says why.
+
+    ToolRuntime consults it (when it has one) after ToolCalled is recorded and the input
+    validated, before the handler runs. A denial ends the call as ToolFailed, kind `denied`.
+    """
+
+    def __call__(self, call: PendingCall) -> str | None: ...
+
+
 # Without slots: a frozen attrs class with a __dict__ fills it directly, while a slotted
 # one calls object.__setattr__ per field, which doubles the cost of making one (once per
 # dispatch). Still frozen: setting an attribute raises FrozenInstanceError.
@@ -67,6 +92,7 @@ class ToolResult:
     output: JsonValue
     duration_ms: float
     call_id: str
+    effects: tuple[JsonObject, ...] | None = None  # files the call changed (see WithEffects)
 
     def to_json(self) -> JsonObject:
         """`{"name", "input", "output", "durationMs"}` with durationMs as recorded."""
@@ -148,8 +174,10 @@ class ToolRuntime:
         run_id: str | None = None,
         timestamp: Callable[[], str] = utc_timestamp,
         monotonic_ns: Callable[[], int] = time.perf_counter_ns,
+        approver: Approver | None = None,
     ) -> None:
         self.registry = registry
+        self.approver = approver
         self.sink: EventSink = sink if sink is not None else NullSink()
         self.run_id = run_id or new_id()
         self._timestamp = timestamp
@@ -247,11 +275,15 @@ class ToolRuntime:
                 name, first.full_message, path=first.path, violations=violations
             )
             self._fail(call_id, name, start, error)
+        if self.approver is not None:
+            self._approve(call_id, tool, tool_input, start)
         return call_id, tool, start
 
     def _succeed(
         self, call_id: str, name: str, tool_input: JsonValue, start: int, output: object
     ) -> ToolResult:
+        if type(output) is WithEffects:
+            return self._succeed_with_effects(call_id, name, tool_input, start, output)
         try:
             check_json(output)
         except TooDeepError as exc:
@@ -266,6 +298,50 @@ class ToolRuntime:
                 ToolSucceeded(self._timestamp(), self.run_id, call_id, name, output, duration)
             )
         return ToolResult(name, tool_input, output, duration, call_id)
+
+    def _succeed_with_effects(
+        self, call_id: str, name: str, tool_input: JsonValue, start: int, result: WithEffects
+    ) -> ToolResult:
+        """A handler that changed files: its effects go into the ToolSucceeded too."""
+        try:
+            check_json(result.output)
+        except NotJsonError as exc:
+            message = f"Tool {name} returned a value that is not JSON: {exc}"
+            self._fail(call_id, name, start, InvalidOutputError(name, message))
+        duration = _elapsed_ms(start, self._monotonic_ns())
+        effects = tuple(effect.to_json() for effect in result.effects)
+        self.sink.emit(
+            ToolSucceeded(
+                self._timestamp(),
+                self.run_id,
+                call_id,
+                name,
+                result.output,
+                duration,
+                effects=effects,
+            )
+        )
+        return ToolResult(name, tool_input, result.output, duration, call_id, effects)
+
+    # --- approval (see Approver) ----------------------------------------------
+
+    def _approve(
+        self, call_id: str, tool: RegisteredTool, tool_input: JsonValue, start: int
+    ) -> None:
+        """Ask the approver; a denial is recorded as ToolFailed (kind `denied`) and raised."""
+        pending = PendingCall(
+            self.run_id, call_id, tool.definition, tool_input, self.sink, self._timestamp
+        )
+        try:
+            reason = self.approver(pending) if self.approver is not None else None
+        except Exception as exc:  # an approver that breaks must never let the call run
+            reason = f"Approval of {tool.name} failed ({type(exc).__name__}: {exc}); it did not run"
+        except BaseException:  # Ctrl-C at a prompt: the call still gets its terminal event
+            cancelled = ToolCancelledError(tool.name, f"Tool {tool.name} cancelled")
+            self._record_failure(call_id, tool.name, start, cancelled)
+            raise
+        if reason is not None:
+            self._fail(call_id, tool.name, start, ToolDeniedError(tool.name, reason))
 
     def _fail(self, call_id: str, name: str, start: int, error: ToolCallError) -> NoReturn:
         """Record ToolFailed for `error`, then raise it."""

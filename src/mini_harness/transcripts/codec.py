@@ -84,7 +84,19 @@ def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
     out.update(zip(keys, values(event), strict=True))
     if type(event) is ToolFailed:
         out["error"] = _error_json(event.error)
+    for key in _OMITTED_KEYS.get(type(event), ()):
+        if out[key] is None:
+            del out[key]
     return out
+
+
+# Optional fields added after version 1 was fixed: absent from a line when not set.
+_OMITTED_WHEN_NONE = frozenset({"effects"})
+_OMITTED_KEYS: dict[type, tuple[str, ...]] = {
+    cls: tuple(key for attr, key in fields if attr in _OMITTED_WHEN_NONE)
+    for cls, fields in _WIRE_FIELDS.items()
+    if any(attr in _OMITTED_WHEN_NONE for attr, _ in fields)
+}
 
 
 # A line holds plain JSON only: bytes, lone surrogates, dataclasses, datetimes and other
@@ -194,6 +206,8 @@ def _fast_succeeded(data: JsonObject) -> Event | None:
         if type(duration) is not int:
             return None
         duration = float(duration)
+    if "effects" in data:  # rare: the converter checks and types them
+        return None
     if type(ts) is str and type(run_id) is str and type(call_id) is str and type(name) is str:
         return ToolSucceeded(ts, run_id, call_id, name, output, duration)
     return None
