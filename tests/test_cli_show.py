@@ -144,6 +144,31 @@ class TestAgentLayout:
         lines = list(timeline_lines(timeline, TextStyle()))
         assert lines[-1] == "  unfinished: no RunFinished (the run did not end)"
 
+    def test_file_effects(self) -> None:
+        """Each file a call changed is a line under its output: created, changed, deleted."""
+        events = [
+            *tool_events()[:2],
+            {
+                "type": "ToolSucceeded",
+                "runId": TOOLS,
+                "callId": "e1",
+                "name": "echo",
+                "output": {},
+                "durationMs": 1.0,
+                "effects": [
+                    {"path": "new.txt", "before": None, "after": "a" * 64},
+                    {"path": "app.py", "before": "b" * 64, "after": "c" * 64},
+                    {"path": "old.txt", "before": "d" * 64, "after": None},
+                ],
+            },
+        ]
+        lines = list(timeline_lines(build(events), TextStyle()))
+        assert lines[-3:] == [
+            "    effect new.txt created (aaaaaaaa)",
+            "    effect app.py changed (bbbbbbbb -> cccccccc)",
+            "    effect old.txt deleted (was dddddddd)",
+        ]
+
     def test_run_tree(self) -> None:
         """A resumed run is indented under the run it continues, and says so."""
         child = {

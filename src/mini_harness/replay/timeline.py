@@ -72,6 +72,12 @@ class Call:
     def duration_ms(self) -> float | None:
         return _number(None if self.ended is None else self.ended.get("durationMs"))
 
+    @property
+    def effects(self) -> list[JsonObject]:
+        """The files the call changed, as its terminal event recorded them."""
+        effects = None if self.ended is None else self.ended.get("effects")
+        return [e for e in effects if isinstance(e, dict)] if isinstance(effects, list) else []
+
     def events(self) -> list[JsonObject]:
         return [self.called, *self.approvals, *([self.ended] if self.ended else [])]
 

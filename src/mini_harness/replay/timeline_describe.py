@@ -60,3 +60,15 @@ def describe_model_failure(event: JsonObject) -> str:
     status = f" {error['status']}" if error.get("status") is not None else ""
     attempt = event.get("attempt", "?")
     return f"{error.get('kind')}{status} (attempt {attempt}): {error.get('message')}"
+
+
+def describe_effect(effect: JsonObject) -> str:
+    """`src/app.py changed (1a2b3c4d -> 5e6f7a8b)`, `created`, `deleted`."""
+    before, after = effect.get("before"), effect.get("after")
+    if before is None:
+        what = f"created ({str(after)[:8]})"
+    elif after is None:
+        what = f"deleted (was {str(before)[:8]})"
+    else:
+        what = f"changed ({str(before)[:8]} -> {str(after)[:8]})"
+    return f"{effect.get('path')} {what}"

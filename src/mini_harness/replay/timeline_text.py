@@ -18,6 +18,7 @@ from mini_harness.replay.timeline import (
 )
 from mini_harness.replay.timeline_describe import (
     describe_approval,
+    describe_effect,
     describe_model_failure,
     describe_trim,
     run_usage,
@@ -204,6 +205,8 @@ def call_lines(call: Call, indent: int, style: TextStyle) -> Iterator[str]:
         yield f"{pad}  {describe_approval(event)}"
     if call.status == SUCCEEDED:
         yield f"{pad}  output {style.payload(call.output, inner + 7)}"
+        for effect in call.effects:
+            yield f"{pad}  effect {style.cut(describe_effect(effect), inner + 7)}"
     elif call.status == FAILED:
         error = call.error or {}
         text = f"{error.get('kind')}: {error.get('message')}"

@@ -24,6 +24,7 @@ from mini_harness.replay.timeline import (
 )
 from mini_harness.replay.timeline_describe import (
     describe_approval,
+    describe_effect,
     describe_model_failure,
     describe_trim,
     run_usage,
@@ -190,6 +191,8 @@ def _call(run: Run, step: int | None, call: Call, rerun: RerunOutcome | None) ->
         out["e"] = f"{call.error.get('kind')}: {call.error.get('message')}"
     if call.approvals:
         out["ap"] = [_approval(event) for event in call.approvals]
+    if call.effects:
+        out["fx"] = [describe_effect(effect) for effect in call.effects]
     if rerun is not None:
         out["rr"] = {"o": rerun.outcome, "why": rerun.reason, "diff": rerun.diff}
     return out

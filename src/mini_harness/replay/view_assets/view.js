@@ -262,6 +262,7 @@
       if (row.o !== undefined) {
         details.appendChild(el("div", "label", "output" + bytes(row, "o")));
         details.appendChild(el("pre", "output", pretty(row.o)));
+        (row.fx || []).forEach(function (f) { details.appendChild(el("div", "effect", "effect " + f)); });
       } else if (row.e !== undefined) {
         details.appendChild(el("div", "label", "error"));
         details.appendChild(el("pre", "error", row.e));
