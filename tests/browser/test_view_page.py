@@ -127,6 +127,17 @@ class TestFilters:
         opened.page.wait_for_selector(".empty")
         assert opened.calls() == []
 
+    def test_event_of_no_run(self, opened: Opened, tmp_path: Path) -> None:
+        """An event that names no run is shown unfiltered, and hidden by a filter."""
+        events = [*tool_events(), {"type": "Note", "text": "a later kind of event"}]
+        opened.open(make_page(write(tmp_path / "t.jsonl", events)))
+        assert opened.page.locator(".row.event").all_inner_texts() == [
+            'Note\nseq 7\n{"text":"a later kind of event"}'
+        ]
+        opened.page.select_option("#status", "failed")
+        assert opened.page.locator(".row.event").count() == 0
+        assert opened.calls() == ["e2"]
+
     def test_collapse_a_run(self, opened: Opened, sample: Path) -> None:
         """Clicking a run's header hides its rows; clicking again shows them."""
         opened.open(sample)

@@ -84,6 +84,10 @@
     }
     for (var i = 0; i < rows.length; i++) {
       var row = rows[i];
+      if (row.r === null || row.r === undefined) {  // an event of no run
+        if (!items && state.step === "" && state.run === "") { shown.push(i); }
+        continue;
+      }
       if (row.k === "r") {
         runAt = i; runOk = runMatches(row.r); runShown = false; stepAt = -1; stepOk = true; stepShown = false;
         if (runOk && !items && state.step === "") { shown.push(i); runShown = true; }
