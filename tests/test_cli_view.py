@@ -12,6 +12,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mini_harness.cli import cli
+from mini_harness.events import JsonObject
+from mini_harness.replay import view_page
 from mini_harness.replay.view_page import PAYLOAD_CAP, embed_json
 from mini_harness.transcripts import line_hash
 from tests.replay.timeline_fixtures import TOOLS, chained, record_reads, tool_events, write
@@ -193,6 +195,27 @@ class TestRerun:
         result = view(*full)
         assert result.exit_code == 2
         assert result.stderr == f"[mini-harness] Error: {message}\n"
+
+
+class TestBudget:
+    def test_past_the_budget_payloads_are_small(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Once the page holds its budget of payloads, later ones are held in small part."""
+        monkeypatch.setattr(view_page, "PAGE_BUDGET", 10_000)
+        big = {"text": "z" * 9_000}
+        events: list[JsonObject] = [tool_events()[0]]
+        for number in range(3):
+            call = {"runId": TOOLS, "callId": f"b{number}", "name": "echo"}
+            events.append({"type": "ToolCalled", **call, "input": big})
+            events.append({"type": "ToolSucceeded", **call, "output": big, "durationMs": 1.0})
+        log = write(tmp_path / "t.jsonl", events)
+        view(str(log))
+        rows = page_json((tmp_path / "t.html").read_text())["rows"]
+        assert isinstance(rows, list)
+        held = [(len(row["i"]), len(row["o"])) for row in rows if row["k"] == "c"]
+        assert held == [(9_011, 9_011), (2_048, 2_048), (2_048, 2_048)]
+        assert {row["ob"] for row in rows if row["k"] == "c"} == {9_011}
 
 
 class TestEmbedding:

@@ -33,6 +33,10 @@ from mini_harness.replay.timeline_describe import (
 
 PAYLOAD_CAP = 64 * 1024
 """The most of one input or output the page holds (its full size is shown beside it)."""
+PAGE_BUDGET = 256 * 1024 * 1024
+"""Once the page holds this much of inputs and outputs, each further one is held only up
+to SMALL_CAP, so a transcript of many large outputs still makes a page a browser opens."""
+SMALL_CAP = 2 * 1024
 
 _STATUS = {"succeeded": "ok", "failed": "failed", "in-doubt": "in-doubt"}
 # Characters that could end the data block or start markup, as JSON escapes.
@@ -46,11 +50,23 @@ def embed_json(value: JsonValue) -> str:
     return orjson.dumps(value).decode().translate(_SCRIPT_SAFE)
 
 
-def payload(value: JsonValue) -> tuple[str, int]:
-    """(the value's compact JSON, cut to PAYLOAD_CAP characters; its full size in bytes)."""
+def payload(value: JsonValue, cap: int = PAYLOAD_CAP) -> tuple[str, int]:
+    """(the value's compact JSON, cut to `cap` characters; its full size in bytes)."""
     data = orjson.dumps(value)
     text = data.decode()
-    return (text if len(text) <= PAYLOAD_CAP else text[:PAYLOAD_CAP]), len(data)
+    return (text if len(text) <= cap else text[:cap]), len(data)
+
+
+class _Budget:
+    """What the page still holds of payloads whole (up to PAYLOAD_CAP each)."""
+
+    def __init__(self) -> None:
+        self.left = PAGE_BUDGET
+
+    def take(self, value: JsonValue) -> tuple[str, int]:
+        text, size = payload(value, PAYLOAD_CAP if self.left > 0 else SMALL_CAP)
+        self.left -= len(text)
+        return text, size
 
 
 def page_data(
@@ -65,6 +81,7 @@ def page_data(
     """
     context = context or {}
     outcomes = {item.call.call_id: item for item in reruns.outcomes} if reruns else {}
+    budget = _Budget()
     header = timeline.header or {}
     runs: list[JsonValue] = []
     rows: list[JsonValue] = []
@@ -74,11 +91,13 @@ def page_data(
         rows.append({"k": "r", "r": run.index})
         for item in run.items:
             if isinstance(item, Step):
-                rows += _step_rows(run, item, context.get((run.run_id, item.number)), outcomes)
+                rows += _step_rows(
+                    run, item, context.get((run.run_id, item.number)), outcomes, budget
+                )
                 for call in item.calls:
                     calls[_STATUS[call.status]] += 1
             elif isinstance(item, Call):
-                rows.append(_call(run, None, item, outcomes.get(item.call_id)))
+                rows.append(_call(run, None, item, outcomes.get(item.call_id), budget))
                 calls[_STATUS[item.status]] += 1
             else:
                 rows.append(_event(run.index, None, item))
@@ -136,7 +155,11 @@ def _run(run: Run, depth: int) -> JsonObject:
 
 
 def _step_rows(
-    run: Run, step: Step, context: JsonValue, outcomes: dict[str, RerunOutcome]
+    run: Run,
+    step: Step,
+    context: JsonValue,
+    outcomes: dict[str, RerunOutcome],
+    budget: _Budget,
 ) -> list[JsonValue]:
     seconds = seconds_between(step.first_ts, step.last_ts)
     rows: list[JsonValue] = [
@@ -151,7 +174,9 @@ def _step_rows(
     rows += [_event(run.index, step.number, event) for event in step.others]
     if step.turn is not None:
         rows.append(_turn(run.index, step.number, step.turn))
-    rows += [_call(run, step.number, call, outcomes.get(call.call_id)) for call in step.calls]
+    rows += [
+        _call(run, step.number, call, outcomes.get(call.call_id), budget) for call in step.calls
+    ]
     return rows
 
 
@@ -172,8 +197,10 @@ def _turn(run: int, step: int, turn: Turn) -> JsonObject:
     }
 
 
-def _call(run: Run, step: int | None, call: Call, rerun: RerunOutcome | None) -> JsonObject:
-    text_in, size_in = payload(call.input)
+def _call(
+    run: Run, step: int | None, call: Call, rerun: RerunOutcome | None, budget: _Budget
+) -> JsonObject:
+    text_in, size_in = budget.take(call.input)
     out: JsonObject = {
         "k": "c",
         "r": run.index,
@@ -186,7 +213,7 @@ def _call(run: Run, step: int | None, call: Call, rerun: RerunOutcome | None) ->
         "ib": size_in,
     }
     if call.status == "succeeded":
-        out["o"], out["ob"] = payload(call.output)
+        out["o"], out["ob"] = budget.take(call.output)
     elif call.error is not None:
         out["e"] = f"{call.error.get('kind')}: {call.error.get('message')}"
     if call.approvals:
