@@ -127,6 +127,15 @@ class TestFilters:
         opened.page.wait_for_selector(".empty")
         assert opened.calls() == []
 
+    def test_keyboard(self, opened: Opened, sample: Path) -> None:
+        """A call opens with Enter on its line, which keeps the focus."""
+        opened.open(sample)
+        line = opened.page.locator(".row.call[data-call='e2'] .line")
+        line.focus()
+        opened.page.keyboard.press("Enter")
+        assert "Invalid input for echo.text" in opened.page.locator("pre.error").inner_text()
+        assert opened.page.evaluate("document.activeElement.closest('.row').dataset.call") == "e2"
+
     def test_event_of_no_run(self, opened: Opened, tmp_path: Path) -> None:
         """An event that names no run is shown unfiltered, and hidden by a filter."""
         events = [*tool_events(), {"type": "Note", "text": "a later kind of event"}]

@@ -21,6 +21,18 @@
     return node;
   }
   function $(id) { return document.getElementById(id); }
+  // A row's line opens or collapses it, by mouse or by keyboard (Enter, Space).
+  // After a redraw the keyboard focus goes back to the row that had it.
+  var focused = null;
+  function clickable(line, index, action) {
+    line.tabIndex = 0;
+    line.setAttribute("role", "button");
+    line.setAttribute("data-row", String(index));
+    line.addEventListener("click", action);
+    line.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" || event.key === " ") { event.preventDefault(); focused = index; action(); }
+    });
+  }
   function ms(value) {
     if (value === null || value === undefined) { return ""; }
     if (value < 1) { return value.toFixed(3) + " ms"; }
@@ -175,7 +187,7 @@
   }
   function total(ctx) { return ctx.reduce(function (sum, part) { return sum + part[1]; }, 0); }
 
-  function drawRun(row) {
+  function drawRun(row, index) {
     var run = runs[row.r];
     var node = el("div", "row run");
     node.style.marginLeft = (run.depth * 24) + "px";
@@ -194,10 +206,10 @@
     line.appendChild(el("span", "meta grow", meta.join(" · ")));
     node.appendChild(line);
     if (run.task !== null && run.task !== undefined) { node.appendChild(el("div", "meta", "task: " + run.task)); }
-    line.addEventListener("click", function () { toggle("r" + row.r); });
+    clickable(line, index, function () { toggle("r" + row.r); });
     return node;
   }
-  function drawStep(row) {
+  function drawStep(row, index) {
     var node = el("div", "row step");
     node.style.marginLeft = (runs[row.r].depth * 24) + "px";
     var line = el("div", "line");
@@ -221,7 +233,7 @@
       line.appendChild(el("span", "muted context-total", "~" + num(sum) + " tokens"));
     }
     node.appendChild(line);
-    line.addEventListener("click", function () { toggle(key); });
+    clickable(line, index, function () { toggle(key); });
     return node;
   }
   function drawTurn(row, index) {
@@ -244,7 +256,7 @@
       if (row.asks.length) { details.appendChild(el("div", "label", "asks for: " + row.asks.join(", "))); }
       node.appendChild(details);
     }
-    line.addEventListener("click", function () { open[index] = !open[index]; draw(); });
+    clickable(line, index, function () { open[index] = !open[index]; draw(); });
     return node;
   }
   function drawCall(row, index) {
@@ -279,7 +291,7 @@
       }
       node.appendChild(details);
     }
-    line.addEventListener("click", function () { open[index] = !open[index]; draw(); });
+    clickable(line, index, function () { open[index] = !open[index]; draw(); });
     return node;
   }
   function drawEvent(row) {
@@ -328,6 +340,11 @@
     }
     main.appendChild(fragment);
     if (!visible.length) { main.appendChild(el("div", "empty", "Nothing matches the filters.")); }
+    if (focused !== null) {
+      var again = main.querySelector('[data-row="' + focused + '"]');
+      if (again) { again.focus(); }
+      focused = null;
+    }
     $("pager-info").textContent = visible.length ? "rows " + num(start + 1) + "-" + num(end) + " of " + num(visible.length) : "no rows";
     $("prev").disabled = state.page === 0;
     $("next").disabled = end >= visible.length;
