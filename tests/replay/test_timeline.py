@@ -130,6 +130,25 @@ class TestToolRun:
         assert "which has no ToolCalled" in timeline.problems[0].message
         assert timeline.runs[0].items[0]["callId"] == "zz"  # type: ignore[index]
 
+    def test_run_started_twice(self) -> None:
+        """A second RunStarted for a run is a protocol problem, shown in the run."""
+        events = [tool_events()[0], tool_events()[0]]
+        timeline = build(events)
+        assert [p.message for p in timeline.problems] == [f"run {TOOLS} is started again"]
+        assert [item["type"] for item in timeline.runs[0].items] == ["RunStarted"]  # type: ignore[index]
+
+    def test_event_before_run_started(self) -> None:
+        """A run's event before its RunStarted is a problem; the RunStarted still heads it."""
+        events = [tool_events()[1], tool_events()[0], tool_events()[2]]
+        timeline = build(events)
+        assert [p.message for p in timeline.problems] == [
+            f"ToolCalled for run {TOOLS}, with no RunStarted"
+        ]
+        run = timeline.runs[0]
+        assert run.started is not None
+        assert run.started["harness"] == "0.1.0"
+        assert [c.status for c in run.calls] == ["succeeded"]
+
 
 class TestRunTree:
     def test_resumed_and_forked_runs_are_children(self) -> None:

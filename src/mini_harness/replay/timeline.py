@@ -286,7 +286,9 @@ class TimelineBuilder:
         run = self._run(run_id, event, line)
         run.last_ts = str(event["ts"])
         if kind == "RunStarted":
-            if run.started is not event:
+            if run.started is None:  # its first event came before it
+                run.started = event
+            elif run.started is not event:
                 self.problem("protocol", line, f"run {run_id} is started again")
                 run.items.append(event)
         elif kind == "RunFinished":
