@@ -23,8 +23,8 @@ from _common import (
 )
 
 ORDER = 50
-# What a logged dispatch must import of the project's dependencies. Not click: the console
-# script parses a plain --tool call itself (mini_harness.console). Not jsonschema_rs: the
+# What a logged dispatch must import of the project's dependencies besides click (the
+# console script is the click command). Not jsonschema_rs: the
 # built-in tools' schemas are checked in Python by a one-off dispatch (runtime.simple_schema).
 DEPENDENCIES = "import attrs, orjson, hashlib"
 
@@ -69,12 +69,12 @@ def count(decorate, cls, **options):
     return made
 attrs.frozen, attrs.define = timed(attrs.frozen), timed(attrs.define)
 import sys
-import mini_harness.console, mini_harness.runtime.dispatch, mini_harness.tools
+import mini_harness.cli, mini_harness.runtime.dispatch, mini_harness.tools
 import mini_harness.transcripts.writer
 marks.append(time.process_time())
 sys.argv = ["mini-harness", ARGS]
 try:
-    mini_harness.console.main()
+    mini_harness.cli.cli(prog_name='mini-harness')
 except SystemExit:
     pass
 marks.append(time.process_time())

@@ -8,7 +8,8 @@ from click.testing import CliRunner, Result
 
 from mini_harness import RegistrySpecError, ToolCallError, ToolRuntime
 from mini_harness.cli import cli
-from mini_harness.replay import fold_transcript, json_equal, load_registry, rerun_transcript
+from mini_harness.cli.registry_spec import load_registry
+from mini_harness.replay import fold_transcript, json_equal, rerun_transcript
 from mini_harness.runtime import MemorySink
 from mini_harness.transcripts import JsonlTranscript
 from tests.replay import registries

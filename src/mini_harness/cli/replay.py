@@ -78,8 +78,9 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     has problems (integrity, protocol, torn tail, in-doubt calls) or a re-run call differs;
     2 the transcript cannot be read or the arguments are wrong; 130 interrupted.
     """
+    from mini_harness.cli.registry_spec import load_registry
     from mini_harness.events import EventSink
-    from mini_harness.replay import TranscriptFold, TranscriptRerun, load_registry
+    from mini_harness.replay import TranscriptFold, TranscriptRerun
 
     if not rerun:
         for flag, value in (
