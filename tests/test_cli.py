@@ -451,3 +451,74 @@ class TestOutputThatCannotBeWritten:
         stderr = proc.stderr.read()
         assert proc.wait() == 1
         assert stderr == b""
+
+
+MYTOOLS = '''
+from mini_harness import ToolRegistry
+
+registry = ToolRegistry()
+registry.add(
+    "add",
+    lambda data: {"sum": data["a"] + data["b"]},
+    description="Add two integers.",
+    input_schema={
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    },
+)
+'''
+
+
+@pytest.fixture(name="mytools")
+def _mytools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A module of the user's own tools in the current directory; its registry spec."""
+    name = f"mytools_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(MYTOOLS)
+    (tmp_path / "broken_tools.py").write_text("import nothing_of_that_name\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return f"{name}:registry"
+
+
+class TestRegistryOption:
+    def test_dispatch_a_users_tool(self, mytools: str) -> None:
+        """`--registry MODULE:ATTR --tool add` dispatches the user's own tool."""
+        result = run("--registry", mytools, "--tool", "add", "--tool-input", '{"a":2,"b":3}')
+        assert result.exit_code == 0, result.output
+        assert '"output":{"sum":5}' in result.stdout
+
+    def test_tools_lists_a_users_registry(self, mytools: str) -> None:
+        """`tools --registry ... --format openai` lists the user's tools in OpenAI's shape."""
+        result = run("tools", "--registry", mytools, "--format", "openai")
+        assert result.exit_code == 0
+        assert [t["function"]["name"] for t in orjson.loads(result.stdout)] == ["add"]
+
+    def test_a_module_that_fails_to_import_is_one_line(self, mytools: str) -> None:
+        """Without --debug a registry module that cannot be imported is one error line."""
+        result = run("--registry", "broken_tools:registry", "--tool", "add")
+        assert result.exit_code == 2
+        assert result.stderr == (
+            "[mini-harness] Error: --registry broken_tools:registry: importing broken_tools "
+            "failed: ModuleNotFoundError: No module named 'nothing_of_that_name'\n"
+        )
+
+    def test_debug_shows_the_traceback(self, mytools: str) -> None:
+        """With --debug the import's traceback comes before the error line."""
+        result = run("--debug", "--registry", "broken_tools:registry", "--tool", "add")
+        assert result.exit_code == 2
+        assert result.stderr.startswith("Traceback (most recent call last):\n")
+        assert 'broken_tools.py", line 1' in result.stderr
+        assert result.stderr.endswith(
+            "[mini-harness] Error: --registry broken_tools:registry: importing broken_tools "
+            "failed: ModuleNotFoundError: No module named 'nothing_of_that_name'\n"
+        )
+
+    def test_workspace_does_not_combine_with_registry(self, mytools: str) -> None:
+        """--workspace configures the built-in tools, so it is refused with --registry."""
+        result = run("--workspace", ".", "--registry", mytools, "--tool", "add")
+        assert result.exit_code == 2
+        assert result.stderr == (
+            "[mini-harness] Error: --workspace applies to the built-in tools; it cannot be "
+            "used with --registry\n"
+        )

@@ -28,8 +28,8 @@ from mini_harness.cli.output import (
     output_failed,
     pipe_closed,
 )
+from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.errors import MiniHarnessError, OutputError, ToolCallError
-from mini_harness.tools import default_registry
 
 __all__ = ["PREFIX", "BadUsage", "cli", "error", "fail", "info", "root_workspace"]
 
@@ -170,6 +170,16 @@ class HarnessGroup(click.Group):
     help="Root directory the file tools (list_files, read_file, search_text) are confined "
     "to. Default: the current directory.",
 )
+@registry_option(
+    "Dispatch to this ToolRegistry (or a zero-argument callable returning one) instead of "
+    "the built-in tools. The current directory is importable."
+)
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="Show the Python traceback when your own code fails (a --registry module that "
+    "cannot be imported).",
+)
 @click.version_option(__version__, "--version", prog_name="mini-harness")
 @click.pass_context
 def cli(
@@ -181,6 +191,8 @@ def cli(
     context_report: bool,
     log: str | None,
     workspace: str | None,
+    registry_spec: str | None,
+    debug: bool,
     **log_settings: Any,
 ) -> None:
     """An event-sourced tool runtime for coding agents.
@@ -195,7 +207,7 @@ def cli(
     is not JSON, a transcript that cannot be used).
     """
     # Subcommands that build a registry read the workspace from here.
-    ctx.ensure_object(dict)["workspace"] = workspace
+    ctx.ensure_object(dict).update(workspace=workspace, debug=debug)
     given = [
         typed(ctx, name, flag)
         for name, flag, value in (
@@ -203,6 +215,7 @@ def cli(
             ("tool_input", "--tool-input", tool_input),
             ("context_report", "--context-report", context_report),
             ("log", "--log", log),
+            ("registry_spec", "--registry", registry_spec),
         )
         if value
     ]
@@ -221,7 +234,7 @@ def cli(
     if log is None and given_log_flags(log_settings):
         raise click.UsageError(f"{given_log_flags(log_settings)[0]} needs --log PATH")
     run_dispatch(
-        default_registry(workspace),
+        chosen_registry(registry_spec, workspace),
         tool,
         tool_input,
         context_report=context_report,
