@@ -453,7 +453,7 @@ class TestOutputThatCannotBeWritten:
         assert stderr == b""
 
 
-MYTOOLS = '''
+MYTOOLS = """
 from mini_harness import ToolRegistry
 
 registry = ToolRegistry()
@@ -467,7 +467,7 @@ registry.add(
         "required": ["a", "b"],
     },
 )
-'''
+"""
 
 
 @pytest.fixture(name="mytools")
