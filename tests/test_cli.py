@@ -522,3 +522,57 @@ class TestRegistryOption:
             "[mini-harness] Error: --workspace applies to the built-in tools; it cannot be "
             "used with --registry\n"
         )
+
+
+class TestOptionValues:
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["--tool", "--tool-input", "{}"], "--tool requires a value"),
+            (
+                ["--tool", "echo", "--tool-input", "--context-report"],
+                "--tool-input requires a value",
+            ),
+            (["--tool", ""], "--tool requires a value"),
+            (["--tool=", "--tool-input", "{}"], "--tool requires a value"),
+            (["--tool", "echo", "--log", "--fsync", "never"], "--log requires a value"),
+        ],
+    )
+    def test_a_missing_value_is_named(self, args: list[str], message: str) -> None:
+        """An option whose value was forgotten says so, instead of taking the next option."""
+        result = run(*args)
+        assert result.exit_code == 2
+        assert result.stderr == f"[mini-harness] Error: {message}\n"
+        assert result.stdout == ""
+
+    @pytest.mark.parametrize("spelling", ["--log", "--transcript"])
+    def test_the_option_typed_is_named(self, tmp_path: Path, spelling: str) -> None:
+        """A log option without --tool is named as the user typed it."""
+        result = run(spelling, str(tmp_path / "t.jsonl"))
+        assert result.exit_code == 2
+        assert (
+            result.stderr.splitlines()[0] == f"[mini-harness] Error: {spelling} needs --tool NAME"
+        )
+
+    def test_repeated_tool_input_is_refused(self) -> None:
+        """A second --tool-input is refused, not silently preferred to the first."""
+        result = run("--tool", "echo", "--tool-input", HELLO, "--tool-input", '{"text":"x"}')
+        assert result.exit_code == 2
+        assert result.stderr == "[mini-harness] Error: --tool-input may be given only once\n"
+
+    def test_log_and_its_alias_together_are_refused(self, tmp_path: Path) -> None:
+        """--log and --transcript name one option: both at once is a repetition."""
+        a, b = str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")
+        result = run("--tool", "echo", "--tool-input", HELLO, "--log", a, "--transcript", b)
+        assert result.exit_code == 2
+        assert result.stderr == "[mini-harness] Error: --log may be given only once\n"
+        assert not Path(a).exists()
+
+    def test_repeated_replay_run_is_refused(self, tmp_path: Path) -> None:
+        """`replay --run 1 --run 2` is refused rather than showing run 2 only."""
+        log = tmp_path / "t.jsonl"
+        assert run("--tool", "echo", "--tool-input", HELLO, "--log", str(log)).exit_code == 0
+        result = run("replay", str(log), "--run", "1", "--run", "2")
+        assert result.exit_code == 2
+        assert result.stderr == "[mini-harness] Error: --run may be given only once\n"
+        assert result.stdout == ""

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 
 from mini_harness.cli import BadUsage, error, info
+from mini_harness.cli.options import SingleOption
 
 if TYPE_CHECKING:
     from mini_harness.events import JsonObject
@@ -29,7 +30,13 @@ _PROGRESS_EVERY = 4096  # items between progress checks
     is_flag=True,
     help="Print each run's Context Explorer report, as the live --context-report did.",
 )
-@click.option("--run", "run", metavar="ID|INDEX", help="Only this run: 1-based index or run id.")
+@click.option(
+    "--run",
+    "run",
+    cls=SingleOption,
+    metavar="ID|INDEX",
+    help="Only this run: 1-based index or run id.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
 @click.option("--rerun", is_flag=True, help="Dispatch each recorded call again and compare.")
 @click.option(
