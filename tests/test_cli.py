@@ -76,10 +76,25 @@ class TestSeedBehaviour:
         assert result.stdout == ""
 
     def test_unknown_tool(self) -> None:
-        """An unknown tool is exit 1 with the reference's message."""
+        """An unknown tool is exit 1 with the reference's message and the registered tools."""
         result = run("--tool", "nope", "--tool-input", "{}")
         assert result.exit_code == 1
-        assert result.stderr == "[mini-harness] Error: Unknown tool: nope\n"
+        assert result.stderr == (
+            "[mini-harness] Error: Unknown tool: nope. "
+            "Registered tools: echo, list_files, read_file, search_text\n"
+        )
+
+    def test_a_misspelt_tool_gets_a_suggestion(self, tmp_path: Path) -> None:
+        """`--tool ehco` suggests echo; the transcript records the plain unknown_tool failure."""
+        log = tmp_path / "t.jsonl"
+        result = run("--tool", "ehco", "--tool-input", HELLO, "--log", str(log))
+        assert result.exit_code == 1
+        assert result.stderr == (
+            "[mini-harness] Error: Unknown tool: ehco. Did you mean 'echo'? "
+            "Registered tools: echo, list_files, read_file, search_text\n"
+        )
+        last = orjson.loads(log.read_bytes().splitlines()[-1])
+        assert last["error"]["kind"] == "unknown_tool"
 
 
 class TestLog:
@@ -576,3 +591,122 @@ class TestOptionValues:
         assert result.exit_code == 2
         assert result.stderr == "[mini-harness] Error: --run may be given only once\n"
         assert result.stdout == ""
+
+
+def deep(levels: int) -> str:
+    """`{"text":"x","n":[[...]]}`: nested `levels` deep counting the outer object."""
+    return '{"text":"x","n":' + "[" * (levels - 1) + "]" * (levels - 1) + "}"
+
+
+class TestDeepInput:
+    @pytest.mark.parametrize("levels", [101, 253, 254, 990, 1000, 1024, 1025, 5000])
+    def test_input_nested_past_the_limit_is_one_clear_error(self, levels: int) -> None:
+        """Valid JSON deeper than MAX_JSON_DEPTH is refused by the one documented limit,
+        never as invalid JSON and never with a traceback."""
+        result = run("--tool", "echo", "--tool-input", deep(levels))
+        assert result.exit_code == 2
+        assert result.stderr == (
+            "[mini-harness] Error: --tool-input is nested deeper than 100 levels\n"
+        )
+        assert result.stdout == ""
+
+    def test_input_at_the_limit_is_dispatched_logged_and_printed(self, tmp_path: Path) -> None:
+        """100 levels (the limit) runs, is recorded, printed, and replays."""
+        log = tmp_path / "t.jsonl"
+        result = run("--tool", "echo", "--tool-input", deep(100), "--log", str(log))
+        assert result.exit_code == 0, result.output
+        assert "[" * 99 + "]" * 99 in result.stdout
+        assert run("replay", str(log)).exit_code == 0
+
+    def test_brackets_inside_strings_do_not_count(self) -> None:
+        """Nesting counts arrays and objects, not brackets inside strings."""
+        text = "[" * 500
+        result = run("--tool", "echo", "--tool-input", orjson.dumps({"text": text}).decode())
+        assert result.exit_code == 0
+        assert text in result.stdout
+
+
+class TestScriptOutput:
+    def test_json_prints_one_document(self, tmp_path: Path) -> None:
+        """--json prints the result (and where it was logged) as one JSON document."""
+        log = tmp_path / "t.jsonl"
+        result = run("--tool", "echo", "--tool-input", HELLO, "--json", "--log", str(log))
+        assert result.exit_code == 0
+        document = orjson.loads(result.stdout)
+        run_id = orjson.loads(log.read_bytes().splitlines()[1])["runId"]
+        assert document == {
+            "ok": True,
+            "name": "echo",
+            "input": {"text": "hello"},
+            "output": {"text": "hello"},
+            "durationMs": document["durationMs"],
+            "transcript": str(log),
+            "runId": run_id,
+        }
+
+    def test_json_prints_the_failure(self) -> None:
+        """A failed call under --json is a document on stdout (nothing on stderr), exit 1."""
+        result = run("--tool", "echo", "--tool-input", '{"text":1}', "--json")
+        assert result.exit_code == 1
+        assert result.stderr == ""
+        assert orjson.loads(result.stdout) == {
+            "ok": False,
+            "name": "echo",
+            "error": {
+                "kind": "invalid_input",
+                "message": "Invalid input for echo.text: expected string",
+            },
+        }
+
+    def test_json_does_not_combine_with_the_report(self) -> None:
+        """--json and --context-report are two outputs: asking for both is a usage error."""
+        result = run("--tool", "echo", "--json", "--context-report")
+        assert result.exit_code == 2
+        assert result.stderr == (
+            "[mini-harness] Error: --json cannot be combined with --context-report\n"
+        )
+
+    def test_input_from_a_file(self, tmp_path: Path) -> None:
+        """--tool-input @FILE reads the input from FILE."""
+        (tmp_path / "in.json").write_text('{"text":"from a file"}')
+        result = run("--tool", "echo", "--tool-input", f"@{tmp_path / 'in.json'}", "--json")
+        assert orjson.loads(result.stdout)["output"] == {"text": "from a file"}
+
+    def test_input_from_a_missing_file(self, tmp_path: Path) -> None:
+        """A --tool-input @FILE that cannot be read is a usage error naming it."""
+        missing = tmp_path / "no.json"
+        result = run("--tool", "echo", "--tool-input", f"@{missing}")
+        assert result.exit_code == 2
+        assert result.stderr == (
+            f"[mini-harness] Error: --tool-input @{missing}: cannot read {missing}: "
+            "No such file or directory\n"
+        )
+
+    def test_input_from_standard_input(self) -> None:
+        """--tool-input - reads the input from standard input."""
+        result = CliRunner().invoke(
+            cli, ["--tool", "echo", "--tool-input", "-", "--json"], input='{"text":"piped"}'
+        )
+        assert result.exit_code == 0
+        assert orjson.loads(result.stdout)["output"] == {"text": "piped"}
+
+
+class TestRedactedOutput:
+    def test_the_printed_result_is_redacted_too(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """--redact-env and --redact-pattern keep secrets out of the printed result line."""
+        monkeypatch.setenv("MY_TOKEN", "s3cret-value")
+        log = tmp_path / "t.jsonl"
+        text = "token s3cret-value and key sk-12345"
+        args = ["--tool", "echo", "--tool-input", orjson.dumps({"text": text}).decode()]
+        args += ["--log", str(log), "--redact-env", "MY_TOKEN", "--redact-pattern", r"sk-\d+"]
+        result = run(*args)
+        assert result.exit_code == 0
+        assert "s3cret" not in result.stdout
+        assert "sk-12345" not in result.stdout
+        assert '"output":{"text":"token [REDACTED] and key [REDACTED]"}' in result.stdout
+        document = run(*args, "--json").stdout
+        assert "s3cret" not in document
+        assert "sk-12345" not in document
+        assert b"s3cret" not in log.read_bytes()

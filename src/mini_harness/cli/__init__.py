@@ -153,12 +153,19 @@ class HarnessGroup(click.Group):
     "--tool-input",
     cls=SingleOption,
     metavar="JSON",
-    help="The tool's input as a JSON object. Without it the input is {}.",
+    help="The tool's input as a JSON object; @FILE reads it from a file, - from standard "
+    "input. Without it the input is {}.",
 )
 @click.option(
     "--context-report",
     is_flag=True,
     help="After the result, print the Context Explorer report (estimated tokens per part).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result, or the failure, as one JSON document instead of the lines.",
 )
 @log_option("Append this run's events to a JSONL transcript (created if missing).")
 @log_options
@@ -189,6 +196,7 @@ def cli(
     tool: str | None,
     tool_input: str | None,
     context_report: bool,
+    as_json: bool,
     log: str | None,
     workspace: str | None,
     registry_spec: str | None,
@@ -214,6 +222,7 @@ def cli(
             ("tool", "--tool", tool),
             ("tool_input", "--tool-input", tool_input),
             ("context_report", "--context-report", context_report),
+            ("as_json", "--json", as_json),
             ("log", "--log", log),
             ("registry_spec", "--registry", registry_spec),
         )
@@ -233,11 +242,14 @@ def cli(
         return
     if log is None and given_log_flags(log_settings):
         raise click.UsageError(f"{given_log_flags(log_settings)[0]} needs --log PATH")
+    if as_json and context_report:
+        raise BadUsage("--json cannot be combined with --context-report")
     run_dispatch(
         chosen_registry(registry_spec, workspace),
         tool,
         tool_input,
         context_report=context_report,
+        as_json=as_json,
         log=log,
         settings=log_settings,
     )

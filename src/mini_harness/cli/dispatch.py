@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
+import sys
 from typing import Any
 
 import click
 import orjson
 
-from mini_harness.cli.log_options import opened_log
+from mini_harness.cli.log_options import opened_log, redactor_for
 from mini_harness.cli.output import BadUsage, info
-from mini_harness.events import JsonValue
+from mini_harness.errors import ToolCallError, UnknownToolError
+from mini_harness.events import MAX_JSON_DEPTH, JsonObject, JsonValue
 from mini_harness.runtime import (
     ToolRegistry,
     ToolRuntime,
@@ -22,19 +25,59 @@ from mini_harness.runtime import (
 # orjson turns integers wider than 64 bits into floats without a word; a run of 20+ digits
 # is the only way such an integer can appear, so only then is the input parsed again.
 _LONG_DIGITS = re.compile(r"\d{20,}")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def read_tool_input(raw: str | None) -> str | None:
+    """The text of `--tool-input`: as given, from a file (`@PATH`) or standard input (`-`)."""
+    if raw == "-":
+        return sys.stdin.read()
+    if raw is not None and raw.startswith("@"):
+        path = raw[1:]
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return handle.read()
+        except OSError as exc:
+            raise BadUsage(f"--tool-input {raw}: cannot read {path}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise BadUsage(f"--tool-input {raw}: {path} is not UTF-8 text") from None
+    return raw
 
 
 def parse_tool_input(raw: str | None) -> JsonValue:
-    """The value of `--tool-input` ({} when it was not given); BadUsage if it is not JSON."""
+    """The value of `--tool-input` ({} when it was not given); BadUsage if it is not JSON,
+    holds an integer wider than 64 bits or nests deeper than MAX_JSON_DEPTH levels."""
     if raw is None:
         return {}
+    too_deep = f"--tool-input is nested deeper than {MAX_JSON_DEPTH} levels"
     try:
         value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as exc:
+        # The parser's own limit (1024 levels) is not a syntax error in the input.
+        if "depth limit" in str(exc):
+            raise BadUsage(too_deep) from None
         raise BadUsage("--tool-input must be valid JSON") from None
+    if _nested_too_deep(raw):
+        raise BadUsage(too_deep)
     if _LONG_DIGITS.search(raw):
         _refuse_wide_integers(raw)
     return value
+
+
+def _nested_too_deep(text: str) -> bool:
+    """True if the JSON text's arrays and objects nest deeper than MAX_JSON_DEPTH."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return False
+    depth = 0
+    for match in _BRACKET.finditer(_STRING.sub('""', text)):
+        if match.group() in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return True
+        else:
+            depth -= 1
+    return False
 
 
 def _refuse_wide_integers(raw: str) -> None:
@@ -47,28 +90,76 @@ def _refuse_wide_integers(raw: str) -> None:
     json.loads(raw, parse_int=parse_int)
 
 
+def unknown_tool_message(name: str, registry: ToolRegistry) -> str:
+    """`Unknown tool: NAME`, with the closest registered names and the whole list."""
+    names = [definition.name for definition in registry.list()]
+    message = f"Unknown tool: {name}"
+    close = difflib.get_close_matches(name, names, n=3)
+    if close:
+        message += f". Did you mean {' or '.join(repr(n) for n in close)}?"
+    else:
+        message += "."
+    return f"{message} Registered tools: {', '.join(names) if names else 'none'}"
+
+
 def run_dispatch(
     registry: ToolRegistry,
     tool: str,
     raw_input: str | None,
     *,
     context_report: bool,
+    as_json: bool,
     log: str | None,
     settings: dict[str, Any],
 ) -> None:
-    """Dispatch one tool and print the result lines; a failure raises its ToolCallError."""
-    tool_input = parse_tool_input(raw_input)
+    """Dispatch one tool and print what happened.
+
+    A failed call raises its ToolCallError (exit 1), or with `as_json` prints the failure
+    as the document and exits 1. What is printed is redacted as the log is.
+    """
+    tool_input = parse_tool_input(read_tool_input(raw_input))
+    redactor = redactor_for(settings)
+    where: JsonObject = {}
+    failure: ToolCallError | None = None
     with opened_log(log, settings) as sink:
         runtime = ToolRuntime(registry, sink)
-        result = runtime.dispatch(tool, tool_input)
+        try:
+            result = runtime.dispatch(tool, tool_input)
+        except UnknownToolError as exc:
+            message = unknown_tool_message(tool, registry)
+            failure = UnknownToolError(tool, message, call_id=exc.call_id)
+        except ToolCallError as exc:
+            failure = exc
+    if log is not None:
+        where = {"transcript": log, "runId": runtime.run_id}
+    if failure is not None:
+        if not as_json:
+            raise failure
+        document: JsonObject = {
+            "ok": False,
+            "name": tool,
+            "error": {"kind": failure.kind, "message": failure.message},
+            **where,
+        }
+        click.echo(_redacted_json(document, redactor))
+        raise click.exceptions.Exit(1)
     shown = result.display_json()
+    if as_json:
+        click.echo(_redacted_json({"ok": True, **shown, **where}, redactor))
+        return
     info(f"Task: Dispatch tool: {tool}")
     info("Model provider: none")
     info("Manual tool dispatch completed.")
-    info(f"Tool result: {orjson.dumps(shown).decode()}")
+    info(f"Tool result: {_redacted_json(shown, redactor)}")
     if log is not None:
         info(f"Transcript: {log} (run {runtime.run_id})")
     if context_report:
         click.echo("")
         report = render_context_report(dispatch_context(runtime.tools_snapshot, shown))
         click.echo(report, nl=False)
+
+
+def _redacted_json(value: JsonObject, redactor: Any) -> str:
+    if redactor is not None:
+        value = redactor.redact_wire(value)
+    return orjson.dumps(value).decode()
