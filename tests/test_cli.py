@@ -125,6 +125,27 @@ class TestLog:
         assert [line["type"] for line in lines[2:]] == ["ToolCalled", "ToolFailed"]
         assert lines[-1]["error"]["kind"] == kind
 
+    @pytest.mark.parametrize("spelling", ["--log", "--transcript"])
+    def test_missing_parent_directories_are_created(self, tmp_path: Path, spelling: str) -> None:
+        """`--log logs/runs/day-04.jsonl` creates logs/runs/, as the reference does."""
+        log = tmp_path / "logs" / "runs" / "day-04.jsonl"
+        result = run("--tool", "echo", "--tool-input", HELLO, spelling, str(log))
+        assert result.exit_code == 0, result.output
+        assert log.read_bytes().count(b"\n") == 4
+
+    def test_mcp_log_creates_parent_directories_too(self, tmp_path: Path) -> None:
+        """`mcp --log` creates missing parent directories as the root dispatch does."""
+        log = tmp_path / "logs" / "mcp" / "session.jsonl"
+        proc = subprocess.run(
+            [sys.executable, "-m", "mini_harness", "mcp", "--log", str(log)],
+            input=b"",
+            capture_output=True,
+            check=False,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert b'"type":"RunStarted"' in log.read_bytes()
+
     def test_second_run_appends(self, tmp_path: Path) -> None:
         """A second CLI run with the same --log adds a new run to the same file."""
         log = tmp_path / "t.jsonl"
@@ -137,9 +158,13 @@ class TestLog:
 
     def test_unusable_log_path_is_a_usage_error(self, tmp_path: Path) -> None:
         """A log that cannot be opened is exit 2 with one line, no traceback."""
-        result = run("--tool", "echo", "--tool-input", HELLO, "--log", str(tmp_path / "no" / "t"))
+        (tmp_path / "file").write_text("")
+        log = tmp_path / "file" / "t.jsonl"
+        result = run("--tool", "echo", "--tool-input", HELLO, "--log", str(log))
         assert result.exit_code == 2
-        assert result.stderr.startswith("[mini-harness] Error: cannot open transcript")
+        assert result.stderr == (
+            f"[mini-harness] Error: cannot open transcript {log}: Not a directory\n"
+        )
         assert "Traceback" not in result.output
 
 

@@ -55,7 +55,7 @@ class TestUsageErrors:
             pytest.param(["--tool", "echo", "tools"], id="tool-with-subcommand"),
             pytest.param(["tools", "--format", "yaml"], id="unknown-format"),
             pytest.param(
-                ["--tool", "echo", "--tool-input", HELLO, "--log", "/nonexistent/t.jsonl"],
+                ["--tool", "echo", "--tool-input", HELLO, "--log", "/dev/null/t.jsonl"],
                 id="unusable-log",
             ),
         ],

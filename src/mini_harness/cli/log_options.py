@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -108,7 +109,13 @@ def redactor_for(settings: dict[str, Any]) -> Redactor | None:
 
 
 def open_log(path: str, settings: dict[str, Any]) -> JsonlTranscript:
-    """A JsonlTranscript for `path` configured by the log flags."""
+    """A JsonlTranscript for `path` configured by the log flags; missing parent directories
+    are created first (`--log logs/runs/day-04.jsonl`)."""
+    parent = os.path.dirname(path)
+    if parent:
+        # If this fails, opening the file says why (a parent that is a file, no permission).
+        with contextlib.suppress(OSError):
+            os.makedirs(parent, exist_ok=True)
     extra: dict[str, Any] = {}
     redactor = redactor_for(settings)
     if redactor is not None:
