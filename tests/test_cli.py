@@ -735,3 +735,12 @@ class TestRedactedOutput:
         assert "s3cret" not in document
         assert "sk-12345" not in document
         assert b"s3cret" not in log.read_bytes()
+
+
+class TestReplayErrors:
+    def test_a_missing_transcript_prints_nothing_on_stdout(self, tmp_path: Path) -> None:
+        """`replay missing.jsonl` is one error line on stderr and nothing on stdout."""
+        result = run("replay", str(tmp_path / "missing.jsonl"))
+        assert result.exit_code == 2
+        assert result.stdout == ""
+        assert result.stderr.startswith("[mini-harness] Error: ")

@@ -257,13 +257,19 @@ class _TextOutput(_Output):
         # Call lines are written in batches: one write per line costs as much as the fold.
         self.pending: list[str] = []
         what = "re-run against the current registry" if rerun else "fold: no handler is called"
-        info(f"Replaying {fold.path} ({what})")
+        # Said with the first output, so that a file that cannot be read prints nothing here.
+        self.header: str | None = f"Replaying {fold.path} ({what})"
 
     def write(self, text: str) -> None:
         self.pending.append(text)
         self.flush()
 
     def flush(self) -> None:
+        if not self.pending:
+            return
+        if self.header is not None:
+            info(self.header)
+            self.header = None
         sys.stdout.write("".join(self.pending))
         self.pending.clear()
 
