@@ -12,8 +12,9 @@ import orjson
 import pytest
 from click.testing import CliRunner, Result
 
-from mini_harness import ToolRuntime, __version__
+from mini_harness import ToolCallError, ToolRuntime, __version__
 from mini_harness.cli import cli
+from mini_harness.events import NullSink
 from mini_harness.runtime.context import estimate_tokens, pretty_json
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader
@@ -744,3 +745,55 @@ class TestReplayErrors:
         assert result.exit_code == 2
         assert result.stdout == ""
         assert result.stderr.startswith("[mini-harness] Error: ")
+
+
+class TestGrammar:
+    @pytest.mark.parametrize(
+        ("schema", "value", "message"),
+        [
+            ({"type": "string", "minLength": 1}, "", "at least 1 character"),
+            ({"type": "string", "maxLength": 1}, "ab", "at most 1 character"),
+            ({"type": "array", "minItems": 1}, [], "at least 1 item"),
+            ({"type": "array", "maxItems": 1}, [1, 2], "at most 1 item"),
+            ({"type": "object", "minProperties": 1}, {}, "at least 1 property"),
+            ({"type": "object", "maxProperties": 1}, {"a": 1, "b": 2}, "at most 1 property"),
+            ({"type": "string", "minLength": 2}, "", "at least 2 characters"),
+        ],
+    )
+    def test_validation_counts_agree_with_their_noun(
+        self, schema: dict[str, Any], value: Any, message: str
+    ) -> None:
+        """'at least 1 character', never 'at least 1 characters'."""
+        registry = default_registry()
+        registry.add(
+            "one",
+            lambda data: data,
+            description="Takes one value.",
+            input_schema={"type": "object", "properties": {"v": schema}, "required": ["v"]},
+        )
+        with pytest.raises(ToolCallError) as caught:
+            ToolRuntime(registry, NullSink()).dispatch("one", {"v": value})
+        assert caught.value.message.endswith(message)
+
+    def test_an_unknown_run_of_a_one_run_log(self, tmp_path: Path) -> None:
+        """`replay --run 5` on a transcript of one run says 'it has 1 run'."""
+        log = tmp_path / "t.jsonl"
+        assert run("--tool", "echo", "--tool-input", HELLO, "--log", str(log)).exit_code == 0
+        result = run("replay", str(log), "--run", "5")
+        assert result.exit_code == 2
+        assert "1 run" in result.stderr
+        assert "1 runs" not in result.stderr
+
+    def test_read_file_past_the_end_of_a_one_line_file(self, tmp_path: Path) -> None:
+        """read_file's offset error counts '1 line'."""
+        (tmp_path / "a.txt").write_text("one\n")
+        result = run(
+            "--workspace",
+            str(tmp_path),
+            "--tool",
+            "read_file",
+            "--tool-input",
+            '{"path":"a.txt","offset":5}',
+        )
+        assert result.exit_code == 1
+        assert result.stderr.endswith("(1 line)\n")

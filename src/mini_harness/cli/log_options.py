@@ -141,9 +141,12 @@ def warn_quarantined(sink: Any) -> None:
     already = _WARNED.get(sink, 0)
     _WARNED[sink] = len(moved)
     for torn in moved[already:]:
+        size = "1 byte" if torn.length == 1 else f"{torn.length} bytes"
+        were, them = ("was", "it") if torn.length == 1 else ("were", "them")
+        events = "a complete event" if torn.length == 1 else "complete events"
         click.echo(
-            f"{PREFIX} Warning: {sink.path}: {torn.length} bytes at byte {torn.offset} were "
-            f"not complete events (a torn tail, e.g. left by a crash); moved them to {torn.path}",
+            f"{PREFIX} Warning: {sink.path}: {size} at byte {torn.offset} {were} not {events} "
+            f"(a torn tail, e.g. left by a crash); moved {them} to {torn.path}",
             err=True,
         )
 

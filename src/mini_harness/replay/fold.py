@@ -135,7 +135,8 @@ class TranscriptFold:
         self.finished = True
         if self.selection is not None and self._selected is None:
             raise ReplayError(
-                f"{self.path} has no run {self.selection} (it has {len(self._runs)} runs)"
+                f"{self.path} has no run {self.selection} (it has {len(self._runs)} "
+                f"{'run' if len(self._runs) == 1 else 'runs'})"
             )
 
     def _read_general(self) -> Iterator[RunInfo | CallRecord]:
