@@ -15,6 +15,7 @@ from mini_harness.cli.log_options import opened_log, redactor_for
 from mini_harness.cli.output import BadUsage, info
 from mini_harness.errors import ToolCallError, UnknownToolError
 from mini_harness.events import MAX_JSON_DEPTH, JsonObject, JsonValue
+from mini_harness.events.jsonvalue import nested_deeper_than
 from mini_harness.runtime import (
     ToolRegistry,
     ToolRuntime,
@@ -25,8 +26,6 @@ from mini_harness.runtime import (
 # orjson turns integers wider than 64 bits into floats without a word; a run of 20+ digits
 # is the only way such an integer can appear, so only then is the input parsed again.
 _LONG_DIGITS = re.compile(r"\d{20,}")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
 
 
 def read_tool_input(raw: str | None) -> str | None:
@@ -58,26 +57,11 @@ def parse_tool_input(raw: str | None) -> JsonValue:
         if "depth limit" in str(exc):
             raise BadUsage(too_deep) from None
         raise BadUsage("--tool-input must be valid JSON") from None
-    if _nested_too_deep(raw):
+    if nested_deeper_than(raw):
         raise BadUsage(too_deep)
     if _LONG_DIGITS.search(raw):
         _refuse_wide_integers(raw)
     return value
-
-
-def _nested_too_deep(text: str) -> bool:
-    """True if the JSON text's arrays and objects nest deeper than MAX_JSON_DEPTH."""
-    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
-        return False
-    depth = 0
-    for match in _BRACKET.finditer(_STRING.sub('""', text)):
-        if match.group() in "[{":
-            depth += 1
-            if depth > MAX_JSON_DEPTH:
-                return True
-        else:
-            depth -= 1
-    return False
 
 
 def _refuse_wide_integers(raw: str) -> None:
