@@ -9,9 +9,17 @@ from typing import Protocol, TypeAlias
 import attrs
 
 from mini_harness.events.jsonvalue import JsonObject, JsonValue
+from mini_harness.events.model import (
+    ContextTrimmed,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
+    RunFinished,
+)
 
 TRANSCRIPT_FORMAT = "mini-harness.transcript"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2 added the agent-run events (events/model.py) and optional fields; 1 is upcast."""
 
 ERROR_KINDS = frozenset(
     {
@@ -49,12 +57,22 @@ class TranscriptStarted:
 
 @attrs.frozen
 class RunStarted:
-    """One run (a CLI invocation, an API session) begins; `tools` snapshots the definitions."""
+    """One run (a CLI invocation, an API session) begins; `tools` snapshots the definitions.
+
+    An agent run also records its `task`, `model` (`provider`, `name`), `system_prompt`,
+    the `project_rules` it loaded (`path`, `sha256`, `content`) and `max_steps`; a tool run
+    leaves them out (None is not written).
+    """
 
     ts: str
     run_id: str
     harness: str
     tools: tuple[JsonObject, ...]
+    task: str | None = attrs.field(default=None, kw_only=True)
+    model: JsonObject | None = attrs.field(default=None, kw_only=True)
+    system_prompt: str | None = attrs.field(default=None, kw_only=True)
+    project_rules: tuple[JsonObject, ...] | None = attrs.field(default=None, kw_only=True)
+    max_steps: int | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -72,6 +90,9 @@ class ToolCalled:
     name: str
     input: JsonValue
     input_json: bytes | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
+    # In an agent run: the model's id for the call and the step that made it.
+    tool_use_id: str | None = attrs.field(default=None, kw_only=True)
+    step: int | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -112,7 +133,17 @@ class UnknownEvent:
 PAYLOAD_CACHE_FIELDS = frozenset({"input_json", "output_json"})
 
 Event: TypeAlias = (
-    TranscriptStarted | RunStarted | ToolCalled | ToolSucceeded | ToolFailed | UnknownEvent
+    TranscriptStarted
+    | RunStarted
+    | ToolCalled
+    | ToolSucceeded
+    | ToolFailed
+    | ModelRequested
+    | ModelResponded
+    | ModelFailed
+    | ContextTrimmed
+    | RunFinished
+    | UnknownEvent
 )
 TerminalEvent: TypeAlias = ToolSucceeded | ToolFailed
 KNOWN_EVENT_TYPES: tuple[type, ...] = (
@@ -121,6 +152,11 @@ KNOWN_EVENT_TYPES: tuple[type, ...] = (
     ToolCalled,
     ToolSucceeded,
     ToolFailed,
+    ModelRequested,
+    ModelResponded,
+    ModelFailed,
+    ContextTrimmed,
+    RunFinished,
 )
 
 

@@ -254,8 +254,9 @@ class ToolRuntime:
         self._emit_called = emit_called
         self._emit_succeeded = emit_succeeded
 
-    def start(self) -> None:
-        """Emit RunStarted (once); dispatch calls this for you."""
+    def start(self, **agent_fields: Any) -> None:
+        """Emit RunStarted (once); dispatch calls this for you. An agent run passes its
+        RunStarted fields (task, model, system_prompt, project_rules, max_steps)."""
         with self._lock:
             if self._started:
                 return
@@ -266,14 +267,19 @@ class ToolRuntime:
                     run_id=self.run_id,
                     harness=__version__,
                     tools=self.tools_snapshot,
+                    **agent_fields,
                 )
             )
             self._started = True
 
     # --- the two halves every dispatch shares ---------------------------------
 
-    def _begin(self, name: str, tool_input: object) -> tuple[str, RegisteredTool, int]:
-        """Record ToolCalled, then look up and validate; raise (recorded) on failure."""
+    def _begin(
+        self, name: str, tool_input: object, agent_call: tuple[str, int] | None = None
+    ) -> tuple[str, RegisteredTool, int]:
+        """Record ToolCalled, then look up and validate; raise (recorded) on failure.
+
+        `agent_call` is the model's id for the call and the step, in an agent run."""
         if not self._started:
             self.start()
         if not name.isascii():
@@ -287,7 +293,23 @@ class ToolRuntime:
             encoded = None
             recorded_input = repr(tool_input)
             input_problem = str(exc)
-        self._emit_called(self._timestamp(), self.run_id, call_id, name, recorded_input, encoded)
+        if agent_call is None:
+            self._emit_called(
+                self._timestamp(), self.run_id, call_id, name, recorded_input, encoded
+            )
+        else:
+            self.sink.emit(
+                ToolCalled(
+                    self._timestamp(),
+                    self.run_id,
+                    call_id,
+                    name,
+                    recorded_input,
+                    input_json=encoded,
+                    tool_use_id=agent_call[0],
+                    step=agent_call[1],
+                )
+            )
         start = self._monotonic_ns()
         tool = self.registry.get(name)
         if tool is None:
@@ -365,9 +387,14 @@ class ToolRuntime:
 
     # --- sync -----------------------------------------------------------------
 
-    def dispatch(self, name: str, tool_input: JsonValue) -> ToolResult:
-        """Dispatch one call and wait for it; raise a ToolCallError subclass if it failed."""
-        call_id, tool, start = self._begin(name, tool_input)
+    def dispatch(
+        self, name: str, tool_input: JsonValue, *, agent_call: tuple[str, int] | None = None
+    ) -> ToolResult:
+        """Dispatch one call and wait for it; raise a ToolCallError subclass if it failed.
+
+        `agent_call` (the model's tool-use id, the step) links the call to an agent run's
+        model response."""
+        call_id, tool, start = self._begin(name, tool_input, agent_call)
         try:
             if tool.timeout is None and not tool.is_async:  # the common case, inline
                 output = tool.handler(tool_input)

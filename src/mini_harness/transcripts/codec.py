@@ -1,4 +1,8 @@
-"""Wire format v1: events to JSON lines and back. Field names are camelCase on the wire."""
+"""Wire format: events to JSON lines and back. Field names are camelCase on the wire.
+
+A field whose default is None (an optional field added in a later version, such as an
+agent run's `task`) is left out of the line while it is None.
+"""
 
 from __future__ import annotations
 
@@ -58,6 +62,9 @@ _WIRE_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
     for cls in (*KNOWN_EVENT_TYPES, ToolError)
 }
 _ERROR_FIELDS = _WIRE_FIELDS[ToolError]
+_OPTIONAL_FIELDS: dict[type, frozenset[str]] = {
+    cls: frozenset(f.name for f in attrs.fields(cls) if f.default is None) for cls in _WIRE_FIELDS
+}
 
 
 def _error_json(error: ToolError) -> JsonObject:
@@ -78,8 +85,11 @@ def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
         for key, value in event.data.items():
             out.setdefault(key, value)
         return out
+    optional = _OPTIONAL_FIELDS[type(event)]
     for attr, key in _WIRE_FIELDS[type(event)]:
         value = getattr(event, attr)
+        if value is None and attr in optional:
+            continue
         out[key] = _error_json(value) if isinstance(value, ToolError) else value
     return out
 
@@ -157,7 +167,7 @@ def encode_line(event: Event, seq: int, prev: str | None) -> bytes:
     bytes are the same as `encode_wire(event_to_wire(event, seq, prev))`.
     """
     line = None
-    if type(event) is ToolCalled and event.input_json is not None:
+    if type(event) is ToolCalled and event.input_json is not None and event.tool_use_id is None:
         fields = tool_called_fields(
             event.ts, event.run_id, event.call_id, event.name, event.input_json
         )
@@ -256,9 +266,14 @@ def _fast_called(data: JsonObject) -> Event | None:
         tool_input = data["input"]
     except KeyError:
         return None
-    if type(ts) is str and type(run_id) is str and type(call_id) is str and type(name) is str:
-        return ToolCalled(ts, run_id, call_id, name, tool_input)
-    return None
+    if not (type(ts) is str and type(run_id) is str and type(call_id) is str and type(name) is str):
+        return None
+    if "toolUseId" in data or "step" in data:  # an agent run's call
+        tool_use_id, step = data.get("toolUseId"), data.get("step")
+        if not (_str_or_none(tool_use_id) and (step is None or type(step) is int)):
+            return None
+        return ToolCalled(ts, run_id, call_id, name, tool_input, tool_use_id=tool_use_id, step=step)
+    return ToolCalled(ts, run_id, call_id, name, tool_input)
 
 
 def _fast_succeeded(data: JsonObject) -> Event | None:
@@ -315,6 +330,8 @@ def _fast_failed(data: JsonObject) -> Event | None:
 def _fast_run(data: JsonObject) -> Event | None:
     ts, run_id, harness = data["ts"], data.get("runId"), data.get("harness")
     tools = _dicts(data.get("tools"))
+    if "task" in data or "model" in data:  # an agent run: the converter checks its fields
+        return None
     if type(ts) is str and type(run_id) is str and type(harness) is str and tools is not None:
         return RunStarted(ts, run_id, harness, tools)
     return None
@@ -506,4 +523,29 @@ _REQUIRED: dict[str, _Fields] = {
     "ToolCalled": (*_CALL, ("input", _ANY)),
     "ToolSucceeded": (*_CALL, ("output", _ANY), ("durationMs", _NUMBER)),
     "ToolFailed": (*_CALL, ("durationMs", _NUMBER), ("error", (dict,))),
+    "ModelRequested": (
+        ("runId", _STR),
+        ("step", (int,)),
+        ("requestId", _STR),
+        ("messages", (list,)),
+        ("params", (dict,)),
+        ("requestHash", _STR),
+    ),
+    "ModelResponded": (
+        ("runId", _STR),
+        ("requestId", _STR),
+        ("message", (dict,)),
+        ("finishReason", _STR),
+        ("usage", (dict,)),
+        ("durationMs", _NUMBER),
+    ),
+    "ModelFailed": (
+        ("runId", _STR),
+        ("requestId", _STR),
+        ("error", (dict,)),
+        ("attempt", (int,)),
+        ("durationMs", _NUMBER),
+    ),
+    "ContextTrimmed": (("runId", _STR), ("step", (int,)), ("replaced", (list,))),
+    "RunFinished": (("runId", _STR), ("stopReason", _STR), ("steps", (int,)), ("usage", (dict,))),
 }
