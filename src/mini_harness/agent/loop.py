@@ -222,7 +222,7 @@ class AgentLoop:
             while True:
                 if steps >= config.max_steps:
                     reason = "max_steps"
-                    error = f"stopped after {steps} steps without a final answer"
+                    error = f"stopped after {steps} step(s) without a final answer"
                     break
                 steps += 1
                 response = self._step(steps)

@@ -48,6 +48,7 @@ _SUBCOMMANDS = {
     "transcript": ("mini_harness.cli.transcript", "transcript_group"),
     "mcp": ("mini_harness.cli.mcp", "mcp_command"),
     "replay": ("mini_harness.cli.replay", "replay_command"),
+    "run": ("mini_harness.cli.agent", "run_command"),
 }
 
 
