@@ -196,7 +196,7 @@ class TestFailedCalls:
         AgentLoop(runtime, provider, AgentConfig(task="t")).run()
         history = provider.requests[-1].messages
         asked = [c.id for m in history for c in m.tool_calls]
-        answered = [m.tool_call_id for m in history if m.role == "tool"]
+        answered = [m.tool_call_id or "" for m in history if m.role == "tool"]
         assert sorted(asked) == sorted(answered)
         assert len(set(answered)) == len(answered)
 

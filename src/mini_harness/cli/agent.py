@@ -121,7 +121,7 @@ class PrintingReporter:
 @click.option("--tool-input", metavar="JSON", help="The --tool's input as a JSON object.")
 @click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end.")
-def run_command(  # noqa: PLR0913 - one parameter per option
+def run_command(
     task: str,
     *,
     log: str | None,
@@ -145,9 +145,11 @@ def run_command(  # noqa: PLR0913 - one parameter per option
     """
     from mini_harness.agent.context import (
         DEFAULT_SYSTEM_PROMPT,
-        context_report as render_report,
         load_project_rules,
         request_parts,
+    )
+    from mini_harness.agent.context import (
+        context_report as render_report,
     )
     from mini_harness.agent.loop import AgentConfig, AgentLoop
     from mini_harness.cli import root_workspace
