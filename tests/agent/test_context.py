@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
+
+import orjson
 
 from mini_harness.agent import Message, ModelRequest, ToolCall
 from mini_harness.agent.context import (
@@ -117,6 +120,18 @@ class TestRequestHash:
             ModelRequest((Message("user", "a"),), TOOLS, {"temperature": 0.3}),
         ):
             assert request_hash(other) != request_hash(base)
+
+    def test_documented_definition(self) -> None:
+        """The hash is SHA-256 of {"messages", "params", "tools"} as compact sorted-key JSON."""
+        call = ToolCall("c", "echo", "{}")
+        messages = (Message("user", "a"), Message("assistant", "", tool_calls=(call,)))
+        request = ModelRequest(messages, TOOLS, {"temperature": 0.2})
+        canonical = orjson.dumps(
+            {"tools": list(TOOLS), "params": request.params,
+             "messages": [m.to_json() for m in messages]},
+            option=orjson.OPT_SORT_KEYS,
+        )  # fmt: skip
+        assert request_hash(request) == hashlib.sha256(canonical).hexdigest()
 
 
 class TestTrim:

@@ -148,21 +148,48 @@ def context_report(parts: Sequence[ContextPart], provider_input_tokens: int | No
     return report
 
 
-def canonical_request(request: ModelRequest) -> bytes:
-    """The full request as compact JSON with sorted keys: what `requestHash` hashes."""
-    return orjson.dumps(
-        {
-            "messages": [message.to_json() for message in request.messages],
-            "tools": list(request.tools),
-            "params": request.params,
-        },
-        option=orjson.OPT_SORT_KEYS,
-    )
+_SORTED = orjson.OPT_SORT_KEYS
+
+
+class RequestHasher:
+    """SHA-256 of a canonical request, fed message by message.
+
+    The canonical request is `{"messages": [...], "params": {...}, "tools": [...]}` as
+    compact JSON with sorted keys, so its bytes start with the messages: a loop adds each
+    request's new messages and hashes a step in time proportional to what is new. A loop
+    whose earlier messages changed (a trim) starts a new hasher.
+    """
+
+    def __init__(self) -> None:
+        self._state = hashlib.sha256(b'{"messages":[')
+        self.count = 0
+
+    def __repr__(self) -> str:
+        return f"<RequestHasher(messages={self.count})>"
+
+    def add(self, messages: Sequence[Message]) -> None:
+        for message in messages:
+            if self.count:
+                self._state.update(b",")
+            self._state.update(orjson.dumps(message.to_json(), option=_SORTED))
+            self.count += 1
+
+    def hexdigest(self, params: JsonObject, tools: Sequence[JsonObject]) -> str:
+        """The hash of the messages added so far with these params and tools."""
+        state = self._state.copy()
+        state.update(b'],"params":')
+        state.update(orjson.dumps(params, option=_SORTED))
+        state.update(b',"tools":')
+        state.update(orjson.dumps(list(tools), option=_SORTED))
+        state.update(b"}")
+        return state.hexdigest()
 
 
 def request_hash(request: ModelRequest) -> str:
-    """SHA-256 (64 hex digits) of the canonical request."""
-    return hashlib.sha256(canonical_request(request)).hexdigest()
+    """SHA-256 (64 hex digits) of the canonical request (see RequestHasher)."""
+    hasher = RequestHasher()
+    hasher.add(request.messages)
+    return hasher.hexdigest(request.params, request.tools)
 
 
 @attrs.frozen

@@ -20,8 +20,8 @@ import orjson
 from mini_harness.agent.context import (
     DEFAULT_SYSTEM_PROMPT,
     ProjectRules,
+    RequestHasher,
     manual_tool_message,
-    request_hash,
     system_message,
     trim_to_budget,
 )
@@ -189,6 +189,7 @@ class AgentLoop:
         self._timestamp = timestamp
         self.history: list[Message] = []
         self._sent = 0
+        self._hasher = RequestHasher()
         self._usage = Usage()
         self._last_request: ModelRequest | None = None
         self._last_input_tokens: int | None = None
@@ -291,6 +292,7 @@ class AgentLoop:
                 )
             if trim.replaced:
                 self.history = list(trim.messages)
+                self._hasher = RequestHasher()  # earlier messages changed: hash them again
                 self._emit(
                     ContextTrimmed(
                         ts=self._timestamp(),
@@ -304,6 +306,7 @@ class AgentLoop:
                 )
         request = ModelRequest(tuple(self.history), tools, dict(config.params))
         request_id = new_id()
+        self._hasher.add(self.history[self._hasher.count :])
         self._emit(
             ModelRequested(
                 ts=self._timestamp(),
@@ -312,7 +315,7 @@ class AgentLoop:
                 request_id=request_id,
                 messages=tuple(m.to_json() for m in self.history[self._sent :]),
                 params=request.params,
-                request_hash=request_hash(request),
+                request_hash=self._hasher.hexdigest(request.params, tools),
             )
         )
         self._sent = len(self.history)
