@@ -367,3 +367,26 @@ class TestKilled:
         assert not run.finished
         assert len(run.in_doubt) == 1
         assert [s.step for s in run.steps] == [1]
+
+
+V1_FIXTURE = Path(__file__).resolve().parents[1] / "transcripts" / "fixtures" / "v1-echo.jsonl"
+
+
+class TestVersionOne:
+    def test_agent_run_appended_to_a_v1_file(
+        self, tmp_path: Path, workspace: Path, write_script: Script
+    ) -> None:
+        """A version-1 transcript takes an agent run: its lines are upcast, the run folds."""
+        log = tmp_path / "old.jsonl"
+        log.write_bytes(V1_FIXTURE.read_bytes())
+        run_logged(log, workspace, ScriptProvider(write_script(LIST_READ_ANSWER)))
+        reader = TranscriptReader(log)
+        records = list(reader)
+        assert reader.header is not None
+        assert reader.header.version == 1
+        assert reader.upcasting
+        assert reader.problems == []
+        assert any(isinstance(r.event, ModelResponded) for r in records)
+        (run,) = fold_agent_runs(log)
+        assert run.stop_reason == "final"
+        assert all(step.hash_matches for step in run.steps)
