@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Protocol
 
 import attrs
 import orjson
@@ -34,6 +33,7 @@ from mini_harness.agent.provider import (
     ToolCall,
     Usage,
 )
+from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome
 from mini_harness.errors import ToolCallError
 from mini_harness.events import (
     ContextTrimmed,
@@ -72,16 +72,6 @@ class AgentConfig:
 
 
 @attrs.frozen
-class ToolOutcome:
-    """One tool call's result as it went back to the model."""
-
-    call: ToolCall
-    message: Message
-    output: JsonValue = None
-    error: str | None = None
-
-
-@attrs.frozen
 class AgentOutcome:
     """How a run ended. `last_request` is the last request sent (None if none was), with
     the provider's input token count for it when reported."""
@@ -94,35 +84,6 @@ class AgentOutcome:
     last_request: ModelRequest | None
     last_input_tokens: int | None
     error: str | None = None
-
-
-class LoopReporter(Protocol):
-    """What a front end is told while a run goes on (the CLI prints it)."""
-
-    def text(self, chunk: str) -> None: ...
-    def response(self, step: int, response: ModelResponse, streamed: bool) -> None: ...
-    def tool_called(self, step: int, call: ToolCall) -> None: ...
-    def tool_done(self, step: int, outcome: ToolOutcome) -> None: ...
-    def retry(self, error: ModelError) -> None: ...
-
-
-class SilentReporter:
-    """Tells nobody anything."""
-
-    def text(self, chunk: str) -> None:
-        return None
-
-    def response(self, step: int, response: ModelResponse, streamed: bool) -> None:
-        return None
-
-    def tool_called(self, step: int, call: ToolCall) -> None:
-        return None
-
-    def tool_done(self, step: int, outcome: ToolOutcome) -> None:
-        return None
-
-    def retry(self, error: ModelError) -> None:
-        return None
 
 
 def add_usage(total: Usage, more: Usage) -> Usage:
@@ -342,10 +303,13 @@ class AgentLoop:
                 )
             )
 
+        attempts = 1
+
         def on_retry(error: ModelError) -> None:
-            nonlocal attempt_started
+            nonlocal attempt_started, attempts
             failed(error.kind, error.status, error.message, error.attempt)
             attempt_started = time.perf_counter()
+            attempts = error.attempt + 1
             self.reporter.retry(error)
 
         streamed = False
@@ -355,7 +319,6 @@ class AgentLoop:
             streamed = True
             self.reporter.text(chunk)
 
-        attempts = 1
         try:
             response = self.provider.complete(
                 request, on_text=on_text if self.config.stream else None, on_retry=on_retry
