@@ -87,9 +87,13 @@ def run(config: Config) -> Section:
                 ]
             )
     section.notes.append(
-        "Medians of the rounds. The loop's cost per step includes the model events "
-        "(ModelRequested with only the new messages, ModelResponded) and the request hash, "
-        "fed incrementally, so the cost per step stays flat as the conversation grows."
+        "Whole-run time divided by steps, median of the rounds; the bare dispatch column is "
+        "the same number of echo dispatches alone. The loop adds per step: building the "
+        "request, the model events (ModelRequested with only the new messages, "
+        "ModelResponded), the tool result message and the request hash, fed incrementally "
+        "(only new messages are hashed). What grows with the conversation is copying the "
+        "history into each request (every provider is sent the whole history) and the "
+        "garbage collector's passes over it: the longer runs cost more per step."
     )
     return section
 
