@@ -18,7 +18,7 @@ from mini_harness.events import (
     RunStarted,
     ToolCalled,
 )
-from mini_harness.replay.agent_fold import fold_agent_runs
+from mini_harness.replay.agent_fold import fold_agent_events, fold_agent_runs
 from mini_harness.runtime import MemorySink, ToolRuntime
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, verify_transcript
@@ -165,6 +165,8 @@ class TestFailedCalls:
             ("call_1_2", True),
             ("call_1_3", True),
         ]
+        (run,) = fold_agent_events(sink.events)
+        assert [step.request for step in run.steps] == provider.requests
         assert results[0].content == "Unknown tool: nope"
         assert results[1].content == "Invalid input for read_file.path: expected string"
         assert results[2].content.startswith("Invalid arguments for read_file: not valid JSON")
