@@ -139,6 +139,7 @@ class HarnessGroup(click.Group):
         "transcript": "mini_harness.cli.transcript:transcript_group",
         "mcp": "mini_harness.cli.mcp:mcp_command",
         "replay": "mini_harness.cli.replay:replay_command",
+        "run": "mini_harness.cli.agent:run_command",
     },
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
