@@ -20,6 +20,11 @@ demo: $(STAMP)
 	@cat demo-transcript.jsonl
 	@echo "--- mini-harness replay demo-transcript.jsonl"
 	$(BIN)/mini-harness replay demo-transcript.jsonl
+	@echo "--- an agent run with a scripted model (examples/agent-demo.json)"
+	rm -f demo-agent-transcript.jsonl
+	$(BIN)/mini-harness run "What is this project?" --model script:examples/agent-demo.json --log demo-agent-transcript.jsonl
+	@echo "--- its last request's context report, rebuilt from demo-agent-transcript.jsonl"
+	$(BIN)/python -c "from mini_harness.replay.agent_fold import agent_context_report as r; print(r('demo-agent-transcript.jsonl'), end='')"
 
 # run_command's sandbox: bubblewrap (Debian package), installed when missing and root can;
 # otherwise the sandbox tests skip and say what is missing.
@@ -57,4 +62,4 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) demo-transcript.jsonl test-artifacts
+	rm -rf $(VENV) demo-transcript.jsonl demo-agent-transcript.jsonl test-artifacts

@@ -12,6 +12,14 @@ from hypothesis import strategies as st
 from mini_harness.events import (
     ApprovalDecided,
     ApprovalRequested,
+    ContextTrimmed,
+    Event,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
+    RunFinished,
+    RunStarted,
+    ToolCalled,
     ToolError,
     ToolFailed,
     ToolSucceeded,
@@ -53,7 +61,35 @@ def _lines(tmp_path: Path, registry: ToolRegistry) -> list[bytes]:
         sink.emit(ApprovalDecided("ts", runtime.run_id, "c9", "echo", "approved", "user"))
         effect = {"path": "a.txt", "before": None, "after": "ab" * 32}
         sink.emit(ToolSucceeded("ts", runtime.run_id, "c9", "echo", {}, 1.0, effects=(effect,)))
+        ts, run = "2026-01-02T03:04:05.123456Z", "a" * 32
+        for event in _agent_run_events(ts, run):
+            sink.append(event)
     return path.read_bytes().splitlines()
+
+
+def _agent_run_events(ts: str, run: str) -> list[Event]:
+    """One of each agent-run event (format version 2)."""
+    message = {"role": "assistant", "content": "", "toolCalls": [{"id": "u1", "name": "echo",
+               "arguments": "{}"}]}  # fmt: skip
+    return [
+        RunStarted(
+            ts,
+            run,
+            "0.1.0",
+            (),
+            task="t",
+            model={"provider": "mock", "name": "m"},
+            system_prompt="s",
+            project_rules=({"path": "AGENTS.md", "sha256": "0" * 64, "content": "be brief"},),
+            max_steps=3,
+        ),
+        ModelRequested(ts, run, 1, "q1", ({"role": "user", "content": "t"},), {}, "h" * 64),
+        ModelFailed(ts, run, "q1", {"kind": "rate_limited", "status": 429, "message": "m"}, 1, 2.5),
+        ModelResponded(ts, run, "q1", message, "tool_calls", {"inputTokens": 3}, 4.0, "resp-1"),
+        ToolCalled(ts, run, "c-9", "echo", {}, tool_use_id="u1", step=1),
+        ContextTrimmed(ts, run, 2, ({"index": 3, "content": "[trimmed]"},), 90, 40, 50),
+        RunFinished(ts, run, "max_steps", None, 2, {"inputTokens": 3}),
+    ]
 
 
 class TestFastDecoding:

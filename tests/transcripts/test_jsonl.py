@@ -17,7 +17,7 @@ from mini_harness import (
     TranscriptFormatError,
     TranscriptWriteError,
 )
-from mini_harness.events import ToolCalled, ToolSucceeded
+from mini_harness.events import FORMAT_VERSION, ToolCalled, ToolSucceeded
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, line_hash, read_transcript
 
 
@@ -44,7 +44,7 @@ class TestWireFormat:
         first = orjson.loads(lines[0])
         assert first["type"] == "TranscriptStarted"
         assert first["format"] == "mini-harness.transcript"
-        assert first["version"] == 1
+        assert first["version"] == FORMAT_VERSION
         assert "prev" not in first
         done = orjson.loads(lines[3])
         assert list(done)[:4] == ["type", "seq", "ts", "prev"]
@@ -155,9 +155,9 @@ class TestAppend:
     @pytest.mark.parametrize(
         ("old", "new", "why"),
         [
-            (b'"version":1', b'"version":99', "uses transcript format version 99"),
-            (b'"version":1', b'"version":0', "uses transcript format version 0"),
-            (b',"version":1', b"", "(line 1 has no format version)"),
+            (b'"version":2', b'"version":99', "uses transcript format version 99"),
+            (b'"version":2', b'"version":0', "uses transcript format version 0"),
+            (b',"version":2', b"", "(line 1 has no format version)"),
             (b'"format":"mini-harness.transcript",', b"", "(line 1 is not TranscriptStarted)"),
         ],
         ids=["version-99", "version-0", "no-version", "no-format"],
@@ -306,9 +306,10 @@ class TestReader:
     def test_newer_major_version_is_refused(self, log: Path) -> None:
         """A transcript of a newer format version is refused with a clear message."""
         lines = _lines(log)
-        lines[0] = lines[0].replace(b'"version":1', b'"version":2')
+        newer = FORMAT_VERSION + 1
+        lines[0] = lines[0].replace(b'"version":%d' % FORMAT_VERSION, b'"version":%d' % newer)
         log.write_bytes(b"".join(lines))
-        with pytest.raises(TranscriptFormatError, match="format version 2"):
+        with pytest.raises(TranscriptFormatError, match=f"format version {newer}"):
             read_transcript(log)
 
     def test_unknown_event_type_is_kept(self, log: Path) -> None:

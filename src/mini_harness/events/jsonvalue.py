@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, TypeAlias
 
 import orjson
@@ -167,3 +168,25 @@ def _describe(value: object, path: str) -> str | None:
                 return found
         return None
     return f"{path}: {_type_name(value)} is not a JSON value"
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def nested_deeper_than(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True if the arrays and objects of JSON text nest deeper than `limit` levels.
+
+    Reads the text, not a value: it answers for JSON too deep for a parser to build.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub('""', text)):
+        if match.group() in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False

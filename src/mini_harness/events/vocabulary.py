@@ -10,9 +10,17 @@ import attrs
 
 from mini_harness.events.approval import ApprovalDecided, ApprovalRequested
 from mini_harness.events.jsonvalue import JsonObject, JsonValue
+from mini_harness.events.model import (
+    ContextTrimmed,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
+    RunFinished,
+)
 
 TRANSCRIPT_FORMAT = "mini-harness.transcript"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2 added the agent-run events (events/model.py) and optional fields; 1 is upcast."""
 
 ERROR_KINDS = frozenset(
     {
@@ -51,12 +59,22 @@ class TranscriptStarted:
 
 @attrs.frozen
 class RunStarted:
-    """One run (a CLI invocation, an API session) begins; `tools` snapshots the definitions."""
+    """One run (a CLI invocation, an API session) begins; `tools` snapshots the definitions.
+
+    An agent run also records its `task`, `model` (`provider`, `name`), `system_prompt`,
+    the `project_rules` it loaded (`path`, `sha256`, `content`) and `max_steps`; a tool run
+    leaves them out (None is not written).
+    """
 
     ts: str
     run_id: str
     harness: str
     tools: tuple[JsonObject, ...]
+    task: str | None = attrs.field(default=None, kw_only=True)
+    model: JsonObject | None = attrs.field(default=None, kw_only=True)
+    system_prompt: str | None = attrs.field(default=None, kw_only=True)
+    project_rules: tuple[JsonObject, ...] | None = attrs.field(default=None, kw_only=True)
+    max_steps: int | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -68,6 +86,9 @@ class ToolCalled:
     call_id: str
     name: str
     input: JsonValue
+    # In an agent run: the model's id for the call and the step that made it.
+    tool_use_id: str | None = attrs.field(default=None, kw_only=True)
+    step: int | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -114,6 +135,11 @@ Event: TypeAlias = (
     | ToolFailed
     | ApprovalRequested
     | ApprovalDecided
+    | ModelRequested
+    | ModelResponded
+    | ModelFailed
+    | ContextTrimmed
+    | RunFinished
     | UnknownEvent
 )
 TerminalEvent: TypeAlias = ToolSucceeded | ToolFailed
@@ -125,6 +151,11 @@ KNOWN_EVENT_TYPES: tuple[type, ...] = (
     ToolFailed,
     ApprovalRequested,
     ApprovalDecided,
+    ModelRequested,
+    ModelResponded,
+    ModelFailed,
+    ContextTrimmed,
+    RunFinished,
 )
 
 

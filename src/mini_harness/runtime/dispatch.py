@@ -8,7 +8,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import NoReturn, Protocol
+from typing import Any, NoReturn, Protocol
 
 import attrs
 
@@ -215,8 +215,9 @@ class ToolRuntime:
         if not self._started:
             self.run_id = f"{self.run_id}-{own}"
 
-    def start(self) -> None:
-        """Emit RunStarted (once); dispatch calls this for you."""
+    def start(self, **agent_fields: Any) -> None:
+        """Emit RunStarted (once); dispatch calls this for you. An agent run passes its
+        RunStarted fields (task, model, system_prompt, project_rules, max_steps)."""
         self._check_process()
         with self._lock:
             if self._started:
@@ -228,14 +229,19 @@ class ToolRuntime:
                     run_id=self.run_id,
                     harness=__version__,
                     tools=self.tools_snapshot,
+                    **agent_fields,
                 )
             )
             self._started = True
 
     # --- the two halves every dispatch shares ---------------------------------
 
-    def _begin(self, name: str, tool_input: object) -> tuple[str, RegisteredTool, int]:
-        """Record ToolCalled, then look up and validate; raise (recorded) on failure."""
+    def _begin(
+        self, name: str, tool_input: object, agent_call: tuple[str, int] | None = None
+    ) -> tuple[str, RegisteredTool, int]:
+        """Record ToolCalled, then look up and validate; raise (recorded) on failure.
+
+        `agent_call` is the model's id for the call and the step, in an agent run."""
         self._check_process()
         if not self._started:
             self.start()
@@ -254,7 +260,18 @@ class ToolRuntime:
         except NotJsonError as exc:
             recorded = recordable(bounded_repr(tool_input))
             problem = f"Invalid input for {name}: not a JSON value ({exc})"
-        self.sink.emit(ToolCalled(self._timestamp(), self.run_id, call_id, name, recorded))
+        tool_use_id, step = (None, None) if agent_call is None else agent_call
+        self.sink.emit(
+            ToolCalled(
+                self._timestamp(),
+                self.run_id,
+                call_id,
+                name,
+                recorded,
+                tool_use_id=tool_use_id,
+                step=step,
+            )
+        )
         start = self._monotonic_ns()
         tool = self.registry.get(name)
         if tool is None:
@@ -394,9 +411,14 @@ class ToolRuntime:
 
     # --- sync -----------------------------------------------------------------
 
-    def dispatch(self, name: str, tool_input: JsonValue) -> ToolResult:
-        """Dispatch one call and wait for it; raise a ToolCallError subclass if it failed."""
-        call_id, tool, start = self._begin(name, tool_input)
+    def dispatch(
+        self, name: str, tool_input: JsonValue, *, agent_call: tuple[str, int] | None = None
+    ) -> ToolResult:
+        """Dispatch one call and wait for it; raise a ToolCallError subclass if it failed.
+
+        `agent_call` (the model's tool-use id, the step) links the call to an agent run's
+        model response."""
+        call_id, tool, start = self._begin(name, tool_input, agent_call)
         try:
             if tool.timeout is None and not tool.is_async:  # the common case, inline
                 output = tool.handler(tool_input)

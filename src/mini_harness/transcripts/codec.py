@@ -1,4 +1,8 @@
-"""Wire format v1: events to JSON lines and back. Field names are camelCase on the wire."""
+"""Wire format: events to JSON lines and back. Field names are camelCase on the wire.
+
+A field whose default is None (an optional field added in a later version, such as an
+agent run's `task`) is left out of the line while it is None.
+"""
 
 from __future__ import annotations
 
@@ -60,6 +64,15 @@ _WIRE_GETTERS: dict[type, tuple[tuple[str, ...], operator.attrgetter[Any]]] = {
     for cls, fields in _WIRE_FIELDS.items()
 }
 _ERROR_FIELDS = _WIRE_FIELDS[ToolError]
+_OPTIONAL_FIELDS: dict[type, frozenset[str]] = {
+    cls: frozenset(f.name for f in attrs.fields(cls) if f.default is None) for cls in _WIRE_FIELDS
+}
+# Optional fields (default None) are left off a line when not set, so lines of events that
+# do not use them are as they were before the fields existed.
+_OPTIONAL_KEYS: dict[type, tuple[str, ...]] = {
+    cls: tuple(key for attr, key in fields if attr in _OPTIONAL_FIELDS[cls])
+    for cls, fields in _WIRE_FIELDS.items()
+}
 
 
 def _error_json(error: ToolError) -> JsonObject:
@@ -84,19 +97,10 @@ def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
     out.update(zip(keys, values(event), strict=True))
     if type(event) is ToolFailed:
         out["error"] = _error_json(event.error)
-    for key in _OMITTED_KEYS.get(type(event), ()):
+    for key in _OPTIONAL_KEYS[type(event)]:
         if out[key] is None:
             del out[key]
     return out
-
-
-# Optional fields added after version 1 was fixed: absent from a line when not set.
-_OMITTED_WHEN_NONE = frozenset({"effects"})
-_OMITTED_KEYS: dict[type, tuple[str, ...]] = {
-    cls: tuple(key for attr, key in fields if attr in _OMITTED_WHEN_NONE)
-    for cls, fields in _WIRE_FIELDS.items()
-    if any(attr in _OMITTED_WHEN_NONE for attr, _ in fields)
-}
 
 
 # A line holds plain JSON only: bytes, lone surrogates, dataclasses, datetimes and other
@@ -191,9 +195,14 @@ def _fast_called(data: JsonObject) -> Event | None:
         tool_input = data["input"]
     except KeyError:
         return None
-    if type(ts) is str and type(run_id) is str and type(call_id) is str and type(name) is str:
-        return ToolCalled(ts, run_id, call_id, name, tool_input)
-    return None
+    if not (type(ts) is str and type(run_id) is str and type(call_id) is str and type(name) is str):
+        return None
+    if "toolUseId" in data or "step" in data:  # an agent run's call
+        tool_use_id, step = data.get("toolUseId"), data.get("step")
+        if not (_str_or_none(tool_use_id) and (step is None or type(step) is int)):
+            return None
+        return ToolCalled(ts, run_id, call_id, name, tool_input, tool_use_id=tool_use_id, step=step)
+    return ToolCalled(ts, run_id, call_id, name, tool_input)
 
 
 def _fast_succeeded(data: JsonObject) -> Event | None:
@@ -252,6 +261,8 @@ def _fast_failed(data: JsonObject) -> Event | None:
 def _fast_run(data: JsonObject) -> Event | None:
     ts, run_id, harness = data["ts"], data.get("runId"), data.get("harness")
     tools = _dicts(data.get("tools"))
+    if "task" in data or "model" in data:  # an agent run: the converter checks its fields
+        return None
     if type(ts) is str and type(run_id) is str and type(harness) is str and tools is not None:
         return RunStarted(ts, run_id, harness, tools)
     return None
@@ -443,4 +454,29 @@ _REQUIRED: dict[str, _Fields] = {
     "ToolCalled": (*_CALL, ("input", _ANY)),
     "ToolSucceeded": (*_CALL, ("output", _ANY), ("durationMs", _NUMBER)),
     "ToolFailed": (*_CALL, ("durationMs", _NUMBER), ("error", (dict,))),
+    "ModelRequested": (
+        ("runId", _STR),
+        ("step", (int,)),
+        ("requestId", _STR),
+        ("messages", (list,)),
+        ("params", (dict,)),
+        ("requestHash", _STR),
+    ),
+    "ModelResponded": (
+        ("runId", _STR),
+        ("requestId", _STR),
+        ("message", (dict,)),
+        ("finishReason", _STR),
+        ("usage", (dict,)),
+        ("durationMs", _NUMBER),
+    ),
+    "ModelFailed": (
+        ("runId", _STR),
+        ("requestId", _STR),
+        ("error", (dict,)),
+        ("attempt", (int,)),
+        ("durationMs", _NUMBER),
+    ),
+    "ContextTrimmed": (("runId", _STR), ("step", (int,)), ("replaced", (list,))),
+    "RunFinished": (("runId", _STR), ("stopReason", _STR), ("steps", (int,)), ("usage", (dict,))),
 }

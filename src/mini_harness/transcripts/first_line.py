@@ -8,6 +8,7 @@ from pathlib import Path
 from mini_harness.errors import TranscriptFormatError
 from mini_harness.events import FORMAT_VERSION, TRANSCRIPT_FORMAT, TranscriptStarted
 from mini_harness.transcripts.codec import DecodeError, decode_line, parse_line
+from mini_harness.transcripts.upcast import UPCASTERS
 
 _HEAD_BYTES = 64 * 1024
 # The start of every header line a writer makes: the envelope is never redacted.
@@ -44,9 +45,9 @@ def check_first_line(fd: int, path: str | os.PathLike[str]) -> None:
             header, data = None, {}
         version = data.get("version")
         if isinstance(header, TranscriptStarted) and data.get("format") == TRANSCRIPT_FORMAT:
-            # As the readers check it: a version is required, and lines of this version
-            # may only follow a header of this version.
-            if type(version) is int and version == FORMAT_VERSION:
+            # As the readers check it: a version is required, and it must be one the
+            # readers can upcast to the current one (older files keep taking appends).
+            if type(version) is int and _readable(version):
                 return
             shown = Path(path)
             if type(version) is not int:
@@ -55,7 +56,7 @@ def check_first_line(fd: int, path: str | os.PathLike[str]) -> None:
                 raise TranscriptFormatError(
                     str(shown),
                     f"{shown} uses transcript format version {version}; this mini-harness "
-                    f"writes version {FORMAT_VERSION} only: refusing to write to it",
+                    f"reads and writes versions 1 to {FORMAT_VERSION}: refusing to write to it",
                 )
         else:
             why = "line 1 is not TranscriptStarted"
@@ -63,3 +64,14 @@ def check_first_line(fd: int, path: str | os.PathLike[str]) -> None:
     raise TranscriptFormatError(
         str(shown), f"{shown} is not a mini-harness transcript ({why}); refusing to write to it"
     )
+
+
+def _readable(version: int) -> bool:
+    """Whether readers take lines of `version`: the current one, or one they upcast."""
+    if version > FORMAT_VERSION:
+        return False
+    try:
+        UPCASTERS.chain(version)
+    except LookupError:
+        return False
+    return True
