@@ -244,6 +244,12 @@ class TestProblems:
             f"[mini-harness] Error: {tools_log} has no run 9 (it has 1 run: 1 {TOOLS})\n"
         )
 
+    def test_repeated_option(self, tools_log: Path) -> None:
+        """An option that takes one value, given twice, is a usage error."""
+        result = show(str(tools_log), "--run", "1", "--run", "2")
+        assert result.exit_code == 2
+        assert result.stderr == "[mini-harness] Error: --run may be given only once\n"
+
     def test_bad_status(self, tools_log: Path) -> None:
         """An unknown --status is a usage error."""
         result = show(str(tools_log), "--status", "broken")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from mini_harness.cli import error, info
+from mini_harness.cli.options import SingleOption
 
 if TYPE_CHECKING:
     from mini_harness.replay.timeline import Timeline
@@ -28,10 +29,16 @@ def selection_options(command: _F) -> _F:
     for option in reversed(
         [
             click.option(
-                "--run", metavar="ID|INDEX", help="Only this run: 1-based index or run id."
+                "--run",
+                cls=SingleOption,
+                metavar="ID|INDEX",
+                help="Only this run: 1-based index or run id.",
             ),
             click.option(
-                "--step", type=click.IntRange(min=0), help="Only this step of agent runs."
+                "--step",
+                cls=SingleOption,
+                type=click.IntRange(min=0),
+                help="Only this step of agent runs.",
             ),
             click.option(
                 "--tool",
@@ -42,11 +49,13 @@ def selection_options(command: _F) -> _F:
             ),
             click.option(
                 "--status",
+                cls=SingleOption,
                 type=click.Choice(STATUS_CHOICES),
                 help="Only calls and model turns that ended so.",
             ),
             click.option(
                 "--grep",
+                cls=SingleOption,
                 metavar="TEXT",
                 help="Only calls whose input, output or error (and model turns whose text) "
                 "contain TEXT, ignoring case.",

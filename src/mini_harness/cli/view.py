@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from mini_harness.cli import BadUsage, error, info, root_workspace
+from mini_harness.cli.options import SingleOption
 
 if TYPE_CHECKING:
     from mini_harness.replay import RerunReport
@@ -29,6 +30,7 @@ def default_output(path: str) -> Path:
 @click.option(
     "-o",
     "--output",
+    cls=SingleOption,
     metavar="FILE.html",
     type=click.Path(dir_okay=False),
     help="Where to write the page (default: PATH with .html, or transcript.html for -).",
@@ -41,11 +43,13 @@ def default_output(path: str) -> Path:
 )
 @click.option(
     "--registry",
+    cls=SingleOption,
     metavar="MODULE:ATTRIBUTE",
     help="With --rerun: the ToolRegistry to re-run against (default: the built-in tools).",
 )
 @click.option(
     "--workspace",
+    cls=SingleOption,
     metavar="DIR",
     type=click.Path(exists=True, file_okay=False),
     help="With --rerun: the directory the built-in file tools work in.",
@@ -127,15 +131,10 @@ def _differing(report: RerunReport) -> str:
 def _rerun(
     path: str, registry: str | None, workspace: str | None, allow_side_effects: bool
 ) -> RerunReport:
-    from mini_harness.registry_spec import load_registry
+    from mini_harness.cli.registry_spec import chosen_registry
     from mini_harness.replay import rerun_transcript
-    from mini_harness.tools import default_registry
 
-    if registry is not None and workspace is not None:
-        raise BadUsage(
-            "--workspace applies to the built-in tools; it cannot be used with --registry"
-        )
-    tools = load_registry(registry) if registry else default_registry(workspace or root_workspace())
+    tools = chosen_registry(registry, workspace or (None if registry else root_workspace()))
     return rerun_transcript(path, tools, allow_side_effects=allow_side_effects)
 
 
