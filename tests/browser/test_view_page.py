@@ -13,7 +13,13 @@ from click.testing import CliRunner
 
 from mini_harness.cli import cli
 from tests.replay.generate import write_transcript
-from tests.replay.timeline_fixtures import agent_events, record_reads, tool_events, write
+from tests.replay.timeline_fixtures import (
+    agent_events,
+    record_agent_run,
+    record_reads,
+    tool_events,
+    write,
+)
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -188,6 +194,25 @@ class TestHostileText:
         assert opened.calls() == ["e1"]
         assert opened.page.evaluate("typeof window.pwned") == "undefined"
         assert opened.errors == []
+
+
+class TestAgentRun:
+    def test_context_bars(self, opened: Opened, tmp_path: Path) -> None:
+        """Each step of a recorded agent run has a bar of its context by part, and the
+        bars grow as tool results join the conversation."""
+        opened.open(make_page(record_agent_run(tmp_path)))
+        assert opened.errors == []
+        steps = opened.page.locator(".row.step")
+        assert steps.count() == 3
+        totals = opened.page.locator(".context-total").all_inner_texts()
+        numbers = [int(text.strip("~ tokens").replace(",", "")) for text in totals]
+        assert numbers == sorted(numbers)
+        assert numbers[0] < numbers[2]
+        parts = steps.nth(2).locator(".bar .part")
+        labels = [parts.nth(i).get_attribute("data-part") for i in range(parts.count())]
+        assert labels == ["System prompt", "Tool definitions", "Conversation", "Tool results"]
+        assert "agent run" in opened.page.locator(".row.run").inner_text()
+        assert len(opened.calls()) == 2
 
 
 class TestRerun:

@@ -88,6 +88,23 @@ class TestAgentRun:
         assert run.finished["stopReason"] == "final"
         assert run_usage(run)["inputTokens"] == 1000
 
+    @pytest.mark.parametrize(
+        ("model", "shown"),
+        [
+            (
+                {"provider": "openai-compatible", "name": "gpt-4o-mini"},
+                "openai-compatible gpt-4o-mini",
+            ),
+            ({"provider": "script:demo.json", "name": "demo.json"}, "script:demo.json"),
+            ({"provider": "mock", "name": ""}, "mock"),
+        ],
+    )
+    def test_model_name(self, model: JsonObject, shown: str) -> None:
+        """The model reads `provider name`, without saying the name twice."""
+        events = agent_events()[:1]
+        events[0] = {**events[0], "model": model}
+        assert build(events).runs[0].model == shown
+
     def test_usage_summed_without_run_finished(self) -> None:
         """An unfinished run's usage is the sum of its turns' usage."""
         events = [e for e in agent_events() if e["type"] != "RunFinished"]

@@ -279,3 +279,38 @@ def record_reads(workspace: Path) -> Path:
         args = ["--tool", tool, "--tool-input", tool_input, "--log", str(log)]
         assert runner.invoke(cli, args).exit_code == 0
     return log
+
+
+SCRIPT = {
+    "responses": [
+        {"text": "Let me look.", "toolCalls": [{"name": "list_files", "arguments": {}}]},
+        {"toolCalls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+        {"text": "A tiny project."},
+    ]
+}
+
+
+def record_agent_run(workspace: Path) -> Path:
+    """A real agent run recorded by `mini-harness run` with a scripted model: it lists
+    the files of `workspace`, reads its README.md, and answers."""
+    from click.testing import CliRunner
+
+    from mini_harness.cli import cli
+
+    (workspace / "README.md").write_text("# Demo\nA tiny project.\n" * 20)
+    script = workspace / "script.json"
+    script.write_bytes(orjson.dumps(SCRIPT))
+    log = workspace / "agent.jsonl"
+    args = [
+        "run",
+        "What is this?",
+        "--model",
+        f"script:{script}",
+        "--log",
+        str(log),
+        "--workspace",
+        str(workspace),
+    ]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    return log

@@ -12,6 +12,7 @@ from mini_harness.cli import BadUsage, error, info, root_workspace
 from mini_harness.cli.options import SingleOption
 
 if TYPE_CHECKING:
+    from mini_harness.events import Event
     from mini_harness.replay import RerunReport
 
 
@@ -81,6 +82,7 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     a transcript, or the page cannot be written.
     """
     from mini_harness.replay.timeline import read_timeline
+    from mini_harness.replay.view_context import step_contexts
     from mini_harness.replay.view_page import render_page
 
     target = Path(output) if output is not None else default_output(path)
@@ -96,9 +98,12 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
                 raise BadUsage(f"{flag} needs --rerun")
     elif path == "-":
         raise BadUsage("--rerun reads the transcript a second time: give a file, not -")
-    timeline = read_timeline(path)
+    events: list[Event] = []
+    timeline = read_timeline(path, events=events)
+    contexts = step_contexts(events)
+    del events
     reruns = _rerun(path, registry, workspace, allow_side_effects) if rerun else None
-    page = render_page(timeline, reruns=reruns)
+    page = render_page(timeline, contexts, reruns=reruns)
     try:
         target.write_text(page, encoding="utf-8")
     except OSError as exc:

@@ -17,7 +17,7 @@ from typing import TypeAlias
 import attrs
 
 from mini_harness.errors import TranscriptCorruptError
-from mini_harness.events import JsonObject, JsonValue
+from mini_harness.events import Event, JsonObject, JsonValue
 from mini_harness.replay.model import FAILED, IN_DOUBT, SUCCEEDED
 from mini_harness.transcripts.codec import event_to_wire
 from mini_harness.transcripts.protocol import CallProtocol
@@ -176,6 +176,16 @@ class Run:
         return None
 
     @property
+    def model(self) -> str | None:
+        """`provider name` of an agent run's model (the name left out when the provider's
+        own name already says it, as `script:demo.json` does)."""
+        model = (self.started or {}).get("model")
+        if not isinstance(model, dict):
+            return None
+        provider, name = str(model.get("provider") or ""), str(model.get("name") or "")
+        return provider if name and name in provider else f"{provider} {name}".strip()
+
+    @property
     def calls(self) -> Iterator[Call]:
         for item in self.items:
             if isinstance(item, Call):
@@ -239,16 +249,20 @@ class Timeline:
             stack.extend((child, depth + 1) for child in reversed(run.children))
 
 
-def read_timeline(path: str | os.PathLike[str]) -> Timeline:
+def read_timeline(path: str | os.PathLike[str], *, events: list[Event] | None = None) -> Timeline:
     """Read a transcript (a file, a FIFO, or "-" for standard input) into its timeline.
 
     A damaged line ends the reading: what came before it is kept and the damage is a
     problem. Raises TranscriptError when the file cannot be read as a transcript at all.
+    `events`, when given, receives every event as it was decoded (for a second fold of
+    the same reading: a stream cannot be read twice).
     """
     reader = TranscriptReader(path)
     builder = TimelineBuilder(os.fspath(path))
     try:
         for record in reader:
+            if events is not None:
+                events.append(record.event)
             builder.add(record.line, event_to_wire(record.event, record.seq, record.prev))
     except TranscriptCorruptError as exc:
         builder.problem("damage", exc.line, exc.message)

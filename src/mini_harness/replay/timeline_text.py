@@ -130,10 +130,8 @@ def run_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
     yield pad + " · ".join(parts)
     if isinstance(started.get("task"), str):
         yield f"{pad}  task: {style.cut(started['task'], indent + 8)}"
-    model = started.get("model")
-    if isinstance(model, dict):
-        name = " ".join(str(model[key]) for key in ("provider", "name") if model.get(key))
-        yield f"{pad}  model: {name}"
+    if run.model is not None:
+        yield f"{pad}  model: {run.model}"
     for item in run.items:
         if isinstance(item, Step):
             yield from step_lines(item, indent + 2, style)

@@ -133,7 +133,6 @@ def _run(run: Run, depth: int) -> JsonObject:
     started = run.started or {}
     end = (run.finished or {}).get("ts") or run.last_ts
     seconds = seconds_between(str(started.get("ts", "")), str(end or ""))
-    model = started.get("model")
     out: JsonObject = {
         "index": run.index,
         "runId": run.run_id,
@@ -142,9 +141,7 @@ def _run(run: Run, depth: int) -> JsonObject:
         "started": started.get("ts"),
         "durationMs": None if seconds is None else seconds * 1000,
         "task": started.get("task"),
-        "model": " ".join(str(model[k]) for k in ("provider", "name") if model.get(k))
-        if isinstance(model, dict)
-        else None,
+        "model": run.model,
         "parent": list(run.parent) if run.parent else None,
         "usage": run_usage(run) or None,
     }
