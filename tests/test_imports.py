@@ -31,8 +31,6 @@ class TestLazyImports:
         names = [
             "asyncio",
             "cattrs",
-            "mini_harness.transcripts.reader",
-            "mini_harness.transcripts.redaction",
             "mini_harness.runtime.context",
             "mini_harness.runtime.typed",
             "mini_harness.tools.walk",
@@ -50,7 +48,6 @@ class TestLazyImports:
             "mini_harness.cli.tools",
             "mini_harness.cli.transcript",
             "click",  # the console script's quick route (mini_harness.console) needs no click
-            "pathlib",  # JsonlTranscript.path and the default workspace are made when asked
             "mini_harness.tools.workspace",
             "mini_harness.cli",
             # Classes the run does not use, kept apart: attrs compiles a class when defined.
@@ -71,25 +68,23 @@ class TestLazyImports:
         for module in (mini_harness, mini_harness.runtime, mini_harness.transcripts):
             for name in module.__all__:
                 assert getattr(module, name) is not None, name
+        for module in (mini_harness, mini_harness.runtime):
             assert sorted(dir(module)) == sorted(module.__all__)
 
     def test_classes_moved_apart_still_import_from_their_old_modules(self) -> None:
-        """MemorySink, Recorded, Violation, Quarantined and Location are the same classes
+        """MemorySink, Recorded, Violation and Location are the same classes
         whether imported from where they live or from the module that used to hold them."""
         from mini_harness.runtime import memory, validation, violation
         from mini_harness.tools import location, workspace
-        from mini_harness.transcripts import quarantine, tail
 
         for old, new, name in [
             (validation, violation, "Violation"),
-            (tail, quarantine, "Quarantined"),
             (workspace, location, "Location"),
         ]:
             assert getattr(old, name) is getattr(new, name), name
         assert mini_harness.runtime.MemorySink is memory.MemorySink
         assert mini_harness.runtime.Violation is violation.Violation
-        assert mini_harness.transcripts.Quarantined is quarantine.Quarantined
-        for module in (validation, tail, workspace):
+        for module in (validation, workspace):
             with pytest.raises(AttributeError, match="Nothing"):
                 _ = module.Nothing
 

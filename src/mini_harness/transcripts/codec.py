@@ -4,28 +4,26 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
+import re
+from collections.abc import Callable
+from types import UnionType
+from typing import Any, Literal, NamedTuple, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import attrs
 import orjson
 
 from mini_harness.events import (
     KNOWN_EVENT_TYPES,
+    MAX_JSON_DEPTH,
     PAYLOAD_CACHE_FIELDS,
     Event,
     JsonObject,
-    RunStarted,
     ToolCalled,
     ToolError,
-    ToolFailed,
     ToolSucceeded,
-    TranscriptStarted,
     UnknownEvent,
     event_type,
 )
-
-if TYPE_CHECKING:
-    import cattrs
 
 HASH_HEX_DIGITS = 32
 """`prev` is the first 128 bits of SHA-256 of the previous line, in lowercase hex."""
@@ -182,328 +180,323 @@ def encode_wire(wire: JsonObject) -> bytes:
     return orjson.dumps(wire, default=refuse_non_json, option=STRICT)
 
 
-# --- decoding ---------------------------------------------------------------------
+# --- decoding: derived from the event classes ----------------------------------------
+# Each field of an event class is read from its camelCase key and checked against its type
+# annotation. Adding an event type is declaring its class (events/vocabulary.py); its
+# decoder is derived from the declaration on first use. The common case of a field is one
+# `type(value) is T` test; anything else goes to the field's check, which converts (an
+# integer for a float, an object for a nested attrs class, an array for a tuple), takes
+# the default of an absent optional field, or says exactly what is wrong.
+
+_MISSING: Any = object()
+_T = TypeVar("_T")
 
 
-def _strict(kind: type) -> Any:
-    def hook(value: object, _: object) -> object:
-        if type(value) is not kind:
-            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+class _Invalid(Exception):
+    """A value does not fit its field; `path` is where, relative to the value checked."""
+
+    def __init__(self, reason: str, path: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path = path
+
+
+class _NoValueIsOfThisType:
+    """The `exact` type of fields whose every value goes to the check."""
+
+
+Check = Callable[[Any], Any]
+
+
+@attrs.frozen
+class WireField:
+    """One field of an event class as it is on the wire."""
+
+    key: str  # the wire key: the attribute's name in camelCase
+    attr: str
+    exact: type  # a value of exactly this type is taken as is
+    check: Check  # any other value: converted, or _Invalid says why not
+    default: Callable[[], Any] | None  # for an absent field; None: the field is required
+    keyword: bool  # passed by keyword (a kw_only attribute)
+
+
+def _any(value: Any) -> Any:
+    return value
+
+
+def _expect(what: str) -> Check:
+    def check(value: Any) -> Any:
+        raise _Invalid(f"expected {what}")
+
+    return check
+
+
+def _float(value: Any) -> float:
+    # An integer is a float's value as it is (PEP 484's numeric tower): kept, so that what
+    # a line says (`"durationMs":0`) is what reports of it show.
+    if type(value) is int:
         return value
+    raise _Invalid("expected a number")
 
-    return hook
+
+def _optional(check: Check) -> Check:
+    def optional(value: Any) -> Any:
+        return None if value is None else check(value)
+
+    return optional
 
 
-def _number(value: object, _: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"expected number, got {type(value).__name__}")
-    return float(value)
+def _sequence(exact: type, check: Check, make: type) -> Check:
+    def sequence(value: Any) -> Any:
+        if type(value) is not list:
+            raise _Invalid("expected an array")
+        if check is _any:
+            return make(value)
+        out = []
+        for index, element in enumerate(value):
+            if type(element) is exact:
+                out.append(element)
+                continue
+            try:
+                out.append(check(element))
+            except _Invalid as exc:
+                raise _Invalid(exc.reason, f"[{index}]{exc.path}") from None
+        return make(out)
+
+    return sequence
+
+
+def _literal(choices: tuple[Any, ...]) -> Check:
+    def literal(value: Any) -> Any:
+        if any(value == choice and type(value) is type(choice) for choice in choices):
+            return value
+        raise _Invalid(f"expected one of {', '.join(repr(c) for c in choices)}")
+
+    return literal
+
+
+_NAMES = {str: "a string", int: "an integer", bool: "a boolean", dict: "an object"}
+
+
+def _field_type(tp: Any) -> tuple[type, Check]:
+    """(exact type, check) for a field annotated `tp`; TypeError for what the wire cannot hold."""
+    origin, args = get_origin(tp), get_args(tp)
+    if tp is Any:
+        return _NoValueIsOfThisType, _any
+    if tp is float:
+        return float, _float
+    if tp in _NAMES:
+        return tp, _expect(_NAMES[tp])
+    if origin is dict and args in {(str, Any), ()}:
+        return dict, _expect("an object")
+    if origin is list or (origin is tuple and len(args) == 2 and args[1] is ...):
+        return _NoValueIsOfThisType, _sequence(*_field_type(args[0]), origin)
+    if origin is Literal:
+        return _NoValueIsOfThisType, _literal(args)
+    if origin in {Union, UnionType} and type(None) in args and len(args) == 2:
+        exact, check = _field_type(next(arg for arg in args if arg is not type(None)))
+        return exact, _optional(check)
+    if attrs.has(tp):
+        return _NoValueIsOfThisType, functools.partial(_decode_nested, tp)
+    raise TypeError(f"a transcript field cannot hold {tp!r}")
+
+
+def _default(field: attrs.Attribute[Any]) -> Callable[[], Any] | None:
+    default: Any = field.default
+    if default is attrs.NOTHING:
+        return None
+    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        if default.takes_self:
+            raise TypeError(f"{field.name}: a default that takes self cannot be decoded")
+        factory: Callable[[], Any] = default.factory
+        return factory
+    return lambda: default
 
 
 @functools.cache
-def _converter() -> cattrs.Converter:
-    """The cattrs converter that types every event strictly and explains what is wrong.
+def wire_fields(cls: type) -> tuple[WireField, ...]:
+    """The fields of an attrs class as they are read from a line, in declaration order."""
+    hints = get_type_hints(cls)
+    return tuple(
+        WireField(
+            camel(field.name),
+            field.name,
+            *_field_type(hints[field.name]),
+            _default(field),
+            field.kw_only,
+        )
+        for field in attrs.fields(cls)
+        if field.init and field.name not in PAYLOAD_CACHE_FIELDS
+    )
 
-    Built on first use: writing never needs it, and reading needs it only for lines the
-    fast decoders below do not take (so a CLI start does not import cattrs).
+
+@functools.cache
+def _structurer(cls: type) -> Callable[[JsonObject], Any]:
+    """The function that makes a `cls` from its JSON object, derived from `wire_fields`.
+
+    Generated once per class (as attrs generates `__init__`): the fast test of each field
+    inline, everything else through `_settle`. Raises _Invalid with the field's path.
     """
-    from cattrs.gen import make_dict_structure_fn, override
-    from cattrs.preconf.orjson import make_converter
+    fields = wire_fields(cls)
+    namespace: dict[str, Any] = {"cls": cls, "MISSING": _MISSING, "settle": _settle}
+    body = ["def structure(data):", "    get = data.get"]
+    args = []
+    for index, field in enumerate(fields):
+        namespace[f"field{index}"] = field
+        namespace[f"exact{index}"] = field.exact
+        value = f"v{index}"
+        body.append(f"    {value} = get({field.key!r}, MISSING)")
+        test = (
+            f"{value} is MISSING" if field.check is _any else f"type({value}) is not exact{index}"
+        )
+        body.append(f"    if {test}: {value} = settle(field{index}, {value})")
+        args.append(f"{field.attr}={value}" if field.keyword else value)
+    body.append(f"    return cls({', '.join(args)})")
+    exec("\n".join(body), namespace)  # noqa: S102 - source built above from the field table
+    structure: Callable[[JsonObject], Any] = namespace["structure"]
+    return structure
 
-    converter = make_converter()
-    converter.register_structure_hook(str, _strict(str))
-    converter.register_structure_hook(int, _strict(int))
-    converter.register_structure_hook(float, _number)
-    for cls in (*KNOWN_EVENT_TYPES, ToolError):
-        renames: dict[str, Any] = {
-            f.name: override(omit=True)
-            if f.name in PAYLOAD_CACHE_FIELDS
-            else override(rename=camel(f.name))
-            for f in attrs.fields(cls)
+
+def _settle(field: WireField, value: Any) -> Any:
+    """A field's value that is not simply of its type: converted, defaulted, or refused."""
+    if value is _MISSING:
+        if field.default is None:
+            raise _Invalid("required field missing", f".{field.key}")
+        return field.default()
+    try:
+        return field.check(value)
+    except _Invalid as exc:
+        raise _Invalid(exc.reason, f".{field.key}{exc.path}") from None
+
+
+def wire_value(value: Any) -> Any:
+    """The JSON value of a decoded field: an attrs value as the object of its wire keys
+    (fields that are None left out, as writers leave them out), a tuple as an array."""
+    cls: Any = type(value)
+    if attrs.has(cls):
+        return {
+            field.key: wire_value(item)
+            for field in wire_fields(cls)
+            if (item := getattr(value, field.attr)) is not None
         }
-        converter.register_structure_hook(cls, make_dict_structure_fn(cls, converter, **renames))
-    return converter
+    if type(value) is tuple:
+        return [wire_value(item) for item in value]
+    return value
 
 
-_BY_NAME: dict[str, type] = {cls.__name__: cls for cls in KNOWN_EVENT_TYPES}
+def _decode_nested(cls: Any, value: Any) -> Any:
+    if type(value) is not dict:
+        raise _Invalid("expected an object")
+    return _structurer(cls)(value)
 
 
-# --- fast decoders --------------------------------------------------------------------
-# Each takes a parsed line of its type and returns the event exactly as the converter
-# would, or None when anything is unusual (a wrong type, a missing key); the converter then
-# decides, and words the error. Reading a long transcript spends most of its time here.
-
-
-def _str_or_none(value: object) -> bool:
-    return value is None or type(value) is str
-
-
-def _dicts(value: object) -> tuple[JsonObject, ...] | None:
-    if type(value) is list and all(type(item) is dict for item in value):
-        return tuple(value)
-    return None
-
-
-def _duration(value: object) -> float | None:
-    if type(value) is float:
-        return value
-    return float(value) if type(value) is int else None
-
-
-def _fast_called(data: JsonObject) -> Event | None:
+def decode_object(cls: type[_T], data: JsonObject) -> _T:
+    """An instance of the attrs class `cls` from its JSON object (wire keys); DecodeError
+    says which field is wrong and why, e.g. `expected a string @ $.runId`."""
+    structure = _structurer(cls)  # type: ignore[arg-type] # a class is hashable
     try:
-        ts, run_id, call_id, name = data["ts"], data["runId"], data["callId"], data["name"]
-        tool_input = data["input"]
-    except KeyError:
-        return None
-    if type(ts) is str and type(run_id) is str and type(call_id) is str and type(name) is str:
-        return ToolCalled(ts, run_id, call_id, name, tool_input)
-    return None
+        decoded: _T = structure(data)
+    except _Invalid as exc:
+        raise DecodeError(f"{exc.reason} @ ${exc.path}") from None
+    return decoded
 
 
-def _fast_succeeded(data: JsonObject) -> Event | None:
-    try:
-        ts, run_id, call_id, name = data["ts"], data["runId"], data["callId"], data["name"]
-        output, duration = data["output"], data["durationMs"]
-    except KeyError:
-        return None
-    if type(duration) is not float:
-        if type(duration) is not int:
-            return None
-        duration = float(duration)
-    if type(ts) is str and type(run_id) is str and type(call_id) is str and type(name) is str:
-        return ToolSucceeded(ts, run_id, call_id, name, output, duration)
-    return None
+EVENT_CLASSES: dict[str, type] = {cls.__name__: cls for cls in KNOWN_EVENT_TYPES}
+"""Event types by wire name: the classes of `mini_harness.events.Event`."""
 
-
-def _fast_error(data: object) -> ToolError | None:
-    if type(data) is not dict:
-        return None
-    kind, message = data.get("kind"), data.get("message")
-    path, kind_of_type = data.get("path"), data.get("type")
-    violations = data.get("violations")
-    if not (
-        type(kind) is str
-        and type(message) is str
-        and _str_or_none(path)
-        and _str_or_none(kind_of_type)
-    ):
-        return None
-    if violations is not None:
-        violations = _dicts(violations)
-        if violations is None:
-            return None
-    return ToolError(kind, message, path, kind_of_type, violations)
-
-
-def _fast_failed(data: JsonObject) -> Event | None:
-    ts, run_id, call_id, name = data["ts"], data.get("runId"), data.get("callId"), data.get("name")
-    duration = _duration(data.get("durationMs"))
-    error = _fast_error(data.get("error"))
-    if (
-        type(ts) is str
-        and type(run_id) is str
-        and type(call_id) is str
-        and type(name) is str
-        and duration is not None
-        and error is not None
-    ):
-        return ToolFailed(ts, run_id, call_id, name, error, duration)
-    return None
-
-
-def _fast_run(data: JsonObject) -> Event | None:
-    ts, run_id, harness = data["ts"], data.get("runId"), data.get("harness")
-    tools = _dicts(data.get("tools"))
-    if type(ts) is str and type(run_id) is str and type(harness) is str and tools is not None:
-        return RunStarted(ts, run_id, harness, tools)
-    return None
-
-
-def _fast_header(data: JsonObject) -> Event | None:
-    ts, fmt, version = data["ts"], data.get("format"), data.get("version")
-    transcript_id = data.get("transcriptId")
-    if type(ts) is str and type(fmt) is str and type(version) is int and type(transcript_id) is str:
-        return TranscriptStarted(ts, format=fmt, version=version, transcript_id=transcript_id)
-    return None
-
-
-_FAST: dict[str, Any] = {
-    "ToolCalled": _fast_called,
-    "ToolSucceeded": _fast_succeeded,
-    "ToolFailed": _fast_failed,
-    "RunStarted": _fast_run,
-    "TranscriptStarted": _fast_header,
-}
+_EVENT_STRUCTURERS: dict[str, Callable[[JsonObject], Any]] = {}
 
 
 class WireLine(NamedTuple):
-    """A decoded line: its envelope (seq, prev) and its event (a tuple: one per line read)."""
+    """A decoded line: its envelope (seq, prev) and its event."""
 
     seq: int
     prev: str | None
     event: Event
 
 
-def parse_line(line: bytes) -> JsonObject:
-    """Parse one line to its JSON object, checking the envelope every event has."""
+def load_line(line: bytes) -> JsonObject:
+    """Parse one line (without its newline) to its JSON object; DecodeError if it is not one.
+
+    A line whose values nest deeper than MAX_JSON_DEPTH is refused as such. Only a line
+    with more than that many `[` and `{` bytes can, so only those are walked.
+    """
     try:
         data = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
+        if _nesting(line) > MAX_JSON_DEPTH + 1:  # orjson stops at 1024 levels
+            raise DecodeError(_TOO_DEEP) from None
         raise DecodeError(f"not JSON ({exc})") from None
-    # Exact type checks: orjson only makes plain types, and `type() is` is the fast test.
     if type(data) is not dict:
         raise DecodeError("not a JSON object")
-    if type(data.get("type")) is not str:
-        raise DecodeError('missing "type"')
+    if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH and _deeper_than(
+        data, MAX_JSON_DEPTH + 1
+    ):
+        raise DecodeError(_TOO_DEEP)
+    return data
+
+
+_TOO_DEEP = f"nested deeper than {MAX_JSON_DEPTH} levels"
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether `value` (the line's object, level 1) nests more than `limit` levels."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if type(item) is dict else item
+        stack.extend((child, depth + 1) for child in children if type(child) in {dict, list})
+    return False
+
+
+def _nesting(line: bytes) -> int:
+    """The deepest bracket nesting of a line that orjson could not parse (strings skipped)."""
+    depth = deepest = 0
+    for token in _TOKENS.findall(line):
+        if token in {b"[", b"{"}:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in {b"]", b"}"}:
+            depth -= 1
+    return deepest
+
+
+def decode_wire(data: JsonObject) -> tuple[int, str | None, Event]:
+    """(seq, prev, event) of a parsed line; unknown types become UnknownEvent.
+
+    The one check of the envelope every line has (type, seq, ts, prev) and the typing of
+    its event; DecodeError says what is wrong.
+    """
+    kind = data.get("type")
     seq = data.get("seq")
+    prev = data.get("prev")
+    if type(kind) is not str:
+        raise DecodeError('missing "type"')
     if type(seq) is not int or seq < 0:
         raise DecodeError('missing or invalid "seq"')
     if type(data.get("ts")) is not str:
         raise DecodeError('missing or invalid "ts"')
-    prev = data.get("prev")
     if prev is not None and type(prev) is not str:
         raise DecodeError('invalid "prev"')
-    return data
-
-
-def wire_to_event(data: JsonObject) -> Event:
-    """The typed event of a parsed line; unknown types become UnknownEvent."""
-    kind = data["type"]
-    fast = _FAST.get(kind)
-    if fast is not None:
-        decoded: Event | None = fast(data)
-        if decoded is not None:
-            return decoded
-    cls = _BY_NAME.get(kind)
-    if cls is None:
-        payload = {k: v for k, v in data.items() if k not in {"type", "seq", "ts", "prev"}}
-        return UnknownEvent(type=kind, ts=data["ts"], data=payload)
-    import cattrs
-
+    structure = _EVENT_STRUCTURERS.get(kind)
+    if structure is None:
+        cls = EVENT_CLASSES.get(kind)
+        if cls is None:
+            payload = {k: v for k, v in data.items() if k not in _ENVELOPE}
+            return seq, prev, UnknownEvent(type=kind, ts=data["ts"], data=payload)
+        structure = _EVENT_STRUCTURERS[kind] = _structurer(cls)
     try:
-        event: Event = _converter().structure(data, cls)
-    except Exception as exc:  # cattrs raises exception groups; render them as one line
-        problems = (
-            "; ".join(cattrs.transform_error(exc))
-            if isinstance(exc, cattrs.BaseValidationError)
-            else str(exc)
-        )
-        raise DecodeError(f"invalid {kind}: {problems}") from None
-    return event
+        return seq, prev, structure(data)
+    except _Invalid as exc:
+        raise DecodeError(f"invalid {kind}: {exc.reason} @ ${exc.path}") from None
+
+
+_ENVELOPE = frozenset({"type", "seq", "ts", "prev"})
 
 
 def decode_line(line: bytes) -> WireLine:
-    """Parse and type one line; DecodeError says what is wrong with it.
-
-    A well-formed line of a known type is checked and typed in one pass; anything else
-    takes parse_line + wire_to_event, which word the error.
-    """
-    try:
-        data = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        raise DecodeError(f"not JSON ({exc})") from None
-    if type(data) is dict:
-        kind, seq, prev = data.get("type"), data.get("seq"), data.get("prev")
-        if (
-            type(kind) is str
-            and type(seq) is int
-            and seq >= 0
-            and type(data.get("ts")) is str
-            and (prev is None or type(prev) is str)
-        ):
-            fast = _FAST.get(kind)
-            event = fast(data) if fast is not None else None
-            if event is not None:
-                return WireLine(seq, prev, event)
-    data = parse_line(line)
-    return WireLine(seq=data["seq"], prev=data.get("prev"), event=wire_to_event(data))
-
-
-# --- the fast path: field checks on parsed objects, without building typed events --------
-
-
-def _need(data: JsonObject, kind: str, key: str, types: tuple[type, ...]) -> None:
-    if key not in data:
-        raise DecodeError(f"invalid {kind}: required field missing @ $.{key}")
-    if types and type(data[key]) not in types:
-        raise DecodeError(f"invalid {kind}: wrong type @ $.{key}")
-
-
-_STR = (str,)
-_NUMBER = (int, float)
-_ANY: tuple[type, ...] = ()
-
-
-def check_fields(data: JsonObject) -> None:
-    """Raise DecodeError unless a parsed known event has its fields with the right JSON types.
-
-    The raw reader's stand-in for structuring a typed event: the same verdict for every line
-    a writer can produce, at a fraction of the cost.
-    """
-    kind = data["type"]
-    required = _REQUIRED.get(kind)
-    if required is None:
-        return
-    for key, types in required:
-        _need(data, kind, key, types)
-    if kind == "ToolFailed":
-        error = data["error"]
-        if type(error.get("kind")) is not str or type(error.get("message")) is not str:
-            raise DecodeError(f"invalid {kind}: error needs a kind and a message @ $.error")
-
-
-def parse_raw(line: bytes) -> JsonObject:
-    """parse_line and check_fields in one, tuned for the lines writers produce.
-
-    One expression accepts a well-formed call event (nearly every line of a big
-    transcript); anything else goes through parse_line and check_fields, which accept the
-    same lines and say exactly what is wrong with the others.
-    """
-    try:
-        data = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        raise DecodeError(f"not JSON ({exc})") from None
-    if type(data) is dict:
-        get = data.get
-        kind = get("type")
-        seq = get("seq")
-        prev = get("prev")
-        if (
-            type(seq) is int
-            and seq >= 0
-            and type(get("ts")) is str
-            and (prev is None or type(prev) is str)
-            and type(get("runId")) is str
-            and type(get("callId")) is str
-            and type(get("name")) is str
-        ):
-            if kind == "ToolCalled":
-                if "input" in data:
-                    return data
-            elif kind == "ToolSucceeded":
-                if "output" in data and type(get("durationMs")) in _NUMBER:
-                    return data
-            elif kind == "ToolFailed":
-                error = get("error")
-                if (
-                    type(get("durationMs")) in _NUMBER
-                    and type(error) is dict
-                    and type(error.get("kind")) is str
-                    and type(error.get("message")) is str
-                ):
-                    return data
-    data = parse_line(line)
-    check_fields(data)
-    return data
-
-
-_Fields: TypeAlias = tuple[tuple[str, tuple[type, ...]], ...]
-_CALL: _Fields = (("runId", _STR), ("callId", _STR), ("name", _STR))
-_REQUIRED: dict[str, _Fields] = {
-    "TranscriptStarted": (("transcriptId", _STR),),
-    "RunStarted": (("runId", _STR), ("harness", _STR), ("tools", (list,))),
-    "ToolCalled": (*_CALL, ("input", _ANY)),
-    "ToolSucceeded": (*_CALL, ("output", _ANY), ("durationMs", _NUMBER)),
-    "ToolFailed": (*_CALL, ("durationMs", _NUMBER), ("error", (dict,))),
-}
+    """Parse and type one line (without its newline); DecodeError says what is wrong."""
+    return WireLine(*decode_wire(load_line(line)))

@@ -56,8 +56,8 @@ from mini_harness.transcripts.tail import (
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from mini_harness.transcripts.quarantine import Quarantined
     from mini_harness.transcripts.redaction import Redactor
+    from mini_harness.transcripts.tail import Quarantined
 
 FsyncMode = Literal["always", "batch", "never"]
 FSYNC_MODES: tuple[str, ...] = get_args(FsyncMode)
