@@ -9,14 +9,14 @@ it streams by, never held whole.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import io
 import os
 import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import attrs
 
@@ -115,7 +115,7 @@ class _Lines:
     reader sets it while a torn tail may be under way, so the tail is hashed whole.
     """
 
-    def __init__(self, handle: io.BufferedReader, *, regular: bool) -> None:
+    def __init__(self, handle: BinaryIO, *, regular: bool) -> None:
         self.handle = handle
         self.regular = regular
         self.tap: Any = None
@@ -123,23 +123,49 @@ class _Lines:
 
     def __iter__(self) -> Iterator[bytes | _LongLine]:
         readline = self.handle.readline
-        limit = HEADER_LINE_BYTES
-        if self.handle.peek(len(BOM))[: len(BOM)] == BOM:
+        raw = readline(HEADER_LINE_BYTES)
+        if len(raw) == HEADER_LINE_BYTES and raw[-1:] != b"\n":
+            yield self._long([raw])
+            raw = readline(_CHUNK)
+        elif raw.startswith(BOM):
             self.bom = True
-            self.handle.read(len(BOM))
-        while raw := readline(limit):
-            if len(raw) == limit and raw[-1:] != b"\n":
-                yield self._long(raw)
+            raw = raw[len(BOM) :]
+        while raw:
+            if len(raw) == _CHUNK and raw[-1:] != b"\n":
+                yield self._gather(raw)
             else:
                 yield raw
-            limit = MAX_LINE_BYTES
+            raw = readline(_CHUNK)
 
-    def _long(self, head: bytes) -> _LongLine:
-        hasher = hashlib.sha256(head)
-        if self.tap is not None:
-            self.tap.update(head)
-        length = len(head)
-        if not self.regular:  # a pipe or a device may never end: stop here
+    def _gather(self, first: bytes) -> bytes | _LongLine:
+        """A line longer than one chunk: joined if it ends within the bound, else long."""
+        pieces = [first]
+        size = len(first)
+        while size <= MAX_LINE_BYTES:
+            piece = self.handle.readline(_CHUNK)
+            pieces.append(piece)
+            size += len(piece)
+            if piece[-1:] != b"\n" and len(piece) == _CHUNK:
+                continue
+            if size <= MAX_LINE_BYTES:
+                return b"".join(pieces)
+        return self._long(pieces)
+
+    def _long(self, pieces: list[bytes]) -> _LongLine:
+        """Count and hash the rest of a line over the bound (only in a file: a pipe or a
+        device may never end, so there reading stops)."""
+        hasher = hashlib.sha256()
+        length = 0
+        for piece in pieces:
+            hasher.update(piece)
+            if self.tap is not None:
+                self.tap.update(piece)
+            length += len(piece)
+        ended = pieces[-1][-1:] == b"\n"
+        pieces.clear()  # held no longer than hashing them takes
+        if ended:
+            return _LongLine(length, hasher, True)
+        if not self.regular:
             return _LongLine(length, hasher, None)
         while piece := self.handle.readline(_CHUNK):
             hasher.update(piece)
@@ -195,7 +221,7 @@ class TranscriptReader:
 
     def __iter__(self) -> Iterator[TranscriptRecord]:
         handle, regular = self._open()
-        with handle:
+        with handle if handle is not sys.stdin.buffer else contextlib.nullcontext():
             try:
                 yield from self._records(_Lines(handle, regular=regular))
             except OSError as exc:
@@ -205,20 +231,19 @@ class TranscriptReader:
                 raise self._not_a_transcript("it has no first line")
             self.empty = True
 
-    def _open(self) -> tuple[io.BufferedReader, bool]:
+    def _open(self) -> tuple[BinaryIO, bool]:
         """The stream to read and whether it is a regular file (which always ends)."""
         try:
-            if self.path.as_posix() == STDIN:
-                handle: io.BufferedReader = open(os.dup(sys.stdin.fileno()), "rb")  # noqa: SIM115
+            if os.fspath(self.path) == STDIN:
+                handle: BinaryIO = sys.stdin.buffer
             else:
                 handle = self.path.open("rb")
         except OSError as exc:
             raise self.unreadable(exc) from None
         try:
             regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
-        except OSError as exc:
-            handle.close()
-            raise self.unreadable(exc) from None
+        except (OSError, ValueError):  # io.UnsupportedOperation: a stream without a descriptor
+            regular = False
         return handle, regular
 
     def unreadable(self, exc: OSError) -> TranscriptError:
@@ -261,9 +286,11 @@ class TranscriptReader:
                     )
                 if not pending:
                     lines.tap = raw.hasher
-                reason = f"longer than {MAX_LINE_BYTES} bytes"
-                if not raw.terminated:
-                    reason = f"no newline at end of file; {reason}"
+                reason = (
+                    f"longer than {MAX_LINE_BYTES} bytes"
+                    if raw.terminated
+                    else "no newline at end of file"
+                )
                 pending.append(DamagedLine(number, start, raw.length, reason))
                 continue
             if number == 1 and lines.bom:
