@@ -10,6 +10,7 @@ from mini_harness.registry_spec import load_registry
 from mini_harness.replay.fold import TranscriptFold, fold_transcript
 from mini_harness.replay.model import (
     OUTCOMES,
+    CallList,
     CallRecord,
     Drift,
     FoldResult,
@@ -30,6 +31,7 @@ from mini_harness.replay.rerun import (
 
 __all__ = [
     "OUTCOMES",
+    "CallList",
     "CallRecord",
     "Drift",
     "FoldResult",
