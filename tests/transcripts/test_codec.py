@@ -32,7 +32,8 @@ from mini_harness.transcripts import (
     encode_line,
     event_to_wire,
 )
-from mini_harness.transcripts.codec import decode_object, decode_wire, load_line, wire_fields
+from mini_harness.transcripts.codec import decode_object, decode_wire, load_line
+from mini_harness.transcripts.fields import wire_fields
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False,

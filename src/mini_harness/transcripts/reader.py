@@ -16,7 +16,7 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import attrs
 
@@ -29,18 +29,17 @@ from mini_harness.events import (
     TranscriptStarted,
 )
 from mini_harness.transcripts.codec import HASH_BYTES, DecodeError, decode_wire, load_line
+from mini_harness.transcripts.lines import (
+    BOM,
+    HEADER_LINE_BYTES,
+    MAX_LINE_BYTES,
+    BoundedLines,
+    LongLine,
+)
 from mini_harness.transcripts.upcast import UPCASTERS, Upcaster, Upcasters
 
-BOM = b"\xef\xbb\xbf"
 STDIN = "-"
 """The path that names standard input."""
-
-MAX_LINE_BYTES = 64 * 1024 * 1024
-"""The longest line a reader holds (64 MiB, 16 times the writer's default event cap); a
-longer line is a bad line, streamed past in bounded memory."""
-HEADER_LINE_BYTES = 64 * 1024
-"""The longest first line: a TranscriptStarted header is about 150 bytes."""
-_CHUNK = 1024 * 1024
 
 
 @attrs.define
@@ -99,84 +98,6 @@ class IntegrityProblem:
     message: str
 
 
-@attrs.frozen
-class _LongLine:
-    """A line longer than the reader holds: its length, hash and whether it ended."""
-
-    length: int
-    hasher: Any  # hashlib's sha256 object over the bytes read
-    terminated: bool | None  # None: not known, reading stopped (a stream that may not end)
-
-
-class _Lines:
-    """The lines of a byte stream, each held up to a bound; longer ones are _LongLine.
-
-    `tap`, when set, is a hash object fed every byte of a long line as it streams by: the
-    reader sets it while a torn tail may be under way, so the tail is hashed whole.
-    """
-
-    def __init__(self, handle: BinaryIO, *, regular: bool) -> None:
-        self.handle = handle
-        self.regular = regular
-        self.tap: Any = None
-        self.bom = False  # whether line 1 began with a UTF-8 BOM (not part of the line)
-
-    def __iter__(self) -> Iterator[bytes | _LongLine]:
-        readline = self.handle.readline
-        raw = readline(HEADER_LINE_BYTES)
-        if len(raw) == HEADER_LINE_BYTES and raw[-1:] != b"\n":
-            yield self._long([raw])
-            raw = readline(_CHUNK)
-        elif raw.startswith(BOM):
-            self.bom = True
-            raw = raw[len(BOM) :]
-        while raw:
-            if len(raw) == _CHUNK and raw[-1:] != b"\n":
-                yield self._gather(raw)
-            else:
-                yield raw
-            raw = readline(_CHUNK)
-
-    def _gather(self, first: bytes) -> bytes | _LongLine:
-        """A line longer than one chunk: joined if it ends within the bound, else long."""
-        pieces = [first]
-        size = len(first)
-        while size <= MAX_LINE_BYTES:
-            piece = self.handle.readline(_CHUNK)
-            pieces.append(piece)
-            size += len(piece)
-            if piece[-1:] != b"\n" and len(piece) == _CHUNK:
-                continue
-            if size <= MAX_LINE_BYTES:
-                return b"".join(pieces)
-        return self._long(pieces)
-
-    def _long(self, pieces: list[bytes]) -> _LongLine:
-        """Count and hash the rest of a line over the bound (only in a file: a pipe or a
-        device may never end, so there reading stops)."""
-        hasher = hashlib.sha256()
-        length = 0
-        for piece in pieces:
-            hasher.update(piece)
-            if self.tap is not None:
-                self.tap.update(piece)
-            length += len(piece)
-        ended = pieces[-1][-1:] == b"\n"
-        pieces.clear()  # held no longer than hashing them takes
-        if ended:
-            return _LongLine(length, hasher, True)
-        if not self.regular:
-            return _LongLine(length, hasher, None)
-        while piece := self.handle.readline(_CHUNK):
-            hasher.update(piece)
-            if self.tap is not None:
-                self.tap.update(piece)
-            length += len(piece)
-            if piece[-1:] == b"\n":
-                return _LongLine(length, hasher, True)
-        return _LongLine(length, hasher, False)
-
-
 class TranscriptReader:
     """Iterate a transcript's records in order, in bounded memory.
 
@@ -223,7 +144,7 @@ class TranscriptReader:
         handle, regular = self._open()
         with handle if handle is not sys.stdin.buffer else contextlib.nullcontext():
             try:
-                yield from self._records(_Lines(handle, regular=regular))
+                yield from self._records(BoundedLines(handle, regular=regular))
             except OSError as exc:
                 raise self.unreadable(exc) from None
         if self.records_read == 0 and self.torn_tail is None and not self.damaged:
@@ -259,7 +180,7 @@ class TranscriptReader:
             str(self.path), f"{self.name} is not a mini-harness transcript ({why})"
         )
 
-    def _records(self, lines: _Lines) -> Iterator[TranscriptRecord]:  # noqa: PLR0915
+    def _records(self, lines: BoundedLines) -> Iterator[TranscriptRecord]:  # noqa: PLR0915
         # This loop runs once per line of files with millions of lines: the common case is
         # a few comparisons, and every problem goes to code of its own.
         sha256 = hashlib.sha256
@@ -273,7 +194,7 @@ class TranscriptReader:
         for raw in lines:
             number += 1
             start = offset
-            if isinstance(raw, _LongLine):
+            if isinstance(raw, LongLine):
                 offset += raw.length
                 if number == 1:
                     raise self._not_a_transcript(f"line 1 is longer than {HEADER_LINE_BYTES} bytes")
