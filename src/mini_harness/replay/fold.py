@@ -66,6 +66,7 @@ class _RunState:
         else:
             shown = display_failure(call.name, call.input, call.error, duration)
             self.error_tokens += estimate_tokens(pretty_json(shown))
+
     def summary(self, context_reports: bool) -> RunSummary:
         report = render_context_report(self.context_rows()) if context_reports else None
         return RunSummary(self.info, self.succeeded, self.failed, self.in_doubt, report)
