@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from mini_harness.errors import TranscriptFormatError
 from mini_harness.events import TRANSCRIPT_FORMAT, TranscriptStarted
@@ -43,8 +44,6 @@ def check_first_line(fd: int, path: str | os.PathLike[str]) -> None:
         if isinstance(header, TranscriptStarted) and header.format == TRANSCRIPT_FORMAT:
             return
         why = "line 1 is not TranscriptStarted"
-    from pathlib import Path  # only to name the file as the writer does (JsonlTranscript.path)
-
     shown = Path(path)
     raise TranscriptFormatError(
         str(shown), f"{shown} is not a mini-harness transcript ({why}); refusing to write to it"
