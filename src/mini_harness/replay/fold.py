@@ -123,30 +123,27 @@ class TranscriptFold:
         return state.info if state else None
 
     def __iter__(self) -> Iterator[RunInfo | CallRecord]:
-        ended, called = self._ended, self._called
         for record in self.reader:
             self.offset = record.offset
             event = record.event
-            kind = type(event)
-            if kind is ToolSucceeded or kind is ToolFailed:
-                call = ended(record.line, record.seq, event)  # type: ignore[arg-type]
+            if isinstance(event, ToolSucceeded | ToolFailed):
+                call = self._ended(record.line, record.seq, event)
                 if call is not None:
                     yield call
-            elif kind is ToolCalled:
-                info = called(record.line, record.seq, event)  # type: ignore[arg-type]
+            elif isinstance(event, ToolCalled):
+                info = self._called(record.line, record.seq, event)
                 if info is not None:
                     yield info
-            elif kind is RunStarted:
-                assert isinstance(event, RunStarted)
+            elif isinstance(event, RunStarted):
                 if event.run_id in self._runs:
                     message = f"run {event.run_id} is started again"
                     self._extra_problems.append(LogProblem("protocol", record.line, message))
                 else:
                     yield from self._run_started(record.line, event)
-            elif kind is TranscriptStarted:
+            elif isinstance(event, TranscriptStarted):
                 if record.line == 1:
-                    self.transcript_id = event.transcript_id  # type: ignore[union-attr]
-            elif kind is UnknownEvent:
+                    self.transcript_id = event.transcript_id
+            elif isinstance(event, UnknownEvent):
                 self._unknown += 1
         if self.reader.empty:
             self._extra_problems.append(
@@ -177,18 +174,18 @@ class TranscriptFold:
 
     def _ended(self, line: int, seq: int, event: ToolSucceeded | ToolFailed) -> CallRecord | None:
         """Fold a terminal event; the call it ends, if it ends one and its run is shown."""
-        kind = "ToolSucceeded" if type(event) is ToolSucceeded else "ToolFailed"
+        kind = type(event).__name__
         opened = self._protocol.finished(line, seq, kind, event.call_id, event.run_id, event.name)
         if opened is None:
             return None
         state = self._runs[opened.run_id]
         tool_input = self._inputs.pop(opened.call_id)
-        if type(event) is ToolSucceeded:
+        if isinstance(event, ToolSucceeded):
             state.succeeded += 1
             status, output, error = SUCCEEDED, event.output, None
         else:
             state.failed += 1
-            status, output, error = FAILED, None, wire_value(event.error)  # type: ignore[union-attr]
+            status, output, error = FAILED, None, wire_value(event.error)
         call = CallRecord(
             state.info.index,
             opened.run_id,
