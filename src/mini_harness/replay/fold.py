@@ -165,10 +165,7 @@ class TranscriptFold:
             self._extra_problems.append(LogProblem("protocol", line, message))
             info = RunInfo(len(self._runs) + 1, run_id, "", event.ts, line, ())
             started = next(iter(self._add_run(info)), None)
-        problems = self._protocol.problems
-        known = len(problems)
-        self._protocol.called(line, seq, run_id, event.call_id, event.name)
-        if len(problems) == known:
+        if self._protocol.called(line, seq, run_id, event.call_id, event.name):
             self._inputs[event.call_id] = event.input
         return started
 
