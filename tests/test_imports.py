@@ -35,10 +35,6 @@ class TestLazyImports:
             "mini_harness.transcripts.redaction",
             "mini_harness.runtime.context",
             "mini_harness.runtime.typed",
-            "mini_harness.tools.walk",
-            "mini_harness.tools.globs",
-            "mini_harness.tools.search_text",
-            "regex",
             "mini_harness.replay",
             "mini_harness.registry_spec",
             "jsonschema_rs",
@@ -50,14 +46,11 @@ class TestLazyImports:
             "mini_harness.cli.tools",
             "mini_harness.cli.transcript",
             "click",  # the console script's quick route (mini_harness.console) needs no click
-            "pathlib",  # JsonlTranscript.path and the default workspace are made when asked
-            "mini_harness.tools.workspace",
             "mini_harness.cli",
             # Classes the run does not use, kept apart: attrs compiles a class when defined.
             "mini_harness.runtime.memory",
             "mini_harness.runtime.violation",
             "mini_harness.transcripts.quarantine",
-            "mini_harness.tools.location",
         ]
         code = PROBE.replace("LOG", repr(str(tmp_path / "t.jsonl"))).replace("NAMES", repr(names))
         out = subprocess.run(
@@ -74,22 +67,20 @@ class TestLazyImports:
             assert sorted(dir(module)) == sorted(module.__all__)
 
     def test_classes_moved_apart_still_import_from_their_old_modules(self) -> None:
-        """MemorySink, Recorded, Violation, Quarantined and Location are the same classes
+        """MemorySink, Recorded, Violation and Quarantined are the same classes
         whether imported from where they live or from the module that used to hold them."""
         from mini_harness.runtime import memory, validation, violation
-        from mini_harness.tools import location, workspace
         from mini_harness.transcripts import quarantine, tail
 
         for old, new, name in [
             (validation, violation, "Violation"),
             (tail, quarantine, "Quarantined"),
-            (workspace, location, "Location"),
         ]:
             assert getattr(old, name) is getattr(new, name), name
         assert mini_harness.runtime.MemorySink is memory.MemorySink
         assert mini_harness.runtime.Violation is violation.Violation
         assert mini_harness.transcripts.Quarantined is quarantine.Quarantined
-        for module in (validation, tail, workspace):
+        for module in (validation, tail):
             with pytest.raises(AttributeError, match="Nothing"):
                 _ = module.Nothing
 

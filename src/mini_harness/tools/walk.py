@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 import attrs
 
@@ -22,13 +21,11 @@ from mini_harness.tools.definitions import SKIPPED_DIRS
 from mini_harness.tools.globs import IgnoreFile, is_ignored
 from mini_harness.tools.workspace import (
     FileRefusedError,
+    Location,
     Workspace,
     decodable_path,
     read_regular,
 )
-
-if TYPE_CHECKING:
-    from mini_harness.tools.location import Location
 
 _IGNORE_FILE_MAX_BYTES = 1 << 20
 

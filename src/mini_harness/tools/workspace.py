@@ -16,15 +16,12 @@ import posixpath
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TypeAlias
 
 import attrs
 import orjson
 
 from mini_harness.errors import WorkspaceError
-
-if TYPE_CHECKING:
-    from mini_harness.tools.location import Location
 
 # O_NONBLOCK: opening a FIFO that was swapped in after the type check must not block.
 # O_NOFOLLOW: the path was resolved already, so a symlink here was swapped in since.
@@ -125,6 +122,17 @@ def read_regular(path: str, max_size: int, *, inside: Callable[[str], bool] | No
         os.close(fd)
 
 
+@attrs.frozen
+class Location:
+    """A checked path: as given, normalised ("." for the root), resolved, and its stat."""
+
+    given: str
+    relative: str
+    real: str
+    mode: int
+    size: int
+
+
 def _resolve_root(root: str | os.PathLike[str]) -> Path:
     real = Path(os.path.realpath(os.fspath(root)))
     if not real.is_dir():
@@ -196,8 +204,6 @@ class Workspace:
             info = os.stat(real)
         except OSError as exc:
             raise WorkspaceError(path, _os_problem(shown, exc)) from None
-        from mini_harness.tools.location import Location
-
         # Shown paths keep the caller's spelling (a link's name, not its target).
         return Location(path, posixpath.normpath(path or "."), real, info.st_mode, info.st_size)
 
@@ -232,16 +238,6 @@ def _os_problem(shown: str, exc: OSError) -> str:
     if exc.errno in (errno.EACCES, errno.EPERM):
         return f"Path {shown} cannot be read: permission denied"
     return f"Path {shown} cannot be read: {exc.strerror or exc}"
-
-
-def __getattr__(name: str) -> Any:
-    # Location lives in tools.location, imported by the first locate() (attrs compiles a
-    # class's methods when it is defined); it can still be imported from here.
-    if name == "Location":
-        from mini_harness.tools import location
-
-        return location.Location
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 WorkspaceLike: TypeAlias = Workspace | str | os.PathLike[str]
