@@ -207,6 +207,26 @@ class TestSpecialFiles:
         assert [f["path"] for f in output["files"]] == ["sub/a.py"]
 
 
+class TestHardLinks:
+    def test_a_hard_link_to_an_outside_file_is_read_as_workspace_content(
+        self, tmp_path: Path
+    ) -> None:
+        """A hard link is the file itself under a name inside the workspace: whoever made
+        it put that file in the workspace, and all three tools treat it as such."""
+        (tmp_path / "outside").mkdir()
+        (tmp_path / "outside" / "shared.txt").write_text("SHARED needle\n")
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        os.link(tmp_path / "outside" / "shared.txt", workspace / "linked.txt")
+        runtime = ToolRuntime(default_registry(workspace), MemorySink())
+        listed = runtime.dispatch("list_files", {}).output
+        read = runtime.dispatch("read_file", {"path": "linked.txt"}).output
+        found = runtime.dispatch("search_text", {"query": "needle"}).output
+        assert listed["files"] == [{"path": "linked.txt", "size": 14}]
+        assert read["text"] == "SHARED needle\n"
+        assert found["count"] == 1
+
+
 class TestWorkspaceRoot:
     def test_root_must_be_a_directory(self, tmp_path: Path) -> None:
         """A workspace on a missing directory is refused with the path in the message."""
