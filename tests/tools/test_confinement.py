@@ -287,16 +287,20 @@ SEGMENTS = [
 ]
 
 
+# differing_executors: `make mutate` runs each test again in the same process.
+NO_ESCAPE_CHECKS = [HealthCheck.function_scoped_fixture, HealthCheck.differing_executors]
+
+
 class TestNoEscape:
     @given(parts=st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=6), lead=st.booleans())
-    @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(max_examples=300, suppress_health_check=NO_ESCAPE_CHECKS)
     def test_random_paths_never_escape(self, root: Path, parts: list[str], lead: bool) -> None:
         """Whatever path is composed, it is refused or resolves inside the workspace."""
         self._check(root, ("/" if lead else "") + "/".join(parts))
 
     @pytest.mark.thorough
     @given(parts=st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=10), lead=st.booleans())
-    @settings(max_examples=5000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(max_examples=5000, suppress_health_check=NO_ESCAPE_CHECKS)
     def test_random_paths_never_escape_thorough(
         self, root: Path, parts: list[str], lead: bool
     ) -> None:
