@@ -64,7 +64,8 @@ def byte_prefilter(query: str, *, regex: bool, case_sensitive: bool) -> Callable
 
 
 class SearchBudgetError(MiniHarnessError):
-    """A regex search spent its whole time budget matching; `pattern` and `budget` say which."""
+    """A regex search ran past its wall-clock budget; `pattern`, `budget` and `path` say
+    which, where."""
 
     def __init__(self, pattern: str, budget: float, path: str) -> None:
         super().__init__(

@@ -124,9 +124,8 @@ def read_regular(path: str, max_size: int, *, inside: Callable[[str], bool] | No
 
 @attrs.frozen
 class Location:
-    """A checked path: as given, normalised ("." for the root), resolved, and its stat."""
+    """A checked path: normalised as given ("." for the root), resolved, and its stat."""
 
-    given: str
     relative: str
     real: str
     mode: int
@@ -149,14 +148,6 @@ class Workspace:
     root: Path = attrs.field(converter=_resolve_root)
 
     @classmethod
-    def from_resolved(cls, real: str) -> Workspace:
-        """A workspace for a root that is already resolved (realpath) and was checked to be
-        a directory: no second resolution, which could land elsewhere if a path changed."""
-        workspace = object.__new__(cls)
-        object.__setattr__(workspace, "root", Path(real))
-        return workspace
-
-    @classmethod
     def current(cls) -> Workspace:
         """The current directory as a workspace."""
         try:
@@ -171,8 +162,7 @@ class Workspace:
 
     def relative(self, real: str) -> str:
         """The workspace-relative posix form of a resolved path inside the workspace."""
-        rel = os.path.relpath(real, self.root)
-        return "." if rel == "." else Path(rel).as_posix()
+        return Path(os.path.relpath(real, self.root)).as_posix()
 
     def locate(self, path: str) -> Location:
         """Check `path` and stat what it names; raise WorkspaceError saying why not."""
@@ -205,7 +195,7 @@ class Workspace:
         except OSError as exc:
             raise WorkspaceError(path, _os_problem(shown, exc)) from None
         # Shown paths keep the caller's spelling (a link's name, not its target).
-        return Location(path, posixpath.normpath(path or "."), real, info.st_mode, info.st_size)
+        return Location(posixpath.normpath(path or "."), real, info.st_mode, info.st_size)
 
     def locate_dir(self, path: str) -> Location:
         found = self.locate(path)
