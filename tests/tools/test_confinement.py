@@ -299,6 +299,12 @@ class TestResolver:
         with pytest.raises(FileRefusedError) as caught:
             read_regular(str(path), len(data) - 1)
         assert caught.value.size == len(data)
+        # The reads stop exactly at the limit (11 bytes asked, then 64 KiB): one more
+        # read must still find the bytes past it.
+        limit = 11 + (1 << 16)
+        with pytest.raises(FileRefusedError) as caught:
+            read_regular(str(path), limit)
+        assert caught.value.size == 11 + 2 * (1 << 16)
 
 
 class TestHardLinks:
