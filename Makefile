@@ -36,6 +36,7 @@ sandbox:
 test: $(STAMP) sandbox
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q
 
 # Rewrite the golden files under tests/golden after an intended change (never in CI).
