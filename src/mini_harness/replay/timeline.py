@@ -258,7 +258,7 @@ def read_timeline(path: str | os.PathLike[str], *, events: list[Event] | None = 
     the same reading: a stream cannot be read twice).
     """
     reader = TranscriptReader(path)
-    builder = TimelineBuilder(os.fspath(path))
+    builder = TimelineBuilder("standard input" if os.fspath(path) == "-" else os.fspath(path))
     try:
         for record in reader:
             if events is not None:
