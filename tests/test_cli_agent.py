@@ -188,8 +188,9 @@ class TestExitCodes:
         log = tmp_path / "t.jsonl"
         model = script(tmp_path / "s.json", [{"toolCalls": [{"name": "interrupt"}]}])
         result = run(
-            "run", "t", "--model", model, "--registry", "interrupting:registry", "--log", str(log)
-        )
+            "run", "t", "--model", model, "--registry", "interrupting:registry", "--log",
+            str(log), "--approve", "auto",
+        )  # fmt: skip
         assert result.exit_code == 130
         assert result.stderr.endswith("[mini-harness] Error: interrupted\n")
         assert verify_transcript(log).ok
@@ -238,3 +239,48 @@ class TestBareTask:
         result = run("run", "replay")
         assert result.exit_code == 0
         assert result.stdout.startswith("[mini-harness] Task: replay\n")
+
+
+PATCH = "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# Demo\n+# Demo, patched\n"
+
+
+class TestReplayOfAgentRuns:
+    def test_context_report_of_any_step(self, workspace: Path, tmp_path: Path) -> None:
+        """`replay --context-report --step N` prints step N's report as the fold rebuilds
+        it; without --step, the last request's, as the live run printed it."""
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", DEMO)
+        live = run("run", "t", "--model", model, "--log", str(log), "--context-report")
+        last = live.stdout.split("\n\n", 1)[1]
+        for step, expected in ((None, last), (1, agent_context_report(log, step=1))):
+            args = ["replay", str(log), "--context-report"]
+            result = run(*args, *(["--step", str(step)] if step else []))
+            assert result.exit_code == 0, result.output
+            assert expected in result.stdout
+        assert agent_context_report(log, step=1) != last
+
+    def test_step_needs_the_context_report(self, workspace: Path, tmp_path: Path) -> None:
+        """--step alone is a usage error."""
+        result = run("replay", str(tmp_path / "t.jsonl"), "--step", "1")
+        assert result.exit_code == 2
+        assert "--step needs --context-report" in result.stderr
+
+    def test_effects_then_undo(self, workspace: Path, tmp_path: Path) -> None:
+        """A patch applied by an agent run is listed by `replay --effects` with its hashes,
+        and `undo --call ID` puts the file back, recorded as a new run."""
+        log = tmp_path / "t.jsonl"
+        steps = [{"toolCalls": [{"name": "apply_patch", "arguments": {"patch": PATCH}}]}]
+        model = script(tmp_path / "s.json", [*steps, {"text": "patched"}])
+        result = run("run", "t", "--model", model, "--log", str(log), "--approve", "auto")
+        assert result.exit_code == 0, result.output
+        assert (workspace / "README.md").read_text() == "# Demo, patched\n"
+        effects = run("replay", str(log), "--effects")
+        assert effects.exit_code == 0
+        (line,) = [ln for ln in effects.stdout.splitlines() if ln.startswith("Call ")]
+        call_id = line.split()[1]
+        assert "  modified README.md" in effects.stdout
+        assert "apply_patch: approved by policy" in effects.stdout
+        undone = run("undo", str(log), "--call", call_id, "--workspace", str(workspace))
+        assert undone.exit_code == 0, undone.output
+        assert (workspace / "README.md").read_text() == "# Demo\n"
+        assert verify_transcript(log).ok

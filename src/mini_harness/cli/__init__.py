@@ -143,6 +143,7 @@ class HarnessGroup(click.Group):
         "mcp": "mini_harness.cli.mcp:mcp_command",
         "replay": "mini_harness.cli.replay:replay_command",
         "run": "mini_harness.cli.agent:run_command",
+        "undo": "mini_harness.cli.coding:undo_command",
     },
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
