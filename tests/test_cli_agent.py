@@ -315,7 +315,7 @@ class TestSecrets:
         """`replay --rerun` of a run that patched a file uses the same built-in tools: the
         patch (destructive) is skipped, the read-only calls run again and match."""
         log = tmp_path / "t.jsonl"
-        steps = [
+        steps: list[dict[str, Any]] = [
             {"toolCalls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
             {"toolCalls": [{"name": "apply_patch", "arguments": {"patch": PATCH}}]},
             {"text": "patched"},
