@@ -308,3 +308,23 @@ class TestSecrets:
         assert secret.encode() not in written
         assert written.count(b"[REDACTED]") >= 3
         assert verify_transcript(log).ok
+
+    def test_rerun_of_an_agent_transcript_finds_the_coding_tools(
+        self, workspace: Path, tmp_path: Path
+    ) -> None:
+        """`replay --rerun` of a run that patched a file uses the same built-in tools: the
+        patch (destructive) is skipped, the read-only calls run again and match."""
+        log = tmp_path / "t.jsonl"
+        steps: list[dict[str, Any]] = [
+            {"toolCalls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+            {"toolCalls": [{"name": "apply_patch", "arguments": {"patch": PATCH}}]},
+            {"text": "patched"},
+        ]
+        model = script(tmp_path / "s.json", steps)
+        result = run("run", "t", "--model", model, "--log", str(log), "--approve", "auto")
+        assert result.exit_code == 0, result.output
+        (workspace / "README.md").write_text("# Demo\n")  # as it was when read
+        rerun = run("replay", str(log), "--rerun")
+        assert "unknown_tool" not in rerun.stdout
+        assert "apply_patch  skipped" in rerun.stdout
+        assert "read_file  matched" in rerun.stdout

@@ -100,7 +100,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     has problems (integrity, protocol, torn tail, in-doubt calls) or a re-run call differs;
     2 the transcript cannot be read or the arguments are wrong; 130 interrupted.
     """
-    from mini_harness.cli.registry_spec import load_registry
+    from mini_harness.cli.registry_spec import agent_registry, load_registry
     from mini_harness.events import EventSink
     from mini_harness.replay import TranscriptFold, TranscriptRerun
 
@@ -129,9 +129,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     if workspace is None:
         # `mini-harness --workspace DIR replay ...` sets it on the root command.
         workspace = (click.get_current_context().find_root().obj or {}).get("workspace")
-    tools = (
-        (load_registry(registry) if registry else _default_registry(workspace)) if rerun else None
-    )
+    tools = (load_registry(registry) if registry else agent_registry(workspace)) if rerun else None
     fold = TranscriptFold(path, run=run, context_reports=context_report)
     out: _Output = _JsonOutput(fold, rerun=rerun) if as_json else _TextOutput(fold, rerun=rerun)
     out.registry_spec = registry
@@ -154,12 +152,6 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     if log is not None:
         info(f"Re-run recorded in {log}")
     raise click.exceptions.Exit(code)
-
-
-def _default_registry(workspace: str | None) -> Any:
-    from mini_harness.tools import default_registry
-
-    return default_registry(workspace)
 
 
 def _same_file(a: str, b: str) -> bool:
