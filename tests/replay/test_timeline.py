@@ -17,6 +17,7 @@ from mini_harness.replay.timeline import (
     read_timeline,
 )
 from mini_harness.replay.timeline_describe import (
+    describe_trim,
     run_usage,
 )
 from mini_harness.replay.timeline_select import Selection, select, selected_events
@@ -212,6 +213,26 @@ class TestReading:
         assert timeline.head_hash is not None
         assert timeline.events == 7
         assert [c.status for c in timeline.runs[0].calls] == ["succeeded", "failed", "in-doubt"]
+
+    def test_typed_events_read_from_a_file(self, tmp_path: Path) -> None:
+        """Events read from a file keep their arrays: effects, a trim's replaced messages,
+        the tool calls a model asked for."""
+        effects = [{"path": "a.py", "before": "0" * 64, "after": "1" * 64}]
+        ended = {**tool_events()[2], "effects": effects}
+        events = [*agent_events(), *tool_events()[:2], ended]
+        timeline = read_timeline(write(tmp_path / "t.jsonl", events))
+        agent, tools = timeline.runs
+        assert [call.effects for call in tools.calls] == [effects]
+        assert [len(c["replaced"]) for c in agent.steps[2].others] == [1]
+        assert describe_trim(agent.steps[2].others[0]).startswith(
+            "context trimmed: 1 tool result(s) replaced"
+        )
+        assert [[c["name"] for c in s.turn.tool_calls] for s in agent.steps if s.turn] == [
+            ["list_files"],
+            ["read_file"],
+            ["apply_patch"],
+            [],
+        ]
 
     def test_damage_shows_what_came_before(self, tmp_path: Path) -> None:
         """A damaged line in the middle ends the reading; the events before it are kept."""

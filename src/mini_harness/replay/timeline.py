@@ -76,7 +76,7 @@ class Call:
     def effects(self) -> list[JsonObject]:
         """The files the call changed, as its terminal event recorded them."""
         effects = None if self.ended is None else self.ended.get("effects")
-        return [e for e in effects if isinstance(e, dict)] if isinstance(effects, list) else []
+        return objects(effects)
 
     def events(self) -> list[JsonObject]:
         return [self.called, *self.approvals, *([self.ended] if self.ended else [])]
@@ -111,7 +111,7 @@ class Turn:
     def tool_calls(self) -> list[JsonObject]:
         message = self.response.get("message") if self.response else None
         calls = message.get("toolCalls") if isinstance(message, dict) else None
-        return [call for call in calls if isinstance(call, dict)] if isinstance(calls, list) else []
+        return objects(calls)
 
     @property
     def usage(self) -> JsonObject:
@@ -408,6 +408,14 @@ def _descends(run: Run, ancestor: Run, runs: dict[str, Run]) -> bool:
         above = runs.get(parent[1])
         parent = above.parent if above else None
     return False
+
+
+def objects(value: object) -> list[JsonObject]:
+    """The objects of a JSON array field: a list when it was read as JSON, a tuple when a
+    typed event's field was turned back into wire JSON."""
+    if not isinstance(value, list | tuple):
+        return []
+    return [item for item in value if isinstance(item, dict)]
 
 
 def _seq(event: JsonObject) -> int:

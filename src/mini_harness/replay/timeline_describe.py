@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from mini_harness.events import JsonObject
-from mini_harness.replay.timeline import Run
+from mini_harness.replay.timeline import Run, objects
 
 
 def seconds_between(start: str | None, end: str | None) -> float | None:
@@ -47,7 +47,7 @@ def describe_approval(event: JsonObject) -> str:
 def describe_trim(event: JsonObject) -> str:
     """`context trimmed: 2 tool result(s) replaced, ~900 -> ~400 tokens (budget 500)`."""
     replaced = event.get("replaced")
-    count = len(replaced) if isinstance(replaced, list) else 0
+    count = len(objects(replaced))
     before, after, budget = (event.get(key) for key in ("tokensBefore", "tokensAfter", "budget"))
     text = f"context trimmed: {count} tool result(s) replaced, ~{before} -> ~{after} tokens"
     return text if budget is None else f"{text} (budget {budget})"

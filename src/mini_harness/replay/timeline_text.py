@@ -200,7 +200,7 @@ def call_lines(call: Call, indent: int, style: TextStyle) -> Iterator[str]:
     inner = indent + 2
     yield f"{pad}  input  {style.payload(call.input, inner + 7)}"
     for event in call.approvals:
-        yield f"{pad}  {describe_approval(event)}"
+        yield f"{pad}  {style.cut(describe_approval(event), inner)}"
     if call.status == SUCCEEDED:
         yield f"{pad}  output {style.payload(call.output, inner + 7)}"
         for effect in call.effects:
