@@ -6,6 +6,7 @@ import os
 import pty
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import orjson
@@ -296,3 +297,67 @@ class TestColour:
     def test_no_colour_on_a_pipe(self, tools_log: Path) -> None:
         """Piped output has no escape codes."""
         assert "\x1b[" not in show(str(tools_log)).stdout
+
+
+class TestStreams:
+    def run_cli(self, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        env = {**os.environ, "COLUMNS": "100"}
+        env.pop("NO_COLOR", None)
+        return subprocess.run(
+            [sys.executable, "-m", "mini_harness", *args],
+            input=stdin,
+            capture_output=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+
+    def test_standard_input(self, tools_log: Path) -> None:
+        """`show -` reads the transcript from standard input, as from the file."""
+        piped = self.run_cli("show", "-", stdin=tools_log.read_bytes())
+        assert piped.returncode == 0, piped.stderr
+        from_file = self.run_cli("show", str(tools_log))
+        assert piped.stdout.splitlines()[1:] == from_file.stdout.splitlines()[1:]
+        assert piped.stdout.splitlines()[0].startswith(b"Transcript standard input \xc2\xb7 ")
+
+    def test_fifo(self, tools_log: Path, tmp_path: Path) -> None:
+        """A FIFO is read as a stream, front to back."""
+        fifo = tmp_path / "pipe"
+        os.mkfifo(fifo)
+        data = tools_log.read_bytes()
+
+        def feed() -> None:
+            with fifo.open("wb") as writer:
+                for line in data.splitlines(keepends=True):
+                    writer.write(line)
+                    writer.flush()
+
+        feeder = threading.Thread(target=feed)
+        feeder.start()
+        result = self.run_cli("show", str(fifo), "--json")
+        feeder.join(timeout=30)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines() == [
+            orjson.dumps(orjson.loads(line)) for line in data.splitlines()
+        ]
+
+    def test_view_of_standard_input(self, tools_log: Path, tmp_path: Path) -> None:
+        """`view -` writes transcript.html in the current directory."""
+        result = subprocess.run(
+            [sys.executable, "-m", "mini_harness", "view", "-"],
+            input=tools_log.read_bytes(),
+            capture_output=True,
+            cwd=tmp_path,
+            timeout=60,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == b"[mini-harness] Wrote transcript.html (3 calls, 7 events)\n"
+        assert (tmp_path / "transcript.html").read_text().startswith("<!DOCTYPE html>")
+
+    def test_damaged_standard_input(self, tools_log: Path) -> None:
+        """A torn transcript on standard input is shown up to the damage, exit 1."""
+        result = self.run_cli("show", "-", stdin=tools_log.read_bytes() + b'{"type":')
+        assert result.returncode == 1
+        assert b"call echo succeeded" in result.stdout
+        assert b"[torn-tail] line 8" in result.stdout
