@@ -29,7 +29,9 @@ CHROMIUM_ARGS = [
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
-@pytest.fixture(name="browser", scope="session")
+# Package scope, not session: Playwright's sync API runs an event loop in this thread
+# while it is open, and tests after these ones call asyncio.run().
+@pytest.fixture(name="browser", scope="package")
 def _browser() -> Iterator[Browser]:
     if not os.access(CHROMIUM, os.X_OK):
         pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium package (make test does)")
