@@ -223,7 +223,7 @@ class TestStops:
         outcome, _ = run_logged(log, workspace, ScriptProvider(write_script([call])))
         assert outcome.stop_reason == "model_error"
         assert outcome.error is not None
-        assert "has 1 response(s); the run asked for response 2" in outcome.error
+        assert "has 1 response; the run asked for response 2" in outcome.error
         failed = [e for e in events(log) if isinstance(e, ModelFailed)]
         assert [f.error["kind"] for f in failed] == ["invalid_response"]
 

@@ -7,6 +7,7 @@ from collections import Counter
 
 import attrs
 
+from mini_harness.errors import counted
 from mini_harness.events import (
     JsonObject,
     RunStarted,
@@ -90,7 +91,8 @@ class VerifyReport:
 
     def notices(self) -> list[str]:
         return [
-            f"{count} event(s) of unknown type {name} kept (written by a newer mini-harness?)"
+            f"{counted(count, 'event')} of unknown type {name} kept "
+            "(written by a newer mini-harness?)"
             for name, count in self.unknown_types
         ]
 
