@@ -118,6 +118,20 @@ class TestLogAndReport:
         (agent_run,) = fold_agent_runs(log)
         assert f"[mini-harness] Transcript: {log} (run {agent_run.run_id})" in result.stdout
 
+    def test_unusable_log_is_a_usage_error_before_anything_is_printed(
+        self, workspace: Path, tmp_path: Path
+    ) -> None:
+        """A --log whose parent is a file exits 2 with the root dispatch's one error line,
+        before the task or the provider is printed."""
+        (tmp_path / "afile").write_text("")
+        log = tmp_path / "afile" / "x.jsonl"
+        result = run("task", "--log", str(log))
+        assert result.exit_code == 2
+        assert result.stdout == ""
+        assert result.stderr == (
+            f"[mini-harness] Error: cannot open transcript {log}: Not a directory\n"
+        )
+
     def test_context_report_replays_byte_for_byte(self, workspace: Path, tmp_path: Path) -> None:
         """The live report of the last request is what the fold rebuilds from the log."""
         (workspace / "AGENTS.md").write_text("Be brief.\n")

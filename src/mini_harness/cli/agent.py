@@ -211,13 +211,11 @@ def run_command(
         stream=not no_stream and not as_json,
         manual_tool=manual,
     )
-    if log is not None:
-        Path(log).parent.mkdir(parents=True, exist_ok=True)
-    if not as_json:
-        info(f"Task: {task_text}")
-        info(f"Model provider: {provider.name}")
     reporter = None if as_json else PrintingReporter(provider.name)
-    with opened_log(log, log_settings) as sink:
+    with opened_log(log, log_settings) as sink:  # a log that cannot be opened stops here
+        if not as_json:
+            info(f"Task: {task_text}")
+            info(f"Model provider: {provider.name}")
         runtime = ToolRuntime(tools, sink, approver=approver)
         outcome = AgentLoop(runtime, provider, config, reporter).run()
     if as_json:
