@@ -31,6 +31,18 @@ def interrupt(data):
 
 registry = ToolRegistry()
 registry.add("interrupt", interrupt, description="Ctrl-C.", input_schema={"type": "object"})
+
+
+def leave(data):
+    raise SystemExit(3)
+
+
+def close(data):
+    raise GeneratorExit
+
+
+registry.add("leave", leave, description="Exits.", input_schema={"type": "object"})
+registry.add("close", close, description="Closes.", input_schema={"type": "object"})
 """
 
 
@@ -207,6 +219,31 @@ class TestExitCodes:
         )  # fmt: skip
         assert result.exit_code == 130
         assert result.stderr.endswith("[mini-harness] Error: interrupted\n")
+        assert verify_transcript(log).ok
+        (agent_run,) = fold_agent_runs(log)
+        assert agent_run.stop_reason == "cancelled"
+
+    @pytest.mark.parametrize(
+        ("tool", "line"),
+        [
+            ("leave", "[mini-harness] Error: the command ended abruptly: SystemExit: 3\n"),
+            ("close", "[mini-harness] Error: the command ended abruptly: GeneratorExit\n"),
+        ],
+    )
+    def test_abrupt_handler_is_one_error_line(
+        self, workspace: Path, tmp_path: Path, tool: str, line: str
+    ) -> None:
+        """A handler raising SystemExit or GeneratorExit ends the run as cancelled in the
+        log and the command with one error line, exit 1, no traceback."""
+        (workspace / "interrupting.py").write_text(INTERRUPTING_REGISTRY)
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", [{"toolCalls": [{"name": tool}]}])
+        result = run(
+            "run", "t", "--model", model, "--registry", "interrupting:registry", "--log",
+            str(log), "--approve", "auto", "--no-stream",
+        )  # fmt: skip
+        assert result.exit_code == 1
+        assert result.stderr == line
         assert verify_transcript(log).ok
         (agent_run,) = fold_agent_runs(log)
         assert agent_run.stop_reason == "cancelled"
