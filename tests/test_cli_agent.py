@@ -168,6 +168,73 @@ class TestLogAndReport:
         assert result.stdout.splitlines()[-2].startswith("Tool result            ~")
 
 
+def logged_tool_input(log: Path) -> Any:
+    """The input of the first tool call recorded in `log`."""
+    for line in log.read_bytes().splitlines():
+        event = orjson.loads(line)
+        if event["type"] == "ToolCalled":
+            return event["input"]
+    raise AssertionError("no ToolCalled event")
+
+
+class TestToolFirst:
+    @pytest.mark.parametrize("task", [["run", "t"], ["t"]])
+    def test_tool_input_from_a_file(self, workspace: Path, tmp_path: Path, task: list[str]) -> None:
+        """`--tool-input @FILE` is read from the file, as the root dispatch reads it."""
+        (tmp_path / "in.json").write_text('{"text": "from the file"}')
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", [{"text": "ok"}])
+        result = run(
+            *task, "--model", model, "--tool", "echo", "--tool-input",
+            f"@{tmp_path / 'in.json'}", "--log", str(log),
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert logged_tool_input(log) == {"text": "from the file"}
+
+    def test_tool_input_from_standard_input(self, workspace: Path, tmp_path: Path) -> None:
+        """`--tool-input -` reads the input from standard input."""
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", [{"text": "ok"}])
+        result = CliRunner().invoke(
+            cli,
+            ["run", "t", "--model", model, "--tool", "echo", "--tool-input", "-",
+             "--log", str(log)],
+            env=NO_KEYS,
+            input='{"text": "from stdin"}',
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert logged_tool_input(log) == {"text": "from stdin"}
+
+    @pytest.mark.parametrize("task", [["run", "t"], ["t"]])
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["--tool", ""], "--tool requires a value"),
+            (["--tool", "echo", "--tool-input", "{}", "--tool-input", "{}"],
+             "--tool-input may be given only once"),
+            (["--tool", "echo", "--tool", "echo"], "--tool may be given only once"),
+            (["--tool", "echo", "--tool-input", "@/does/not/exist.json"],
+             "--tool-input @/does/not/exist.json: cannot read /does/not/exist.json: "
+             "No such file or directory"),
+        ],
+    )  # fmt: skip
+    def test_tool_options_are_the_roots(
+        self, workspace: Path, task: list[str], args: list[str], message: str
+    ) -> None:
+        """--tool and --tool-input after a task are refused as the root refuses them:
+        an empty --tool, a repeated option, an @FILE that cannot be read."""
+        result = run(*task, *args)
+        assert result.exit_code == 2
+        assert result.stderr == f"[mini-harness] Error: {message}\n"
+        assert result.stdout == ""
+
+    def test_tool_given_before_and_after_the_task(self, workspace: Path) -> None:
+        """`--tool` both before and after the task is one --tool too many."""
+        result = run("--tool", "echo", "t", "--tool", "echo")
+        assert result.exit_code == 2
+        assert result.stderr == "[mini-harness] Error: --tool may be given only once\n"
+
+
 class TestExitCodes:
     def test_max_steps_is_1(self, workspace: Path, tmp_path: Path) -> None:
         """A run stopped by --max-steps exits 1 and says why."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,9 +12,9 @@ import click
 import orjson
 
 from mini_harness.cli.coding import approve_option, make_approver
-from mini_harness.cli.dispatch import parse_tool_input
+from mini_harness.cli.dispatch import parse_tool_input, read_tool_input
 from mini_harness.cli.log_options import log_option, log_options, opened_log
-from mini_harness.cli.output import PREFIX, error, info
+from mini_harness.cli.output import PREFIX, BadUsage, error, info
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
@@ -36,7 +37,12 @@ def _with_root_options(**options: Any) -> dict[str, Any]:
     inherited = (click.get_current_context().find_root().obj or {}).get("run_options")
     if inherited is None:
         return options
-    for key in ("tool", "tool_input", "context_report", "as_json", "registry_spec"):
+    for key, flag in (("tool", "--tool"), ("tool_input", "--tool-input")):
+        if options[key] is not None and inherited[key] is not None:
+            raise BadUsage(f"{flag} may be given only once")
+    for key in ("tool", "tool_input", "registry_spec"):
+        options[key] = options[key] if options[key] is not None else inherited[key]
+    for key in ("context_report", "as_json"):
         options[key] = options[key] or inherited[key]
     if options["log"] is None and inherited["log"] is not None:
         options["log"], options["log_settings"] = inherited["log"], inherited["log_settings"]
@@ -142,8 +148,6 @@ class PrintingReporter:
     "Give the agent the tools of this ToolRegistry (or a zero-argument callable returning "
     "one) instead of the built-in tools; the working directory is importable."
 )
-@click.option("--tool", metavar="NAME", help="Dispatch this tool first; its result goes in.")
-@click.option("--tool-input", metavar="JSON", help="The --tool's input as a JSON object.")
 @approve_option
 @click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end.")
@@ -195,7 +199,9 @@ def run_command(
         raise click.UsageError("the task is empty")
     if tool_input is not None and tool is None:
         raise click.UsageError("--tool-input needs --tool NAME")
-    manual = (tool, parse_tool_input(tool_input)) if tool is not None else None
+    manual = None
+    if tool is not None:
+        manual = (tool, parse_tool_input(read_tool_input(tool_input)))
     workspace = workspace or root_workspace()
     provider = choose_model_provider(model, os.environ)
     system_prompt = _system_prompt(system_prompt_file)
@@ -240,3 +246,26 @@ def run_command(
     code = EXIT_CODES[outcome.stop_reason]
     if code:
         raise click.exceptions.Exit(code)
+
+
+def _root_option(name: str, help_text: str) -> click.Option:
+    """The root command's option `name`, with this help: `--tool` and `--tool-input` given
+    after a task are parsed, refused and read exactly as before it."""
+    from mini_harness.cli import cli
+
+    for param in cli.params:
+        if isinstance(param, click.Option) and param.name == name:
+            option = copy.copy(param)
+            option.help = help_text
+            return option
+    raise LookupError(name)
+
+
+run_command.params += [
+    _root_option("tool", "Dispatch this tool first; its result goes in the context."),
+    _root_option(
+        "tool_input",
+        "The --tool's input as a JSON object; @FILE reads it from a file, - from standard "
+        "input. Without it the input is {}.",
+    ),
+]
