@@ -11,9 +11,11 @@ import orjson
 import pytest
 from click.testing import CliRunner, Result
 
+from mini_harness.agent.provider import Message, ModelResponse
 from mini_harness.cli import cli
+from mini_harness.cli.agent import PrintingReporter
 from mini_harness.replay.agent_fold import agent_context_report, fold_agent_runs
-from mini_harness.transcripts import verify_transcript
+from mini_harness.transcripts import Redactor, verify_transcript
 
 DEMO: list[dict[str, Any]] = [
     {"text": "Looking.", "toolCalls": [{"name": "list_files", "arguments": {}}]},
@@ -426,3 +428,49 @@ class TestSecrets:
         assert secret.encode() not in written
         assert written.count(b"[REDACTED]") >= 3
         assert verify_transcript(log).ok
+
+    @pytest.mark.parametrize("mode", [[], ["--no-stream"], ["--json"]])
+    def test_a_redacted_secret_is_not_printed(
+        self, workspace: Path, tmp_path: Path, mode: list[str]
+    ) -> None:
+        """What an agent run prints is redacted as its log is: the task, the step lines,
+        the tool outcomes, the model's text and the --json final text."""
+        secret = "s3cr3t-value-1234"
+        (workspace / "README.md").write_text(f"token: {secret}\n")
+        steps: list[dict[str, Any]] = [
+            {"toolCalls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+            {"toolCalls": [{"name": "echo", "arguments": {"text": secret}}]},
+            {"toolCalls": [{"name": "read_file", "arguments": {"path": secret}}]},
+            {"text": f"the token is {secret}"},
+        ]
+        model = script(tmp_path / "s.json", steps)
+        result = CliRunner().invoke(
+            cli,
+            ["run", f"find {secret}", "--model", model, "--log", str(tmp_path / "t.jsonl"),
+             "--redact-env", "DEMO_TOKEN", *mode],
+            env={**NO_KEYS, "DEMO_TOKEN": secret},
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert secret not in result.output
+        if mode == ["--json"]:
+            assert orjson.loads(result.stdout)["finalText"] == "the token is [REDACTED]"
+            return
+        lines = result.stdout.splitlines()
+        assert lines[0] == "[mini-harness] Task: find [REDACTED]"
+        assert '[mini-harness] Step 2: echo {"text":"[REDACTED]"}' in lines
+        assert '[mini-harness]   ok: {"text":"[REDACTED]"}' in lines
+        assert any(line.startswith("[mini-harness]   failed: ") for line in lines)
+        assert "the token is [REDACTED]" in lines
+
+    def test_a_secret_split_across_streamed_chunks_is_redacted(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Streamed text is redacted even when a secret arrives in pieces."""
+        redactor = Redactor.from_config(patterns=["s3cr3t-[0-9]+"])
+        reporter = PrintingReporter("script", redactor)
+        for chunk in ("one s3c", "r3t-12", "34 two\nthree s3cr3t-", "5"):
+            reporter.text(chunk)
+        reporter.response(1, ModelResponse(Message("assistant", ""), "stop"), streamed=True)
+        assert capsys.readouterr().out == (
+            "[mini-harness] Model response:\none [REDACTED] two\nthree [REDACTED]\n"
+        )

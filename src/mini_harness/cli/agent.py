@@ -13,11 +13,12 @@ import orjson
 
 from mini_harness.cli.coding import approve_option, make_approver
 from mini_harness.cli.dispatch import parse_tool_input, read_tool_input
-from mini_harness.cli.log_options import log_option, log_options, opened_log
+from mini_harness.cli.log_options import log_option, log_options, opened_log, redactor_for
 from mini_harness.cli.output import PREFIX, BadUsage, error, info
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
+from mini_harness.transcripts import Redactor
 
 RESULT_WIDTH = 160
 """How much of a tool's output a step line shows."""
@@ -74,43 +75,64 @@ def _agent_tools(
 
 
 class PrintingReporter:
-    """Prints a run as it goes: each step's tool call and outcome, the model's text."""
+    """Prints a run as it goes: each step's tool call and outcome, the model's text.
 
-    def __init__(self, provider_name: str) -> None:
+    With a redactor (`--redact-env`, `--redact-pattern`) everything it prints is redacted
+    as the log is; streamed text is then printed a line at a time, so that a secret split
+    across chunks is still caught.
+    """
+
+    def __init__(self, provider_name: str, redactor: Redactor | None = None) -> None:
         self.header = "Mock model response:" if provider_name == "mock" else "Model response:"
+        self._redactor = redactor if redactor is not None and redactor.active else None
         self._streaming = False
-        self._last_chunk = ""
+        self._held = ""  # streamed text not printed yet (with a redactor: the open line)
+        self._line_open = False
+
+    def shown(self, text: str) -> str:
+        """`text` as it may be printed."""
+        return text if self._redactor is None else self._redactor.redact_text(text)
+
+    def _print(self, text: str) -> None:
+        if text:
+            click.echo(text, nl=False)
+            self._line_open = not text.endswith("\n")
 
     def text(self, chunk: str) -> None:
         if not self._streaming:
             info(self.header)
             self._streaming = True
-        click.echo(chunk, nl=False)
-        self._last_chunk = chunk or self._last_chunk
+        if self._redactor is None:
+            self._print(chunk)
+            return
+        done, newline, self._held = (self._held + chunk).rpartition("\n")
+        self._print(self.shown(done + newline))
 
     def response(self, step: int, response: Any, streamed: bool) -> None:
         if self._streaming:
-            if not self._last_chunk.endswith("\n"):
+            self._print(self.shown(self._held))
+            if self._line_open:
                 click.echo("")
-            self._streaming, self._last_chunk = False, ""
+            self._streaming, self._held, self._line_open = False, "", False
         elif response.message.content:
             info(self.header)
-            click.echo(response.message.content)
+            click.echo(self.shown(response.message.content))
 
     def tool_called(self, step: int, call: Any) -> None:
-        info(f"Step {step}: {call.name} {call.arguments}")
+        info(self.shown(f"Step {step}: {call.name} {call.arguments}"))
 
     def tool_done(self, step: int, outcome: Any) -> None:
         if outcome.error is not None:
-            info(f"  failed: {outcome.error}")
+            info(self.shown(f"  failed: {outcome.error}"))
             return
-        shown = orjson.dumps(outcome.output).decode()
+        shown = self.shown(orjson.dumps(outcome.output).decode())
         if len(shown) > RESULT_WIDTH:
             shown = shown[: RESULT_WIDTH - 3] + "..."
         info(f"  ok: {shown}")
 
     def retry(self, error: Any) -> None:
-        click.echo(f"{PREFIX} Warning: model request failed ({error.message}); retrying", err=True)
+        message = self.shown(error.message)
+        click.echo(f"{PREFIX} Warning: model request failed ({message}); retrying", err=True)
 
 
 @click.command("run")
@@ -217,18 +239,18 @@ def run_command(
         stream=not no_stream and not as_json,
         manual_tool=manual,
     )
-    reporter = None if as_json else PrintingReporter(provider.name)
+    printer = PrintingReporter(provider.name, redactor_for(log_settings))
     with opened_log(log, log_settings) as sink:  # a log that cannot be opened stops here
         if not as_json:
-            info(f"Task: {task_text}")
+            info(printer.shown(f"Task: {task_text}"))
             info(f"Model provider: {provider.name}")
         runtime = ToolRuntime(tools, sink, approver=approver)
-        outcome = AgentLoop(runtime, provider, config, reporter).run()
+        outcome = AgentLoop(runtime, provider, config, None if as_json else printer).run()
     if as_json:
         document = {
             "runId": outcome.run_id,
             "stopReason": outcome.stop_reason,
-            "finalText": outcome.final_text,
+            "finalText": None if outcome.final_text is None else printer.shown(outcome.final_text),
             "steps": outcome.steps,
             "usage": outcome.usage.to_json(),
         }
@@ -242,7 +264,7 @@ def run_command(
         click.echo("")
         click.echo(render_report(parts, outcome.last_input_tokens), nl=False)
     if outcome.error is not None:
-        error(outcome.error)
+        error(printer.shown(outcome.error))
     code = EXIT_CODES[outcome.stop_reason]
     if code:
         raise click.exceptions.Exit(code)
