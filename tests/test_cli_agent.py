@@ -146,6 +146,15 @@ class TestLogAndReport:
             f"[mini-harness] Error: cannot open transcript {log}: Not a directory\n"
         )
 
+    def test_a_fifo_named_agents_md_is_skipped(self, workspace: Path) -> None:
+        """A FIFO named AGENTS.md does not hang the run: it is skipped with one warning."""
+        os.mkfifo(workspace / "AGENTS.md")
+        result = run("run", "hello")
+        assert result.exit_code == 0
+        assert result.stderr == (
+            "[mini-harness] Warning: project rules AGENTS.md skipped: not a regular file\n"
+        )
+
     def test_context_report_replays_byte_for_byte(self, workspace: Path, tmp_path: Path) -> None:
         """The live report of the last request is what the fold rebuilds from the log."""
         (workspace / "AGENTS.md").write_text("Be brief.\n")

@@ -74,6 +74,10 @@ def _agent_tools(
     return tools
 
 
+def _warn(message: str) -> None:
+    click.echo(f"{PREFIX} Warning: {message}", err=True)
+
+
 class PrintingReporter:
     """Prints a run as it goes: each step's tool call and outcome, the model's text.
 
@@ -229,7 +233,7 @@ def run_command(
     system_prompt = _system_prompt(system_prompt_file)
     tools = _agent_tools(registry_spec, workspace, log_settings)
     approver = make_approver(workspace or os.curdir, approve)
-    rules = load_project_rules(Path(workspace or os.curdir), Path.cwd())
+    rules = load_project_rules(Path(workspace or os.curdir), Path.cwd(), warn=_warn)
     config = AgentConfig(
         task=task_text,
         system_prompt=system_prompt,
