@@ -202,6 +202,30 @@ class TestToolFirst:
         assert result.exit_code == 0, result.output
         assert logged_tool_input(log) == {"text": "from the file"}
 
+    def test_a_failed_tool_before_the_task_is_printed(self, workspace: Path) -> None:
+        """`--tool NAME "TASK"`: the tool's failure is printed before the agent starts, and
+        the mock repeats the task."""
+        result = run("--tool", "nosuch", "count the files")
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        assert lines[:5] == [
+            "[mini-harness] Task: count the files",
+            "[mini-harness] Model provider: mock",
+            "[mini-harness] Before the task: nosuch {}",
+            "[mini-harness]   failed: Unknown tool: nosuch",
+            "[mini-harness] Mock model response:",
+        ]
+        assert "Your task was: count the files" in lines[5]
+
+    def test_a_tool_before_the_task_prints_its_outcome(self, workspace: Path) -> None:
+        """A tool run before the task prints its call and its `ok:` line, as a step does."""
+        result = run("run", "t", "--tool", "echo", "--tool-input", '{"text":"hi"}')
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines()[2:4] == [
+            '[mini-harness] Before the task: echo {"text":"hi"}',
+            '[mini-harness]   ok: {"text":"hi"}',
+        ]
+
     def test_tool_input_from_standard_input(self, workspace: Path, tmp_path: Path) -> None:
         """`--tool-input -` reads the input from standard input."""
         log = tmp_path / "t.jsonl"

@@ -234,13 +234,21 @@ class AgentLoop:
         )
 
     def _manual_tool(self, name: str, tool_input: JsonValue) -> Message:
+        """Dispatch the tool run before the task; the reporter hears of it as step 0."""
+        call = ToolCall("", name, orjson.dumps(tool_input).decode())
+        self.reporter.tool_called(0, call)
         try:
-            result = self.runtime.dispatch(name, tool_input).display_json()
+            done = self.runtime.dispatch(name, tool_input)
         except ToolCallError as exc:
             result = display_failure(
                 name, tool_input, {"kind": exc.kind, "message": exc.message}, 0
             )
-        return manual_tool_message(result)
+            message = manual_tool_message(result)
+            self.reporter.tool_done(0, ToolOutcome(call, message, error=exc.message))
+            return message
+        message = manual_tool_message(done.display_json())
+        self.reporter.tool_done(0, ToolOutcome(call, message, output=done.output))
+        return message
 
     def _step(self, step: int) -> ModelResponse:
         """Trim if the budget asks, record the request, send it, record the answer."""

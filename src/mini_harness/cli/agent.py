@@ -123,7 +123,8 @@ class PrintingReporter:
             click.echo(self.shown(response.message.content))
 
     def tool_called(self, step: int, call: Any) -> None:
-        info(self.shown(f"Step {step}: {call.name} {call.arguments}"))
+        where = f"Step {step}" if step else "Before the task"  # step 0: --tool
+        info(self.shown(f"{where}: {call.name} {call.arguments}"))
 
     def tool_done(self, step: int, outcome: Any) -> None:
         if outcome.error is not None:
