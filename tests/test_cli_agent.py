@@ -440,28 +440,6 @@ class TestReplayOfAgentRuns:
 
 
 class TestSecrets:
-    def test_a_redacted_secret_never_reaches_the_log_from_model_messages(
-        self, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """--redact-env covers the agent's events too: the task, the model's text and the
-        tool results that carried the secret are written as [REDACTED]."""
-        secret = "s3cr3t-value-1234"
-        monkeypatch.setenv("DEMO_TOKEN", secret)
-        (workspace / "README.md").write_text(f"token: {secret}\n")
-        log = tmp_path / "t.jsonl"
-        model = script(tmp_path / "s.json", [*DEMO[:2], {"text": f"the token is {secret}"}])
-        result = CliRunner().invoke(
-            cli,
-            ["run", f"find {secret}", "--model", model, "--log", str(log),
-             "--redact-env", "DEMO_TOKEN"],
-            env={**NO_KEYS, "DEMO_TOKEN": secret},
-        )  # fmt: skip
-        assert result.exit_code == 0, result.output
-        written = log.read_bytes()
-        assert secret.encode() not in written
-        assert written.count(b"[REDACTED]") >= 3
-        assert verify_transcript(log).ok
-
     @pytest.mark.parametrize("mode", [[], ["--no-stream"], ["--json"]])
     def test_a_redacted_secret_is_not_printed(
         self, workspace: Path, tmp_path: Path, mode: list[str]
@@ -507,3 +485,25 @@ class TestSecrets:
         assert capsys.readouterr().out == (
             "[mini-harness] Model response:\none [REDACTED] two\nthree [REDACTED]\n"
         )
+
+    def test_a_redacted_secret_never_reaches_the_log_from_model_messages(
+        self, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """--redact-env covers the agent's events too: the task, the model's text and the
+        tool results that carried the secret are written as [REDACTED]."""
+        secret = "s3cr3t-value-1234"
+        monkeypatch.setenv("DEMO_TOKEN", secret)
+        (workspace / "README.md").write_text(f"token: {secret}\n")
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", [*DEMO[:2], {"text": f"the token is {secret}"}])
+        result = CliRunner().invoke(
+            cli,
+            ["run", f"find {secret}", "--model", model, "--log", str(log),
+             "--redact-env", "DEMO_TOKEN"],
+            env={**NO_KEYS, "DEMO_TOKEN": secret},
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        written = log.read_bytes()
+        assert secret.encode() not in written
+        assert written.count(b"[REDACTED]") >= 3
+        assert verify_transcript(log).ok
