@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -20,7 +19,7 @@ STEPS = [
 
 
 @pytest.fixture(name="log")
-def _log(tmp_path: Path) -> Iterator[Path]:
+def _log(tmp_path: Path) -> Path:
     """A finished agent run (scripted model) recorded in t.jsonl."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -37,7 +36,7 @@ def _log(tmp_path: Path) -> Iterator[Path]:
     finally:
         os.chdir(cwd)
     assert result.exit_code == 0, result.output
-    yield log
+    return log
 
 
 def cut_after_last(log: Path, event_type: str) -> None:
