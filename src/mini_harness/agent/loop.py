@@ -47,7 +47,8 @@ from mini_harness.events import (
     new_id,
     utc_timestamp,
 )
-from mini_harness.runtime.dispatch import ToolRuntime, display_failure
+from mini_harness.runtime.dispatch import ToolRuntime
+from mini_harness.runtime.results import display_failure
 
 DEFAULT_MAX_STEPS = 10
 DEFAULT_PARAMS: JsonObject = {"temperature": 0.2}

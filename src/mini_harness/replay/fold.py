@@ -40,7 +40,7 @@ from mini_harness.runtime.context import (
     pretty_json,
     render_context_report,
 )
-from mini_harness.runtime.dispatch import display_failure, display_result
+from mini_harness.runtime.results import display_failure, display_result
 from mini_harness.transcripts.fields import wire_value
 from mini_harness.transcripts.protocol import CallProtocol
 from mini_harness.transcripts.reader import TranscriptReader
