@@ -137,10 +137,13 @@ class TranscriptFold:
                 if call is not None:
                     yield call
             elif isinstance(event, ToolCalled):
+                started = None
                 if event.run_id not in runs:
-                    yield from self._implicit_run(record.line, event)
+                    started = self._implicit_run(record.line, event)
                 if called(record.line, record.seq, event.run_id, event.call_id, event.name):
                     inputs[event.call_id] = event.input
+                if started is not None:
+                    yield started
             elif isinstance(event, RunStarted):
                 if event.run_id in self._runs:
                     message = f"run {event.run_id} is started again"
@@ -171,12 +174,12 @@ class TranscriptFold:
         noun = "run" if len(runs) == 1 else "runs"
         return f"it has {len(runs)} {noun}: {', '.join(runs[:shown])}{more}"
 
-    def _implicit_run(self, line: int, event: ToolCalled) -> Iterator[RunInfo]:
-        """The run a ToolCalled implicitly starts when it names no started run."""
+    def _implicit_run(self, line: int, event: ToolCalled) -> RunInfo | None:
+        """Start the run a ToolCalled names when no RunStarted did; its RunInfo if shown."""
         message = f"ToolCalled for run {event.run_id}, with no RunStarted"
         self._extra_problems.append(LogProblem("protocol", line, message))
         info = RunInfo(len(self._runs) + 1, event.run_id, "", event.ts, line, ())
-        yield from self._add_run(info)
+        return next(iter(self._add_run(info)), None)
 
     def _ended(self, line: int, seq: int, event: ToolSucceeded | ToolFailed) -> CallRecord | None:
         """Fold a terminal event; the call it ends, if it ends one and its run is shown."""
