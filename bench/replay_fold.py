@@ -331,10 +331,8 @@ def run(config: Any) -> Any:
             f"whole passes apart: its {rounds} passes gave {fmt_pct(min(turns))} to "
             f"{fmt_pct(max(turns))}, against {fmt_pct(min(stream_rounds))} to "
             f"{fmt_pct(max(stream_rounds))} for the whole-pass rounds (median "
-            f"{fmt_pct(stream_share or 0.0)}). In a separate check on a 300,000-event file (4 "
-            "rounds each, nothing else running) the two methods agreed: medians 32.8% and "
-            "32.9%. Whole passes see the machine's speed drift between them; the turn-by-turn "
-            "figure is the steadier estimate of the same ratio."
+            f"{fmt_pct(stream_share or 0.0)}). Whole passes see the machine's speed drift "
+            "between them; the turn-by-turn figure is the steadier estimate of the same ratio."
         )
     steps = breakdown(path, rounds)
     per_event = 1e6 / median(figures["reader"])
