@@ -6,6 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mini_harness.agent import Message, ModelError, ModelRequest, ModelResponse, Usage
 from mini_harness.agent.context import load_project_rules
 from mini_harness.agent.loop import AgentConfig, AgentLoop, AgentOutcome
@@ -171,10 +173,11 @@ class TestFailedCalls:
         assert results[1].content == "Invalid input for read_file.path: expected string"
         assert results[2].content.startswith("Invalid arguments for read_file: not valid JSON")
 
-    def test_unparsable_arguments_are_echoed_as_an_object(
+    def test_unparsable_arguments_stay_raw_in_the_history(
         self, tmp_path: Path, write_script: Script, workspace: Path
     ) -> None:
-        """The history sends `{}` for arguments that do not parse; the transcript keeps them."""
+        """The neutral history keeps arguments that do not parse as the model sent them (the
+        providers send them in a form their servers accept), and so does the transcript."""
         raw = '{"path": "README'
         script = write_script(
             [{"toolCalls": [{"name": "read_file", "arguments": raw}]}, {"text": "ok"}]
@@ -183,7 +186,7 @@ class TestFailedCalls:
         log = tmp_path / "t.jsonl"
         run_logged(log, workspace, provider)
         assistant = provider.requests[1].messages[2]
-        assert assistant.tool_calls[0].arguments == "{}"
+        assert assistant.tool_calls[0].arguments == raw
         responded = next(e for e in events(log) if isinstance(e, ModelResponded))
         assert responded.message["toolCalls"][0]["arguments"] == raw
         called = next(e for e in events(log) if isinstance(e, ToolCalled))
@@ -223,7 +226,7 @@ class TestStops:
         outcome, _ = run_logged(log, workspace, ScriptProvider(write_script([call])))
         assert outcome.stop_reason == "model_error"
         assert outcome.error is not None
-        assert "has 1 response(s); the run asked for response 2" in outcome.error
+        assert "has 1 response; the run asked for response 2" in outcome.error
         failed = [e for e in events(log) if isinstance(e, ModelFailed)]
         assert [f.error["kind"] for f in failed] == ["invalid_response"]
 
@@ -262,6 +265,54 @@ class TestStops:
         assert tail[0].error["kind"] == "cancelled"
         assert isinstance(tail[1], RunFinished)
         assert tail[1].stop_reason == "cancelled"
+        assert verify_transcript(log).ok
+
+    @pytest.mark.parametrize("raised", [SystemExit(3), GeneratorExit()])
+    def test_base_exception_from_a_handler_finishes_the_run(
+        self, tmp_path: Path, write_script: Script, workspace: Path, raised: BaseException
+    ) -> None:
+        """A handler raising SystemExit or GeneratorExit ends the run as cancelled in the log
+        (RunFinished is written, the transcript verifies) and the exception goes on up."""
+        registry = default_registry(workspace)
+
+        def abrupt(data: Any) -> Any:
+            raise raised
+
+        registry.add(
+            "abrupt", abrupt, description="Ends abruptly.", input_schema={"type": "object"}
+        )
+        script = write_script([{"toolCalls": [{"name": "abrupt", "arguments": {}}]}])
+        log = tmp_path / "t.jsonl"
+        with JsonlTranscript(log) as sink:
+            loop = AgentLoop(ToolRuntime(registry, sink), ScriptProvider(script), AgentConfig("t"))
+            with pytest.raises(type(raised)):
+                loop.run()
+        last = events(log)[-1]
+        assert isinstance(last, RunFinished)
+        assert (last.stop_reason, last.steps) == ("cancelled", 1)
+        assert verify_transcript(log).ok
+
+    @pytest.mark.parametrize("raised", [SystemExit(3), GeneratorExit()])
+    def test_base_exception_from_a_provider_finishes_the_request(
+        self, tmp_path: Path, workspace: Path, raised: BaseException
+    ) -> None:
+        """A provider raising SystemExit ends its request with ModelFailed `cancelled` and the
+        run with RunFinished `cancelled`, then the exception goes on up."""
+
+        class Abrupt:
+            name = model = "abrupt"
+
+            def complete(self, request: ModelRequest, **kwargs: Any) -> ModelResponse:
+                raise raised
+
+        log = tmp_path / "t.jsonl"
+        with pytest.raises(type(raised)):
+            run_logged(log, workspace, Abrupt())
+        failed, finished = events(log)[-2:]
+        assert isinstance(failed, ModelFailed)
+        assert failed.error["kind"] == "cancelled"
+        assert isinstance(finished, RunFinished)
+        assert finished.stop_reason == "cancelled"
         assert verify_transcript(log).ok
 
     def test_usage_is_summed(self, tmp_path: Path, write_script: Script, workspace: Path) -> None:

@@ -13,7 +13,7 @@ import click
 from mini_harness.cli import BadUsage, error, info
 from mini_harness.cli.coding import effects_option, print_effects
 from mini_harness.cli.options import SingleOption
-from mini_harness.replay.agent_fold import fold_agent_runs
+from mini_harness.errors import counted
 from mini_harness.replay.model import RunSummary
 
 if TYPE_CHECKING:
@@ -244,11 +244,11 @@ class _Output:
 
     def summaries(self) -> list[RunSummary]:
         """The runs' summaries; an agent run's report is that of its last request (or of
-        --step N's), as the live run printed it."""
+        --step N's), as the live run printed it, rebuilt in the same pass as the fold."""
         summaries = list(self.fold.summaries())
-        if not self.fold.context_reports or not os.path.isfile(self.fold.path):
+        if not self.fold.context_reports:
             return summaries
-        agent_runs = {run.run_id: run for run in fold_agent_runs(self.fold.path)}
+        agent_runs = {run.run_id: run for run in self.fold.agent_runs()}
         return [
             attrs.evolve(s, context_report=agent_runs[s.info.run_id].context_report(self.step))
             if s.info.run_id in agent_runs
@@ -371,7 +371,9 @@ class _TextOutput(_Output):
             hint = self.missing_registry()
             return f"re-run differs from the record: {parts}" + (f"; {hint}" if hint else "")
         in_doubt = self.fold.totals().in_doubt
-        return f"the log has {problems} problem(s) and {in_doubt} call(s) in doubt"
+        return (
+            f"the log has {counted(problems, 'problem')} and {counted(in_doubt, 'call')} in doubt"
+        )
 
 
 class _JsonOutput(_Output):

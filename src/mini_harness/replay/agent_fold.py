@@ -20,7 +20,7 @@ from mini_harness.agent.context import (
     request_parts,
 )
 from mini_harness.agent.provider import Message, ModelRequest, ModelResponse, Usage
-from mini_harness.errors import ReplayError
+from mini_harness.errors import ReplayError, counted
 from mini_harness.events import (
     ContextTrimmed,
     Event,
@@ -84,9 +84,8 @@ class AgentRun:
         for step in self.steps:
             if step.step == number:
                 return step
-        raise ReplayError(
-            f"run {self.run_id} has no step {number} (it made {len(self.steps)} request(s))"
-        )
+        made = counted(len(self.steps), "request")
+        raise ReplayError(f"run {self.run_id} has no step {number} (it made {made})")
 
     def context_report(self, step: int | None = None) -> str:
         """The Context Explorer report of a step's request (the last one by default),
@@ -99,7 +98,9 @@ class AgentRun:
         return context_report(parts, tokens)
 
 
-class _Folder:
+class AgentRunFolder:
+    """Folds agent runs event by event (tool runs are passed over); `finish()` ends it."""
+
     def __init__(self) -> None:
         self.runs: dict[str, AgentRun] = {}
         self.requests: dict[str, AgentStep] = {}
@@ -173,7 +174,7 @@ class _Folder:
 
 def fold_agent_events(events: Iterable[Event]) -> list[AgentRun]:
     """The agent runs among `events`, in the order they started (tool runs are skipped)."""
-    folder = _Folder()
+    folder = AgentRunFolder()
     for event in events:
         folder.add(event)
     return folder.finish()
