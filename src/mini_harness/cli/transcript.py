@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from mini_harness.cli import PREFIX, error, fail, info
+from mini_harness.cli.corpus import corpus_options, verify_corpus, wants_corpus
 
 if TYPE_CHECKING:
     from mini_harness.transcripts.verify import VerifyReport
@@ -45,13 +46,23 @@ def _problems(report: VerifyReport, what: str) -> None:
 
 
 @transcript_group.command("verify", short_help="Check a transcript; print its head hash.")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@corpus_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
-def verify_command(path: str, as_json: bool) -> None:
+def verify_command(
+    paths: tuple[str, ...], workers: int | None, ray_address: str | None, as_json: bool
+) -> None:
     """Check PATH: every line is JSON, seq is dense, the prev chain is unbroken, every call
     ends exactly once, no call is in doubt. Prints the head hash (the last line's hash),
-    which anchors the whole chain."""
+    which anchors the whole chain.
+
+    Several paths, a directory (every *.jsonl below it) or a glob make one report with a
+    line per file; the exit code is the worst file's."""
     from mini_harness.transcripts.verify import verify_transcript
+
+    if wants_corpus(paths, workers, ray_address):
+        verify_corpus(paths, as_json=as_json, workers=workers, ray_address=ray_address)
+    (path,) = paths
 
     report = verify_transcript(path)
     if as_json:

@@ -1,0 +1,136 @@
+"""Fold a corpus as Ray tasks: the same summaries and report as `fold_corpus`, on a cluster.
+
+Each task reads its file from a path every node can see (a shared file system) and sends
+back a FileSummary, so only counts travel to the driver, never events. Ray is imported
+here alone, and only when this is called (`pip install 'mini-harness[ray]'`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from mini_harness.errors import MiniHarnessError
+from mini_harness.replay.corpus import (
+    CorpusFile,
+    CorpusMerge,
+    CorpusReport,
+    Progress,
+    expand_paths,
+    missing_summary,
+    shown_as,
+)
+from mini_harness.replay.corpus_summary import (
+    FOLD,
+    FileSummary,
+    RegistryFactory,
+    SummaryOptions,
+    summarize_file,
+)
+
+LOCAL = "127.0.0.1"
+"""A Ray instance this module starts listens on loopback only."""
+
+
+class RayUnavailableError(MiniHarnessError):
+    """Ray is not installed, or the cluster cannot be reached."""
+
+
+def fold_corpus_ray(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    address: str | None = None,
+    mode: str = FOLD,
+    rerun: RegistryFactory | None = None,
+    allow_side_effects: bool = False,
+    progress: Progress | None = None,
+) -> CorpusReport:
+    """`fold_corpus` with each file folded by a Ray task.
+
+    `address` is "auto" (the cluster this machine belongs to), a cluster address, or None
+    for a local Ray instance started for this call (on loopback, stopped at the end). If
+    Ray is already initialized in this process, that instance is used as it is.
+    """
+    options = SummaryOptions(mode, rerun, allow_side_effects)
+    return fold_files_ray(expand_paths(paths), options, address=address, progress=progress)
+
+
+def fold_files_ray(
+    files: Sequence[CorpusFile],
+    options: SummaryOptions,
+    *,
+    address: str | None = None,
+    progress: Progress | None = None,
+) -> CorpusReport:
+    """`fold_corpus_ray` over files already expanded (see `expand_paths`)."""
+    merge = CorpusMerge(rerun=options.rerun is not None)
+    ray = _import_ray()
+    started = False
+    if not ray.is_initialized():
+        _start(ray, address)
+        started = True
+    try:
+        for summary in _summaries(ray, files, options):
+            merge.add(summary)
+            if progress is not None:
+                progress(summary)
+    finally:
+        if started:
+            ray.shutdown()
+    return merge.report()
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailableError(
+            "--ray needs Ray: pip install 'mini-harness[ray]' (or 'ray>=2.9,<3')"
+        ) from None
+    return ray
+
+
+def _start(ray: Any, address: str | None) -> None:
+    settings: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+    if address is None:
+        settings["_node_ip_address"] = LOCAL
+    else:
+        settings["address"] = address
+    try:
+        ray.init(**settings)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = address or "a local instance"
+        raise RayUnavailableError(f"cannot start Ray ({where}): {exc}") from None
+
+
+def _summaries(
+    ray: Any, files: Sequence[CorpusFile], options: SummaryOptions
+) -> Iterator[FileSummary]:
+    """Each file's summary as its task ends; a bounded number of tasks in flight."""
+    task = ray.remote(num_cpus=1, max_retries=1)(summarize_file)
+    window = max(4, int(ray.cluster_resources().get("CPU", 1)) * 4)
+    todo = iter(item.path for item in files if item.missing is None)
+    for item in files:
+        if item.missing is not None:
+            yield missing_summary(item)
+    running: dict[Any, str] = {}
+    options_ref = ray.put(options)
+
+    def submit() -> None:
+        for path in todo:
+            # Absolute: a Ray worker does not run in this process's directory.
+            running[task.remote(os.path.abspath(path), options_ref)] = path
+            return
+
+    for _ in range(window):
+        submit()
+    while running:
+        done, _ = ray.wait(list(running), num_returns=1)
+        for ref in done:
+            path = running.pop(ref)
+            submit()
+            try:
+                yield shown_as(path, ray.get(ref))
+            except ray.exceptions.RayError as exc:
+                yield FileSummary(path, status="unreadable", error=f"Ray task failed: {exc}")
