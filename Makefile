@@ -21,7 +21,12 @@ demo: $(STAMP)
 	@echo "--- mini-harness replay demo-transcript.jsonl"
 	$(BIN)/mini-harness replay demo-transcript.jsonl
 
-test: $(STAMP)
+# The Ray extra is big (a wheel of ~70 MB): only the test target installs it.
+$(VENV)/.ray-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,ray]'
+	touch $@
+
+test: $(STAMP) $(VENV)/.ray-installed
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q

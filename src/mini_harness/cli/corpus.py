@@ -38,6 +38,7 @@ def corpus_options(command: F) -> F:
         is_flag=False,
         flag_value=LOCAL_RAY,
         default=None,
+        callback=_ray_address,
         help="Fold the files as Ray tasks: 'auto' (this machine's cluster), a cluster "
         "address, or no value for a local instance. Needs the 'ray' extra; the files must "
         "be at the same path on every node. Put it after the paths, or write --ray=ADDRESS.",
@@ -49,6 +50,16 @@ def corpus_options(command: F) -> F:
         metavar="N",
         help="With several files: fold them in N processes (default: the number of cores).",
     )(command)
+
+
+def _ray_address(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse a path taken as the address (`--ray DIR`): it runs before PATH... is checked."""
+    if value is not None and value != LOCAL_RAY and os.path.exists(value):
+        raise BadUsage(
+            f"--ray took {value} as a cluster address: put --ray after the paths, "
+            "or write --ray=ADDRESS"
+        )
+    return value
 
 
 def wants_corpus(paths: Sequence[str], workers: int | None, ray_address: str | None) -> bool:
@@ -139,11 +150,6 @@ def _run(
 
     if ray_address is not None and workers is not None:
         raise BadUsage("--workers applies to local processes; with --ray, Ray places the work")
-    if ray_address is not None and os.path.exists(ray_address):
-        raise BadUsage(
-            f"--ray took {ray_address} as a cluster address: put --ray after the paths, "
-            "or write --ray=ADDRESS"
-        )
     files = expand_paths(paths)
     if not as_json:
         noun = "transcript" if len(files) == 1 else "transcripts"

@@ -29,8 +29,10 @@ from mini_harness.replay.corpus_summary import (
     summarize_file,
 )
 
-LOCAL = "127.0.0.1"
-"""A Ray instance this module starts listens on loopback only."""
+LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+"""Set before Ray is imported, this makes a local instance take the loopback address as its
+node address, so every server it starts listens on 127.0.0.1 only (by default Ray binds
+them to all interfaces, ready for other nodes to join)."""
 
 
 class RayUnavailableError(MiniHarnessError):
@@ -50,7 +52,8 @@ def fold_corpus_ray(
 
     `address` is "auto" (the cluster this machine belongs to), a cluster address, or None
     for a local Ray instance started for this call (on loopback, stopped at the end). If
-    Ray is already initialized in this process, that instance is used as it is.
+    Ray is already initialized in this process, that instance is used as it is. A local
+    instance listens on loopback only when Ray is first imported here (see LOOPBACK_ONLY).
     """
     options = SummaryOptions(mode, rerun, allow_side_effects)
     return fold_files_ray(expand_paths(paths), options, address=address, progress=progress)
@@ -65,7 +68,7 @@ def fold_files_ray(
 ) -> CorpusReport:
     """`fold_corpus_ray` over files already expanded (see `expand_paths`)."""
     merge = CorpusMerge(rerun=options.rerun is not None)
-    ray = _import_ray()
+    ray = _import_ray(local=address is None)
     started = False
     if not ray.is_initialized():
         _start(ray, address)
@@ -81,7 +84,10 @@ def fold_files_ray(
     return merge.report()
 
 
-def _import_ray() -> Any:
+def _import_ray(*, local: bool) -> Any:
+    if local:
+        for name, value in LOOPBACK_ONLY.items():
+            os.environ.setdefault(name, value)
     try:
         import ray
     except ImportError:
@@ -93,9 +99,7 @@ def _import_ray() -> Any:
 
 def _start(ray: Any, address: str | None) -> None:
     settings: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-    if address is None:
-        settings["_node_ip_address"] = LOCAL
-    else:
+    if address is not None:
         settings["address"] = address
     try:
         ray.init(**settings)
