@@ -290,6 +290,9 @@ def _in_processes(paths: list[str], options: SummaryOptions, workers: int) -> It
     # runner) can deadlock; spawn where there is no forkserver.
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
+    if method == "forkserver":
+        # Workers fork from a server that has imported the fold once, not each on its own.
+        context.set_forkserver_preload([summarize_file.__module__])
     window = workers * 4
     pending = iter(paths)
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
