@@ -13,8 +13,14 @@ from mini_harness import ToolCallError, ToolRuntime
 from mini_harness.cli import cli
 from mini_harness.cli.corpus import CorpusProgress
 from mini_harness.replay import fold_corpus
-from mini_harness.replay.corpus import CorpusMerge, expand_paths
-from mini_harness.replay.corpus_summary import FileSummary, SummaryOptions, summarize_file
+from mini_harness.replay.corpus import corpus_report, expand_paths
+from mini_harness.replay.corpus_summary import (
+    FileSummary,
+    SummaryMerge,
+    SummaryOptions,
+    summarize_batch,
+    summarize_file,
+)
 from mini_harness.transcripts import JsonlTranscript
 from tests.replay import registries
 from tests.replay.corpus_files import write_agent_run, write_calls
@@ -152,16 +158,22 @@ class TestDeterminism:
             fold_corpus([corpus], workers=1)
         )
 
-    def test_finish_order_does_not_matter(self, corpus: Path) -> None:
-        """Summaries merged in any order make the same report."""
+    def test_finish_order_and_batches_do_not_matter(self, corpus: Path) -> None:
+        """Summaries merged in any order, one by one or in batches, make the same report."""
         options = SummaryOptions()
-        summaries = [summarize_file(item.path, options) for item in expand_paths([corpus])]
+        paths = [item.path for item in expand_paths([corpus])]
+        summaries = [summarize_file(path, options) for path in paths]
         reports = set()
         for order in itertools.islice(itertools.permutations(summaries), 0, None, 97):
-            merge = CorpusMerge()
+            merge = SummaryMerge()
             for summary in order:
                 merge.add(summary)
-            reports.add(as_bytes(merge.report()))
+            reports.add(as_bytes(corpus_report(merge)))
+        for size in (2, 4):
+            merge = SummaryMerge()
+            for start in reversed(range(0, len(paths), size)):
+                merge.merge(summarize_batch(paths[start : start + size], options))
+            reports.add(as_bytes(corpus_report(merge)))
         assert len(reports) == 1
 
     def test_a_bad_file_does_not_stop_the_rest(self, corpus: Path) -> None:

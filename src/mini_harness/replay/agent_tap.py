@@ -36,19 +36,19 @@ class AgentFigures:
     def runs(self) -> int:
         return sum(self.stop_reasons.values())
 
-    def run_started(self, data: JsonObject) -> None:
-        if data.get("task") is not None:
-            self._open_runs.add(str(data.get("runId")))
+    def run_started(self, run_id: str, task: JsonValue) -> None:
+        """A run began; it is an agent run when it records a task."""
+        if task is not None:
+            self._open_runs.add(run_id)
 
-    def run_finished(self, data: JsonObject) -> None:
-        self._open_runs.discard(str(data.get("runId")))
-        reason = data.get("stopReason")
-        key = reason if isinstance(reason, str) else UNFINISHED
+    def run_finished(self, run_id: str, stop_reason: JsonValue) -> None:
+        self._open_runs.discard(run_id)
+        key = stop_reason if isinstance(stop_reason, str) else UNFINISHED
         self.stop_reasons[key] = self.stop_reasons.get(key, 0) + 1
 
-    def responded(self, data: JsonObject) -> None:
+    def responded(self, usage: JsonValue) -> None:
+        """A model response; its `usage` counts are added when they are numbers."""
         self.responses += 1
-        usage = data.get("usage")
         if isinstance(usage, dict):
             for key in USAGE_KEYS:
                 self.usage[key] += _count(usage.get(key))
@@ -98,9 +98,9 @@ class TappedFold(TranscriptFold):
     def _event(self, line: int, seq: int, data: JsonObject) -> Iterator[RunInfo | CallRecord]:
         kind = data.get("type")
         if kind == "ModelResponded":
-            self.figures.responded(data)
+            self.figures.responded(data.get("usage"))
         elif kind == "RunFinished":
-            self.figures.run_finished(data)
+            self.figures.run_finished(str(data.get("runId")), data.get("stopReason"))
         elif kind == "RunStarted":
-            self.figures.run_started(data)
+            self.figures.run_started(str(data.get("runId")), data.get("task"))
         return super()._event(line, seq, data)

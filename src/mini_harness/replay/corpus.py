@@ -28,14 +28,17 @@ from mini_harness.replay.corpus_summary import (
     UNREADABLE,
     FileSummary,
     RegistryFactory,
+    SummaryMerge,
     SummaryOptions,
     ToolFigures,
     file_size,
+    summarize_batch,
     summarize_file,
 )
 from mini_harness.replay.model import OUTCOMES
 
 PERCENTILES = (50, 95, 99)
+BATCH_FILES = 64
 _GLOB_CHARS = frozenset("*?[")
 
 Progress = Callable[[FileSummary], None]
@@ -192,36 +195,20 @@ class CorpusReport:
         }
 
 
-class CorpusMerge:
-    """Summaries merged as they arrive: exact sums, so the order does not matter."""
-
-    def __init__(self, *, rerun: bool = False) -> None:
-        self.rows: list[FileSummary] = []
-        self.tools: dict[str, ToolFigures] = {}
-        self.agent = AgentFigures()
-        self.rerun: dict[str, int] | None = dict.fromkeys(OUTCOMES, 0) if rerun else None
-        self.events = 0
-
-    def add(self, summary: FileSummary) -> None:
-        self.events += summary.events
-        for name, figures in summary.tools.items():
-            mine = self.tools.get(name)
-            if mine is None:
-                mine = self.tools[name] = ToolFigures()
-            mine.merge(figures)
-        self.agent.merge(summary.agent)
-        if self.rerun is not None and summary.rerun is not None:
-            for outcome, count in summary.rerun.items():
-                self.rerun[outcome] = self.rerun.get(outcome, 0) + count
-        self.rows.append(summary.row())
-
-    def report(self) -> CorpusReport:
-        return CorpusReport(
-            files=tuple(sorted(self.rows, key=lambda row: row.path)),
-            tools=tuple(ToolReport(name, self.tools[name]) for name in sorted(self.tools)),
-            agent=self.agent,
-            rerun=self.rerun,
-        )
+def corpus_report(merge: SummaryMerge, *, rerun: bool = False) -> CorpusReport:
+    """The report of merged summaries: files sorted by path, tools by name."""
+    outcomes: dict[str, int] | None = None
+    if rerun:
+        outcomes = dict.fromkeys(OUTCOMES, 0)
+        for row in merge.rows:
+            for outcome, count in (row.rerun or {}).items():
+                outcomes[outcome] = outcomes.get(outcome, 0) + count
+    return CorpusReport(
+        files=tuple(sorted(merge.rows, key=lambda row: row.path)),
+        tools=tuple(ToolReport(name, merge.tools[name]) for name in sorted(merge.tools)),
+        agent=merge.agent,
+        rerun=outcomes,
+    )
 
 
 def missing_summary(item: CorpusFile) -> FileSummary:
@@ -256,18 +243,39 @@ def fold_files(
     progress: Progress | None = None,
 ) -> CorpusReport:
     """`fold_corpus` over files already expanded (see `expand_paths`)."""
-    merge = CorpusMerge(rerun=options.rerun is not None)
-    for summary in summarize_files(files, options, workers=workers):
-        merge.add(summary)
-        if progress is not None:
-            progress(summary)
-    return merge.report()
+    merge = SummaryMerge()
+    for part in summarize_files(files, options, workers=workers):
+        merge_part(merge, part, progress)
+    return corpus_report(merge, rerun=options.rerun is not None)
+
+
+def merge_part(
+    merge: SummaryMerge, part: FileSummary | SummaryMerge, progress: Progress | None
+) -> None:
+    """Add one file's summary or one batch's to `merge`, telling `progress` of each file."""
+    if isinstance(part, FileSummary):
+        merge.add(part)
+        rows = [part]
+    else:
+        merge.merge(part)
+        rows = part.rows
+    if progress is not None:
+        for row in rows:
+            progress(row)
+
+
+def batches(paths: Sequence[str], workers: int) -> list[list[str]]:
+    """Paths in batches: about 8 per worker (so the last ones finish close together), of at
+    most BATCH_FILES files (so progress moves and a lost batch costs little)."""
+    size = max(1, min(BATCH_FILES, len(paths) // (workers * 8)))
+    return [list(paths[start : start + size]) for start in range(0, len(paths), size)]
 
 
 def summarize_files(
     files: Sequence[CorpusFile], options: SummaryOptions, *, workers: int | None = None
-) -> Iterator[FileSummary]:
-    """Each file's summary, in the order they are done (missing files first)."""
+) -> Iterator[FileSummary | SummaryMerge]:
+    """Summaries as they are done: missing files first, then each file (in this process) or
+    each batch of files (from worker processes)."""
     count = workers if workers is not None else (os.cpu_count() or 1)
     if count < 1:
         raise ValueError(f"workers must be at least 1, not {count}")
@@ -281,46 +289,63 @@ def summarize_files(
         for path in todo:
             yield shown_as(path, summarize_file(os.path.abspath(path), options))
         return
-    yield from _in_processes(todo, options, min(count, len(todo)))
+    yield from _in_processes(batches(todo, count), options, min(count, len(todo)))
 
 
-def _in_processes(paths: list[str], options: SummaryOptions, workers: int) -> Iterator[FileSummary]:
-    """Summaries from a process pool, a bounded number of files in flight at a time."""
+def _in_processes(
+    parts: list[list[str]], options: SummaryOptions, workers: int
+) -> Iterator[SummaryMerge]:
+    """Batches summed up by a process pool, a bounded number in flight at a time."""
     # forkserver: a fork of a process with threads (a CLI with a progress thread, a test
     # runner) can deadlock; spawn where there is no forkserver.
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
     if method == "forkserver":
         # Workers fork from a server that has imported the fold once, not each on its own.
-        context.set_forkserver_preload([summarize_file.__module__])
-    window = workers * 4
-    pending = iter(paths)
+        context.set_forkserver_preload([summarize_batch.__module__])
+    pending = iter(parts)
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        running: dict[concurrent.futures.Future[FileSummary], str] = {}
+        running: dict[concurrent.futures.Future[SummaryMerge], list[str]] = {}
 
         def submit() -> None:
-            for path in pending:
+            for part in pending:
                 # Absolute: a worker's directory may not be this one's by the time it starts.
-                running[pool.submit(summarize_file, os.path.abspath(path), options)] = path
+                absolute = [os.path.abspath(path) for path in part]
+                running[pool.submit(summarize_batch, absolute, options)] = part
                 return
 
         try:
-            for _ in range(window):
+            for _ in range(workers * 2):
                 submit()
             while running:
                 done, _ = concurrent.futures.wait(
                     running, return_when=concurrent.futures.FIRST_COMPLETED
                 )
                 for future in done:
-                    path = running.pop(future)
+                    part = running.pop(future)
                     submit()
                     try:
-                        yield shown_as(path, future.result())
+                        yield batch_shown_as(part, future.result())
                     except concurrent.futures.process.BrokenProcessPool as exc:
-                        yield FileSummary(path, status=UNREADABLE, error=f"worker died: {exc}")
+                        yield lost_batch(part, f"worker died: {exc}")
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
+
+
+def batch_shown_as(paths: Sequence[str], batch: SummaryMerge) -> SummaryMerge:
+    """The batch's rows under the paths as given (rows come back in the batch's order)."""
+    for path, row in zip(paths, batch.rows, strict=True):
+        row.path = path
+    return batch
+
+
+def lost_batch(paths: Sequence[str], error: str) -> SummaryMerge:
+    """A batch whose worker was lost: each of its files is reported unreadable."""
+    batch = SummaryMerge()
+    for path in paths:
+        batch.add(FileSummary(path, status=UNREADABLE, error=error))
+    return batch
 
 
 def shown_as(path: str, summary: FileSummary) -> FileSummary:
@@ -334,9 +359,9 @@ __all__ = [
     "PROBLEMS",
     "UNREADABLE",
     "CorpusFile",
-    "CorpusMerge",
     "CorpusReport",
     "ToolReport",
+    "corpus_report",
     "expand_paths",
     "fold_corpus",
     "fold_files",

@@ -14,19 +14,23 @@ from typing import Any
 from mini_harness.errors import MiniHarnessError
 from mini_harness.replay.corpus import (
     CorpusFile,
-    CorpusMerge,
     CorpusReport,
     Progress,
+    batch_shown_as,
+    batches,
+    corpus_report,
     expand_paths,
+    lost_batch,
+    merge_part,
     missing_summary,
-    shown_as,
 )
 from mini_harness.replay.corpus_summary import (
     FOLD,
     FileSummary,
     RegistryFactory,
+    SummaryMerge,
     SummaryOptions,
-    summarize_file,
+    summarize_batch,
 )
 
 LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
@@ -67,21 +71,19 @@ def fold_files_ray(
     progress: Progress | None = None,
 ) -> CorpusReport:
     """`fold_corpus_ray` over files already expanded (see `expand_paths`)."""
-    merge = CorpusMerge(rerun=options.rerun is not None)
+    merge = SummaryMerge()
     ray = _import_ray(local=address is None)
     started = False
     if not ray.is_initialized():
         _start(ray, address)
         started = True
     try:
-        for summary in _summaries(ray, files, options):
-            merge.add(summary)
-            if progress is not None:
-                progress(summary)
+        for part in _summaries(ray, files, options):
+            merge_part(merge, part, progress)
     finally:
         if started:
             ray.shutdown()
-    return merge.report()
+    return corpus_report(merge, rerun=options.rerun is not None)
 
 
 def _import_ray(*, local: bool) -> Any:
@@ -110,31 +112,33 @@ def _start(ray: Any, address: str | None) -> None:
 
 def _summaries(
     ray: Any, files: Sequence[CorpusFile], options: SummaryOptions
-) -> Iterator[FileSummary]:
-    """Each file's summary as its task ends; a bounded number of tasks in flight."""
-    task = ray.remote(num_cpus=1, max_retries=1)(summarize_file)
-    window = max(4, int(ray.cluster_resources().get("CPU", 1)) * 4)
-    todo = iter(item.path for item in files if item.missing is None)
+) -> Iterator[FileSummary | SummaryMerge]:
+    """Missing files, then each batch's summary as its task ends; a bounded number of
+    tasks in flight, so the driver holds no more than that many results at once."""
+    task = ray.remote(num_cpus=1, max_retries=1)(summarize_batch)
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     for item in files:
         if item.missing is not None:
             yield missing_summary(item)
-    running: dict[Any, str] = {}
+    todo = iter(batches([item.path for item in files if item.missing is None], cpus))
+    running: dict[Any, list[str]] = {}
     options_ref = ray.put(options)
 
     def submit() -> None:
-        for path in todo:
+        for part in todo:
             # Absolute: a Ray worker does not run in this process's directory.
-            running[task.remote(os.path.abspath(path), options_ref)] = path
+            absolute = [os.path.abspath(path) for path in part]
+            running[task.remote(absolute, options_ref)] = part
             return
 
-    for _ in range(window):
+    for _ in range(cpus * 2):
         submit()
     while running:
         done, _ = ray.wait(list(running), num_returns=1)
         for ref in done:
-            path = running.pop(ref)
+            part = running.pop(ref)
             submit()
             try:
-                yield shown_as(path, ray.get(ref))
+                yield batch_shown_as(part, ray.get(ref))
             except ray.exceptions.RayError as exc:
-                yield FileSummary(path, status="unreadable", error=f"Ray task failed: {exc}")
+                yield lost_batch(part, f"Ray task failed: {exc}")

@@ -10,7 +10,7 @@ whatever the number of workers and the order files finish in.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
@@ -178,6 +178,42 @@ def summarize_file(path: str, options: SummaryOptions) -> FileSummary:
     if summary.problems or summary.in_doubt or _differs(summary.rerun):
         summary.status = PROBLEMS
     return summary
+
+
+@attrs.define
+class SummaryMerge:
+    """Summaries added up: a row per file (its counts, no per-tool figures), and the per-tool
+    and agent figures merged. Every merge is an exact sum, so any grouping and order of
+    files gives the same figures. A batch of files folded by one worker is one of these."""
+
+    rows: list[FileSummary] = attrs.Factory(list)
+    tools: dict[str, ToolFigures] = attrs.Factory(dict)
+    agent: AgentFigures = attrs.Factory(AgentFigures)
+
+    def add(self, summary: FileSummary) -> None:
+        self._figures(summary.tools, summary.agent)
+        self.rows.append(summary.row())
+
+    def merge(self, other: SummaryMerge) -> None:
+        self._figures(other.tools, other.agent)
+        self.rows.extend(other.rows)
+
+    def _figures(self, tools: dict[str, ToolFigures], agent: AgentFigures) -> None:
+        for name, figures in tools.items():
+            mine = self.tools.get(name)
+            if mine is None:
+                mine = self.tools[name] = ToolFigures()
+            mine.merge(figures)
+        self.agent.merge(agent)
+
+
+def summarize_batch(paths: Sequence[str], options: SummaryOptions) -> SummaryMerge:
+    """Several files summed up in one worker: the driver then merges one value per batch,
+    not one per file (merging is the driver's only work per file)."""
+    batch = SummaryMerge()
+    for path in paths:
+        batch.add(summarize_file(path, options))
+    return batch
 
 
 def _differs(rerun: dict[str, int] | None) -> bool:
