@@ -95,6 +95,16 @@ def measure(mode: str, root: str, workers: int) -> dict[str, float]:
     """In the child: one fold of the corpus; seconds, events, files, peak RSS of the driver."""
     from mini_harness.replay import fold_corpus
 
+    if mode == "startup":
+        # The fixed cost of a pool: two small files with `workers` processes (a cold start,
+        # as a command pays it) against the same two in this process.
+        two = sorted(Path(root).rglob("*.jsonl"))[:2]
+        start = time.perf_counter()
+        fold_corpus(two, workers=1)
+        one = time.perf_counter() - start
+        start = time.perf_counter()
+        fold_corpus(two, workers=workers)
+        return {"seconds": time.perf_counter() - start - one}
     start = time.perf_counter()
     ray_start = 0.0
     if mode == "ray":
@@ -166,6 +176,7 @@ def run(config: Config) -> Section:
             else:
                 items.append(_child("local", root, int(label.split()[0])))
     small = _child("local", quarter, cores)
+    startup = _child("startup", quarter, cores)["seconds"]
 
     def rate(label: str) -> float:
         return median([item["events"] / item["seconds"] for item in runs[label]])
@@ -215,6 +226,10 @@ def run(config: Config) -> Section:
     section.notes.append(
         f"Load average when the corpus was made: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} "
         f"on {cores} cores (a shared machine: scaling is bounded by the cores left free).{ray_note}"
+    )
+    section.notes.append(
+        f"Fixed cost of a pool of {cores} worker processes (start-up, a cold start as each "
+        f"command pays it): {startup:.2f} s; it is in the rows above."
     )
     section.notes.append(
         "Each row is a child interpreter folding the whole corpus with `fold_corpus` "
