@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test goldens lint bench clean
+.PHONY: demo test goldens lint bench clean sandbox
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -20,13 +20,25 @@ demo: $(STAMP)
 	@cat demo-transcript.jsonl
 	@echo "--- mini-harness replay demo-transcript.jsonl"
 	$(BIN)/mini-harness replay demo-transcript.jsonl
+	@echo "--- an agent run with a scripted model (examples/agent-demo.json)"
+	rm -f demo-agent-transcript.jsonl
+	$(BIN)/mini-harness run "What is this project?" --model script:examples/agent-demo.json --log demo-agent-transcript.jsonl
+	@echo "--- its last request's context report, rebuilt from demo-agent-transcript.jsonl"
+	$(BIN)/python -c "from mini_harness.replay.agent_fold import agent_context_report as r; print(r('demo-agent-transcript.jsonl'), end='')"
 
 # The Ray extra is big (a wheel of ~70 MB): only the test target installs it.
 $(VENV)/.ray-installed: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,ray]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,ray]'
 	touch $@
 
-test: $(STAMP) $(VENV)/.ray-installed
+# run_command's sandbox: bubblewrap (Debian package), installed when missing and root can;
+# otherwise the sandbox tests skip and say what is missing.
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) \
+		|| echo "bubblewrap is not installed (apt-get install bubblewrap): sandbox tests will skip"; }
+
+test: $(STAMP) $(VENV)/.ray-installed sandbox
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
@@ -36,7 +48,7 @@ goldens: $(STAMP)
 	$(BIN)/pytest tests/golden --update-goldens
 
 $(VENV)/.bench-installed: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,bench]'
 	touch $@
 
 # BENCH_QUICK=1 make bench: a smaller run (about a minute) for smoke checks.
@@ -44,4 +56,4 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) demo-transcript.jsonl
+	rm -rf $(VENV) demo-transcript.jsonl demo-agent-transcript.jsonl

@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 
 from mini_harness.cli import cli
 from mini_harness.cli.log_options import opened_log
-from mini_harness.events import NullSink
+from mini_harness.events import FORMAT_VERSION, NullSink
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.transcripts import line_hash
 
@@ -55,7 +55,7 @@ class TestVerifyCommand:
         assert result.exit_code == 0
         assert result.stdout == (
             f"[mini-harness] Transcript: {log}\n"
-            f"[mini-harness] Format version 1, transcript id {_id(log)}\n"
+            f"[mini-harness] Format version {FORMAT_VERSION}, transcript id {_id(log)}\n"
             "[mini-harness] Lines: 4 (last seq 3), runs: 1, calls: 1\n"
             f"[mini-harness] Head hash: {_head(log)}\n"
             "[mini-harness] Verified: no problems found.\n"
@@ -111,6 +111,17 @@ class TestRepairCommand:
         )
         assert result.stdout.endswith("[mini-harness] Verified: no problems found.\n")
         assert Path(f"{log}.torn-{size}").read_bytes() == b'{"type":"ToolCal'
+
+    def test_a_one_byte_torn_tail_is_singular(self, log: Path) -> None:
+        """The warning about a torn tail of one byte reads in the singular."""
+        size = log.stat().st_size
+        with log.open("ab") as handle:
+            handle.write(b"{")
+        result = run("--tool", "echo", "--tool-input", HELLO, "--log", str(log))
+        assert result.stderr == (
+            f"[mini-harness] Warning: {log}: 1 byte at byte {size} was not a complete event "
+            f"(a torn tail, e.g. left by a crash); moved it to {log}.torn-{size}\n"
+        )
 
     def test_nothing_to_repair(self, log: Path) -> None:
         """A clean file is left alone."""

@@ -132,6 +132,20 @@ class ToolCancelledError(ToolCallError):
     kind = "cancelled"
 
 
+class ToolDeniedError(ToolCallError):
+    """The approval policy or the user refused the call; it never ran."""
+
+    kind = "denied"
+
+
+class PolicyError(MiniHarnessError):
+    """An approval policy file or flag cannot be used; `source` says which."""
+
+    def __init__(self, source: str, message: str) -> None:
+        super().__init__(message)
+        self.source = source
+
+
 class InvalidOutputError(ToolCallError):
     """The handler returned something that is not a JSON value."""
 

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from mini_harness import ToolCallError, ToolRuntime
 from mini_harness.cli import cli
 from mini_harness.errors import MiniHarnessError
+from mini_harness.events import FORMAT_VERSION
 from mini_harness.replay import CallRecord, TranscriptFold
 from mini_harness.replay import fold as fold_module
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, line_hash
@@ -221,7 +222,7 @@ EDITS: dict[str, Edit] = {
     "header only, torn": lambda lines: [lines[0][:10]],
     "header not first": lambda lines: [lines[1], lines[0], *lines[2:]],
     "newer version": lambda lines: _relink(
-        [lines[0].replace(b'"version":1', b'"version":99'), *lines[1:]]
+        [lines[0].replace(b'"version":%d' % FORMAT_VERSION, b'"version":99'), *lines[1:]]
     ),
     "two headers": lambda lines: _relink([*lines, lines[0]]),
 }
@@ -451,10 +452,14 @@ class TestSamePathsSameResults:
 
     def test_upcast_files_fold_alike(self, tmp_path: Path, lines: list[bytes]) -> None:
         """A file of an older format version (read through an upcaster) folds alike."""
-        upcasters = Upcasters(current=1)
-        upcasters.register(0, lambda data: {**data, "version": 1} if "version" in data else data)
-        path = tmp_path / "v0.jsonl"
-        old = [lines[0].replace(b'"version":1', b'"version":0'), *lines[1:]]
+        older = FORMAT_VERSION - 1
+        upcasters = Upcasters()
+        upcasters.register(
+            older, lambda data: {**data, "version": FORMAT_VERSION} if "version" in data else data
+        )
+        path = tmp_path / "old.jsonl"
+        current = b'"version":%d' % FORMAT_VERSION
+        old = [lines[0].replace(current, b'"version":%d' % older), *lines[1:]]
         path.write_bytes(b"".join(_relink(old)))
         outcome = _assert_same(path, upcasters=upcasters)
         assert outcome[-1][0] == "end"

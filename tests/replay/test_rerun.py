@@ -225,7 +225,7 @@ for module in pkgutil.iter_modules(replay.__path__):
 from mini_harness.replay import rerun_transcript
 from mini_harness.runtime import ToolRegistry
 rerun_transcript(sys.argv[1], ToolRegistry())
-layers = ("mini_harness.tools", "mini_harness.registry_spec")
+layers = ("mini_harness.tools", "mini_harness.cli")
 print(sorted(name for name in sys.modules if name.startswith(layers)))
 """
 

@@ -41,7 +41,7 @@ CASES = [
     ({}, 'Invalid input for echo: missing required property "text"'),
     ([1], "Invalid input for echo: expected object"),
     ({"text": "hi", "items": [1, "x"]}, "Invalid input for echo.items[1]: expected number"),
-    ({"text": "hi", "items": []}, "Invalid input for echo.items: expected at least 1 items"),
+    ({"text": "hi", "items": []}, "Invalid input for echo.items: expected at least 1 item"),
     ({"text": "hi", "mode": "warp"}, 'Invalid input for echo.mode: expected one of "fast", "slow"'),
     ({"text": "hi", "fixed": 2}, "Invalid input for echo.fixed: expected 1"),
     ({"text": "hi", "n": 0}, "Invalid input for echo.n: expected a number >= 1"),

@@ -10,7 +10,14 @@ import orjson
 import pytest
 
 from mini_harness import ToolRegistry, ToolRuntime, TranscriptFormatError
-from mini_harness.events import Event, ToolCalled, ToolError, ToolFailed, ToolSucceeded
+from mini_harness.events import (
+    FORMAT_VERSION,
+    Event,
+    ToolCalled,
+    ToolError,
+    ToolFailed,
+    ToolSucceeded,
+)
 from mini_harness.transcripts import (
     JsonlTranscript,
     line_hash,
@@ -46,8 +53,10 @@ class TestVerify:
     def test_newer_major_version_is_unreadable(self, corpus: list[Path]) -> None:
         """A newer format version cannot be verified: it is refused, not half-checked."""
         log = corpus[0]
-        log.write_bytes(log.read_bytes().replace(b'"version":1', b'"version":2', 1))
-        with pytest.raises(TranscriptFormatError, match="format version 2"):
+        newer = FORMAT_VERSION + 1
+        current, later = b'"version":%d' % FORMAT_VERSION, b'"version":%d' % newer
+        log.write_bytes(log.read_bytes().replace(current, later, 1))
+        with pytest.raises(TranscriptFormatError, match=f"format version {newer}"):
             verify_transcript(log)
 
 

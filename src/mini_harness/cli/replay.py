@@ -11,6 +11,7 @@ import click
 
 from mini_harness.cli import BadUsage, error, info
 from mini_harness.cli.corpus import corpus_options, replay_corpus, wants_corpus
+from mini_harness.cli.options import SingleOption
 
 if TYPE_CHECKING:
     from mini_harness.events import JsonObject
@@ -31,7 +32,14 @@ _PROGRESS_EVERY = 4096  # items between progress checks
     is_flag=True,
     help="Print each run's Context Explorer report, as the live --context-report did.",
 )
-@click.option("--run", "run", metavar="ID|INDEX", help="Only this run: 1-based index or run id.")
+@click.option(
+    "--run",
+    "run",
+    cls=SingleOption,
+    empty_ok=True,
+    metavar="ID|INDEX",
+    help="Only this run: 1-based index or run id.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
 @click.option("--rerun", is_flag=True, help="Dispatch each recorded call again and compare.")
 @click.option(
@@ -86,8 +94,8 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     a line per file and totals per tool, error kind and stop reason; the exit code is the
     worst file's. --workers N folds them in N processes, --ray as Ray tasks.
     """
+    from mini_harness.cli.registry_spec import load_registry
     from mini_harness.events import EventSink
-    from mini_harness.registry_spec import load_registry
     from mini_harness.replay import TranscriptFold, TranscriptRerun
 
     if not rerun:
@@ -297,13 +305,19 @@ class _TextOutput(_Output):
         # Call lines are written in batches: one write per line costs as much as the fold.
         self.pending: list[str] = []
         what = "re-run against the current registry" if rerun else "fold: no handler is called"
-        info(f"Replaying {fold.path} ({what})")
+        # Said with the first output, so that a file that cannot be read prints nothing here.
+        self.header: str | None = f"Replaying {fold.path} ({what})"
 
     def write(self, text: str) -> None:
         self.pending.append(text)
         self.flush()
 
     def flush(self) -> None:
+        if not self.pending:
+            return
+        if self.header is not None:
+            info(self.header)
+            self.header = None
         sys.stdout.write("".join(self.pending))
         self.pending.clear()
 

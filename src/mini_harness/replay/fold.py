@@ -40,6 +40,8 @@ from mini_harness.transcripts.reader import TranscriptReader
 
 _NUMBER = (int, float)
 
+_APPROVAL_EVENTS = frozenset({"ApprovalRequested", "ApprovalDecided"})
+
 
 @attrs.define
 class _RunState:
@@ -416,7 +418,7 @@ class TranscriptFold:
         elif kind == "TranscriptStarted":
             if line == 1:
                 self.transcript_id = data["transcriptId"]
-        else:
+        elif kind not in _APPROVAL_EVENTS:  # approvals: see replay/effects.py
             self._unknown += 1
 
     def _in_doubt(self) -> Iterator[CallRecord]:

@@ -3,9 +3,11 @@
 Each upcaster turns one line's JSON object of version N into version N+1. The reader
 applies the chain from the file's version (from its TranscriptStarted) up to
 FORMAT_VERSION to every line before typing it; the bytes on disk, and so the `prev`
-chain, are never touched. Version 1 is the first format, so the default registry is empty
-and only a test registers a synthetic older version; a future v2 reader registers the
-v1 -> v2 step here and keeps reading v1 files forever.
+chain, are never touched.
+
+Version 2 added the agent-run events and optional fields (an agent run's `task`, a call's
+`toolUseId`); every version-1 line is already a valid version-2 line, so its step is the
+identity. A later version registers its step here and keeps reading older files forever.
 """
 
 from __future__ import annotations
@@ -56,5 +58,11 @@ class Upcasters:
         return upcast
 
 
+def _v1_to_v2(data: JsonObject) -> JsonObject:
+    """Version 2 only added event types and optional fields: a v1 line reads as it is."""
+    return data
+
+
 UPCASTERS = Upcasters()
 """The registry readers use by default."""
+UPCASTERS.register(1, _v1_to_v2)

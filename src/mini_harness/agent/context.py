@@ -1,0 +1,254 @@
+"""The context builder: what each model request is made of, and what the budget may drop.
+
+A request is built from labelled parts, in this order: System prompt, Project rules
+(`AGENTS.md` files), Tool definitions, Conversation, and Tool result when a tool was run
+before the task (`--tool`). Each part has a token estimate (ceil(characters / 4)); the
+Context Explorer report and the `--max-context-tokens` budget both use these estimates, and
+replay rebuilds them from the events with the same functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+import orjson
+
+from mini_harness.agent.provider import Message, ModelRequest
+from mini_harness.events import JsonObject, JsonValue
+from mini_harness.runtime.context import (
+    ContextPart,
+    estimate_tokens,
+    pretty_json,
+    render_context_report,
+)
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are mini-harness, a coding agent working in a local workspace. Use the tools to "
+    "look at files when the task needs it, then answer concisely. When you have the "
+    "answer, reply with text only (no tool call)."
+)
+RULES_FILE_NAME = "AGENTS.md"
+MANUAL_TOOL_RESULT_PREFIX = "Result of the tool run before this task:\n"
+"""The user message that carries a `--tool` result starts with this (the report shows it
+as the Tool result part)."""
+TRIMMED_PREFIX = "[tool result trimmed to fit the context budget:"
+
+
+@attrs.frozen
+class ProjectRules:
+    """One AGENTS.md file: its workspace-relative path, the SHA-256 of its bytes, its text."""
+
+    path: str
+    sha256: str
+    content: str
+
+    def to_json(self) -> JsonObject:
+        return {"path": self.path, "sha256": self.sha256, "content": self.content}
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> ProjectRules:
+        return cls(path=data["path"], sha256=data["sha256"], content=data["content"])
+
+
+def load_project_rules(workspace: Path, cwd: Path | None = None) -> tuple[ProjectRules, ...]:
+    """AGENTS.md at the workspace root, then in each directory down to `cwd` (nearer last).
+
+    Directories outside the workspace are not read; a file that cannot be read as UTF-8
+    text is skipped.
+    """
+    root = workspace.resolve()
+    here = (cwd or root).resolve()
+    try:
+        relative = here.relative_to(root)
+    except ValueError:
+        relative = Path()
+    directories = [root]
+    for part in relative.parts:
+        directories.append(directories[-1] / part)
+    found = []
+    for directory in directories:
+        candidate = directory / RULES_FILE_NAME
+        try:
+            data = candidate.read_bytes()
+            text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        found.append(
+            ProjectRules(
+                path=candidate.relative_to(root).as_posix(),
+                sha256=hashlib.sha256(data).hexdigest(),
+                content=text,
+            )
+        )
+    return tuple(found)
+
+
+def rules_text(rules: Sequence[ProjectRules]) -> str:
+    """The rules as the model is shown them (after the system prompt)."""
+    return "\n\n".join(
+        f"Project rules from {rule.path}:\n{rule.content.rstrip()}" for rule in rules
+    )
+
+
+def system_message(system_prompt: str, rules: Sequence[ProjectRules]) -> Message:
+    """The first message of every agent request: the system prompt, then the rules."""
+    text = rules_text(rules)
+    return Message("system", f"{system_prompt}\n\n{text}" if text else system_prompt)
+
+
+def manual_tool_message(result: JsonValue) -> Message:
+    """The user message carrying the result of a tool run before the task."""
+    return Message("user", MANUAL_TOOL_RESULT_PREFIX + pretty_json(result))
+
+
+def render_message(message: Message) -> str:
+    """One message as the Conversation part shows it: `role: content`, then its calls."""
+    head = f"{message.role} ({message.name})" if message.role == "tool" else message.role
+    lines = [f"{head}: {message.content}"]
+    lines.extend(f"tool call {call.name}({call.arguments})" for call in message.tool_calls)
+    return "\n".join(lines)
+
+
+def request_parts(
+    system_prompt: str,
+    rules: Sequence[ProjectRules],
+    tools: Sequence[JsonObject],
+    messages: Sequence[Message],
+) -> list[ContextPart]:
+    """The labelled parts of a request, in the report's order (empty parts left out)."""
+    conversation = []
+    tool_result = None
+    for message in messages[1:]:  # messages[0] is the system message
+        if message.role == "user" and message.content.startswith(MANUAL_TOOL_RESULT_PREFIX):
+            tool_result = message.content[len(MANUAL_TOOL_RESULT_PREFIX) :]
+        else:
+            conversation.append(render_message(message))
+    parts = [ContextPart("System prompt", system_prompt)]
+    if rules:
+        parts.append(ContextPart("Project rules", rules_text(rules)))
+    parts.append(ContextPart("Tool definitions", pretty_json(list(tools))))
+    parts.append(ContextPart("Conversation", "\n\n".join(conversation)))
+    if tool_result is not None:
+        parts.append(ContextPart("Tool result", tool_result))
+    return parts
+
+
+def parts_tokens(parts: Sequence[ContextPart]) -> int:
+    return sum(part.tokens for part in parts)
+
+
+def context_report(parts: Sequence[ContextPart], provider_input_tokens: int | None) -> str:
+    """The Context Explorer block, plus the provider's own count of input tokens if known."""
+    report = render_context_report(parts)
+    if provider_input_tokens is not None:
+        report += f"{'Provider input tokens':<22} {provider_input_tokens:,} tokens\n"
+    return report
+
+
+_SORTED = orjson.OPT_SORT_KEYS
+
+
+class RequestHasher:
+    """SHA-256 of a canonical request, fed message by message.
+
+    The canonical request is `{"messages": [...], "params": {...}, "tools": [...]}` as
+    compact JSON with sorted keys, so its bytes start with the messages: a loop adds each
+    request's new messages and hashes a step in time proportional to what is new. A loop
+    whose earlier messages changed (a trim) starts a new hasher.
+    """
+
+    def __init__(self) -> None:
+        self._state = hashlib.sha256(b'{"messages":[')
+        self.count = 0
+
+    def __repr__(self) -> str:
+        return f"<RequestHasher(messages={self.count})>"
+
+    def add(self, messages: Sequence[Message]) -> None:
+        for message in messages:
+            if self.count:
+                self._state.update(b",")
+            self._state.update(orjson.dumps(message.to_json(), option=_SORTED))
+            self.count += 1
+
+    def hexdigest(self, params: JsonObject, tools: Sequence[JsonObject]) -> str:
+        """The hash of the messages added so far with these params and tools."""
+        state = self._state.copy()
+        state.update(b'],"params":')
+        state.update(orjson.dumps(params, option=_SORTED))
+        state.update(b',"tools":')
+        state.update(orjson.dumps(list(tools), option=_SORTED))
+        state.update(b"}")
+        return state.hexdigest()
+
+
+def request_hash(request: ModelRequest) -> str:
+    """SHA-256 (64 hex digits) of the canonical request (see RequestHasher)."""
+    hasher = RequestHasher()
+    hasher.add(request.messages)
+    return hasher.hexdigest(request.params, request.tools)
+
+
+@attrs.frozen
+class Trim:
+    """What the budget did to a conversation: the new messages and the replaced entries."""
+
+    messages: tuple[Message, ...]
+    replaced: tuple[JsonObject, ...]
+    tokens_before: int
+    tokens_after: int
+
+
+def trim_placeholder(name: str | None, tokens: int) -> str:
+    return f"{TRIMMED_PREFIX} ~{tokens:,} tokens of {name or 'tool'} output]"
+
+
+def trim_to_budget(
+    messages: Sequence[Message],
+    *,
+    system_prompt: str,
+    rules: Sequence[ProjectRules],
+    tools: Sequence[JsonObject],
+    budget: int,
+    trimmable_before: int,
+) -> Trim | None:
+    """Replace the oldest tool results by placeholders until the request fits `budget`.
+
+    Only tool results before `trimmable_before` (already sent, so outside the latest turn)
+    may go; the system prompt, rules, user messages and assistant messages never do.
+    Returns None when the request cannot be made to fit; a Trim with nothing replaced when
+    it already fits.
+    """
+    current = list(messages)
+    before = parts_tokens(request_parts(system_prompt, rules, tools, current))
+    tokens = before
+    replaced: list[JsonObject] = []
+    index = 0
+    while tokens > budget:
+        while index < trimmable_before and not _trimmable(current[index]):
+            index += 1
+        if index >= trimmable_before:
+            return None
+        message = current[index]
+        dropped = estimate_tokens(message.content)
+        placeholder = trim_placeholder(message.name, dropped)
+        current[index] = attrs.evolve(message, content=placeholder)
+        replaced.append(
+            {
+                "index": index,
+                "toolCallId": message.tool_call_id,
+                "name": message.name,
+                "tokens": dropped,
+                "content": placeholder,
+            }
+        )
+        tokens = parts_tokens(request_parts(system_prompt, rules, tools, current))
+        index += 1
+    return Trim(tuple(current), tuple(replaced), before, tokens)
+
+
+def _trimmable(message: Message) -> bool:
+    return message.role == "tool" and not message.content.startswith(TRIMMED_PREFIX)

@@ -1,0 +1,386 @@
+"""The agent loop: observe, decide, act, until a final answer or a limit.
+
+Each step sends the conversation to the model (recorded as ModelRequested before it is
+sent), records the answer (ModelResponded, or ModelFailed for each failed attempt), and
+dispatches the answer's tool calls in order through the run's ToolRuntime, so they are
+validated, recorded and confined like any other call. Every tool call the model made gets
+exactly one tool result in the conversation: failed, unknown and unparsable calls get the
+error text, so the model can correct itself. The run ends with RunFinished.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import attrs
+import orjson
+
+from mini_harness.agent.context import (
+    DEFAULT_SYSTEM_PROMPT,
+    ProjectRules,
+    RequestHasher,
+    manual_tool_message,
+    system_message,
+    trim_to_budget,
+)
+from mini_harness.agent.provider import (
+    Message,
+    ModelError,
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    Usage,
+)
+from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome
+from mini_harness.errors import ToolCallError
+from mini_harness.events import (
+    ContextTrimmed,
+    Event,
+    JsonObject,
+    JsonValue,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
+    RunFinished,
+    new_id,
+    utc_timestamp,
+)
+from mini_harness.runtime.dispatch import ToolRuntime, display_failure
+
+DEFAULT_MAX_STEPS = 10
+DEFAULT_PARAMS: JsonObject = {"temperature": 0.2}
+
+
+@attrs.frozen
+class AgentConfig:
+    """What one agent run is asked to do, and its limits.
+
+    `manual_tool` is a tool (name, input) dispatched before the first request, whose
+    result goes into the conversation (the CLI's `--tool` given with a task).
+    """
+
+    task: str
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    rules: tuple[ProjectRules, ...] = ()
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_context_tokens: int | None = None
+    params: JsonObject = attrs.field(factory=lambda: dict(DEFAULT_PARAMS))
+    stream: bool = True
+    manual_tool: tuple[str, JsonValue] | None = None
+
+
+@attrs.frozen
+class AgentOutcome:
+    """How a run ended. `last_request` is the last request sent (None if none was), with
+    the provider's input token count for it when reported."""
+
+    run_id: str
+    stop_reason: str
+    final_text: str | None
+    steps: int
+    usage: Usage
+    last_request: ModelRequest | None
+    last_input_tokens: int | None
+    error: str | None = None
+
+
+def add_usage(total: Usage, more: Usage) -> Usage:
+    """Sum two usages; a count nobody reported stays None."""
+
+    def plus(a: int | None, b: int | None) -> int | None:
+        return b if a is None else a if b is None else a + b
+
+    return Usage(
+        plus(total.input_tokens, more.input_tokens),
+        plus(total.output_tokens, more.output_tokens),
+        plus(total.cached_tokens, more.cached_tokens),
+    )
+
+
+def history_message(message: Message) -> Message:
+    """The assistant message as it goes into the conversation sent back to the model.
+
+    Tool-call arguments that are not a JSON object become `{}`: several servers refuse a
+    history whose earlier arguments do not parse. The transcript keeps the raw text.
+    """
+    if all(_json_object(call.arguments) is not None for call in message.tool_calls):
+        return message
+    calls = tuple(
+        call if _json_object(call.arguments) is not None else attrs.evolve(call, arguments="{}")
+        for call in message.tool_calls
+    )
+    return attrs.evolve(message, tool_calls=calls)
+
+
+def _json_object(text: str) -> JsonObject | None:
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class _Stop(Exception):
+    """Internal: the run stops with this reason (and error text)."""
+
+    def __init__(self, reason: str, error: str) -> None:
+        super().__init__(error)
+        self.reason = reason
+        self.error = error
+
+
+class AgentLoop:
+    """One agent run on a ToolRuntime (whose sink records the model events too)."""
+
+    def __init__(
+        self,
+        runtime: ToolRuntime,
+        provider: ModelProvider,
+        config: AgentConfig,
+        reporter: LoopReporter | None = None,
+        *,
+        timestamp: Callable[[], str] = utc_timestamp,
+    ) -> None:
+        self.runtime = runtime
+        self.provider = provider
+        self.config = config
+        self.reporter: LoopReporter = reporter or SilentReporter()
+        self._timestamp = timestamp
+        self.history: list[Message] = []
+        self._sent = 0
+        self._hasher = RequestHasher()
+        self._usage = Usage()
+        self._last_request: ModelRequest | None = None
+        self._last_input_tokens: int | None = None
+
+    def __repr__(self) -> str:
+        return f"<AgentLoop(run_id={self.runtime.run_id!r}, messages={len(self.history)})>"
+
+    def _emit(self, event: Event) -> None:
+        self.runtime.sink.emit(event)
+
+    def run(self) -> AgentOutcome:
+        """Run to a final answer or a limit; Ctrl-C ends the run as `cancelled`."""
+        config, runtime = self.config, self.runtime
+        runtime.start(
+            task=config.task,
+            model={"provider": self.provider.name, "name": self.provider.model},
+            system_prompt=config.system_prompt,
+            project_rules=tuple(rule.to_json() for rule in config.rules),
+            max_steps=config.max_steps,
+        )
+        self.history = [
+            system_message(config.system_prompt, config.rules),
+            Message("user", config.task),
+        ]
+        steps = 0
+        final_text: str | None = None
+        reason, error = "final", None
+        try:
+            if config.manual_tool is not None:
+                self.history.append(self._manual_tool(*config.manual_tool))
+            while True:
+                if steps >= config.max_steps:
+                    reason = "max_steps"
+                    error = f"stopped after {steps} step(s) without a final answer"
+                    break
+                steps += 1
+                response = self._step(steps)
+                if not response.message.tool_calls:
+                    final_text = response.message.content
+                    break
+                for call in response.message.tool_calls:
+                    self.reporter.tool_called(steps, call)
+                    outcome = self._act(call, steps)
+                    self.history.append(outcome.message)
+                    self.reporter.tool_done(steps, outcome)
+        except _Stop as stop:
+            reason, error = stop.reason, stop.error
+            if reason == "budget":
+                steps -= 1  # that request was never sent
+        except KeyboardInterrupt:
+            reason, error = "cancelled", "interrupted"
+        self._emit(
+            RunFinished(
+                ts=self._timestamp(),
+                run_id=runtime.run_id,
+                stop_reason=reason,
+                final_text=final_text,
+                steps=steps,
+                usage=self._usage.to_json(),
+            )
+        )
+        return AgentOutcome(
+            run_id=runtime.run_id,
+            stop_reason=reason,
+            final_text=final_text,
+            steps=steps,
+            usage=self._usage,
+            last_request=self._last_request,
+            last_input_tokens=self._last_input_tokens,
+            error=error,
+        )
+
+    def _manual_tool(self, name: str, tool_input: JsonValue) -> Message:
+        try:
+            result = self.runtime.dispatch(name, tool_input).display_json()
+        except ToolCallError as exc:
+            result = display_failure(
+                name, tool_input, {"kind": exc.kind, "message": exc.message}, 0
+            )
+        return manual_tool_message(result)
+
+    def _step(self, step: int) -> ModelResponse:
+        """Trim if the budget asks, record the request, send it, record the answer."""
+        config = self.config
+        tools = self.runtime.tools_snapshot
+        if config.max_context_tokens is not None:
+            trim = trim_to_budget(
+                self.history,
+                system_prompt=config.system_prompt,
+                rules=config.rules,
+                tools=tools,
+                budget=config.max_context_tokens,
+                trimmable_before=self._sent,
+            )
+            if trim is None:
+                raise _Stop(
+                    "budget",
+                    f"the next request does not fit in {config.max_context_tokens:,} "
+                    "tokens (--max-context-tokens), even with old tool results trimmed",
+                )
+            if trim.replaced:
+                self.history = list(trim.messages)
+                self._hasher = RequestHasher()  # earlier messages changed: hash them again
+                self._emit(
+                    ContextTrimmed(
+                        ts=self._timestamp(),
+                        run_id=self.runtime.run_id,
+                        step=step,
+                        replaced=trim.replaced,
+                        tokens_before=trim.tokens_before,
+                        tokens_after=trim.tokens_after,
+                        budget=config.max_context_tokens,
+                    )
+                )
+        request = ModelRequest(tuple(self.history), tools, dict(config.params))
+        request_id = new_id()
+        self._hasher.add(self.history[self._hasher.count :])
+        self._emit(
+            ModelRequested(
+                ts=self._timestamp(),
+                run_id=self.runtime.run_id,
+                step=step,
+                request_id=request_id,
+                messages=tuple(m.to_json() for m in self.history[self._sent :]),
+                params=request.params,
+                request_hash=self._hasher.hexdigest(request.params, tools),
+            )
+        )
+        self._sent = len(self.history)
+        self._last_request, self._last_input_tokens = request, None
+        response = self._complete(request, request_id, step)
+        self._usage = add_usage(self._usage, response.usage)
+        self._last_input_tokens = response.usage.input_tokens
+        self.history.append(history_message(response.message))
+        return response
+
+    def _complete(self, request: ModelRequest, request_id: str, step: int) -> ModelResponse:
+        started = time.perf_counter()
+        attempt_started = started
+
+        def failed(kind: str, status: int | None, message: str, attempt: int) -> None:
+            self._emit(
+                ModelFailed(
+                    ts=self._timestamp(),
+                    run_id=self.runtime.run_id,
+                    request_id=request_id,
+                    error={"kind": kind, "status": status, "message": message},
+                    attempt=attempt,
+                    duration_ms=_ms_since(attempt_started),
+                )
+            )
+
+        attempts = 1
+
+        def on_retry(error: ModelError) -> None:
+            nonlocal attempt_started, attempts
+            failed(error.kind, error.status, error.message, error.attempt)
+            attempt_started = time.perf_counter()
+            attempts = error.attempt + 1
+            self.reporter.retry(error)
+
+        streamed = False
+
+        def on_text(chunk: str) -> None:
+            nonlocal streamed
+            streamed = True
+            self.reporter.text(chunk)
+
+        try:
+            response = self.provider.complete(
+                request, on_text=on_text if self.config.stream else None, on_retry=on_retry
+            )
+        except ModelError as exc:
+            failed(exc.kind, exc.status, exc.message, exc.attempt)
+            raise _Stop("model_error", f"model request failed: {exc.message}") from None
+        except KeyboardInterrupt:
+            failed("cancelled", None, "interrupted", attempts)
+            raise
+        except Exception as exc:  # a provider's bug must still end the request in the log
+            message = f"{type(exc).__name__}: {exc}"
+            failed("invalid_response", None, message, attempts)
+            raise _Stop("model_error", f"model request failed: {message}") from None
+        self._emit(
+            ModelResponded(
+                ts=self._timestamp(),
+                run_id=self.runtime.run_id,
+                request_id=request_id,
+                message=response.message.to_json(),
+                finish_reason=response.finish_reason,
+                usage=response.usage.to_json(),
+                duration_ms=_ms_since(started),
+                response_id=response.response_id,
+            )
+        )
+        self.reporter.response(step, response, streamed)
+        return response
+
+    def _act(self, call: ToolCall, step: int) -> ToolOutcome:
+        """Dispatch one call of the model; its result (or error) as a tool message."""
+        parsed: JsonValue
+        try:
+            parsed = orjson.loads(call.arguments)
+            unparsable = None
+        except orjson.JSONDecodeError as exc:
+            parsed, unparsable = call.arguments, str(exc)
+        try:
+            result = self.runtime.dispatch(call.name, parsed, agent_call=(call.id, step))
+        except ToolCallError as exc:
+            text = exc.message
+            if unparsable is not None and exc.kind != "unknown_tool":
+                text = (
+                    f"Invalid arguments for {call.name}: not valid JSON ({unparsable}). "
+                    "Send the arguments as one JSON object."
+                )
+            message = Message("tool", text, tool_call_id=call.id, name=call.name, is_error=True)
+            return ToolOutcome(call, message, error=text)
+        content = orjson.dumps(result.output).decode()
+        message = Message("tool", content, tool_call_id=call.id, name=call.name)
+        return ToolOutcome(call, message, output=result.output)
+
+
+def _ms_since(start: float) -> float:
+    return round((time.perf_counter() - start) * 1_000_000) / 1000
+
+
+def run_agent(
+    runtime: ToolRuntime,
+    provider: ModelProvider,
+    config: AgentConfig,
+    reporter: LoopReporter | None = None,
+) -> AgentOutcome:
+    """Run one agent run to its end (see AgentLoop)."""
+    return AgentLoop(runtime, provider, config, reporter).run()

@@ -1,0 +1,149 @@
+"""The scripted model (`script:FILE`): responses read from a JSON file, in order.
+
+The file is a JSON object `{"responses": [...]}` (or just the list). Each response has
+`text` and/or `toolCalls`; a tool call has `name`, `arguments` (a JSON object, or a string
+sent as is, which lets a script send arguments that are not valid JSON) and optionally
+`id` (default `call_<response>_<n>`). Optional per response: `finishReason` (default
+`tool_calls` with calls, else `stop`) and `usage` (`inputTokens`, `outputTokens`,
+`cachedTokens`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from mini_harness.agent.provider import (
+    FINISH_REASONS,
+    Message,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    Usage,
+)
+from mini_harness.errors import MiniHarnessError
+
+
+class ScriptError(MiniHarnessError):
+    """A script file that cannot be used; the message names the file and what is wrong."""
+
+
+def _fail(path: str, where: str, why: str) -> ScriptError:
+    return ScriptError(f"script {path}: {where}: {why}")
+
+
+def _usage(path: str, where: str, data: object) -> Usage:
+    if data is None:
+        return Usage()
+    if not isinstance(data, dict):
+        raise _fail(path, where, "usage must be an object")
+    counts: dict[str, int | None] = {}
+    for key in ("inputTokens", "outputTokens", "cachedTokens"):
+        value = data.get(key)
+        if value is not None and (type(value) is not int or value < 0):
+            raise _fail(path, f"{where}.usage.{key}", "must be a whole number")
+        counts[key] = value
+    return Usage(counts["inputTokens"], counts["outputTokens"], counts["cachedTokens"])
+
+
+def _call(path: str, where: str, data: object, default_id: str) -> ToolCall:
+    if not isinstance(data, dict):
+        raise _fail(path, where, "a tool call must be an object")
+    name, arguments, call_id = data.get("name"), data.get("arguments", {}), data.get("id")
+    if not isinstance(name, str) or not name:
+        raise _fail(path, f"{where}.name", "must be a non-empty string")
+    if call_id is not None and not isinstance(call_id, str):
+        raise _fail(path, f"{where}.id", "must be a string")
+    text = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
+    return ToolCall(id=call_id or default_id, name=name, arguments=text)
+
+
+def parse_script(path: str, data: Any) -> tuple[ModelResponse, ...]:
+    """The responses of a parsed script file; ScriptError says what is wrong."""
+    if isinstance(data, dict):
+        data = data.get("responses")
+    if not isinstance(data, list) or not data:
+        raise _fail(path, "$", 'expected a non-empty list of responses (or {"responses": [...]})')
+    responses = []
+    for number, item in enumerate(data, 1):
+        where = f"response {number}"
+        if not isinstance(item, dict):
+            raise _fail(path, where, "must be an object")
+        text = item.get("text", "")
+        if not isinstance(text, str):
+            raise _fail(path, f"{where}.text", "must be a string")
+        raw_calls = item.get("toolCalls", [])
+        if not isinstance(raw_calls, list):
+            raise _fail(path, f"{where}.toolCalls", "must be a list")
+        if not text and not raw_calls:
+            raise _fail(path, where, "needs text or toolCalls")
+        calls = tuple(
+            _call(path, f"{where}.toolCalls[{i}]", call, f"call_{number}_{i + 1}")
+            for i, call in enumerate(raw_calls)
+        )
+        finish = item.get("finishReason", "tool_calls" if calls else "stop")
+        if finish not in FINISH_REASONS:
+            raise _fail(path, f"{where}.finishReason", f"must be one of {sorted(FINISH_REASONS)}")
+        responses.append(
+            ModelResponse(
+                message=Message("assistant", text, tool_calls=calls),
+                finish_reason=finish,
+                usage=_usage(path, where, item.get("usage")),
+                response_id=f"script-{number}",
+            )
+        )
+    return tuple(responses)
+
+
+class ScriptProvider:
+    """Serves the responses of a script file in order, whatever the request.
+
+    A request past the last response fails with ModelError (`invalid_response`), naming
+    how many responses the script has; `unused()` lists the responses never served.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self.name = f"script:{self.path}"
+        self.model = Path(self.path).name
+        try:
+            raw = Path(self.path).read_bytes()
+        except OSError as exc:
+            raise ScriptError(f"script {self.path} cannot be read: {exc.strerror}") from None
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise ScriptError(f"script {self.path} is not valid JSON ({exc})") from None
+        self.responses = parse_script(self.path, data)
+        self.served = 0
+
+    def __repr__(self) -> str:
+        return f"<ScriptProvider({self.path!r}, served={self.served}/{len(self.responses)})>"
+
+    def unused(self) -> tuple[int, ...]:
+        """The 1-based numbers of the responses not served yet."""
+        return tuple(range(self.served + 1, len(self.responses) + 1))
+
+    def complete(
+        self,
+        request: ModelRequest,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_retry: Callable[[ModelError], None] | None = None,
+    ) -> ModelResponse:
+        if self.served >= len(self.responses):
+            raise ModelError(
+                "invalid_response",
+                f"script {self.path} has {len(self.responses)} response(s); the run asked "
+                f"for response {self.served + 1}",
+            )
+        response = self.responses[self.served]
+        self.served += 1
+        if on_text is not None and response.message.content:
+            on_text(response.message.content)
+        return response

@@ -1,0 +1,196 @@
+"""`mini-harness run "TASK"`: run the agent on a task, printing each step as it happens."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from mini_harness.cli.dispatch import parse_tool_input
+from mini_harness.cli.log_options import log_option, log_options, opened_log
+from mini_harness.cli.output import PREFIX, error, info
+from mini_harness.cli.registry_spec import chosen_registry, registry_option
+
+RESULT_WIDTH = 160
+"""How much of a tool's output a step line shows."""
+
+EXIT_CODES = {"final": 0, "max_steps": 1, "model_error": 1, "budget": 1, "cancelled": 130}
+
+
+def choose_model_provider(spec: str | None, env: Mapping[str, str]) -> Any:
+    """The provider for `--model PROVIDER:MODEL` (or the environment's default)."""
+    from mini_harness.agent.providers import choose_provider
+
+    return choose_provider(spec, env)
+
+
+class PrintingReporter:
+    """Prints a run as it goes: each step's tool call and outcome, the model's text."""
+
+    def __init__(self, provider_name: str) -> None:
+        self.header = "Mock model response:" if provider_name == "mock" else "Model response:"
+        self._streaming = False
+        self._last_chunk = ""
+
+    def text(self, chunk: str) -> None:
+        if not self._streaming:
+            info(self.header)
+            self._streaming = True
+        click.echo(chunk, nl=False)
+        self._last_chunk = chunk or self._last_chunk
+
+    def response(self, step: int, response: Any, streamed: bool) -> None:
+        if self._streaming:
+            if not self._last_chunk.endswith("\n"):
+                click.echo("")
+            self._streaming, self._last_chunk = False, ""
+        elif response.message.content:
+            info(self.header)
+            click.echo(response.message.content)
+
+    def tool_called(self, step: int, call: Any) -> None:
+        info(f"Step {step}: {call.name} {call.arguments}")
+
+    def tool_done(self, step: int, outcome: Any) -> None:
+        if outcome.error is not None:
+            info(f"  failed: {outcome.error}")
+            return
+        shown = orjson.dumps(outcome.output).decode()
+        if len(shown) > RESULT_WIDTH:
+            shown = shown[: RESULT_WIDTH - 3] + "..."
+        info(f"  ok: {shown}")
+
+    def retry(self, error: Any) -> None:
+        click.echo(f"{PREFIX} Warning: model request failed ({error.message}); retrying", err=True)
+
+
+@click.command("run")
+@click.argument("task")
+@log_option("Record the whole run (model requests and tool calls) in a JSONL transcript.")
+@log_options
+@click.option("--max-steps", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option(
+    "--model",
+    metavar="PROVIDER:MODEL",
+    help="mock, script:FILE, or a model provider (default: from the environment, else mock).",
+)
+@click.option(
+    "--system-prompt-file",
+    metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Use this file's text as the system prompt.",
+)
+@click.option(
+    "--max-context-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Budget for each request (estimated tokens): old tool results are trimmed first; "
+    "if it still does not fit, the run stops.",
+)
+@click.option("--context-report", is_flag=True, help="Print the report of the last request.")
+@click.option(
+    "--workspace",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False),
+    help="Root directory of the file tools and of AGENTS.md. Default: the current directory.",
+)
+@registry_option(
+    "Give the agent the tools of this ToolRegistry (or a zero-argument callable returning "
+    "one) instead of the built-in tools; the working directory is importable."
+)
+@click.option("--tool", metavar="NAME", help="Dispatch this tool first; its result goes in.")
+@click.option("--tool-input", metavar="JSON", help="The --tool's input as a JSON object.")
+@click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end.")
+def run_command(
+    task: str,
+    *,
+    log: str | None,
+    max_steps: int,
+    model: str | None,
+    system_prompt_file: str | None,
+    max_context_tokens: int | None,
+    context_report: bool,
+    workspace: str | None,
+    registry_spec: str | None,
+    tool: str | None,
+    tool_input: str | None,
+    no_stream: bool,
+    as_json: bool,
+    **log_settings: Any,
+) -> None:
+    """Run the agent on TASK until it answers or reaches a limit.
+
+    Exit codes: 0 a final answer; 1 no final answer (step limit, model error, budget);
+    2 usage errors; 130 interrupted.
+    """
+    from mini_harness.agent.context import (
+        DEFAULT_SYSTEM_PROMPT,
+        load_project_rules,
+        request_parts,
+    )
+    from mini_harness.agent.context import (
+        context_report as render_report,
+    )
+    from mini_harness.agent.loop import AgentConfig, AgentLoop
+    from mini_harness.cli import root_workspace
+    from mini_harness.runtime import ToolRuntime
+
+    if tool_input is not None and tool is None:
+        raise click.UsageError("--tool-input needs --tool NAME")
+    manual = (tool, parse_tool_input(tool_input)) if tool is not None else None
+    workspace = workspace or root_workspace()
+    provider = choose_model_provider(model, os.environ)
+    system_prompt = DEFAULT_SYSTEM_PROMPT
+    if system_prompt_file is not None:
+        try:
+            system_prompt = Path(system_prompt_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise click.UsageError(f"--system-prompt-file {system_prompt_file}: {exc}") from None
+    tools = chosen_registry(registry_spec, workspace)
+    rules = load_project_rules(Path(workspace or os.curdir), Path.cwd())
+    config = AgentConfig(
+        task=task,
+        system_prompt=system_prompt,
+        rules=rules,
+        max_steps=max_steps,
+        max_context_tokens=max_context_tokens,
+        stream=not no_stream and not as_json,
+        manual_tool=manual,
+    )
+    if log is not None:
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+    if not as_json:
+        info(f"Task: {task}")
+        info(f"Model provider: {provider.name}")
+    reporter = None if as_json else PrintingReporter(provider.name)
+    with opened_log(log, log_settings) as sink:
+        runtime = ToolRuntime(tools, sink)
+        outcome = AgentLoop(runtime, provider, config, reporter).run()
+    if as_json:
+        document = {
+            "runId": outcome.run_id,
+            "stopReason": outcome.stop_reason,
+            "finalText": outcome.final_text,
+            "steps": outcome.steps,
+            "usage": outcome.usage.to_json(),
+        }
+        click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+    elif log is not None:
+        info(f"Transcript: {log} (run {outcome.run_id})")
+    if context_report and outcome.last_request is not None and not as_json:
+        parts = request_parts(
+            system_prompt, rules, runtime.tools_snapshot, outcome.last_request.messages
+        )
+        click.echo("")
+        click.echo(render_report(parts, outcome.last_input_tokens), nl=False)
+    if outcome.error is not None:
+        error(outcome.error)
+    code = EXIT_CODES[outcome.stop_reason]
+    if code:
+        raise click.exceptions.Exit(code)

@@ -1,0 +1,206 @@
+"""Fold agent runs: rebuild every model request, step and outcome from the events alone.
+
+The first ModelRequested of a run holds the opening conversation and each later one the
+messages added since; ContextTrimmed replaces earlier messages by their placeholders. So
+folding in order rebuilds the exact request of every step, which `hash_matches` checks
+against the recorded `requestHash`. Never calls a model or a tool.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+import attrs
+
+from mini_harness.agent.context import (
+    ProjectRules,
+    context_report,
+    request_hash,
+    request_parts,
+)
+from mini_harness.agent.provider import Message, ModelRequest, ModelResponse, Usage
+from mini_harness.errors import ReplayError
+from mini_harness.events import (
+    ContextTrimmed,
+    Event,
+    JsonObject,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
+    RunFinished,
+    RunStarted,
+    ToolCalled,
+    ToolFailed,
+    ToolSucceeded,
+)
+from mini_harness.transcripts.reader import TranscriptReader
+
+
+@attrs.define
+class AgentStep:
+    """One model request of a run, rebuilt: the full request, what came back, what it did."""
+
+    step: int
+    request_id: str
+    request: ModelRequest
+    recorded_hash: str
+    response: ModelResponse | None = None
+    duration_ms: float | None = None
+    failures: list[JsonObject] = attrs.Factory(list)
+    trimmed: list[JsonObject] = attrs.Factory(list)
+    call_ids: list[str] = attrs.Factory(list)
+
+    @property
+    def hash_matches(self) -> bool:
+        """Whether the rebuilt request hashes to the recorded `requestHash`."""
+        return request_hash(self.request) == self.recorded_hash
+
+
+@attrs.define
+class AgentRun:
+    """An agent run as its events tell it. `stop_reason` is None while it is unfinished
+    (no RunFinished: the process died); `in_doubt` lists calls begun but never ended."""
+
+    run_id: str
+    task: str
+    model: JsonObject
+    system_prompt: str
+    rules: tuple[ProjectRules, ...]
+    max_steps: int | None
+    tools: tuple[JsonObject, ...]
+    steps: list[AgentStep] = attrs.Factory(list)
+    stop_reason: str | None = None
+    final_text: str | None = None
+    usage: Usage = attrs.Factory(Usage)
+    in_doubt: list[str] = attrs.Factory(list)
+    history: list[Message] = attrs.Factory(list)
+
+    @property
+    def finished(self) -> bool:
+        return self.stop_reason is not None
+
+    def step_at(self, number: int) -> AgentStep:
+        for step in self.steps:
+            if step.step == number:
+                return step
+        raise ReplayError(
+            f"run {self.run_id} has no step {number} (it made {len(self.steps)} request(s))"
+        )
+
+    def context_report(self, step: int | None = None) -> str:
+        """The Context Explorer report of a step's request (the last one by default),
+        byte for byte what the live run printed for it."""
+        if not self.steps:
+            raise ReplayError(f"run {self.run_id} made no model request")
+        chosen = self.steps[-1] if step is None else self.step_at(step)
+        parts = request_parts(self.system_prompt, self.rules, self.tools, chosen.request.messages)
+        tokens = chosen.response.usage.input_tokens if chosen.response else None
+        return context_report(parts, tokens)
+
+
+class _Folder:
+    def __init__(self) -> None:
+        self.runs: dict[str, AgentRun] = {}
+        self.requests: dict[str, AgentStep] = {}
+        self.open_calls: dict[str, str] = {}  # call id -> run id
+        self.pending_trims: dict[str, list[JsonObject]] = {}
+
+    def add(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            if event.task is not None:
+                self.runs[event.run_id] = AgentRun(
+                    run_id=event.run_id,
+                    task=event.task,
+                    model=event.model or {},
+                    system_prompt=event.system_prompt or "",
+                    rules=tuple(ProjectRules.from_json(r) for r in event.project_rules or ()),
+                    max_steps=event.max_steps,
+                    tools=event.tools,
+                )
+            return
+        run_id = getattr(event, "run_id", None)
+        run = self.runs.get(run_id) if isinstance(run_id, str) else None
+        if run is None:
+            return
+        if isinstance(event, ModelRequested):
+            run.history.extend(Message.from_json(m) for m in event.messages)
+            step = AgentStep(
+                step=event.step,
+                request_id=event.request_id,
+                request=ModelRequest(tuple(run.history), run.tools, event.params),
+                recorded_hash=event.request_hash,
+                trimmed=self.pending_trims.pop(run.run_id, []),
+            )
+            run.steps.append(step)
+            self.requests[event.request_id] = step
+        elif isinstance(event, ModelResponded):
+            answered = self.requests.get(event.request_id)
+            if answered is not None:
+                answered.response = ModelResponse(
+                    message=Message.from_json(event.message),
+                    finish_reason=event.finish_reason,
+                    usage=Usage.from_json(event.usage),
+                    response_id=event.response_id,
+                )
+                answered.duration_ms = event.duration_ms
+        elif isinstance(event, ModelFailed):
+            failed = self.requests.get(event.request_id)
+            if failed is not None:
+                failed.failures.append({**event.error, "attempt": event.attempt})
+        elif isinstance(event, ContextTrimmed):
+            for entry in event.replaced:
+                index = entry["index"]
+                run.history[index] = attrs.evolve(run.history[index], content=entry["content"])
+            # The trim belongs to the request it was made for, which comes next.
+            self.pending_trims.setdefault(run.run_id, []).extend(event.replaced)
+        elif isinstance(event, ToolCalled):
+            self.open_calls[event.call_id] = run.run_id
+            if event.step is not None and run.steps:
+                run.steps[-1].call_ids.append(event.call_id)
+        elif isinstance(event, ToolSucceeded | ToolFailed):
+            self.open_calls.pop(event.call_id, None)
+        elif isinstance(event, RunFinished):
+            run.stop_reason = event.stop_reason
+            run.final_text = event.final_text
+            run.usage = Usage.from_json(event.usage)
+
+    def finish(self) -> list[AgentRun]:
+        for call_id, run_id in self.open_calls.items():
+            self.runs[run_id].in_doubt.append(call_id)
+        return list(self.runs.values())
+
+
+def fold_agent_events(events: Iterable[Event]) -> list[AgentRun]:
+    """The agent runs among `events`, in the order they started (tool runs are skipped)."""
+    folder = _Folder()
+    for event in events:
+        folder.add(event)
+    return folder.finish()
+
+
+def fold_agent_runs(path: str | os.PathLike[str]) -> list[AgentRun]:
+    """The agent runs of a transcript file (see fold_agent_events)."""
+    return fold_agent_events(record.event for record in TranscriptReader(path))
+
+
+def select_agent_run(runs: list[AgentRun], run_id: str | None = None) -> AgentRun:
+    """The run `run_id` (a unique prefix is enough), or the last agent run."""
+    if not runs:
+        raise ReplayError("the transcript has no agent run")
+    if run_id is None:
+        return runs[-1]
+    matches = [run for run in runs if run.run_id.startswith(run_id)]
+    if len(matches) != 1:
+        raise ReplayError(
+            f"no agent run {run_id!r}" if not matches else f"run id {run_id!r} is ambiguous"
+        )
+    return matches[0]
+
+
+def agent_context_report(
+    path: str | os.PathLike[str], *, step: int | None = None, run_id: str | None = None
+) -> str:
+    """`replay PATH --context-report [--step N]` for an agent run: the report of step N's
+    request (default: the last), byte-identical to what the live run printed."""
+    return select_agent_run(fold_agent_runs(path), run_id).context_report(step)

@@ -1,0 +1,25 @@
+"""The mock model: deterministic, offline, answers without tools."""
+
+from __future__ import annotations
+
+from mini_harness.agent import Message, ModelRequest
+from mini_harness.agent.mock import MockProvider
+
+
+class TestMock:
+    def test_answers_the_task_without_tools(self) -> None:
+        """The mock repeats the task in its answer and calls no tool."""
+        request = ModelRequest((Message("system", "s"), Message("user", "count the files")))
+        response = MockProvider().complete(request)
+        assert "count the files" in response.message.content
+        assert response.message.tool_calls == ()
+        assert response.finish_reason == "stop"
+
+    def test_deterministic(self) -> None:
+        """The same request gets the same response."""
+        request = ModelRequest((Message("user", "x"),))
+        assert MockProvider().complete(request) == MockProvider().complete(request)
+
+    def test_name(self) -> None:
+        """Its provider name prints as `mock`."""
+        assert MockProvider("mock").name == "mock"

@@ -1,0 +1,197 @@
+"""`mini-harness run`: the output shape, the log, the context report, exit codes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner, Result
+
+from mini_harness.cli import cli
+from mini_harness.replay.agent_fold import agent_context_report, fold_agent_runs
+from mini_harness.transcripts import verify_transcript
+
+DEMO: list[dict[str, Any]] = [
+    {"text": "Looking.", "toolCalls": [{"name": "list_files", "arguments": {}}]},
+    {"toolCalls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+    {"text": "It is a tiny project."},
+]
+
+INTERRUPTING_REGISTRY = """
+from mini_harness import ToolRegistry
+
+
+def interrupt(data):
+    raise KeyboardInterrupt
+
+
+registry = ToolRegistry()
+registry.add("interrupt", interrupt, description="Ctrl-C.", input_schema={"type": "object"})
+"""
+
+
+@pytest.fixture(name="workspace")
+def _workspace(tmp_path: Path) -> Iterator[Path]:
+    """A workspace that is also the working directory, with no API key in sight."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "README.md").write_text("# Demo\n")
+    cwd = Path.cwd()
+    os.chdir(root)
+    try:
+        yield root
+    finally:
+        os.chdir(cwd)
+
+
+def script(path: Path, responses: list[dict[str, Any]]) -> str:
+    path.write_bytes(orjson.dumps(responses))
+    return f"script:{path}"
+
+
+NO_KEYS: dict[str, str | None] = dict.fromkeys(
+    ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MINI_HARNESS_MODEL")
+)
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), env=NO_KEYS)
+
+
+class TestOutput:
+    def test_mock_by_default(self, workspace: Path) -> None:
+        """Without a key the mock answers, in the reference's shape, exit 0."""
+        result = run("run", "hello")
+        assert result.exit_code == 0
+        lines = result.stdout.splitlines()
+        assert lines[:3] == [
+            "[mini-harness] Task: hello",
+            "[mini-harness] Model provider: mock",
+            "[mini-harness] Mock model response:",
+        ]
+        assert "hello" in lines[3]
+        assert result.stderr == ""
+
+    def test_steps_as_they_happen(self, workspace: Path, tmp_path: Path) -> None:
+        """Each step prints the tool call with its input and its outcome, then the answer."""
+        model = script(tmp_path / "s.json", DEMO)
+        result = run("run", "what is it?", "--model", model)
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        assert lines[1] == f"[mini-harness] Model provider: {model}"
+        assert lines[2:5] == [
+            "[mini-harness] Model response:",
+            "Looking.",
+            "[mini-harness] Step 1: list_files {}",
+        ]
+        assert lines[5].startswith('[mini-harness]   ok: {"path":".","files":[')
+        assert lines[6] == '[mini-harness] Step 2: read_file {"path":"README.md"}'
+        assert lines[-2:] == ["[mini-harness] Model response:", "It is a tiny project."]
+
+    def test_failed_call_line(self, workspace: Path, tmp_path: Path) -> None:
+        """A failed call prints its error in one line."""
+        model = script(tmp_path / "s.json", [{"toolCalls": [{"name": "nope"}]}, {"text": "ok"}])
+        result = run("run", "t", "--model", model, "--no-stream")
+        assert "[mini-harness]   failed: Unknown tool: nope" in result.stdout.splitlines()
+
+    def test_json(self, workspace: Path, tmp_path: Path) -> None:
+        """--json prints one JSON document: final text, stop reason, steps, usage, run id."""
+        result = run("run", "t", "--model", script(tmp_path / "s.json", DEMO), "--json")
+        assert result.exit_code == 0
+        document = orjson.loads(result.stdout)
+        assert document["finalText"] == "It is a tiny project."
+        assert (document["stopReason"], document["steps"]) == ("final", 3)
+        assert set(document) == {"runId", "stopReason", "finalText", "steps", "usage"}
+
+
+class TestLogAndReport:
+    def test_log_parents_created(self, workspace: Path, tmp_path: Path) -> None:
+        """--log creates parent directories and records a transcript that verifies."""
+        log = tmp_path / "logs" / "deep" / "t.jsonl"
+        result = run("run", "t", "--model", script(tmp_path / "s.json", DEMO), "--log", str(log))
+        assert result.exit_code == 0
+        assert verify_transcript(log).ok
+        (agent_run,) = fold_agent_runs(log)
+        assert f"[mini-harness] Transcript: {log} (run {agent_run.run_id})" in result.stdout
+
+    def test_context_report_replays_byte_for_byte(self, workspace: Path, tmp_path: Path) -> None:
+        """The live report of the last request is what the fold rebuilds from the log."""
+        (workspace / "AGENTS.md").write_text("Be brief.\n")
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", DEMO)
+        result = run("run", "t", "--model", model, "--log", str(log), "--context-report")
+        assert result.exit_code == 0
+        live = result.stdout.split("\n\n", 1)[1]
+        assert live.startswith("Context Explorer\n\nSystem prompt ")
+        assert "Project rules          ~" in live
+        assert live == agent_context_report(log)
+        assert agent_context_report(log, step=1) != live
+
+    def test_tool_first(self, workspace: Path, tmp_path: Path) -> None:
+        """--tool runs first; its result is in the context as the Tool result part."""
+        model = script(tmp_path / "s.json", [{"text": "ok"}])
+        result = run(
+            "run", "t", "--model", model, "--tool", "echo", "--tool-input", '{"text":"hi"}',
+            "--context-report",
+        )  # fmt: skip
+        assert result.exit_code == 0
+        assert result.stdout.splitlines()[-2].startswith("Tool result            ~")
+
+
+class TestExitCodes:
+    def test_max_steps_is_1(self, workspace: Path, tmp_path: Path) -> None:
+        """A run stopped by --max-steps exits 1 and says why."""
+        result = run("run", "t", "--model", script(tmp_path / "s.json", DEMO), "--max-steps", "1")
+        assert result.exit_code == 1
+        assert result.stderr == (
+            "[mini-harness] Error: stopped after 1 step(s) without a final answer\n"
+        )
+
+    def test_model_error_is_1(self, workspace: Path, tmp_path: Path) -> None:
+        """A script that runs out is a model error: exit 1."""
+        result = run("run", "t", "--model", script(tmp_path / "s.json", DEMO[:1]))
+        assert result.exit_code == 1
+        assert "model request failed: script" in result.stderr
+
+    def test_budget_is_1(self, workspace: Path, tmp_path: Path) -> None:
+        """A budget the request cannot fit in is exit 1."""
+        model = script(tmp_path / "s.json", DEMO)
+        result = run("run", "t", "--model", model, "--max-context-tokens", "10")
+        assert result.exit_code == 1
+        assert "--max-context-tokens" in result.stderr
+
+    @pytest.mark.parametrize(
+        "args",
+        [
+            ["run"],
+            ["run", "t", "--max-steps", "0"],
+            ["run", "t", "--model", "script:/does/not/exist.json"],
+            ["run", "t", "--tool-input", "{}"],
+            ["run", "t", "--tool", "echo", "--tool-input", "{"],
+            ["run", "t", "--registry", "no_such_module_here:registry"],
+        ],
+    )
+    def test_usage_is_2(self, workspace: Path, args: list[str]) -> None:
+        """Bad usage exits 2 with an error line and no traceback."""
+        result = run(*args)
+        assert result.exit_code == 2
+        assert result.stderr.startswith("[mini-harness] Error: ")
+        assert "Traceback" not in result.output
+
+    def test_interrupted_is_130(self, workspace: Path, tmp_path: Path) -> None:
+        """Ctrl-C during a tool ends the run as cancelled: exit 130, the log closed cleanly."""
+        (workspace / "interrupting.py").write_text(INTERRUPTING_REGISTRY)
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", [{"toolCalls": [{"name": "interrupt"}]}])
+        result = run(
+            "run", "t", "--model", model, "--registry", "interrupting:registry", "--log", str(log)
+        )
+        assert result.exit_code == 130
+        assert result.stderr.endswith("[mini-harness] Error: interrupted\n")
+        assert verify_transcript(log).ok
+        (agent_run,) = fold_agent_runs(log)
+        assert agent_run.stop_reason == "cancelled"
