@@ -150,6 +150,25 @@ class TestCorpusReport:
             "usage": {"inputTokens": 260, "outputTokens": 11, "cachedTokens": 90},
         }
 
+    def test_agent_runs_recorded_by_the_loop(self, tmp_path: Path) -> None:
+        """Runs of the real agent loop are counted by how they ended, with their usage."""
+        script = tmp_path / "script.json"
+        usage = {"inputTokens": 40, "outputTokens": 5, "cachedTokens": 8}
+        call = {"name": "echo", "arguments": {"text": "hi"}}
+        responses = [{"text": "", "toolCalls": [call], "usage": usage}, {"text": "done"}]
+        script.write_bytes(orjson.dumps({"responses": responses}))
+        runs = tmp_path / "runs"
+        for name, steps in (("final", "3"), ("cut", "1")):
+            result = run(
+                "run", "task", "--model", f"script:{script}", "--max-steps", steps,
+                "--workspace", str(tmp_path), "--log", str(runs / f"{name}.jsonl"),
+            )  # fmt: skip
+            assert result.exit_code in (0, 1), result.output
+        agent = fold_corpus([runs], workers=1).agent.to_json()
+        assert agent["byStopReason"] == {"final": 1, "max_steps": 1}
+        assert agent["modelResponses"] == 3
+        assert agent["usage"] == {"inputTokens": 80, "outputTokens": 10, "cachedTokens": 16}
+
 
 class TestDeterminism:
     def test_workers_give_the_same_report(self, corpus: Path) -> None:

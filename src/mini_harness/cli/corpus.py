@@ -122,17 +122,14 @@ def verify_corpus(
 def _registry_factory(spec: str | None, workspace: str | None) -> Callable[[], ToolRegistry]:
     """A picklable function building the re-run registry in each worker; tried here first,
     so a bad --registry is one usage error, not one per file."""
-    from mini_harness.registry_spec import load_registry
+    from mini_harness.cli.registry_spec import load_registry, registry_from
     from mini_harness.tools import default_registry
 
-    factory: Callable[[], ToolRegistry]
     if spec is not None:
-        factory = functools.partial(load_registry, spec)
-    else:
-        # Absolute: workers (and Ray nodes) do not run in this directory.
-        factory = functools.partial(default_registry, os.path.abspath(workspace or os.getcwd()))
-    factory()
-    return factory
+        registry_from(spec)  # with --debug, a failing import shows its traceback
+        return functools.partial(load_registry, spec)
+    # Absolute: workers (and Ray nodes) do not run in this directory.
+    return functools.partial(default_registry, os.path.abspath(workspace or os.getcwd()))
 
 
 def _run(
