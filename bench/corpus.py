@@ -163,7 +163,7 @@ def run(config: Config) -> Section:
     total = make_corpus(root, files, events)
     make_corpus(quarter, files // 4, events // 4)
     load = os.getloadavg()
-    rounds = max(1, min(config.rounds, 3 if config.quick else 1))
+    rounds = max(1, min(config.rounds, 3 if config.quick else 2))
     runs: dict[str, list[dict[str, float]]] = {"1 worker": [], f"{cores} workers": []}
     if cores >= 2:
         runs.setdefault("2 workers", [])

@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import itertools
 import os
+import sys
 from pathlib import Path
 
 import orjson
@@ -295,6 +296,18 @@ class TestCli:
         result = run("replay", "--ray", str(corpus))
         assert result.exit_code == 2
         assert "put --ray after the paths, or write --ray=ADDRESS" in result.stderr
+
+    def test_ray_not_installed(self, corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without Ray, `--ray` is one error line saying how to install it, and exit 2."""
+        monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` meets when missing
+        monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # restored afterwards
+        result = run("replay", str(corpus), "--ray")
+        assert result.exit_code == 2
+        assert result.stdout == ""
+        assert result.stderr == (
+            "[mini-harness] Error: --ray needs Ray: pip install 'mini-harness[ray]' "
+            "(or 'ray>=2.9,<3')\n"
+        )
 
 
 class TestProgress:

@@ -147,6 +147,10 @@ def _run(
 
     if ray_address is not None and workers is not None:
         raise BadUsage("--workers applies to local processes; with --ray, Ray places the work")
+    if ray_address is not None:
+        from mini_harness.replay.corpus_ray import import_ray
+
+        import_ray(local=ray_address == LOCAL_RAY)  # no Ray: one error line, nothing else
     files = expand_paths(paths)
     if not as_json:
         noun = "transcript" if len(files) == 1 else "transcripts"

@@ -72,7 +72,7 @@ def fold_files_ray(
 ) -> CorpusReport:
     """`fold_corpus_ray` over files already expanded (see `expand_paths`)."""
     merge = SummaryMerge()
-    ray = _import_ray(local=address is None)
+    ray = import_ray(local=address is None)
     started = False
     if not ray.is_initialized():
         _start(ray, address)
@@ -86,7 +86,9 @@ def fold_files_ray(
     return corpus_report(merge, rerun=options.rerun is not None)
 
 
-def _import_ray(*, local: bool) -> Any:
+def import_ray(*, local: bool) -> Any:
+    """The ray module; RayUnavailableError if it is not installed. `local`: for a local
+    instance, set first what keeps it on loopback (see LOOPBACK_ONLY)."""
     if local:
         for name, value in LOOPBACK_ONLY.items():
             os.environ.setdefault(name, value)
