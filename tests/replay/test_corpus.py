@@ -283,6 +283,7 @@ class TestCli:
             (["--run", "1"], "--run applies to one transcript, not to a corpus"),
             (["--context-report"], "--context-report applies to one transcript, not to a corpus"),
             (["--workers", "0"], "0 is not in the range x>=1"),
+            (["--workers", "1", "--workers", "2"], "--workers may be given only once"),
         ],
     )
     def test_usage_errors(self, corpus: Path, args: list[str], message: str) -> None:
@@ -293,9 +294,12 @@ class TestCli:
 
     def test_ray_before_the_paths(self, corpus: Path) -> None:
         """`--ray PATH` would take the path as an address: the error says how to write it."""
-        result = run("replay", "--ray", str(corpus))
-        assert result.exit_code == 2
-        assert "put --ray after the paths, or write --ray=ADDRESS" in result.stderr
+        for given in (str(corpus), str(corpus / "*.jsonl")):
+            result = run("replay", "--ray", given)
+            assert result.exit_code == 2
+            assert f"--ray took {given} as a cluster address: put --ray after the paths" in (
+                result.stderr
+            )
 
     def test_ray_not_installed(self, corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         """Without Ray, `--ray` is one error line saying how to install it, and exit 2."""

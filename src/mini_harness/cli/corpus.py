@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 import click
 
 from mini_harness.cli import BadUsage, error, info
+from mini_harness.cli.options import SingleOption
 
 if TYPE_CHECKING:
     from mini_harness.replay.corpus import CorpusFile, CorpusReport
@@ -45,6 +46,7 @@ def corpus_options(command: F) -> F:
     )(command)
     return click.option(
         "--workers",
+        cls=SingleOption,
         type=click.IntRange(min=1),
         default=None,
         metavar="N",
@@ -53,8 +55,9 @@ def corpus_options(command: F) -> F:
 
 
 def _ray_address(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Refuse a path taken as the address (`--ray DIR`): it runs before PATH... is checked."""
-    if value is not None and value != LOCAL_RAY and os.path.exists(value):
+    """Refuse a path or glob taken as the address (`--ray DIR`), before PATH... is checked."""
+    looks_like_path = value is not None and (os.path.exists(value) or bool(set("*?[") & set(value)))
+    if value is not None and value != LOCAL_RAY and looks_like_path:
         raise BadUsage(
             f"--ray took {value} as a cluster address: put --ray after the paths, "
             "or write --ray=ADDRESS"

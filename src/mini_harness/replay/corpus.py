@@ -336,7 +336,7 @@ def _in_processes(
 def batch_shown_as(paths: Sequence[str], batch: SummaryMerge) -> SummaryMerge:
     """The batch's rows under the paths as given (rows come back in the batch's order)."""
     for path, row in zip(paths, batch.rows, strict=True):
-        row.path = path
+        shown_as(path, row)
     return batch
 
 
@@ -350,6 +350,8 @@ def lost_batch(paths: Sequence[str], error: str) -> SummaryMerge:
 
 def shown_as(path: str, summary: FileSummary) -> FileSummary:
     """The summary under the path as it was given (workers are handed absolute paths)."""
+    if summary.error is not None:
+        summary.error = summary.error.replace(os.path.abspath(path), path)
     summary.path = path
     return summary
 
