@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test goldens lint bench clean sandbox
+.PHONY: demo test goldens lint bench mutate clean sandbox
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +23,8 @@ demo: $(STAMP)
 	@echo "--- an agent run with a scripted model (examples/agent-demo.json)"
 	rm -f demo-agent-transcript.jsonl
 	$(BIN)/mini-harness run "What is this project?" --model script:examples/agent-demo.json --log demo-agent-transcript.jsonl
-	@echo "--- its last request's context report, rebuilt from demo-agent-transcript.jsonl"
-	$(BIN)/python -c "from mini_harness.replay.agent_fold import agent_context_report as r; print(r('demo-agent-transcript.jsonl'), end='')"
+	@echo "--- mini-harness replay demo-agent-transcript.jsonl --context-report --step 2"
+	$(BIN)/mini-harness replay demo-agent-transcript.jsonl --context-report --step 2
 
 # The Ray extra is big (a wheel of ~70 MB): only the test target installs it.
 $(VENV)/.ray-installed: $(STAMP)
@@ -41,6 +41,7 @@ sandbox:
 test: $(STAMP) $(VENV)/.ray-installed sandbox
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q
 
 # Rewrite the golden files under tests/golden after an intended change (never in CI).
@@ -55,5 +56,16 @@ $(VENV)/.bench-installed: $(STAMP)
 bench: $(VENV)/.bench-installed
 	$(BIN)/python bench/run.py
 
+$(VENV)/.mutate-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,mutate]'
+	touch $@
+
+# Mutation testing with mutmut ([tool.mutmut] in pyproject.toml): the workspace resolver
+# and transcripts/. Slow; run by hand, never in CI. Results are cached in mutants/.
+# make mutate MUTANTS='mini_harness.tools.workspace*'   (the resolver only)
+mutate: $(VENV)/.mutate-installed
+	$(BIN)/mutmut run --max-children 2 $(MUTANTS)
+	$(BIN)/mutmut results
+
 clean:
-	rm -rf $(VENV) demo-transcript.jsonl demo-agent-transcript.jsonl
+	rm -rf $(VENV) demo-transcript.jsonl demo-agent-transcript.jsonl mutants

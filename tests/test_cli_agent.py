@@ -188,10 +188,123 @@ class TestExitCodes:
         log = tmp_path / "t.jsonl"
         model = script(tmp_path / "s.json", [{"toolCalls": [{"name": "interrupt"}]}])
         result = run(
-            "run", "t", "--model", model, "--registry", "interrupting:registry", "--log", str(log)
-        )
+            "run", "t", "--model", model, "--registry", "interrupting:registry", "--log",
+            str(log), "--approve", "auto",
+        )  # fmt: skip
         assert result.exit_code == 130
         assert result.stderr.endswith("[mini-harness] Error: interrupted\n")
         assert verify_transcript(log).ok
         (agent_run,) = fold_agent_runs(log)
         assert agent_run.stop_reason == "cancelled"
+
+
+class TestBareTask:
+    def test_a_bare_task_runs_the_agent(self, workspace: Path) -> None:
+        """`mini-harness "TASK"` prints exactly what `mini-harness run "TASK"` prints."""
+        bare, explicit = run("hello there"), run("run", "hello there")
+        assert bare.exit_code == explicit.exit_code == 0
+        assert bare.stdout == explicit.stdout
+        assert bare.stdout.startswith("[mini-harness] Task: hello there\n")
+
+    def test_words_of_a_task_are_joined(self, workspace: Path) -> None:
+        """Unquoted words make one task, as in the reference CLI."""
+        result = run("run", "read", "the", "README")
+        assert "[mini-harness] Task: read the README" in result.stdout.splitlines()
+
+    def test_root_options_apply_to_the_task(self, workspace: Path, tmp_path: Path) -> None:
+        """`--tool ... --log ... "TASK"`: the tool is dispatched first, then the agent runs,
+        all in the one log."""
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", [{"text": "ok"}])
+        result = run(
+            "--tool", "echo", "--tool-input", '{"text":"hi"}', "--log", str(log),
+            "--context-report", "call the echo tool", "--model", model,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines()[0] == "[mini-harness] Task: call the echo tool"
+        assert result.stdout.splitlines()[-2].startswith("Tool result            ~")
+        types = [orjson.loads(line)["type"] for line in log.read_bytes().splitlines()]
+        assert types.index("ToolSucceeded") < types.index("ModelRequested")
+        assert types[-1] == "RunFinished"
+
+    def test_a_mistyped_subcommand_is_not_a_task(self, workspace: Path) -> None:
+        """A name close to a subcommand's is a usage error that suggests it, not a task."""
+        result = run("replya", "t.jsonl")
+        assert result.exit_code == 2
+        assert "No such command 'replya'. Did you mean 'replay'?" in result.stderr
+        assert result.stdout == ""
+
+    def test_a_task_named_like_a_subcommand_goes_through_run(self, workspace: Path) -> None:
+        """`mini-harness run replay` is the agent on the task "replay"."""
+        result = run("run", "replay")
+        assert result.exit_code == 0
+        assert result.stdout.startswith("[mini-harness] Task: replay\n")
+
+
+PATCH = "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# Demo\n+# Demo, patched\n"
+
+
+class TestReplayOfAgentRuns:
+    def test_context_report_of_any_step(self, workspace: Path, tmp_path: Path) -> None:
+        """`replay --context-report --step N` prints step N's report as the fold rebuilds
+        it; without --step, the last request's, as the live run printed it."""
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", DEMO)
+        live = run("run", "t", "--model", model, "--log", str(log), "--context-report")
+        last = live.stdout.split("\n\n", 1)[1]
+        for step, expected in ((None, last), (1, agent_context_report(log, step=1))):
+            args = ["replay", str(log), "--context-report"]
+            result = run(*args, *(["--step", str(step)] if step else []))
+            assert result.exit_code == 0, result.output
+            assert expected in result.stdout
+        assert agent_context_report(log, step=1) != last
+
+    def test_step_needs_the_context_report(self, workspace: Path, tmp_path: Path) -> None:
+        """--step alone is a usage error."""
+        result = run("replay", str(tmp_path / "t.jsonl"), "--step", "1")
+        assert result.exit_code == 2
+        assert "--step needs --context-report" in result.stderr
+
+    def test_effects_then_undo(self, workspace: Path, tmp_path: Path) -> None:
+        """A patch applied by an agent run is listed by `replay --effects` with its hashes,
+        and `undo --call ID` puts the file back, recorded as a new run."""
+        log = tmp_path / "t.jsonl"
+        steps = [{"toolCalls": [{"name": "apply_patch", "arguments": {"patch": PATCH}}]}]
+        model = script(tmp_path / "s.json", [*steps, {"text": "patched"}])
+        result = run("run", "t", "--model", model, "--log", str(log), "--approve", "auto")
+        assert result.exit_code == 0, result.output
+        assert (workspace / "README.md").read_text() == "# Demo, patched\n"
+        effects = run("replay", str(log), "--effects")
+        assert effects.exit_code == 0
+        (line,) = [ln for ln in effects.stdout.splitlines() if ln.startswith("Call ")]
+        call_id = line.split()[1]
+        assert "  modified README.md" in effects.stdout
+        assert "apply_patch: approved by policy" in effects.stdout
+        undone = run("undo", str(log), "--call", call_id, "--workspace", str(workspace))
+        assert undone.exit_code == 0, undone.output
+        assert (workspace / "README.md").read_text() == "# Demo\n"
+        assert verify_transcript(log).ok
+
+
+class TestSecrets:
+    def test_a_redacted_secret_never_reaches_the_log_from_model_messages(
+        self, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """--redact-env covers the agent's events too: the task, the model's text and the
+        tool results that carried the secret are written as [REDACTED]."""
+        secret = "s3cr3t-value-1234"
+        monkeypatch.setenv("DEMO_TOKEN", secret)
+        (workspace / "README.md").write_text(f"token: {secret}\n")
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", [*DEMO[:2], {"text": f"the token is {secret}"}])
+        result = CliRunner().invoke(
+            cli,
+            ["run", f"find {secret}", "--model", model, "--log", str(log),
+             "--redact-env", "DEMO_TOKEN"],
+            env={**NO_KEYS, "DEMO_TOKEN": secret},
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        written = log.read_bytes()
+        assert secret.encode() not in written
+        assert written.count(b"[REDACTED]") >= 3
+        assert verify_transcript(log).ok

@@ -10,10 +10,13 @@ from typing import Any
 import click
 import orjson
 
+from mini_harness.cli.coding import approve_option, make_approver
 from mini_harness.cli.dispatch import parse_tool_input
 from mini_harness.cli.log_options import log_option, log_options, opened_log
 from mini_harness.cli.output import PREFIX, error, info
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
+from mini_harness.runtime import ToolRegistry
+from mini_harness.tools import register_coding_tools
 
 RESULT_WIDTH = 160
 """How much of a tool's output a step line shows."""
@@ -26,6 +29,42 @@ def choose_model_provider(spec: str | None, env: Mapping[str, str]) -> Any:
     from mini_harness.agent.providers import choose_provider
 
     return choose_provider(spec, env)
+
+
+def _with_root_options(**options: Any) -> dict[str, Any]:
+    """`mini-harness [OPTIONS] "TASK"`: the root's options fill in those not given here."""
+    inherited = (click.get_current_context().find_root().obj or {}).get("run_options")
+    if inherited is None:
+        return options
+    for key in ("tool", "tool_input", "context_report", "as_json", "registry_spec"):
+        options[key] = options[key] or inherited[key]
+    if options["log"] is None and inherited["log"] is not None:
+        options["log"], options["log_settings"] = inherited["log"], inherited["log_settings"]
+    return options
+
+
+def _system_prompt(path: str | None) -> str:
+    """--system-prompt-file's text, or the default system prompt."""
+    from mini_harness.agent.context import DEFAULT_SYSTEM_PROMPT
+
+    if path is None:
+        return DEFAULT_SYSTEM_PROMPT
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.UsageError(f"--system-prompt-file {path}: {exc}") from None
+
+
+def _agent_tools(
+    registry_spec: str | None, workspace: str | None, log_settings: dict[str, Any]
+) -> ToolRegistry:
+    """The user's registry, or the built-in tools with the coding tools (git, apply_patch,
+    run_command), which the approval policy stands in front of."""
+    tools = chosen_registry(registry_spec, workspace)
+    if registry_spec is None:
+        redacted = tuple(log_settings.get("redact_env") or ())
+        register_coding_tools(tools, workspace or os.curdir, redacted_names=redacted)
+    return tools
 
 
 class PrintingReporter:
@@ -69,7 +108,7 @@ class PrintingReporter:
 
 
 @click.command("run")
-@click.argument("task")
+@click.argument("task", nargs=-1, required=True)
 @log_option("Record the whole run (model requests and tool calls) in a JSONL transcript.")
 @log_options
 @click.option("--max-steps", type=click.IntRange(min=1), default=10, show_default=True)
@@ -105,10 +144,11 @@ class PrintingReporter:
 )
 @click.option("--tool", metavar="NAME", help="Dispatch this tool first; its result goes in.")
 @click.option("--tool-input", metavar="JSON", help="The --tool's input as a JSON object.")
+@approve_option
 @click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end.")
 def run_command(
-    task: str,
+    task: tuple[str, ...],
     *,
     log: str | None,
     max_steps: int,
@@ -120,6 +160,7 @@ def run_command(
     registry_spec: str | None,
     tool: str | None,
     tool_input: str | None,
+    approve: str,
     no_stream: bool,
     as_json: bool,
     **log_settings: Any,
@@ -130,32 +171,39 @@ def run_command(
     2 usage errors; 130 interrupted.
     """
     from mini_harness.agent.context import (
-        DEFAULT_SYSTEM_PROMPT,
-        load_project_rules,
-        request_parts,
-    )
-    from mini_harness.agent.context import (
         context_report as render_report,
     )
+    from mini_harness.agent.context import load_project_rules, request_parts
     from mini_harness.agent.loop import AgentConfig, AgentLoop
     from mini_harness.cli import root_workspace
     from mini_harness.runtime import ToolRuntime
 
+    given = _with_root_options(
+        tool=tool,
+        tool_input=tool_input,
+        context_report=context_report,
+        as_json=as_json,
+        registry_spec=registry_spec,
+        log=log,
+        log_settings=log_settings,
+    )
+    tool, tool_input, registry_spec = given["tool"], given["tool_input"], given["registry_spec"]
+    context_report, as_json = given["context_report"], given["as_json"]
+    log, log_settings = given["log"], given["log_settings"]
+    task_text = " ".join(task).strip()
+    if not task_text:
+        raise click.UsageError("the task is empty")
     if tool_input is not None and tool is None:
         raise click.UsageError("--tool-input needs --tool NAME")
     manual = (tool, parse_tool_input(tool_input)) if tool is not None else None
     workspace = workspace or root_workspace()
     provider = choose_model_provider(model, os.environ)
-    system_prompt = DEFAULT_SYSTEM_PROMPT
-    if system_prompt_file is not None:
-        try:
-            system_prompt = Path(system_prompt_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise click.UsageError(f"--system-prompt-file {system_prompt_file}: {exc}") from None
-    tools = chosen_registry(registry_spec, workspace)
+    system_prompt = _system_prompt(system_prompt_file)
+    tools = _agent_tools(registry_spec, workspace, log_settings)
+    approver = make_approver(workspace or os.curdir, approve)
     rules = load_project_rules(Path(workspace or os.curdir), Path.cwd())
     config = AgentConfig(
-        task=task,
+        task=task_text,
         system_prompt=system_prompt,
         rules=rules,
         max_steps=max_steps,
@@ -166,11 +214,11 @@ def run_command(
     if log is not None:
         Path(log).parent.mkdir(parents=True, exist_ok=True)
     if not as_json:
-        info(f"Task: {task}")
+        info(f"Task: {task_text}")
         info(f"Model provider: {provider.name}")
     reporter = None if as_json else PrintingReporter(provider.name)
     with opened_log(log, log_settings) as sink:
-        runtime = ToolRuntime(tools, sink)
+        runtime = ToolRuntime(tools, sink, approver=approver)
         outcome = AgentLoop(runtime, provider, config, reporter).run()
     if as_json:
         document = {

@@ -7,11 +7,15 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+import attrs
 import click
 
 from mini_harness.cli import BadUsage, error, info
+from mini_harness.cli.coding import effects_option, print_effects
 from mini_harness.cli.corpus import corpus_options, replay_corpus, wants_corpus
 from mini_harness.cli.options import SingleOption
+from mini_harness.replay.agent_fold import fold_agent_runs
+from mini_harness.replay.model import RunSummary
 
 if TYPE_CHECKING:
     from mini_harness.events import JsonObject
@@ -40,6 +44,14 @@ _PROGRESS_EVERY = 4096  # items between progress checks
     metavar="ID|INDEX",
     help="Only this run: 1-based index or run id.",
 )
+@click.option(
+    "--step",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="With --context-report, an agent run's report for step N's request (default: the "
+    "last), as the live run printed it.",
+)
+@effects_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
 @click.option("--rerun", is_flag=True, help="Dispatch each recorded call again and compare.")
 @click.option(
@@ -72,6 +84,8 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     ray_address: str | None,
     context_report: bool,
     run: str | None,
+    step: int | None,
+    effects: bool,
     as_json: bool,
     rerun: bool,
     registry: str | None,
@@ -98,6 +112,15 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     from mini_harness.events import EventSink
     from mini_harness.replay import TranscriptFold, TranscriptRerun
 
+    if step is not None and not context_report:
+        raise BadUsage("--step needs --context-report")
+    if effects:
+        if rerun or as_json or context_report:
+            raise BadUsage("--effects cannot be combined with --rerun, --json or --context-report")
+        if wants_corpus(paths, workers, ray_address):
+            raise BadUsage("--effects applies to one transcript, not to a corpus")
+        print_effects(paths[0])
+        return
     if not rerun:
         for flag, value in (
             ("--registry", registry),
@@ -115,7 +138,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
         # `mini-harness --workspace DIR replay ...` sets it on the root command.
         workspace = (click.get_current_context().find_root().obj or {}).get("workspace")
     if wants_corpus(paths, workers, ray_address):
-        refused = {"--run": run, "--context-report": context_report, "--log": log}
+        refused = {"--run": run, "--context-report": context_report, "--step": step, "--log": log}
         replay_corpus(
             paths,
             as_json=as_json,
@@ -136,6 +159,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     fold = TranscriptFold(path, run=run, context_reports=context_report)
     out: _Output = _JsonOutput(fold, rerun=rerun) if as_json else _TextOutput(fold, rerun=rerun)
     out.registry_spec = registry
+    out.step = step
     if tools is None:
         code = _drive(fold, iter(fold), out, size=_size(path))
         raise click.exceptions.Exit(code)
@@ -248,6 +272,21 @@ class _Output:
         self.registry_spec: str | None = None  # --registry, if given
         self.unknown_tools: dict[str, None] = {}  # tools re-run calls found missing, in order
         self.unknown_calls = 0
+        self.step: int | None = None  # --step, for agent runs' context reports
+
+    def summaries(self) -> list[RunSummary]:
+        """The runs' summaries; an agent run's report is that of its last request (or of
+        --step N's), as the live run printed it."""
+        summaries = list(self.fold.summaries())
+        if not self.fold.context_reports or not os.path.isfile(self.fold.path):
+            return summaries
+        agent_runs = {run.run_id: run for run in fold_agent_runs(self.fold.path)}
+        return [
+            attrs.evolve(s, context_report=agent_runs[s.info.run_id].context_report(self.step))
+            if s.info.run_id in agent_runs
+            else s
+            for s in summaries
+        ]
 
     def run(self, item: Any) -> None:
         """A run started."""
@@ -343,7 +382,7 @@ class _TextOutput(_Output):
 
         fold = self.fold
         problems = fold.problems()
-        lines = summary_lines(fold.summaries(), problems, context_reports=fold.context_reports)
+        lines = summary_lines(self.summaries(), problems, context_reports=fold.context_reports)
         self.write("\n".join(lines) + "\n")
         info(totals_line(fold.totals(), len(problems)))
         if self.rerun:
@@ -412,7 +451,7 @@ class _JsonOutput(_Output):
         problems = fold.problems()
         code = self.exit_code(len(problems))
         tail: JsonObject = {
-            "runs": [run.to_json() for run in fold.summaries()],
+            "runs": [run.to_json() for run in self.summaries()],
             "problems": [problem.to_json() for problem in problems],
             "totals": fold.totals().to_json(),
             "drift": [drift.to_json() for drift in self.drifted],

@@ -10,6 +10,7 @@ from mini_harness.replay.corpus import CorpusReport, fold_corpus
 from mini_harness.replay.fold import TranscriptFold, fold_transcript
 from mini_harness.replay.model import (
     OUTCOMES,
+    CallList,
     CallRecord,
     Drift,
     FoldResult,
@@ -30,6 +31,7 @@ from mini_harness.replay.rerun import (
 
 __all__ = [
     "OUTCOMES",
+    "CallList",
     "CallRecord",
     "CorpusReport",
     "Drift",

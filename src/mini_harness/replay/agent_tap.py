@@ -2,9 +2,10 @@
 
 The fold reports tool calls; an agent run also records how it ended (`RunFinished`,
 `stopReason`) and what each model response cost (`ModelResponded`, `usage` with
-`inputTokens`, `outputTokens`, `cachedTokens`). TappedFold is the fold with those events
-counted from their wire JSON as they go by: a count is taken when the field is there and
-is a number, zero otherwise, so transcripts without agent runs simply report none.
+`inputTokens`, `outputTokens`, `cachedTokens`, as on the wire). TappedFold is the fold
+with those events counted as its reader's records go by: a usage count is taken when it is
+a number, zero otherwise (null when the provider did not say), so transcripts without
+agent runs simply report none.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from collections.abc import Iterator
 
 import attrs
 
-from mini_harness.events import JsonObject, JsonValue
+from mini_harness.events import JsonObject, JsonValue, ModelResponded, RunFinished, RunStarted
 from mini_harness.replay.fold import TranscriptFold
 from mini_harness.replay.model import CallRecord, RunInfo
+from mini_harness.transcripts.reader import TranscriptReader, TranscriptRecord
 
 USAGE_KEYS = ("inputTokens", "outputTokens", "cachedTokens")
 UNFINISHED = "unfinished"
@@ -84,23 +86,34 @@ def _count(value: JsonValue) -> int:
     return int(value)
 
 
-class TappedFold(TranscriptFold):
-    """A TranscriptFold that also counts agent-run figures into `figures`."""
+class _TappedReader(TranscriptReader):
+    """The fold's reader, telling `figures` of the agent-run events as their records pass."""
 
     def __init__(self, path: str | os.PathLike[str], figures: AgentFigures) -> None:
         super().__init__(path)
         self.figures = figures
 
+    def __iter__(self) -> Iterator[TranscriptRecord]:
+        figures = self.figures
+        for record in super().__iter__():
+            event = record.event
+            if isinstance(event, ModelResponded):
+                figures.responded(event.usage)
+            elif isinstance(event, RunFinished):
+                figures.run_finished(event.run_id, event.stop_reason)
+            elif isinstance(event, RunStarted):
+                figures.run_started(event.run_id, event.task)
+            yield record
+
+
+class TappedFold(TranscriptFold):
+    """A TranscriptFold that also counts agent-run figures into `figures`, in the same pass."""
+
+    def __init__(self, path: str | os.PathLike[str], figures: AgentFigures) -> None:
+        super().__init__(path)
+        self.reader = _TappedReader(path, figures)
+        self.figures = figures
+
     def __iter__(self) -> Iterator[RunInfo | CallRecord]:
         yield from super().__iter__()
         self.figures.close()
-
-    def _event(self, line: int, seq: int, data: JsonObject) -> Iterator[RunInfo | CallRecord]:
-        kind = data.get("type")
-        if kind == "ModelResponded":
-            self.figures.responded(data.get("usage"))
-        elif kind == "RunFinished":
-            self.figures.run_finished(str(data.get("runId")), data.get("stopReason"))
-        elif kind == "RunStarted":
-            self.figures.run_started(str(data.get("runId")), data.get("task"))
-        return super()._event(line, seq, data)
