@@ -221,7 +221,7 @@ class TestCli:
         agent = "Agent runs: 1 (final 1); model responses: 1; usage: 100 input, 7 output"
         assert f"{agent}, 0 cached tokens" in lines
         assert lines[-1].startswith("[mini-harness] 6 files: 3 ok, 2 with problems, 1 unreadable;")
-        assert "Error: 1 of 6 file(s) cannot be read; 2 of 6 file(s) have problems" in result.stderr
+        assert "Error: 1 of 6 files cannot be read; 2 of 6 files have problems" in result.stderr
 
     def test_json_report(self, corpus: Path) -> None:
         """`--json` prints the report as one JSON document, the same with any worker count."""

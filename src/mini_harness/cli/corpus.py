@@ -125,14 +125,14 @@ def verify_corpus(
 def _registry_factory(spec: str | None, workspace: str | None) -> Callable[[], ToolRegistry]:
     """A picklable function building the re-run registry in each worker; tried here first,
     so a bad --registry is one usage error, not one per file."""
-    from mini_harness.cli.registry_spec import load_registry, registry_from
-    from mini_harness.tools import default_registry
+    from mini_harness.cli.registry_spec import agent_registry, load_registry, registry_from
 
     if spec is not None:
         registry_from(spec)  # with --debug, a failing import shows its traceback
         return functools.partial(load_registry, spec)
-    # Absolute: workers (and Ray nodes) do not run in this directory.
-    return functools.partial(default_registry, os.path.abspath(workspace or os.getcwd()))
+    # The built-in tools one file's re-run gets; absolute: workers (and Ray nodes) do not
+    # run in this directory.
+    return functools.partial(agent_registry, os.path.abspath(workspace or os.getcwd()))
 
 
 def _run(
@@ -188,16 +188,16 @@ def _run(
 
 
 def _explain(report: CorpusReport) -> str:
+    from mini_harness.errors import counted
     from mini_harness.replay.corpus import PROBLEMS, UNREADABLE
 
+    files = counted(len(report.files), "file")
     parts = []
     if report.count(UNREADABLE):
-        parts.append(f"{report.count(UNREADABLE)} of {len(report.files)} file(s) cannot be read")
-    if report.count(PROBLEMS):
-        parts.append(
-            f"{report.count(PROBLEMS)} of {len(report.files)} file(s) have problems, "
-            "calls in doubt or re-run differences"
-        )
+        parts.append(f"{report.count(UNREADABLE)} of {files} cannot be read")
+    if problems := report.count(PROBLEMS):
+        verb = "has" if problems == 1 else "have"
+        parts.append(f"{problems} of {files} {verb} problems, calls in doubt or re-run differences")
     return "; ".join(parts)
 
 

@@ -14,6 +14,7 @@ from mini_harness.cli import BadUsage, error, info
 from mini_harness.cli.coding import effects_option, print_effects
 from mini_harness.cli.corpus import corpus_options, replay_corpus, wants_corpus
 from mini_harness.cli.options import SingleOption
+from mini_harness.errors import counted
 from mini_harness.replay.agent_fold import fold_agent_runs
 from mini_harness.replay.model import RunSummary
 
@@ -108,7 +109,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     a line per file and totals per tool, error kind and stop reason; the exit code is the
     worst file's. --workers N folds them in N processes, --ray as Ray tasks.
     """
-    from mini_harness.cli.registry_spec import load_registry
+    from mini_harness.cli.registry_spec import agent_registry, load_registry
     from mini_harness.events import EventSink
     from mini_harness.replay import TranscriptFold, TranscriptRerun
 
@@ -153,9 +154,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     (path,) = paths
     if log is not None and _same_file(log, path):
         raise BadUsage("--log must name a new file, not the transcript being replayed")
-    tools = (
-        (load_registry(registry) if registry else _default_registry(workspace)) if rerun else None
-    )
+    tools = (load_registry(registry) if registry else agent_registry(workspace)) if rerun else None
     fold = TranscriptFold(path, run=run, context_reports=context_report)
     out: _Output = _JsonOutput(fold, rerun=rerun) if as_json else _TextOutput(fold, rerun=rerun)
     out.registry_spec = registry
@@ -178,12 +177,6 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     if log is not None:
         info(f"Re-run recorded in {log}")
     raise click.exceptions.Exit(code)
-
-
-def _default_registry(workspace: str | None) -> Any:
-    from mini_harness.tools import default_registry
-
-    return default_registry(workspace)
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -403,7 +396,9 @@ class _TextOutput(_Output):
             hint = self.missing_registry()
             return f"re-run differs from the record: {parts}" + (f"; {hint}" if hint else "")
         in_doubt = self.fold.totals().in_doubt
-        return f"the log has {problems} problem(s) and {in_doubt} call(s) in doubt"
+        return (
+            f"the log has {counted(problems, 'problem')} and {counted(in_doubt, 'call')} in doubt"
+        )
 
 
 class _JsonOutput(_Output):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mini_harness.errors import counted
 from mini_harness.replay.agent_tap import AgentFigures
 from mini_harness.replay.corpus import PROBLEMS, UNREADABLE, CorpusReport, ToolReport
 from mini_harness.replay.corpus_summary import FileSummary
@@ -121,7 +122,8 @@ def summary_line(report: CorpusReport) -> str:
 
 
 def _count(number: int, noun: str) -> str:
-    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
+    """`1 run`, `1,048 calls`: the one way counts read, with thousands separators."""
+    return counted(1, noun) if number == 1 else counted(f"{number:,}", noun)
 
 
 def _percent(rate: float) -> str:

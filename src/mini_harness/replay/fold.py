@@ -40,7 +40,7 @@ from mini_harness.runtime.context import (
     pretty_json,
     render_context_report,
 )
-from mini_harness.runtime.dispatch import display_failure, display_result
+from mini_harness.runtime.results import display_failure, display_result
 from mini_harness.transcripts.fields import wire_value
 from mini_harness.transcripts.protocol import CallProtocol
 from mini_harness.transcripts.reader import TranscriptReader
@@ -123,17 +123,27 @@ class TranscriptFold:
         return state.info if state else None
 
     def __iter__(self) -> Iterator[RunInfo | CallRecord]:
+        # Once per line of files with millions of lines: a call's two events take the
+        # first two branches, with the state they touch in locals.
+        runs = self._runs
+        inputs = self._inputs
+        called = self._protocol.called
         for record in self.reader:
             self.offset = record.offset
             event = record.event
-            if isinstance(event, ToolSucceeded | ToolFailed):
+            # A tuple, not `ToolSucceeded | ToolFailed`: that builds a new union every line.
+            if isinstance(event, (ToolSucceeded, ToolFailed)):
                 call = self._ended(record.line, record.seq, event)
                 if call is not None:
                     yield call
             elif isinstance(event, ToolCalled):
-                info = self._called(record.line, record.seq, event)
-                if info is not None:
-                    yield info
+                started = None
+                if event.run_id not in runs:
+                    started = self._implicit_run(record.line, event)
+                if called(record.line, record.seq, event.run_id, event.call_id, event.name):
+                    inputs[event.call_id] = event.input
+                if started is not None:
+                    yield started
             elif isinstance(event, RunStarted):
                 if event.run_id in self._runs:
                     message = f"run {event.run_id} is started again"
@@ -164,18 +174,12 @@ class TranscriptFold:
         noun = "run" if len(runs) == 1 else "runs"
         return f"it has {len(runs)} {noun}: {', '.join(runs[:shown])}{more}"
 
-    def _called(self, line: int, seq: int, event: ToolCalled) -> RunInfo | None:
-        """Fold a ToolCalled; the run it implicitly starts, if it names no started run."""
-        run_id = event.run_id
-        started = None
-        if run_id not in self._runs:
-            message = f"ToolCalled for run {run_id}, with no RunStarted"
-            self._extra_problems.append(LogProblem("protocol", line, message))
-            info = RunInfo(len(self._runs) + 1, run_id, "", event.ts, line, ())
-            started = next(iter(self._add_run(info)), None)
-        if self._protocol.called(line, seq, run_id, event.call_id, event.name):
-            self._inputs[event.call_id] = event.input
-        return started
+    def _implicit_run(self, line: int, event: ToolCalled) -> RunInfo | None:
+        """Start the run a ToolCalled names when no RunStarted did; its RunInfo if shown."""
+        message = f"ToolCalled for run {event.run_id}, with no RunStarted"
+        self._extra_problems.append(LogProblem("protocol", line, message))
+        info = RunInfo(len(self._runs) + 1, event.run_id, "", event.ts, line, ())
+        return next(iter(self._add_run(info)), None)
 
     def _ended(self, line: int, seq: int, event: ToolSucceeded | ToolFailed) -> CallRecord | None:
         """Fold a terminal event; the call it ends, if it ends one and its run is shown."""
