@@ -15,6 +15,9 @@ import attrs
 from mini_harness.errors import ReplayError
 from mini_harness.events import (
     JsonValue,
+    ModelRequested,
+    ModelResponded,
+    RunFinished,
     RunStarted,
     ToolCalled,
     ToolFailed,
@@ -22,6 +25,7 @@ from mini_harness.events import (
     TranscriptStarted,
     UnknownEvent,
 )
+from mini_harness.replay.agent_fold import AgentRun, AgentRunFolder
 from mini_harness.replay.model import (
     FAILED,
     IN_DOUBT,
@@ -42,7 +46,7 @@ from mini_harness.runtime.context import (
 )
 from mini_harness.runtime.results import display_failure, display_result
 from mini_harness.transcripts.fields import wire_value
-from mini_harness.transcripts.protocol import CallProtocol
+from mini_harness.transcripts.protocol import CallProtocol, RunProtocol
 from mini_harness.transcripts.reader import TranscriptReader
 
 
@@ -113,6 +117,10 @@ class TranscriptFold:
         self._selected: str | None = None
         self._extra_problems: list[LogProblem] = []
         self._unknown = 0
+        self._agent_protocol = RunProtocol()
+        # Agent runs are rebuilt (for their context reports) only when reports are asked for.
+        self._agent_folder = AgentRunFolder() if context_reports else None
+        self._agent_runs: list[AgentRun] | None = None
 
     def __repr__(self) -> str:
         return f"<TranscriptFold(path={str(self.path)!r}, offset={self.offset})>"
@@ -128,9 +136,12 @@ class TranscriptFold:
         runs = self._runs
         inputs = self._inputs
         called = self._protocol.called
+        agent_folder = self._agent_folder
         for record in self.reader:
             self.offset = record.offset
             event = record.event
+            if agent_folder is not None:
+                agent_folder.add(event)
             # A tuple, not `ToolSucceeded | ToolFailed`: that builds a new union every line.
             if isinstance(event, (ToolSucceeded, ToolFailed)):
                 call = self._ended(record.line, record.seq, event)
@@ -150,6 +161,10 @@ class TranscriptFold:
                     self._extra_problems.append(LogProblem("protocol", record.line, message))
                 else:
                     yield from self._run_started(record.line, event)
+                if event.task is not None:
+                    self._agent_event(record.line, record.seq, event)
+            elif isinstance(event, (ModelRequested, ModelResponded, RunFinished)):
+                self._agent_event(record.line, record.seq, event)
             elif isinstance(event, TranscriptStarted):
                 if record.line == 1:
                     self.transcript_id = event.transcript_id
@@ -160,10 +175,36 @@ class TranscriptFold:
                 LogProblem("integrity", 1, "the file is empty: it has no TranscriptStarted line")
             )
         yield from self._in_doubt()
+        for opened in self._agent_protocol.in_doubt():
+            self._extra_problems.append(LogProblem("in-doubt", opened.line, opened.message()))
+        if agent_folder is not None:
+            self._agent_runs = agent_folder.finish()
         self.finished = True
         if self.selection is not None and self._selected is None:
             wanted = self.selection or '""'
             raise ReplayError(f"{self.path} has no run {wanted} ({self._listing()})")
+
+    def _agent_event(
+        self, line: int, seq: int, event: RunStarted | ModelRequested | ModelResponded | RunFinished
+    ) -> None:
+        """Agent runs and their requests open and end (what is open at the end is in doubt)."""
+        protocol = self._agent_protocol
+        if isinstance(event, RunStarted):
+            resumed = getattr(event, "resumed_from", None)
+            continues = resumed.get("runId") if isinstance(resumed, dict) else None
+            protocol.started(line, seq, event.run_id, continues)
+        elif isinstance(event, ModelRequested):
+            protocol.requested(line, seq, event.run_id, event.request_id)
+        elif isinstance(event, ModelResponded):
+            protocol.responded(event.request_id)
+        else:
+            protocol.finished(event.run_id)
+
+    def agent_runs(self) -> list[AgentRun]:
+        """The agent runs, rebuilt request by request (after the fold; with context_reports)."""
+        if self._agent_runs is None:
+            raise ReplayError("agent runs are rebuilt only by a finished fold with context_reports")
+        return self._agent_runs
 
     def _listing(self, shown: int = 10) -> str:
         """`it has 2 runs: 1 <id>, 2 <id>`, the first `shown` of them."""
