@@ -100,21 +100,6 @@ def add_usage(total: Usage, more: Usage) -> Usage:
     )
 
 
-def history_message(message: Message) -> Message:
-    """The assistant message as it goes into the conversation sent back to the model.
-
-    Tool-call arguments that are not a JSON object become `{}`: several servers refuse a
-    history whose earlier arguments do not parse. The transcript keeps the raw text.
-    """
-    if all(_json_object(call.arguments) is not None for call in message.tool_calls):
-        return message
-    calls = tuple(
-        call if _json_object(call.arguments) is not None else attrs.evolve(call, arguments="{}")
-        for call in message.tool_calls
-    )
-    return attrs.evolve(message, tool_calls=calls)
-
-
 def _json_object(text: str) -> JsonObject | None:
     try:
         value = orjson.loads(text)
@@ -303,7 +288,9 @@ class AgentLoop:
         response = self._complete(request, request_id, step)
         self._usage = add_usage(self._usage, response.usage)
         self._last_input_tokens = response.usage.input_tokens
-        self.history.append(history_message(response.message))
+        # Arguments stay as the model sent them; each provider sends ones that do not parse
+        # in a form its servers accept (agent/wire_form.py).
+        self.history.append(response.message)
         return response
 
     def _complete(self, request: ModelRequest, request_id: str, step: int) -> ModelResponse:
