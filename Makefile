@@ -36,6 +36,11 @@ demo: $(STAMP)
 	@echo "--- mini-harness replay demo-coding-transcript.jsonl --effects"
 	$(BIN)/mini-harness replay demo-coding-transcript.jsonl --effects
 
+# The Ray extra is big (a wheel of ~70 MB): only the test target installs it.
+$(VENV)/.ray-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,ray]'
+	touch $@
+
 # run_command's sandbox: bubblewrap (Debian package), installed when missing and root can;
 # otherwise the sandbox tests skip and say what is missing.
 sandbox:
@@ -43,7 +48,7 @@ sandbox:
 		&& (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) \
 		|| echo "bubblewrap is not installed (apt-get install bubblewrap): sandbox tests will skip"; }
 
-test: $(STAMP) sandbox
+test: $(STAMP) $(VENV)/.ray-installed sandbox
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
