@@ -36,6 +36,11 @@ demo: $(STAMP)
 	@echo "--- mini-harness replay demo-coding-transcript.jsonl --effects"
 	$(BIN)/mini-harness replay demo-coding-transcript.jsonl --effects
 
+# The Ray extra is big (a wheel of ~70 MB): only the test target installs it.
+$(VENV)/.ray-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,ray]'
+	touch $@
+
 # run_command's sandbox: bubblewrap (Debian package), installed when missing and root can;
 # otherwise the sandbox tests skip and say what is missing.
 sandbox:
@@ -54,7 +59,7 @@ chromium:
 		&& (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
 		|| echo "/usr/bin/chromium is missing (apt-get install chromium): browser tests will skip"; }
 
-test: $(STAMP) $(VENV)/.browser-installed sandbox chromium
+test: $(STAMP) $(VENV)/.ray-installed $(VENV)/.browser-installed sandbox chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports

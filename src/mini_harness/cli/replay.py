@@ -12,6 +12,7 @@ import click
 
 from mini_harness.cli import BadUsage, error, info
 from mini_harness.cli.coding import effects_option, print_effects
+from mini_harness.cli.corpus import corpus_options, replay_corpus, wants_corpus
 from mini_harness.cli.options import SingleOption
 from mini_harness.errors import counted
 from mini_harness.replay.model import RunSummary
@@ -28,7 +29,8 @@ _PROGRESS_EVERY = 4096  # items between progress checks
 @click.command(
     "replay", short_help="Fold a transcript into a report, or --rerun its calls and compare."
 )
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@corpus_options
 @click.option(
     "--context-report",
     is_flag=True,
@@ -77,7 +79,9 @@ _PROGRESS_EVERY = 4096  # items between progress checks
     help="With --rerun: record the re-run as a new transcript.",
 )
 def replay_command(  # noqa: PLR0917 - click passes each option as an argument
-    path: str,
+    paths: tuple[str, ...],
+    workers: int | None,
+    ray_address: str | None,
     context_report: bool,
     run: str | None,
     step: int | None,
@@ -99,6 +103,10 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     Exit codes: 0 the log is sound (and every re-run call matched or was skipped); 1 the log
     has problems (integrity, protocol, torn tail, in-doubt calls) or a re-run call differs;
     2 the transcript cannot be read or the arguments are wrong; 130 interrupted.
+
+    Several paths, a directory (every *.jsonl below it) or a glob make one corpus report:
+    a line per file and totals per tool, error kind and stop reason; the exit code is the
+    worst file's. --workers N folds them in N processes, --ray as Ray tasks.
     """
     from mini_harness.cli.registry_spec import agent_registry, load_registry
     from mini_harness.events import EventSink
@@ -109,7 +117,9 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     if effects:
         if rerun or as_json or context_report:
             raise BadUsage("--effects cannot be combined with --rerun, --json or --context-report")
-        print_effects(path)
+        if wants_corpus(paths, workers, ray_address):
+            raise BadUsage("--effects applies to one transcript, not to a corpus")
+        print_effects(paths[0])
         return
     if not rerun:
         for flag, value in (
@@ -120,8 +130,6 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
         ):
             if value:
                 raise BadUsage(f"{flag} needs --rerun")
-    if log is not None and _same_file(log, path):
-        raise BadUsage("--log must name a new file, not the transcript being replayed")
     if registry is not None and workspace is not None:
         raise BadUsage(
             "--workspace applies to the built-in tools; it cannot be used with --registry"
@@ -129,6 +137,22 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     if workspace is None:
         # `mini-harness --workspace DIR replay ...` sets it on the root command.
         workspace = (click.get_current_context().find_root().obj or {}).get("workspace")
+    if wants_corpus(paths, workers, ray_address):
+        refused = {"--run": run, "--context-report": context_report, "--step": step, "--log": log}
+        replay_corpus(
+            paths,
+            as_json=as_json,
+            workers=workers,
+            ray_address=ray_address,
+            rerun=rerun,
+            registry=registry,
+            workspace=workspace,
+            allow_side_effects=allow_side_effects,
+            refused=refused,
+        )
+    (path,) = paths
+    if log is not None and _same_file(log, path):
+        raise BadUsage("--log must name a new file, not the transcript being replayed")
     tools = (load_registry(registry) if registry else agent_registry(workspace)) if rerun else None
     fold = TranscriptFold(path, run=run, context_reports=context_report)
     out: _Output = _JsonOutput(fold, rerun=rerun) if as_json else _TextOutput(fold, rerun=rerun)

@@ -8,6 +8,7 @@ import click
 import orjson
 
 from mini_harness.cli import PREFIX, BadUsage, error, fail, info
+from mini_harness.cli.corpus import corpus_options, verify_corpus, wants_corpus
 from mini_harness.errors import counted
 from mini_harness.transcripts.repair import repair_transcript
 from mini_harness.transcripts.verify import VerifyReport, verify_transcript
@@ -50,7 +51,8 @@ def _problems(report: VerifyReport, what: str) -> None:
 
 
 @transcript_group.command("verify", short_help="Check a transcript; print its head hash.")
-@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@corpus_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 @click.option(
     "--head",
@@ -58,10 +60,24 @@ def _problems(report: VerifyReport, what: str) -> None:
     help="The head hash kept from an earlier verify: fail unless the chain reaches it "
     "(a line was edited or the file was cut since).",
 )
-def verify_command(path: str, as_json: bool, head: str | None) -> None:
+def verify_command(
+    paths: tuple[str, ...],
+    workers: int | None,
+    ray_address: str | None,
+    as_json: bool,
+    head: str | None,
+) -> None:
     """Check PATH: every line is JSON, seq is dense, the prev chain is unbroken, every call
     ends exactly once, no call is in doubt. Prints the head hash (the last line's hash),
-    which anchors the whole chain. PATH may be a pipe, or - for standard input."""
+    which anchors the whole chain. PATH may be a pipe, or - for standard input.
+
+    Several paths, a directory (every *.jsonl below it) or a glob make one report with a
+    line per file; the exit code is the worst file's."""
+    if wants_corpus(paths, workers, ray_address):
+        if head is not None:
+            raise BadUsage("--head applies to one transcript, not to a corpus")
+        verify_corpus(paths, as_json=as_json, workers=workers, ray_address=ray_address)
+    (path,) = paths
     if head is not None and not _HASH.fullmatch(head):
         raise BadUsage(f"--head must be a head hash (32 lowercase hex digits), not {head!r}")
     report = verify_transcript(path, head=head)

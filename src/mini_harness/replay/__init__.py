@@ -6,6 +6,7 @@ and compares outputs as JSON values.
 
 from __future__ import annotations
 
+from mini_harness.replay.corpus import CorpusReport, fold_corpus
 from mini_harness.replay.fold import TranscriptFold, fold_transcript
 from mini_harness.replay.model import (
     OUTCOMES,
@@ -32,6 +33,7 @@ __all__ = [
     "OUTCOMES",
     "CallList",
     "CallRecord",
+    "CorpusReport",
     "Drift",
     "FoldResult",
     "LogProblem",
@@ -43,6 +45,7 @@ __all__ = [
     "TranscriptFold",
     "TranscriptRerun",
     "definition_drift",
+    "fold_corpus",
     "fold_transcript",
     "json_diff",
     "json_equal",

@@ -1,0 +1,146 @@
+"""Fold a corpus as Ray tasks: the same summaries and report as `fold_corpus`, on a cluster.
+
+Each task reads its file from a path every node can see (a shared file system) and sends
+back a FileSummary, so only counts travel to the driver, never events. Ray is imported
+here alone, and only when this is called (`pip install 'mini-harness[ray]'`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from mini_harness.errors import MiniHarnessError
+from mini_harness.replay.corpus import (
+    CorpusFile,
+    CorpusReport,
+    Progress,
+    batch_shown_as,
+    batches,
+    corpus_report,
+    expand_paths,
+    lost_batch,
+    merge_part,
+    missing_summary,
+)
+from mini_harness.replay.corpus_summary import (
+    FOLD,
+    FileSummary,
+    RegistryFactory,
+    SummaryMerge,
+    SummaryOptions,
+    summarize_batch,
+)
+
+LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+"""Set before Ray is imported, this makes a local instance take the loopback address as its
+node address, so every server it starts listens on 127.0.0.1 only (by default Ray binds
+them to all interfaces, ready for other nodes to join)."""
+
+
+class RayUnavailableError(MiniHarnessError):
+    """Ray is not installed, or the cluster cannot be reached."""
+
+
+def fold_corpus_ray(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    address: str | None = None,
+    mode: str = FOLD,
+    rerun: RegistryFactory | None = None,
+    allow_side_effects: bool = False,
+    progress: Progress | None = None,
+) -> CorpusReport:
+    """`fold_corpus` with each file folded by a Ray task.
+
+    `address` is "auto" (the cluster this machine belongs to), a cluster address, or None
+    for a local Ray instance started for this call (on loopback, stopped at the end). If
+    Ray is already initialized in this process, that instance is used as it is. A local
+    instance listens on loopback only when Ray is first imported here (see LOOPBACK_ONLY).
+    """
+    options = SummaryOptions(mode, rerun, allow_side_effects)
+    return fold_files_ray(expand_paths(paths), options, address=address, progress=progress)
+
+
+def fold_files_ray(
+    files: Sequence[CorpusFile],
+    options: SummaryOptions,
+    *,
+    address: str | None = None,
+    progress: Progress | None = None,
+) -> CorpusReport:
+    """`fold_corpus_ray` over files already expanded (see `expand_paths`)."""
+    merge = SummaryMerge()
+    ray = import_ray(local=address is None)
+    started = False
+    if not ray.is_initialized():
+        _start(ray, address)
+        started = True
+    try:
+        for part in _summaries(ray, files, options):
+            merge_part(merge, part, progress)
+    finally:
+        if started:
+            ray.shutdown()
+    return corpus_report(merge, rerun=options.rerun is not None)
+
+
+def import_ray(*, local: bool) -> Any:
+    """The ray module; RayUnavailableError if it is not installed. `local`: for a local
+    instance, set first what keeps it on loopback (see LOOPBACK_ONLY)."""
+    if local:
+        for name, value in LOOPBACK_ONLY.items():
+            os.environ.setdefault(name, value)
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailableError(
+            "--ray needs Ray: pip install 'mini-harness[ray]' (or 'ray>=2.9,<3')"
+        ) from None
+    return ray
+
+
+def _start(ray: Any, address: str | None) -> None:
+    settings: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+    if address is not None:
+        settings["address"] = address
+    try:
+        ray.init(**settings)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = address or "a local instance"
+        raise RayUnavailableError(f"cannot start Ray ({where}): {exc}") from None
+
+
+def _summaries(
+    ray: Any, files: Sequence[CorpusFile], options: SummaryOptions
+) -> Iterator[FileSummary | SummaryMerge]:
+    """Missing files, then each batch's summary as its task ends; a bounded number of
+    tasks in flight, so the driver holds no more than that many results at once."""
+    task = ray.remote(num_cpus=1, max_retries=1)(summarize_batch)
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    for item in files:
+        if item.missing is not None:
+            yield missing_summary(item)
+    todo = iter(batches([item.path for item in files if item.missing is None], cpus))
+    running: dict[Any, list[str]] = {}
+    options_ref = ray.put(options)
+
+    def submit() -> None:
+        for part in todo:
+            # Absolute: a Ray worker does not run in this process's directory.
+            absolute = [os.path.abspath(path) for path in part]
+            running[task.remote(absolute, options_ref)] = part
+            return
+
+    for _ in range(cpus * 2):
+        submit()
+    while running:
+        done, _ = ray.wait(list(running), num_returns=1)
+        for ref in done:
+            part = running.pop(ref)
+            submit()
+            try:
+                yield batch_shown_as(part, ray.get(ref))
+            except ray.exceptions.RayError as exc:
+                yield lost_batch(part, f"Ray task failed: {exc}")
