@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test goldens lint bench mutate clean sandbox
+.PHONY: demo test goldens lint bench mutate clean sandbox chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,7 +48,18 @@ sandbox:
 		&& (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) \
 		|| echo "bubblewrap is not installed (apt-get install bubblewrap): sandbox tests will skip"; }
 
-test: $(STAMP) $(VENV)/.ray-installed sandbox
+# The browser tests (tests/browser) drive Debian's chromium through Playwright.
+$(VENV)/.browser-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,browser]'
+	touch $@
+
+# Debian's chromium, installed when missing and root can; otherwise those tests skip.
+chromium:
+	@test -x /usr/bin/chromium || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
+		|| echo "/usr/bin/chromium is missing (apt-get install chromium): browser tests will skip"; }
+
+test: $(STAMP) $(VENV)/.ray-installed $(VENV)/.browser-installed sandbox chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
@@ -78,4 +89,4 @@ mutate: $(VENV)/.mutate-installed
 	$(BIN)/mutmut results
 
 clean:
-	rm -rf $(VENV) demo-transcript.jsonl demo-agent-transcript.jsonl demo-coding-transcript.jsonl demo-workspace mutants
+	rm -rf $(VENV) demo-transcript.jsonl demo-agent-transcript.jsonl demo-coding-transcript.jsonl demo-workspace mutants test-artifacts

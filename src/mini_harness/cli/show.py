@@ -1,0 +1,154 @@
+"""`mini-harness show`: a transcript as a readable timeline, or its selected events as JSON
+lines."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from mini_harness.cli import error, info
+from mini_harness.cli.options import SingleOption
+
+if TYPE_CHECKING:
+    from mini_harness.replay.timeline import Timeline
+    from mini_harness.replay.timeline_select import Selection
+
+STATUS_CHOICES = ("failed", "succeeded", "in-doubt")
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def selection_options(command: _F) -> _F:
+    """The filters `show` takes: --run, --step, --tool (repeatable), --status, --grep."""
+    for option in reversed(
+        [
+            click.option(
+                "--run",
+                cls=SingleOption,
+                metavar="ID|INDEX",
+                help="Only this run: 1-based index or run id.",
+            ),
+            click.option(
+                "--step",
+                cls=SingleOption,
+                type=click.IntRange(min=0),
+                help="Only this step of agent runs.",
+            ),
+            click.option(
+                "--tool",
+                "tools",
+                metavar="NAME",
+                multiple=True,
+                help="Only calls of this tool (repeat for several).",
+            ),
+            click.option(
+                "--status",
+                cls=SingleOption,
+                type=click.Choice(STATUS_CHOICES),
+                help="Only calls and model turns that ended so.",
+            ),
+            click.option(
+                "--grep",
+                cls=SingleOption,
+                metavar="TEXT",
+                help="Only calls whose input, output or error (and model turns whose text) "
+                "contain TEXT, ignoring case.",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def build_selection(
+    run: str | None, step: int | None, tools: tuple[str, ...], status: str | None, grep: str | None
+) -> Selection:
+    from mini_harness.replay.timeline_select import Selection
+
+    return Selection(run=run, step=step, tools=tools, status=status, grep=grep)
+
+
+def use_colour(stream: object) -> bool:
+    """ANSI colour only on a terminal, and never when NO_COLOR is set (https://no-color.org)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+
+
+@click.command("show", short_help="Print a transcript as a readable timeline.")
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
+@selection_options
+@click.option("--full", is_flag=True, help="Print model text, inputs and outputs whole.")
+@click.option("--json", "as_json", is_flag=True, help="Print the selected events as JSON lines.")
+def show_command(  # noqa: PLR0917 - click passes each option as an argument
+    path: str,
+    run: str | None,
+    step: int | None,
+    tools: tuple[str, ...],
+    status: str | None,
+    grep: str | None,
+    full: bool,
+    as_json: bool,
+) -> None:
+    """Print PATH as a timeline: runs (a tree when they resume or fork), steps, model
+    turns, tool calls with input and output, failures, approvals, durations and usage.
+    Long text is cut to the terminal width (--full prints it whole). PATH may be a pipe,
+    or - for standard input.
+
+    Exit codes: 0 shown; 1 the transcript is damaged (shown up to the damage, the problem
+    named) or breaks the call protocol; 2 it cannot be read as a transcript, or bad options.
+    """
+    from mini_harness.replay.timeline import read_timeline
+    from mini_harness.replay.timeline_select import select, selected_events
+
+    selection = build_selection(run, step, tools, status, grep)
+    timeline = read_timeline(path)
+    shown = select(timeline, selection)
+    if as_json:
+        import orjson
+
+        lines = [orjson.dumps(event) for event in selected_events(shown, selection)]
+        sys.stdout.buffer.write(b"".join(line + b"\n" for line in lines))
+        sys.stdout.flush()
+    else:
+        _print_text(shown, full=full)
+    code = _report_problems(timeline, quiet=as_json)
+    raise click.exceptions.Exit(code)
+
+
+def _print_text(timeline: Timeline, *, full: bool) -> None:
+    from mini_harness.replay.timeline_text import TextStyle, counts_line, timeline_lines
+
+    width = shutil.get_terminal_size((120, 24)).columns
+    style = TextStyle(width=width, full=full, colour=use_colour(sys.stdout))
+    batch: list[str] = []
+    for line in timeline_lines(timeline, style):
+        batch.append(line)
+        if len(batch) >= 1024:
+            click.echo("\n".join(batch))
+            batch.clear()
+    if batch:
+        click.echo("\n".join(batch))
+    info(counts_line(timeline))
+
+
+def _report_problems(timeline: Timeline, *, quiet: bool) -> int:
+    """Name each problem of the log (on stderr with --json); 1 if there is any."""
+    problems = timeline.problems
+    for problem in problems:
+        message = f"Problem: [{problem.kind}] {problem.describe()}"
+        if quiet:
+            click.echo(f"[mini-harness] {message}", err=True)
+        else:
+            info(message)
+    if not problems:
+        return 0
+    damaged = [p for p in problems if p.kind in {"damage", "torn-tail"}]
+    where = f"; shown up to line {damaged[0].line}" if damaged else ""
+    error(f"{len(problems)} problem(s) in {timeline.path}{where}")
+    return 1

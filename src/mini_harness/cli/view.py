@@ -1,0 +1,150 @@
+"""`mini-harness view`: a transcript as one self-contained HTML page."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from mini_harness.cli import BadUsage, error, info, root_workspace
+from mini_harness.cli.options import SingleOption
+
+if TYPE_CHECKING:
+    from mini_harness.events import Event
+    from mini_harness.replay import RerunReport
+
+
+def default_output(path: str) -> Path:
+    """t.jsonl -> t.html beside it; standard input -> transcript.html here."""
+    if path == "-":
+        return Path("transcript.html")
+    source = Path(path)
+    if source.suffix == ".html":
+        return source.with_name(source.name + ".html")
+    return source.with_suffix(".html")
+
+
+@click.command("view", short_help="Write a transcript as a self-contained HTML page.")
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option(
+    "-o",
+    "--output",
+    cls=SingleOption,
+    metavar="FILE.html",
+    type=click.Path(dir_okay=False),
+    help="Where to write the page (default: PATH with .html, or transcript.html for -).",
+)
+@click.option("--open", "open_page", is_flag=True, help="Open the page in a web browser.")
+@click.option(
+    "--rerun",
+    is_flag=True,
+    help="Re-run the recorded calls (as `replay --rerun` does) and show each outcome and diff.",
+)
+@click.option(
+    "--registry",
+    cls=SingleOption,
+    metavar="MODULE:ATTRIBUTE",
+    help="With --rerun: the ToolRegistry to re-run against (default: the built-in tools).",
+)
+@click.option(
+    "--workspace",
+    cls=SingleOption,
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False),
+    help="With --rerun: the directory the built-in file tools work in.",
+)
+@click.option(
+    "--allow-side-effects",
+    is_flag=True,
+    help="With --rerun: also run tools not marked readOnlyHint or idempotentHint.",
+)
+def view_command(  # noqa: PLR0917 - click passes each option as an argument
+    path: str,
+    output: str | None,
+    open_page: bool,
+    rerun: bool,
+    registry: str | None,
+    workspace: str | None,
+    allow_side_effects: bool,
+) -> None:
+    """Write PATH as one HTML file that opens from disk (no network: its script, style and
+    data are inline): the timeline with collapsible runs, steps and calls, search and
+    filters, each step's context by part, durations, and whether the hash chain is
+    intact. With --rerun, each call is dispatched again against the current registry
+    (read-only and idempotent tools only, unless --allow-side-effects) and the page shows
+    whether it matched, with the diff when it did not. PATH may be a pipe, or - for
+    standard input (not with --rerun, which reads the file a second time).
+
+    Exit codes: 0 written; 1 written, but the transcript is damaged (the page shows it up
+    to the damage and names the problem) or a re-run call differs; 2 it cannot be read as
+    a transcript, or the page cannot be written.
+    """
+    from mini_harness.replay.timeline import read_timeline
+    from mini_harness.replay.view_context import step_contexts
+    from mini_harness.replay.view_page import render_page
+
+    target = Path(output) if output is not None else default_output(path)
+    if path != "-" and _same_file(target, Path(path)):
+        raise BadUsage("the page would overwrite the transcript: give -o FILE.html")
+    if not rerun:
+        for flag, value in (
+            ("--registry", registry),
+            ("--workspace", workspace),
+            ("--allow-side-effects", allow_side_effects),
+        ):
+            if value:
+                raise BadUsage(f"{flag} needs --rerun")
+    elif path == "-":
+        raise BadUsage("--rerun reads the transcript a second time: give a file, not -")
+    events: list[Event] = []
+    timeline = read_timeline(path, events=events)
+    contexts = step_contexts(events)
+    del events
+    reruns = _rerun(path, registry, workspace, allow_side_effects) if rerun else None
+    page = render_page(timeline, contexts, reruns=reruns)
+    try:
+        target.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        error(f"cannot write {target}: {exc.strerror or exc}")
+        raise click.exceptions.Exit(2) from None
+    calls = sum(len(list(run.calls)) for run, _depth in timeline.walk())
+    info(f"Wrote {target} ({calls:,} calls, {timeline.events:,} events)")
+    for problem in timeline.problems:
+        info(f"Problem: [{problem.kind}] {problem.describe()}")
+    if open_page:
+        import webbrowser
+
+        if not webbrowser.open(target.resolve().as_uri()):
+            error(f"no web browser could be started; open {target} yourself")
+    differing = _differing(reruns) if reruns is not None else ""
+    if timeline.problems:
+        error(f"{len(timeline.problems)} problem(s) in {timeline.path}")
+        raise click.exceptions.Exit(1)
+    if differing:
+        error(f"re-run differs from the record: {differing}")
+        raise click.exceptions.Exit(1)
+
+
+def _differing(report: RerunReport) -> str:
+    """`1 diverged, 2 now-fails`: the re-run outcomes that differ from the record."""
+    counts = {name: report.count(name) for name in ("diverged", "now-fails", "now-succeeds")}
+    return ", ".join(f"{count} {name}" for name, count in counts.items() if count)
+
+
+def _rerun(
+    path: str, registry: str | None, workspace: str | None, allow_side_effects: bool
+) -> RerunReport:
+    from mini_harness.cli.registry_spec import chosen_registry
+    from mini_harness.replay import rerun_transcript
+
+    tools = chosen_registry(registry, workspace or (None if registry else root_workspace()))
+    return rerun_transcript(path, tools, allow_side_effects=allow_side_effects)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False

@@ -1,0 +1,378 @@
+// The mini-harness view page: reads the JSON block, draws one page of rows at a time.
+// Every text goes on the page through textContent, never as HTML.
+(function () {
+  "use strict";
+  var PAGE = 200;
+  var PARTS = ["System prompt", "Project rules", "Tool definitions", "Conversation", "Tool results", "Tool result"];
+  var data = JSON.parse(document.getElementById("timeline-data").textContent);
+  var rows = data.rows;
+  var runs = {};
+  data.runs.forEach(function (run) { runs[run.index] = run; });
+  var state = { run: "", step: "", tool: "", status: "", grep: "", page: 0 };
+  var collapsed = {};  // "r1" or "r1s2": hidden children
+  var open = {};       // row index: details shown
+  var shown = [];      // indexes of rows that pass the filters
+  var maxContext = 1;
+
+  function el(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) { node.className = cls; }
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    return node;
+  }
+  function $(id) { return document.getElementById(id); }
+  // A row's line opens or collapses it, by mouse or by keyboard (Enter, Space).
+  // After a redraw the keyboard focus goes back to the row that had it.
+  var focused = null;
+  function clickable(line, index, action) {
+    line.tabIndex = 0;
+    line.setAttribute("role", "button");
+    line.setAttribute("data-row", String(index));
+    line.addEventListener("click", action);
+    line.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" || event.key === " ") { event.preventDefault(); focused = index; action(); }
+    });
+  }
+  function ms(value) {
+    if (value === null || value === undefined) { return ""; }
+    if (value < 1) { return value.toFixed(3) + " ms"; }
+    return value < 1000 ? value.toFixed(1) + " ms" : (value / 1000).toFixed(2) + " s";
+  }
+  function num(value) { return Number(value).toLocaleString("en-US"); }
+  function tokens(usage) {
+    if (!usage) { return ""; }
+    var parts = [];
+    [["in", "inputTokens"], ["out", "outputTokens"], ["cached", "cachedTokens"]].forEach(function (pair) {
+      if (typeof usage[pair[1]] === "number") { parts.push(pair[0] + " " + num(usage[pair[1]])); }
+    });
+    return parts.length ? "tokens " + parts.join(" · ") : "";
+  }
+  function cut(text, size) { return text.length > size ? text.slice(0, size - 1) + "…" : text; }
+  function pretty(text) {
+    try { return JSON.stringify(JSON.parse(text), null, 2); } catch (e) { return text; }
+  }
+  function bytes(row, key) {
+    var full = row[key + "b"];
+    var text = row[key];
+    return full > text.length ? " (" + num(full) + " bytes, first " + num(text.length) + " shown)" : " (" + num(full) + " bytes)";
+  }
+
+  // --- filters -------------------------------------------------------------------------
+  function runMatches(index) {
+    if (!state.run) { return true; }
+    return String(index) === state.run;
+  }
+  function narrowsItems() { return Boolean(state.tool || state.status || state.grep); }
+  function haystack(row) {
+    if (row.q === undefined) {
+      var parts = [row.i || "", row.o || "", row.e || "", row.text || "", row.rr && row.rr.diff || ""];
+      (row.ap || []).forEach(function (a) { parts.push(a); });
+      (row.fail || []).forEach(function (f) { parts.push(f); });
+      row.q = parts.join("\n").toLowerCase();
+    }
+    return row.q;
+  }
+  function itemMatches(row) {
+    if (state.tool && (row.k !== "c" || row.n !== state.tool)) { return false; }
+    if (state.status && row.st !== state.status && !(row.rr && row.rr.o === state.status)) { return false; }
+    if (state.grep && haystack(row).indexOf(state.grep) < 0) { return false; }
+    return true;
+  }
+  function stepMatches(row) {
+    return state.step === "" || (row.s !== null && row.s !== undefined && String(row.s) === state.step);
+  }
+  // The rows that pass: calls and turns by the filters; a run or step header when
+  // something under it passes; other events only when no item filter is set.
+  function filter() {
+    var items = narrowsItems();
+    var runAt = -1, runOk = false, runShown = false;
+    var stepAt = -1, stepOk = true, stepShown = false;
+    shown = [];
+    function showWith(i) {
+      var row = rows[i];
+      if (!runShown) { shown.push(runAt); runShown = true; }
+      if (row.k === "s") { stepShown = true; } else if (row.s !== null && row.s !== undefined && !stepShown && stepAt >= 0) { shown.push(stepAt); stepShown = true; }
+      shown.push(i);
+    }
+    for (var i = 0; i < rows.length; i++) {
+      var row = rows[i];
+      if (row.r === null || row.r === undefined) {  // an event of no run
+        if (!items && state.step === "" && state.run === "") { shown.push(i); }
+        continue;
+      }
+      if (row.k === "r") {
+        runAt = i; runOk = runMatches(row.r); runShown = false; stepAt = -1; stepOk = true; stepShown = false;
+        if (runOk && !items && state.step === "") { shown.push(i); runShown = true; }
+        continue;
+      }
+      if (!runOk) { continue; }
+      if (row.k === "f") { if (runShown) { shown.push(i); } continue; }
+      if (row.k === "s") {
+        stepAt = i; stepOk = stepMatches(row); stepShown = false;
+        if (stepOk && !items) { showWith(i); }
+        continue;
+      }
+      var inStep = row.s !== null && row.s !== undefined;
+      if (inStep ? !stepOk : state.step !== "") { continue; }
+      if ((row.k === "c" || row.k === "t") ? itemMatches(row) : !items) { showWith(i); }
+    }
+  }
+  function hiddenByCollapse(row) {
+    if (row.k === "r") { return false; }
+    if (collapsed["r" + row.r]) { return true; }
+    return row.k !== "s" && row.s !== null && row.s !== undefined && collapsed["r" + row.r + "s" + row.s];
+  }
+
+  // --- drawing -------------------------------------------------------------------------
+  function drawHead() {
+    var head = $("head");
+    var parts = [data.path];
+    if (data.format !== null && data.format !== undefined) { parts.push("format " + data.format); }
+    if (data.transcriptId) { parts.push("id " + data.transcriptId); }
+    parts.push(num(data.events) + " events");
+    parts.push(data.runs.length + " run" + (data.runs.length === 1 ? "" : "s"));
+    parts.push(num(data.calls.ok) + " succeeded, " + num(data.calls.failed) + " failed, " + num(data.calls["in-doubt"]) + " in doubt");
+    head.textContent = parts.join(" · ");
+    var verify = $("verify");
+    var v = data.verify;
+    verify.appendChild(el("span", v.chainIntact ? "ok" : "bad", v.chainIntact ? "Chain intact" : "Chain damaged"));
+    verify.appendChild(el("span", "muted", " · head hash "));
+    verify.appendChild(el("code", null, v.headHash || "(none)"));
+    verify.appendChild(el("span", "muted", " · " + (v.problems.length ? v.problems.length + " problem(s)" : "no problems")));
+    if (data.rerun) {
+      var counts = data.rerun.counts;
+      var said = Object.keys(counts).map(function (name) { return num(counts[name]) + " " + name; });
+      verify.appendChild(el("div", "rerun-summary", "Re-run: " + said.join(", ") + (data.rerun.drift.length ? "; drift: " + data.rerun.drift.join("; ") : "")));
+    }
+    if (v.problems.length) {
+      var list = el("ul", "problems");
+      v.problems.forEach(function (p) { list.appendChild(el("li", null, "[" + p.kind + "] line " + p.line + ": " + p.message)); });
+      verify.appendChild(list);
+    }
+  }
+  function drawControls() {
+    var runSelect = $("run");
+    data.runs.forEach(function (run) {
+      var option = el("option", null, "Run " + run.index + " " + run.runId.slice(0, 12));
+      option.value = String(run.index);
+      runSelect.appendChild(option);
+    });
+    var names = {};
+    rows.forEach(function (row) { if (row.k === "c") { names[row.n] = true; } });
+    Object.keys(names).sort().forEach(function (name) {
+      var option = el("option", null, name);
+      option.value = name;
+      $("tool").appendChild(option);
+    });
+    if (data.rerun) {
+      ["diverged", "now-fails", "now-succeeds"].forEach(function (outcome) {
+        var option = el("option", null, "re-run " + outcome.replace("-", " "));
+        option.value = outcome;
+        $("status").appendChild(option);
+      });
+    }
+    var legend = $("legend");
+    var hasContext = false;
+    rows.forEach(function (row) {
+      if (row.k === "s" && row.ctx) { hasContext = true; maxContext = Math.max(maxContext, total(row.ctx)); }
+    });
+    if (hasContext) {
+      legend.appendChild(el("strong", null, "Context per step (estimated tokens):"));
+      PARTS.forEach(function (label, index) {
+        var item = el("span", null, label);
+        item.style.setProperty("--swatch", "var(--p" + index + ")");
+        legend.appendChild(item);
+      });
+    }
+  }
+  function total(ctx) { return ctx.reduce(function (sum, part) { return sum + part[1]; }, 0); }
+
+  function drawRun(row, index) {
+    var run = runs[row.r];
+    var node = el("div", "row run");
+    node.style.marginLeft = (run.depth * 24) + "px";
+    var line = el("div", "line");
+    line.appendChild(el("span", "toggle", collapsed["r" + row.r] ? "▸" : "▾"));
+    line.appendChild(el("span", null, "Run " + run.index));
+    line.appendChild(el("span", "mono", run.runId));
+    var meta = [];
+    if (run.task !== null && run.task !== undefined) { meta.push("agent run"); } else if (run.harness) { meta.push("harness " + run.harness); }
+    if (run.model) { meta.push("model " + run.model); }
+    if (run.started) { meta.push("started " + run.started); }
+    if (run.durationMs) { meta.push(ms(run.durationMs)); }
+    if (run.parent) { meta.push(run.parent[0] + " from run " + run.parent[1].slice(0, 12) + (run.parent[2] !== null ? " at step " + run.parent[2] : "")); }
+    var usage = tokens(run.usage);
+    if (usage) { meta.push(usage); }
+    line.appendChild(el("span", "meta grow", meta.join(" · ")));
+    node.appendChild(line);
+    if (run.task !== null && run.task !== undefined) { node.appendChild(el("div", "meta", "task: " + run.task)); }
+    clickable(line, index, function () { toggle("r" + row.r); });
+    return node;
+  }
+  function drawStep(row, index) {
+    var node = el("div", "row step");
+    node.style.marginLeft = (runs[row.r].depth * 24) + "px";
+    var line = el("div", "line");
+    var key = "r" + row.r + "s" + row.s;
+    line.appendChild(el("span", "toggle", collapsed[key] ? "▸" : "▾"));
+    line.appendChild(el("span", null, "Step " + row.s));
+    if (row.ms) { line.appendChild(el("span", "muted", ms(row.ms))); }
+    if (row.ctx) {
+      var bar = el("span", "bar");
+      var sum = total(row.ctx);
+      bar.title = row.ctx.map(function (part) { return part[0] + " ~" + num(part[1]); }).join(", ") + " (total ~" + num(sum) + ")";
+      row.ctx.forEach(function (part) {
+        var segment = el("span", "part");
+        segment.style.width = (100 * part[1] / maxContext) + "%";
+        segment.style.background = "var(--p" + Math.max(PARTS.indexOf(part[0]), 0) + ")";
+        segment.title = part[0] + " ~" + num(part[1]) + " tokens";
+        segment.setAttribute("data-part", part[0]);
+        bar.appendChild(segment);
+      });
+      line.appendChild(bar);
+      line.appendChild(el("span", "muted context-total", "~" + num(sum) + " tokens"));
+    }
+    node.appendChild(line);
+    clickable(line, index, function () { toggle(key); });
+    return node;
+  }
+  function drawTurn(row, index) {
+    var node = el("div", "row turn");
+    var line = el("div", "line");
+    line.appendChild(el("span", "badge " + (row.st === "ok" ? "model" : row.st), row.st === "ok" ? "model" : "model " + row.st));
+    var meta = [];
+    if (row.ms !== null && row.ms !== undefined) { meta.push(ms(row.ms)); }
+    var usage = tokens(row.usage);
+    if (usage) { meta.push(usage); }
+    if (row.finish) { meta.push("finish " + row.finish); }
+    if (meta.length) { line.appendChild(el("span", "muted", meta.join(" · "))); }
+    var summary = row.text ? row.text.replace(/\s+/g, " ") : (row.asks.length ? "asks for: " + row.asks.join(", ") : row.fail.join("; "));
+    line.appendChild(el("span", "grow", cut(summary, 400)));
+    node.appendChild(line);
+    if (open[index]) {
+      var details = el("div", "details");
+      row.fail.forEach(function (f) { details.appendChild(el("div", "error", "model failed: " + f)); });
+      if (row.text) { details.appendChild(el("div", "label", "text")); details.appendChild(el("pre", null, row.text)); }
+      if (row.asks.length) { details.appendChild(el("div", "label", "asks for: " + row.asks.join(", "))); }
+      node.appendChild(details);
+    }
+    clickable(line, index, function () { open[index] = !open[index]; draw(); });
+    return node;
+  }
+  function drawCall(row, index) {
+    var node = el("div", "row call " + (row.s === null || row.s === undefined ? "nostep" : ""));
+    node.setAttribute("data-call", row.id);
+    var line = el("div", "line");
+    line.appendChild(el("span", "badge " + row.st, row.st === "ok" ? "succeeded" : row.st));
+    line.appendChild(el("span", "name", row.n));
+    if (row.ms !== null && row.ms !== undefined) { line.appendChild(el("span", "muted", ms(row.ms))); }
+    if (row.rr) { line.appendChild(el("span", "rerun " + row.rr.o, "re-run " + row.rr.o)); }
+    var preview = row.e !== undefined ? row.e : (row.o !== undefined ? row.i + " → " + row.o : row.i);
+    line.appendChild(el("span", "grow mono", cut(preview, 300)));
+    node.appendChild(line);
+    if (open[index]) {
+      var details = el("div", "details");
+      details.appendChild(el("div", "label", "call " + row.id + " · input" + bytes(row, "i")));
+      details.appendChild(el("pre", "input", pretty(row.i)));
+      (row.ap || []).forEach(function (a) { details.appendChild(el("div", "approval", a)); });
+      if (row.o !== undefined) {
+        details.appendChild(el("div", "label", "output" + bytes(row, "o")));
+        details.appendChild(el("pre", "output", pretty(row.o)));
+        (row.fx || []).forEach(function (f) { details.appendChild(el("div", "effect", "effect " + f)); });
+      } else if (row.e !== undefined) {
+        details.appendChild(el("div", "label", "error"));
+        details.appendChild(el("pre", "error", row.e));
+      } else {
+        details.appendChild(el("div", "label", "no terminal event: the call may or may not have run"));
+      }
+      if (row.rr) {
+        details.appendChild(el("div", "label", "re-run: " + row.rr.o + (row.rr.why ? " (" + row.rr.why + ")" : "")));
+        if (row.rr.diff) { details.appendChild(el("pre", "diff", row.rr.diff)); }
+      }
+      node.appendChild(details);
+    }
+    clickable(line, index, function () { open[index] = !open[index]; draw(); });
+    return node;
+  }
+  function drawEvent(row) {
+    var node = el("div", "row event");
+    var line = el("div", "line");
+    line.appendChild(el("span", "badge event", row.type));
+    line.appendChild(el("span", "muted", "seq " + row.seq));
+    line.appendChild(el("span", "grow mono", cut(row.i, 300)));
+    node.appendChild(line);
+    return node;
+  }
+  function drawFinish(row) {
+    var run = runs[row.r];
+    var node = el("div", "row finish");
+    var finished = run.finished;
+    if (!finished) {
+      node.appendChild(el("div", "error", "unfinished: no RunFinished (the run did not end)"));
+      return node;
+    }
+    var parts = ["finished: " + finished.stopReason];
+    if (typeof finished.steps === "number") { parts.push(finished.steps + " step" + (finished.steps === 1 ? "" : "s")); }
+    node.appendChild(el("div", "name", parts.join(" · ")));
+    if (finished.finalText) { node.appendChild(el("pre", null, finished.finalText)); }
+    return node;
+  }
+  var DRAW = { r: drawRun, s: drawStep, t: drawTurn, c: drawCall, e: drawEvent, f: drawFinish };
+
+  function toggle(key) { collapsed[key] = !collapsed[key]; refresh(false); }
+  var visible = [];
+  function refresh(refilter) {
+    if (refilter) { filter(); state.page = 0; }
+    visible = shown.filter(function (i) { return !hiddenByCollapse(rows[i]); });
+    var pages = Math.max(1, Math.ceil(visible.length / PAGE));
+    state.page = Math.min(state.page, pages - 1);
+    draw();
+  }
+  function draw() {
+    var main = $("rows");
+    main.textContent = "";
+    var start = state.page * PAGE;
+    var end = Math.min(start + PAGE, visible.length);
+    var fragment = document.createDocumentFragment();
+    for (var i = start; i < end; i++) {
+      var row = rows[visible[i]];
+      fragment.appendChild(DRAW[row.k](row, visible[i]));
+    }
+    main.appendChild(fragment);
+    if (!visible.length) { main.appendChild(el("div", "empty", "Nothing matches the filters.")); }
+    if (focused !== null) {
+      var again = main.querySelector('[data-row="' + focused + '"]');
+      if (again) { again.focus(); }
+      focused = null;
+    }
+    $("pager-info").textContent = visible.length ? "rows " + num(start + 1) + "-" + num(end) + " of " + num(visible.length) : "no rows";
+    $("prev").disabled = state.page === 0;
+    $("next").disabled = end >= visible.length;
+  }
+
+  function bind() {
+    [["run", "run"], ["tool", "tool"], ["status", "status"]].forEach(function (pair) {
+      $(pair[0]).addEventListener("change", function (event) { state[pair[1]] = event.target.value; refresh(true); });
+    });
+    $("step").addEventListener("input", function (event) { state.step = event.target.value.trim(); refresh(true); });
+    var timer = null;
+    $("search").addEventListener("input", function (event) {
+      clearTimeout(timer);
+      var value = event.target.value.trim().toLowerCase();
+      timer = setTimeout(function () { state.grep = value; refresh(true); }, 120);
+    });
+    $("prev").addEventListener("click", function () { state.page -= 1; draw(); window.scrollTo(0, 0); });
+    $("next").addEventListener("click", function () { state.page += 1; draw(); window.scrollTo(0, 0); });
+    $("collapse-all").addEventListener("click", function () {
+      rows.forEach(function (row) { if (row.k === "s") { collapsed["r" + row.r + "s" + row.s] = true; } });
+      refresh(false);
+    });
+    $("expand-all").addEventListener("click", function () { collapsed = {}; refresh(false); });
+  }
+
+  drawHead();
+  drawControls();
+  bind();
+  refresh(true);
+  document.body.setAttribute("data-ready", "1");
+}());

@@ -1,0 +1,267 @@
+"""The `view` page: one self-contained HTML file showing a timeline.
+
+The page's script, style and data are inline (nothing is fetched: it opens from disk).
+The data is one JSON document in a `<script type="application/json">` block, escaped so
+that nothing in it can end the block; the script puts every text on the page with
+`textContent`, never as HTML. The rows are flat (run, step, turn, call, event, finish),
+so a page of them is cheap to draw whatever the transcript's size.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import orjson
+
+from mini_harness.events import JsonObject, JsonValue
+from mini_harness.replay.model import OUTCOMES, RerunOutcome, RerunReport
+from mini_harness.replay.timeline import (
+    Call,
+    Run,
+    Step,
+    Timeline,
+    Turn,
+)
+from mini_harness.replay.timeline_describe import (
+    describe_approval,
+    describe_effect,
+    describe_model_failure,
+    describe_trim,
+    run_usage,
+    seconds_between,
+)
+
+PAYLOAD_CAP = 64 * 1024
+"""The most of one input or output the page holds (its full size is shown beside it)."""
+PAGE_BUDGET = 256 * 1024 * 1024
+"""Once the page holds this much of inputs and outputs, each further one is held only up
+to SMALL_CAP, so a transcript of many large outputs still makes a page a browser opens."""
+SMALL_CAP = 2 * 1024
+
+_STATUS = {"succeeded": "ok", "failed": "failed", "in-doubt": "in-doubt"}
+# Characters that could end the data block or start markup, as JSON escapes.
+_SCRIPT_SAFE = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def embed_json(value: JsonValue) -> str:
+    """JSON text safe inside a `<script>` element: no `<`, `>`, `&` or line separators."""
+    return orjson.dumps(value).decode().translate(_SCRIPT_SAFE)
+
+
+def payload(value: JsonValue, cap: int = PAYLOAD_CAP) -> tuple[str, int]:
+    """(the value's compact JSON, cut to `cap` characters; its full size in bytes)."""
+    data = orjson.dumps(value)
+    text = data.decode()
+    return (text if len(text) <= cap else text[:cap]), len(data)
+
+
+class _Budget:
+    """What the page still holds of payloads whole (up to PAYLOAD_CAP each)."""
+
+    def __init__(self) -> None:
+        self.left = PAGE_BUDGET
+
+    def take(self, value: JsonValue) -> tuple[str, int]:
+        text, size = payload(value, PAYLOAD_CAP if self.left > 0 else SMALL_CAP)
+        self.left -= len(text)
+        return text, size
+
+
+def page_data(
+    timeline: Timeline,
+    context: dict[tuple[str, int], JsonValue] | None = None,
+    reruns: RerunReport | None = None,
+) -> JsonObject:
+    """The page's JSON: the transcript's head, its verification, runs and flat rows.
+
+    `context` gives, per (run id, step), the step request's parts as [[label, tokens], ...];
+    `reruns` each call's re-run outcome (shown beside the call, with its diff).
+    """
+    context = context or {}
+    outcomes = {item.call.call_id: item for item in reruns.outcomes} if reruns else {}
+    budget = _Budget()
+    header = timeline.header or {}
+    runs: list[JsonValue] = []
+    rows: list[JsonValue] = []
+    calls = {"ok": 0, "failed": 0, "in-doubt": 0}
+    for run, depth in timeline.walk():
+        runs.append(_run(run, depth))
+        rows.append({"k": "r", "r": run.index})
+        for item in run.items:
+            if isinstance(item, Step):
+                rows += _step_rows(
+                    run, item, context.get((run.run_id, item.number)), outcomes, budget
+                )
+                for call in item.calls:
+                    calls[_STATUS[call.status]] += 1
+            elif isinstance(item, Call):
+                rows.append(_call(run, None, item, outcomes.get(item.call_id), budget))
+                calls[_STATUS[item.status]] += 1
+            else:
+                rows.append(_event(run.index, None, item))
+        if run.finished is not None or isinstance((run.started or {}).get("task"), str):
+            rows.append({"k": "f", "r": run.index})
+    for event in timeline.others:
+        rows.append(_event(None, None, event))
+    return {
+        "path": timeline.path,
+        "format": header.get("version"),
+        "transcriptId": header.get("transcriptId"),
+        "events": timeline.events,
+        "verify": {
+            "chainIntact": timeline.chain_intact,
+            "headHash": timeline.head_hash,
+            "problems": [problem.to_json() for problem in timeline.problems],
+        },
+        "calls": calls,
+        "runs": runs,
+        "rows": rows,
+        "rerun": _rerun_summary(reruns) if reruns else None,
+    }
+
+
+def _rerun_summary(report: RerunReport) -> JsonObject:
+    return {
+        "counts": {outcome: report.count(outcome) for outcome in OUTCOMES},
+        "drift": [drift.describe() for drift in report.drift],
+    }
+
+
+def _run(run: Run, depth: int) -> JsonObject:
+    started = run.started or {}
+    end = (run.finished or {}).get("ts") or run.last_ts
+    seconds = seconds_between(str(started.get("ts", "")), str(end or ""))
+    out: JsonObject = {
+        "index": run.index,
+        "runId": run.run_id,
+        "depth": depth,
+        "harness": started.get("harness"),
+        "started": started.get("ts"),
+        "durationMs": None if seconds is None else seconds * 1000,
+        "task": started.get("task"),
+        "model": run.model,
+        "parent": list(run.parent) if run.parent else None,
+        "usage": run_usage(run) or None,
+    }
+    finished = run.finished
+    if finished is not None:
+        out["finished"] = {key: finished.get(key) for key in ("stopReason", "finalText", "steps")}
+    return out
+
+
+def _step_rows(
+    run: Run,
+    step: Step,
+    context: JsonValue,
+    outcomes: dict[str, RerunOutcome],
+    budget: _Budget,
+) -> list[JsonValue]:
+    seconds = seconds_between(step.first_ts, step.last_ts)
+    rows: list[JsonValue] = [
+        {
+            "k": "s",
+            "r": run.index,
+            "s": step.number,
+            "ms": None if seconds is None else seconds * 1000,
+            "ctx": context,
+        }
+    ]
+    rows += [_event(run.index, step.number, event) for event in step.others]
+    if step.turn is not None:
+        rows.append(_turn(run.index, step.number, step.turn))
+    rows += [
+        _call(run, step.number, call, outcomes.get(call.call_id), budget) for call in step.calls
+    ]
+    return rows
+
+
+def _turn(run: int, step: int, turn: Turn) -> JsonObject:
+    response = turn.response or {}
+    failures = [describe_model_failure(failure) for failure in turn.failures]
+    return {
+        "k": "t",
+        "r": run,
+        "s": step,
+        "st": _STATUS[turn.status],
+        "ms": response.get("durationMs"),
+        "text": turn.text,
+        "asks": [str(call.get("name")) for call in turn.tool_calls],
+        "usage": turn.usage or None,
+        "finish": response.get("finishReason"),
+        "fail": failures,
+    }
+
+
+def _call(
+    run: Run, step: int | None, call: Call, rerun: RerunOutcome | None, budget: _Budget
+) -> JsonObject:
+    text_in, size_in = budget.take(call.input)
+    out: JsonObject = {
+        "k": "c",
+        "r": run.index,
+        "s": step,
+        "id": call.call_id,
+        "n": call.name,
+        "st": _STATUS[call.status],
+        "ms": call.duration_ms,
+        "i": text_in,
+        "ib": size_in,
+    }
+    if call.status == "succeeded":
+        out["o"], out["ob"] = budget.take(call.output)
+    elif call.error is not None:
+        out["e"] = f"{call.error.get('kind')}: {call.error.get('message')}"
+    if call.approvals:
+        out["ap"] = [_approval(event) for event in call.approvals]
+    if call.effects:
+        out["fx"] = [describe_effect(effect) for effect in call.effects]
+    if rerun is not None:
+        out["rr"] = {"o": rerun.outcome, "why": rerun.reason, "diff": rerun.diff}
+    return out
+
+
+def _approval(event: JsonObject) -> str:
+    shown = event.get("shown") if event["type"] == "ApprovalRequested" else None
+    return describe_approval(event) + (f": {shown}" if isinstance(shown, str) else "")
+
+
+def _event(run: int | None, step: int | None, event: JsonObject) -> JsonObject:
+    if event["type"] == "ContextTrimmed":
+        text = describe_trim(event)
+    else:
+        rest = {k: v for k, v in event.items() if k not in {"type", "seq", "ts", "prev", "runId"}}
+        text, _size = payload(rest)
+    return {
+        "k": "e",
+        "r": run,
+        "s": step,
+        "type": event["type"],
+        "seq": event.get("seq"),
+        "i": text,
+    }
+
+
+def render_page(
+    timeline: Timeline,
+    context: dict[tuple[str, int], JsonValue] | None = None,
+    *,
+    reruns: RerunReport | None = None,
+) -> str:
+    """The whole HTML document for `timeline` (see page_data for the rest)."""
+    assets = resources.files("mini_harness.replay") / "view_assets"
+    template = (assets / "page.html").read_text(encoding="utf-8")
+    style = (assets / "view.css").read_text(encoding="utf-8")
+    script = (assets / "view.js").read_text(encoding="utf-8")
+    title = f"mini-harness: {timeline.path}"
+    return (
+        template.replace("/*STYLE*/", style)
+        .replace("/*SCRIPT*/", script)
+        .replace("/*DATA*/", embed_json(page_data(timeline, context, reruns)))
+        .replace("<!--TITLE-->", _html_text(title))
+    )
+
+
+def _html_text(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

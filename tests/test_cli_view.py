@@ -1,0 +1,247 @@
+"""`mini-harness view`: where the page goes, what it holds, and how problems end."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner, Result
+
+from mini_harness.cli import cli
+from mini_harness.events import JsonObject
+from mini_harness.replay import view_page
+from mini_harness.replay.view_page import PAYLOAD_CAP, embed_json
+from mini_harness.transcripts import line_hash
+from tests.replay.timeline_fixtures import TOOLS, chained, record_reads, tool_events, write
+
+
+def view(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(cli, ["view", *args], env=env)
+
+
+def page_json(html: str) -> dict[str, object]:
+    """The data block of a page."""
+    found = re.search(
+        r'<script type="application/json" id="timeline-data">(.*?)</script>', html, re.S
+    )
+    assert found is not None
+    data: dict[str, object] = orjson.loads(found.group(1))
+    return data
+
+
+class TestOutput:
+    def test_default_path_beside_the_transcript(self, tmp_path: Path) -> None:
+        """Without -o the page is the transcript's name with .html, beside it."""
+        log = write(tmp_path / "t.jsonl", tool_events())
+        result = view(str(log))
+        assert result.exit_code == 0, result.output
+        page = tmp_path / "t.html"
+        assert result.stdout == f"[mini-harness] Wrote {page} (3 calls, 7 events)\n"
+        assert page.read_text().startswith("<!DOCTYPE html>")
+
+    def test_self_contained(self, tmp_path: Path) -> None:
+        """The page names no other file or address: script, style and data are inline."""
+        log = write(tmp_path / "t.jsonl", tool_events())
+        html = tmp_path / "page.html"
+        assert view(str(log), "-o", str(html)).exit_code == 0
+        text = html.read_text()
+        assert not re.search(r"""(src|href)\s*=|https?://|@import|url\(""", text)
+
+    def test_data_holds_the_timeline(self, tmp_path: Path) -> None:
+        """The embedded data has the verification, the runs and one row per call."""
+        log = write(tmp_path / "t.jsonl", tool_events())
+        html = tmp_path / "page.html"
+        view(str(log), "-o", str(html))
+        data = page_json(html.read_text())
+        verify = data["verify"]
+        assert isinstance(verify, dict)
+        assert verify["chainIntact"] is True
+        assert verify["problems"] == []
+        assert verify["headHash"] == line_hash(log.read_bytes().splitlines()[-1])
+        rows = data["rows"]
+        assert isinstance(rows, list)
+        assert [(row["k"], row.get("id"), row.get("st")) for row in rows] == [
+            ("r", None, None),
+            ("c", "e1", "ok"),
+            ("c", "e2", "failed"),
+            ("c", "e3", "in-doubt"),
+        ]
+
+    def test_refuses_to_overwrite_the_transcript(self, tmp_path: Path) -> None:
+        """-o naming the transcript itself is a usage error; the transcript is untouched."""
+        log = write(tmp_path / "t.jsonl", tool_events())
+        before = log.read_bytes()
+        result = view(str(log), "-o", str(log))
+        assert result.exit_code == 2
+        assert "would overwrite the transcript" in result.stderr
+        assert log.read_bytes() == before
+
+    def test_unwritable_output(self, tmp_path: Path) -> None:
+        """A page that cannot be written is an error naming the file, exit 2."""
+        if os.geteuid() == 0:
+            target = tmp_path / "missing-dir" / "page.html"
+        else:
+            locked = tmp_path / "locked"
+            locked.mkdir()
+            locked.chmod(stat.S_IRUSR | stat.S_IXUSR)
+            target = locked / "page.html"
+        log = write(tmp_path / "t.jsonl", tool_events())
+        result = view(str(log), "-o", str(target))
+        assert result.exit_code == 2
+        assert result.stderr.startswith(f"[mini-harness] Error: cannot write {target}: ")
+
+    def test_open_starts_a_browser(self, tmp_path: Path) -> None:
+        """--open hands the page's file URI to the user's browser ($BROWSER)."""
+        log = write(tmp_path / "t.jsonl", tool_events())
+        opened = tmp_path / "opened.txt"
+        browser = tmp_path / "browser.sh"
+        browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+        browser.chmod(0o755)
+        result = view(str(log), "--open", env={"BROWSER": str(browser)})
+        assert result.exit_code == 0, result.output
+        assert opened.read_text().strip() == (tmp_path / "t.html").as_uri()
+
+    @pytest.mark.parametrize("name", ["t.html", "t"])
+    def test_default_output_never_the_input(self, tmp_path: Path, name: str) -> None:
+        """A transcript already named .html (or with no suffix) gets a page of another name."""
+        log = tmp_path / name
+        log.write_bytes(chained(tool_events()))
+        result = view(str(log))
+        assert result.exit_code == 0, result.output
+        assert log.read_bytes() == chained(tool_events())
+
+
+class TestProblems:
+    def test_damaged_transcript_is_shown_up_to_the_damage(self, tmp_path: Path) -> None:
+        """A damaged transcript still gives a page, naming the problem; exit 1."""
+        lines = chained(tool_events()).splitlines(keepends=True)
+        lines[4] = b"{damaged\n"
+        log = tmp_path / "t.jsonl"
+        log.write_bytes(b"".join(lines))
+        result = view(str(log))
+        assert result.exit_code == 1
+        assert "[mini-harness] Problem: [damage] line 5: " in result.stdout
+        data = page_json((tmp_path / "t.html").read_text())
+        verify = data["verify"]
+        assert isinstance(verify, dict)
+        assert verify["chainIntact"] is False
+        assert [p["kind"] for p in verify["problems"]] == ["damage"]
+
+    def test_not_a_transcript(self, tmp_path: Path) -> None:
+        """A file that is not a transcript: exit 2 and no page."""
+        log = tmp_path / "t.jsonl"
+        log.write_text("hello\n")
+        result = view(str(log))
+        assert result.exit_code == 2
+        assert not (tmp_path / "t.html").exists()
+
+
+@pytest.fixture(name="read_log")
+def _read_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return record_reads(tmp_path)
+
+
+class TestRerun:
+    def test_matching_rerun(self, read_log: Path) -> None:
+        """--rerun shows each call's outcome; all matched: exit 0."""
+        result = view(str(read_log), "--rerun")
+        assert result.exit_code == 0, result.output
+        data = page_json((read_log.parent / "t.html").read_text())
+        rows = data["rows"]
+        assert isinstance(rows, list)
+        assert [row["rr"]["o"] for row in rows if row["k"] == "c"] == ["matched", "matched"]
+        assert data["rerun"] == {
+            "counts": {
+                "matched": 2,
+                "diverged": 0,
+                "now-fails": 0,
+                "now-succeeds": 0,
+                "skipped": 0,
+            },
+            "drift": [],
+        }
+
+    def test_diverged_call_has_its_diff(self, read_log: Path) -> None:
+        """A call whose output changed carries the diff; the page is written, exit 1."""
+        (read_log.parent / "a.txt").write_text("changed\n")
+        result = view(str(read_log), "--rerun")
+        assert result.exit_code == 1
+        assert result.stderr == (
+            "[mini-harness] Error: re-run differs from the record: 1 diverged\n"
+        )
+        rows = page_json((read_log.parent / "t.html").read_text())["rows"]
+        assert isinstance(rows, list)
+        read = next(row for row in rows if row.get("n") == "read_file")
+        assert read["rr"]["o"] == "diverged"
+        assert '+  "text": "changed\\n",' in read["rr"]["diff"].splitlines()
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["--registry", "x:y"], "--registry needs --rerun"),
+            (["--allow-side-effects"], "--allow-side-effects needs --rerun"),
+            (["--rerun", "-"], "--rerun reads the transcript a second time: give a file, not -"),
+        ],
+    )
+    def test_usage(self, tmp_path: Path, args: list[str], message: str) -> None:
+        """Re-run options without --rerun, and --rerun of standard input, are usage errors."""
+        log = write(tmp_path / "t.jsonl", tool_events())
+        full = [*args] if "-" in args else [str(log), *args]
+        result = view(*full)
+        assert result.exit_code == 2
+        assert result.stderr == f"[mini-harness] Error: {message}\n"
+
+
+class TestBudget:
+    def test_past_the_budget_payloads_are_small(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Once the page holds its budget of payloads, later ones are held in small part."""
+        monkeypatch.setattr(view_page, "PAGE_BUDGET", 10_000)
+        big = {"text": "z" * 9_000}
+        events: list[JsonObject] = [tool_events()[0]]
+        for number in range(3):
+            call = {"runId": TOOLS, "callId": f"b{number}", "name": "echo"}
+            events.append({"type": "ToolCalled", **call, "input": big})
+            events.append({"type": "ToolSucceeded", **call, "output": big, "durationMs": 1.0})
+        log = write(tmp_path / "t.jsonl", events)
+        view(str(log))
+        rows = page_json((tmp_path / "t.html").read_text())["rows"]
+        assert isinstance(rows, list)
+        held = [(len(row["i"]), len(row["o"])) for row in rows if row["k"] == "c"]
+        assert held == [(9_011, 9_011), (2_048, 2_048), (2_048, 2_048)]
+        assert {row["ob"] for row in rows if row["k"] == "c"} == {9_011}
+
+
+class TestEmbedding:
+    def test_nothing_can_end_the_script_block(self) -> None:
+        """`<`, `>`, `&` and the JS line separators are escaped; the JSON means the same."""
+        value = {"text": "</script><!-- & \u2028\u2029 -->", "<key>": 1}
+        text = embed_json(value)
+        assert not set(text) & {"<", ">", "&", "\u2028", "\u2029"}
+        assert orjson.loads(text) == value
+
+    def test_large_payloads_are_capped(self, tmp_path: Path) -> None:
+        """An output larger than the cap is held in part, with its full size."""
+        events = [
+            *tool_events()[:2],
+            {
+                "type": "ToolSucceeded",
+                "runId": TOOLS,
+                "callId": "e1",
+                "name": "echo",
+                "output": {"text": "y" * (2 * PAYLOAD_CAP)},
+                "durationMs": 1.0,
+            },
+        ]
+        log = write(tmp_path / "t.jsonl", events)
+        view(str(log))
+        rows = page_json((tmp_path / "t.html").read_text())["rows"]
+        assert isinstance(rows, list)
+        assert len(rows[1]["o"]) == PAYLOAD_CAP
+        assert rows[1]["ob"] == 2 * PAYLOAD_CAP + len('{"text":""}')
