@@ -49,6 +49,8 @@ _SUBCOMMANDS = {
     "mcp": ("mini_harness.cli.mcp", "mcp_command"),
     "replay": ("mini_harness.cli.replay", "replay_command"),
     "run": ("mini_harness.cli.agent", "run_command"),
+    "resume": ("mini_harness.cli.resume", "resume_command"),
+    "fork": ("mini_harness.cli.resume", "fork_command"),
 }
 
 

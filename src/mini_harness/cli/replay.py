@@ -54,8 +54,16 @@ _PROGRESS_EVERY = 4096  # items between progress checks
     "--log",
     metavar="OUT",
     type=click.Path(dir_okay=False),
-    help="With --rerun: record the re-run as a new transcript.",
+    help="With --rerun: record the re-run as a new transcript (for an agent run: where "
+    "--live-model writes its new run; default: appended to PATH).",
 )
+@click.option(
+    "--live-model",
+    is_flag=True,
+    help="With --rerun of an agent run: where the record stops answering (divergence), go on "
+    "with a live model as a new run that names the replayed one (forkedFrom).",
+)
+@click.option("--model", metavar="PROVIDER:MODEL", help="With --live-model: the provider.")
 def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     path: str,
     context_report: bool,
@@ -66,6 +74,8 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     workspace: str | None,
     allow_side_effects: bool,
     log: str | None,
+    live_model: bool,
+    model: str | None,
 ) -> None:
     """Fold a transcript back into runs, calls and problems, never calling a handler.
 
@@ -87,9 +97,12 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
             ("--workspace", workspace),
             ("--allow-side-effects", allow_side_effects),
             ("--log", log),
+            ("--live-model", live_model),
         ):
             if value:
                 raise BadUsage(f"{flag} needs --rerun")
+    if model is not None and not live_model:
+        raise BadUsage("--model needs --live-model")
     if log is not None and _same_file(log, path):
         raise BadUsage("--log must name a new file, not the transcript being replayed")
     if registry is not None and workspace is not None:
@@ -102,6 +115,24 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     tools = (
         (load_registry(registry) if registry else _default_registry(workspace)) if rerun else None
     )
+    if tools is not None:  # agent runs are replayed offline (cli/agent_replay.py)
+        from mini_harness.cli.agent_replay import agent_runs_of, replay_agent_runs
+
+        agent_runs = agent_runs_of(path, run)
+        if agent_runs:
+            raise click.exceptions.Exit(
+                replay_agent_runs(
+                    path,
+                    agent_runs,
+                    tools,
+                    allow_side_effects=allow_side_effects,
+                    as_json=as_json,
+                    live_model=(model or "") if live_model else None,
+                    log=log,
+                )
+            )
+        if live_model:
+            raise BadUsage("--live-model needs an agent run")
     fold = TranscriptFold(path, run=run, context_reports=context_report)
     out: _Output = _JsonOutput(fold, rerun=rerun) if as_json else _TextOutput(fold, rerun=rerun)
     if tools is None:
