@@ -125,3 +125,52 @@ def continued_config(
         params=params,
         stream=stream,
     )
+
+
+def run_tree_lines(runs: list[AgentRun]) -> list[str]:
+    """Agent runs as a tree of who continues or forks whom (empty when none does).
+
+    Each run shows how it came from its parent, its step count and how it ended; a run
+    whose origin is not in the transcript (a fork written elsewhere) is a root that names
+    it."""
+    if not any(run.resumed_from or run.forked_from for run in runs):
+        return []
+    known = {run.run_id for run in runs}
+    children: dict[str | None, list[AgentRun]] = {}
+    for run in runs:
+        parent = _origin(run)[1]
+        children.setdefault(parent if parent in known else None, []).append(run)
+    lines = ["Agent runs:"]
+
+    def add(run: AgentRun, depth: int) -> None:
+        how, parent = _origin(run)
+        if parent is None:
+            link = ""
+        elif parent in known:
+            link = f"{how}: "
+        else:
+            link = f"{how} of {parent} (not in this transcript): "
+        lines.append(f"{'  ' * depth}{link}{run.run_id} ({_ended(run)})")
+        for child in children.get(run.run_id, []):
+            add(child, depth + 1)
+
+    for root in children.get(None, []):
+        add(root, 1)
+    return lines
+
+
+def _origin(run: AgentRun) -> tuple[str, str | None]:
+    if run.resumed_from is not None:
+        return f"resumed after step {run.resumed_from.get('step')}", str(
+            run.resumed_from.get("runId")
+        )
+    if run.forked_from is not None:
+        return f"forked before step {run.forked_from.get('step')}", str(
+            run.forked_from.get("runId")
+        )
+    return "", None
+
+
+def _ended(run: AgentRun) -> str:
+    steps = f"{len(run.steps)} step{'' if len(run.steps) == 1 else 's'}"
+    return f"{steps}, {run.stop_reason or 'unfinished'}"
