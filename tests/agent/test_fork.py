@@ -85,6 +85,45 @@ class TestFork:
             assert run.context_report().startswith("Context Explorer\n")
 
 
+class TestRunTree:
+    def test_replay_shows_the_tree(self, recorded: Path) -> None:
+        """`replay` shows which run forks or resumes which, indented under its origin."""
+        assert fork(recorded, "--at-step", "2", "First.").exit_code == 0
+        original, first = fold_agent_runs(recorded)
+        assert fork(recorded, "--at-step", "1", "--run", first.run_id).exit_code == 0
+        model = write_script(recorded.parent / "more.json", [{"text": "More."}])
+        resumed = invoke(["resume", str(recorded), "Go on", "--run", original.run_id,
+                          "--model", model])  # fmt: skip
+        assert resumed.exit_code == 0, resumed.output
+        second, third = fold_agent_runs(recorded)[2:]
+        result = invoke(["replay", str(recorded)])
+        assert result.exit_code == 0, result.output
+        tree = result.output[result.output.index("Agent runs:") :].splitlines()
+        assert tree == [
+            "Agent runs:",
+            f"  {original.run_id} (3 steps, final)",
+            f"    forked before step 2: {first.run_id} (1 step, final)",
+            f"      forked before step 1: {second.run_id} (1 step, final)",
+            f"    resumed after step 3: {third.run_id} (1 step, final)",
+        ]
+
+    def test_fork_elsewhere_names_its_origin(self, recorded: Path, tmp_path: Path) -> None:
+        """A fork written to another file is a root there that names the run it came from."""
+        out = tmp_path / "f.jsonl"
+        assert fork(recorded, "--at-step", "1", "--log", str(out)).exit_code == 0
+        original = fold_agent_runs(recorded)[0]
+        (forked,) = fold_agent_runs(out)
+        result = invoke(["replay", str(out)])
+        assert (
+            f"  forked before step 1 of {original.run_id} (not in this transcript): "
+            f"{forked.run_id} (1 step, final)"
+        ) in result.output
+
+    def test_no_tree_without_links(self, recorded: Path) -> None:
+        """A transcript whose runs continue nothing shows no tree."""
+        assert "Agent runs:" not in invoke(["replay", str(recorded)]).output
+
+
 class TestErrors:
     def test_step_out_of_range(self, recorded: Path) -> None:
         """A step the run never reached exits 2, saying how many it made."""

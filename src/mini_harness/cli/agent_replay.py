@@ -144,3 +144,35 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
     if outcome.error is not None:
         error(outcome.error)
     return EXIT_CODES[outcome.stop_reason]
+
+
+_ORIGIN_KEYS = (b'"resumedFrom":', b'"forkedFrom":')
+
+
+def print_run_tree(path: str) -> None:
+    """After a fold: the tree of agent runs that continue or fork each other, if any.
+
+    Only a transcript that holds one of those links is folded again for it: finding the
+    key's bytes costs far less than decoding the lines."""
+    import mmap
+
+    from mini_harness.errors import MiniHarnessError
+    from mini_harness.replay.agent_fold import fold_agent_runs
+    from mini_harness.replay.continuation import run_tree_lines
+
+    try:
+        with (
+            open(path, "rb") as handle,
+            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
+        ):
+            linked = any(data.find(key) >= 0 for key in _ORIGIN_KEYS)
+    except (OSError, ValueError):  # an empty file cannot be mapped
+        return
+    if not linked:
+        return
+    try:
+        lines = run_tree_lines(fold_agent_runs(path))
+    except MiniHarnessError:  # a damaged file: the fold above has said what is wrong
+        return
+    if lines:
+        echo("\n".join(lines))

@@ -137,6 +137,10 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     out: _Output = _JsonOutput(fold, rerun=rerun) if as_json else _TextOutput(fold, rerun=rerun)
     if tools is None:
         code = _drive(fold, iter(fold), out, size=_size(path))
+        if not as_json and code != 130:
+            from mini_harness.cli.agent_replay import print_run_tree
+
+            print_run_tree(path)
         raise click.exceptions.Exit(code)
     sink: EventSink | None = None
     if log is not None:
