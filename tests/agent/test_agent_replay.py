@@ -121,6 +121,18 @@ class TestSideEffects:
         assert 'Step 1: slow {"n":1}: served from the record (slow is not marked' in (result.output)
         assert executions(side_file) == {"look 2": 1}
 
+    def test_side_effects_never_recorded_are_not_run(
+        self, counted: tuple[Path, str, Path, Path], tmp_path: Path
+    ) -> None:
+        """A call with side effects the recorded run never got to is not run either."""
+        log, spec, side_file, _ = counted
+        cut = tmp_path / "cut.jsonl"
+        cut_after(log, cut, "ModelResponded", 1)
+        result = invoke(["replay", str(cut), "--rerun", "--registry", spec])
+        assert result.exit_code == 0, result.output
+        assert 'Step 1: slow {"n":1}: not run: the record has no result for it' in result.output
+        assert executions(side_file) == {}
+
     def test_allow_side_effects(self, counted: tuple[Path, str, Path, Path]) -> None:
         """--allow-side-effects runs every tool again."""
         log, spec, side_file, _ = counted

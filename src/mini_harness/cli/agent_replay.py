@@ -80,8 +80,10 @@ def replay_agent_runs(
 def _print_call(call: Any) -> None:
     if call.how == "re-run":
         how = "re-run, same result" if call.same else "re-run, the result differs from the record"
-    else:
+    elif call.how == "served":
         how = f"served from the record ({call.reason}; --allow-side-effects runs it)"
+    else:
+        how = f"not run: the record has no result for it ({call.reason})"
     info(f"Step {call.step}: {call.call.name} {call.call.arguments}: {how}")
 
 

@@ -36,12 +36,14 @@ from mini_harness.runtime.registry import ToolRegistry
 _INDENTED = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 RERUN = "re-run"
 SERVED = "served"
+NOT_RUN = "not-run"
 
 
 @attrs.frozen
 class ReplayedCall:
-    """One tool call of the replay: `how` it got its result (re-run, or served from the
-    record and why), and whether that result is the recorded one."""
+    """One tool call of the replay: `how` it got its result (`re-run`; `served` from the
+    record; `not-run`: side effects and no recorded result), why (`reason`), and whether
+    that result is the recorded one (`same`)."""
 
     step: int
     call: ToolCall
@@ -218,11 +220,10 @@ class _CallWatcher:
         recorded = self.recorded(step, call)
         self._served.add((step, call.id))
         reason = f"{call.name} is not marked readOnlyHint or idempotentHint"
-        if recorded is None:
-            text = f"Tool {call.name} was not run again: it has side effects and no result"
-            outcome = call_outcome(call, error=("cancelled", text))
-            self._add(ReplayedCall(step, call, SERVED, False, reason))
-            return outcome
+        if recorded is None:  # the recorded run never got to it
+            text = f"Tool {call.name} was not run: it has side effects and no recorded result"
+            self._add(ReplayedCall(step, call, NOT_RUN, False, reason))
+            return call_outcome(call, error=("cancelled", text))
         self._add(ReplayedCall(step, call, SERVED, True, reason))
         if recorded.is_error:
             return ToolOutcome(call, recorded, error=recorded.content)
