@@ -80,8 +80,9 @@ def write_script(path: Path, responses: list[dict[str, Any]]) -> str:
     return f"script:{path}"
 
 
-def invoke(args: list[str]) -> Result:
-    return CliRunner().invoke(cli, args, env=NO_KEYS)
+def invoke(args: list[str], env: dict[str, str | None] | None = None) -> Result:
+    """Run the CLI in-process with no API key in sight (plus `env`)."""
+    return CliRunner().invoke(cli, args, env={**NO_KEYS, **(env or {})})
 
 
 def cut_after(source: Path, target: Path, event_type: str, nth: int = 1) -> int:
