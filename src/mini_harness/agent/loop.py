@@ -34,6 +34,7 @@ from mini_harness.agent.provider import (
     Usage,
 )
 from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome
+from mini_harness.agent.tool_results import call_outcome
 from mini_harness.errors import ToolCallError
 from mini_harness.events import (
     ContextTrimmed,
@@ -134,31 +135,6 @@ def history_message(message: Message) -> Message:
         for call in message.tool_calls
     )
     return attrs.evolve(message, tool_calls=calls)
-
-
-def call_outcome(
-    call: ToolCall, *, output: JsonValue = None, error: tuple[str, str] | None = None
-) -> ToolOutcome:
-    """The tool result message of `call`: its output as compact JSON, or, when it failed
-    (`error` is its kind and message), the error text, so the model can correct itself.
-
-    Arguments that are not JSON are explained as such (unless the tool is unknown).
-    """
-    if error is None:
-        content = orjson.dumps(output).decode()
-        message = Message("tool", content, tool_call_id=call.id, name=call.name)
-        return ToolOutcome(call, message, output=output)
-    kind, text = error
-    if kind != "unknown_tool":
-        try:
-            orjson.loads(call.arguments)
-        except orjson.JSONDecodeError as exc:
-            text = (
-                f"Invalid arguments for {call.name}: not valid JSON ({exc}). "
-                "Send the arguments as one JSON object."
-            )
-    message = Message("tool", text, tool_call_id=call.id, name=call.name, is_error=True)
-    return ToolOutcome(call, message, error=text)
 
 
 def _json_object(text: str) -> JsonObject | None:

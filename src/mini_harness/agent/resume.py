@@ -16,8 +16,9 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from mini_harness.agent.loop import Opening, call_outcome, history_message
+from mini_harness.agent.loop import Opening, history_message
 from mini_harness.agent.provider import Message, ToolCall
+from mini_harness.agent.tool_results import call_outcome
 from mini_harness.errors import MiniHarnessError
 from mini_harness.events import JsonObject, JsonValue
 

@@ -17,7 +17,7 @@ import attrs
 import orjson
 
 from mini_harness.agent.context import request_hash
-from mini_harness.agent.loop import AgentConfig, AgentLoop, AgentOutcome, Opening, call_outcome
+from mini_harness.agent.loop import AgentConfig, AgentLoop, AgentOutcome, Opening
 from mini_harness.agent.provider import (
     Message,
     ModelError,
@@ -27,6 +27,7 @@ from mini_harness.agent.provider import (
     ToolCall,
 )
 from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome
+from mini_harness.agent.tool_results import call_outcome
 from mini_harness.events import EventSink, JsonValue, NullSink
 from mini_harness.replay.agent_fold import AgentRun
 from mini_harness.replay.continuation import continued_config
