@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from mini_harness.agent.resume import INTERRUPTED_RESULT
@@ -140,6 +141,45 @@ class TestRebuiltHistory:
         assert new_run(log).steps[0].recorded_hash == recorded.run.steps[0].recorded_hash
 
 
+class TestChains:
+    def test_resume_killed_before_its_first_request(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """A resumed run killed while it ran a leftover call resumes from the run it
+        continued: that call is closed as interrupted too, and nothing runs twice."""
+        first = tmp_path / "first.jsonl"
+        cut_after(recorded.full, first, "ToolCalled", 2)  # slow n=2 in doubt, n=3 not begun
+        assert recorded.resume(first).exit_code == 0  # runs slow n=3
+        second = tmp_path / "second.jsonl"
+        cut_after(first, second, "ToolCalled", 3)  # ... killed during slow n=3
+        assert executions(recorded.side_file) == {"slow 3": 1}
+        result = recorded.resume(second)
+        assert result.exit_code == 0, result.output
+        runs = fold_agent_runs(second)
+        assert runs[-1].resumed_from == {"runId": runs[1].run_id, "step": 0}
+        sent = runs[-1].steps[0].request.messages
+        assert [m.content for m in sent[-2:]] == [INTERRUPTED_RESULT.format(name="slow")] * 2
+        assert executions(recorded.side_file) == {"slow 3": 1}
+        report = verify_transcript(second)
+        assert (report.problems(), report.in_doubt) == ([], ())
+        assert_valid_histories(runs[-1])
+
+    def test_retried_call_in_a_later_run_counts(self, recorded: Recorded, tmp_path: Path) -> None:
+        """A call retried by a resumed run that then died gets the retried result."""
+        first = tmp_path / "first.jsonl"
+        cut_after(recorded.full, first, "ToolCalled", 1)  # look n=1 in doubt
+        responses = [RESPONSES[1], RESPONSES[2]]
+        assert recorded.resume(first, "--retry-in-doubt", responses=responses).exit_code == 0
+        second = tmp_path / "second.jsonl"
+        cut_after(first, second, "ToolSucceeded", 1)  # the retried look ended, then killed
+        result = recorded.resume(second, responses=responses)
+        assert result.exit_code == 0, result.output
+        sent = fold_agent_runs(second)[-1].steps[0].request.messages
+        assert sent[-1].role == "tool"
+        assert not sent[-1].is_error
+        assert "first version" in sent[-1].content
+
+
 class TestFinishedRuns:
     def test_follow_up(self, recorded: Recorded) -> None:
         """A run that answered goes on with a follow-up task, as a new run."""
@@ -178,6 +218,27 @@ class TestFinishedRuns:
         for run in runs:
             assert run.context_report().startswith("Context Explorer\n")
             assert_valid_histories(run)
+
+
+class TestOutput:
+    def test_json(self, recorded: Recorded) -> None:
+        """--json prints one document: the new run, where it came from, how it ended."""
+        result = recorded.resume(recorded.full, "More?", "--json", responses=[{"text": "Yes."}])
+        assert result.exit_code == 0, result.output
+        document = orjson.loads(result.stdout)
+        assert document["resumedFrom"] == {"runId": recorded.run.run_id, "step": 3}
+        assert (document["stopReason"], document["finalText"], document["steps"]) == (
+            "final",
+            "Yes.",
+            1,
+        )
+
+    def test_no_final_answer_is_exit_1(self, recorded: Recorded) -> None:
+        """A resumed run that ends without an answer exits 1, as `run` does."""
+        calls = [{"toolCalls": [{"name": "look", "arguments": {"n": 9}}]}]
+        result = recorded.resume(recorded.full, "Again", "--max-steps", "1", responses=calls)
+        assert result.exit_code == 1
+        assert "stopped after 1 step(s) without a final answer" in result.output
 
 
 class TestTornTail:

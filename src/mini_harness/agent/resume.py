@@ -124,8 +124,9 @@ def plan_resume(
 
 
 def _take(calls: list[RecordedCall], tool_use_id: str) -> RecordedCall | None:
-    for index, call in enumerate(calls):
-        if call.tool_use_id == tool_use_id:
+    """The latest record of the call: a later run that retried it knows its fate best."""
+    for index in range(len(calls) - 1, -1, -1):
+        if calls[index].tool_use_id == tool_use_id:
             return calls.pop(index)
     return None
 
