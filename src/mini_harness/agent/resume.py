@@ -20,7 +20,7 @@ from mini_harness.agent.loop import Opening, history_message
 from mini_harness.agent.provider import Message, ToolCall
 from mini_harness.agent.tool_results import call_outcome
 from mini_harness.errors import MiniHarnessError
-from mini_harness.events import JsonObject, JsonValue
+from mini_harness.events import JsonObject, JsonValue, ToolError, ToolFailed, utc_timestamp
 
 INTERRUPTED_RESULT = (
     "Tool {name} was interrupted: the run ended before the call finished, so it may or may "
@@ -71,6 +71,21 @@ class ResumePlan:
 
     opening: Opening
     to_close: tuple[RecordedCall, ...]
+
+    def closing_events(self) -> list[ToolFailed]:
+        """The terminal events that close the calls in doubt, to record before the new run
+        starts (each under its own run's id)."""
+        return [
+            ToolFailed(
+                ts=utc_timestamp(),
+                run_id=call.run_id,
+                call_id=call.call_id,
+                name=call.name,
+                error=ToolError(kind="interrupted", message=interrupted_text(call.name)),
+                duration_ms=0.0,  # unknown: the run ended before measuring it
+            )
+            for call in self.to_close
+        ]
 
 
 def plan_resume(

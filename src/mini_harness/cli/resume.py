@@ -85,7 +85,6 @@ def resume_command(
 
     Exit codes: as `run` (0 a final answer, 1 none, 2 usage, 130 interrupted).
     """
-    from mini_harness.events import ToolError, ToolFailed, utc_timestamp
     from mini_harness.replay.agent_fold import fold_agent_runs, select_agent_run
     from mini_harness.replay.continuation import continued_config, resume_plan
 
@@ -104,21 +103,10 @@ def resume_command(
             return retry_in_doubt and hints is not None and hints.safe_to_repeat
 
         plan = resume_plan(runs, run, follow_up=follow_up, retry_in_doubt=repeatable)
-        from mini_harness.agent.resume import interrupted_text
-
-        for call in plan.to_close:
-            sink.emit(
-                ToolFailed(
-                    ts=utc_timestamp(),
-                    run_id=call.run_id,
-                    call_id=call.call_id,
-                    name=call.name,
-                    error=ToolError(kind="interrupted", message=interrupted_text(call.name)),
-                    duration_ms=0.0,  # unknown: the run ended before measuring it
-                )
-            )
+        for event in plan.closing_events():
+            sink.emit(event)
             if not options["as_json"]:
-                info(f"Closed in-doubt call {call.call_id} ({call.name}) as interrupted")
+                info(f"Closed in-doubt call {event.call_id} ({event.name}) as interrupted")
         origin = plan.opening.resumed_from or {}
         config = continued_config(
             run,
