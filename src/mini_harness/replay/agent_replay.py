@@ -16,7 +16,6 @@ from collections.abc import Callable
 import attrs
 import orjson
 
-from mini_harness.agent.context import request_hash
 from mini_harness.agent.loop import AgentConfig, AgentLoop, AgentOutcome, Opening
 from mini_harness.agent.provider import (
     Message,
@@ -28,7 +27,7 @@ from mini_harness.agent.provider import (
 )
 from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome
 from mini_harness.agent.tool_results import call_outcome
-from mini_harness.events import EventSink, JsonValue, NullSink
+from mini_harness.events import Event, EventSink, JsonValue, ModelRequested
 from mini_harness.replay.agent_fold import AgentRun
 from mini_harness.replay.continuation import continued_config
 from mini_harness.runtime.dispatch import ToolRuntime
@@ -86,13 +85,27 @@ class _Stopped(ModelError):
     """The replay stops here (divergence, or the end of the record)."""
 
 
+class RequestHashes:
+    """A sink that keeps the `requestHash` of the last ModelRequested (and drops the rest):
+    the hash the loop computed for the request it is about to send."""
+
+    def __init__(self) -> None:
+        self.last: str | None = None
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, ModelRequested):
+            self.last = event.request_hash
+
+
 class RecordedModel:
     """Answers each request with the response recorded for its step, after checking that the
-    request is the recorded one (same `requestHash`)."""
+    request is the recorded one: the hash the loop recorded for it (`hashes`) is the
+    recorded `requestHash`."""
 
-    def __init__(self, run: AgentRun, replay: AgentReplay) -> None:
+    def __init__(self, run: AgentRun, replay: AgentReplay, hashes: RequestHashes) -> None:
         self.run = run
         self.replay = replay
+        self.hashes = hashes
         self.name = f"transcript:{run.run_id}"
         self.model = str(run.model.get("name", ""))
         self._next = 0
@@ -114,7 +127,7 @@ class RecordedModel:
             replay.stopped_at = (replay.identical_through + 1, request)
             raise _Stopped("invalid_response", f"the record has no step {index + 1}")
         recorded = self.run.steps[index]
-        if request_hash(request) != recorded.recorded_hash:
+        if self.hashes.last != recorded.recorded_hash:
             replay.diverged_at = recorded.step
             replay.stopped_at = (recorded.step, request)
             replay.explanation, replay.diffs = explain(recorded.request, request)
@@ -264,9 +277,10 @@ def replay_agent_run(
     # One request more than the record has: a run that stopped with tool results not yet
     # sent asks for it, and learns that the record ends there.
     config = attrs.evolve(continued_config(run, stream=False), max_steps=len(run.steps) + 1)
+    hashes = RequestHashes()
     loop = AgentLoop(
-        ToolRuntime(registry, NullSink()),
-        RecordedModel(run, replay),
+        ToolRuntime(registry, hashes),
+        RecordedModel(run, replay, hashes),
         config,
         _Watching(watcher),
         served=watcher.serve,
