@@ -92,8 +92,7 @@ def resume_command(
     registry = _registry(options["registry"], options["workspace"])
     settings = _log_settings(options)
     with opened_log(path, settings) as sink:
-        sink.recover()  # type: ignore[attr-defined]  # a torn tail is set aside before the fold reads the file
-        warn_quarantined(sink)
+        _set_torn_tail_aside(sink)  # before the fold reads the file
         runs = fold_agent_runs(path)
         run = select_agent_run(runs, options["run_id"])
 
@@ -165,6 +164,11 @@ def fork_command(
     with opened_log(target, _log_settings(options)) as sink:
         what = f"Forking run {run.run_id} before step {at_step}"
         _run(sink, registry, config, opening, options, what, target)
+
+
+def _set_torn_tail_aside(transcript: Any) -> None:
+    transcript.recover()
+    warn_quarantined(transcript)
 
 
 def _must_exist(path: str) -> None:
