@@ -59,7 +59,7 @@ def _continue_options(command: F) -> F:
     return command
 
 
-@click.command("resume")
+@click.command("resume", short_help="Continue an agent run as a new run that names it.")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.argument("follow_up", required=False)
 @_continue_options
@@ -117,7 +117,7 @@ def resume_command(
         _run(sink, registry, config, plan.opening, options, what, path)
 
 
-@click.command("fork")
+@click.command("fork", short_help="Branch an agent run off before a step, as a new run.")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.argument("instruction", required=False)
 @click.option(
