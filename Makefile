@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test goldens lint bench clean
+.PHONY: demo test goldens lint bench clean sandbox
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -26,7 +26,14 @@ demo: $(STAMP)
 	@echo "--- its last request's context report, rebuilt from demo-agent-transcript.jsonl"
 	$(BIN)/python -c "from mini_harness.replay.agent_fold import agent_context_report as r; print(r('demo-agent-transcript.jsonl'), end='')"
 
-test: $(STAMP)
+# run_command's sandbox: bubblewrap (Debian package), installed when missing and root can;
+# otherwise the sandbox tests skip and say what is missing.
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) \
+		|| echo "bubblewrap is not installed (apt-get install bubblewrap): sandbox tests will skip"; }
+
+test: $(STAMP) sandbox
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
@@ -36,7 +43,7 @@ goldens: $(STAMP)
 	$(BIN)/pytest tests/golden --update-goldens
 
 $(VENV)/.bench-installed: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,bench]'
 	touch $@
 
 # BENCH_QUICK=1 make bench: a smaller run (about a minute) for smoke checks.

@@ -113,16 +113,13 @@ def rate(count: int, func: Callable[[], None]) -> float:
 
 def echo_loop(sink: Any) -> Callable[[int], None]:
     """A function that dispatches `echo` n times through a ToolRuntime on `sink`, made after
-    the run's first events (header, RunStarted) and the compilation of echo's schema."""
+    the run's first events (header, RunStarted)."""
     from mini_harness import ToolRuntime
-    from mini_harness.runtime.validation import PYTHON_CHECKS
     from mini_harness.tools import default_registry
 
     runtime = ToolRuntime(default_registry(), sink)
-    # Header and RunStarted are not part of the loop, nor is compiling echo's schema, which
-    # its validator does (importing jsonschema_rs) once it has checked PYTHON_CHECKS inputs.
-    for _ in range(PYTHON_CHECKS + 1):
-        runtime.dispatch("echo", ECHO_INPUT)
+    # Header and RunStarted are not part of the loop.
+    runtime.dispatch("echo", ECHO_INPUT)
     dispatch = runtime.dispatch
 
     def loop(count: int) -> None:

@@ -21,7 +21,6 @@ from typing import Any
 
 from mini_harness.events import NullSink
 from mini_harness.runtime import ToolRuntime
-from mini_harness.runtime.validation import PYTHON_CHECKS
 from mini_harness.tools import default_registry
 
 HEADERS = ("search_text", "files", "matches", "median ms", "min ms")
@@ -53,12 +52,6 @@ def measure(root: Path, files: int, runs: int) -> list[tuple[str, int, int, floa
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, root / relative)
     runtime = ToolRuntime(default_registry(root), NullSink())
-    # Let search_text's validator compile its schema (it does after PYTHON_CHECKS checks),
-    # as it did on registration before, so that no timed call includes that.
-    tool = runtime.registry.get("search_text")
-    assert tool is not None
-    for _ in range(PYTHON_CHECKS + 1):
-        tool.validator.is_valid({"query": "x"})
     rows = []
     for label, tool_input in CASES:
         runtime.dispatch("search_text", tool_input)  # warm the page cache

@@ -23,10 +23,9 @@ from _common import (
 )
 
 ORDER = 50
-# What a logged dispatch must import of the project's dependencies. Not click: the console
-# script parses a plain --tool call itself (mini_harness.console). Not jsonschema_rs: the
-# built-in tools' schemas are checked in Python by a one-off dispatch (runtime.simple_schema).
-DEPENDENCIES = "import attrs, orjson, hashlib"
+# What a logged dispatch must import of the project's dependencies besides click (the
+# console script is the click command): jsonschema_rs is the one validator.
+DEPENDENCIES = "import attrs, orjson, hashlib, jsonschema_rs"
 
 
 def cli_command() -> list[str]:
@@ -69,12 +68,12 @@ def count(decorate, cls, **options):
     return made
 attrs.frozen, attrs.define = timed(attrs.frozen), timed(attrs.define)
 import sys
-import mini_harness.console, mini_harness.runtime.dispatch, mini_harness.tools
+import mini_harness.cli, mini_harness.runtime.dispatch, mini_harness.tools
 import mini_harness.transcripts.writer
 marks.append(time.process_time())
 sys.argv = ["mini-harness", ARGS]
 try:
-    mini_harness.console.main()
+    mini_harness.cli.cli(prog_name='mini-harness')
 except SystemExit:
     pass
 marks.append(time.process_time())
@@ -176,8 +175,7 @@ def run(config: Config) -> Section:
         "loads OpenSSL, whose SHA-256 the hash chain needs to stay fast). Most of the rest "
         "is the project's own classes: attrs compiles the methods of each value class "
         "(events, definitions, registry, result) when its module is imported (see the phase "
-        "table below). This path avoids everything else: click (the console script parses "
-        "a plain --tool call itself and hands anything else to the click command), "
+        "table below), and click, the console script. This path avoids everything else: "
         "jsonschema_rs (with email.utils, decimal, socket: the built-in tools' schemas are "
         "in the subset checked in Python), pathlib (JsonlTranscript.path and the default "
         "workspace are made when asked), the subcommands' modules, asyncio, cattrs and "

@@ -12,8 +12,9 @@ import orjson
 import pytest
 from click.testing import CliRunner, Result
 
-from mini_harness import ToolRuntime, __version__
+from mini_harness import ToolCallError, ToolRuntime, __version__
 from mini_harness.cli import cli
+from mini_harness.events import NullSink
 from mini_harness.runtime.context import estimate_tokens, pretty_json
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader
@@ -76,10 +77,25 @@ class TestSeedBehaviour:
         assert result.stdout == ""
 
     def test_unknown_tool(self) -> None:
-        """An unknown tool is exit 1 with the reference's message."""
+        """An unknown tool is exit 1 with the reference's message and the registered tools."""
         result = run("--tool", "nope", "--tool-input", "{}")
         assert result.exit_code == 1
-        assert result.stderr == "[mini-harness] Error: Unknown tool: nope\n"
+        assert result.stderr == (
+            "[mini-harness] Error: Unknown tool: nope. "
+            "Registered tools: echo, list_files, read_file, search_text\n"
+        )
+
+    def test_a_misspelt_tool_gets_a_suggestion(self, tmp_path: Path) -> None:
+        """`--tool ehco` suggests echo; the transcript records the plain unknown_tool failure."""
+        log = tmp_path / "t.jsonl"
+        result = run("--tool", "ehco", "--tool-input", HELLO, "--log", str(log))
+        assert result.exit_code == 1
+        assert result.stderr == (
+            "[mini-harness] Error: Unknown tool: ehco. Did you mean 'echo'? "
+            "Registered tools: echo, list_files, read_file, search_text\n"
+        )
+        last = orjson.loads(log.read_bytes().splitlines()[-1])
+        assert last["error"]["kind"] == "unknown_tool"
 
 
 class TestLog:
@@ -110,6 +126,27 @@ class TestLog:
         assert [line["type"] for line in lines[2:]] == ["ToolCalled", "ToolFailed"]
         assert lines[-1]["error"]["kind"] == kind
 
+    @pytest.mark.parametrize("spelling", ["--log", "--transcript"])
+    def test_missing_parent_directories_are_created(self, tmp_path: Path, spelling: str) -> None:
+        """`--log logs/runs/day-04.jsonl` creates logs/runs/, as the reference does."""
+        log = tmp_path / "logs" / "runs" / "day-04.jsonl"
+        result = run("--tool", "echo", "--tool-input", HELLO, spelling, str(log))
+        assert result.exit_code == 0, result.output
+        assert log.read_bytes().count(b"\n") == 4
+
+    def test_mcp_log_creates_parent_directories_too(self, tmp_path: Path) -> None:
+        """`mcp --log` creates missing parent directories as the root dispatch does."""
+        log = tmp_path / "logs" / "mcp" / "session.jsonl"
+        proc = subprocess.run(
+            [sys.executable, "-m", "mini_harness", "mcp", "--log", str(log)],
+            input=b"",
+            capture_output=True,
+            check=False,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert b'"type":"RunStarted"' in log.read_bytes()
+
     def test_second_run_appends(self, tmp_path: Path) -> None:
         """A second CLI run with the same --log adds a new run to the same file."""
         log = tmp_path / "t.jsonl"
@@ -122,9 +159,13 @@ class TestLog:
 
     def test_unusable_log_path_is_a_usage_error(self, tmp_path: Path) -> None:
         """A log that cannot be opened is exit 2 with one line, no traceback."""
-        result = run("--tool", "echo", "--tool-input", HELLO, "--log", str(tmp_path / "no" / "t"))
+        (tmp_path / "file").write_text("")
+        log = tmp_path / "file" / "t.jsonl"
+        result = run("--tool", "echo", "--tool-input", HELLO, "--log", str(log))
         assert result.exit_code == 2
-        assert result.stderr.startswith("[mini-harness] Error: cannot open transcript")
+        assert result.stderr == (
+            f"[mini-harness] Error: cannot open transcript {log}: Not a directory\n"
+        )
         assert "Traceback" not in result.output
 
 
@@ -451,3 +492,308 @@ class TestOutputThatCannotBeWritten:
         stderr = proc.stderr.read()
         assert proc.wait() == 1
         assert stderr == b""
+
+
+MYTOOLS = """
+from mini_harness import ToolRegistry
+
+registry = ToolRegistry()
+registry.add(
+    "add",
+    lambda data: {"sum": data["a"] + data["b"]},
+    description="Add two integers.",
+    input_schema={
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    },
+)
+"""
+
+
+@pytest.fixture(name="mytools")
+def _mytools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A module of the user's own tools in the current directory; its registry spec."""
+    name = f"mytools_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(MYTOOLS)
+    (tmp_path / "broken_tools.py").write_text("import nothing_of_that_name\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return f"{name}:registry"
+
+
+class TestRegistryOption:
+    def test_dispatch_a_users_tool(self, mytools: str) -> None:
+        """`--registry MODULE:ATTR --tool add` dispatches the user's own tool."""
+        result = run("--registry", mytools, "--tool", "add", "--tool-input", '{"a":2,"b":3}')
+        assert result.exit_code == 0, result.output
+        assert '"output":{"sum":5}' in result.stdout
+
+    def test_tools_lists_a_users_registry(self, mytools: str) -> None:
+        """`tools --registry ... --format openai` lists the user's tools in OpenAI's shape."""
+        result = run("tools", "--registry", mytools, "--format", "openai")
+        assert result.exit_code == 0
+        assert [t["function"]["name"] for t in orjson.loads(result.stdout)] == ["add"]
+
+    def test_a_module_that_fails_to_import_is_one_line(self, mytools: str) -> None:
+        """Without --debug a registry module that cannot be imported is one error line."""
+        result = run("--registry", "broken_tools:registry", "--tool", "add")
+        assert result.exit_code == 2
+        assert result.stderr == (
+            "[mini-harness] Error: --registry broken_tools:registry: importing broken_tools "
+            "failed: ModuleNotFoundError: No module named 'nothing_of_that_name'\n"
+        )
+
+    def test_debug_shows_the_traceback(self, mytools: str) -> None:
+        """With --debug the import's traceback comes before the error line."""
+        result = run("--debug", "--registry", "broken_tools:registry", "--tool", "add")
+        assert result.exit_code == 2
+        assert result.stderr.startswith("Traceback (most recent call last):\n")
+        assert 'broken_tools.py", line 1' in result.stderr
+        assert result.stderr.endswith(
+            "[mini-harness] Error: --registry broken_tools:registry: importing broken_tools "
+            "failed: ModuleNotFoundError: No module named 'nothing_of_that_name'\n"
+        )
+
+    def test_workspace_does_not_combine_with_registry(self, mytools: str) -> None:
+        """--workspace configures the built-in tools, so it is refused with --registry."""
+        result = run("--workspace", ".", "--registry", mytools, "--tool", "add")
+        assert result.exit_code == 2
+        assert result.stderr == (
+            "[mini-harness] Error: --workspace applies to the built-in tools; it cannot be "
+            "used with --registry\n"
+        )
+
+
+class TestOptionValues:
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["--tool", "--tool-input", "{}"], "--tool requires a value"),
+            (
+                ["--tool", "echo", "--tool-input", "--context-report"],
+                "--tool-input requires a value",
+            ),
+            (["--tool", ""], "--tool requires a value"),
+            (["--tool=", "--tool-input", "{}"], "--tool requires a value"),
+            (["--tool", "echo", "--log", "--fsync", "never"], "--log requires a value"),
+        ],
+    )
+    def test_a_missing_value_is_named(self, args: list[str], message: str) -> None:
+        """An option whose value was forgotten says so, instead of taking the next option."""
+        result = run(*args)
+        assert result.exit_code == 2
+        assert result.stderr == f"[mini-harness] Error: {message}\n"
+        assert result.stdout == ""
+
+    @pytest.mark.parametrize("spelling", ["--log", "--transcript"])
+    def test_the_option_typed_is_named(self, tmp_path: Path, spelling: str) -> None:
+        """A log option without --tool is named as the user typed it."""
+        result = run(spelling, str(tmp_path / "t.jsonl"))
+        assert result.exit_code == 2
+        assert (
+            result.stderr.splitlines()[0] == f"[mini-harness] Error: {spelling} needs --tool NAME"
+        )
+
+    def test_repeated_tool_input_is_refused(self) -> None:
+        """A second --tool-input is refused, not silently preferred to the first."""
+        result = run("--tool", "echo", "--tool-input", HELLO, "--tool-input", '{"text":"x"}')
+        assert result.exit_code == 2
+        assert result.stderr == "[mini-harness] Error: --tool-input may be given only once\n"
+
+    def test_log_and_its_alias_together_are_refused(self, tmp_path: Path) -> None:
+        """--log and --transcript name one option: both at once is a repetition."""
+        a, b = str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")
+        result = run("--tool", "echo", "--tool-input", HELLO, "--log", a, "--transcript", b)
+        assert result.exit_code == 2
+        assert result.stderr == "[mini-harness] Error: --log may be given only once\n"
+        assert not Path(a).exists()
+
+    def test_repeated_replay_run_is_refused(self, tmp_path: Path) -> None:
+        """`replay --run 1 --run 2` is refused rather than showing run 2 only."""
+        log = tmp_path / "t.jsonl"
+        assert run("--tool", "echo", "--tool-input", HELLO, "--log", str(log)).exit_code == 0
+        result = run("replay", str(log), "--run", "1", "--run", "2")
+        assert result.exit_code == 2
+        assert result.stderr == "[mini-harness] Error: --run may be given only once\n"
+        assert result.stdout == ""
+
+
+def deep(levels: int) -> str:
+    """`{"text":"x","n":[[...]]}`: nested `levels` deep counting the outer object."""
+    return '{"text":"x","n":' + "[" * (levels - 1) + "]" * (levels - 1) + "}"
+
+
+class TestDeepInput:
+    @pytest.mark.parametrize("levels", [101, 253, 254, 990, 1000, 1024, 1025, 5000])
+    def test_input_nested_past_the_limit_is_one_clear_error(self, levels: int) -> None:
+        """Valid JSON deeper than MAX_JSON_DEPTH is refused by the one documented limit,
+        never as invalid JSON and never with a traceback."""
+        result = run("--tool", "echo", "--tool-input", deep(levels))
+        assert result.exit_code == 2
+        assert result.stderr == (
+            "[mini-harness] Error: --tool-input is nested deeper than 100 levels\n"
+        )
+        assert result.stdout == ""
+
+    def test_input_at_the_limit_is_dispatched_logged_and_printed(self, tmp_path: Path) -> None:
+        """100 levels (the limit) runs, is recorded, printed, and replays."""
+        log = tmp_path / "t.jsonl"
+        result = run("--tool", "echo", "--tool-input", deep(100), "--log", str(log))
+        assert result.exit_code == 0, result.output
+        assert "[" * 99 + "]" * 99 in result.stdout
+        assert run("replay", str(log)).exit_code == 0
+
+    def test_brackets_inside_strings_do_not_count(self) -> None:
+        """Nesting counts arrays and objects, not brackets inside strings."""
+        text = "[" * 500
+        result = run("--tool", "echo", "--tool-input", orjson.dumps({"text": text}).decode())
+        assert result.exit_code == 0
+        assert text in result.stdout
+
+
+class TestScriptOutput:
+    def test_json_prints_one_document(self, tmp_path: Path) -> None:
+        """--json prints the result (and where it was logged) as one JSON document."""
+        log = tmp_path / "t.jsonl"
+        result = run("--tool", "echo", "--tool-input", HELLO, "--json", "--log", str(log))
+        assert result.exit_code == 0
+        document = orjson.loads(result.stdout)
+        run_id = orjson.loads(log.read_bytes().splitlines()[1])["runId"]
+        assert document == {
+            "ok": True,
+            "name": "echo",
+            "input": {"text": "hello"},
+            "output": {"text": "hello"},
+            "durationMs": document["durationMs"],
+            "transcript": str(log),
+            "runId": run_id,
+        }
+
+    def test_json_prints_the_failure(self) -> None:
+        """A failed call under --json is a document on stdout (nothing on stderr), exit 1."""
+        result = run("--tool", "echo", "--tool-input", '{"text":1}', "--json")
+        assert result.exit_code == 1
+        assert result.stderr == ""
+        assert orjson.loads(result.stdout) == {
+            "ok": False,
+            "name": "echo",
+            "error": {
+                "kind": "invalid_input",
+                "message": "Invalid input for echo.text: expected string",
+            },
+        }
+
+    def test_json_does_not_combine_with_the_report(self) -> None:
+        """--json and --context-report are two outputs: asking for both is a usage error."""
+        result = run("--tool", "echo", "--json", "--context-report")
+        assert result.exit_code == 2
+        assert result.stderr == (
+            "[mini-harness] Error: --json cannot be combined with --context-report\n"
+        )
+
+    def test_input_from_a_file(self, tmp_path: Path) -> None:
+        """--tool-input @FILE reads the input from FILE."""
+        (tmp_path / "in.json").write_text('{"text":"from a file"}')
+        result = run("--tool", "echo", "--tool-input", f"@{tmp_path / 'in.json'}", "--json")
+        assert orjson.loads(result.stdout)["output"] == {"text": "from a file"}
+
+    def test_input_from_a_missing_file(self, tmp_path: Path) -> None:
+        """A --tool-input @FILE that cannot be read is a usage error naming it."""
+        missing = tmp_path / "no.json"
+        result = run("--tool", "echo", "--tool-input", f"@{missing}")
+        assert result.exit_code == 2
+        assert result.stderr == (
+            f"[mini-harness] Error: --tool-input @{missing}: cannot read {missing}: "
+            "No such file or directory\n"
+        )
+
+    def test_input_from_standard_input(self) -> None:
+        """--tool-input - reads the input from standard input."""
+        result = CliRunner().invoke(
+            cli, ["--tool", "echo", "--tool-input", "-", "--json"], input='{"text":"piped"}'
+        )
+        assert result.exit_code == 0
+        assert orjson.loads(result.stdout)["output"] == {"text": "piped"}
+
+
+class TestRedactedOutput:
+    def test_the_printed_result_is_redacted_too(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """--redact-env and --redact-pattern keep secrets out of the printed result line."""
+        monkeypatch.setenv("MY_TOKEN", "s3cret-value")
+        log = tmp_path / "t.jsonl"
+        text = "token s3cret-value and key sk-12345"
+        args = ["--tool", "echo", "--tool-input", orjson.dumps({"text": text}).decode()]
+        args += ["--log", str(log), "--redact-env", "MY_TOKEN", "--redact-pattern", r"sk-\d+"]
+        result = run(*args)
+        assert result.exit_code == 0
+        assert "s3cret" not in result.stdout
+        assert "sk-12345" not in result.stdout
+        assert '"output":{"text":"token [REDACTED] and key [REDACTED]"}' in result.stdout
+        document = run(*args, "--json").stdout
+        assert "s3cret" not in document
+        assert "sk-12345" not in document
+        assert b"s3cret" not in log.read_bytes()
+
+
+class TestReplayErrors:
+    def test_a_missing_transcript_prints_nothing_on_stdout(self, tmp_path: Path) -> None:
+        """`replay missing.jsonl` is one error line on stderr and nothing on stdout."""
+        result = run("replay", str(tmp_path / "missing.jsonl"))
+        assert result.exit_code == 2
+        assert result.stdout == ""
+        assert result.stderr.startswith("[mini-harness] Error: ")
+
+
+class TestGrammar:
+    @pytest.mark.parametrize(
+        ("schema", "value", "message"),
+        [
+            ({"type": "string", "minLength": 1}, "", "at least 1 character"),
+            ({"type": "string", "maxLength": 1}, "ab", "at most 1 character"),
+            ({"type": "array", "minItems": 1}, [], "at least 1 item"),
+            ({"type": "array", "maxItems": 1}, [1, 2], "at most 1 item"),
+            ({"type": "object", "minProperties": 1}, {}, "at least 1 property"),
+            ({"type": "object", "maxProperties": 1}, {"a": 1, "b": 2}, "at most 1 property"),
+            ({"type": "string", "minLength": 2}, "", "at least 2 characters"),
+        ],
+    )
+    def test_validation_counts_agree_with_their_noun(
+        self, schema: dict[str, Any], value: Any, message: str
+    ) -> None:
+        """'at least 1 character', never 'at least 1 characters'."""
+        registry = default_registry()
+        registry.add(
+            "one",
+            lambda data: data,
+            description="Takes one value.",
+            input_schema={"type": "object", "properties": {"v": schema}, "required": ["v"]},
+        )
+        with pytest.raises(ToolCallError) as caught:
+            ToolRuntime(registry, NullSink()).dispatch("one", {"v": value})
+        assert caught.value.message.endswith(message)
+
+    def test_an_unknown_run_of_a_one_run_log(self, tmp_path: Path) -> None:
+        """`replay --run 5` on a transcript of one run says 'it has 1 run'."""
+        log = tmp_path / "t.jsonl"
+        assert run("--tool", "echo", "--tool-input", HELLO, "--log", str(log)).exit_code == 0
+        result = run("replay", str(log), "--run", "5")
+        assert result.exit_code == 2
+        assert "1 run" in result.stderr
+        assert "1 runs" not in result.stderr
+
+    def test_read_file_past_the_end_of_a_one_line_file(self, tmp_path: Path) -> None:
+        """read_file's offset error counts '1 line'."""
+        (tmp_path / "a.txt").write_text("one\n")
+        result = run(
+            "--workspace",
+            str(tmp_path),
+            "--tool",
+            "read_file",
+            "--tool-input",
+            '{"path":"a.txt","offset":5}',
+        )
+        assert result.exit_code == 1
+        assert result.stderr.endswith("(1 line)\n")

@@ -112,6 +112,17 @@ class TestRepairCommand:
         assert result.stdout.endswith("[mini-harness] Verified: no problems found.\n")
         assert Path(f"{log}.torn-{size}").read_bytes() == b'{"type":"ToolCal'
 
+    def test_a_one_byte_torn_tail_is_singular(self, log: Path) -> None:
+        """The warning about a torn tail of one byte reads in the singular."""
+        size = log.stat().st_size
+        with log.open("ab") as handle:
+            handle.write(b"{")
+        result = run("--tool", "echo", "--tool-input", HELLO, "--log", str(log))
+        assert result.stderr == (
+            f"[mini-harness] Warning: {log}: 1 byte at byte {size} was not a complete event "
+            f"(a torn tail, e.g. left by a crash); moved it to {log}.torn-{size}\n"
+        )
+
     def test_nothing_to_repair(self, log: Path) -> None:
         """A clean file is left alone."""
         before = log.read_bytes()

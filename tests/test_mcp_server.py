@@ -563,12 +563,13 @@ class TestUsage:
 
     def test_unusable_log_is_a_usage_error(self, tmp_path: Path) -> None:
         """A --log that cannot be opened exits 2 before anything is served."""
-        log = tmp_path / "missing-dir" / "t.jsonl"
+        (tmp_path / "a-file").write_text("")
+        log = tmp_path / "a-file" / "t.jsonl"
         result = CliRunner().invoke(cli, ["mcp", "--log", str(log)])
         assert result.exit_code == 2
         assert result.stdout == ""
         assert result.stderr == (
-            f"[mini-harness] Error: cannot open transcript {log}: No such file or directory\n"
+            f"[mini-harness] Error: cannot open transcript {log}: Not a directory\n"
         )
 
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from mini_harness.cli.registry_spec import load_registry
 from mini_harness.errors import RegistrySpecError
-from mini_harness.registry_spec import load_registry
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import default_registry
 

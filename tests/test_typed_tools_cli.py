@@ -10,10 +10,10 @@ import orjson
 import pytest
 from click.testing import CliRunner, Result
 
-import mini_harness.tools
 from mini_harness import Field, MemorySink, ToolRegistry, ToolRuntime
 from mini_harness.cli import cli
 from mini_harness.events import RunStarted
+from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader
 
 
@@ -22,12 +22,9 @@ class Area:
     square_metres: float
 
 
-_builtin_registry = mini_harness.tools.default_registry
-
-
 def typed_registry(workspace: str | None = None) -> ToolRegistry:
     """The built-in tools plus one typed tool."""
-    registry = _builtin_registry(workspace)
+    registry = default_registry(workspace)
 
     @registry.tool
     def area(width: Annotated[float, Field(gt=0)], height: float = 1.0) -> Area:
@@ -58,10 +55,7 @@ AREA_OUTPUT = {
 }
 
 
-@pytest.fixture(name="patched")
-def _patched(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the CLI's default registry include the typed tool."""
-    monkeypatch.setattr(mini_harness.tools, "default_registry", typed_registry)
+REGISTRY = f"{__name__}:typed_registry"
 
 
 def run(*args: str) -> Result:
@@ -72,12 +66,11 @@ def _area(definitions: list[dict[str, object]]) -> dict[str, object]:
     return next(d for d in definitions if d["name"] == "area")
 
 
-@pytest.mark.usefixtures("patched")
 class TestToolsCommand:
     def test_json_and_mcp_print_the_derived_schemas(self) -> None:
         """`tools` prints the derived input and output schemas exactly."""
         for fmt in ("json", "mcp"):
-            result = run("tools", "--format", fmt)
+            result = run("tools", "--registry", REGISTRY, "--format", fmt)
             assert result.exit_code == 0
             payload = orjson.loads(result.output)
             entry = _area(payload if fmt == "json" else payload["tools"])
@@ -90,14 +83,16 @@ class TestToolsCommand:
 
     def test_openai_and_anthropic_carry_no_output_schema(self) -> None:
         """The OpenAI and Anthropic shapes get the input schema only."""
-        openai = orjson.loads(run("tools", "--format", "openai").output)
+        openai = orjson.loads(run("tools", "--registry", REGISTRY, "--format", "openai").output)
         function = next(t["function"] for t in openai if t["function"]["name"] == "area")
         assert function == {
             "name": "area",
             "description": "Area of a rectangle.",
             "parameters": AREA_INPUT,
         }
-        anthropic = _area(orjson.loads(run("tools", "--format", "anthropic").output))
+        anthropic = _area(
+            orjson.loads(run("tools", "--registry", REGISTRY, "--format", "anthropic").output)
+        )
         assert anthropic == {
             "name": "area",
             "description": "Area of a rectangle.",
@@ -105,11 +100,13 @@ class TestToolsCommand:
         }
 
     def test_cli_dispatch_validates_against_the_derived_schema(self) -> None:
-        """`--tool` on a typed tool reports derived-schema violations like any other."""
-        ok = run("--tool", "area", "--tool-input", '{"width": 2, "height": 3}')
+        """`--registry` with `--tool` on a typed tool validates against its derived schema."""
+        ok = run(
+            "--registry", REGISTRY, "--tool", "area", "--tool-input", '{"width": 2, "height": 3}'
+        )
         assert ok.exit_code == 0
         assert '"output":{"square_metres":6.0}' in ok.output
-        bad = run("--tool", "area", "--tool-input", '{"width": 0}')
+        bad = run("--registry", REGISTRY, "--tool", "area", "--tool-input", '{"width": 0}')
         assert bad.exit_code == 1
         assert bad.stderr == (
             "[mini-harness] Error: Invalid input for area.width: expected a number > 0\n"

@@ -1,3 +1,3 @@
-from mini_harness.console import main
+from mini_harness.cli import cli
 
-main()
+cli(prog_name="mini-harness")

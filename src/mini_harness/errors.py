@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mini_harness.runtime.violation import Violation
+    from mini_harness.runtime.validation import Violation
 
 
 class MiniHarnessError(Exception):
@@ -35,11 +35,22 @@ class DuplicateToolError(RegistrationError):
 
 
 class InvalidToolNameError(RegistrationError):
-    """The name is outside ^[a-zA-Z0-9_-]{1,64}$."""
+    """The name is not 1-64 characters from a-z, A-Z, 0-9, _ and - (the whole name)."""
 
 
 class InvalidSchemaError(RegistrationError):
     """The input schema is not a valid JSON Schema with an object root."""
+
+
+class RemoteSchemaError(InvalidSchemaError):
+    """The schema names a resource outside itself (`$schema`, `$ref`); `uri` is what it names.
+
+    Nothing is fetched at registration: a tool's schema must be self-contained.
+    """
+
+    def __init__(self, tool: str, message: str, *, uri: str) -> None:
+        super().__init__(tool, message)
+        self.uri = uri
 
 
 class SchemaDerivationError(RegistrationError):
@@ -119,6 +130,20 @@ class ToolCancelledError(ToolCallError):
     """The call was cancelled (task cancellation or Ctrl-C) before the handler finished."""
 
     kind = "cancelled"
+
+
+class ToolDeniedError(ToolCallError):
+    """The approval policy or the user refused the call; it never ran."""
+
+    kind = "denied"
+
+
+class PolicyError(MiniHarnessError):
+    """An approval policy file or flag cannot be used; `source` says which."""
+
+    def __init__(self, source: str, message: str) -> None:
+        super().__init__(message)
+        self.source = source
 
 
 class InvalidOutputError(ToolCallError):

@@ -13,10 +13,9 @@ import asyncio
 import contextlib
 import fcntl
 import os
-import selectors
 import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 import orjson
@@ -24,6 +23,7 @@ import orjson
 from mini_harness._version import __version__
 from mini_harness.errors import MiniHarnessError, OutputError, ToolCallError, UnknownToolError
 from mini_harness.events import JsonObject, JsonValue
+from mini_harness.mcp_wire import INTERNAL_ERROR, INVALID_PARAMS, GuardedLines, GuardError, Wire
 from mini_harness.runtime import ToolRuntime
 
 if TYPE_CHECKING:
@@ -31,9 +31,6 @@ if TYPE_CHECKING:
 
 SERVER_NAME = "mini-harness"
 
-# Requests arrive one JSON-RPC message per line; a tool call may carry a whole file, so a
-# line may be far longer than asyncio's default 64 KiB stream limit.
-_MAX_LINE = 64 * 1024 * 1024
 
 # --- result shapes (plain JSON, no SDK needed) ----------------------------------------
 
@@ -66,6 +63,29 @@ def list_tools_result(runtime: ToolRuntime) -> JsonObject:
     return {"tools": [definition.to_mcp() for definition in runtime.registry.list()]}
 
 
+async def call_result(runtime: ToolRuntime, name: str, arguments: JsonValue) -> JsonObject:
+    """Dispatch one `tools/call` and return its result; GuardError for a JSON-RPC error.
+
+    A handler that raises SystemExit, KeyboardInterrupt or GeneratorExit ends its call
+    (the runtime records it), never the session: the client gets an isError result.
+    """
+    try:
+        result = await runtime.dispatch_async(name, arguments)
+    except UnknownToolError as exc:
+        # MCP reports a tool name the server does not know as a protocol error; the
+        # call is in the transcript all the same (ToolFailed, kind unknown_tool).
+        raise GuardError(INVALID_PARAMS, exc.message) from None
+    except ToolCallError as exc:
+        return error_result(exc)
+    except MiniHarnessError as exc:
+        # The transcript could not be written: the server cannot keep its promise.
+        raise GuardError(INTERNAL_ERROR, exc.message) from None
+    except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+        message = f"Tool {name} ended the call: {type(exc).__name__}"
+        return {"content": [{"type": "text", "text": message}], "isError": True}
+    return success_result(result.output)
+
+
 # --- the SDK-facing server ------------------------------------------------------------
 
 
@@ -90,17 +110,10 @@ def build_server(runtime: ToolRuntime) -> Server[Any]:
     ) -> types.CallToolResult:
         arguments: JsonValue = params.arguments if params.arguments is not None else {}
         try:
-            result = await runtime.dispatch_async(params.name, arguments)
-        except UnknownToolError as exc:
-            # MCP reports a tool name the server does not know as a protocol error; the
-            # call is in the transcript all the same (ToolFailed, kind unknown_tool).
-            raise MCPError(types.INVALID_PARAMS, exc.message) from None
-        except ToolCallError as exc:
-            return types.CallToolResult.model_validate(error_result(exc))
-        except MiniHarnessError as exc:
-            # The transcript could not be written: the server cannot keep its promise.
-            raise MCPError(types.INTERNAL_ERROR, exc.message) from None
-        return types.CallToolResult.model_validate(success_result(result.output))
+            result = await call_result(runtime, params.name, arguments)
+        except GuardError as exc:
+            raise MCPError(exc.code, exc.message) from None
+        return types.CallToolResult.model_validate(result)
 
     return Server(
         SERVER_NAME,
@@ -125,7 +138,7 @@ async def serve_stdio(runtime: ToolRuntime) -> str:
     runtime.start()
     loop = asyncio.get_running_loop()
     ended_by: list[str] = []
-    with _claimed_stdin() as wire, anyio.CancelScope() as scope:
+    with _claimed_wire() as (wire_in, wire_out), anyio.CancelScope() as scope:
 
         def stop(signum: signal.Signals) -> None:
             ended_by.append(signum.name)
@@ -134,11 +147,18 @@ async def serve_stdio(runtime: ToolRuntime) -> str:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop, signum)
         try:
-            # Our own stdin reader: the SDK's reads in a worker thread that a signal cannot
-            # interrupt, so a client that keeps stdin open could never stop us with SIGTERM.
-            lines = cast(Any, _StdinLines(wire))
-            async with stdio_server(stdin=lines) as (read_stream, write_stream):
-                # The SDK points fd 1 at stderr while serving, but Python's own buffered
+            # Our own reader (no thread, so SIGTERM stops a session whose client keeps
+            # stdin open) with the guard that answers what the SDK would drop, and one
+            # writer for the SDK's answers and the guard's.
+            wire = Wire(wire_out)
+
+            async def guarded_call(name: str, arguments: JsonValue) -> JsonObject:
+                return await call_result(runtime, name, arguments)
+
+            lines = cast(Any, GuardedLines(wire_in, wire, guarded_call))
+            async with stdio_server(stdin=lines, stdout=cast(Any, wire)) as streams:
+                read_stream, write_stream = streams
+                # fd 1 points at stderr while serving, but Python's own buffered
                 # sys.stdout would flush a tool's print() onto the wire at exit.
                 with contextlib.redirect_stdout(sys.stderr):
                     options = server.create_initialization_options()
@@ -160,68 +180,25 @@ async def serve_stdio(runtime: ToolRuntime) -> str:
 
 
 @contextlib.contextmanager
-def _claimed_stdin() -> Iterator[int]:
-    """Move the client's pipe off fd 0 for the session, so tools that read stdin see EOF."""
-    wire = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+def _claimed_wire() -> Iterator[tuple[int, int]]:
+    """Move the client's pipes off fds 0 and 1 for the session: tools that read stdin see
+    EOF, and what they print goes to stderr instead of onto the wire."""
+    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
     devnull = os.open(os.devnull, os.O_RDONLY)
     try:
         os.dup2(devnull, 0)
+        os.dup2(2, 1)
     finally:
         os.close(devnull)
     try:
-        yield wire
+        yield wire_in, wire_out
     finally:
-        os.set_blocking(wire, True)  # the descriptor may be a terminal shared with a shell
-        os.dup2(wire, 0)
-        os.close(wire)
-
-
-class _StdinLines:
-    """Lines of the client's input as text, read without a thread so cancelling is instant."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-
-    async def __aiter__(self) -> AsyncIterator[str]:
-        if not _pollable(self._fd):
-            # A regular file or /dev/null: nothing to wait for, every read returns at once.
-            with os.fdopen(self._fd, "rb", closefd=False) as handle:
-                for raw in handle:
-                    yield raw.decode("utf-8", errors="replace")
-            return
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=_MAX_LINE, loop=loop)
-        pipe = os.fdopen(os.dup(self._fd), "rb", buffering=0)
-        transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
-        )
-        try:
-            while True:
-                try:
-                    raw = await reader.readline()
-                except ValueError:
-                    _warn(f"skipped an input line longer than {_MAX_LINE} bytes")
-                    continue
-                if not raw:
-                    return
-                yield raw.decode("utf-8", errors="replace")
-        finally:
-            transport.close()
-
-
-def _pollable(fd: int) -> bool:
-    """True for pipes, sockets and terminals: descriptors the event loop can wait on."""
-    with selectors.DefaultSelector() as selector:
-        try:
-            selector.register(fd, selectors.EVENT_READ)
-        except (OSError, ValueError):
-            return False
-    return True
-
-
-def _warn(message: str) -> None:
-    # stdout belongs to the protocol: diagnostics only ever go to stderr.
-    os.write(2, f"[mini-harness] Warning: {message}\n".encode())
+        os.set_blocking(wire_in, True)  # the descriptor may be a terminal shared with a shell
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+        os.close(wire_in)
+        os.close(wire_out)
 
 
 def run_stdio(runtime: ToolRuntime) -> str:

@@ -1,5 +1,6 @@
 """SIGKILL an agent run at random points, then resume it: every run reaches a final answer,
-no tool call runs twice, and every history is one a provider accepts."""
+no tool call runs twice, and every history is one a provider accepts (the resumed requests
+go through the OpenAI SDK to the loopback wire server, which refuses invalid histories)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from tests.agent.recorded_runs import (
     invoke,
     write_script,
 )
+from tests.agent.wire_servers import OpenAIWireServer, Turn
 
 STEP_SECONDS = 0.12
 """How long each model answer and each tool call takes: the windows the kills aim at."""
@@ -104,7 +106,21 @@ class TestKillAndResume:
         monkeypatch.chdir(tmp_path)
         spec, side_file, _ = counting_registry(tmp_path)
         model = write_script(tmp_path / "script.json", RESPONSES)
-        resume_model = write_script(tmp_path / "resume.json", [{"text": "Resumed."}])
+        server = OpenAIWireServer()
+        with server:
+            self.kill_and_resume(tmp_path, spec, side_file, model, server, thorough)
+        assert server.rejections == []
+
+    def kill_and_resume(
+        self,
+        tmp_path: Path,
+        spec: str,
+        side_file: Path,
+        model: str,
+        server: OpenAIWireServer,
+        thorough: bool,
+    ) -> None:
+        env: dict[str, str | None] = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.base_url}
         mini_harness = str(Path(sys.executable).parent / "mini-harness")
         rounds = 150 if thorough else 30
         seen: Counter[str] = Counter()
@@ -119,7 +135,9 @@ class TestKillAndResume:
             if not kill_at(command, log, target):
                 continue  # finished first: nothing to resume
             seen[phase_of(log)] += 1
-            result = invoke(["resume", str(log), "--model", resume_model, "--registry", spec])
+            server.script(Turn(text="Resumed."))
+            result = invoke(["resume", str(log), "--model", "openai:gpt-4o-mini", "--registry",
+                             spec], env=env)  # fmt: skip
             assert result.exit_code == 0, (number, target, result.output)
             runs = fold_agent_runs(log)
             assert runs[-1].stop_reason == "final", (number, target)

@@ -55,7 +55,7 @@ class TestUsageErrors:
             pytest.param(["--tool", "echo", "tools"], id="tool-with-subcommand"),
             pytest.param(["tools", "--format", "yaml"], id="unknown-format"),
             pytest.param(
-                ["--tool", "echo", "--tool-input", HELLO, "--log", "/nonexistent/t.jsonl"],
+                ["--tool", "echo", "--tool-input", HELLO, "--log", "/dev/null/t.jsonl"],
                 id="unusable-log",
             ),
         ],
@@ -88,3 +88,14 @@ class TestHelp:
     def test_help(self, golden: Golden, args: list[str]) -> None:
         """--help explains the options and the exit codes."""
         golden.check_cli(*args)
+
+
+class TestRegistry:
+    def test_users_registry(self, golden: Golden) -> None:
+        """check_cli runs the CLI with a registry of the user's own tools (a typed tool)."""
+        spec = "tests.test_typed_tools_cli:typed_registry"
+        outcome = golden.check_cli("--registry", spec, "--tool", "area", "--tool-input", "{}")
+        assert outcome.exit_code == 1
+        golden.check_cli(
+            "--registry", spec, "--tool", "area", "--tool-input", '{"width":2}', name="ok"
+        )

@@ -170,7 +170,10 @@ class TestSelection:
         """A --run that matches nothing is exit 2 with one line."""
         result = run("replay", str(log), "--run", "7")
         assert result.exit_code == 2
-        assert result.stderr == f"[mini-harness] Error: {log} has no run 7 (it has 2 runs)\n"
+        assert result.stderr == (
+            f"[mini-harness] Error: {log} has no run 7 "
+            f"(it has 2 runs: 1 {'a' * 32}, 2 {'b' * 32})\n"
+        )
 
 
 class TestJson:

@@ -1,14 +1,16 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
 import pytest
 from click.testing import CliRunner, Result
 
-from mini_harness import RegistrySpecError, ToolCallError, ToolRuntime
+from mini_harness import ToolCallError, ToolRuntime
 from mini_harness.cli import cli
-from mini_harness.replay import fold_transcript, json_equal, load_registry, rerun_transcript
+from mini_harness.replay import fold_transcript, json_equal, rerun_transcript
 from mini_harness.runtime import MemorySink
 from mini_harness.transcripts import JsonlTranscript
 from tests.replay import registries
@@ -182,13 +184,12 @@ class TestRegistrySpec:
         assert message in result.stderr
         assert len(result.stderr.splitlines()) == 1
         assert result.stdout == ""
-        with pytest.raises(RegistrySpecError):
-            load_registry(spec)
 
-    def test_registry_object_or_factory(self) -> None:
+    def test_registry_object_or_factory(self, log: Path) -> None:
         """Both a ToolRegistry attribute and a zero-argument function returning one load."""
-        assert "echo" in load_registry(f"{MODULE}:same")
-        assert "echo" in load_registry("mini_harness.tools:default_registry")
+        for spec in (f"{MODULE}:same", "mini_harness.tools:default_registry"):
+            result = run("replay", str(log), "--rerun", "--registry", spec)
+            assert "  aaaaaaaaaaaa-1  echo  matched\n" in result.stdout
 
     def test_log_must_not_be_the_transcript(self, log: Path) -> None:
         """Re-running into the file being read is refused up front."""
@@ -212,3 +213,30 @@ class TestJsonEqual:
     def test_json_values(self, a: object, b: object, equal: bool) -> None:
         """Outputs compare as JSON values: key order never matters, true is not 1."""
         assert json_equal(a, b) is equal
+
+
+# Imports every replay module and re-runs a transcript with a registry of its own, then
+# names any module of the tools layer or the registry loader that came in with them.
+_LAYERING_PROBE = """
+import pkgutil, sys
+import mini_harness.replay as replay
+for module in pkgutil.iter_modules(replay.__path__):
+    __import__(f"mini_harness.replay.{module.name}")
+from mini_harness.replay import rerun_transcript
+from mini_harness.runtime import ToolRegistry
+rerun_transcript(sys.argv[1], ToolRegistry())
+layers = ("mini_harness.tools", "mini_harness.cli")
+print(sorted(name for name in sys.modules if name.startswith(layers)))
+"""
+
+
+class TestLayering:
+    def test_replay_does_not_load_the_tools(self, log: Path) -> None:
+        """Replay works with the registry it is given: it never imports the built-in tools."""
+        done = subprocess.run(
+            [sys.executable, "-c", _LAYERING_PROBE, str(log)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert done.stdout == "[]\n"

@@ -12,6 +12,7 @@ import pytest
 
 from mini_harness import MemorySink, ToolDefinition, ToolRegistry, ToolRuntime
 from mini_harness.events import ToolFailed, ToolSucceeded
+from mini_harness.runtime.handler_threads import HandlerThreads
 
 OBJECT = {"type": "object"}
 REQUEST = contextvars.ContextVar("REQUEST", default="none")
@@ -77,3 +78,50 @@ class TestSyncHandlersOffTheLoop:
 
         assert asyncio.run(main()) == {"request": "r-1"}
         assert isinstance(sink.events[-1], ToolSucceeded)
+
+
+class TestSharedHandlerThreads:
+    def test_sync_calls_reuse_threads_instead_of_starting_one_each(self) -> None:
+        """Fifty sync calls in a row under dispatch_async run on the same few threads."""
+        registry = ToolRegistry()
+        seen: list[threading.Thread] = []  # held, so that no thread object's id is reused
+        registry.register(
+            ToolDefinition("where", "Says nothing.", OBJECT),
+            lambda _: seen.append(threading.current_thread()),
+        )
+        runtime = ToolRuntime(registry, MemorySink())
+
+        async def main() -> None:
+            for _ in range(50):
+                await runtime.dispatch_async("where", {})
+
+        asyncio.run(main())
+        assert len(seen) == 50
+        assert len({id(thread) for thread in seen}) <= 2
+
+    def test_handlers_that_never_return_do_not_starve_later_calls(self) -> None:
+        """Abandoned handlers stop counting against the limit: a later call still runs."""
+        pool = HandlerThreads(limit=2)
+        stuck = threading.Event()
+        for _ in range(2):
+            pool.submit(stuck.wait).abandon()
+        time.sleep(0.05)  # both are running (and abandoned) by now
+        done = threading.Event()
+        pool.submit(done.set)
+        try:
+            assert done.wait(2)
+        finally:
+            stuck.set()
+
+    def test_a_job_abandoned_before_it_starts_never_runs(self) -> None:
+        """A call that timed out while queued does not run its handler later."""
+        pool = HandlerThreads(limit=1)
+        hold = threading.Event()
+        pool.submit(hold.wait)
+        ran: list[int] = []
+        pool.submit(lambda: ran.append(1)).abandon()
+        hold.set()
+        last = threading.Event()
+        pool.submit(last.set)
+        assert last.wait(2)
+        assert ran == []

@@ -1,5 +1,13 @@
 from __future__ import annotations
 
+import http.server
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from typing import ClassVar
+
 import pytest
 
 from mini_harness import (
@@ -25,9 +33,11 @@ class TestRegister:
             registry.register(_definition("x"), lambda _: None)
         assert info.value.tool == "x"
 
-    @pytest.mark.parametrize("name", ["", "has space", "dot.name", "a" * 65, "ünï", "a/b"])
+    @pytest.mark.parametrize(
+        "name", ["", "has space", "dot.name", "a" * 65, "ünï", "a/b", "a\n", "a" * 64 + "\n"]
+    )
     def test_bad_names_are_refused(self, name: str) -> None:
-        """Names outside ^[a-zA-Z0-9_-]{1,64}$ are refused at registration."""
+        """Names outside [a-zA-Z0-9_-]{1,64}, a trailing newline included, are refused."""
         with pytest.raises(InvalidToolNameError, match="Invalid tool name"):
             ToolRegistry().register(_definition(name), lambda _: None)
 
@@ -43,7 +53,7 @@ class TestRegister:
             ({"properties": {}}, 'root must have "type": "object"'),
             ({"type": "object", "properties": {"a": {"type": "strin"}}}, "Invalid input schema"),
             ({"type": "object", "minProperties": -1}, "Invalid input schema"),
-            ({"type": "object", "$ref": "https://example.com/s.json"}, "not fetched"),
+            ({"type": "object", "$ref": "https://example.com/s.json"}, "never fetched"),
             ([], "not an object"),
         ],
     )
@@ -113,3 +123,97 @@ class TestExportShapes:
         """A definition written into RunStarted reads back equal."""
         (echo,) = [d for d in default_registry().list() if d.name == "echo"]
         assert ToolDefinition.from_json(echo.to_json()) == echo
+
+
+# Registers each schema in a child process (a fetch holds the child's GIL, never the
+# server's) and prints what happened as one JSON line per schema.
+_REGISTER_EACH = """
+import json, sys
+from mini_harness.runtime import ToolDefinition, ToolRegistry
+for schema in json.loads(sys.argv[1]):
+    try:
+        ToolRegistry().register(ToolDefinition("t", "A tool.", schema), lambda _: None)
+        print(json.dumps(None))
+    except Exception as exc:
+        names = [cls.__name__ for cls in type(exc).__mro__]
+        print(json.dumps([names, str(exc), getattr(exc, "uri", None)]))
+"""
+
+
+class _RecordingHandler(http.server.BaseHTTPRequestHandler):
+    """Answers any GET with a valid 2020-12 meta-schema and notes the path it was asked."""
+
+    requested: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.requested.append(self.path)
+        body = b'{"$schema": "https://json-schema.org/draft/2020-12/schema"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        """Quiet."""
+
+
+@pytest.fixture(name="server")
+def _server() -> Iterator[tuple[str, list[str]]]:
+    """A loopback HTTP server serving schemas: its base URL and the paths requested of it."""
+    _RecordingHandler.requested = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RecordingHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", _RecordingHandler.requested
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+class TestRemoteResources:
+    def test_nothing_outside_the_schema_is_fetched(self, server: tuple[str, list[str]]) -> None:
+        """A remote "$schema", "$ref", "$dynamicRef" or a $ref resolved against a remote $id
+        is refused at once with RemoteSchemaError naming it; the server is never contacted."""
+        base, requested = server
+        schemas = [
+            {"$schema": f"{base}/x.json", "type": "object"},
+            {"type": "object", "properties": {"a": {"$ref": f"{base}/y.json"}}},
+            {"type": "object", "$dynamicRef": f"{base}/z.json"},
+            {"$id": f"{base}/base.json", "type": "object", "properties": {"a": {"$ref": "o.json"}}},
+        ]
+        done = subprocess.run(
+            [sys.executable, "-c", _REGISTER_EACH, json.dumps(schemas)],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        outcomes = [json.loads(line) for line in done.stdout.splitlines()]
+        assert requested == []
+        uris = [f"{base}/x.json", f"{base}/y.json", f"{base}/z.json", f"{base}/o.json"]
+        for (names, message, uri), expected in zip(outcomes, uris, strict=True):
+            assert names[:3] == ["RemoteSchemaError", "InvalidSchemaError", "RegistrationError"]
+            assert uri == expected
+            assert message.startswith("Invalid input schema for tool t: ")
+            assert f"names {expected}" in message
+            assert "remote resources are never fetched" in message
+
+    @pytest.mark.parametrize(
+        "meta",
+        [
+            "https://json-schema.org/draft/2020-12/schema",
+            "https://json-schema.org/draft/2020-12/schema#",
+            "http://json-schema.org/draft-07/schema#",
+        ],
+    )
+    def test_known_meta_schemas_are_accepted(self, meta: str) -> None:
+        """A "$schema" naming a draft jsonschema-rs carries registers without a fetch."""
+        ToolRegistry().register(_definition("t", {"$schema": meta, "type": "object"}), print)
+
+    def test_a_non_string_meta_schema_is_refused(self) -> None:
+        """ "$schema": 5 is an invalid schema, said plainly."""
+        with pytest.raises(InvalidSchemaError, match='"\\$schema" must be a string'):
+            ToolRegistry().register(_definition("t", {"$schema": 5, "type": "object"}), print)

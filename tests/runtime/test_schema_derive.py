@@ -13,7 +13,7 @@ import pytest
 
 from mini_harness import Field, RegistrationError, SchemaDerivationError, ToolRegistry
 from mini_harness.events import JsonObject
-from mini_harness.runtime import derive_tool
+from mini_harness.runtime.typed import derive_tool
 
 
 class Color(enum.Enum):

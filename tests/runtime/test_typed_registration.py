@@ -16,8 +16,8 @@ from mini_harness import (
     ToolRegistry,
     ToolRuntime,
 )
-from mini_harness.runtime import derive_tool
 from mini_harness.runtime.docstrings import parse_docstring
+from mini_harness.runtime.typed import derive_tool
 
 
 @attrs.frozen

@@ -4,7 +4,8 @@ from typing import Any
 
 import pytest
 
-from mini_harness.runtime import InputValidator
+from mini_harness.errors import InvalidSchemaError
+from mini_harness.runtime.validation import InputValidator
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -40,7 +41,7 @@ CASES = [
     ({}, 'Invalid input for echo: missing required property "text"'),
     ([1], "Invalid input for echo: expected object"),
     ({"text": "hi", "items": [1, "x"]}, "Invalid input for echo.items[1]: expected number"),
-    ({"text": "hi", "items": []}, "Invalid input for echo.items: expected at least 1 items"),
+    ({"text": "hi", "items": []}, "Invalid input for echo.items: expected at least 1 item"),
     ({"text": "hi", "mode": "warp"}, 'Invalid input for echo.mode: expected one of "fast", "slow"'),
     ({"text": "hi", "fixed": 2}, "Invalid input for echo.fixed: expected 1"),
     ({"text": "hi", "n": 0}, "Invalid input for echo.n: expected a number >= 1"),
@@ -86,3 +87,40 @@ class TestMessages:
     def test_valid_input_has_no_violations(self, validator: InputValidator) -> None:
         """Valid input passes untouched."""
         assert validator.check({"text": "hey", "items": [1, 2.5], "n": 5}) == []
+
+
+class TestSchemas:
+    @pytest.mark.parametrize(
+        "schema",
+        [
+            {"type": "object", "properties": {"a": {"type": "strin"}}},
+            {"type": "object", "required": ["a", "a"]},
+            {"type": "object", "properties": {"a": {"minLength": -1}}},
+            {"type": "object", "additionalProperties": "no"},
+        ],
+    )
+    def test_invalid_schemas_are_refused_at_once(self, schema: dict[str, Any]) -> None:
+        """A schema its meta-schema rejects fails when the validator is made, naming the tool."""
+        with pytest.raises(InvalidSchemaError, match=r"^Invalid input schema for tool t: "):
+            InputValidator("t", schema)
+
+    def test_changing_the_schema_after_registration_changes_nothing(self) -> None:
+        """The validator keeps the schema it was given, whatever later happens to the dict."""
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {"a": {"type": "string"}},
+            "required": ["a"],
+        }
+        validator = InputValidator("t", schema)
+        schema["properties"]["a"]["type"] = "integer"
+        schema["required"].append("b")
+        assert validator.check({"a": "x"}) == []
+        assert [v.full_message for v in validator.check({"a": 1})] == [
+            "Invalid input for t.a: expected string"
+        ]
+
+    def test_tuples_are_judged_as_arrays(self) -> None:
+        """A tuple in a Python input is an array, as it is once recorded."""
+        validator = InputValidator("t", {"type": "object", "properties": {"a": {"type": "string"}}})
+        assert validator.check({"a": ("x",)})[0].message == "expected string"
+        assert validator.is_valid({"b": ("x",)})

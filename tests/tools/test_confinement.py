@@ -114,7 +114,7 @@ class TestHostilePaths:
             (
                 "read_file",
                 {"path": ""},
-                "Invalid input for read_file.path: expected a string of at least 1 characters",
+                "Invalid input for read_file.path: expected a string of at least 1 character",
             ),
             ("read_file", {"path": 7}, "Invalid input for read_file.path: expected string"),
             (

@@ -205,14 +205,6 @@ def _lock_is_free(path: Path) -> bool:
     return True
 
 
-def _wait_until_free(path: Path, limit: float) -> float:
-    start = time.monotonic()
-    while not _lock_is_free(path):
-        assert time.monotonic() - start < limit, "the writer never gave the lock back"
-        time.sleep(0.002)
-    return time.monotonic() - start
-
-
 def _hammer(path: str, seconds: float) -> None:
     """A child process dispatching as fast as it can for `seconds`."""
     from mini_harness import ToolRuntime
@@ -224,62 +216,36 @@ def _hammer(path: str, seconds: float) -> None:
             runtime.dispatch("echo", {"text": "busy"})
 
 
-class TestLockLease:
-    """A writer keeps the file's lock for a short lease after taking it, then gives it back."""
+def _event(text: str) -> ToolCalled:
+    return ToolCalled("2026-11-30T08:00:00.000000Z", "r" * 32, "c-1", "echo", {"text": text})
 
-    def _event(self, text: str) -> ToolCalled:
-        return ToolCalled("2026-11-30T08:00:00.000000Z", "r" * 32, "c-1", "echo", {"text": text})
 
-    def test_the_lock_is_kept_between_appends_and_given_back_when_idle(
-        self, tmp_path: Path
-    ) -> None:
+class TestLockPerAppend:
+    """Each append takes the file's lock and gives it back before it returns."""
+
+    def test_every_append_releases_the_lock(self, tmp_path: Path) -> None:
+        """Between appends another process could take the lock at once."""
         path = tmp_path / "t.jsonl"
-        with JsonlTranscript(path, fsync="never", lock_lease=0.3) as sink:
-            sink.append(self._event("a"))
-            assert not _lock_is_free(path)  # held: the next append needs no flock
-            waited = _wait_until_free(path, limit=10)
-            assert waited > 0.05  # not released at once...
-            sink.append(self._event("b"))  # ...and taken again when needed
-            assert not _lock_is_free(path)
-        assert _lock_is_free(path)
-        reader = TranscriptReader(path)
-        assert [r.seq for r in reader] == [0, 1, 2]
-        assert reader.problems == []
-
-    def test_without_a_lease_every_append_releases_the_lock(self, tmp_path: Path) -> None:
-        path = tmp_path / "t.jsonl"
-        with JsonlTranscript(path, fsync="never", lock_lease=0) as sink:
+        with JsonlTranscript(path, fsync="never") as sink:
             for text in "abc":
-                sink.append(self._event(text))
+                sink.append(_event(text))
                 assert _lock_is_free(path)
 
-    def test_close_gives_the_lock_back_at_once(self, tmp_path: Path) -> None:
+    def test_recover_gives_the_lock_back(self, tmp_path: Path) -> None:
+        """recover() locks and unlocks the file itself; appends go on after it."""
         path = tmp_path / "t.jsonl"
-        sink = JsonlTranscript(path, fsync="never", lock_lease=3600)
-        sink.append(self._event("a"))
-        assert not _lock_is_free(path)
-        sink.close()
-        assert _lock_is_free(path)
-
-    def test_recover_leaves_no_stale_lease(self, tmp_path: Path) -> None:
-        """recover() locks and unlocks the file itself; the writer must take the lock again."""
-        path = tmp_path / "t.jsonl"
-        with JsonlTranscript(path, fsync="never", lock_lease=3600) as sink:
-            sink.append(self._event("a"))
+        with JsonlTranscript(path, fsync="never") as sink:
+            sink.append(_event("a"))
             sink.recover()
             assert _lock_is_free(path)
-            sink.append(self._event("b"))
-            assert not _lock_is_free(path)
-
-    def test_a_negative_lease_is_refused(self, tmp_path: Path) -> None:
-        with pytest.raises(ValueError, match="lock_lease"):
-            JsonlTranscript(tmp_path / "t.jsonl", lock_lease=-1)
+            sink.append(_event("b"))
+        assert [r.seq for r in TranscriptReader(path)] == [0, 1, 2]
 
     def test_a_busy_writer_still_lets_another_process_append(self, tmp_path: Path) -> None:
         """While another process dispatches flat out, this one's appends each get a turn."""
         path = tmp_path / "t.jsonl"
         JsonlTranscript(path).close()
-        child = multiprocessing.get_context("spawn").Process(target=_hammer, args=(str(path), 4))
+        child = multiprocessing.get_context("spawn").Process(target=_hammer, args=(str(path), 3))
         child.start()
         try:
             while path.stat().st_size < 20_000:  # the child is dispatching
@@ -289,13 +255,13 @@ class TestLockLease:
             with JsonlTranscript(path) as sink:
                 for index in range(20):
                     start = time.monotonic()
-                    sink.append(self._event(f"mine-{index}"))
+                    sink.append(_event(f"mine-{index}"))
                     waits.append(time.monotonic() - start)
                     time.sleep(0.005)
         finally:
             child.join(30)
         assert child.exitcode == 0
-        assert max(waits) < 2.0, waits  # a lease is milliseconds; starvation would be seconds
+        assert max(waits) < 2.0, waits  # a turn is microseconds; starvation would be seconds
         reader = TranscriptReader(path)
         records = list(reader)
         assert reader.problems == []
@@ -308,13 +274,13 @@ class TestLockLease:
         assert texts == [f"mine-{index}" for index in range(20)]
 
     def test_two_writers_of_one_process_take_turns(self, tmp_path: Path) -> None:
-        """A writer waiting for the lease of another writer in the same process gets it."""
+        """Two writers of one file in one process interleave into one dense sequence."""
         path = tmp_path / "t.jsonl"
-        first = JsonlTranscript(path, fsync="never", lock_lease=0.05)
-        second = JsonlTranscript(path, fsync="never", lock_lease=0.05)
+        first = JsonlTranscript(path, fsync="never")
+        second = JsonlTranscript(path, fsync="never")
         for index in range(10):
-            first.append(self._event(f"first-{index}"))
-            second.append(self._event(f"second-{index}"))
+            first.append(_event(f"first-{index}"))
+            second.append(_event(f"second-{index}"))
         first.close()
         second.close()
         records = list(TranscriptReader(path))
@@ -322,20 +288,18 @@ class TestLockLease:
         assert len(records) == 1 + 20
 
 
-class TestLockLeaseFailures:
-    """What the lease must not change: cuts and syncs under the right lock state, forks."""
-
-    def _event(self, text: str) -> ToolCalled:
-        return ToolCalled("2026-11-30T08:00:00.000000Z", "r" * 32, "c-1", "echo", {"text": text})
+class TestLockFailures:
+    """Cuts and syncs under the right lock state, interrupts, forks."""
 
     def test_a_failed_write_is_cut_off_before_the_lock_is_given_back(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
+        """ENOSPC mid-line: the fragment is cut while the lock is held, then it is released."""
         import errno
 
         path = tmp_path / "t.jsonl"
         sink = JsonlTranscript(path, fsync="never")
-        sink.append(self._event("a"))
+        sink.append(_event("a"))
         real_write, real_truncate = os.write, os.ftruncate
         seen: list[bool] = []
 
@@ -352,11 +316,11 @@ class TestLockLeaseFailures:
         monkeypatch.setattr(os, "write", short_then_full)
         monkeypatch.setattr(os, "ftruncate", truncate)
         with pytest.raises(TranscriptWriteError):
-            sink.append(self._event("b"))
+            sink.append(_event("b"))
         assert seen == [False]  # cut while this writer still held the lock
         assert _lock_is_free(path)  # and given back after
         monkeypatch.undo()
-        sink.append(self._event("c"))
+        sink.append(_event("c"))
         sink.close()
         reader = TranscriptReader(path)
         assert [r.seq for r in reader] == [0, 1, 2]
@@ -367,7 +331,7 @@ class TestLockLeaseFailures:
     ) -> None:
         """fsync="always": another process is never kept waiting for this writer's disk."""
         path = tmp_path / "t.jsonl"
-        sink = JsonlTranscript(path, fsync="always", lock_lease=3600)
+        sink = JsonlTranscript(path, fsync="always")
         real_fsync = os.fsync
         free: list[bool] = []
 
@@ -377,81 +341,93 @@ class TestLockLeaseFailures:
 
         monkeypatch.setattr(os, "fsync", fsync)
         for text in "abc":
-            sink.append(self._event(text))
+            sink.append(_event(text))
         sink.close()
         assert free  # the mode synced
         assert all(free)
 
-    def test_without_a_lease_an_interrupt_after_the_write_releases_the_lock(
+    def test_an_interrupt_after_the_write_releases_the_lock(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
+        """Ctrl-C right after a line was written leaves the file unlocked and appendable."""
         path = tmp_path / "t.jsonl"
-        sink = JsonlTranscript(path, fsync="never", lock_lease=0)
-        sink.append(self._event("a"))
+        sink = JsonlTranscript(path, fsync="never")
+        sink.append(_event("a"))
+        real = JsonlTranscript._write_line
 
-        def interrupted(self: JsonlTranscript) -> None:
+        def interrupted(self: JsonlTranscript, line: bytes, seq: int) -> None:
+            real(self, line, seq)
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(JsonlTranscript, "_appended", interrupted)
+        monkeypatch.setattr(JsonlTranscript, "_write_line", interrupted)
         with pytest.raises(KeyboardInterrupt):
-            sink.append(self._event("b"))
-        with pytest.raises(KeyboardInterrupt):
-            sink.emit_tool_called("2026-11-30T08:00:00.000000Z", "r", "c-2", "echo", {}, b"{}")
+            sink.append(_event("b"))
         assert _lock_is_free(path)
+        monkeypatch.undo()
+        sink.append(_event("c"))
         sink.close()
+        reader = TranscriptReader(path)
+        assert [r.seq for r in reader] == [0, 1, 2, 3]
+        assert reader.problems == []
 
     @pytest.mark.parametrize("fsync", ["always", "never"])
-    def test_an_append_that_fails_without_a_lease_gives_the_lock_back(
+    def test_an_append_that_fails_gives_the_lock_back(
         self, tmp_path: Path, fsync: FsyncMode
     ) -> None:
-        """With fsync="always" (or lock_lease=0) no lease is taken and no keeper watches the
-        writer: a line that cannot be recorded must not leave the file locked."""
+        """A line that cannot be recorded must not leave the file locked."""
         path = tmp_path / "t.jsonl"
-        sink = JsonlTranscript(path, fsync=fsync, lock_lease=0.005 if fsync == "always" else 0)
-        sink.append(self._event("a"))
+        sink = JsonlTranscript(path, fsync=fsync)
+        sink.append(_event("a"))
         with pytest.raises(TranscriptWriteError):
-            sink.append(self._event("\udcff"))  # a lone surrogate: not JSON
+            sink.append(_event("\udcff"))  # a lone surrogate: not JSON
         assert _lock_is_free(path)
-        with pytest.raises(TranscriptWriteError):
-            sink.emit_tool_called("2026-11-30T08:00:00.000000Z", "r", "c-2", "\udcff", {}, b"{}")
-        assert _lock_is_free(path)
-        sink.append(self._event("b"))  # still usable
+        sink.append(_event("b"))  # still usable
         sink.close()
         assert len(path.read_bytes().splitlines()) == 3
 
-    def test_a_fork_child_does_not_keep_the_parents_lock_alive(self, tmp_path: Path) -> None:
-        """The child closes the descriptor it inherited: if the parent goes away without
-        unlocking (killed), the lock goes with it even while the child lives on."""
-        path = tmp_path / "t.jsonl"
-        sink = JsonlTranscript(path, fsync="never", lock_lease=3600)
-        sink.append(self._event("a"))  # the lease is held across the fork
-        pid = os.fork()
-        if pid == 0:
-            time.sleep(3)
-            os._exit(0)
-        try:
-            os.close(sink._fd)  # what the parent's death does: no unlock, the descriptor goes
-            sink._fd, sink._held = -1, False
-            _wait_until_free(path, limit=2)
-        finally:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-
     def test_a_fork_child_appends_through_its_own_descriptor(self, tmp_path: Path) -> None:
+        """A writer used in a forked child continues the file's chain from the parent's."""
         path = tmp_path / "t.jsonl"
         sink = JsonlTranscript(path, fsync="never")
-        sink.append(self._event("parent"))
+        sink.append(_event("parent"))
         pid = os.fork()
         if pid == 0:
             try:
-                sink.append(self._event("child"))
+                sink.append(_event("child"))
                 sink.close()
             finally:
                 os._exit(0)
         os.waitpid(pid, 0)
-        sink.append(self._event("parent again"))
+        sink.append(_event("parent again"))
         sink.close()
         reader = TranscriptReader(path)
         texts = [r.event.input["text"] for r in reader if isinstance(r.event, ToolCalled)]
         assert reader.problems == []
         assert texts == ["parent", "child", "parent again"]
+
+    def test_the_parents_lock_excludes_a_fork_child(self, tmp_path: Path) -> None:
+        """The child's writer opens the file again: a lock the parent holds makes it wait
+        (through the inherited descriptor it would share the parent's lock and write)."""
+        path = tmp_path / "t.jsonl"
+        sink = JsonlTranscript(path, fsync="never")
+        sink.append(_event("parent"))
+        fcntl.flock(sink._fd, fcntl.LOCK_EX)  # as if the parent were mid-append
+        pid = os.fork()
+        if pid == 0:
+            appended = threading.Event()
+
+            def append() -> None:
+                sink.append(_event("child"))
+                appended.set()
+
+            threading.Thread(target=append, daemon=True).start()
+            os._exit(1 if appended.wait(0.3) else 0)
+        _, status = os.waitpid(pid, 0)
+        fcntl.flock(sink._fd, fcntl.LOCK_UN)
+        assert os.waitstatus_to_exitcode(status) == 0
+        sink.append(_event("parent again"))
+        sink.close()
+        reader = TranscriptReader(path)
+        texts = [r.event.input["text"] for r in reader if isinstance(r.event, ToolCalled)]
+        assert reader.problems == []
+        assert texts == ["parent", "parent again"]

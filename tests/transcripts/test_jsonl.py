@@ -2,15 +2,15 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import stat
 from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from mini_harness import (
+    ToolDefinition,
     ToolRegistry,
     ToolRuntime,
     TranscriptCorruptError,
@@ -151,6 +151,37 @@ class TestAppend:
         )
         assert path.read_bytes() == content
         assert list(tmp_path.iterdir()) == [path]
+
+    @pytest.mark.parametrize(
+        ("old", "new", "why"),
+        [
+            (b'"version":2', b'"version":99', "uses transcript format version 99"),
+            (b'"version":2', b'"version":0', "uses transcript format version 0"),
+            (b',"version":2', b"", "(line 1 has no format version)"),
+            (b'"format":"mini-harness.transcript",', b"", "(line 1 is not TranscriptStarted)"),
+        ],
+        ids=["version-99", "version-0", "no-version", "no-format"],
+    )
+    def test_a_header_the_readers_refuse_is_refused_before_any_tool_runs(
+        self, log: Path, registry: ToolRegistry, old: bytes, new: bytes, why: str
+    ) -> None:
+        """A file whose first line the readers would refuse is never appended to: opening
+        it fails, so no call runs and no line of this version lands after that header."""
+        lines = _lines(log)
+        assert old in lines[0]
+        lines[0] = lines[0].replace(old, new)
+        log.write_bytes(b"".join(lines))
+        ran: list[object] = []
+        registry.register(
+            ToolDefinition("spy", "Records that it ran.", {"type": "object"}), ran.append
+        )
+        with (
+            pytest.raises(TranscriptFormatError, match=re.escape(why)),
+            JsonlTranscript(log) as sink,
+        ):
+            ToolRuntime(registry, sink).dispatch("spy", {})
+        assert ran == []
+        assert log.read_bytes() == b"".join(lines)
 
     @pytest.mark.parametrize(
         "content",
@@ -328,27 +359,18 @@ class TestShortWrites:
         assert event.output == {"text": "x" * 100}
 
 
-class TestPathText:
-    """The writer keeps its path as the text pathlib would give, without importing it."""
-
-    @given(
-        st.lists(st.sampled_from(["", ".", "..", "a", "b.jsonl", " "]), max_size=6),
-        st.sampled_from(["", "/", "//", "///"]),
-        st.booleans(),
-    )
-    def test_same_text_as_pathlib(self, parts: list[str], lead: str, trailing: bool) -> None:
-        from mini_harness.transcripts.writer import path_text
-
-        text = lead + "/".join(parts) + ("/" if trailing else "")
-        assert path_text(text) == str(Path(text))
+class TestPath:
+    """The writer names its file as pathlib does."""
 
     def test_a_trailing_slash_names_the_file(self, tmp_path: Path) -> None:
+        """`dir/t.jsonl/` is the file t.jsonl, as pathlib reads it."""
         with JsonlTranscript(f"{tmp_path}/t.jsonl/") as sink:
             assert sink.path == tmp_path / "t.jsonl"
             sink.append(ToolCalled("2026-11-30T08:00:00.000000Z", "r", "c-1", "echo", {}))
         assert (tmp_path / "t.jsonl").is_file()
 
     def test_a_bytes_path_is_refused_before_anything_is_created(self, tmp_path: Path) -> None:
-        with pytest.raises(TypeError, match="must be a str"):
+        """A bytes path is a TypeError, and no file appears."""
+        with pytest.raises(TypeError, match="str"):
             JsonlTranscript(os.fsencode(tmp_path / "t.jsonl"))  # type: ignore[arg-type]
         assert not (tmp_path / "t.jsonl").exists()

@@ -1,34 +1,37 @@
 """The command line: the one place that wires runtime, transcripts, replay and tools together.
 
-The root command dispatches one tool; subcommands live in sibling modules.
+`cli` is the console script. The root command dispatches one tool; each subcommand lives
+in a sibling module, imported only when that subcommand is looked up (click's lazy-group
+recipe), so a root dispatch never loads them.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from mini_harness._version import __version__
+from mini_harness.cli.dispatch import run_dispatch
 from mini_harness.cli.log_options import given_log_flags, log_option, log_options
-from mini_harness.console import (
+from mini_harness.cli.options import SingleOption, typed
+from mini_harness.cli.output import (
     PREFIX,
-    ExitWith,
-    UsageProblem,
+    BadUsage,
     error,
+    fail,
+    finish_output,
+    guard_streams,
     info,
-    run_dispatch,
+    output_failed,
+    pipe_closed,
 )
+from mini_harness.cli.registry_spec import chosen_registry, registry_option
+from mini_harness.errors import MiniHarnessError, OutputError, ToolCallError
 
-__all__ = ["PREFIX", "BadUsage", "cli", "error", "fail", "info", "main", "root_workspace"]
-
-
-def fail(message: str, code: int) -> NoReturn:
-    """Print an error line and exit with `code` (1: the work failed, 2: usage)."""
-    error(message)
-    raise click.exceptions.Exit(code)
+__all__ = ["PREFIX", "BadUsage", "cli", "error", "fail", "info", "root_workspace"]
 
 
 def root_workspace() -> str | None:
@@ -37,37 +40,66 @@ def root_workspace() -> str | None:
     return workspace
 
 
-class BadUsage(click.UsageError):
-    """A usage error whose message says all there is to say (no `--help` hint)."""
+def exit_code_for(exc: BaseException) -> int:
+    """Say what went wrong and return the exit code: the one place errors become codes.
 
-
-# Each subcommand lives in its own module of this package, imported only when that
-# subcommand is looked up (run, or listed by --help): a root dispatch never loads them.
-_SUBCOMMANDS = {
-    "tools": ("mini_harness.cli.tools", "tools_command"),
-    "transcript": ("mini_harness.cli.transcript", "transcript_group"),
-    "mcp": ("mini_harness.cli.mcp", "mcp_command"),
-    "replay": ("mini_harness.cli.replay", "replay_command"),
-    "run": ("mini_harness.cli.agent", "run_command"),
-    "resume": ("mini_harness.cli.resume", "resume_command"),
-    "fork": ("mini_harness.cli.resume", "fork_command"),
-}
+    0 success; 1 the work failed (a tool call, a write); 2 usage errors and input that
+    cannot be used; 130 interrupted.
+    """
+    if isinstance(exc, click.UsageError):
+        error(exc.format_message())
+        if not isinstance(exc, BadUsage):
+            hint = exc.ctx.command_path if exc.ctx else "mini-harness"
+            click.echo(f"{PREFIX} Try '{hint} --help' for help.", err=True)
+        return 2
+    if isinstance(exc, click.ClickException):
+        error(exc.format_message())
+        return exc.exit_code
+    if isinstance(exc, click.Abort):
+        error("interrupted")
+        return 130
+    if isinstance(exc, ToolCallError):
+        error(exc.message)
+        return 1
+    if isinstance(exc, MiniHarnessError):
+        error(exc.message)
+        return 2
+    raise exc
 
 
 class HarnessGroup(click.Group):
-    """A group whose errors read `[mini-harness] Error: ...`, never a traceback."""
+    """A group with lazily imported subcommands whose errors read
+    `[mini-harness] Error: ...`, never a traceback."""
+
+    def __init__(self, *args: Any, lazy_subcommands: dict[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # name -> "module:attribute" of a click command, imported on first lookup
+        self.lazy_subcommands = lazy_subcommands
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*self.commands, *_SUBCOMMANDS})
+        return sorted({*self.commands, *self.lazy_subcommands})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands:
-            # An unknown name loads them all: click suggests close names from self.commands.
-            for name in [cmd_name] if cmd_name in _SUBCOMMANDS else list(_SUBCOMMANDS):
-                if name not in self.commands:
-                    module, attribute = _SUBCOMMANDS[name]
-                    self.add_command(getattr(importlib.import_module(module), attribute), name)
+        if cmd_name not in self.commands and cmd_name in self.lazy_subcommands:
+            module, _, attribute = self.lazy_subcommands[cmd_name].partition(":")
+            command = getattr(importlib.import_module(module), attribute)
+            self.add_command(command, cmd_name)
         return self.commands.get(cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """The subcommand `args[0]` names; an unknown name is a usage error suggesting the
+        closest subcommands, without importing any of them."""
+        name = args[0]
+        command = self.get_command(ctx, name)
+        if command is None and not ctx.resilient_parsing:
+            if name.startswith("-"):
+                self.parse_args(ctx, args)  # an option after all: let the parser report it
+            raise click.exceptions.NoSuchCommand(
+                name, possibilities=self.list_commands(ctx), ctx=ctx
+            )
+        return (name if command else None), command, args[1:]
 
     def main(
         self,
@@ -77,61 +109,86 @@ class HarnessGroup(click.Group):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        from mini_harness.errors import MiniHarnessError
-
+        if standalone_mode:
+            guard_streams()
         try:
-            code = super().main(
-                args, prog_name or "mini-harness", complete_var, standalone_mode=False, **extra
-            )
-        except click.UsageError as exc:
-            error(exc.format_message())
-            if not isinstance(exc, BadUsage):
-                hint = exc.ctx.command_path if exc.ctx else "mini-harness"
-                click.echo(f"{PREFIX} Try '{hint} --help' for help.", err=True)
-            code = 2
-        except click.ClickException as exc:
-            error(exc.format_message())
-            code = exc.exit_code
-        except click.Abort:
-            error("interrupted")
-            code = 130
-        except UsageProblem as exc:  # from the click-free parts (mini_harness.console)
-            error(exc.message)
-            code = 2
-        except ExitWith as exc:
-            code = exc.code
-        except MiniHarnessError as exc:
-            error(exc.message)
-            code = 2
+            try:
+                code = super().main(
+                    args, prog_name or "mini-harness", complete_var, standalone_mode=False, **extra
+                )
+            except SystemExit as done:  # shell completion, a closed pipe inside click
+                code = done.code
+            except Exception as exc:  # mapped to a code, or re-raised, by exit_code_for
+                code = exit_code_for(exc)
+            code = code if isinstance(code, int) else 0
+            if standalone_mode:
+                code = finish_output(code)
+        except OutputError as exc:
+            code = output_failed(exc)
+        except BrokenPipeError:  # the reader stopped early
+            code = pipe_closed()
         if not standalone_mode:
             return code
-        sys.exit(code if isinstance(code, int) else 0)
+        sys.exit(code)
 
 
 @click.group(
     cls=HarnessGroup,
+    lazy_subcommands={
+        "tools": "mini_harness.cli.tools:tools_command",
+        "transcript": "mini_harness.cli.transcript:transcript_group",
+        "mcp": "mini_harness.cli.mcp:mcp_command",
+        "replay": "mini_harness.cli.replay:replay_command",
+        "run": "mini_harness.cli.agent:run_command",
+        "resume": "mini_harness.cli.resume:resume_command",
+        "fork": "mini_harness.cli.resume:fork_command",
+    },
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.option("--tool", metavar="NAME", help="Dispatch this tool once (see `mini-harness tools`).")
+@click.option(
+    "--tool",
+    cls=SingleOption,
+    metavar="NAME",
+    help="Dispatch this tool once (see `mini-harness tools`).",
+)
 @click.option(
     "--tool-input",
+    cls=SingleOption,
     metavar="JSON",
-    help="The tool's input as a JSON object. Without it the input is {}.",
+    help="The tool's input as a JSON object; @FILE reads it from a file, - from standard "
+    "input. Without it the input is {}.",
 )
 @click.option(
     "--context-report",
     is_flag=True,
     help="After the result, print the Context Explorer report (estimated tokens per part).",
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result, or the failure, as one JSON document instead of the lines.",
+)
 @log_option("Append this run's events to a JSONL transcript (created if missing).")
 @log_options
 @click.option(
     "--workspace",
+    cls=SingleOption,
     metavar="DIR",
     type=click.Path(exists=True, file_okay=False),
     help="Root directory the file tools (list_files, read_file, search_text) are confined "
     "to. Default: the current directory.",
+)
+@registry_option(
+    "Dispatch to this ToolRegistry (or a zero-argument callable returning one) instead of "
+    "the built-in tools. The current directory is importable."
+)
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="Show the Python traceback when your own code fails (a --registry module that "
+    "cannot be imported).",
 )
 @click.version_option(__version__, "--version", prog_name="mini-harness")
 @click.pass_context
@@ -142,8 +199,11 @@ def cli(
     tool: str | None,
     tool_input: str | None,
     context_report: bool,
+    as_json: bool,
     log: str | None,
     workspace: str | None,
+    registry_spec: str | None,
+    debug: bool,
     **log_settings: Any,
 ) -> None:
     """An event-sourced tool runtime for coding agents.
@@ -158,48 +218,41 @@ def cli(
     is not JSON, a transcript that cannot be used).
     """
     # Subcommands that build a registry read the workspace from here.
-    ctx.ensure_object(dict)["workspace"] = workspace
+    ctx.ensure_object(dict).update(workspace=workspace, debug=debug)
+    given = [
+        typed(ctx, name, flag)
+        for name, flag, value in (
+            ("tool", "--tool", tool),
+            ("tool_input", "--tool-input", tool_input),
+            ("context_report", "--context-report", context_report),
+            ("as_json", "--json", as_json),
+            ("log", "--log", log),
+            ("registry_spec", "--registry", registry_spec),
+        )
+        if value
+    ]
     if ctx.invoked_subcommand is not None:
-        given = [
-            flag
-            for flag, value in (
-                ("--tool", tool),
-                ("--tool-input", tool_input),
-                ("--context-report", context_report),
-                ("--log", log),
-            )
-            if value
-        ] + given_log_flags(log_settings)
+        given += given_log_flags(log_settings)
         if given:
             raise click.UsageError(
                 f"{', '.join(given)} cannot be combined with `{ctx.invoked_subcommand}`"
             )
         return
     if tool is None:
-        for flag, value in (
-            ("--tool-input", tool_input),
-            ("--context-report", context_report),
-            ("--log", log),
-        ):
-            if value:
-                raise click.UsageError(f"{flag} needs --tool NAME")
-        for flag in given_log_flags(log_settings):
+        for flag in given + given_log_flags(log_settings):
             raise click.UsageError(f"{flag} needs --tool NAME")
         click.echo(ctx.get_help())
         return
     if log is None and given_log_flags(log_settings):
         raise click.UsageError(f"{given_log_flags(log_settings)[0]} needs --log PATH")
+    if as_json and context_report:
+        raise BadUsage("--json cannot be combined with --context-report")
     run_dispatch(
+        chosen_registry(registry_spec, workspace),
         tool,
         tool_input,
         context_report=context_report,
+        as_json=as_json,
         log=log,
-        workspace=workspace,
         settings=log_settings,
     )
-
-
-def main() -> None:
-    """Run the click command (the console script, mini_harness.console.main, comes here for
-    anything but a plain dispatch)."""
-    cli()

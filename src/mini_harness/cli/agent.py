@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,9 +10,10 @@ from typing import Any
 import click
 import orjson
 
+from mini_harness.cli.dispatch import parse_tool_input
 from mini_harness.cli.log_options import log_option, log_options, opened_log
-from mini_harness.console import PREFIX, ExitWith, echo, error, info, parse_tool_input
-from mini_harness.registry_spec import SPEC_HELP
+from mini_harness.cli.output import PREFIX, error, info
+from mini_harness.cli.registry_spec import chosen_registry, registry_option
 
 RESULT_WIDTH = 160
 """How much of a tool's output a step line shows."""
@@ -21,28 +21,11 @@ RESULT_WIDTH = 160
 EXIT_CODES = {"final": 0, "max_steps": 1, "model_error": 1, "budget": 1, "cancelled": 130}
 
 
-def _fallback_provider(spec: str | None, env: Mapping[str, str]) -> Any:
-    """The providers this module can make by itself: `mock` and `script:FILE`."""
-    from mini_harness.agent.mock import MockProvider
-    from mini_harness.agent.script import ScriptProvider
-
-    if spec is None or spec == "mock":
-        return MockProvider("mock")
-    kind, _, rest = spec.partition(":")
-    if kind == "mock":
-        return MockProvider(rest or "mock")
-    if kind == "script" and rest:
-        return ScriptProvider(rest)
-    raise click.UsageError(f"--model {spec}: unknown provider (known: mock, script:FILE)")
-
-
 def choose_model_provider(spec: str | None, env: Mapping[str, str]) -> Any:
     """The provider for `--model PROVIDER:MODEL` (or the environment's default)."""
-    try:
-        providers = importlib.import_module("mini_harness.agent.providers")
-    except ModuleNotFoundError:
-        return _fallback_provider(spec, env)
-    return providers.choose_provider(spec, env)
+    from mini_harness.agent.providers import choose_provider
+
+    return choose_provider(spec, env)
 
 
 class PrintingReporter:
@@ -57,17 +40,17 @@ class PrintingReporter:
         if not self._streaming:
             info(self.header)
             self._streaming = True
-        echo(chunk, nl=False)
+        click.echo(chunk, nl=False)
         self._last_chunk = chunk or self._last_chunk
 
     def response(self, step: int, response: Any, streamed: bool) -> None:
         if self._streaming:
             if not self._last_chunk.endswith("\n"):
-                echo("")
+                click.echo("")
             self._streaming, self._last_chunk = False, ""
         elif response.message.content:
             info(self.header)
-            echo(response.message.content)
+            click.echo(response.message.content)
 
     def tool_called(self, step: int, call: Any) -> None:
         info(f"Step {step}: {call.name} {call.arguments}")
@@ -82,7 +65,7 @@ class PrintingReporter:
         info(f"  ok: {shown}")
 
     def retry(self, error: Any) -> None:
-        echo(f"{PREFIX} Warning: model request failed ({error.message}); retrying", err=True)
+        click.echo(f"{PREFIX} Warning: model request failed ({error.message}); retrying", err=True)
 
 
 @click.command("run")
@@ -116,7 +99,10 @@ class PrintingReporter:
     type=click.Path(exists=True, file_okay=False),
     help="Root directory of the file tools and of AGENTS.md. Default: the current directory.",
 )
-@click.option("--registry", metavar="MODULE:ATTR", help=SPEC_HELP)
+@registry_option(
+    "Give the agent the tools of this ToolRegistry (or a zero-argument callable returning "
+    "one) instead of the built-in tools; the working directory is importable."
+)
 @click.option("--tool", metavar="NAME", help="Dispatch this tool first; its result goes in.")
 @click.option("--tool-input", metavar="JSON", help="The --tool's input as a JSON object.")
 @click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes.")
@@ -131,7 +117,7 @@ def run_command(
     max_context_tokens: int | None,
     context_report: bool,
     workspace: str | None,
-    registry: str | None,
+    registry_spec: str | None,
     tool: str | None,
     tool_input: str | None,
     no_stream: bool,
@@ -166,7 +152,7 @@ def run_command(
             system_prompt = Path(system_prompt_file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise click.UsageError(f"--system-prompt-file {system_prompt_file}: {exc}") from None
-    tools = _registry(registry, workspace)
+    tools = chosen_registry(registry_spec, workspace)
     rules = load_project_rules(Path(workspace or os.curdir), Path.cwd())
     config = AgentConfig(
         task=task,
@@ -194,27 +180,17 @@ def run_command(
             "steps": outcome.steps,
             "usage": outcome.usage.to_json(),
         }
-        echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+        click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
     elif log is not None:
         info(f"Transcript: {log} (run {outcome.run_id})")
     if context_report and outcome.last_request is not None and not as_json:
         parts = request_parts(
             system_prompt, rules, runtime.tools_snapshot, outcome.last_request.messages
         )
-        echo("")
-        echo(render_report(parts, outcome.last_input_tokens), nl=False)
+        click.echo("")
+        click.echo(render_report(parts, outcome.last_input_tokens), nl=False)
     if outcome.error is not None:
         error(outcome.error)
     code = EXIT_CODES[outcome.stop_reason]
     if code:
-        raise ExitWith(code)
-
-
-def _registry(spec: str | None, workspace: str | None) -> Any:
-    if spec is not None:
-        from mini_harness.registry_spec import load_registry
-
-        return load_registry(spec)
-    from mini_harness.tools import default_registry
-
-    return default_registry(workspace)
+        raise click.exceptions.Exit(code)

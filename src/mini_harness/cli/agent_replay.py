@@ -12,9 +12,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+import click
 import orjson
 
-from mini_harness.console import echo, error, info
+from mini_harness.cli.output import error, info
 
 _DIFF_INDENT = "    "
 
@@ -65,7 +66,7 @@ def replay_agent_runs(
         elif replay.diverged_at is not None:
             error(replay.summary)
             for diff in replay.diffs:
-                echo("\n".join(_DIFF_INDENT + line for line in diff.splitlines()))
+                click.echo("\n".join(_DIFF_INDENT + line for line in diff.splitlines()))
         else:
             info(replay.summary)
         if replay.diverged_at is not None:
@@ -73,7 +74,7 @@ def replay_agent_runs(
         if live_model is not None and replay.stopped_at is not None:
             return _continue(path, replay, registry, live_model, log, as_json)
     if as_json:
-        echo(orjson.dumps({"path": path, "agentRuns": documents}).decode())
+        click.echo(orjson.dumps({"path": path, "agentRuns": documents}).decode())
     return code
 
 
@@ -140,7 +141,7 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
                 "finalText": outcome.final_text,
             },
         }
-        echo(orjson.dumps(document).decode())
+        click.echo(orjson.dumps(document).decode())
     else:
         info(f"Transcript: {target} (run {outcome.run_id})")
     if outcome.error is not None:
@@ -177,4 +178,4 @@ def print_run_tree(path: str) -> None:
     except MiniHarnessError:  # a damaged file: the fold above has said what is wrong
         return
     if lines:
-        echo("\n".join(lines))
+        click.echo("\n".join(lines))

@@ -16,6 +16,7 @@ from mini_harness.cli.log_options import (
     opened_log,
     warn_quarantined,
 )
+from mini_harness.cli.registry_spec import registry_from
 
 if TYPE_CHECKING:
     from mini_harness.runtime import ToolRegistry
@@ -104,9 +105,7 @@ def mcp_command(
     if registry_spec is not None:
         if workspace is not None:
             fail("--workspace applies to the built-in tools; it cannot be used with --registry", 2)
-        from mini_harness.registry_spec import load_registry
-
-        registry = load_registry(registry_spec)
+        registry = registry_from(registry_spec)
     else:
         registry = builtin_registry(workspace)
 
@@ -119,7 +118,7 @@ def mcp_command(
         _note(f"MCP server on stdio: tools {names}; run {runtime.run_id}{where}")
         try:
             ended_by = run_stdio(runtime)
-        except OutputError as exc:  # the console script's stdout (see console.py)
+        except OutputError as exc:  # the console script's stdout (see cli/output.py)
             fail(f"MCP session failed: {exc.reason}", 1)
         except OSError as exc:
             fail(f"MCP session failed: {exc.strerror or exc}", 1)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 
 from mini_harness.cli import BadUsage, error, info
+from mini_harness.cli.options import SingleOption
 
 if TYPE_CHECKING:
     from mini_harness.events import JsonObject
@@ -29,7 +30,14 @@ _PROGRESS_EVERY = 4096  # items between progress checks
     is_flag=True,
     help="Print each run's Context Explorer report, as the live --context-report did.",
 )
-@click.option("--run", "run", metavar="ID|INDEX", help="Only this run: 1-based index or run id.")
+@click.option(
+    "--run",
+    "run",
+    cls=SingleOption,
+    empty_ok=True,
+    metavar="ID|INDEX",
+    help="Only this run: 1-based index or run id.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
 @click.option("--rerun", is_flag=True, help="Dispatch each recorded call again and compare.")
 @click.option(
@@ -88,8 +96,9 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     has problems (integrity, protocol, torn tail, in-doubt calls) or a re-run call differs;
     2 the transcript cannot be read or the arguments are wrong; 130 interrupted.
     """
+    from mini_harness.cli.registry_spec import load_registry
     from mini_harness.events import EventSink
-    from mini_harness.replay import TranscriptFold, TranscriptRerun, load_registry
+    from mini_harness.replay import TranscriptFold, TranscriptRerun
 
     if not rerun:
         for flag, value in (
@@ -135,6 +144,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
             raise BadUsage("--live-model needs an agent run")
     fold = TranscriptFold(path, run=run, context_reports=context_report)
     out: _Output = _JsonOutput(fold, rerun=rerun) if as_json else _TextOutput(fold, rerun=rerun)
+    out.registry_spec = registry
     if tools is None:
         code = _drive(fold, iter(fold), out, size=_size(path))
         if not as_json and code != 130:
@@ -248,6 +258,9 @@ class _Output:
         self.rerun = rerun
         self.counts: dict[str, int] = {}
         self.drifted: list[Drift] = []
+        self.registry_spec: str | None = None  # --registry, if given
+        self.unknown_tools: dict[str, None] = {}  # tools re-run calls found missing, in order
+        self.unknown_calls = 0
 
     def run(self, item: Any) -> None:
         """A run started."""
@@ -257,6 +270,27 @@ class _Output:
 
     def outcome(self, item: RerunOutcome) -> None:
         self.counts[item.outcome] = self.counts.get(item.outcome, 0) + 1
+        current = item.current
+        unknown = isinstance(current, dict) and current.get("kind") == "unknown_tool"
+        if unknown and item.outcome != "matched":
+            self.unknown_tools[item.call.name] = None
+            self.unknown_calls += 1
+
+    def missing_registry(self) -> str | None:
+        """When every call that ran again found its tool missing: which registry to pass."""
+        ran = sum(count for name, count in self.counts.items() if name != "skipped")
+        if not ran or self.unknown_calls != ran:
+            return None
+        names = ", ".join(self.unknown_tools)
+        where = (
+            f"the registry {self.registry_spec} has none of the recorded tools ({names})"
+            if self.registry_spec
+            else f"the built-in tools do not include the recorded ones ({names})"
+        )
+        return (
+            f"{where}: the transcript was probably recorded with other tools; pass their "
+            "registry with --registry MODULE:ATTR"
+        )
 
     def drift(self, item: Drift) -> None:
         self.drifted.append(item)
@@ -284,13 +318,19 @@ class _TextOutput(_Output):
         # Call lines are written in batches: one write per line costs as much as the fold.
         self.pending: list[str] = []
         what = "re-run against the current registry" if rerun else "fold: no handler is called"
-        info(f"Replaying {fold.path} ({what})")
+        # Said with the first output, so that a file that cannot be read prints nothing here.
+        self.header: str | None = f"Replaying {fold.path} ({what})"
 
     def write(self, text: str) -> None:
         self.pending.append(text)
         self.flush()
 
     def flush(self) -> None:
+        if not self.pending:
+            return
+        if self.header is not None:
+            info(self.header)
+            self.header = None
         sys.stdout.write("".join(self.pending))
         self.pending.clear()
 
@@ -334,7 +374,8 @@ class _TextOutput(_Output):
         }
         if differing:
             parts = ", ".join(f"{count} {name}" for name, count in differing.items())
-            return f"re-run differs from the record: {parts}"
+            hint = self.missing_registry()
+            return f"re-run differs from the record: {parts}" + (f"; {hint}" if hint else "")
         in_doubt = self.fold.totals().in_doubt
         return f"the log has {problems} problem(s) and {in_doubt} call(s) in doubt"
 

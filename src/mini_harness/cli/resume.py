@@ -17,8 +17,8 @@ import orjson
 
 from mini_harness.cli.agent import EXIT_CODES, PrintingReporter, choose_model_provider
 from mini_harness.cli.log_options import log_option, log_options, opened_log, warn_quarantined
-from mini_harness.console import ExitWith, echo, error, info
-from mini_harness.registry_spec import SPEC_HELP
+from mini_harness.cli.output import error, info
+from mini_harness.cli.registry_spec import chosen_registry, registry_option
 
 F = Callable[..., Any]
 
@@ -50,7 +50,10 @@ def _continue_options(command: F) -> F:
             type=click.Path(exists=True, file_okay=False),
             help="Root directory of the file tools (default: the current directory).",
         ),
-        click.option("--registry", metavar="MODULE:ATTR", help=SPEC_HELP),
+        registry_option(
+            "The tools of this ToolRegistry (or a zero-argument callable returning one) "
+            "instead of the built-in tools; the working directory is importable."
+        ),
         click.option("--no-stream", is_flag=True, help="Print whole responses."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end."),
     ]
@@ -89,7 +92,7 @@ def resume_command(
     from mini_harness.replay.continuation import continued_config, resume_plan
 
     _must_exist(path)
-    registry = _registry(options["registry"], options["workspace"])
+    registry = _registry(options["registry_spec"], options["workspace"])
     settings = _log_settings(options)
     with opened_log(path, settings) as sink:
         _set_torn_tail_aside(sink)  # before the fold reads the file
@@ -151,7 +154,7 @@ def fork_command(
     _must_exist(path)
     run = select_agent_run(fold_agent_runs(path), options["run_id"])
     opening = fork_opening(run, at_step, instruction)
-    registry = _registry(options["registry"], options["workspace"])
+    registry = _registry(options["registry_spec"], options["workspace"])
     config = continued_config(
         run,
         task=instruction,
@@ -186,13 +189,7 @@ def _log_settings(options: dict[str, Any]) -> dict[str, Any]:
 def _registry(spec: str | None, workspace: str | None) -> Any:
     from mini_harness.cli import root_workspace
 
-    if spec is not None:
-        from mini_harness.registry_spec import load_registry
-
-        return load_registry(spec)
-    from mini_harness.tools import default_registry
-
-    return default_registry(workspace or root_workspace())
+    return chosen_registry(spec, workspace or root_workspace())
 
 
 def _run(  # noqa: PLR0917 - the pieces of one continued run
@@ -226,14 +223,14 @@ def _run(  # noqa: PLR0917 - the pieces of one continued run
             "steps": outcome.steps,
             "usage": outcome.usage.to_json(),
         }
-        echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+        click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
     else:
         if outcome.steps == 0 and outcome.final_text is not None:
             info("The run had already answered:")
-            echo(outcome.final_text)
+            click.echo(outcome.final_text)
         info(f"Transcript: {path} (run {outcome.run_id})")
     if outcome.error is not None:
         error(outcome.error)
     code = EXIT_CODES[outcome.stop_reason]
     if code:
-        raise ExitWith(code)
+        raise click.exceptions.Exit(code)

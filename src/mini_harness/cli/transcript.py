@@ -88,7 +88,8 @@ def repair_command(path: str, close_in_doubt: bool) -> None:
         raise click.exceptions.Exit(1)
     for torn in result.quarantined:
         info(
-            f"Torn tail: {torn.length} bytes at byte {torn.offset} copied to {torn.path} "
+            f"Torn tail: {torn.length} {'byte' if torn.length == 1 else 'bytes'} at byte "
+            f"{torn.offset} copied to {torn.path} "
             "and cut off"
         )
     for call in result.closed:

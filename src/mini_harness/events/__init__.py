@@ -6,12 +6,22 @@ and the clock and id helpers. Nothing here does I/O.
 
 from __future__ import annotations
 
+from mini_harness.events.approval import (
+    APPROVAL_DECIDERS,
+    APPROVAL_DECISIONS,
+    ApprovalDecided,
+    ApprovalRequested,
+)
 from mini_harness.events.jsonvalue import (
     MAX_JSON_DEPTH,
     JsonObject,
     JsonValue,
     NotJsonError,
+    TooDeepError,
+    bounded_repr,
+    bounded_str,
     check_json,
+    nested_too_deep,
 )
 from mini_harness.events.model import (
     STOP_REASONS,
@@ -25,9 +35,7 @@ from mini_harness.events.vocabulary import (
     ERROR_KINDS,
     FORMAT_VERSION,
     KNOWN_EVENT_TYPES,
-    PAYLOAD_CACHE_FIELDS,
     TRANSCRIPT_FORMAT,
-    DirectSink,
     Event,
     EventSink,
     NullSink,
@@ -45,15 +53,17 @@ from mini_harness.events.vocabulary import (
 )
 
 __all__ = [
+    "APPROVAL_DECIDERS",
+    "APPROVAL_DECISIONS",
     "ERROR_KINDS",
     "FORMAT_VERSION",
     "KNOWN_EVENT_TYPES",
     "MAX_JSON_DEPTH",
-    "PAYLOAD_CACHE_FIELDS",
     "STOP_REASONS",
     "TRANSCRIPT_FORMAT",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "ContextTrimmed",
-    "DirectSink",
     "Event",
     "EventSink",
     "JsonObject",
@@ -66,14 +76,18 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "TerminalEvent",
+    "TooDeepError",
     "ToolCalled",
     "ToolError",
     "ToolFailed",
     "ToolSucceeded",
     "TranscriptStarted",
     "UnknownEvent",
+    "bounded_repr",
+    "bounded_str",
     "check_json",
     "event_type",
+    "nested_too_deep",
     "new_id",
     "utc_timestamp",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, TypeAlias
 
 import orjson
@@ -17,13 +18,31 @@ two. Deeper values are refused with "nested deeper than 100 levels". orjson writ
 254 levels and parsers in the MCP stack stop near 200, so 100 leaves room for the
 envelope around a value (a transcript line, a JSON-RPC request) and every path agrees."""
 
+TOO_DEEP = f"nested deeper than {MAX_JSON_DEPTH} levels"
+
+REPR_LIMIT = 2000
+"""The most characters of a value's repr put in a message."""
+
+TEXT_LIMIT = 1_000_000
+"""The most characters of an exception's text put in a message (a transcript line caps
+what it records further, keeping the start and the size: see transcripts/limits.py)."""
+
 # Refuse everything orjson would otherwise turn into JSON on its own (dataclasses,
 # datetimes, subclasses): a tool's output must already be plain JSON.
 _STRICT = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+# Integers with more bits than this are named by their size, not written out in full.
+_SHOWN_INT_BITS = 256
 
 
 class NotJsonError(ValueError):
     """The value is not a JSON value; the message says where and why."""
+
+
+class TooDeepError(NotJsonError):
+    """The value nests arrays and objects deeper than MAX_JSON_DEPTH (or refers to itself)."""
+
+    def __init__(self) -> None:
+        super().__init__(TOO_DEEP)
 
 
 def _refuse(obj: object) -> None:
@@ -33,13 +52,19 @@ def _refuse(obj: object) -> None:
 def check_json(value: object) -> bytes:
     """Return the compact JSON encoding of `value`, or raise NotJsonError saying why not.
 
-    orjson writes NaN and Infinity as null; null in the encoding is therefore checked by
-    a walk, which is rare enough to keep the common path one C call.
+    TooDeepError (a NotJsonError) for a value nested deeper than MAX_JSON_DEPTH, or one
+    that contains itself. The common path is one C call: the nesting is walked only when
+    the encoding has more brackets than the limit, and NaN and Infinity (which orjson
+    writes as null) are looked for only when the encoding holds a null.
     """
     try:
         encoded = orjson.dumps(value, default=_refuse, option=_STRICT)
     except (TypeError, orjson.JSONEncodeError) as exc:
+        if nested_too_deep(value):
+            raise TooDeepError from None
         raise NotJsonError(_describe(value, "$") or str(exc)) from None
+    if encoded.count(b"[") + encoded.count(b"{") > MAX_JSON_DEPTH and nested_too_deep(value):
+        raise TooDeepError
     # find, not `in`: `bytes in bytes` first tries the operand as an integer and builds
     # (and drops) a TypeError, which costs more than the search itself.
     if encoded.find(b"null") != -1:
@@ -49,8 +74,69 @@ def check_json(value: object) -> bytes:
     return encoded
 
 
+def nested_too_deep(value: object, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether lists, tuples and dicts in `value` nest deeper than `limit` levels.
+
+    A walk with its own stack (no recursion, so no RecursionError at any depth); it stops
+    at the first container past the limit, so a value that contains itself ends too.
+    """
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend(
+            (child, depth + 1) for child in children if isinstance(child, dict | list | tuple)
+        )
+    return False
+
+
+def bounded_repr(value: object, limit: int = REPR_LIMIT) -> str:
+    """repr(value) for a message: at most about `limit` characters, and never an exception.
+
+    A repr that raises (a broken `__repr__`, an integer past Python's digit limit, a value
+    nested past the recursion limit) is replaced by a description of the value's type.
+    """
+    if isinstance(value, int) and value.bit_length() > _SHOWN_INT_BITS:
+        return f"<{type(value).__name__} of {value.bit_length()} bits>"
+    try:
+        text = repr(value)
+    except Exception:
+        return f"<{_type_name(value)} object (its repr failed)>"
+    return _bounded(text, limit)
+
+
+def bounded_str(value: object, limit: int = TEXT_LIMIT) -> str:
+    """str(value) (e.g. an exception's message) under the same guarantees as bounded_repr."""
+    try:
+        text = str(value)
+    except Exception:
+        return f"<{_type_name(value)} object (its str failed)>"
+    return _bounded(text, limit)
+
+
+def _bounded(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text)} characters]"
+
+
+def _type_name(value: object) -> str:
+    name = getattr(type(value), "__name__", "")
+    return name if isinstance(name, str) else "unnamed"
+
+
 def _describe(value: object, path: str) -> str | None:
-    """Find the first non-JSON part of `value` and say what it is, or None."""
+    """Find the first non-JSON part of `value` and say what it is, or None.
+
+    Only called on values no deeper than MAX_JSON_DEPTH, so the recursion is bounded.
+    """
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, str):
@@ -61,15 +147,17 @@ def _describe(value: object, path: str) -> str | None:
         return None
     if isinstance(value, int):
         if not -(2**63) <= value < 2**64:
-            return f"{path}: integer {value} does not fit 64 bits"
+            return f"{path}: integer {bounded_repr(value)} does not fit 64 bits"
         return None
     if isinstance(value, float):
-        return None if math.isfinite(value) else f"{path}: {value!r} is not a JSON number"
+        if math.isfinite(value):
+            return None
+        return f"{path}: {bounded_repr(value)} is not a JSON number"
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                return f"{path}: key {key!r} is not a string"
-            found = _describe(item, f"{path}.{key}")
+                return f"{path}: key {bounded_repr(key)} is not a string"
+            found = _describe(item, f"{path}.{_bounded(key, REPR_LIMIT)}")
             if found:
                 return found
         return None
@@ -79,4 +167,26 @@ def _describe(value: object, path: str) -> str | None:
             if found:
                 return found
         return None
-    return f"{path}: {type(value).__name__} is not a JSON value"
+    return f"{path}: {_type_name(value)} is not a JSON value"
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def nested_deeper_than(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True if the arrays and objects of JSON text nest deeper than `limit` levels.
+
+    Reads the text, not a value: it answers for JSON too deep for a parser to build.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub('""', text)):
+        if match.group() in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False

@@ -8,6 +8,7 @@ from typing import Protocol, TypeAlias
 
 import attrs
 
+from mini_harness.events.approval import ApprovalDecided, ApprovalRequested
 from mini_harness.events.jsonvalue import JsonObject, JsonValue
 from mini_harness.events.model import (
     ContextTrimmed,
@@ -30,6 +31,7 @@ ERROR_KINDS = frozenset(
         "cancelled",
         "invalid_output",
         "interrupted",
+        "denied",
     }
 )
 
@@ -81,19 +83,13 @@ class RunStarted:
 
 @attrs.frozen
 class ToolCalled:
-    """A dispatch began; recorded before validation and before the handler runs.
-
-    `input_json` is the compact JSON of `input` when dispatch already produced it while
-    checking the input: a writer may embed it instead of serialising the input again. It is
-    a cache, not part of the event's value (it takes no part in ==).
-    """
+    """A dispatch began; recorded before validation and before the handler runs."""
 
     ts: str
     run_id: str
     call_id: str
     name: str
     input: JsonValue
-    input_json: bytes | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
     # In an agent run: the model's id for the call and the step that made it.
     tool_use_id: str | None = attrs.field(default=None, kw_only=True)
     step: int | None = attrs.field(default=None, kw_only=True)
@@ -101,7 +97,7 @@ class ToolCalled:
 
 @attrs.frozen
 class ToolSucceeded:
-    """A dispatch ended with a JSON output; `output_json` caches its JSON (as in ToolCalled)."""
+    """A dispatch ended with a JSON output."""
 
     ts: str
     run_id: str
@@ -109,7 +105,9 @@ class ToolSucceeded:
     name: str
     output: JsonValue
     duration_ms: float
-    output_json: bytes | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
+    # Files the call changed: {"path", "before", "after"} (sha256 hex, null: absent).
+    # Omitted from the line when None, so lines of calls that change nothing are as before.
+    effects: tuple[JsonObject, ...] | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -133,15 +131,14 @@ class UnknownEvent:
     data: JsonObject
 
 
-# Attributes that cache a payload's JSON (see ToolCalled): never on the wire themselves.
-PAYLOAD_CACHE_FIELDS = frozenset({"input_json", "output_json"})
-
 Event: TypeAlias = (
     TranscriptStarted
     | RunStarted
     | ToolCalled
     | ToolSucceeded
     | ToolFailed
+    | ApprovalRequested
+    | ApprovalDecided
     | ModelRequested
     | ModelResponded
     | ModelFailed
@@ -156,6 +153,8 @@ KNOWN_EVENT_TYPES: tuple[type, ...] = (
     ToolCalled,
     ToolSucceeded,
     ToolFailed,
+    ApprovalRequested,
+    ApprovalDecided,
     ModelRequested,
     ModelResponded,
     ModelFailed,
@@ -194,52 +193,17 @@ def new_id() -> str:
 
 
 class EventSink(Protocol):
-    """Where dispatch sends events. Emitting must be durable per the sink's own policy.
+    """Where the runtime sends events, one event object at a time.
 
-    A sink may also define the two methods of `DirectSink`; ToolRuntime then calls them for
-    every ToolCalled and ToolSucceeded instead of making the event objects (the hot path
-    of every dispatch). They must record exactly what `emit` would for the same event.
+    Emitting must be durable per the sink's own policy; a sink that cannot record an event
+    raises, and the runtime does not act on a call it could not record.
     """
 
     def emit(self, event: Event) -> None: ...
 
 
-class DirectSink(EventSink, Protocol):
-    """A sink that takes the two per-dispatch events as their fields (see EventSink).
-
-    `input_json` / `output_json` are the payload's compact JSON, as dispatch produced it
-    while checking that the payload is JSON (the events' cache fields).
-    """
-
-    def emit_tool_called(  # noqa: PLR0917 - positional: called on every dispatch
-        self,
-        ts: str,
-        run_id: str,
-        call_id: str,
-        name: str,
-        tool_input: JsonValue,
-        input_json: bytes | None,
-    ) -> None: ...
-
-    def emit_tool_succeeded(  # noqa: PLR0917 - positional: called on every dispatch
-        self,
-        ts: str,
-        run_id: str,
-        call_id: str,
-        name: str,
-        output: JsonValue,
-        duration_ms: float,
-        output_json: bytes | None,
-    ) -> None: ...
-
-
 class NullSink:
-    """Discards events: dispatch without a log (both routes, see DirectSink)."""
+    """Discards events: dispatch without a log."""
 
     def emit(self, event: Event) -> None:
         return None
-
-    def _discard(self, *fields: object) -> None:
-        return None
-
-    emit_tool_called = emit_tool_succeeded = _discard

@@ -6,7 +6,6 @@ and compares outputs as JSON values.
 
 from __future__ import annotations
 
-from mini_harness.registry_spec import load_registry
 from mini_harness.replay.fold import TranscriptFold, fold_transcript
 from mini_harness.replay.model import (
     OUTCOMES,
@@ -45,6 +44,5 @@ __all__ = [
     "fold_transcript",
     "json_diff",
     "json_equal",
-    "load_registry",
     "rerun_transcript",
 ]

@@ -40,6 +40,8 @@ from mini_harness.transcripts.reader import TranscriptReader
 
 _NUMBER = (int, float)
 
+_APPROVAL_EVENTS = frozenset({"ApprovalRequested", "ApprovalDecided"})
+
 
 @attrs.define
 class _RunState:
@@ -134,9 +136,17 @@ class TranscriptFold:
         yield from self._in_doubt()
         self.finished = True
         if self.selection is not None and self._selected is None:
-            raise ReplayError(
-                f"{self.path} has no run {self.selection} (it has {len(self._runs)} runs)"
-            )
+            wanted = self.selection or '""'
+            raise ReplayError(f"{self.path} has no run {wanted} ({self._listing()})")
+
+    def _listing(self, shown: int = 10) -> str:
+        """`it has 2 runs: 1 <id>, 2 <id>`, the first `shown` of them."""
+        runs = [f"{state.info.index} {run_id}" for run_id, state in self._runs.items()]
+        if not runs:
+            return "it has no runs"
+        more = f", and {len(runs) - shown} more" if len(runs) > shown else ""
+        noun = "run" if len(runs) == 1 else "runs"
+        return f"it has {len(runs)} {noun}: {', '.join(runs[:shown])}{more}"
 
     def _read_general(self) -> Iterator[RunInfo | CallRecord]:
         """Every line through the reader's raw path and `_event`: the reference for `_read`."""
@@ -408,7 +418,7 @@ class TranscriptFold:
         elif kind == "TranscriptStarted":
             if line == 1:
                 self.transcript_id = data["transcriptId"]
-        else:
+        elif kind not in _APPROVAL_EVENTS:  # approvals: see replay/effects.py
             self._unknown += 1
 
     def _in_doubt(self) -> Iterator[CallRecord]:
@@ -451,7 +461,7 @@ class TranscriptFold:
 
     def _selects(self, info: RunInfo) -> bool:
         wanted = self.selection
-        if wanted is None:
+        if not wanted:  # None selects every run; "" selects none
             return False
         if wanted.isdigit():
             return info.index == int(wanted)

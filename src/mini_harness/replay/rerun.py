@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 from collections.abc import Iterator
 
@@ -28,6 +29,8 @@ from mini_harness.replay.model import (
 )
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
+from mini_harness.transcripts.limits import OMITTED_KEY, is_omitted
+from mini_harness.transcripts.redaction import REDACTED
 
 _DIFF_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 
@@ -82,6 +85,42 @@ def definition_drift(info: RunInfo, registry: ToolRegistry) -> list[Drift]:
     return found
 
 
+def _mentions(value: JsonValue, text: str) -> bool:
+    """Whether `text` occurs in any string of `value`, keys included."""
+    if isinstance(value, str):
+        return text in value
+    if isinstance(value, dict):
+        return any(text in key or _mentions(item, text) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_mentions(item, text) for item in value)
+    return False
+
+
+def unrecorded_input(call: CallRecord) -> str | None:
+    """Why the call's input cannot be sent again, or None when it was recorded whole.
+
+    A value over the line cap was recorded as a size-and-hash marker, and a redacted one
+    carries `[REDACTED]` where the secret was: sending either back would test the tool
+    against something it was never given.
+    """
+    if is_omitted(call.input):
+        return "input not recorded: capped"
+    # "[REDACTED" also finds the numbered keys (`[REDACTED-2]`) redaction makes unique.
+    if _mentions(call.input, REDACTED[:-1]):
+        return "input not recorded: redacted"
+    return None
+
+
+def _marker_of(value: JsonValue, recorded: JsonObject) -> JsonObject:
+    """The size-and-hash marker `value` would have been recorded as, beside `recorded`."""
+    encoded = orjson.dumps(value)
+    return {
+        OMITTED_KEY: recorded[OMITTED_KEY],
+        "bytes": len(encoded),
+        "sha256": hashlib.sha256(encoded).hexdigest(),
+    }
+
+
 def _safe_to_repeat(registry: ToolRegistry, name: str) -> bool:
     tool = registry.get(name)
     # A tool that is gone cannot run: dispatching it only records unknown_tool.
@@ -130,6 +169,9 @@ class TranscriptRerun:
     def rerun_call(self, call: CallRecord) -> RerunOutcome:
         if call.status == IN_DOUBT:
             return RerunOutcome(call, SKIPPED, "in doubt: no recorded outcome to compare with")
+        unrecorded = unrecorded_input(call)
+        if unrecorded is not None:
+            return RerunOutcome(call, SKIPPED, unrecorded)
         if not self.allow_side_effects and not _safe_to_repeat(self.registry, call.name):
             reason = (
                 f"{call.name} is not marked readOnlyHint or idempotentHint "
@@ -147,9 +189,16 @@ class TranscriptRerun:
         current = orjson.loads(orjson.dumps(result.output))
         if call.status != SUCCEEDED:
             return RerunOutcome(call, NOW_SUCCEEDS, None, current)
-        if json_equal(call.output, current):
+        recorded = call.output
+        if isinstance(recorded, dict) and is_omitted(recorded):
+            # Too large to record: the marker's size and SHA-256 are what can be compared.
+            marker = _marker_of(current, recorded)
+            if json_equal(recorded, marker):
+                return RerunOutcome(call, MATCHED, None, current)
+            return RerunOutcome(call, DIVERGED, None, current, json_diff(call, recorded, marker))
+        if json_equal(recorded, current):
             return RerunOutcome(call, MATCHED, None, current)
-        return RerunOutcome(call, DIVERGED, None, current, json_diff(call, call.output, current))
+        return RerunOutcome(call, DIVERGED, None, current, json_diff(call, recorded, current))
 
     def _compare_failure(self, call: CallRecord, error: JsonObject) -> RerunOutcome:
         reason = f"{error['kind']}: {error['message']}"
@@ -185,17 +234,13 @@ class TranscriptRerun:
 
 def rerun_transcript(
     path: str | os.PathLike[str],
-    registry: ToolRegistry | None = None,
+    registry: ToolRegistry,
     *,
     allow_side_effects: bool = False,
     sink: EventSink | None = None,
     run: str | None = None,
 ) -> RerunReport:
-    """Re-run a transcript's calls against `registry` (default: the built-in tools)."""
-    if registry is None:
-        from mini_harness.tools import default_registry
-
-        registry = default_registry()
+    """Re-run a transcript's calls against `registry` and compare each with its record."""
     fold = TranscriptFold(path, run=run)
     return TranscriptRerun(
         fold, registry, allow_side_effects=allow_side_effects, sink=sink

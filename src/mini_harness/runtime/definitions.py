@@ -9,7 +9,8 @@ import attrs
 
 from mini_harness.events import JsonObject
 
-TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+"""What a tool name may be; matched against the whole name (`fullmatch`)."""
 
 # MCP hint names, in the order MCP documents them; wire keys are camelCase.
 _HINTS = (

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import inspect
-import itertools
 import math
 import os
-import sys
 import threading
 import time
-import weakref
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import attrs
 
@@ -24,6 +19,7 @@ from mini_harness.errors import (
     RejectedInputError,
     ToolCallError,
     ToolCancelledError,
+    ToolDeniedError,
     ToolHandlerError,
     ToolTimeoutError,
     UnknownToolError,
@@ -35,39 +31,53 @@ from mini_harness.events import (
     NotJsonError,
     NullSink,
     RunStarted,
+    TooDeepError,
     ToolCalled,
     ToolError,
     ToolFailed,
     ToolSucceeded,
+    bounded_repr,
+    bounded_str,
     check_json,
     new_id,
     utc_timestamp,
+)
+from mini_harness.runtime.definitions import ToolDefinition
+from mini_harness.runtime.effects import WithEffects
+from mini_harness.runtime.handler_threads import (
+    HandlerTimeout,
+    call_in_thread,
+    run_coroutine,
+    sync_off_loop,
 )
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
 
 # What a plain handler returns: never awaitable, so dispatch skips the awaitable check.
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+# The longest tool name an "Unknown tool" message repeats in full.
+_SHOWN_NAME_CHARS = 200
 
 
-def _has_direct_route(cls: type) -> bool:
-    """Whether a sink class takes the two dispatch events as fields (see DirectSink).
+@attrs.frozen
+class PendingCall:
+    """A call that was recorded and validated and waits for approval before it runs."""
 
-    Decided on the class: the class that defines `emit` must also define both direct
-    methods. A subclass that overrides only `emit` (to see every event), a proxy that
-    forwards attributes, or a mock then get event objects through `emit`, as before.
+    run_id: str
+    call_id: str
+    definition: ToolDefinition
+    input: JsonValue
+    sink: EventSink  # where the approver records ApprovalRequested / ApprovalDecided
+    timestamp: Callable[[], str]
+
+
+class Approver(Protocol):
+    """Decides whether a call may run: None lets it run; a string denies it and says why.
+
+    ToolRuntime consults it (when it has one) after ToolCalled is recorded and the input
+    validated, before the handler runs. A denial ends the call as ToolFailed, kind `denied`.
     """
 
-    def owner(name: str) -> type | None:
-        return next((c for c in cls.__mro__ if name in c.__dict__), None)
-
-    emit = owner("emit")
-    return emit is not None and emit is owner("emit_tool_called") is owner("emit_tool_succeeded")
-
-
-def _is_cancellation(exc: BaseException) -> bool:
-    """asyncio's CancelledError, without importing asyncio (a CLI start-up cost) to ask."""
-    module = sys.modules.get("asyncio")
-    return module is not None and isinstance(exc, module.CancelledError)
+    def __call__(self, call: PendingCall) -> str | None: ...
 
 
 # Without slots: a frozen attrs class with a __dict__ fills it directly, while a slotted
@@ -82,6 +92,7 @@ class ToolResult:
     output: JsonValue
     duration_ms: float
     call_id: str
+    effects: tuple[JsonObject, ...] | None = None  # files the call changed (see WithEffects)
 
     def to_json(self) -> JsonObject:
         """`{"name", "input", "output", "durationMs"}` with durationMs as recorded."""
@@ -142,24 +153,17 @@ def _elapsed_ms(start_ns: int, end_ns: int) -> float:
     return round((end_ns - start_ns) / 1000) / 1000
 
 
-_runtimes: weakref.WeakSet[ToolRuntime] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for runtime in list(_runtimes):
-        runtime._after_fork_in_child()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
 class ToolRuntime:
     """One run: dispatches against a registry and emits events to a sink.
 
     The first dispatch (or `start()`) emits `RunStarted` with the registry's definitions.
     Every dispatch emits `ToolCalled` and then exactly one terminal event; on failure the
     matching ToolCallError subclass is raised after the failure was recorded.
+
+    One runtime per process: a runtime used in a child of `os.fork` notices the new process
+    id and takes a new random call id prefix (and, if its run had not started, a run of its
+    own), so parent and child never give the same id. A call begun before the fork is the
+    parent's: a child that returns from its handler does not record its end.
     """
 
     def __init__(
@@ -170,93 +174,51 @@ class ToolRuntime:
         run_id: str | None = None,
         timestamp: Callable[[], str] = utc_timestamp,
         monotonic_ns: Callable[[], int] = time.perf_counter_ns,
+        approver: Approver | None = None,
     ) -> None:
         self.registry = registry
-        self.sink = sink if sink is not None else NullSink()
+        self.approver = approver
+        self.sink: EventSink = sink if sink is not None else NullSink()
         self.run_id = run_id or new_id()
         self._timestamp = timestamp
         self._monotonic_ns = monotonic_ns
         self._started = False
-        self._call_numbers = itertools.count(1)  # next() on it is atomic: no lock per call
+        self._calls = 0
         self._call_prefix = f"{self.run_id[:12]}-"
-        self._calls_before_fork = 0
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self.tools_snapshot: tuple[JsonObject, ...] = ()
-        _runtimes.add(self)
 
     def __repr__(self) -> str:
         return f"<ToolRuntime(run_id={self.run_id!r}, calls={self.calls})>"
 
     @property
     def calls(self) -> int:
-        """How many dispatches this runtime has begun."""
-        begun = int(repr(self._call_numbers)[6:-1]) - 1  # "count(N)": N is the next number
-        return self._calls_before_fork + begun
+        """How many dispatches this runtime has begun (in this process and before a fork)."""
+        return self._calls
 
-    def _after_fork_in_child(self) -> None:
-        """In a child of `os.fork`: never give a call id (or a RunStarted) the parent or a
-        sibling gives too.
+    def _check_process(self) -> None:
+        """In a child of `os.fork`: never give a call id (or a RunStarted) the parent gives.
 
-        The parent (and any other child) goes on counting calls from the same number: the
-        child takes 12 random hex digits in place of the run id's as its call id prefix, and
-        counts from 1. A run already started goes on in the child; one not started yet would
-        be started twice, so the child's is a run of its own: the parent's run id (given or
-        made), a dash and those 12 digits, which still names the run it came from. Either
-        way the start lock is a new one, in case a thread of the parent (which the child
-        does not have) held it at the fork.
+        The child takes 12 random hex digits in place of the run id's as its call id prefix
+        (the numbers go on from the parent's count). A run not started yet would be started
+        twice, so the child's is a run of its own: the parent's run id, a dash and those
+        digits. The lock is a new one, in case a thread of the parent held it at the fork.
         """
+        pid = os.getpid()
+        if pid == self._pid:
+            return
         own = new_id()[:12]
-        self._calls_before_fork = self.calls
-        self._call_numbers = itertools.count(1)
-        self._call_prefix = f"{own}-"
+        self._pid = pid
         self._lock = threading.Lock()
+        self._call_prefix = f"{own}-"
         if not self._started:
             self.run_id = f"{self.run_id}-{own}"
-
-    @property
-    def sink(self) -> EventSink:
-        return self._sink
-
-    @sink.setter
-    def sink(self, sink: EventSink) -> None:
-        self._sink = sink
-        if _has_direct_route(type(sink)):
-            self._emit_called: Callable[..., None] = sink.emit_tool_called  # type: ignore[attr-defined]
-            self._emit_succeeded: Callable[..., None] = sink.emit_tool_succeeded  # type: ignore[attr-defined]
-            return
-        emit = sink.emit
-
-        def emit_called(  # noqa: PLR0917 - positional: called on every dispatch
-            ts: str,
-            run_id: str,
-            call_id: str,
-            name: str,
-            tool_input: JsonValue,
-            input_json: bytes | None,
-        ) -> None:
-            emit(ToolCalled(ts, run_id, call_id, name, tool_input, input_json=input_json))
-
-        def emit_succeeded(  # noqa: PLR0917 - positional: called on every dispatch
-            ts: str,
-            run_id: str,
-            call_id: str,
-            name: str,
-            output: JsonValue,
-            duration_ms: float,
-            output_json: bytes | None,
-        ) -> None:
-            emit(
-                ToolSucceeded(
-                    ts, run_id, call_id, name, output, duration_ms, output_json=output_json
-                )
-            )
-
-        self._emit_called = emit_called
-        self._emit_succeeded = emit_succeeded
 
     def start(self, **agent_fields: Any) -> None:
         """Emit RunStarted (once); dispatch calls this for you. An agent run passes its
         RunStarted fields (task, model, system_prompt, project_rules, max_steps)."""
+        self._check_process()
         with self._lock:
             if self._started:
                 return
@@ -280,47 +242,49 @@ class ToolRuntime:
         """Record ToolCalled, then look up and validate; raise (recorded) on failure.
 
         `agent_call` is the model's id for the call and the step, in an agent run."""
+        self._check_process()
         if not self._started:
             self.start()
         if not name.isascii():
             name = recordable(name)  # only a name we could never register can change here
-        call_id = f"{self._call_prefix}{next(self._call_numbers)}"
+        with self._lock:
+            self._calls += 1
+            call_id = f"{self._call_prefix}{self._calls}"
+        recorded: JsonValue = tool_input
+        problem = None
         try:
-            encoded: bytes | None = check_json(tool_input)
-            recorded_input: JsonValue = tool_input
-            input_problem = None
+            check_json(tool_input)
+        except TooDeepError as exc:
+            recorded = {"$omitted": str(exc)}
+            problem = f"Invalid input for {name}: {exc}"
         except NotJsonError as exc:
-            encoded = None
-            recorded_input = repr(tool_input)
-            input_problem = str(exc)
-        if agent_call is None:
-            self._emit_called(
-                self._timestamp(), self.run_id, call_id, name, recorded_input, encoded
+            recorded = recordable(bounded_repr(tool_input))
+            problem = f"Invalid input for {name}: not a JSON value ({exc})"
+        tool_use_id, step = (None, None) if agent_call is None else agent_call
+        self.sink.emit(
+            ToolCalled(
+                self._timestamp(),
+                self.run_id,
+                call_id,
+                name,
+                recorded,
+                tool_use_id=tool_use_id,
+                step=step,
             )
-        else:
-            self.sink.emit(
-                ToolCalled(
-                    self._timestamp(),
-                    self.run_id,
-                    call_id,
-                    name,
-                    recorded_input,
-                    input_json=encoded,
-                    tool_use_id=agent_call[0],
-                    step=agent_call[1],
-                )
-            )
+        )
         start = self._monotonic_ns()
         tool = self.registry.get(name)
         if tool is None:
-            self._fail(call_id, name, start, UnknownToolError(name, f"Unknown tool: {name}"))
-        if input_problem is not None:
-            message = f"Invalid input for {name}: not a JSON value ({input_problem})"
-            self._fail(call_id, name, start, InvalidInputError(name, message, path=name))
+            shown = name
+            if len(shown) > _SHOWN_NAME_CHARS:
+                shown = f"{name[:_SHOWN_NAME_CHARS]}... ({len(name)} characters)"
+            self._fail(call_id, name, start, UnknownToolError(name, f"Unknown tool: {shown}"))
+        if problem is not None:
+            self._fail(call_id, name, start, InvalidInputError(name, problem, path=name))
         try:
             violations = tool.validator.check(tool_input)
         except (ValueError, TypeError) as exc:  # a value JSON encodes but no schema can read
-            message = f"Invalid input for {name}: not a JSON value ({exc})"
+            message = f"Invalid input for {name}: not a JSON value ({bounded_str(exc)})"
             self._fail(call_id, name, start, InvalidInputError(name, message, path=name))
         if violations:
             first = violations[0]
@@ -328,21 +292,73 @@ class ToolRuntime:
                 name, first.full_message, path=first.path, violations=violations
             )
             self._fail(call_id, name, start, error)
+        if self.approver is not None:
+            self._approve(call_id, tool, tool_input, start)
         return call_id, tool, start
 
     def _succeed(
         self, call_id: str, name: str, tool_input: JsonValue, start: int, output: object
     ) -> ToolResult:
+        if type(output) is WithEffects:
+            return self._succeed_with_effects(call_id, name, tool_input, start, output)
         try:
-            encoded = check_json(output)
+            check_json(output)
+        except TooDeepError as exc:
+            message = f"Tool {name} returned a value {exc}"
+            self._fail(call_id, name, start, InvalidOutputError(name, message))
         except NotJsonError as exc:
             message = f"Tool {name} returned a value that is not JSON: {exc}"
             self._fail(call_id, name, start, InvalidOutputError(name, message))
-        duration = round((self._monotonic_ns() - start) / 1000) / 1000  # _elapsed_ms
-        self._emit_succeeded(
-            self._timestamp(), self.run_id, call_id, name, output, duration, encoded
-        )
+        duration = _elapsed_ms(start, self._monotonic_ns())
+        if os.getpid() == self._pid:  # not in a child a handler forked (see the class)
+            self.sink.emit(
+                ToolSucceeded(self._timestamp(), self.run_id, call_id, name, output, duration)
+            )
         return ToolResult(name, tool_input, output, duration, call_id)
+
+    def _succeed_with_effects(
+        self, call_id: str, name: str, tool_input: JsonValue, start: int, result: WithEffects
+    ) -> ToolResult:
+        """A handler that changed files: its effects go into the ToolSucceeded too."""
+        try:
+            check_json(result.output)
+        except NotJsonError as exc:
+            message = f"Tool {name} returned a value that is not JSON: {exc}"
+            self._fail(call_id, name, start, InvalidOutputError(name, message))
+        duration = _elapsed_ms(start, self._monotonic_ns())
+        effects = tuple(effect.to_json() for effect in result.effects)
+        self.sink.emit(
+            ToolSucceeded(
+                self._timestamp(),
+                self.run_id,
+                call_id,
+                name,
+                result.output,
+                duration,
+                effects=effects,
+            )
+        )
+        return ToolResult(name, tool_input, result.output, duration, call_id, effects)
+
+    # --- approval (see Approver) ----------------------------------------------
+
+    def _approve(
+        self, call_id: str, tool: RegisteredTool, tool_input: JsonValue, start: int
+    ) -> None:
+        """Ask the approver; a denial is recorded as ToolFailed (kind `denied`) and raised."""
+        pending = PendingCall(
+            self.run_id, call_id, tool.definition, tool_input, self.sink, self._timestamp
+        )
+        try:
+            reason = self.approver(pending) if self.approver is not None else None
+        except Exception as exc:  # an approver that breaks must never let the call run
+            reason = f"Approval of {tool.name} failed ({type(exc).__name__}: {exc}); it did not run"
+        except BaseException:  # Ctrl-C at a prompt: the call still gets its terminal event
+            cancelled = ToolCancelledError(tool.name, f"Tool {tool.name} cancelled")
+            self._record_failure(call_id, tool.name, start, cancelled)
+            raise
+        if reason is not None:
+            self._fail(call_id, tool.name, start, ToolDeniedError(tool.name, reason))
 
     def _fail(self, call_id: str, name: str, start: int, error: ToolCallError) -> NoReturn:
         """Record ToolFailed for `error`, then raise it."""
@@ -352,6 +368,8 @@ class ToolRuntime:
     def _record_failure(self, call_id: str, name: str, start: int, error: ToolCallError) -> None:
         duration = _elapsed_ms(start, self._monotonic_ns())
         error.call_id = call_id
+        if os.getpid() != self._pid:  # in a child a handler forked: the parent's call
+            return
         detail = ToolError(kind=error.kind, message=recordable(error.message))
         if isinstance(error, InvalidInputError):
             detail = attrs.evolve(
@@ -373,7 +391,7 @@ class ToolRuntime:
         )
 
     def _handler_failed(self, name: str, exc: BaseException) -> ToolHandlerError:
-        text = recordable(str(exc))
+        text = recordable(bounded_str(exc))
         kind = recordable(type(exc).__name__)
         message = f"Tool {name} failed: {kind}: {text}" if text else f"Tool {name} failed: {kind}"
         return ToolHandlerError(name, message, error_type=kind)
@@ -384,6 +402,12 @@ class ToolRuntime:
 
     def _timed_out(self, name: str, timeout: float) -> ToolTimeoutError:
         return ToolTimeoutError(name, f"Tool {name} timed out after {timeout:g} s")
+
+    def _cancelled(self, call_id: str, name: str, start: int) -> None:
+        """Record `cancelled`: the handler raised what must propagate (KeyboardInterrupt,
+        SystemExit, GeneratorExit, asyncio's CancelledError); the caller re-raises it."""
+        cancelled = ToolCancelledError(name, f"Tool {name} cancelled")
+        self._record_failure(call_id, name, start, cancelled)
 
     # --- sync -----------------------------------------------------------------
 
@@ -399,134 +423,50 @@ class ToolRuntime:
             if tool.timeout is None and not tool.is_async:  # the common case, inline
                 output = tool.handler(tool_input)
                 if type(output) not in _PLAIN and inspect.isawaitable(output):
-                    output = _run_coroutine(output, None)
+                    output = run_coroutine(output, None)
+            elif tool.is_async:
+                output = run_coroutine(tool.handler(tool_input), tool.timeout)
             else:
-                output = self._run_sync(tool, tool_input)
-        except _Timeout:
+                output = call_in_thread(tool.handler, tool_input, tool.timeout)
+        except HandlerTimeout:
             self._fail(call_id, name, start, self._timed_out(name, tool.timeout or 0))
         except RejectedInputError as exc:
             self._fail(call_id, name, start, self._rejected(name, exc))
         except Exception as exc:  # the handler's own failure, whatever it is
             self._fail(call_id, name, start, self._handler_failed(name, exc))
-        except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt) or _is_cancellation(exc):
-                cancelled = ToolCancelledError(name, f"Tool {name} cancelled")
-                self._record_failure(call_id, name, start, cancelled)
+        except BaseException:
+            self._cancelled(call_id, name, start)
             raise
         return self._succeed(call_id, name, tool_input, start, output)
-
-    def _run_sync(self, tool: RegisteredTool, tool_input: JsonValue) -> object:
-        """An async handler, or one with a timeout (dispatch runs plain handlers itself)."""
-        if tool.is_async:
-            return _run_coroutine(tool.handler(tool_input), tool.timeout)
-        return _call_in_thread(tool.handler, tool_input, tool.timeout)
 
     # --- async ----------------------------------------------------------------
 
     async def dispatch_async(self, name: str, tool_input: JsonValue) -> ToolResult:
-        """Dispatch from inside an event loop; sync handlers run in a thread of their own."""
-        import asyncio
+        """Dispatch from inside an event loop; sync handlers run in the shared handler threads."""
+        import asyncio  # only async callers pay for it
 
         call_id, tool, start = self._begin(name, tool_input)
         try:
-            output = await self._run_async(tool, tool_input)
+            if tool.is_async:
+                output = await asyncio.wait_for(tool.handler(tool_input), tool.timeout)
+            else:
+                output = await asyncio.wait_for(
+                    sync_off_loop(tool.handler, tool_input), tool.timeout
+                )
         except TimeoutError:
             self._fail(call_id, name, start, self._timed_out(name, tool.timeout or 0))
-        except asyncio.CancelledError:
-            cancelled = ToolCancelledError(name, f"Tool {name} cancelled")
-            self._record_failure(call_id, name, start, cancelled)
-            raise
         except RejectedInputError as exc:
             self._fail(call_id, name, start, self._rejected(name, exc))
         except Exception as exc:
             self._fail(call_id, name, start, self._handler_failed(name, exc))
+        except BaseException:  # CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit
+            self._cancelled(call_id, name, start)
+            raise
         return self._succeed(call_id, name, tool_input, start, output)
 
-    async def _run_async(self, tool: RegisteredTool, tool_input: JsonValue) -> object:
-        import asyncio
-
-        if tool.is_async:
-            return await asyncio.wait_for(tool.handler(tool_input), tool.timeout)
-        return await asyncio.wait_for(_sync_off_loop(tool.handler, tool_input), tool.timeout)
-
-
-async def _sync_off_loop(handler: Callable[[Any], Any], arg: object) -> object:
-    """Run a sync handler in a daemon thread, so the loop keeps serving while it runs.
-
-    Not `asyncio.to_thread`: the default executor's threads are joined at exit, so one
-    abandoned handler (timed out or cancelled) would hold the process open until it ends.
-    """
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[object] = loop.create_future()
-    context = contextvars.copy_context()
-
-    def settle(value: object, error: BaseException | None) -> None:
-        if future.done():  # the caller stopped waiting (timeout or cancellation)
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)
-
-    def target() -> None:
-        value: object = None
-        error: BaseException | None = None
+    def attempt(self, name: str, tool_input: JsonValue) -> ToolResult | ToolCallError:
+        """`dispatch` that returns the recorded failure instead of raising it."""
         try:
-            value = context.run(handler, arg)
-        except BaseException as exc:  # handed to the awaiting caller
-            error = exc
-        with contextlib.suppress(RuntimeError):  # the loop is already closed
-            loop.call_soon_threadsafe(settle, value, error)
-
-    threading.Thread(target=target, name="mini-harness-tool", daemon=True).start()
-    output = await future
-    if inspect.isawaitable(output):
-        return await output
-    return output
-
-
-class _Timeout(Exception):
-    """Internal: a sync-dispatched handler ran past its timeout."""
-
-
-def _run_coroutine(awaitable: Any, timeout: float | None) -> object:
-    import asyncio
-
-    async def runner() -> object:
-        try:
-            return await asyncio.wait_for(awaitable, timeout)
-        except TimeoutError:
-            raise _Timeout from None
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(runner())
-    # Called from inside a running loop: run the coroutine on a loop of its own.
-    return _call_in_thread(lambda _: asyncio.run(runner()), None, None)
-
-
-def _call_in_thread(func: Callable[[Any], Any], arg: object, timeout: float | None) -> object:
-    """Run func(arg) in a daemon thread; raise _Timeout if it does not finish in time.
-
-    A thread cannot be killed: a timed-out handler keeps running in the background, but
-    its result is discarded and the call is recorded as timed out.
-    """
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = func(arg)
-        except BaseException as exc:  # handed to the caller below
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="mini-harness-tool", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise _Timeout
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+            return self.dispatch(name, tool_input)
+        except ToolCallError as exc:
+            return exc

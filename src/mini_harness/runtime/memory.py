@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import attrs
@@ -17,26 +18,38 @@ class Recorded:
     event: Event
 
 
-@attrs.define
 class MemorySink:
-    """Keeps events in a list; numbers them like a transcript file does, header included."""
+    """Keeps events in a list; numbers them like a transcript file does, header included.
 
-    transcript_id: str = attrs.field(factory=new_id)
-    _records: list[Recorded] = attrs.field(factory=list, repr=False)
+    After the first event (which puts the header first), emitting is a list append.
+    """
+
+    def __init__(self, transcript_id: str | None = None) -> None:
+        self.transcript_id = transcript_id or new_id()
+        self._events: list[Event] = []
+        self._first = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<MemorySink(transcript_id={self.transcript_id!r}, events={len(self._events)})>"
 
     def emit(self, event: Event) -> None:
-        if not self._records and not isinstance(event, TranscriptStarted):
-            header = TranscriptStarted(ts=event.ts, transcript_id=self.transcript_id)
-            self._records.append(Recorded(0, header))
-        self._records.append(Recorded(len(self._records), event))
+        with self._first:
+            if not self._events and not isinstance(event, TranscriptStarted):
+                self._events.append(
+                    TranscriptStarted(ts=event.ts, transcript_id=self.transcript_id)
+                )
+            self._events.append(event)
+            if type(self).emit is MemorySink.emit:  # a subclass's own emit stays in place
+                # From now on the header is in place: emitting is the list's append.
+                self.emit = self._events.append  # type: ignore[method-assign,assignment]
 
     def __iter__(self) -> Iterator[Recorded]:
-        return iter(list(self._records))
+        return (Recorded(seq, event) for seq, event in enumerate(list(self._events)))
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self._events)
 
     @property
     def events(self) -> list[Event]:
         """The events emitted so far, header included, in order."""
-        return [r.event for r in self._records]
+        return list(self._events)

@@ -51,7 +51,7 @@ class ToolRegistry:
     ) -> RegisteredTool:
         """Add a tool; raise a RegistrationError subclass naming the tool if it cannot be."""
         name = definition.name
-        if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+        if not isinstance(name, str) or not TOOL_NAME_PATTERN.fullmatch(name):
             raise InvalidToolNameError(
                 str(name),
                 f"Invalid tool name {name!r}: use 1-64 characters from a-z, A-Z, 0-9, _ and -",

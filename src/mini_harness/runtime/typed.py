@@ -33,8 +33,7 @@ from mini_harness.runtime.schema_derive import (
     schema_for,
     unwrap_annotated,
 )
-from mini_harness.runtime.validation import display_path
-from mini_harness.runtime.violation import Violation
+from mini_harness.runtime.validation import Violation, display_path
 
 _NoneType = type(None)
 _CONVERTER = cattrs.Converter()

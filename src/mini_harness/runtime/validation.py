@@ -1,42 +1,88 @@
-"""Input validation: JSON Schema 2020-12 via jsonschema-rs, with messages a person can act on.
-
-Simple schemas (see simple_schema) are checked in plain Python with the same results, and
-jsonschema-rs is imported only when a schema or an input needs it.
-"""
+"""Input validation: JSON Schema via jsonschema-rs, with messages a person can act on."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
+import attrs
+import jsonschema_rs
 import orjson
 
-from mini_harness.errors import InvalidSchemaError
+from mini_harness.errors import InvalidSchemaError, RemoteSchemaError
 from mini_harness.events import JsonObject
-from mini_harness.runtime.simple_schema import SimpleSchema
-
-if TYPE_CHECKING:
-    from mini_harness.runtime.violation import Violation
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+# The meta-schemas jsonschema-rs carries with it (compared without a trailing "#"): any
+# other "$schema" would have to be fetched, and nothing is fetched at registration.
+_KNOWN_META_SCHEMAS = frozenset(
+    {
+        "https://json-schema.org/draft/2020-12/schema",
+        "https://json-schema.org/draft/2019-09/schema",
+        "http://json-schema.org/draft-07/schema",
+        "http://json-schema.org/draft-06/schema",
+        "http://json-schema.org/draft-04/schema",
+        "http://json-schema.org/schema",
+    }
+)
+# How jsonschema-rs words a reference it could not resolve.
+_UNRESOLVED = re.compile(r"Resource '(?P<uri>[^']*)' is not present in a registry")
+
+
+@attrs.frozen
+class Violation:
+    """One way the input breaks the schema: where (`echo.items[0]`), which keyword, what."""
+
+    path: str
+    keyword: str
+    message: str
+
+    @property
+    def full_message(self) -> str:
+        return f"Invalid input for {self.path}: {self.message}"
+
+    def to_json(self) -> JsonObject:
+        return {"path": self.path, "keyword": self.keyword, "message": self.message}
 
 
 def _refuse_remote(uri: str) -> NoReturn:
-    # Remote $refs are never fetched: a tool's schema must be self-contained.
-    raise ValueError(f"remote $ref {uri!r} is not fetched; inline it or use $defs")
+    # Called by jsonschema-rs for a reference outside the schema: a tool's schema must be
+    # self-contained, so the resource is never fetched.
+    raise ValueError(f"{uri} is not fetched")
+
+
+def _remote(tool: str, keyword: str, uri: str) -> RemoteSchemaError:
+    return RemoteSchemaError(
+        tool,
+        f"Invalid input schema for tool {tool}: {keyword} names {uri}, a resource outside "
+        "the schema; remote resources are never fetched (inline it or use $defs)",
+        uri=uri,
+    )
+
+
+def _check_meta_schema(tool: str, schema: JsonObject) -> None:
+    """Refuse a root "$schema" that jsonschema-rs would fetch to check the schema against."""
+    if "$schema" not in schema:
+        return
+    meta = schema["$schema"]
+    if not isinstance(meta, str):
+        raise InvalidSchemaError(
+            tool, f'Invalid input schema for tool {tool}: "$schema" must be a string'
+        )
+    if meta.removesuffix("#") not in _KNOWN_META_SCHEMAS:
+        raise _remote(tool, '"$schema"', meta)
 
 
 def compile_schema(tool: str, schema: object) -> Any:
     """Check `schema` and compile it once; raise InvalidSchemaError naming the tool."""
-    import jsonschema_rs
-
     if not isinstance(schema, dict):
         raise InvalidSchemaError(tool, f"Invalid input schema for tool {tool}: not an object")
     if schema.get("type") != "object":
         raise InvalidSchemaError(
             tool, f'Invalid input schema for tool {tool}: root must have "type": "object"'
         )
+    _check_meta_schema(tool, schema)
     try:
         jsonschema_rs.meta.validate(schema)
     except jsonschema_rs.ValidationError as exc:
@@ -50,8 +96,11 @@ def compile_schema(tool: str, schema: object) -> Any:
         raise InvalidSchemaError(tool, f"Invalid input schema for tool {tool}: {exc}") from None
     try:
         return jsonschema_rs.validator_for(schema, retriever=_refuse_remote)
-    except (jsonschema_rs.ValidationError, ValueError) as exc:
+    except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
         first = str(exc).splitlines()[0]
+        unresolved = _UNRESOLVED.match(first)
+        if unresolved:
+            raise _remote(tool, "a reference", unresolved["uri"]) from None
         raise InvalidSchemaError(tool, f"Invalid input schema for tool {tool}: {first}") from None
 
 
@@ -117,23 +166,23 @@ def describe(error: Any) -> str:
     if name == "multipleOf":
         return f"expected a multiple of {_quote(kind.multiple_of)}"
     if name == "minLength":
-        return f"expected a string of at least {kind.limit} characters"
+        return f"expected a string of at least {_count(kind.limit, 'character', 'characters')}"
     if name == "maxLength":
-        return f"expected a string of at most {kind.limit} characters"
+        return f"expected a string of at most {_count(kind.limit, 'character', 'characters')}"
     if name == "pattern":
         return f"expected a string matching {_quote(kind.pattern)}"
     if name == "format":
         return f"expected a string in format {_quote(kind.format)}"
     if name == "minItems":
-        return f"expected at least {kind.limit} items"
+        return f"expected at least {_count(kind.limit, 'item', 'items')}"
     if name == "maxItems":
-        return f"expected at most {kind.limit} items"
+        return f"expected at most {_count(kind.limit, 'item', 'items')}"
     if name == "uniqueItems":
         return "expected unique items"
     if name == "minProperties":
-        return f"expected at least {kind.limit} properties"
+        return f"expected at least {_count(kind.limit, 'property', 'properties')}"
     if name == "maxProperties":
-        return f"expected at most {kind.limit} properties"
+        return f"expected at most {_count(kind.limit, 'property', 'properties')}"
     if name in {"additionalProperties", "unevaluatedProperties"}:
         extra = list(kind.unexpected)
         noun = "property" if len(extra) == 1 else "properties"
@@ -152,77 +201,36 @@ def describe(error: Any) -> str:
     return str(error.message)
 
 
-# How many times a validator checks a simple schema in Python before compiling it: the
-# Python checks spare a short-lived process (a CLI dispatch) the import of jsonschema-rs,
-# while a compiled validator is faster per call in a long-lived one.
-PYTHON_CHECKS = 8
-
-
 class InputValidator:
-    """A compiled schema for one tool; `check` returns every violation (empty when valid).
+    """A tool's schema, checked and compiled once; `check` returns every violation."""
 
-    A schema in the simple subset (see simple_schema) needs no meta-schema check, since
-    every such schema is valid, and its first PYTHON_CHECKS checks run in Python; then,
-    or as soon as an input holds something the subset leaves to jsonschema-rs, it is
-    compiled. Any other schema is checked and compiled at once. Either way the results are
-    the same.
-    """
-
-    __slots__ = ("_python_checks", "_simple", "_validator", "tool")
+    __slots__ = ("_validator", "tool")
 
     def __init__(self, tool: str, schema: JsonObject) -> None:
         self.tool = tool
-        self._simple = SimpleSchema.of(schema)
-        self._python_checks = PYTHON_CHECKS
-        self._validator: Any = None if self._simple is not None else compile_schema(tool, schema)
-
-    def _python_errors(self, simple: SimpleSchema, instance: object) -> list[Any] | None:
-        """The errors found in Python, or None when jsonschema-rs must judge."""
-        self._python_checks -= 1
-        errors = simple.errors(instance) if self._python_checks >= 0 else None
-        if errors is None:
-            self._validator = compile_schema(self.tool, simple.to_schema())
-            self._simple = None
-        return errors
+        self._validator: Any = compile_schema(tool, schema)
 
     def is_valid(self, instance: object) -> bool:
-        simple = self._simple
-        errors = None if simple is None else self._python_errors(simple, instance)
-        if errors is not None:
-            return not errors
         return bool(self._validator.is_valid(instance))
 
     def check(self, instance: object) -> list[Violation]:
-        simple = self._simple
-        errors: Iterable[Any] | None = (
-            None if simple is None else self._python_errors(simple, instance)
-        )
-        if errors is None:
-            if self._validator.is_valid(instance):
-                return []
-            errors = self._validator.iter_errors(instance)
-        elif not errors:
+        """Every violation, shallow ones first (empty when the input is valid)."""
+        validator = self._validator
+        if validator.is_valid(instance):
             return []
-        from mini_harness.runtime.violation import Violation
-
         violations = [
             Violation(
                 path=display_path(self.tool, error.instance_path),
                 keyword=error.kind.name,
                 message=describe(error),
             )
-            for error in errors
+            for error in validator.iter_errors(instance)
         ]
         # Shallow problems first: a wrong root type explains everything beneath it.
         violations.sort(key=lambda v: v.path.count(".") + v.path.count("["))
         return violations
 
 
-def __getattr__(name: str) -> Any:
-    # Violation lives in runtime.violation, imported once an input is invalid (attrs
-    # compiles a class's methods when it is defined); it can still be imported from here.
-    if name == "Violation":
-        from mini_harness.runtime import violation
-
-        return violation.Violation
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def _count(number: object, one: str, many: str) -> str:
+    """`1 character`, `2 characters`: the noun agrees with the count."""
+    return f"{number} {one if number == 1 else many}"

@@ -16,7 +16,7 @@ import pytest
 from mini_harness.errors import ToolCallError
 from mini_harness.events import JsonValue
 from mini_harness.runtime import MemorySink, ToolRegistry, ToolResult, ToolRuntime
-from mini_harness.testing.cli_outcome import CliOutcome, invoke
+from mini_harness.testing.cli_outcome import CliOutcome, invoke, run_process
 from mini_harness.testing.normalize import Normalization, mask_prev
 from mini_harness.transcripts import JsonlTranscript, encode_line, line_hash
 
@@ -67,13 +67,6 @@ class GoldenSession:
 
 class GoldenRuntime(ToolRuntime):
     """A ToolRuntime whose events go to the test's golden transcript."""
-
-    def attempt(self, name: str, tool_input: JsonValue) -> ToolResult | ToolCallError:
-        """Dispatch and return the result, or the recorded failure instead of raising it."""
-        try:
-            return self.dispatch(name, tool_input)
-        except ToolCallError as exc:
-            return exc
 
     async def attempt_async(self, name: str, tool_input: JsonValue) -> ToolResult | ToolCallError:
         """`attempt` from inside an event loop."""
@@ -156,12 +149,11 @@ class Golden:
         prog: str = "mini-harness",
         input: str | None = None,
         env: Mapping[str, str | None] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
     ) -> CliOutcome:
-        """Run the mini-harness CLI (or another click `command`) in-process."""
+        """Run the mini-harness CLI in a child process, or another click `command` in-process."""
         if command is None:
-            from mini_harness.cli import cli
-
-            command = cli
+            return run_process(args, prog=prog, input=input, env=env, cwd=cwd)
         return invoke(command, args, prog=prog, input=input, env=env)
 
     # --- checking -------------------------------------------------------------------
@@ -184,10 +176,11 @@ class Golden:
         prog: str = "mini-harness",
         input: str | None = None,
         env: Mapping[str, str | None] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
     ) -> CliOutcome:
         """Run the CLI and compare its rendered output (command, streams, exit code)."""
         __tracebackhide__ = True
-        outcome = self.cli(*args, command=command, prog=prog, input=input, env=env)
+        outcome = self.cli(*args, command=command, prog=prog, input=input, env=env, cwd=cwd)
         self.check_text(outcome.render(), name=name)
         return outcome
 

@@ -101,10 +101,55 @@ def default_registry(workspace: WorkspaceLike | None = None) -> ToolRegistry:
     return registry
 
 
+# --- coding tools (git, apply_patch, run_command) -----------------------------------
+
+
+def register_coding_tools(
+    registry: ToolRegistry,
+    workspace: WorkspaceLike,
+    *,
+    redacted_names: tuple[str, ...] = (),
+    sandbox: bool | None = None,
+) -> None:
+    """Add git_status, git_diff, apply_patch and run_command, confined to `workspace`.
+
+    Not part of default_registry: apply_patch and run_command change the workspace, so a
+    run that offers them should put an approver on its ToolRuntime. `sandbox`: None runs
+    commands under bubblewrap when it works here, False never; True requires it.
+    `redacted_names`: environment variables never passed to a command.
+    """
+    from mini_harness.tools.apply_patch import ApplyPatch
+    from mini_harness.tools.coding_definitions import (
+        APPLY_PATCH,
+        GIT_DIFF,
+        GIT_STATUS,
+        run_command_definition,
+    )
+    from mini_harness.tools.git_tools import GitDiff, GitRunner, GitStatus
+    from mini_harness.tools.run_command import RunCommand, bubblewrap
+    from mini_harness.tools.workspace import Workspace
+
+    bound = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+    bwrap = bubblewrap() if sandbox is not False else None
+    if sandbox and bwrap is None:
+        raise WorkspaceError(
+            ".", "A sandbox was required, but bubblewrap (Debian package bubblewrap) cannot run"
+        )
+    runner = GitRunner(bound)
+    registry.register(GIT_STATUS, GitStatus(runner))
+    registry.register(GIT_DIFF, GitDiff(runner))
+    registry.register(APPLY_PATCH, ApplyPatch(bound))
+    registry.register(
+        run_command_definition(sandboxed=bwrap is not None),
+        RunCommand(bound, bwrap, redacted_names),
+    )
+
+
 __all__ = [
     "SKIPPED_DIRS",
     "Workspace",
     "default_registry",
+    "register_coding_tools",
     "register_workspace_tools",
 ]
 

@@ -79,7 +79,9 @@ class ReadFile:
         limit = tool_input.get("limit", DEFAULT_LINE_LIMIT)
         if offset > max(total, 1):
             raise WorkspaceError(
-                path, f"offset {offset} is past the end of {shown} ({total} lines)"
+                path,
+                f"offset {offset} is past the end of {shown} "
+                f"({total} {'line' if total == 1 else 'lines'})",
             )
         chosen = lines[offset - 1 : offset - 1 + limit]
         end = offset - 1 + len(chosen)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import operator
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import attrs
@@ -15,7 +16,6 @@ import orjson
 
 from mini_harness.events import (
     KNOWN_EVENT_TYPES,
-    PAYLOAD_CACHE_FIELDS,
     Event,
     JsonObject,
     RunStarted,
@@ -54,16 +54,24 @@ def line_hash(line: bytes) -> str:
 
 # (attribute, wire key) per class, computed once: the single place the names are mapped.
 _WIRE_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
-    cls: tuple(
-        (f.name, camel(f.name))
-        for f in attrs.fields(cls)
-        if f.name != "ts" and f.name not in PAYLOAD_CACHE_FIELDS
-    )
+    cls: tuple((f.name, camel(f.name)) for f in attrs.fields(cls) if f.name != "ts")
     for cls in (*KNOWN_EVENT_TYPES, ToolError)
+}
+# Per class, its wire keys in order and one getter for all their values (a tuple: every
+# class has at least two fields besides ts), so a line's object is built in two C calls.
+_WIRE_GETTERS: dict[type, tuple[tuple[str, ...], operator.attrgetter[Any]]] = {
+    cls: (tuple(key for _, key in fields), operator.attrgetter(*(attr for attr, _ in fields)))
+    for cls, fields in _WIRE_FIELDS.items()
 }
 _ERROR_FIELDS = _WIRE_FIELDS[ToolError]
 _OPTIONAL_FIELDS: dict[type, frozenset[str]] = {
     cls: frozenset(f.name for f in attrs.fields(cls) if f.default is None) for cls in _WIRE_FIELDS
+}
+# Optional fields (default None) are left off a line when not set, so lines of events that
+# do not use them are as they were before the fields existed.
+_OPTIONAL_KEYS: dict[type, tuple[str, ...]] = {
+    cls: tuple(key for attr, key in fields if attr in _OPTIONAL_FIELDS[cls])
+    for cls, fields in _WIRE_FIELDS.items()
 }
 
 
@@ -85,12 +93,13 @@ def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
         for key, value in event.data.items():
             out.setdefault(key, value)
         return out
-    optional = _OPTIONAL_FIELDS[type(event)]
-    for attr, key in _WIRE_FIELDS[type(event)]:
-        value = getattr(event, attr)
-        if value is None and attr in optional:
-            continue
-        out[key] = _error_json(value) if isinstance(value, ToolError) else value
+    keys, values = _WIRE_GETTERS[type(event)]
+    out.update(zip(keys, values(event), strict=True))
+    if type(event) is ToolFailed:
+        out["error"] = _error_json(event.error)
+    for key in _OPTIONAL_KEYS[type(event)]:
+        if out[key] is None:
+            del out[key]
     return out
 
 
@@ -105,85 +114,8 @@ def refuse_non_json(obj: object) -> None:
     raise TypeError(f"{type(obj).__name__} is not JSON")
 
 
-def tool_called_fields(
-    ts: str, run_id: str, call_id: str, name: str, input_json: bytes
-) -> JsonObject:
-    """The wire object of a ToolCalled whose input is already compact JSON (`input_json`).
-
-    `seq` and `prev` hold placeholders in their places (the wire order): encode_direct, or
-    the writer under its lock, fills them in.
-    """
-    return {
-        "type": "ToolCalled",
-        "seq": 0,
-        "ts": ts,
-        "prev": "",
-        "runId": run_id,
-        "callId": call_id,
-        "name": name,
-        "input": orjson.Fragment(input_json),
-    }
-
-
-def tool_succeeded_fields(  # noqa: PLR0917 - positional: called on every dispatch
-    ts: str, run_id: str, call_id: str, name: str, output_json: bytes, duration_ms: float
-) -> JsonObject:
-    """The wire object of a ToolSucceeded whose output is already compact JSON (as above)."""
-    return {
-        "type": "ToolSucceeded",
-        "seq": 0,
-        "ts": ts,
-        "prev": "",
-        "runId": run_id,
-        "callId": call_id,
-        "name": name,
-        "output": orjson.Fragment(output_json),
-        "durationMs": duration_ms,
-    }
-
-
-def encode_direct(fields: JsonObject, seq: int, prev: str | None) -> bytes | None:
-    """The line of `fields` (from tool_called_fields or tool_succeeded_fields) as event `seq`.
-
-    None when this route cannot make it: the first line of a file (no `prev`), or a string
-    orjson refuses (a lone surrogate): encode_line makes it, or says why it cannot.
-    """
-    if prev is None:
-        return None
-    fields["seq"] = seq
-    fields["prev"] = prev
-    try:
-        return orjson.dumps(fields, default=refuse_non_json, option=STRICT)
-    except TypeError:
-        return None
-
-
 def encode_line(event: Event, seq: int, prev: str | None) -> bytes:
-    """One compact JSON line, without the trailing newline.
-
-    The two events of every dispatch take a direct route when dispatch already serialised
-    their payload while checking it: the payload is embedded as is (orjson.Fragment)
-    instead of being serialised again (tool_called_fields, tool_succeeded_fields). The
-    bytes are the same as `encode_wire(event_to_wire(event, seq, prev))`.
-    """
-    line = None
-    if type(event) is ToolCalled and event.input_json is not None and event.tool_use_id is None:
-        fields = tool_called_fields(
-            event.ts, event.run_id, event.call_id, event.name, event.input_json
-        )
-        line = encode_direct(fields, seq, prev)
-    elif type(event) is ToolSucceeded and event.output_json is not None:
-        fields = tool_succeeded_fields(
-            event.ts,
-            event.run_id,
-            event.call_id,
-            event.name,
-            event.output_json,
-            event.duration_ms,
-        )
-        line = encode_direct(fields, seq, prev)
-    if line is not None:
-        return line
+    """One compact JSON line, without the trailing newline."""
     return orjson.dumps(event_to_wire(event, seq, prev), default=refuse_non_json, option=STRICT)
 
 
@@ -226,10 +158,7 @@ def _converter() -> cattrs.Converter:
     converter.register_structure_hook(float, _number)
     for cls in (*KNOWN_EVENT_TYPES, ToolError):
         renames: dict[str, Any] = {
-            f.name: override(omit=True)
-            if f.name in PAYLOAD_CACHE_FIELDS
-            else override(rename=camel(f.name))
-            for f in attrs.fields(cls)
+            f.name: override(rename=camel(f.name)) for f in attrs.fields(cls)
         }
         converter.register_structure_hook(cls, make_dict_structure_fn(cls, converter, **renames))
     return converter
@@ -286,6 +215,8 @@ def _fast_succeeded(data: JsonObject) -> Event | None:
         if type(duration) is not int:
             return None
         duration = float(duration)
+    if "effects" in data:  # rare: the converter checks and types them
+        return None
     if type(ts) is str and type(run_id) is str and type(call_id) is str and type(name) is str:
         return ToolSucceeded(ts, run_id, call_id, name, output, duration)
     return None

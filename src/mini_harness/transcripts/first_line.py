@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from mini_harness.errors import TranscriptFormatError
-from mini_harness.events import TRANSCRIPT_FORMAT, TranscriptStarted
-from mini_harness.transcripts.codec import DecodeError, decode_line
+from mini_harness.events import FORMAT_VERSION, TRANSCRIPT_FORMAT, TranscriptStarted
+from mini_harness.transcripts.codec import DecodeError, decode_line, parse_line
+from mini_harness.transcripts.upcast import UPCASTERS
 
 _HEAD_BYTES = 64 * 1024
 # The start of every header line a writer makes: the envelope is never redacted.
@@ -38,14 +40,38 @@ def check_first_line(fd: int, path: str | os.PathLike[str]) -> None:
         first = head[len(_BOM) : newline] if head.startswith(_BOM) else head[:newline]
         try:
             header = decode_line(first).event
+            data = parse_line(first)  # the keys as written, before defaults fill them in
         except DecodeError:
-            header = None
-        if isinstance(header, TranscriptStarted) and header.format == TRANSCRIPT_FORMAT:
-            return
-        why = "line 1 is not TranscriptStarted"
-    from pathlib import Path  # only to name the file as the writer does (JsonlTranscript.path)
-
+            header, data = None, {}
+        version = data.get("version")
+        if isinstance(header, TranscriptStarted) and data.get("format") == TRANSCRIPT_FORMAT:
+            # As the readers check it: a version is required, and it must be one the
+            # readers can upcast to the current one (older files keep taking appends).
+            if type(version) is int and _readable(version):
+                return
+            shown = Path(path)
+            if type(version) is not int:
+                why = "line 1 has no format version"
+            else:
+                raise TranscriptFormatError(
+                    str(shown),
+                    f"{shown} uses transcript format version {version}; this mini-harness "
+                    f"reads and writes versions 1 to {FORMAT_VERSION}: refusing to write to it",
+                )
+        else:
+            why = "line 1 is not TranscriptStarted"
     shown = Path(path)
     raise TranscriptFormatError(
         str(shown), f"{shown} is not a mini-harness transcript ({why}); refusing to write to it"
     )
+
+
+def _readable(version: int) -> bool:
+    """Whether readers take lines of `version`: the current one, or one they upcast."""
+    if version > FORMAT_VERSION:
+        return False
+    try:
+        UPCASTERS.chain(version)
+    except LookupError:
+        return False
+    return True

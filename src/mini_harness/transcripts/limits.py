@@ -34,13 +34,24 @@ def shrink_wire(wire: JsonObject, cap: int) -> bool:
 
     ToolCalled's `input` and ToolSucceeded's `output` become a marker carrying the size and
     SHA-256 of their compact JSON; a ToolFailed `error` keeps its kind and the start of its
-    message. Other events have no payload that may be dropped.
+    message; a tool name over MESSAGE_KEEP_CHARS keeps its start. Other events have no
+    payload that may be dropped.
     """
     shrunk = False
     for key in ("input", "output"):
         if key in wire and wire["type"] in {"ToolCalled", "ToolSucceeded"}:
             wire[key] = omitted_marker(orjson.dumps(wire[key]), cap)
             shrunk = True
+    name = wire.get("name")
+    if isinstance(name, str) and len(name) > MESSAGE_KEEP_CHARS:
+        # A tool name that long was never registered (the call fails as unknown_tool), but
+        # its call is recorded all the same: the name keeps its start and says its size.
+        size = len(name.encode("utf-8", "surrogatepass"))
+        wire["name"] = (
+            f"{name[:MESSAGE_KEEP_CHARS]} [... name of {size} bytes cut: over the {cap}-byte "
+            "event size cap]"
+        )
+        shrunk = True
     error = wire.get("error")
     if wire["type"] == "ToolFailed" and isinstance(error, dict):
         size = len(orjson.dumps(error))

@@ -65,7 +65,8 @@ class TornTail:
 
     def describe(self) -> str:
         return (
-            f"torn tail at line {self.line}, byte {self.offset}: {self.length} bytes "
+            f"torn tail at line {self.line}, byte {self.offset}: {self.length} "
+            f"{'byte' if self.length == 1 else 'bytes'} "
             f"({self.reason})"
         )
 

@@ -5,15 +5,54 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+import click
+
+from mini_harness.cli.options import SingleOption
+from mini_harness.cli.output import BadUsage
 from mini_harness.errors import MiniHarnessError, RegistrySpecError
 from mini_harness.runtime import ToolRegistry
+from mini_harness.tools import default_registry
 
-SPEC_HELP = (
-    "Serve the tools of this registry instead of the built-in ones: `module:attribute`, where "
-    "the attribute is a ToolRegistry or a callable taking no arguments that returns one. The "
-    "current directory is importable."
-)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def registry_option(help_text: str) -> Callable[[F], F]:
+    """The `--registry MODULE:ATTRIBUTE` option."""
+    return click.option(
+        "--registry",
+        "registry_spec",
+        cls=SingleOption,
+        metavar="MODULE:ATTRIBUTE",
+        help=help_text,
+    )
+
+
+def chosen_registry(spec: str | None, workspace: str | None) -> ToolRegistry:
+    """The registry `--registry` names, else the built-in tools in `workspace`."""
+    if spec is None:
+        return default_registry(workspace)
+    if workspace is not None:
+        raise BadUsage(
+            "--workspace applies to the built-in tools; it cannot be used with --registry"
+        )
+    return registry_from(spec)
+
+
+def registry_from(spec: str, *, flag: str = "--registry") -> ToolRegistry:
+    """`load_registry` for a command: with the root's --debug, the user's traceback
+    (an import or a factory that failed) is printed before the one-line error."""
+    try:
+        return load_registry(spec, flag=flag)
+    except RegistrySpecError as exc:
+        root = click.get_current_context(silent=True)
+        debug = root is not None and (root.find_root().obj or {}).get("debug")
+        if debug and exc.__cause__ is not None:
+            traceback.print_exception(exc.__cause__, file=sys.stderr)
+        raise
 
 
 def load_registry(spec: str, *, flag: str = "--registry") -> ToolRegistry:
@@ -38,11 +77,11 @@ def load_registry(spec: str, *, flag: str = "--registry") -> ToolRegistry:
             ) from None
         raise RegistrySpecError(
             spec, f"{flag} {spec}: importing {module_name} failed: {_describe(exc)}"
-        ) from None
+        ) from exc
     except Exception as exc:  # whatever the user's module raises on import
         raise RegistrySpecError(
             spec, f"{flag} {spec}: importing {module_name} failed: {_describe(exc)}"
-        ) from None
+        ) from exc
 
     target: object = module
     for part in attribute.split("."):
@@ -69,7 +108,7 @@ def load_registry(spec: str, *, flag: str = "--registry") -> ToolRegistry:
     except Exception as exc:  # the factory is user code
         raise RegistrySpecError(
             spec, f"{flag} {spec}: calling {attribute}() failed: {_describe(exc)}"
-        ) from None
+        ) from exc
     if not isinstance(result, ToolRegistry):
         raise RegistrySpecError(
             spec,

@@ -1,0 +1,273 @@
+"""Anthropic Messages with tool use, through the official `anthropic` SDK.
+
+Imported only when this provider is chosen (the SDK is the optional `anthropic` extra).
+The system prompt goes in the `system` parameter; tool results go back as `tool_result`
+blocks in a user message, consecutive ones merged, so roles keep alternating.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import anthropic
+import httpx2
+
+from mini_harness.agent.http_attempts import (
+    UNREADABLE,
+    AttemptLog,
+    attempts,
+    checked_text,
+    final_failure,
+    observed_http_client,
+    unreadable_response,
+)
+from mini_harness.agent.provider import (
+    Message,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    Usage,
+)
+from mini_harness.agent.wire_form import arguments_object, wire_params
+from mini_harness.runtime.definitions import ToolDefinition
+
+if TYPE_CHECKING:
+    from anthropic.types import Message as WireMessage
+    from anthropic.types import MessageDeltaUsage, RawMessageStreamEvent
+    from anthropic.types import Usage as WireUsage
+
+DEFAULT_MAX_TOKENS = 4096
+"""Anthropic requires `max_tokens`; this is used when the request's params give none."""
+
+_STOP = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+
+_PARAMS = {
+    "temperature": "temperature",
+    "maxTokens": "max_tokens",
+    "topP": "top_p",
+    "stop": "stop_sequences",
+}
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id,
+            "content": message.content,
+        }
+        if message.is_error:
+            block["is_error"] = True
+        return [block]
+    blocks: list[dict[str, Any]] = []
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    for call in message.tool_calls:
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.name,
+                "input": arguments_object(call.arguments),
+            }
+        )
+    return blocks
+
+
+def to_wire(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]]]:
+    """The system prompt and the Messages-API conversation for the neutral messages.
+
+    Tool results become user turns; consecutive turns of one role are merged, tool
+    results first, so that roles alternate as the API requires; empty messages are left
+    out.
+    """
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            system.append(message.content)
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message)
+        if not blocks:
+            # The API refuses empty messages and empty text blocks: an empty reply (a
+            # response cut at zero tokens) carries nothing the model needs to see again.
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    for turn in out:
+        # tool_result blocks must open their user turn.
+        turn["content"].sort(key=lambda block: block["type"] != "tool_result")
+    return "\n\n".join(system), out
+
+
+def stop_reason(wire: str | None) -> str:
+    return _STOP.get(wire or "", "other")
+
+
+def usage_of(usage: WireUsage | MessageDeltaUsage, previous: Usage | None = None) -> Usage:
+    """Neutral usage; input tokens count the whole prompt (Anthropic reports cache reads
+    and cache writes apart from `input_tokens`), cached tokens are the cache reads."""
+    previous = previous or Usage()
+    fresh = usage.input_tokens
+    read = usage.cache_read_input_tokens
+    written = usage.cache_creation_input_tokens
+    input_tokens = previous.input_tokens
+    if fresh is not None:
+        input_tokens = fresh + (read or 0) + (written or 0)
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=usage.output_tokens,
+        cached_tokens=read if read is not None else previous.cached_tokens,
+    )
+
+
+class AnthropicProvider:
+    """Anthropic's Messages API behind the provider interface (`anthropic:MODEL`)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        max_retries: int = 2,
+        timeout: float = 120.0,
+    ) -> None:
+        self.model = model
+        self.name = f"anthropic:{model}"
+        self._api_key = api_key
+        self._client = anthropic.Anthropic(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout=timeout,
+            http_client=observed_http_client(timeout),
+            open_telemetry=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"<AnthropicProvider(model={self.model!r})>"
+
+    def complete(
+        self,
+        request: ModelRequest,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_retry: Callable[[ModelError], None] | None = None,
+    ) -> ModelResponse:
+        system, messages = to_wire(request.messages)
+        kwargs: dict[str, Any] = {"max_tokens": DEFAULT_MAX_TOKENS}
+        kwargs.update(wire_params(request.params, _PARAMS))
+        kwargs.update(model=self.model, messages=messages)
+        if system:
+            kwargs["system"] = system
+        if request.tools:
+            kwargs["tools"] = [
+                ToolDefinition.from_json(tool).to_anthropic() for tool in request.tools
+            ]
+        with attempts(self._api_key, on_retry) as log:
+            try:
+                if on_text is None:
+                    return self._response(self._client.messages.create(**kwargs))
+                stream = self._client.messages.create(**kwargs, stream=True)
+                with stream:  # closed however the reading ends (Ctrl-C included)
+                    return self._streamed(stream, on_text, log)
+            except (anthropic.AnthropicError, httpx2.HTTPError, httpx2.StreamError) as error:
+                raise final_failure(error, log) from None
+            except UNREADABLE as error:
+                # The SDK does not validate bodies: a 200 that is not a message (a proxy's
+                # HTML page, a body of the wrong shape) fails while being read.
+                raise unreadable_response(error, log) from None
+
+    def _response(self, message: WireMessage) -> ModelResponse:
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        for block in message.content:
+            if block.type == "text":
+                text.append(checked_text(block.text))
+            elif block.type == "tool_use":
+                arguments = json.dumps(block.input, ensure_ascii=False, separators=(",", ":"))
+                calls.append(
+                    ToolCall(
+                        id=checked_text(block.id),
+                        name=checked_text(block.name),
+                        arguments=arguments,
+                    )
+                )
+        return ModelResponse(
+            message=Message("assistant", "".join(text), tool_calls=tuple(calls)),
+            finish_reason=stop_reason(message.stop_reason),
+            usage=usage_of(message.usage),
+            response_id=message.id or None,
+        )
+
+    def _streamed(
+        self,
+        stream: Iterable[RawMessageStreamEvent],
+        on_text: Callable[[str], None],
+        log: AttemptLog,
+    ) -> ModelResponse:
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        wire_stop: str | None = None
+        usage = Usage()
+        response_id: str | None = None
+        finished = False
+        for event in stream:
+            if event.type == "message_start":
+                response_id = event.message.id or None
+                usage = usage_of(event.message.usage)
+            elif event.type == "content_block_start":
+                block = event.content_block
+                if block.type == "tool_use":
+                    calls[event.index] = {
+                        "id": checked_text(block.id),
+                        "name": checked_text(block.name),
+                        "arguments": "",
+                    }
+                elif block.type == "text" and block.text:
+                    text.append(block.text)
+                    on_text(block.text)
+            elif event.type == "content_block_delta":
+                delta = event.delta
+                if delta.type == "text_delta":
+                    piece = checked_text(delta.text)
+                    text.append(piece)
+                    on_text(piece)
+                elif delta.type == "input_json_delta" and event.index in calls:
+                    calls[event.index]["arguments"] += checked_text(delta.partial_json)
+            elif event.type == "message_delta":
+                wire_stop = event.delta.stop_reason or wire_stop
+                usage = usage_of(event.usage, usage)
+            elif event.type == "message_stop":
+                finished = True
+        if not finished:
+            raise ModelError(
+                "invalid_response",
+                "The model server's response stream ended before the response was complete",
+                attempt=log.attempts,
+            )
+        tool_calls = tuple(
+            # A tool called without input streams no input_json_delta at all.
+            ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"] or "{}")
+            for _, c in sorted(calls.items())
+        )
+        return ModelResponse(
+            message=Message("assistant", "".join(text), tool_calls=tool_calls),
+            finish_reason=stop_reason(wire_stop),
+            usage=usage,
+            response_id=response_id,
+        )

@@ -1,0 +1,300 @@
+"""Approval: a policy decides each call (allow, ask, deny); `ask` prompts on a terminal.
+
+Rules are checked in order, the first match decides: the project's rules from
+`.mini-harness/policy.toml`, then the defaults (read-only tools are allowed, everything
+else asks). `--approve auto` turns `ask` into `allow`, `--approve never` into `deny`;
+`deny` always stands. run_command without a sandbox asks every time, whatever allowed it.
+With no terminal to ask on, `ask` is a denial. Every decision is recorded as events.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shlex
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from mini_harness.agent.approval_prompt import Prompter, render_call
+from mini_harness.errors import PolicyError
+from mini_harness.events import ApprovalDecided, ApprovalRequested, JsonValue
+from mini_harness.runtime.definitions import ToolDefinition
+from mini_harness.runtime.dispatch import PendingCall
+
+POLICY_FILE: Final = ".mini-harness/policy.toml"
+DECISIONS: Final = ("allow", "ask", "deny")
+APPROVE_MODES: Final = ("auto", "ask", "never")
+_RULE_KEYS: Final = frozenset({"tool", "command", "readOnly", "destructive", "decision"})
+_SHELL_SEPARATORS = re.compile(r"&&|\|\||[;|&\n]|\$\(|`")
+
+
+def _command_words(tool_input: JsonValue) -> tuple[list[list[str]], bool]:
+    """The commands a run_command input runs (each as words), and whether via a shell."""
+    if not isinstance(tool_input, dict):
+        return [], False
+    argv = tool_input.get("argv")
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        return [], False
+    if not tool_input.get("shell", False):
+        return [list(argv)], False
+    segments: list[list[str]] = []
+    for part in _SHELL_SEPARATORS.split(" ".join(argv)):
+        try:
+            words = shlex.split(part)
+        except ValueError:
+            words = part.split()
+        if words:
+            segments.append(words)
+    return segments, True
+
+
+def _starts_with(words: list[str], prefix: tuple[str, ...]) -> bool:
+    if len(words) < len(prefix) or not prefix:
+        return False
+    first = words[0].rsplit("/", 1)[-1]  # /bin/rm is rm
+    return first == prefix[0] and tuple(words[1 : len(prefix)]) == prefix[1:]
+
+
+@attrs.frozen
+class PolicyRule:
+    """One rule: which calls it matches and what it decides for them."""
+
+    decision: str
+    source: str  # where the rule comes from, e.g. ".mini-harness/policy.toml rule 2"
+    tool: str = "*"  # a glob over tool names
+    command: tuple[str, ...] | None = None  # run_command: the argv prefix
+    read_only: bool | None = None
+    destructive: bool | None = None
+
+    def describe(self) -> str:
+        """The rule as events and prompts name it."""
+        parts = [f'tool "{self.tool}"'] if self.tool != "*" else []
+        if self.command is not None:
+            parts.append(f'command "{shlex.join(self.command)}"')
+        if self.read_only is not None:
+            parts.append(f"readOnly {str(self.read_only).lower()}")
+        if self.destructive is not None:
+            parts.append(f"destructive {str(self.destructive).lower()}")
+        where = f" ({', '.join(parts)})" if parts else ""
+        return f"{self.source}{where}: {self.decision}"
+
+    def matches(self, definition: ToolDefinition, tool_input: JsonValue) -> bool:
+        if not fnmatch.fnmatchcase(definition.name, self.tool):
+            return False
+        hints = definition.annotations
+        if self.read_only is not None and bool(hints and hints.read_only_hint) != self.read_only:
+            return False
+        if self.destructive is not None:
+            # MCP's default: a tool that is not read-only may be destructive unless it says not.
+            destructive = hints is None or (
+                not hints.read_only_hint and hints.destructive_hint is not False
+            )
+            if destructive != self.destructive:
+                return False
+        if self.command is None:
+            return True
+        commands, via_shell = _command_words(tool_input)
+        # A shell line can chain anything after an allowed prefix: only refusals match it.
+        if via_shell and self.decision == "allow":
+            return False
+        return any(_starts_with(words, self.command) for words in commands)
+
+
+DEFAULT_RULES: Final = (
+    PolicyRule("allow", "default: read-only tools are allowed", read_only=True),
+    PolicyRule("ask", "default: tools that are not read-only ask"),
+)
+NO_SANDBOX_RULE: Final = PolicyRule("ask", "no sandbox: run_command asks every time")
+
+
+def _unsandboxed_command(definition: ToolDefinition) -> bool:
+    hints = definition.annotations
+    return definition.name == "run_command" and bool(hints and hints.open_world_hint)
+
+
+@attrs.frozen
+class Verdict:
+    """What the policy decided for one call and the rule (as text) that decided it."""
+
+    decision: str  # allow | ask | deny
+    rule: str
+
+
+@attrs.frozen
+class ApprovalPolicy:
+    """The project's rules, then the defaults; `mode` is the --approve flag."""
+
+    rules: tuple[PolicyRule, ...] = ()
+    mode: str = "ask"
+
+    def __attrs_post_init__(self) -> None:
+        if self.mode not in APPROVE_MODES:
+            raise PolicyError(
+                "--approve",
+                f"--approve must be one of {', '.join(APPROVE_MODES)}, not {self.mode!r}",
+            )
+
+    def decide(self, definition: ToolDefinition, tool_input: JsonValue) -> Verdict:
+        rule = next(r for r in (*self.rules, *DEFAULT_RULES) if r.matches(definition, tool_input))
+        decision, text = rule.decision, rule.describe()
+        if decision == "ask" and self.mode != "ask":
+            decision = "allow" if self.mode == "auto" else "deny"
+            text = f"--approve {self.mode}, over {text}"
+        if decision == "allow" and _unsandboxed_command(definition):
+            decision = "deny" if self.mode == "never" else "ask"
+            text = f"{NO_SANDBOX_RULE.describe()}, over {text}"
+        return Verdict(decision, text)
+
+
+def parse_rules(data: Mapping[str, Any], source: str) -> tuple[PolicyRule, ...]:
+    """The rules of a parsed policy file; PolicyError names the rule and key at fault."""
+    unknown = set(data) - {"rules"}
+    if unknown:
+        raise PolicyError(source, f"{source}: unknown top-level key {sorted(unknown)[0]!r}")
+    raw = data.get("rules", [])
+    if not isinstance(raw, list):
+        raise PolicyError(source, f"{source}: `rules` must be an array of tables ([[rules]])")
+    rules: list[PolicyRule] = []
+    for number, entry in enumerate(raw, 1):
+        where = f"{source} rule {number}"
+        if not isinstance(entry, dict):
+            raise PolicyError(source, f"{where}: must be a table")
+        extra = set(entry) - _RULE_KEYS
+        if extra:
+            raise PolicyError(
+                source,
+                f"{where}: unknown key {sorted(extra)[0]!r} (use {', '.join(sorted(_RULE_KEYS))})",
+            )
+        decision = entry.get("decision")
+        if decision not in DECISIONS:
+            raise PolicyError(
+                source, f"{where}: decision must be one of {', '.join(DECISIONS)}, not {decision!r}"
+            )
+        tool = entry.get("tool", "*")
+        command = entry.get("command")
+        for key, value, kind in (("tool", tool, str), ("command", command, str | None)):
+            if not isinstance(value, kind):
+                raise PolicyError(source, f"{where}: {key} must be a string")
+        words = tuple(shlex.split(command)) if command is not None else None
+        if words == ():
+            raise PolicyError(source, f"{where}: command must not be empty")
+        hints = {key: entry.get(key) for key in ("readOnly", "destructive")}
+        for key, value in hints.items():
+            if value is not None and not isinstance(value, bool):
+                raise PolicyError(source, f"{where}: {key} must be true or false")
+        rules.append(
+            PolicyRule(
+                decision,
+                where,
+                tool=tool,
+                command=words,
+                read_only=hints["readOnly"],
+                destructive=hints["destructive"],
+            )
+        )
+    return tuple(rules)
+
+
+def load_policy(workspace_root: str | os.PathLike[str], mode: str = "ask") -> ApprovalPolicy:
+    """The workspace's policy file (if it has one) with the --approve mode."""
+    path = Path(workspace_root) / POLICY_FILE
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return ApprovalPolicy((), mode)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError(POLICY_FILE, f"{POLICY_FILE} cannot be read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(POLICY_FILE, f"{POLICY_FILE} is not valid TOML: {exc}") from None
+    return ApprovalPolicy(parse_rules(data, POLICY_FILE), mode)
+
+
+def _session_key(call: PendingCall) -> tuple[str, str]:
+    commands, via_shell = _command_words(call.input)
+    if call.definition.name == "run_command" and commands and not via_shell:
+        return (call.definition.name, commands[0][0])
+    return (call.definition.name, "")
+
+
+@attrs.define
+class PolicyApprover:
+    """The Approver a ToolRuntime consults: the policy, then (for `ask`) the prompter.
+
+    `prompter` is None when there is no terminal: then `ask` is a denial. Calls the user
+    approved for the session (the same tool; for run_command, the same program) run
+    without asking again.
+    """
+
+    policy: ApprovalPolicy
+    prompter: Prompter | None = None
+    _session: dict[tuple[str, str], str] = attrs.field(factory=dict, alias="_session")
+
+    def __call__(self, call: PendingCall) -> str | None:
+        name = call.definition.name
+        verdict = self.policy.decide(call.definition, call.input)
+        if verdict.decision == "allow":
+            self._decided(call, "approved", "policy", verdict.rule)
+            return None
+        if verdict.decision == "deny":
+            reason = (
+                f"Call to {name} denied by the approval policy ({verdict.rule}). It did not run; "
+                "do not retry it unchanged."
+            )
+            self._decided(call, "denied", "policy", verdict.rule, reason)
+            return reason
+        key = _session_key(call)
+        if key in self._session:
+            rule = f"approved for the session at call {self._session[key]}"
+            self._decided(call, "approved", "user", rule)
+            return None
+        if self.prompter is None:
+            reason = (
+                f"Call to {name} needs approval ({verdict.rule}), but there is no terminal to "
+                "ask on, so it was denied. It did not run. The user can allow it with "
+                f"--approve auto or a rule in {POLICY_FILE}."
+            )
+            self._decided(call, "denied", "policy", f"{verdict.rule}; no terminal", reason)
+            return reason
+        shown = render_call(call.definition, call.input, verdict.rule)
+        call.sink.emit(
+            ApprovalRequested(
+                call.timestamp(), call.run_id, call.call_id, name, verdict.rule, shown
+            )
+        )
+        answer = self.prompter.ask(shown)
+        if answer == "session":
+            self._session[key] = call.call_id
+            self._decided(call, "approved_for_session", "user")
+            return None
+        if answer == "yes":
+            self._decided(call, "approved", "user")
+            return None
+        reason = f"The user denied the call to {name}. It did not run; ask what they want instead."
+        self._decided(call, "denied", "user", None, reason)
+        return reason
+
+    def _decided(
+        self,
+        call: PendingCall,
+        decision: str,
+        by: str,
+        rule: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        call.sink.emit(
+            ApprovalDecided(
+                call.timestamp(),
+                call.run_id,
+                call.call_id,
+                call.definition.name,
+                decision,
+                by,
+                rule,
+                reason,
+            )
+        )

@@ -1,0 +1,252 @@
+"""Every HTTP attempt an SDK provider makes, seen from below the SDK's retry loop.
+
+The official SDKs retry rate limits, server errors and timeouts themselves. To record each
+failed attempt, the providers hand the SDK an httpx2 client whose transport notes how every
+attempt ended. A failure is reported through `on_retry` when the SDK sends the next attempt
+(so only failures that were retried are reported, and the SDK's own retry rules stay the
+only ones); the failure the SDK finally raises becomes the ModelError the provider raises.
+
+httpx2 comes with both SDKs; this module is imported only by their providers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+import httpx2
+
+from mini_harness.agent.provider import ModelError
+
+REDACTED = "[redacted]"
+
+
+def redact(text: str, secret: str | None) -> str:
+    """`text` with every occurrence of `secret` (an API key) replaced."""
+    if secret and len(secret) >= 4:
+        return text.replace(secret, REDACTED)
+    return text
+
+
+def server_error_message(body: bytes) -> str | None:
+    """The error message a server put in its JSON error body, in either wire format:
+    `{"error": {"message": ...}}` (OpenAI, Anthropic) or `{"message": ...}`."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        text = body.decode("utf-8", "replace").strip()
+        return text[:500] or None
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+    return None
+
+
+def status_error(status: int, body: bytes, *, secret: str | None, attempt: int) -> ModelError:
+    """The ModelError for an HTTP error status, with the server's message when it gave one."""
+    if status == 429:
+        kind = "rate_limited"
+    elif status in (401, 403):
+        kind = "auth"
+    elif status == 408:
+        kind = "timeout"
+    else:
+        kind = "http_error"
+    message = f"Model request failed with HTTP {status}"
+    detail = server_error_message(body)
+    if detail:
+        message = f"{message}: {detail}"
+    return ModelError(kind, redact(message, secret), status=status, attempt=attempt)
+
+
+def transport_error(error: Exception, *, secret: str | None, attempt: int) -> ModelError:
+    """The ModelError for an attempt that got no response (timeout, refused, reset)."""
+    if isinstance(error, httpx2.TimeoutException):
+        return ModelError(
+            "timeout", f"Model request timed out ({type(error).__name__})", attempt=attempt
+        )
+    detail = redact(str(error), secret) or type(error).__name__
+    return ModelError("http_error", f"Could not reach the model server: {detail}", attempt=attempt)
+
+
+@attrs.define
+class AttemptLog:
+    """The attempts of one `complete` call: how many were sent and how the last one failed."""
+
+    secret: str | None
+    on_retry: Callable[[ModelError], None] | None
+    attempts: int = 0
+    last_failure: ModelError | None = None
+
+    def starting(self) -> None:
+        """A new attempt is being sent: the previous one's failure was retried."""
+        if self.last_failure is not None and self.on_retry is not None:
+            self.on_retry(self.last_failure)
+        self.last_failure = None
+        self.attempts += 1
+
+
+_CURRENT: contextvars.ContextVar[AttemptLog | None] = contextvars.ContextVar(
+    "mini_harness_attempt_log", default=None
+)
+
+
+@contextlib.contextmanager
+def attempts(
+    secret: str | None, on_retry: Callable[[ModelError], None] | None
+) -> Iterator[AttemptLog]:
+    """Observe the attempts made inside the `with` block (one `complete` call)."""
+    log = AttemptLog(secret=secret, on_retry=on_retry)
+    token = _CURRENT.set(log)
+    try:
+        yield log
+    finally:
+        _CURRENT.reset(token)
+
+
+class ObservingTransport(httpx2.BaseTransport):
+    """An httpx2 transport that notes how each attempt ended in the current AttemptLog."""
+
+    def __init__(self, inner: httpx2.BaseTransport) -> None:
+        self._inner = inner
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        log = _CURRENT.get()
+        if log is None:
+            return self._inner.handle_request(request)
+        log.starting()
+        try:
+            response = self._inner.handle_request(request)
+        except httpx2.TransportError as error:
+            log.last_failure = transport_error(error, secret=log.secret, attempt=log.attempts)
+            raise
+        if response.status_code >= 400:
+            # Error bodies are small; reading them here keeps the server's message for an
+            # attempt the SDK retries without reading (the SDK reads the buffered copy).
+            try:
+                body = response.read()
+            except httpx2.TransportError as error:
+                log.last_failure = stream_error(error, secret=log.secret, attempt=log.attempts)
+                raise
+            log.last_failure = status_error(
+                response.status_code, body, secret=log.secret, attempt=log.attempts
+            )
+            return response
+        response.stream = _ObservedBody(response.stream, log)
+        return response
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _ObservedBody(httpx2.SyncByteStream):
+    """A response body that notes in the AttemptLog when it breaks off (a body cut short,
+    a read timeout), whether the SDK then retries (a whole body) or raises (a stream)."""
+
+    def __init__(self, inner: httpx2.SyncByteStream | Any, log: AttemptLog) -> None:
+        self._inner = inner
+        self._log = log
+        self._attempt = log.attempts
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._inner
+        except httpx2.TransportError as error:
+            if self._log.attempts == self._attempt:
+                self._log.last_failure = stream_error(
+                    error, secret=self._log.secret, attempt=self._attempt
+                )
+            raise
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def observed_http_client(timeout: float) -> httpx2.Client:
+    """An httpx2 client for an SDK whose every attempt is noted in the current AttemptLog.
+
+    Proxy variables are not read (a proxy transport would bypass the observation).
+    """
+    return httpx2.Client(
+        transport=ObservingTransport(httpx2.HTTPTransport()),
+        timeout=timeout,
+        follow_redirects=True,
+        trust_env=False,
+    )
+
+
+def stream_error(error: BaseException, *, secret: str | None, attempt: int) -> ModelError:
+    """The ModelError for a response stream that broke after it started."""
+    if isinstance(error, httpx2.TimeoutException):
+        return ModelError(
+            "timeout",
+            "The model server stopped sending mid-response (read timed out)",
+            attempt=attempt,
+        )
+    detail = redact(str(error), secret) or type(error).__name__
+    return ModelError(
+        "invalid_response",
+        f"The model server's response stream was cut off: {detail}",
+        attempt=attempt,
+    )
+
+
+def final_failure(error: Exception, log: AttemptLog) -> ModelError:
+    """The ModelError a provider raises for `error`, which the SDK (or its stream) raised.
+
+    A failed attempt the transport saw is reported as it was seen (status, the server's
+    message); otherwise the response broke after it started, or could not be used.
+    """
+    if log.last_failure is not None:
+        return log.last_failure
+    attempt = max(log.attempts, 1)
+    # The SDKs wrap a stream that broke in their own connection/timeout errors.
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, httpx2.TransportError | httpx2.StreamError):
+            return stream_error(cause, secret=log.secret, attempt=attempt)
+        cause = cause.__cause__ or cause.__context__
+    detail = redact(str(getattr(error, "message", "") or error), log.secret)
+    body = getattr(error, "body", None)
+    if body is not None:
+        # An error event inside a stream that had started well.
+        detail = redact(server_error_message(json.dumps(body).encode()) or detail, log.secret)
+        return ModelError(
+            "http_error", f"The model server reported an error: {detail}", attempt=attempt
+        )
+    return ModelError(
+        "invalid_response",
+        f"The model server's response could not be read: {detail or type(error).__name__}",
+        attempt=attempt,
+    )
+
+
+UNREADABLE = (AttributeError, TypeError, KeyError, ValueError)
+"""What reading an SDK's unvalidated response object raises when the body had another shape."""
+
+
+def unreadable_response(error: Exception, log: AttemptLog) -> ModelError:
+    """The ModelError for a successful response whose body is not what the format says."""
+    detail = redact(str(error), log.secret) or type(error).__name__
+    return ModelError(
+        "invalid_response",
+        f"The model server's response is not in the expected format ({detail})",
+        attempt=max(log.attempts, 1),
+    )
+
+
+def checked_text(value: object) -> str:
+    """A text field of a response: a string, or "" when absent; anything else is a
+    malformed response (raised as a ValueError, which becomes invalid_response)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"expected text, got {type(value).__name__}")  # noqa: TRY004
+    return value

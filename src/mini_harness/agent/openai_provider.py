@@ -1,0 +1,246 @@
+"""OpenAI-compatible Chat Completions with tool calling, through the official `openai` SDK.
+
+Imported only when this provider is chosen (the SDK is the optional `openai` extra).
+Works with OpenAI, DeepSeek, vLLM, Ollama and llama.cpp servers: anything that speaks
+`POST <base>/chat/completions`. Streams with `stream_options.include_usage` so streamed
+responses report usage too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import httpx2
+import openai
+
+from mini_harness.agent.http_attempts import (
+    UNREADABLE,
+    AttemptLog,
+    attempts,
+    checked_text,
+    final_failure,
+    observed_http_client,
+    unreadable_response,
+)
+from mini_harness.agent.provider import (
+    Message,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    Usage,
+)
+from mini_harness.agent.wire_form import arguments_text, wire_params
+from mini_harness.events import new_id
+from mini_harness.runtime.definitions import ToolDefinition
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai.types.completion_usage import CompletionUsage
+
+_FINISH = {
+    "stop": "stop",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "content_filter": "content_filter",
+}
+
+# Neutral parameter names (camelCase, as recorded) and their Chat Completions names.
+_PARAMS = {"temperature": "temperature", "maxTokens": "max_tokens", "topP": "top_p", "stop": "stop"}
+
+
+def to_wire_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The neutral conversation as Chat Completions messages."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "assistant":
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content}
+            if message.tool_calls:
+                entry["content"] = message.content or None
+                entry["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {
+                            "name": call.name,
+                            "arguments": arguments_text(call.arguments),
+                        },
+                    }
+                    for call in message.tool_calls
+                ]
+            out.append(entry)
+        elif message.role == "tool":
+            out.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+            )
+        else:
+            out.append({"role": message.role, "content": message.content})
+    return out
+
+
+def finish_reason(wire: str | None, has_tool_calls: bool) -> str:
+    """The neutral finish reason; a "stop" that carries tool calls is a tool-call stop
+    (some servers say "stop" there)."""
+    reason = _FINISH.get(wire or "", "other")
+    if has_tool_calls and reason == "stop":
+        return "tool_calls"
+    return reason
+
+
+def usage_of(usage: CompletionUsage | None) -> Usage:
+    if usage is None:
+        return Usage()
+    cached = None
+    if usage.prompt_tokens_details is not None:
+        cached = usage.prompt_tokens_details.cached_tokens
+    if cached is None:
+        # DeepSeek reports its cache hits under a name of its own.
+        extra = (usage.model_extra or {}).get("prompt_cache_hit_tokens")
+        cached = extra if isinstance(extra, int) else None
+    return Usage(
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        cached_tokens=cached,
+    )
+
+
+def _slot(calls: dict[int, dict[str, str]], index: object, call_id: str) -> int:
+    """Which call a streamed fragment belongs to: its `index`; from servers that leave the
+    index out, a new call when it brings a new id, else the latest call."""
+    if isinstance(index, int):
+        return index
+    if not calls or (call_id and all(c["id"] != call_id for c in calls.values())):
+        return len(calls)
+    return max(calls)
+
+
+class OpenAICompatibleProvider:
+    """A Chat Completions server behind the provider interface (`openai-compatible:MODEL`)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str,
+        api_key: str,
+        max_retries: int = 2,
+        timeout: float = 120.0,
+    ) -> None:
+        self.model = model
+        self.name = f"openai-compatible:{model}"
+        self._api_key = api_key
+        self._client = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key,
+            max_retries=max_retries,
+            timeout=timeout,
+            http_client=observed_http_client(timeout),
+        )
+
+    def __repr__(self) -> str:
+        return f"<OpenAICompatibleProvider(model={self.model!r})>"
+
+    def complete(
+        self,
+        request: ModelRequest,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_retry: Callable[[ModelError], None] | None = None,
+    ) -> ModelResponse:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_wire_messages(request.messages),
+            **wire_params(request.params, _PARAMS),
+        }
+        if request.tools:
+            kwargs["tools"] = [ToolDefinition.from_json(tool).to_openai() for tool in request.tools]
+        with attempts(self._api_key, on_retry) as log:
+            try:
+                if on_text is None:
+                    completion = self._client.chat.completions.create(**kwargs)
+                    return self._response(completion, log)
+                stream = self._client.chat.completions.create(
+                    **kwargs, stream=True, stream_options={"include_usage": True}
+                )
+                with stream:  # closed however the reading ends (Ctrl-C included)
+                    return self._streamed(stream, on_text, log)
+            except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError) as error:
+                raise final_failure(error, log) from None
+            except UNREADABLE as error:
+                # The SDK does not validate bodies: a 200 that is not a completion (a
+                # proxy's HTML page, a body of the wrong shape) fails while being read.
+                raise unreadable_response(error, log) from None
+
+    def _response(self, completion: ChatCompletion, log: AttemptLog) -> ModelResponse:
+        if not completion.choices:
+            raise ModelError(
+                "invalid_response",
+                "The model server answered with no choices",
+                attempt=log.attempts,
+            )
+        choice = completion.choices[0]
+        calls = tuple(
+            ToolCall(
+                id=checked_text(call.id) or f"call_{new_id()}",
+                name=checked_text(call.function.name),
+                arguments=checked_text(call.function.arguments),
+            )
+            for call in choice.message.tool_calls or ()
+            if call.type == "function"
+        )
+        return ModelResponse(
+            message=Message("assistant", checked_text(choice.message.content), tool_calls=calls),
+            finish_reason=finish_reason(choice.finish_reason, bool(calls)),
+            usage=usage_of(completion.usage),
+            response_id=completion.id or None,
+        )
+
+    def _streamed(
+        self, stream: Any, on_text: Callable[[str], None], log: AttemptLog
+    ) -> ModelResponse:
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        wire_finish: str | None = None
+        usage = Usage()
+        response_id: str | None = None
+        chunk: ChatCompletionChunk
+        for chunk in stream:
+            response_id = response_id or chunk.id or None
+            if chunk.usage is not None:
+                usage = usage_of(chunk.usage)
+            for choice in chunk.choices:
+                if choice.index != 0:
+                    continue
+                piece = checked_text(choice.delta.content)
+                if piece:
+                    text.append(piece)
+                    on_text(piece)
+                for fragment in choice.delta.tool_calls or ():
+                    call_id = checked_text(fragment.id)
+                    slot = _slot(calls, getattr(fragment, "index", None), call_id)
+                    call = calls.setdefault(slot, {"id": "", "name": "", "arguments": ""})
+                    call["id"] = call["id"] or call_id
+                    if fragment.function is not None:
+                        # The name comes whole, once; a server repeating it is not doubled.
+                        call["name"] = call["name"] or checked_text(fragment.function.name)
+                        call["arguments"] += checked_text(fragment.function.arguments)
+                if choice.finish_reason is not None:
+                    wire_finish = choice.finish_reason
+        if wire_finish is None:
+            raise ModelError(
+                "invalid_response",
+                "The model server's response stream ended before the response was complete",
+                attempt=log.attempts,
+            )
+        tool_calls = tuple(
+            ToolCall(id=c["id"] or f"call_{new_id()}", name=c["name"], arguments=c["arguments"])
+            for _, c in sorted(calls.items())
+        )
+        return ModelResponse(
+            message=Message("assistant", "".join(text), tool_calls=tool_calls),
+            finish_reason=finish_reason(wire_finish, bool(tool_calls)),
+            usage=usage,
+            response_id=response_id,
+        )

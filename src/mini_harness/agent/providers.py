@@ -1,0 +1,158 @@
+"""Choosing the model provider from `--model PROVIDER:MODEL` and the environment.
+
+Without `--model`, the first key found decides, as in the reference harness:
+DEEPSEEK_API_KEY, then OPENAI_API_KEY, then ANTHROPIC_API_KEY; with none, the mock.
+MINI_HARNESS_MODEL names the model when `--model` does not. Provider modules (and their
+SDKs) are imported only once chosen.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+from mini_harness.agent.provider import ModelProvider
+from mini_harness.errors import MiniHarnessError
+
+PROVIDER_NAMES = ("anthropic", "deepseek", "mock", "openai", "openai-compatible", "script")
+
+
+class ProviderSetupError(MiniHarnessError):
+    """The provider cannot be made: a bad `--model`, a missing key or setting, or its SDK
+    is not installed (the message then carries the install line)."""
+
+
+@attrs.frozen
+class _Remote:
+    """Where a remote provider's key, base URL and default model come from."""
+
+    wire: str  # "openai" or "anthropic": which SDK speaks to it
+    key_variable: str | None
+    base_url_variable: str
+    default_base_url: str | None
+    default_model: str
+
+
+_REMOTES = {
+    "deepseek": _Remote(
+        "openai",
+        "DEEPSEEK_API_KEY",
+        "DEEPSEEK_BASE_URL",
+        "https://api.deepseek.com",
+        "deepseek-v4-flash",
+    ),
+    "openai": _Remote(
+        "openai",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "https://api.openai.com/v1",
+        "gpt-4o-mini",
+    ),
+    # A local or third-party server: OPENAI_BASE_URL is required, a key is optional.
+    "openai-compatible": _Remote("openai", None, "OPENAI_BASE_URL", None, "gpt-4o-mini"),
+    "anthropic": _Remote(
+        "anthropic",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "https://api.anthropic.com",
+        "claude-haiku-4-5",
+    ),
+}
+
+_SDKS = {"openai": "openai", "anthropic": "anthropic"}
+
+
+def _setting(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name, "").strip()
+    return value or None
+
+
+def choose_provider(
+    model_spec: str | None,
+    env: Mapping[str, str],
+    *,
+    max_retries: int = 2,
+    timeout: float = 120.0,
+) -> ModelProvider:
+    """The provider `--model` names (None: the environment's choice).
+
+    `model_spec` is `PROVIDER:MODEL`, `PROVIDER` alone (its default model), `mock` or
+    `script:FILE`. `max_retries` and `timeout` are the SDK's, for remote providers.
+    """
+    if model_spec is None:
+        for provider in ("deepseek", "openai", "anthropic"):
+            variable = _REMOTES[provider].key_variable
+            if variable and _setting(env, variable):
+                return _remote(provider, None, env, max_retries, timeout)
+        return _mock(None)
+    provider, _, model = model_spec.partition(":")
+    provider = provider.strip().lower()
+    model = model.strip()
+    if provider == "mock":
+        return _mock(model or None)
+    if provider == "script":
+        if not model:
+            raise ProviderSetupError("--model script:FILE needs a file: script:path/to/script.json")
+        return _local("mini_harness.agent.script", "ScriptProvider", Path(model))
+    if provider not in _REMOTES:
+        raise ProviderSetupError(
+            f"Unknown model provider {provider!r} in --model {model_spec!r} "
+            f"(known: {', '.join(PROVIDER_NAMES)})"
+        )
+    return _remote(provider, model or None, env, max_retries, timeout)
+
+
+def _mock(model: str | None) -> ModelProvider:
+    return _local("mini_harness.agent.mock", "MockProvider", model or "mock")
+
+
+def _local(module: str, cls: str, argument: object) -> ModelProvider:
+    """The no-network provider class `cls` of `module`, made with `argument`."""
+    # Imported by name: the mock and the script live in their own modules, loaded only
+    # when chosen.
+    provider: ModelProvider = getattr(importlib.import_module(module), cls)(argument)
+    return provider
+
+
+def _remote(
+    provider: str, model: str | None, env: Mapping[str, str], max_retries: int, timeout: float
+) -> ModelProvider:
+    remote = _REMOTES[provider]
+    model = model or _setting(env, "MINI_HARNESS_MODEL") or remote.default_model
+    base_url = _setting(env, remote.base_url_variable) or remote.default_base_url
+    if base_url is None and provider == "openai-compatible":
+        raise ProviderSetupError(
+            "--model openai-compatible:MODEL needs OPENAI_BASE_URL (the server's URL, "
+            "e.g. http://127.0.0.1:8000/v1)"
+        )
+    if remote.key_variable is None:
+        # Local servers (vLLM, Ollama, llama.cpp) usually take any key or none.
+        api_key = _setting(env, "OPENAI_API_KEY") or "unused"
+    else:
+        key = _setting(env, remote.key_variable)
+        if key is None:
+            raise ProviderSetupError(
+                f"The {provider} provider needs {remote.key_variable} in the environment"
+            )
+        api_key = key
+    sdk = _SDKS[remote.wire]
+    if importlib.util.find_spec(sdk) is None:
+        raise ProviderSetupError(
+            f"The {provider} provider needs the {sdk} SDK: pip install 'mini-harness[{sdk}]'"
+        )
+    if remote.wire == "anthropic":
+        from mini_harness.agent.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider(
+            model, api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
+        )
+    from mini_harness.agent.openai_provider import OpenAICompatibleProvider
+
+    assert base_url is not None  # every OpenAI-wire provider has a default or requires one
+    return OpenAICompatibleProvider(
+        model, base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=timeout
+    )

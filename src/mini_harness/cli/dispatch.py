@@ -1,0 +1,149 @@
+"""The root command's work: dispatch one tool and print what happened."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import sys
+from typing import Any
+
+import click
+import orjson
+
+from mini_harness.cli.log_options import opened_log, redactor_for
+from mini_harness.cli.output import BadUsage, info
+from mini_harness.errors import ToolCallError, UnknownToolError
+from mini_harness.events import MAX_JSON_DEPTH, JsonObject, JsonValue
+from mini_harness.events.jsonvalue import nested_deeper_than
+from mini_harness.runtime import (
+    ToolRegistry,
+    ToolRuntime,
+    dispatch_context,
+    render_context_report,
+)
+
+# orjson turns integers wider than 64 bits into floats without a word; a run of 20+ digits
+# is the only way such an integer can appear, so only then is the input parsed again.
+_LONG_DIGITS = re.compile(r"\d{20,}")
+
+
+def read_tool_input(raw: str | None) -> str | None:
+    """The text of `--tool-input`: as given, from a file (`@PATH`) or standard input (`-`)."""
+    if raw == "-":
+        return sys.stdin.read()
+    if raw is not None and raw.startswith("@"):
+        path = raw[1:]
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return handle.read()
+        except OSError as exc:
+            raise BadUsage(f"--tool-input {raw}: cannot read {path}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise BadUsage(f"--tool-input {raw}: {path} is not UTF-8 text") from None
+    return raw
+
+
+def parse_tool_input(raw: str | None) -> JsonValue:
+    """The value of `--tool-input` ({} when it was not given); BadUsage if it is not JSON,
+    holds an integer wider than 64 bits or nests deeper than MAX_JSON_DEPTH levels."""
+    if raw is None:
+        return {}
+    too_deep = f"--tool-input is nested deeper than {MAX_JSON_DEPTH} levels"
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        # The parser's own limit (1024 levels) is not a syntax error in the input.
+        if "depth limit" in str(exc):
+            raise BadUsage(too_deep) from None
+        raise BadUsage("--tool-input must be valid JSON") from None
+    if nested_deeper_than(raw):
+        raise BadUsage(too_deep)
+    if _LONG_DIGITS.search(raw):
+        _refuse_wide_integers(raw)
+    return value
+
+
+def _refuse_wide_integers(raw: str) -> None:
+    def parse_int(text: str) -> int:
+        number = int(text)
+        if not -(2**63) <= number < 2**64:
+            raise BadUsage(f"--tool-input: integer {text} does not fit in 64 bits")
+        return number
+
+    json.loads(raw, parse_int=parse_int)
+
+
+def unknown_tool_message(name: str, registry: ToolRegistry) -> str:
+    """`Unknown tool: NAME`, with the closest registered names and the whole list."""
+    names = [definition.name for definition in registry.list()]
+    message = f"Unknown tool: {name}"
+    close = difflib.get_close_matches(name, names, n=3)
+    if close:
+        message += f". Did you mean {' or '.join(repr(n) for n in close)}?"
+    else:
+        message += "."
+    return f"{message} Registered tools: {', '.join(names) if names else 'none'}"
+
+
+def run_dispatch(
+    registry: ToolRegistry,
+    tool: str,
+    raw_input: str | None,
+    *,
+    context_report: bool,
+    as_json: bool,
+    log: str | None,
+    settings: dict[str, Any],
+) -> None:
+    """Dispatch one tool and print what happened.
+
+    A failed call raises its ToolCallError (exit 1), or with `as_json` prints the failure
+    as the document and exits 1. What is printed is redacted as the log is.
+    """
+    tool_input = parse_tool_input(read_tool_input(raw_input))
+    redactor = redactor_for(settings)
+    where: JsonObject = {}
+    failure: ToolCallError | None = None
+    with opened_log(log, settings) as sink:
+        runtime = ToolRuntime(registry, sink)
+        try:
+            result = runtime.dispatch(tool, tool_input)
+        except UnknownToolError as exc:
+            message = unknown_tool_message(tool, registry)
+            failure = UnknownToolError(tool, message, call_id=exc.call_id)
+        except ToolCallError as exc:
+            failure = exc
+    if log is not None:
+        where = {"transcript": log, "runId": runtime.run_id}
+    if failure is not None:
+        if not as_json:
+            raise failure
+        document: JsonObject = {
+            "ok": False,
+            "name": tool,
+            "error": {"kind": failure.kind, "message": failure.message},
+            **where,
+        }
+        click.echo(_redacted_json(document, redactor))
+        raise click.exceptions.Exit(1)
+    shown = result.display_json()
+    if as_json:
+        click.echo(_redacted_json({"ok": True, **shown, **where}, redactor))
+        return
+    info(f"Task: Dispatch tool: {tool}")
+    info("Model provider: none")
+    info("Manual tool dispatch completed.")
+    info(f"Tool result: {_redacted_json(shown, redactor)}")
+    if log is not None:
+        info(f"Transcript: {log} (run {runtime.run_id})")
+    if context_report:
+        click.echo("")
+        report = render_context_report(dispatch_context(runtime.tools_snapshot, shown))
+        click.echo(report, nl=False)
+
+
+def _redacted_json(value: JsonObject, redactor: Any) -> str:
+    if redactor is not None:
+        value = redactor.redact_wire(value)
+    return orjson.dumps(value).decode()

@@ -1,0 +1,66 @@
+"""Options that take one value: given once, with a value, named as the user typed them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import click
+
+from mini_harness.cli.output import BadUsage
+
+_SPELLINGS = "mini_harness.spellings"
+
+
+class SingleOption(click.Option):
+    """An option taking one value, refused when repeated or when its value is missing.
+
+    Each spelling (`--log`, `--transcript`) goes to the parser on its own, so that a
+    repeated option is noticed instead of the last value silently winning, and messages
+    can name the spelling the user typed. A value that is empty or is itself one of the
+    command's options (`--tool --tool-input '{}'`) means the value was forgotten, unless
+    `empty_ok` lets the command answer an empty value itself (`replay --run ''` lists the
+    runs there are).
+    """
+
+    def __init__(self, *args: Any, empty_ok: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.empty_ok = empty_ok
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
+        for spelling in self.opts:
+            parser.add_option(
+                obj=self, opts=[spelling], dest=_dest(self, spelling), action="append"
+            )
+
+    def handle_parse_result(
+        self, ctx: click.Context, opts: Mapping[str, Any], args: list[str]
+    ) -> tuple[Any, list[str]]:
+        given = [(s, v) for s in self.opts for v in opts.get(_dest(self, s)) or ()]
+        if given and not ctx.resilient_parsing:
+            spelling, value = given[0]
+            if len(given) > 1:
+                raise BadUsage(f"{spelling} may be given only once")
+            if (value == "" and not self.empty_ok) or value in _option_names(ctx):
+                raise BadUsage(f"{spelling} requires a value")
+            ctx.meta.setdefault(_SPELLINGS, {})[ctx.command.name, self.name] = spelling
+            opts = {**opts, str(self.name): value}
+        return super().handle_parse_result(ctx, opts, args)
+
+
+def typed(ctx: click.Context, name: str, default: str) -> str:
+    """The spelling of option `name` the user typed (`default` if it was not given)."""
+    spelling: str = ctx.meta.get(_SPELLINGS, {}).get((ctx.command.name, name), default)
+    return spelling
+
+
+def _dest(option: click.Option, spelling: str) -> str:
+    return f"{option.name}\0{spelling}"
+
+
+def _option_names(ctx: click.Context) -> set[str]:
+    names = set(ctx.help_option_names)
+    for param in ctx.command.params:
+        if isinstance(param, click.Option):
+            names.update(param.opts, param.secondary_opts)
+    return names

@@ -1,0 +1,131 @@
+"""What the CLI prints, and what happens when it cannot be printed.
+
+Informational lines go to stdout as `[mini-harness] <message>`, errors to stderr as
+`[mini-harness] Error: <message>`. Standard output that cannot be written (a full disk, a
+device error) is one error line and exit 1; a reader that stopped early (`| head -1`) ends
+the command quietly; standard error that cannot be written changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Any, NoReturn, TextIO, cast
+
+import click
+
+from mini_harness.errors import OutputError
+
+PREFIX = "[mini-harness]"
+
+
+class BadUsage(click.UsageError):
+    """A usage error whose message says all there is to say (no `--help` hint)."""
+
+
+def info(message: str) -> None:
+    click.echo(f"{PREFIX} {message}")
+
+
+def error(message: str) -> None:
+    click.echo(f"{PREFIX} Error: {message}", err=True)
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """Print an error line and exit with `code` (1: the work failed, 2: usage)."""
+    error(message)
+    raise click.exceptions.Exit(code)
+
+
+class GuardedStream:
+    """sys.stdout or sys.stderr of the console script (and the binary buffer under each),
+    telling their failures apart from every other OSError.
+
+    On standard output a failed write or flush raises OutputError; a closed pipe stays a
+    BrokenPipeError, ended quietly (the reader stopped on purpose). On standard error it is
+    dropped and the stream pointed at /dev/null: what cannot be shown must not change what
+    the command does or its exit code. The buffer is guarded too: click writes through a
+    text wrapper of its own around it when the stream's encoding cannot hold what it prints
+    (an ASCII locale).
+    """
+
+    def __init__(self, stream: Any, *, diagnostics: bool) -> None:
+        self._stream = stream
+        self._diagnostics = diagnostics
+        self._buffer: GuardedStream | None = None
+
+    @property
+    def buffer(self) -> GuardedStream:
+        if self._buffer is None:
+            self._buffer = GuardedStream(self._stream.buffer, diagnostics=self._diagnostics)
+        return self._buffer
+
+    def write(self, data: Any) -> int:
+        try:
+            written: int = self._stream.write(data)
+        except OSError as exc:
+            self._failed(exc)
+            return len(data)
+        return written
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            self._failed(exc)
+
+    def _failed(self, exc: OSError) -> None:
+        if self._diagnostics:
+            quiet([self._stream])
+            return
+        if isinstance(exc, BrokenPipeError):
+            raise exc
+        raise OutputError(exc.strerror or str(exc)) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def guard_streams() -> None:
+    """Put `GuardedStream` around sys.stdout and sys.stderr (once)."""
+    if sys.stdout is not None and not isinstance(sys.stdout, GuardedStream):
+        sys.stdout = cast(TextIO, GuardedStream(sys.stdout, diagnostics=False))
+    if sys.stderr is not None and not isinstance(sys.stderr, GuardedStream):
+        sys.stderr = cast(TextIO, GuardedStream(sys.stderr, diagnostics=True))
+
+
+def quiet(streams: list[Any]) -> None:
+    """Point these streams' descriptors at /dev/null, so that nothing fails again when the
+    interpreter flushes them on its way out."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in streams:
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+
+
+def finish_output(code: int) -> int:
+    """Flush standard output while a failure can still be said; the exit code to use.
+
+    At exit the interpreter would only print an "Exception ignored" traceback (exit 120).
+    """
+    try:
+        sys.stdout.flush()
+    except OutputError as exc:
+        return output_failed(exc)
+    except BrokenPipeError:
+        return pipe_closed()
+    return code
+
+
+def output_failed(exc: OutputError) -> int:
+    quiet([sys.stdout])
+    error(f"cannot write the output: {exc.reason}")
+    return 1
+
+
+def pipe_closed() -> int:
+    # As click does: exit 1 and say nothing more.
+    quiet([sys.stdout, sys.stderr])
+    return 1

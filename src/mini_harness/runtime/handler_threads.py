@@ -1,0 +1,200 @@
+"""Running handlers off the caller's thread: one shared, bounded pool of daemon threads,
+timeouts, and coroutines run from sync code."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import inspect
+import os
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+MAX_HANDLER_THREADS = 32
+"""Threads that may run handlers at once; more calls wait for one to be free."""
+
+_QUEUED, _RUNNING, _ABANDONED, _DROPPED, _DONE = range(5)
+
+
+class HandlerJob:
+    """One piece of work given to the threads; `abandon()` when its caller stops waiting."""
+
+    def __init__(self, work: Callable[[], object], pool: HandlerThreads) -> None:
+        self.work = work
+        self.state = _QUEUED
+        self._pool = pool
+
+    def abandon(self) -> None:
+        """The caller stopped waiting (timeout, cancellation): a queued job never runs, and a
+        running one no longer counts against the limit (a handler cannot be stopped)."""
+        self._pool._abandon(self)
+
+
+class HandlerThreads:
+    """A pool of daemon threads, started as calls need them, up to `limit` at work.
+
+    Daemon threads, unlike concurrent.futures' (joined at exit): an abandoned handler
+    (timed out, or its caller cancelled) must not hold the process open. Such a handler
+    keeps its thread until it returns, but no longer counts against the limit, so handlers
+    that never return cannot starve the others. Threads do not survive `os.fork`: a child
+    notices its new process id and starts its own.
+    """
+
+    def __init__(self, limit: int = MAX_HANDLER_THREADS) -> None:
+        self._limit = limit
+        self._pid = -1
+        self._lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
+        self._lock = threading.Lock()  # a thread of the parent may have held it at the fork
+        self._jobs: queue.SimpleQueue[HandlerJob] = queue.SimpleQueue()
+        self._threads = 0  # started and alive
+        self._idle = 0  # waiting for a job
+        self._queued = 0  # submitted, not yet taken by a thread
+        self._stuck = 0  # running an abandoned job
+
+    def submit(self, work: Callable[[], object]) -> HandlerJob:
+        """Run `work()` (which must not raise; its result is dropped) in one of the threads."""
+        if self._pid != os.getpid():
+            self._reset()
+        job = HandlerJob(work, self)
+        with self._lock:
+            self._queued += 1
+            start = self._queued > self._idle and self._threads - self._stuck < self._limit
+            if start:
+                self._threads += 1
+        self._jobs.put(job)
+        if start:
+            thread = threading.Thread(
+                target=self._serve, args=(self._jobs,), name="mini-harness-tool", daemon=True
+            )
+            thread.start()
+        return job
+
+    def _serve(self, jobs: queue.SimpleQueue[HandlerJob]) -> None:
+        while True:
+            with self._lock:
+                self._idle += 1
+            job = jobs.get()
+            with self._lock:
+                self._idle -= 1
+                self._queued -= 1
+                run = job.state == _QUEUED
+                if run:
+                    job.state = _RUNNING
+            if not run:
+                continue
+            try:
+                job.work()
+            finally:
+                with self._lock:
+                    if job.state == _ABANDONED:
+                        self._stuck -= 1
+                    job.state = _DONE
+
+    def _abandon(self, job: HandlerJob) -> None:
+        with self._lock:
+            if job.state == _QUEUED:
+                job.state = _DROPPED
+            elif job.state == _RUNNING:
+                job.state = _ABANDONED
+                self._stuck += 1
+
+
+HANDLER_THREADS = HandlerThreads()
+"""The one pool of the process."""
+
+
+async def sync_off_loop(handler: Callable[[Any], Any], arg: object) -> object:
+    """Run a sync handler in the shared handler threads; the loop keeps serving meanwhile.
+
+    Not `asyncio.to_thread`: the default executor's threads are joined at exit, so one
+    abandoned handler (timed out or cancelled) would hold the process open until it ends.
+    """
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[object] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: object, error: BaseException | None) -> None:
+        if future.done():  # the caller stopped waiting (timeout or cancellation)
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        value: object = None
+        error: BaseException | None = None
+        try:
+            value = context.run(handler, arg)
+        except BaseException as exc:  # handed to the awaiting caller
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is already closed
+            loop.call_soon_threadsafe(settle, value, error)
+
+    job = HANDLER_THREADS.submit(work)
+    try:
+        output = await future
+    except BaseException:
+        job.abandon()
+        raise
+    if inspect.isawaitable(output):
+        return await output
+    return output
+
+
+class HandlerTimeout(Exception):
+    """A handler run by call_in_thread or run_coroutine ran past its timeout."""
+
+
+def run_coroutine(awaitable: Any, timeout: float | None) -> object:
+    """Await `awaitable` from sync code, on an event loop of its own; HandlerTimeout past
+    `timeout` seconds."""
+    import asyncio  # only async handlers need it
+
+    async def runner() -> object:
+        try:
+            return await asyncio.wait_for(awaitable, timeout)
+        except TimeoutError:
+            raise HandlerTimeout from None
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(runner())
+    # Called from inside a running loop: run the coroutine on a loop of its own.
+    return call_in_thread(lambda _: asyncio.run(runner()), None, None)
+
+
+def call_in_thread(func: Callable[[Any], Any], arg: object, timeout: float | None) -> object:
+    """Run func(arg) in the shared handler threads; HandlerTimeout if it does not finish in
+    time.
+
+    A thread cannot be killed: a timed-out handler keeps running in the background, but
+    its result is discarded and the call is recorded as timed out.
+    """
+    done = threading.Event()
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = func(arg)
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+        finally:
+            done.set()
+
+    job = HANDLER_THREADS.submit(work)
+    if not done.wait(timeout):
+        job.abandon()
+        raise HandlerTimeout
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")

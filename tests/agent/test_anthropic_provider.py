@@ -1,0 +1,284 @@
+"""The Anthropic provider, through the real `anthropic` SDK, against a loopback server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from mini_harness.agent.anthropic_provider import DEFAULT_MAX_TOKENS, AnthropicProvider
+from mini_harness.agent.provider import Message, ModelError, ModelRequest, ToolCall
+from mini_harness.agent.wire_form import UNPARSED_KEY
+from tests.agent.wire_servers import (
+    AnthropicWireServer,
+    Failure,
+    Raw,
+    Stall,
+    Turn,
+)
+
+KEY = "sk-ant-test-0123456789-SECRET"
+ECHO = {
+    "name": "echo",
+    "description": "Echoes text.",
+    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+}
+TASK = ModelRequest(
+    messages=(Message("system", "You are terse."), Message("user", "Echo hi.")),
+    tools=(ECHO,),
+)
+MODES = pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+
+
+@pytest.fixture(name="server")
+def _server() -> Iterator[AnthropicWireServer]:
+    with AnthropicWireServer(api_key=KEY) as server:
+        yield server
+
+
+def make_provider(
+    server: AnthropicWireServer, *, max_retries: int = 2, key: str = KEY
+) -> AnthropicProvider:
+    return AnthropicProvider(
+        "claude-test",
+        api_key=key,
+        base_url=server.base_url,
+        max_retries=max_retries,
+        timeout=5.0,
+    )
+
+
+def on_text_for(stream: bool) -> Callable[[str], None] | None:
+    return (lambda _: None) if stream else None
+
+
+def answered(request: ModelRequest, *messages: Message) -> ModelRequest:
+    return ModelRequest(messages=(*request.messages, *messages), tools=request.tools)
+
+
+class TestRequests:
+    def test_system_prompt_tools_and_max_tokens(self, server: AnthropicWireServer) -> None:
+        """The system prompt goes in `system`, tools as Anthropic tools, and max_tokens is
+        always sent (the default when the params give none)."""
+        server.script(Turn(text="hi"), Turn(text="hi"))
+        provider = make_provider(server)
+        provider.complete(TASK)
+        provider.complete(ModelRequest(TASK.messages, TASK.tools, {"maxTokens": 99}))
+        first, second = (r.body for r in server.requests)
+        assert first["system"] == "You are terse."
+        assert first["messages"] == [
+            {"role": "user", "content": [{"type": "text", "text": "Echo hi."}]}
+        ]
+        assert first["tools"] == [
+            {"name": "echo", "description": "Echoes text.", "input_schema": ECHO["inputSchema"]}
+        ]
+        assert (first["max_tokens"], second["max_tokens"]) == (DEFAULT_MAX_TOKENS, 99)
+        assert server.presented_key(server.requests[0].headers) == KEY
+
+    def test_tool_results_merge_into_one_user_turn_with_is_error(
+        self, server: AnthropicWireServer
+    ) -> None:
+        """Consecutive tool results (and a user note after them) become one user message of
+        tool_result blocks first, with is_error passed through; the server accepts it."""
+        server.script(Turn(text="done"))
+        call = Message(
+            "assistant",
+            "Calling.",
+            tool_calls=(ToolCall("tu_1", "echo", '{"text":"a"}'), ToolCall("tu_2", "echo", "")),
+        )
+        request = answered(
+            TASK,
+            call,
+            Message("tool", "a", tool_call_id="tu_1", name="echo"),
+            Message("tool", "boom", tool_call_id="tu_2", name="echo", is_error=True),
+            Message("user", "Go on."),
+        )
+        assert make_provider(server).complete(request).message.content == "done"
+        assert server.rejections == []
+        messages = server.requests[0].body["messages"]
+        assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+        assert messages[1]["content"] == [
+            {"type": "text", "text": "Calling."},
+            {"type": "tool_use", "id": "tu_1", "name": "echo", "input": {"text": "a"}},
+            {"type": "tool_use", "id": "tu_2", "name": "echo", "input": {}},
+        ]
+        assert messages[2]["content"] == [
+            {"type": "tool_result", "tool_use_id": "tu_1", "content": "a"},
+            {"type": "tool_result", "tool_use_id": "tu_2", "content": "boom", "is_error": True},
+            {"type": "text", "text": "Go on."},
+        ]
+
+    def test_empty_reply_in_the_history_is_left_out(self, server: AnthropicWireServer) -> None:
+        """An empty assistant reply (cut at zero tokens) is left out of the history, and the
+        user turns around it merge, so the server accepts the conversation."""
+        server.script(Turn(text="ok"))
+        request = answered(TASK, Message("assistant", ""), Message("user", "Try again."))
+        assert make_provider(server).complete(request).message.content == "ok"
+        assert server.rejections == []
+        assert server.requests[0].body["messages"] == [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Echo hi."},
+                    {"type": "text", "text": "Try again."},
+                ],
+            }
+        ]
+
+
+class TestResponses:
+    @MODES
+    def test_several_tool_calls_come_back_in_order(
+        self, server: AnthropicWireServer, stream: bool
+    ) -> None:
+        """Text and several tool_use blocks become the message's text and calls, in order,
+        with finish reason tool_calls."""
+        calls = (("tu_a", "echo", '{"text":"one"}'), ("tu_b", "list_files", '{"path":"."}'))
+        server.script(Turn(text="Two calls.", tool_calls=calls))
+        response = make_provider(server).complete(TASK, on_text=on_text_for(stream))
+        assert response.message.content == "Two calls."
+        assert response.message.tool_calls == tuple(ToolCall(*c) for c in calls)
+        assert response.finish_reason == "tool_calls"
+        assert response.response_id == "msg_1"
+
+    def test_unknown_tool_name_is_passed_through(self, server: AnthropicWireServer) -> None:
+        """A call to a tool that was never offered comes back as made: the loop decides."""
+        server.script(Turn(tool_calls=(("tu_1", "no_such_tool", "{}"),)))
+        response = make_provider(server).complete(TASK)
+        assert response.message.tool_calls == (ToolCall("tu_1", "no_such_tool", "{}"),)
+
+    def test_malformed_streamed_input_is_kept_raw_and_sent_back_as_an_object(
+        self, server: AnthropicWireServer
+    ) -> None:
+        """Input JSON that streams in broken stays raw in the message; the next request sends
+        it as an object wrapping the raw text, which the server accepts."""
+        raw = '{"text": "no end'
+        server.script(Turn(tool_calls=(("tu_1", "echo", raw),)), Turn(text="Sorry."))
+        provider = make_provider(server)
+        first = provider.complete(TASK, on_text=lambda _: None)
+        assert first.message.tool_calls == (ToolCall("tu_1", "echo", raw),)
+        result = Message("tool", "Invalid JSON", tool_call_id="tu_1", is_error=True)
+        assert provider.complete(answered(TASK, first.message, result)).message.content == "Sorry."
+        assert server.rejections == []
+        tool_use = server.requests[1].body["messages"][1]["content"][0]
+        assert tool_use["input"] == {UNPARSED_KEY: raw}
+
+    def test_whole_response_cannot_carry_malformed_input(self, server: AnthropicWireServer) -> None:
+        """The server says so when a script asks for malformed input in a whole response."""
+        server.script(Turn(tool_calls=(("tu_1", "echo", "{oops"),)))
+        with pytest.raises(ModelError, match="only a streamed turn can send malformed input"):
+            make_provider(server).complete(TASK)
+
+    @MODES
+    @pytest.mark.parametrize(
+        ("wire", "neutral"),
+        [("max_tokens", "length"), ("end_turn", "stop"), ("pause_turn", "other")],
+    )
+    def test_stop_reasons_are_mapped(
+        self, server: AnthropicWireServer, stream: bool, wire: str, neutral: str
+    ) -> None:
+        """Anthropic's stop reasons map onto the neutral finish reasons."""
+        server.script(Turn(text="The answer is", finish=wire))
+        response = make_provider(server).complete(TASK, on_text=on_text_for(stream))
+        assert response.finish_reason == neutral
+
+    @MODES
+    def test_usage_counts_the_whole_prompt_and_cache_reads(
+        self, server: AnthropicWireServer, stream: bool
+    ) -> None:
+        """Input tokens include cache reads (Anthropic reports them apart); cached tokens
+        are the cache reads."""
+        server.script(Turn(text="ok", input_tokens=20, output_tokens=5, cached_tokens=100))
+        usage = make_provider(server).complete(TASK, on_text=on_text_for(stream)).usage
+        assert (usage.input_tokens, usage.output_tokens, usage.cached_tokens) == (120, 5, 100)
+
+    def test_streamed_text_arrives_in_pieces(self, server: AnthropicWireServer) -> None:
+        """Streamed text reaches on_text piece by piece, and the response holds all of it."""
+        server.script(Turn(text="Hello from Claude's stand-in.", piece=6))
+        pieces: list[str] = []
+        response = make_provider(server).complete(TASK, on_text=pieces.append)
+        assert pieces[0] == "Hello "
+        assert len(pieces) == 5
+        assert "".join(pieces) == response.message.content == "Hello from Claude's stand-in."
+
+
+class TestErrors:
+    def test_rate_limit_then_success(self, server: AnthropicWireServer) -> None:
+        """A 429 is retried: one on_retry (rate_limited, 429, attempt 1), then the answer."""
+        server.script(Failure(429, "Number of requests has exceeded your rate limit"))
+        server.script(Turn(text="fine"))
+        retries: list[ModelError] = []
+        response = make_provider(server).complete(TASK, on_retry=retries.append)
+        assert response.message.content == "fine"
+        assert [(e.kind, e.status, e.attempt) for e in retries] == [("rate_limited", 429, 1)]
+
+    def test_overloaded_until_giving_up(self, server: AnthropicWireServer) -> None:
+        """529s until the retries run out: each retried attempt reported, then http_error."""
+        server.script(*[Failure(529, "Overloaded")] * 2)
+        retries: list[ModelError] = []
+        with pytest.raises(ModelError) as raised:
+            make_provider(server, max_retries=1).complete(TASK, on_retry=retries.append)
+        assert [(e.kind, e.status, e.attempt) for e in retries] == [("http_error", 529, 1)]
+        error = raised.value
+        assert (error.kind, error.status, error.attempt) == ("http_error", 529, 2)
+        assert error.message == "Model request failed with HTTP 529: Overloaded"
+
+    def test_wrong_key_is_an_auth_error_that_never_shows_the_key(
+        self, server: AnthropicWireServer
+    ) -> None:
+        """A 401 is kind auth and the key echoed back by the server is redacted."""
+        wrong = "sk-ant-wrong-5555555555"
+        with pytest.raises(ModelError) as raised:
+            make_provider(server, key=wrong).complete(TASK)
+        assert (raised.value.kind, raised.value.status) == ("auth", 401)
+        assert wrong not in str(raised.value)
+
+    def test_stream_cut_mid_way_is_an_invalid_response(self, server: AnthropicWireServer) -> None:
+        """A stream that stops before message_stop is a clear invalid_response."""
+        server.script(Turn(text="partial answer", piece=4, cut_after=4))
+        pieces: list[str] = []
+        with pytest.raises(ModelError) as raised:
+            make_provider(server).complete(TASK, on_text=pieces.append)
+        assert raised.value.kind == "invalid_response"
+        assert "response stream was cut off" in raised.value.message
+        assert pieces == ["part"]
+
+    def test_no_answer_in_time_is_a_timeout(self, server: AnthropicWireServer) -> None:
+        """A server that does not answer within the timeout fails with kind timeout."""
+        server.script(Stall(2.0))
+        provider = AnthropicProvider(
+            "claude-test", api_key=KEY, base_url=server.base_url, max_retries=0, timeout=0.3
+        )
+        with pytest.raises(ModelError) as raised:
+            provider.complete(TASK, on_text=lambda _: None)
+        assert (raised.value.kind, raised.value.attempt) == ("timeout", 1)
+
+    @pytest.mark.parametrize(
+        "reply",
+        [
+            Raw(b"<html>502 Bad Gateway</html>"),
+            Raw(b'{"id": "msg_1", "type": "message"}', "application/json"),
+            Raw(b'{"content": [{"type": "text", "text": 7}]}', "application/json"),
+        ],
+        ids=["html-page", "no-content", "text-not-text"],
+    )
+    def test_success_status_with_an_unreadable_body(
+        self, server: AnthropicWireServer, reply: Raw
+    ) -> None:
+        """A 200 whose body is not a message is an invalid_response, not a crash."""
+        server.script(reply)
+        with pytest.raises(ModelError) as raised:
+            make_provider(server).complete(TASK)
+        assert raised.value.kind == "invalid_response"
+
+
+class TestHistoryValidation:
+    def test_orphan_tool_use_is_rejected_with_the_servers_reason(
+        self, server: AnthropicWireServer
+    ) -> None:
+        """A tool_use with no tool_result in the next user turn is answered 400."""
+        call = Message("assistant", tool_calls=(ToolCall("tu_9", "echo", "{}"),))
+        request = answered(TASK, call, Message("user", "And now?"))
+        with pytest.raises(ModelError, match="without tool_result blocks immediately after: tu_9"):
+            make_provider(server).complete(request)
+        assert len(server.rejections) == 1

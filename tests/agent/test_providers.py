@@ -1,0 +1,179 @@
+"""Choosing the model provider from `--model PROVIDER:MODEL` and the environment."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mini_harness.agent.provider import Message, ModelRequest
+from mini_harness.agent.providers import ProviderSetupError, choose_provider
+from tests.agent.wire_servers import AnthropicWireServer, OpenAIWireServer, Turn
+
+HELLO = ModelRequest(messages=(Message("user", "hello"),))
+
+
+@pytest.fixture(name="openai_server")
+def _openai_server() -> Iterator[OpenAIWireServer]:
+    with OpenAIWireServer() as server:
+        yield server
+
+
+@pytest.fixture(name="local_providers")
+def _local_providers(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]:
+    """Stand-ins for the mock and script modules, loaded by name when chosen; each records
+    what it was made with."""
+    made: dict[str, list[object]] = {"MockProvider": [], "ScriptProvider": []}
+    for module_name, cls_name in (
+        ("mini_harness.agent.mock", "MockProvider"),
+        ("mini_harness.agent.script", "ScriptProvider"),
+    ):
+
+        class StandIn:
+            name = cls_name
+            model = cls_name
+
+            def __init__(self, argument: object, _cls: str = cls_name) -> None:
+                made[_cls].append(argument)
+
+        module = types.ModuleType(module_name)
+        setattr(module, cls_name, StandIn)
+        monkeypatch.setitem(sys.modules, module_name, module)
+    return made
+
+
+class TestEnvironmentChoice:
+    def test_deepseek_key_comes_first(self) -> None:
+        """With DeepSeek and OpenAI keys both set, DeepSeek is chosen, with its default model."""
+        provider = choose_provider(None, {"DEEPSEEK_API_KEY": "d", "OPENAI_API_KEY": "o"})
+        assert (provider.name, provider.model) == (
+            "openai-compatible:deepseek-v4-flash",
+            "deepseek-v4-flash",
+        )
+
+    def test_openai_key_and_base_url_reach_the_server(
+        self, openai_server: OpenAIWireServer
+    ) -> None:
+        """OPENAI_API_KEY and OPENAI_BASE_URL choose the OpenAI-compatible provider, which
+        sends its requests there with the default model."""
+        openai_server.script(Turn(text="hi"))
+        env = {"OPENAI_API_KEY": "sk-env", "OPENAI_BASE_URL": openai_server.base_url}
+        provider = choose_provider(None, env)
+        assert provider.name == "openai-compatible:gpt-4o-mini"
+        assert provider.complete(HELLO).message.content == "hi"
+        request = openai_server.requests[0]
+        assert request.body["model"] == "gpt-4o-mini"
+        assert request.headers["authorization"] == "Bearer sk-env"
+
+    def test_mini_harness_model_overrides_the_default_model(self) -> None:
+        """MINI_HARNESS_MODEL names the model when --model does not."""
+        env = {"OPENAI_API_KEY": "o", "MINI_HARNESS_MODEL": "gpt-4.1"}
+        assert choose_provider(None, env).name == "openai-compatible:gpt-4.1"
+        assert choose_provider("openai:o3", env).model == "o3"
+
+    def test_anthropic_key_and_base_url_reach_the_server(self) -> None:
+        """ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL) choose the Anthropic provider."""
+        with AnthropicWireServer(api_key="sk-ant-env") as server:
+            server.script(Turn(text="hi"))
+            env = {"ANTHROPIC_API_KEY": "sk-ant-env", "ANTHROPIC_BASE_URL": server.base_url}
+            provider = choose_provider(None, env)
+            assert provider.name == "anthropic:claude-haiku-4-5"
+            assert provider.complete(HELLO).message.content == "hi"
+
+    def test_empty_keys_count_as_unset(self) -> None:
+        """A key set to the empty string does not choose its provider."""
+        provider = choose_provider(None, {"DEEPSEEK_API_KEY": "", "ANTHROPIC_API_KEY": "a"})
+        assert provider.name.startswith("anthropic:")
+
+    def test_no_key_is_the_mock(self, local_providers: dict[str, list[object]]) -> None:
+        """Without any key the mock is chosen (made with model name `mock`)."""
+        provider = choose_provider(None, {"MINI_HARNESS_MODEL": "ignored"})
+        assert provider.name == "MockProvider"
+        assert local_providers["MockProvider"] == ["mock"]
+
+
+class TestModelSpec:
+    def test_provider_alone_uses_its_default_model(self) -> None:
+        """`--model deepseek` is DeepSeek's default model."""
+        provider = choose_provider("deepseek", {"DEEPSEEK_API_KEY": "d"})
+        assert provider.name == "openai-compatible:deepseek-v4-flash"
+
+    def test_openai_compatible_local_server_needs_no_key(
+        self, openai_server: OpenAIWireServer
+    ) -> None:
+        """`openai-compatible:MODEL` talks to OPENAI_BASE_URL, with or without a key."""
+        openai_server.script(Turn(text="local"))
+        provider = choose_provider(
+            "openai-compatible:qwen3-coder", {"OPENAI_BASE_URL": openai_server.base_url}
+        )
+        assert provider.name == "openai-compatible:qwen3-coder"
+        assert provider.complete(HELLO).message.content == "local"
+        assert openai_server.requests[0].body["model"] == "qwen3-coder"
+
+    def test_openai_compatible_without_base_url_is_an_error(self) -> None:
+        """`openai-compatible:MODEL` without OPENAI_BASE_URL says what to set."""
+        with pytest.raises(ProviderSetupError, match="needs OPENAI_BASE_URL"):
+            choose_provider("openai-compatible:llama", {})
+
+    @pytest.mark.parametrize(
+        ("spec", "variable"),
+        [
+            ("openai:gpt-4o", "OPENAI_API_KEY"),
+            ("deepseek:deepseek-v4-pro", "DEEPSEEK_API_KEY"),
+            ("anthropic:claude-opus-5", "ANTHROPIC_API_KEY"),
+        ],
+    )
+    def test_missing_key_names_the_variable(self, spec: str, variable: str) -> None:
+        """A remote provider without its key says which variable to set."""
+        with pytest.raises(ProviderSetupError, match=f"needs {variable}"):
+            choose_provider(spec, {"OTHER": "x"})
+
+    def test_unknown_provider_lists_the_known_ones(self) -> None:
+        """An unknown provider name is refused with the list of known ones."""
+        with pytest.raises(ProviderSetupError) as raised:
+            choose_provider("gemini:pro", {})
+        assert str(raised.value) == (
+            "Unknown model provider 'gemini' in --model 'gemini:pro' "
+            "(known: anthropic, deepseek, mock, openai, openai-compatible, script)"
+        )
+
+    def test_script_needs_a_file(self) -> None:
+        """`--model script` without a file is refused with the expected form."""
+        with pytest.raises(ProviderSetupError, match=r"script:path/to/script\.json"):
+            choose_provider("script", {})
+
+    def test_script_file_is_the_scripted_provider(
+        self, local_providers: dict[str, list[object]]
+    ) -> None:
+        """`--model script:FILE` is the scripted provider, given FILE as a path."""
+        provider = choose_provider("script:demo/run.json", {"OPENAI_API_KEY": "o"})
+        assert provider.name == "ScriptProvider"
+        assert local_providers["ScriptProvider"] == [Path("demo/run.json")]
+
+    def test_mock_spec_with_a_model_name(self, local_providers: dict[str, list[object]]) -> None:
+        """`--model mock` chooses the mock even when a key is set."""
+        assert choose_provider("mock", {"OPENAI_API_KEY": "o"}).name == "MockProvider"
+        assert local_providers["MockProvider"] == ["mock"]
+
+    def test_missing_sdk_gives_the_install_line(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """When the provider's SDK is not installed, the error carries the install line."""
+        real = importlib.util.find_spec
+
+        def without_anthropic(name: str, *args: object) -> object:
+            return None if name == "anthropic" else real(name)
+
+        monkeypatch.setattr(importlib.util, "find_spec", without_anthropic)
+        with pytest.raises(ProviderSetupError) as raised:
+            choose_provider("anthropic:claude-haiku-4-5", {"ANTHROPIC_API_KEY": "a"})
+        assert str(raised.value) == (
+            "The anthropic provider needs the anthropic SDK: pip install 'mini-harness[anthropic]'"
+        )
+
+    def test_key_is_not_in_the_name_or_repr(self) -> None:
+        """Neither the provider's name nor its repr shows the key."""
+        provider = choose_provider("openai:gpt-4o", {"OPENAI_API_KEY": "sk-visible-nowhere"})
+        assert "sk-visible-nowhere" not in provider.name + repr(provider)

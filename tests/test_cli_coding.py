@@ -1,0 +1,140 @@
+"""The coding CLI pieces: `replay --effects` output and `undo` of one applied patch."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mini_harness import ToolRuntime
+from mini_harness.cli.coding import make_approver, print_effects, undo_command
+from mini_harness.events import ToolSucceeded
+from mini_harness.runtime import ToolRegistry
+from mini_harness.tools import register_coding_tools
+from mini_harness.transcripts import JsonlTranscript, read_transcript
+
+PATCH = (
+    "--- a/app.py\n+++ b/app.py\n@@ -1,3 +1,3 @@\n a = 1\n-b = 2\n+b = 3\n c = 4\n"
+    "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+fresh\n"
+    "--- a/old.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-gone\n-soon\n"
+)
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(name="applied")
+def _applied(tmp_path: Path) -> tuple[Path, Path, str, dict[str, bytes]]:
+    """A workspace patched by one recorded apply_patch call: (workspace, log, call id, before)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("a = 1\nb = 2\nc = 4\n")
+    (ws / "old.txt").write_text("gone\nsoon\n")
+    before = tree(ws)
+    registry = ToolRegistry()
+    register_coding_tools(registry, ws, sandbox=False)
+    log = tmp_path / "t.jsonl"
+    with JsonlTranscript(log) as sink:
+        call_id = ToolRuntime(registry, sink).dispatch("apply_patch", {"patch": PATCH}).call_id
+    return ws, log, call_id, before
+
+
+def invoke_undo(log: Path, call_id: str, ws: Path) -> tuple[int, str]:
+    result = CliRunner().invoke(undo_command, [str(log), "--call", call_id, "--workspace", str(ws)])
+    return result.exit_code, result.output
+
+
+class TestEffectsReport:
+    def test_lists_each_path_with_its_hashes(
+        self, applied: tuple[Path, Path, str, dict[str, bytes]], capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """--effects lists the call with each path: modified, added, deleted, short hashes."""
+        _, log, call_id, before = applied
+        print_effects(str(log))
+        out = capsys.readouterr().out
+        old_hash = hashlib.sha256(before["app.py"]).hexdigest()[:12]
+        assert f"Call {call_id} (apply_patch, line 4):" in out
+        assert f"  modified app.py  {old_hash} -> " in out
+        assert "  added    new.txt  absent -> " in out
+        assert "  deleted  old.txt  " in out
+        assert out.rstrip().endswith("-> absent")
+
+    def test_no_effects(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A transcript without file changes says so."""
+        log = tmp_path / "t.jsonl"
+        with JsonlTranscript(log) as sink:
+            ToolRuntime(ToolRegistry(), sink).start()
+        print_effects(str(log))
+        assert capsys.readouterr().out == "No recorded file effects.\n"
+
+
+class TestUndo:
+    def test_undo_restores_the_tree_and_records_a_new_run(
+        self, applied: tuple[Path, Path, str, dict[str, bytes]]
+    ) -> None:
+        """Undo brings back every file byte for byte and appends the revert as a new run."""
+        ws, log, call_id, before = applied
+        code, output = invoke_undo(log, call_id, ws)
+        assert code == 0, output
+        assert f"[mini-harness] Undid call {call_id} as call" in output
+        assert tree(ws) == before
+        events = [r.event for r in read_transcript(log)]
+        assert sum(type(e).__name__ == "RunStarted" for e in events) == 2
+        last = events[-1]
+        assert isinstance(last, ToolSucceeded)
+        assert last.effects is not None
+        assert {e["path"]: e["after"] for e in last.effects}["new.txt"] is None
+
+    def test_a_file_that_moved_on_blocks_the_undo(
+        self, applied: tuple[Path, Path, str, dict[str, bytes]]
+    ) -> None:
+        """When a file changed since the call, undo names it, exits 1 and changes nothing."""
+        ws, log, call_id, _ = applied
+        (ws / "new.txt").write_text("edited by hand\n")
+        now = tree(ws)
+        code, output = invoke_undo(log, call_id, ws)
+        assert code == 1
+        assert f"Cannot undo call {call_id}: new.txt changed since" in output
+        assert tree(ws) == now
+
+    def test_unknown_call_is_a_usage_error(
+        self, applied: tuple[Path, Path, str, dict[str, bytes]]
+    ) -> None:
+        """A call id with no recorded effects is a usage error (exit 2)."""
+        ws, log, _, _ = applied
+        code, output = invoke_undo(log, "nope-1", ws)
+        assert code == 2
+        assert "No call nope-1 with recorded file effects" in output
+
+
+class TestApproverFromCli:
+    def test_bad_policy_file_is_a_usage_error(self, tmp_path: Path) -> None:
+        """A policy file that cannot be used stops the command with a usage error."""
+        (tmp_path / ".mini-harness").mkdir()
+        (tmp_path / ".mini-harness/policy.toml").write_text("[[rules]]\ndecision = 'perhaps'\n")
+        with pytest.raises(Exception, match="decision must be one of"):
+            make_approver(tmp_path, "ask")
+
+
+class TestFoldKnowsApprovals:
+    def test_approval_events_are_not_unknown_to_replay(self, tmp_path: Path) -> None:
+        """A transcript with approval decisions folds without "unknown event types" skipped."""
+        from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover
+        from mini_harness.replay import fold_transcript
+
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        (ws / "app.py").write_text("a = 1\nb = 2\nc = 4\n")
+        registry = ToolRegistry()
+        register_coding_tools(registry, ws, sandbox=False)
+        log = tmp_path / "t.jsonl"
+        patch = PATCH.split("--- /dev/null", maxsplit=1)[0]
+        with JsonlTranscript(log) as sink:
+            approver = PolicyApprover(ApprovalPolicy(mode="auto"))
+            ToolRuntime(registry, sink, approver=approver).dispatch("apply_patch", {"patch": patch})
+        folded = fold_transcript(log)
+        assert folded.totals.unknown_events == 0
+        assert folded.totals.succeeded == 1
