@@ -83,6 +83,18 @@ class TestDivergence:
         assert [call["how"] for call in document["calls"]] == ["re-run", "re-run"]
         assert [call["same"] for call in document["calls"]] == [True, False]
 
+    def test_run_by_index_or_id(self, recorded: Path) -> None:
+        """--run picks one run by its 1-based index among all runs, or by an id prefix."""
+        assert invoke(["--tool", "echo", "--tool-input", '{"text": "x"}', "--log",
+                       str(recorded)]).exit_code == 0  # fmt: skip
+        (agent_run,) = fold_agent_runs(recorded)
+        for run in ("1", agent_run.run_id[:8]):
+            result = invoke(["replay", str(recorded), "--rerun", "--run", run])
+            assert "replayed: identical through step 3" in result.output
+        tool_run = invoke(["replay", str(recorded), "--rerun", "--run", "2"])
+        assert "Replaying agent run" not in tool_run.output
+        assert "echo" in tool_run.output
+
     def test_record_cut_short(self, recorded: Path, tmp_path: Path) -> None:
         """A run killed after step 2's tools replays identically as far as it went."""
         cut = tmp_path / "cut.jsonl"

@@ -21,14 +21,16 @@ _DIFF_INDENT = "    "
 
 
 def agent_runs_of(path: str, run: str | None) -> list[Any]:
-    """The agent runs `replay --rerun` should replay: the one `--run` names (an id or a
-    prefix of one), else all of them; empty when PATH holds none (or `--run` names a tool
-    run), so that the tool re-run takes it."""
+    """The agent runs `replay --rerun` should replay: the one `--run` names (a 1-based
+    index among all the file's runs, or an id or its prefix), else all of them; empty when
+    PATH holds none (or `--run` names a tool run), so that the tool re-run takes it."""
     from mini_harness.replay.agent_fold import fold_agent_runs
 
     runs = fold_agent_runs(path)
     if run is None:
         return runs
+    if run.isdigit():
+        return [found for found in runs if found.index == int(run)]
     return [found for found in runs if found.run_id.startswith(run)][:1]
 
 

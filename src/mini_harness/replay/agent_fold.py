@@ -82,6 +82,7 @@ class AgentRun:
     resumed_from: JsonObject | None = None
     forked_from: JsonObject | None = None
     budget: int | None = None
+    index: int = 0  # 1-based position among all the runs of the file, tool runs included
     opening_calls: list[RecordedCall] = attrs.Factory(list)
 
     @property
@@ -110,6 +111,7 @@ class AgentRun:
 class _Folder:
     def __init__(self) -> None:
         self.runs: dict[str, AgentRun] = {}
+        self.started = 0  # runs of every kind, as `replay --run INDEX` counts them
         self.requests: dict[str, AgentStep] = {}
         self.open_calls: dict[str, str] = {}  # call id -> run id
         self.calls: dict[str, tuple[list[RecordedCall], int]] = {}  # call id -> where
@@ -117,6 +119,7 @@ class _Folder:
 
     def add(self, event: Event) -> None:
         if isinstance(event, RunStarted):
+            self.started += 1
             if event.task is not None:
                 self.runs[event.run_id] = AgentRun(
                     run_id=event.run_id,
@@ -128,6 +131,7 @@ class _Folder:
                     tools=event.tools,
                     resumed_from=event.resumed_from,
                     forked_from=event.forked_from,
+                    index=self.started,
                 )
             return
         run_id = getattr(event, "run_id", None)
