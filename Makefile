@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test goldens lint bench clean sandbox
+.PHONY: demo test goldens lint bench mutate clean sandbox
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,7 @@ sandbox:
 test: $(STAMP) sandbox
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q
 
 # Rewrite the golden files under tests/golden after an intended change (never in CI).
@@ -50,5 +51,16 @@ $(VENV)/.bench-installed: $(STAMP)
 bench: $(VENV)/.bench-installed
 	$(BIN)/python bench/run.py
 
+$(VENV)/.mutate-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,mutate]'
+	touch $@
+
+# Mutation testing with mutmut ([tool.mutmut] in pyproject.toml): the workspace resolver
+# and transcripts/. Slow; run by hand, never in CI. Results are cached in mutants/.
+# make mutate MUTANTS='mini_harness.tools.workspace*'   (the resolver only)
+mutate: $(VENV)/.mutate-installed
+	$(BIN)/mutmut run --max-children 2 $(MUTANTS)
+	$(BIN)/mutmut results
+
 clean:
-	rm -rf $(VENV) demo-transcript.jsonl demo-agent-transcript.jsonl
+	rm -rf $(VENV) demo-transcript.jsonl demo-agent-transcript.jsonl mutants

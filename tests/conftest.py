@@ -1,11 +1,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from mini_harness.runtime import ToolAnnotations, ToolDefinition, ToolRegistry
 from mini_harness.tools import default_registry
 
 pytest_plugins = ["pytester"]
+
+# `make mutate` (mutmut) runs each test many times in one process; Hypothesis would take
+# that for a test called from different executors.
+settings.register_profile("mutate", suppress_health_check=[HealthCheck.differing_executors])
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

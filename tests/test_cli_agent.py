@@ -195,3 +195,46 @@ class TestExitCodes:
         assert verify_transcript(log).ok
         (agent_run,) = fold_agent_runs(log)
         assert agent_run.stop_reason == "cancelled"
+
+
+class TestBareTask:
+    def test_a_bare_task_runs_the_agent(self, workspace: Path) -> None:
+        """`mini-harness "TASK"` prints exactly what `mini-harness run "TASK"` prints."""
+        bare, explicit = run("hello there"), run("run", "hello there")
+        assert bare.exit_code == explicit.exit_code == 0
+        assert bare.stdout == explicit.stdout
+        assert bare.stdout.startswith("[mini-harness] Task: hello there\n")
+
+    def test_words_of_a_task_are_joined(self, workspace: Path) -> None:
+        """Unquoted words make one task, as in the reference CLI."""
+        result = run("run", "read", "the", "README")
+        assert "[mini-harness] Task: read the README" in result.stdout.splitlines()
+
+    def test_root_options_apply_to_the_task(self, workspace: Path, tmp_path: Path) -> None:
+        """`--tool ... --log ... "TASK"`: the tool is dispatched first, then the agent runs,
+        all in the one log."""
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", [{"text": "ok"}])
+        result = run(
+            "--tool", "echo", "--tool-input", '{"text":"hi"}', "--log", str(log),
+            "--context-report", "call the echo tool", "--model", model,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines()[0] == "[mini-harness] Task: call the echo tool"
+        assert result.stdout.splitlines()[-2].startswith("Tool result            ~")
+        types = [orjson.loads(line)["type"] for line in log.read_bytes().splitlines()]
+        assert types.index("ToolSucceeded") < types.index("ModelRequested")
+        assert types[-1] == "RunFinished"
+
+    def test_a_mistyped_subcommand_is_not_a_task(self, workspace: Path) -> None:
+        """A name close to a subcommand's is a usage error that suggests it, not a task."""
+        result = run("replya", "t.jsonl")
+        assert result.exit_code == 2
+        assert "No such command 'replya'. Did you mean 'replay'?" in result.stderr
+        assert result.stdout == ""
+
+    def test_a_task_named_like_a_subcommand_goes_through_run(self, workspace: Path) -> None:
+        """`mini-harness run replay` is the agent on the task "replay"."""
+        result = run("run", "replay")
+        assert result.exit_code == 0
+        assert result.stdout.startswith("[mini-harness] Task: replay\n")

@@ -142,7 +142,8 @@ class TestRepairCommand:
             f"[mini-harness] Transcript: {log}\n"
             "[mini-harness] Lines: 0, runs: 0, calls: 0\n"
             "[mini-harness] Head hash: (none)\n"
-            "[mini-harness] Verified: no problems found.\n"
+            "[mini-harness] The file is empty: the next append starts it with its "
+            "TranscriptStarted line.\n"
         )
         assert log.read_bytes() == b""
         assert Path(f"{log}.torn-0").read_bytes() == b'{"type":"TranscriptSta'

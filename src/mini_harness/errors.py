@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from mini_harness.runtime.validation import Violation
+import attrs
+
+
+@attrs.frozen
+class Violation:
+    """One way an input breaks its schema: where (`echo.items[0]`), which keyword, what."""
+
+    path: str
+    keyword: str
+    message: str
+
+    @property
+    def full_message(self) -> str:
+        return f"Invalid input for {self.path}: {self.message}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": self.path, "keyword": self.keyword, "message": self.message}
 
 
 class MiniHarnessError(Exception):

@@ -386,7 +386,6 @@ class TestVersionOne:
         records = list(reader)
         assert reader.header is not None
         assert reader.header.version == 1
-        assert reader.upcasting
         assert reader.problems == []
         assert any(isinstance(r.event, ModelResponded) for r in records)
         (run,) = fold_agent_runs(log)

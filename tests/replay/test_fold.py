@@ -8,8 +8,9 @@ from click.testing import CliRunner, Result
 
 from mini_harness import ToolCallError, ToolRuntime
 from mini_harness.cli import cli
+from mini_harness.errors import TranscriptCorruptError
 from mini_harness.events import ToolCalled, ToolSucceeded
-from mini_harness.replay import fold_transcript
+from mini_harness.replay import CallRecord, TranscriptFold, fold_transcript
 from mini_harness.runtime import display_failure
 from mini_harness.runtime.context import estimate_tokens, pretty_json
 from mini_harness.tools import default_registry
@@ -153,6 +154,54 @@ class TestFold:
         result = fold_transcript(log)
         assert result.totals.unknown_events == 1
         assert result.ok
+
+    def test_a_terminal_of_another_run_or_tool_is_reported(self, log: Path) -> None:
+        """A terminal event naming another run ends its call as the ToolCalled recorded it,
+        and the fold says what does not match."""
+        lines = log.read_bytes().splitlines(keepends=True)
+        edited = orjson.loads(lines[10])  # run b's ToolSucceeded, line 11
+        edited.update(runId="a" * 32, name="flaky")
+        lines[10] = orjson.dumps(edited) + b"\n"
+        log.write_bytes(b"".join(lines))
+        result = fold_transcript(log)
+        last = result.calls[-1]
+        assert (last.run_id, last.name, last.status) == ("b" * 32, "echo", "succeeded")
+        assert [(p.kind, p.describe()) for p in result.problems] == [
+            (
+                "protocol",
+                f"line 11: ToolSucceeded for call {last.call_id} is in run {'a' * 32}, but its "
+                f"ToolCalled is in run {'b' * 32}",
+            )
+        ]
+
+    def test_held_calls_read_back_whole(self, log: Path) -> None:
+        """fold_transcript's calls are the very records the streaming fold yields."""
+        streamed = [item for item in TranscriptFold(log) if isinstance(item, CallRecord)]
+        held = fold_transcript(log).calls
+        assert list(held) == streamed
+        assert held == tuple(streamed)
+        error = held[2].error
+        assert error is not None
+        assert (error["kind"], error["type"]) == ("handler_error", "RuntimeError")
+        assert [call.input for call in held[:2]] == [{"text": "one"}, {"text": "two"}]
+        assert len(held) == 4
+
+    def test_a_line_nested_too_deep_is_damage_with_its_place(self, log: Path) -> None:
+        """A line past the one depth limit is refused by line and byte, never a crash."""
+        lines = log.read_bytes().splitlines(keepends=True)
+        deep = orjson.loads(lines[3])
+        lines[3] = orjson.dumps(deep).replace(b'{"text":"one"}', b"[" * 2000 + b"]" * 2000) + b"\n"
+        log.write_bytes(b"".join(lines))
+        offset = sum(map(len, lines[:3]))
+        with pytest.raises(TranscriptCorruptError) as caught:
+            fold_transcript(log)
+        assert caught.value.message == (
+            f"{log}: line 4 (byte {offset}) is damaged: nested deeper than 100 levels; "
+            "valid lines follow it"
+        )
+        result = run("replay", str(log))
+        assert result.exit_code == 2
+        assert "nested deeper than 100 levels" in result.stderr
 
 
 class TestSelection:

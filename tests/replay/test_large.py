@@ -12,6 +12,8 @@ from tests.replay.generate import write_transcript
 
 # Peak memory allowed for folding 1,000,000 events (the issue's bound).
 MAX_RSS_MB = 150
+# ... and for fold_transcript, which holds every call of them (about 500,000).
+MAX_HELD_RSS_MB = 200
 
 _MEASURE = textwrap.dedent(
     """
@@ -28,6 +30,27 @@ _MEASURE = textwrap.dedent(
     print(f"exit={code} peak_mb={peak}", file=sys.stderr)
     """
 )
+
+
+_HOLD = textwrap.dedent(
+    """
+    import sys
+    from mini_harness.replay import fold_transcript
+    result = fold_transcript(sys.argv[1])
+    with open("/proc/self/status") as status:
+        peak = next(int(l.split()[1]) for l in status if l.startswith("VmHWM:")) // 1024
+    print(len(result.calls), peak)
+    """
+)
+
+
+def _hold_in_subprocess(path: Path) -> tuple[int, int]:
+    """Run fold_transcript in a fresh interpreter; the number of calls it holds, peak RSS (MB)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _HOLD, str(path)], capture_output=True, check=True, text=True
+    )
+    calls, peak = proc.stdout.split()
+    return int(calls), int(peak)
 
 
 def _fold_in_subprocess(path: Path) -> tuple[int, int, bytes]:
@@ -63,3 +86,22 @@ class TestLargeTranscripts:
         code, peak_mb, _ = _fold_in_subprocess(path)
         assert code == 0
         assert peak_mb < MAX_RSS_MB, f"peak RSS {peak_mb} MB"
+
+    @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+    def test_the_in_memory_fold_holds_calls_compactly(self, tmp_path: Path) -> None:
+        """fold_transcript of 100k events holds its 50k calls in a few megabytes."""
+        path = tmp_path / "large.jsonl"
+        write_transcript(path, 100_000)
+        calls, peak_mb = _hold_in_subprocess(path)
+        assert calls == 49_998
+        assert peak_mb < 60
+
+    @pytest.mark.thorough
+    @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+    def test_million_events_held_under_the_memory_bound(self, tmp_path: Path) -> None:
+        """fold_transcript of 1,000,000 events peaks under 200 MB of RSS."""
+        path = tmp_path / "million.jsonl"
+        write_transcript(path, 1_000_000)
+        calls, peak_mb = _hold_in_subprocess(path)
+        assert calls == 499_998
+        assert peak_mb < MAX_HELD_RSS_MB, f"peak RSS {peak_mb} MB"

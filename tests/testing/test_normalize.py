@@ -133,6 +133,25 @@ class TestTranscript:
         with pytest.raises(NormalizationError, match=message):
             Normalization().transcript(data)
 
+    def test_text_is_normalized_like_its_bytes(
+        self, tmp_path: Path, registry: ToolRegistry
+    ) -> None:
+        """A transcript given as str normalizes to the same bytes as the file's bytes."""
+        data = record(tmp_path / "t.jsonl", registry, SCENARIO)
+        normalization = Normalization()
+        assert normalization.transcript(data.decode()) == normalization.transcript(data)
+
+    def test_other_types_are_refused_by_name(self) -> None:
+        """Anything but bytes or str is a TypeError that says what it takes."""
+        with pytest.raises(TypeError, match="takes the transcript as bytes or str, not list"):
+            Normalization().transcript([b"{}"])  # type: ignore[arg-type]
+
+    def test_too_deep_a_line_is_named(self) -> None:
+        """A line nested past the one depth limit is refused as the reader refuses it."""
+        line = b'{"type":"A","x":' + b"[" * 150 + b"]" * 150 + b"}\n"
+        with pytest.raises(NormalizationError, match="line 1 is nested deeper than 100 levels"):
+            Normalization().transcript(line)
+
 
 class TestText:
     def test_cli_output_twice_is_identical(self, tmp_path: Path) -> None:

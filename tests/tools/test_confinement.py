@@ -16,12 +16,14 @@ from mini_harness import MemorySink, ToolCallError, ToolRuntime
 from mini_harness.errors import WorkspaceError
 from mini_harness.events import ToolCalled, ToolFailed
 from mini_harness.tools import Workspace, default_registry
-from mini_harness.tools.workspace import FileRefusedError, quote_path, read_regular
+from mini_harness.tools.workspace import FileRefusedError, file_kind, quote_path, read_regular
 
 # (path, the end of the message) for paths every tool must refuse.
 HOSTILE: list[tuple[str, str]] = [
     ("../outside/secret.txt", 'Path "../outside/secret.txt" leads outside the workspace'),
     ("src/../../outside", 'Path "src/../../outside" leads outside the workspace'),
+    # Empty and "." segments do not count as a level: caught by the `..` count itself.
+    ("src//.././../outside", 'Path "src//.././../outside" leads outside the workspace'),
     ("./..", 'Path "./.." leads outside the workspace'),
     (
         "/etc/passwd",
@@ -207,6 +209,124 @@ class TestSpecialFiles:
         assert [f["path"] for f in output["files"]] == ["sub/a.py"]
 
 
+class TestResolver:
+    @pytest.mark.parametrize(("path", "message"), HOSTILE)
+    def test_a_refusal_carries_the_path_as_given(self, root: Path, path: str, message: str) -> None:
+        """WorkspaceError.path is the caller's path, unchanged, for every kind of refusal."""
+        with pytest.raises(WorkspaceError) as caught:
+            Workspace(root).locate(path)
+        assert (caught.value.path, caught.value.message) == (path, message)
+
+    @pytest.mark.parametrize(
+        ("locate", "path", "message"),
+        [
+            ("locate_file", "src", 'Path "src" is a directory; use list_files to see inside it'),
+            ("locate_file", "pipe", 'Path "pipe" is a FIFO (named pipe), not a regular file'),
+            ("locate_dir", "README.md", 'Path "README.md" is a regular file, not a directory'),
+            (
+                "locate",
+                "caf\udce9.txt",
+                'Path "caf\\udce9.txt" is not valid Unicode; only UTF-8 file names can be read',
+            ),
+        ],
+    )
+    def test_kind_and_encoding_refusals_carry_the_path(
+        self, root: Path, locate: str, path: str, message: str
+    ) -> None:
+        """Wrong kinds of file and undecodable names are refused naming the path."""
+        with pytest.raises(WorkspaceError) as caught:
+            getattr(Workspace(root), locate)(path)
+        assert (caught.value.path, caught.value.message) == (path, message)
+
+    def test_dotdot_after_two_levels_stays_inside(self, root: Path) -> None:
+        """Each named segment is one level down, so two `..` after two names are fine."""
+        found = Workspace(root).locate_file("src/pkg/../../README.md")
+        assert (found.relative, found.real) == ("README.md", str(root.resolve() / "README.md"))
+
+    def test_the_root_itself_is_dot(self, root: Path) -> None:
+        """The root, however it is spelt, is "." relative to itself."""
+        workspace = Workspace(root)
+        for spelling in ("", ".", "./", "src/.."):
+            assert workspace.locate_dir(spelling).relative == "."
+        assert workspace.relative(str(workspace.root)) == "."
+
+    def test_a_sibling_with_the_root_as_prefix_is_outside(self, tmp_path: Path) -> None:
+        """`/x/ws2` is not inside `/x/ws`, though its name starts with the root's."""
+        (tmp_path / "ws").mkdir()
+        workspace = Workspace(tmp_path / "ws")
+        assert workspace.contains(str(tmp_path / "ws"))
+        assert workspace.contains(str(tmp_path / "ws" / "a"))
+        assert not workspace.contains(str(tmp_path / "ws2"))
+        assert not workspace.contains(str(tmp_path / "ws2" / "a"))
+
+    def test_the_root_directory_of_the_system_contains_everything(self) -> None:
+        """A workspace at `/` contains every absolute path (its separator is not doubled)."""
+        assert Workspace("/").contains("/etc/hostname")
+
+    @pytest.mark.parametrize(
+        ("mode", "kind"),
+        [
+            (stat.S_IFREG, "regular file"),
+            (stat.S_IFDIR, "directory"),
+            (stat.S_IFIFO, "FIFO (named pipe)"),
+            (stat.S_IFCHR, "character device"),
+            (stat.S_IFBLK, "block device"),
+            (stat.S_IFSOCK, "socket"),
+            (0, "special file"),
+        ],
+    )
+    def test_each_kind_of_file_is_named(self, mode: int, kind: str) -> None:
+        """Refusal messages name the kind of file in words."""
+        assert file_kind(mode | 0o644) == kind
+
+    def test_a_file_that_grew_since_fstat_is_read_to_the_limit(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The size fstat gave is a hint: a file longer than it is read on, whole up to the
+        limit, and refused past it."""
+        path = tmp_path / "f.txt"
+        real_fstat = os.fstat
+
+        def stale_fstat(fd: int) -> os.stat_result:
+            info = list(real_fstat(fd))
+            info[stat.ST_SIZE] = 10  # as if it had grown since
+            return os.stat_result(info)
+
+        monkeypatch.setattr(os, "fstat", stale_fstat)
+        data = bytes(range(256)) * 1000
+        path.write_bytes(data)
+        assert read_regular(str(path), len(data)) == data
+        with pytest.raises(FileRefusedError) as caught:
+            read_regular(str(path), len(data) - 1)
+        assert caught.value.size == len(data)
+        # The reads stop exactly at the limit (11 bytes asked, then 64 KiB): one more
+        # read must still find the bytes past it.
+        limit = 11 + (1 << 16)
+        with pytest.raises(FileRefusedError) as caught:
+            read_regular(str(path), limit)
+        assert caught.value.size == 11 + 2 * (1 << 16)
+
+
+class TestHardLinks:
+    def test_a_hard_link_to_an_outside_file_is_read_as_workspace_content(
+        self, tmp_path: Path
+    ) -> None:
+        """A hard link is the file itself under a name inside the workspace: whoever made
+        it put that file in the workspace, and all three tools treat it as such."""
+        (tmp_path / "outside").mkdir()
+        (tmp_path / "outside" / "shared.txt").write_text("SHARED needle\n")
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        os.link(tmp_path / "outside" / "shared.txt", workspace / "linked.txt")
+        runtime = ToolRuntime(default_registry(workspace), MemorySink())
+        listed = runtime.dispatch("list_files", {}).output
+        read = runtime.dispatch("read_file", {"path": "linked.txt"}).output
+        found = runtime.dispatch("search_text", {"query": "needle"}).output
+        assert listed["files"] == [{"path": "linked.txt", "size": 14}]
+        assert read["text"] == "SHARED needle\n"
+        assert found["count"] == 1
+
+
 class TestWorkspaceRoot:
     def test_root_must_be_a_directory(self, tmp_path: Path) -> None:
         """A workspace on a missing directory is refused with the path in the message."""
@@ -214,6 +334,7 @@ class TestWorkspaceRoot:
         with pytest.raises(WorkspaceError) as caught:
             Workspace(missing)
         assert caught.value.message == f'Workspace root "{missing}" is not a directory'
+        assert caught.value.path == str(missing)
 
     def test_root_is_resolved(self, root: Path, tmp_path: Path) -> None:
         """A workspace reached through a symlink is confined to the real directory."""
@@ -267,16 +388,20 @@ SEGMENTS = [
 ]
 
 
+# differing_executors: `make mutate` runs each test again in the same process.
+NO_ESCAPE_CHECKS = [HealthCheck.function_scoped_fixture, HealthCheck.differing_executors]
+
+
 class TestNoEscape:
     @given(parts=st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=6), lead=st.booleans())
-    @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(max_examples=300, suppress_health_check=NO_ESCAPE_CHECKS)
     def test_random_paths_never_escape(self, root: Path, parts: list[str], lead: bool) -> None:
         """Whatever path is composed, it is refused or resolves inside the workspace."""
         self._check(root, ("/" if lead else "") + "/".join(parts))
 
     @pytest.mark.thorough
     @given(parts=st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=10), lead=st.booleans())
-    @settings(max_examples=5000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(max_examples=5000, suppress_health_check=NO_ESCAPE_CHECKS)
     def test_random_paths_never_escape_thorough(
         self, root: Path, parts: list[str], lead: bool
     ) -> None:

@@ -34,8 +34,9 @@ def test_a_deleted_current_directory_is_refused_when_the_registry_is_made(
     gone.mkdir()
     monkeypatch.chdir(gone)
     gone.rmdir()
-    with pytest.raises(WorkspaceError, match="The current directory cannot be used"):
+    with pytest.raises(WorkspaceError, match="The current directory cannot be used") as caught:
         default_registry()
+    assert caught.value.path == "."
     monkeypatch.chdir(tmp_path)
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from mini_harness import ToolHandlerError, ToolRuntime
 from mini_harness.tools.read_file import split_lines
+from mini_harness.tools.workspace import FileRefusedError, read_regular
 
 APP = "import os\n\ndef main():\n    return 'needle'\n"
 
@@ -130,6 +131,32 @@ class TestRefusals:
     ) -> None:
         """Binary, oversized, directory and missing paths are refused saying why."""
         assert refusal(runtime, path=path) == message
+
+
+class TestSizeLimit:
+    def test_a_file_of_exactly_the_limit_is_read(self, tmp_path: Path, runtime_for: Any) -> None:
+        """1,048,576 bytes, the documented limit, are read whole."""
+        (tmp_path / "f.txt").write_bytes(b"x" * 1023 + b"\n" + b"y" * ((1 << 20) - 1024))
+        output = read(runtime_for(tmp_path), path="f.txt", offset=2)
+        assert (output["totalLines"], len(output["text"])) == (2, (1 << 20) - 1024)
+
+    def test_one_byte_over_the_limit_is_refused(self, tmp_path: Path, runtime_for: Any) -> None:
+        """1,048,577 bytes are refused, the message giving both sizes."""
+        (tmp_path / "f.txt").write_bytes(b"x" * ((1 << 20) + 1))
+        assert refusal(runtime_for(tmp_path), path="f.txt") == (
+            'File "f.txt" is 1,048,577 bytes, over read_file\'s limit of 1,048,576 bytes'
+        )
+
+    def test_the_reader_holds_the_limit_on_its_own(self, tmp_path: Path) -> None:
+        """read_regular, which every tool reads through, takes exactly max_size bytes and
+        refuses one more (read_file's own size check runs before it and would hide it)."""
+        path = tmp_path / "f.txt"
+        path.write_bytes(b"x" * 100)
+        assert len(read_regular(str(path), 100)) == 100
+        path.write_bytes(b"x" * 101)
+        with pytest.raises(FileRefusedError) as caught:
+            read_regular(str(path), 100)
+        assert caught.value.size == 101
 
 
 class TestLines:

@@ -1,19 +1,22 @@
-"""The codec's direct routes (encoding a dispatch's events, decoding common lines) change
-nothing but speed: these tests hold them to the generic, strict paths."""
+"""The codec: events to lines and back, decoding derived from the event declarations."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import attrs
 import pytest
 from hypothesis import strategies as st
 
 from mini_harness.events import (
+    KNOWN_EVENT_TYPES,
+    MAX_JSON_DEPTH,
     ApprovalDecided,
     ApprovalRequested,
     ContextTrimmed,
     Event,
+    JsonObject,
     ModelFailed,
     ModelRequested,
     ModelResponded,
@@ -23,10 +26,18 @@ from mini_harness.events import (
     ToolError,
     ToolFailed,
     ToolSucceeded,
+    TranscriptStarted,
+    UnknownEvent,
 )
 from mini_harness.runtime import ToolRegistry, ToolRuntime
-from mini_harness.transcripts import DecodeError, JsonlTranscript
-from mini_harness.transcripts.codec import _BY_NAME, _converter, parse_line, wire_to_event
+from mini_harness.transcripts import (
+    DecodeError,
+    JsonlTranscript,
+    decode_line,
+    encode_line,
+)
+from mini_harness.transcripts.codec import decode_object, decode_wire, load_line
+from mini_harness.transcripts.fields import wire_fields
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False,
@@ -92,69 +103,110 @@ def _agent_run_events(ts: str, run: str) -> list[Event]:
     ]
 
 
-class TestFastDecoding:
-    def test_every_event_type_decodes_as_the_strict_converter_decodes_it(
-        self, lines: list[bytes]
-    ) -> None:
-        """Reading a line gives the very event that strict typing of the line gives."""
-        kinds: set[str] = set()
-        for line in lines:
-            data = parse_line(line)
-            kinds.add(data["type"])
-            strict: object = _converter().structure(data, _BY_NAME[data["type"]])
-            assert wire_to_event(data) == strict
-        assert kinds == set(_BY_NAME)
+TS = "2026-01-02T03:04:05.123456Z"
+EVENTS = [
+    TranscriptStarted(TS, transcript_id="t" * 32),
+    RunStarted(TS, "r" * 32, "0.1.0", ({"name": "echo", "inputSchema": {"type": "object"}},)),
+    ToolCalled(TS, "r" * 32, "c-1", "echo", {"text": ["a", 1, None, 2.5, True]}),
+    ToolSucceeded(TS, "r" * 32, "c-1", "echo", {"text": "a"}, 0.021),
+    ToolFailed(TS, "r" * 32, "c-2", "echo", ToolError("handler_error", "m", type="E"), 1.5),
+    ToolFailed(
+        TS,
+        "r" * 32,
+        "c-3",
+        "echo",
+        ToolError("invalid_input", "m", "echo.text", None, ({"path": "echo.text"},)),
+        0.5,
+    ),
+]
 
-    def test_numbers_are_typed_alike(self) -> None:
-        """An integer durationMs reads as a float, as the strict path makes it."""
+
+class TestDecoding:
+    @pytest.mark.parametrize("event", EVENTS, ids=lambda event: type(event).__name__)
+    def test_every_event_type_reads_back_as_written(self, event: object) -> None:
+        """A line decodes to the very event it was written from, envelope included."""
+        line = encode_line(event, 7, PREV)  # type: ignore[arg-type]
+        assert tuple(decode_line(line)) == (7, PREV, event)
+
+    def test_every_line_a_writer_makes_decodes(self, lines: list[bytes]) -> None:
+        """Each line of a real transcript (every event type) types to its own class."""
+        kinds = {type(decode_line(line).event) for line in lines}
+        assert kinds == set(KNOWN_EVENT_TYPES)
+
+    def test_every_event_type_has_a_derived_decoder(self) -> None:
+        """Every field of every event type has a wire key and a check: nothing is left out."""
+        for cls in KNOWN_EVENT_TYPES:
+            keys = [field.key for field in wire_fields(cls)]
+            assert "ts" in keys
+            assert all("_" not in key for key in keys)
+
+    def test_an_integer_duration_is_kept_as_written(self) -> None:
+        """An integer durationMs reads as that integer: reports show what the line says."""
         data = {"type": "ToolSucceeded", "seq": 3, "ts": "t", "prev": PREV, "runId": "r",
                 "callId": "c", "name": "echo", "output": None, "durationMs": 2}  # fmt: skip
-        event = wire_to_event(data)
+        _, _, event = decode_wire(data)
         assert isinstance(event, ToolSucceeded)
-        assert type(event.duration_ms) is float
-        assert event == _converter().structure(data, ToolSucceeded)
+        assert event.duration_ms == 2
 
     def test_failed_with_violations(self) -> None:
-        """A ToolFailed with violations keeps them as a tuple of objects."""
+        """A ToolFailed's nested error becomes a ToolError, its violations a tuple of objects."""
         violation = {"path": "echo.text", "keyword": "type", "message": "x"}
         error = {"kind": "invalid_input", "message": "m", "path": "echo.text",
                  "violations": [violation]}  # fmt: skip
         data = {"type": "ToolFailed", "seq": 3, "ts": "t", "runId": "r", "callId": "c",
                 "name": "echo", "error": error, "durationMs": 0.5}  # fmt: skip
-        event = wire_to_event(data)
+        _, _, event = decode_wire(data)
         assert isinstance(event, ToolFailed)
         assert event.error == ToolError("invalid_input", "m", "echo.text", None, (violation,))
+
+    def test_an_unknown_type_is_kept(self) -> None:
+        """A type this version does not know becomes an UnknownEvent with its payload."""
+        line = b'{"type":"Later","seq":4,"ts":"t","prev":"' + PREV.encode() + b'","x":[1]}'
+        assert decode_line(line).event == UnknownEvent("Later", "t", {"x": [1]})
 
     @pytest.mark.parametrize(
         ("change", "message"),
         [
-            ({"runId": 5}, "invalid ToolCalled: invalid value for type, expected str @ $.run_id"),
-            (
-                {"input": None, "drop": "input"},
-                "invalid ToolCalled: required field missing @ $.input",
-            ),
+            ({"runId": 5}, "invalid ToolCalled: expected a string @ $.runId"),
+            ({"drop": "input"}, "invalid ToolCalled: required field missing @ $.input"),
             (
                 {"type": "ToolSucceeded", "output": 1, "durationMs": True},
-                "invalid ToolSucceeded: invalid value for type, expected float @ $.duration_ms",
+                "invalid ToolSucceeded: expected a number @ $.durationMs",
             ),
             (
                 {"type": "ToolFailed", "error": {"kind": "x"}, "durationMs": 1},
                 "invalid ToolFailed: required field missing @ $.error.message",
             ),
             (
+                {
+                    "type": "ToolFailed",
+                    "error": {"kind": "x", "message": "m", "violations": [{}, 3]},
+                    "durationMs": 1,
+                },
+                "invalid ToolFailed: expected an object @ $.error.violations[1]",
+            ),
+            (
                 {"type": "RunStarted", "harness": "h", "tools": ["t"]},
-                "invalid RunStarted: expected a mapping @ $.tools[0]",
+                "invalid RunStarted: expected an object @ $.tools[0]",
+            ),
+            (
+                {"type": "RunStarted", "harness": "h", "tools": {}},
+                "invalid RunStarted: expected an array @ $.tools",
             ),
             (
                 {"type": "TranscriptStarted", "format": "f", "version": "1", "transcriptId": "x"},
-                "invalid TranscriptStarted: invalid value for type, expected int @ $.version",
+                "invalid TranscriptStarted: expected an integer @ $.version",
             ),
+            ({"seq": -1}, 'missing or invalid "seq"'),
+            ({"ts": 1}, 'missing or invalid "ts"'),
+            ({"prev": 1}, 'invalid "prev"'),
+            ({"drop": "type"}, 'missing "type"'),
         ],
     )
-    def test_unusual_lines_get_the_strict_message(
+    def test_a_wrong_field_is_named_with_its_wire_path(
         self, change: dict[str, Any], message: str
     ) -> None:
-        """A line the direct route does not take still fails with the converter's words."""
+        """A line that does not fit its type says which field, by its wire path, and why."""
         data: dict[str, Any] = {"type": "ToolCalled", "seq": 2, "ts": "t", "runId": "r",
                                 "callId": "c", "name": "echo", "input": {}}  # fmt: skip
         drop = change.pop("drop", None)
@@ -162,5 +214,105 @@ class TestFastDecoding:
         if drop:
             del data[drop]
         with pytest.raises(DecodeError) as caught:
-            wire_to_event(data)
+            decode_wire(data)
         assert str(caught.value) == message
+
+
+@attrs.frozen
+class Usage:
+    """A nested value, as model events will carry."""
+
+    input_tokens: int
+    output_tokens: int = 0
+
+
+@attrs.frozen
+class Message:
+    role: Literal["user", "assistant"]
+    content: str
+    usage: Usage | None = None
+
+
+@attrs.frozen
+class Declared:
+    """An event type declared the way new ones are: fields, types, defaults."""
+
+    ts: str
+    run_id: str
+    messages: tuple[Message, ...]
+    usage: Usage
+    stop_reason: str | None = None
+    tags: tuple[str, ...] = ()
+    extra: JsonObject = attrs.Factory(dict)
+
+
+class TestDeclaredClasses:
+    def test_nested_values_decode_from_the_declaration(self) -> None:
+        """Nested attrs values, tuples of them and literals decode with no code of their own."""
+        data = {"ts": "t", "runId": "r", "usage": {"inputTokens": 3, "outputTokens": 4},
+                "messages": [{"role": "user", "content": "hi"},
+                             {"role": "assistant", "content": "yo",
+                              "usage": {"inputTokens": 1}}]}  # fmt: skip
+        assert decode_object(Declared, data) == Declared(
+            "t",
+            "r",
+            (Message("user", "hi"), Message("assistant", "yo", Usage(1, 0))),
+            Usage(3, 4),
+        )
+
+    def test_absent_optional_fields_take_their_defaults(self) -> None:
+        """A field added later with a default leaves older lines readable."""
+        data = {"ts": "t", "runId": "r", "messages": [], "usage": {"inputTokens": 0}}
+        decoded = decode_object(Declared, data)
+        assert (decoded.stop_reason, decoded.tags, decoded.extra) == (None, (), {})
+
+    @pytest.mark.parametrize(
+        ("change", "message"),
+        [
+            ({"messages": [{"role": "robot", "content": ""}]},
+             "expected one of 'user', 'assistant' @ $.messages[0].role"),
+            ({"usage": {"inputTokens": 1.5}}, "expected an integer @ $.usage.inputTokens"),
+            ({"tags": ["a", 2]}, "expected a string @ $.tags[1]"),
+            ({"stopReason": 3}, "expected a string @ $.stopReason"),
+            ({"usage": None}, "expected an object @ $.usage"),
+        ],
+    )  # fmt: skip
+    def test_nested_problems_say_where(self, change: JsonObject, message: str) -> None:
+        """A wrong value deep inside says its whole path."""
+        data = {"ts": "t", "runId": "r", "messages": [], "usage": {"inputTokens": 0}, **change}
+        with pytest.raises(DecodeError) as caught:
+            decode_object(Declared, data)
+        assert str(caught.value) == message
+
+
+def _nested(depth: int) -> bytes:
+    """A ToolCalled line whose input nests `depth` levels."""
+    value = b"[" * depth + b"]" * depth
+    return (
+        b'{"type":"ToolCalled","seq":2,"ts":"t","prev":"'
+        + PREV.encode()
+        + (b'","runId":"r","callId":"c","name":"echo","input":' + value + b"}")
+    )
+
+
+class TestDepth:
+    def test_a_value_at_the_limit_reads(self) -> None:
+        """An input nested exactly MAX_JSON_DEPTH levels is an ordinary line."""
+        assert decode_line(_nested(MAX_JSON_DEPTH)).event.input is not None  # type: ignore[union-attr]
+
+    @pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 1000, 5000, 100_000])
+    def test_a_deeper_value_is_refused_by_name(self, depth: int) -> None:
+        """Deeper nesting, even beyond what the JSON parser takes, says how deep is allowed."""
+        with pytest.raises(DecodeError, match=f"^nested deeper than {MAX_JSON_DEPTH} levels$"):
+            load_line(_nested(depth))
+
+    def test_many_shallow_brackets_are_fine(self) -> None:
+        """A long flat list of objects is not deep: only nesting counts."""
+        line = _nested(1).replace(b"[]", b"[" + b",".join([b"{}"] * 500) + b"]")
+        assert len(decode_line(line).event.input) == 500  # type: ignore[union-attr]
+
+    def test_brackets_inside_strings_do_not_count(self) -> None:
+        """A string full of brackets next to a parse error is still just not JSON."""
+        line = b'{"x":"' + b"[" * 2000 + b'",}'
+        with pytest.raises(DecodeError, match=r"^not JSON"):
+            load_line(line)

@@ -7,6 +7,7 @@ recipe), so a root dispatch never loads them.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
 from typing import Any
@@ -89,16 +90,18 @@ class HarnessGroup(click.Group):
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
-        """The subcommand `args[0]` names; an unknown name is a usage error suggesting the
-        closest subcommands, without importing any of them."""
+        """The subcommand `args[0]` names. Anything else is a task for the agent
+        (`mini-harness "TASK"` is `mini-harness run "TASK"`), unless it is an option or
+        looks like a mistyped subcommand: then a usage error suggests the closest ones."""
         name = args[0]
         command = self.get_command(ctx, name)
         if command is None and not ctx.resilient_parsing:
             if name.startswith("-"):
                 self.parse_args(ctx, args)  # an option after all: let the parser report it
-            raise click.exceptions.NoSuchCommand(
-                name, possibilities=self.list_commands(ctx), ctx=ctx
-            )
+            commands = self.list_commands(ctx)
+            if " " in name or not difflib.get_close_matches(name, commands, n=1, cutoff=0.75):
+                return "run", self.get_command(ctx, "run"), args
+            raise click.exceptions.NoSuchCommand(name, possibilities=commands, ctx=ctx)
         return (name if command else None), command, args[1:]
 
     def main(
@@ -206,16 +209,20 @@ def cli(
     debug: bool,
     **log_settings: Any,
 ) -> None:
-    """An event-sourced tool runtime for coding agents.
+    """An event-sourced runtime for coding agents.
 
-    Dispatch one tool with validated input, print its result, and record every call in an
-    append-only JSONL transcript:
+    Run the agent on a task, or dispatch one tool with validated input; every step is
+    recorded in an append-only JSONL transcript:
 
     \b
+      mini-harness "list the Python files and summarise one" --log t.jsonl
       mini-harness --tool echo --tool-input '{"text":"hello"}' --log t.jsonl
 
-    Exit codes: 0 success; 1 the tool failed; 2 usage errors (bad flags, --tool-input that
-    is not JSON, a transcript that cannot be used).
+    A task that is also a subcommand's name goes through `mini-harness run "TASK"`.
+
+    Exit codes: 0 success; 1 the tool failed, or the run ended without a final answer;
+    2 usage errors (bad flags, --tool-input that is not JSON, a transcript that cannot be
+    used); 130 interrupted.
     """
     # Subcommands that build a registry read the workspace from here.
     ctx.ensure_object(dict).update(workspace=workspace, debug=debug)
@@ -231,6 +238,19 @@ def cli(
         )
         if value
     ]
+    if ctx.invoked_subcommand == "run":
+        # `mini-harness [OPTIONS] "TASK"`: these options are the run's (as in the
+        # reference: --tool first dispatches that tool, then the agent works on the task).
+        ctx.obj["run_options"] = {
+            "tool": tool,
+            "tool_input": tool_input,
+            "context_report": context_report,
+            "as_json": as_json,
+            "log": log,
+            "registry_spec": registry_spec,
+            "log_settings": log_settings,
+        }
+        return
     if ctx.invoked_subcommand is not None:
         given += given_log_flags(log_settings)
         if given:

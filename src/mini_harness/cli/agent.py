@@ -28,6 +28,18 @@ def choose_model_provider(spec: str | None, env: Mapping[str, str]) -> Any:
     return choose_provider(spec, env)
 
 
+def _with_root_options(**options: Any) -> dict[str, Any]:
+    """`mini-harness [OPTIONS] "TASK"`: the root's options fill in those not given here."""
+    inherited = (click.get_current_context().find_root().obj or {}).get("run_options")
+    if inherited is None:
+        return options
+    for key in ("tool", "tool_input", "context_report", "as_json", "registry_spec"):
+        options[key] = options[key] or inherited[key]
+    if options["log"] is None and inherited["log"] is not None:
+        options["log"], options["log_settings"] = inherited["log"], inherited["log_settings"]
+    return options
+
+
 class PrintingReporter:
     """Prints a run as it goes: each step's tool call and outcome, the model's text."""
 
@@ -69,7 +81,7 @@ class PrintingReporter:
 
 
 @click.command("run")
-@click.argument("task")
+@click.argument("task", nargs=-1, required=True)
 @log_option("Record the whole run (model requests and tool calls) in a JSONL transcript.")
 @log_options
 @click.option("--max-steps", type=click.IntRange(min=1), default=10, show_default=True)
@@ -108,7 +120,7 @@ class PrintingReporter:
 @click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end.")
 def run_command(
-    task: str,
+    task: tuple[str, ...],
     *,
     log: str | None,
     max_steps: int,
@@ -141,6 +153,21 @@ def run_command(
     from mini_harness.cli import root_workspace
     from mini_harness.runtime import ToolRuntime
 
+    given = _with_root_options(
+        tool=tool,
+        tool_input=tool_input,
+        context_report=context_report,
+        as_json=as_json,
+        registry_spec=registry_spec,
+        log=log,
+        log_settings=log_settings,
+    )
+    tool, tool_input, registry_spec = given["tool"], given["tool_input"], given["registry_spec"]
+    context_report, as_json = given["context_report"], given["as_json"]
+    log, log_settings = given["log"], given["log_settings"]
+    task_text = " ".join(task).strip()
+    if not task_text:
+        raise click.UsageError("the task is empty")
     if tool_input is not None and tool is None:
         raise click.UsageError("--tool-input needs --tool NAME")
     manual = (tool, parse_tool_input(tool_input)) if tool is not None else None
@@ -155,7 +182,7 @@ def run_command(
     tools = chosen_registry(registry_spec, workspace)
     rules = load_project_rules(Path(workspace or os.curdir), Path.cwd())
     config = AgentConfig(
-        task=task,
+        task=task_text,
         system_prompt=system_prompt,
         rules=rules,
         max_steps=max_steps,
@@ -166,7 +193,7 @@ def run_command(
     if log is not None:
         Path(log).parent.mkdir(parents=True, exist_ok=True)
     if not as_json:
-        info(f"Task: {task}")
+        info(f"Task: {task_text}")
         info(f"Model provider: {provider.name}")
     reporter = None if as_json else PrintingReporter(provider.name)
     with opened_log(log, log_settings) as sink:

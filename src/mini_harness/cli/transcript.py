@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
 
 import click
+import orjson
 
-from mini_harness.cli import PREFIX, error, fail, info
+from mini_harness.cli import PREFIX, BadUsage, error, fail, info
+from mini_harness.transcripts.repair import repair_transcript
+from mini_harness.transcripts.verify import VerifyReport, verify_transcript
 
-if TYPE_CHECKING:
-    from mini_harness.transcripts.verify import VerifyReport
+_HASH = re.compile(r"[0-9a-f]{32}")
 
 
 @click.group("transcript", invoke_without_command=True)
@@ -32,6 +34,8 @@ def _summary(report: VerifyReport) -> None:
     seqs = "" if report.last_seq is None else f" (last seq {report.last_seq})"
     info(f"Lines: {report.lines}{seqs}, runs: {report.runs}, calls: {report.calls}")
     info(f"Head hash: {report.head_hash or '(none)'}")
+    if report.expected_head is not None and report.head_line is not None:
+        info(f"Expected head {report.expected_head} reached at line {report.head_line}")
     for notice in report.notices():
         info(f"Note: {notice}")
 
@@ -45,18 +49,22 @@ def _problems(report: VerifyReport, what: str) -> None:
 
 
 @transcript_group.command("verify", short_help="Check a transcript; print its head hash.")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
-def verify_command(path: str, as_json: bool) -> None:
+@click.option(
+    "--head",
+    metavar="HASH",
+    help="The head hash kept from an earlier verify: fail unless the chain reaches it "
+    "(a line was edited or the file was cut since).",
+)
+def verify_command(path: str, as_json: bool, head: str | None) -> None:
     """Check PATH: every line is JSON, seq is dense, the prev chain is unbroken, every call
     ends exactly once, no call is in doubt. Prints the head hash (the last line's hash),
-    which anchors the whole chain."""
-    from mini_harness.transcripts.verify import verify_transcript
-
-    report = verify_transcript(path)
+    which anchors the whole chain. PATH may be a pipe, or - for standard input."""
+    if head is not None and not _HASH.fullmatch(head):
+        raise BadUsage(f"--head must be a head hash (32 lowercase hex digits), not {head!r}")
+    report = verify_transcript(path, head=head)
     if as_json:
-        import orjson
-
         click.echo(orjson.dumps(report.to_json()).decode())
         if not report.ok:
             raise click.exceptions.Exit(1)
@@ -80,8 +88,6 @@ def repair_command(path: str, close_in_doubt: bool) -> None:
     """Copy a torn tail of PATH aside (PATH.torn-OFFSET) and cut it off, and with
     --close-in-doubt record in-doubt calls as interrupted. Never deletes data it has not
     copied aside; never rewrites the middle of a transcript."""
-    from mini_harness.transcripts.repair import repair_transcript
-
     result = repair_transcript(path, close_in_doubt=close_in_doubt)
     if result.refused is not None:
         error(f"cannot repair {path}: {result.refused}")
@@ -100,5 +106,9 @@ def repair_command(path: str, close_in_doubt: bool) -> None:
     _summary(report)
     if report.in_doubt and not close_in_doubt:
         click.echo(f"{PREFIX} Use --close-in-doubt to record in-doubt calls as interrupted.")
+    if report.empty and len(report.problems()) == 1:
+        # What a crash while creating it leaves, once set aside: the next append starts it.
+        info("The file is empty: the next append starts it with its TranscriptStarted line.")
+        return
     _problems(report, "left in")
     info("Verified: no problems found.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Protocol, TypeAlias
+from typing import Protocol, TypeAlias, get_args
 
 import attrs
 
@@ -131,6 +131,9 @@ class UnknownEvent:
     data: JsonObject
 
 
+# The one registry of event types: a new event is an attrs class (its fields, snake_case,
+# are the wire keys in camelCase) added to this union. Readers and writers derive
+# everything else from it (see transcripts/codec.py).
 Event: TypeAlias = (
     TranscriptStarted
     | RunStarted
@@ -147,19 +150,8 @@ Event: TypeAlias = (
     | UnknownEvent
 )
 TerminalEvent: TypeAlias = ToolSucceeded | ToolFailed
-KNOWN_EVENT_TYPES: tuple[type, ...] = (
-    TranscriptStarted,
-    RunStarted,
-    ToolCalled,
-    ToolSucceeded,
-    ToolFailed,
-    ApprovalRequested,
-    ApprovalDecided,
-    ModelRequested,
-    ModelResponded,
-    ModelFailed,
-    ContextTrimmed,
-    RunFinished,
+KNOWN_EVENT_TYPES: tuple[type, ...] = tuple(
+    cls for cls in get_args(Event) if cls is not UnknownEvent
 )
 
 

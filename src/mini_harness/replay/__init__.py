@@ -9,6 +9,7 @@ from __future__ import annotations
 from mini_harness.replay.fold import TranscriptFold, fold_transcript
 from mini_harness.replay.model import (
     OUTCOMES,
+    CallList,
     CallRecord,
     Drift,
     FoldResult,
@@ -29,6 +30,7 @@ from mini_harness.replay.rerun import (
 
 __all__ = [
     "OUTCOMES",
+    "CallList",
     "CallRecord",
     "Drift",
     "FoldResult",

@@ -5,6 +5,7 @@ Typed tools (`ToolRegistry.tool`, cattrs) load when the first typed tool is regi
 
 from __future__ import annotations
 
+from mini_harness.errors import Violation
 from mini_harness.runtime.context import (
     ContextPart,
     ContextRow,
@@ -17,7 +18,6 @@ from mini_harness.runtime.dispatch import ToolResult, ToolRuntime, display_failu
 from mini_harness.runtime.memory import MemorySink, Recorded
 from mini_harness.runtime.registry import Handler, RegisteredTool, ToolRegistry
 from mini_harness.runtime.schema_derive import Field
-from mini_harness.runtime.validation import Violation
 
 __all__ = [
     "ContextPart",

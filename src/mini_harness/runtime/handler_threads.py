@@ -21,8 +21,11 @@ _QUEUED, _RUNNING, _ABANDONED, _DROPPED, _DONE = range(5)
 class HandlerJob:
     """One piece of work given to the threads; `abandon()` when its caller stops waiting."""
 
-    def __init__(self, work: Callable[[], object], pool: HandlerThreads) -> None:
+    def __init__(
+        self, work: Callable[[], object], deliver: Callable[[], None] | None, pool: HandlerThreads
+    ) -> None:
         self.work = work
+        self.deliver = deliver
         self.state = _QUEUED
         self._pool = pool
 
@@ -57,11 +60,15 @@ class HandlerThreads:
         self._queued = 0  # submitted, not yet taken by a thread
         self._stuck = 0  # running an abandoned job
 
-    def submit(self, work: Callable[[], object]) -> HandlerJob:
-        """Run `work()` (which must not raise; its result is dropped) in one of the threads."""
+    def submit(
+        self, work: Callable[[], object], deliver: Callable[[], None] | None = None
+    ) -> HandlerJob:
+        """Run `work()` (which must not raise; its result is dropped) in one of the threads,
+        then `deliver()`, which hands the outcome to the caller, once the thread counts as
+        free again."""
         if self._pid != os.getpid():
             self._reset()
-        job = HandlerJob(work, self)
+        job = HandlerJob(work, deliver, self)
         with self._lock:
             self._queued += 1
             start = self._queued > self._idle and self._threads - self._stuck < self._limit
@@ -76,9 +83,9 @@ class HandlerThreads:
         return job
 
     def _serve(self, jobs: queue.SimpleQueue[HandlerJob]) -> None:
+        with self._lock:
+            self._idle += 1
         while True:
-            with self._lock:
-                self._idle += 1
             job = jobs.get()
             with self._lock:
                 self._idle -= 1
@@ -86,6 +93,8 @@ class HandlerThreads:
                 run = job.state == _QUEUED
                 if run:
                     job.state = _RUNNING
+                else:
+                    self._idle += 1
             if not run:
                 continue
             try:
@@ -95,6 +104,11 @@ class HandlerThreads:
                     if job.state == _ABANDONED:
                         self._stuck -= 1
                     job.state = _DONE
+                    # Counted idle before the caller hears back: its next call, made as
+                    # soon as it has this result, finds this thread instead of a new one.
+                    self._idle += 1
+            if job.deliver is not None:
+                job.deliver()
 
     def _abandon(self, job: HandlerJob) -> None:
         with self._lock:
@@ -129,17 +143,19 @@ async def sync_off_loop(handler: Callable[[Any], Any], arg: object) -> object:
         else:
             future.set_result(value)
 
-    def work() -> None:
-        value: object = None
-        error: BaseException | None = None
-        try:
-            value = context.run(handler, arg)
-        except BaseException as exc:  # handed to the awaiting caller
-            error = exc
-        with contextlib.suppress(RuntimeError):  # the loop is already closed
-            loop.call_soon_threadsafe(settle, value, error)
+    outcome: list[tuple[object, BaseException | None]] = []
 
-    job = HANDLER_THREADS.submit(work)
+    def work() -> None:
+        try:
+            outcome.append((context.run(handler, arg), None))
+        except BaseException as exc:  # handed to the awaiting caller
+            outcome.append((None, exc))
+
+    def deliver() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is already closed
+            loop.call_soon_threadsafe(settle, *outcome[0])
+
+    job = HANDLER_THREADS.submit(work, deliver)
     try:
         output = await future
     except BaseException:
@@ -188,10 +204,8 @@ def call_in_thread(func: Callable[[Any], Any], arg: object, timeout: float | Non
             box["value"] = func(arg)
         except BaseException as exc:  # handed to the caller below
             box["error"] = exc
-        finally:
-            done.set()
 
-    job = HANDLER_THREADS.submit(work)
+    job = HANDLER_THREADS.submit(work, done.set)
     if not done.wait(timeout):
         job.abandon()
         raise HandlerTimeout

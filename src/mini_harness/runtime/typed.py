@@ -19,7 +19,7 @@ import attrs
 import cattrs
 import cattrs.v
 
-from mini_harness.errors import RejectedInputError, SchemaDerivationError
+from mini_harness.errors import RejectedInputError, SchemaDerivationError, Violation
 from mini_harness.events import JsonObject
 from mini_harness.runtime.definitions import ToolAnnotations, ToolDefinition
 from mini_harness.runtime.docstrings import class_docstring, parse_docstring
@@ -33,7 +33,7 @@ from mini_harness.runtime.schema_derive import (
     schema_for,
     unwrap_annotated,
 )
-from mini_harness.runtime.validation import Violation, display_path
+from mini_harness.runtime.validation import display_path
 
 _NoneType = type(None)
 _CONVERTER = cattrs.Converter()

@@ -6,11 +6,10 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
-import attrs
 import jsonschema_rs
 import orjson
 
-from mini_harness.errors import InvalidSchemaError, RemoteSchemaError
+from mini_harness.errors import InvalidSchemaError, RemoteSchemaError, Violation
 from mini_harness.events import JsonObject
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -28,22 +27,6 @@ _KNOWN_META_SCHEMAS = frozenset(
 )
 # How jsonschema-rs words a reference it could not resolve.
 _UNRESOLVED = re.compile(r"Resource '(?P<uri>[^']*)' is not present in a registry")
-
-
-@attrs.frozen
-class Violation:
-    """One way the input breaks the schema: where (`echo.items[0]`), which keyword, what."""
-
-    path: str
-    keyword: str
-    message: str
-
-    @property
-    def full_message(self) -> str:
-        return f"Invalid input for {self.path}: {self.message}"
-
-    def to_json(self) -> JsonObject:
-        return {"path": self.path, "keyword": self.keyword, "message": self.message}
 
 
 def _refuse_remote(uri: str) -> NoReturn:

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import orjson
 
-from mini_harness.transcripts.codec import line_hash
+from mini_harness.transcripts.codec import DecodeError, line_hash, load_line
 
 TS_PLACEHOLDER = "2000-01-01T00:00:00.000000Z"
 """Every `ts` in a golden transcript: a valid timestamp that is obviously not a real one."""
@@ -116,8 +116,21 @@ class Normalization:
             text = _Numbering().sub_hex_ids(text)
         return text
 
-    def transcript(self, data: bytes) -> bytes:
-        """Normalize a JSONL transcript and recompute its `prev` chain over the new lines."""
+    def transcript(self, data: bytes | str) -> bytes:
+        """Normalize a JSONL transcript and recompute its `prev` chain over the new lines.
+
+        `data` is the file's bytes, or its text (encoded as UTF-8); the result is bytes.
+        Each line is parsed by the transcript codec (the reader's own parser): what it
+        refuses, this refuses, with the line number.
+        """
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogatepass")
+        elif not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(
+                f"Normalization.transcript() takes the transcript as bytes or str, not "
+                f"{type(data).__name__}"
+            )
+        data = bytes(data)
         if data and not data.endswith(b"\n"):
             raise NormalizationError("the transcript does not end with a newline (torn tail?)")
         numbering = _Numbering()
@@ -125,11 +138,9 @@ class Normalization:
         prev: str | None = None
         for number, raw in enumerate(data.splitlines(), start=1):
             try:
-                line = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise NormalizationError(f"transcript line {number} is not JSON ({exc})") from None
-            if not isinstance(line, dict):
-                raise NormalizationError(f"transcript line {number} is not a JSON object")
+                line = load_line(raw)
+            except DecodeError as exc:
+                raise NormalizationError(f"transcript line {number} is {exc}") from None
             encoded = orjson.dumps(self._line(line, prev, numbering))
             out.append(encoded + b"\n")
             prev = line_hash(encoded)

@@ -1,8 +1,5 @@
-"""The file tools' definitions (what the model sees), apart from their handlers.
-
-A registry lists every tool, but a run calls few: keeping the definitions here lets
-`default_registry()` describe list_files, read_file and search_text without importing
-their handlers (the walk, the glob matcher), which load on a tool's first call.
+"""The file tools' definitions (what the model sees): names, descriptions, input schemas and
+the limits they state, kept together so the three tools describe paths and globs alike.
 """
 
 from __future__ import annotations

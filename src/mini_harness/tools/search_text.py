@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextvars
 import re
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Final
@@ -11,13 +13,14 @@ from typing import Any, Final
 import attrs
 import regex as regex_engine
 
-from mini_harness.errors import InvalidPatternError, MiniHarnessError
+from mini_harness.errors import MiniHarnessError
 from mini_harness.events import JsonObject
 from mini_harness.tools.definitions import DEFAULT_MAX_FILE_BYTES
 from mini_harness.tools.definitions import SEARCH_DEFAULT_MAX_RESULTS as DEFAULT_MAX_RESULTS
 from mini_harness.tools.definitions import SEARCH_TEXT as SEARCH_TEXT  # noqa: PLC0414 (re-export)
 from mini_harness.tools.globs import PathGlob
 from mini_harness.tools.list_files import UndecodableCount
+from mini_harness.tools.patterns import compile_pattern
 from mini_harness.tools.walk import WalkEntry, walk_files
 from mini_harness.tools.workspace import (
     FileRefusedError,
@@ -27,7 +30,7 @@ from mini_harness.tools.workspace import (
 )
 
 LINE_TEXT_LIMIT: Final = 300  # longer lines are cut to a window around the match
-DEFAULT_REGEX_BUDGET: Final = 5.0  # seconds of regex matching per call
+DEFAULT_REGEX_BUDGET: Final = 5.0  # wall-clock seconds a regex search may take
 _CONTEXT_BEFORE = 80
 
 
@@ -61,7 +64,8 @@ def byte_prefilter(query: str, *, regex: bool, case_sensitive: bool) -> Callable
 
 
 class SearchBudgetError(MiniHarnessError):
-    """A regex search spent its whole time budget matching; `pattern` and `budget` say which."""
+    """A regex search ran past its wall-clock budget; `pattern`, `budget` and `path` say
+    which, where."""
 
     def __init__(self, pattern: str, budget: float, path: str) -> None:
         super().__init__(
@@ -74,68 +78,61 @@ class SearchBudgetError(MiniHarnessError):
 
 
 class _OutOfBudget(Exception):
-    """Internal: the regex engine stopped because the search's budget ran out."""
+    """Internal: the search's deadline passed (inside the regex engine or between files)."""
 
 
 @attrs.define
 class RegexClock:
-    """The matching time a regex search has left; spent only inside the regex engine."""
+    """The wall-clock deadline of one regex search, and the file it is at."""
 
-    budget: float
-    spent: float = 0.0
+    deadline: float  # time.monotonic()
+    path: str = "."
 
     def remaining(self) -> float:
-        return self.budget - self.spent
+        return self.deadline - time.monotonic()
+
+    def check(self) -> float:
+        """The seconds left; _OutOfBudget when none are."""
+        left = self.remaining()
+        if left <= 0:
+            raise _OutOfBudget
+        return left
 
 
-def _finder(
-    query: str, *, regex: bool, case_sensitive: bool, clock: RegexClock | None = None
-) -> Finder:
-    """A function giving the (start, end) of the first match at or after a position.
+def literal_finder(query: str, *, case_sensitive: bool) -> Finder:
+    """A function giving the (start, end) of the first occurrence at or after a position.
 
-    A user's regex runs in the `regex` engine, whose matching can be interrupted (Python's
-    `re` holds the GIL until it finishes, so nothing can stop a pathological pattern).
-    Literal queries cannot backtrack and stay with `str.find` or `re`.
+    A literal cannot backtrack: `str.find`, or `re` on the escaped query to ignore case.
     """
-    if not regex and case_sensitive:
+    if case_sensitive:
 
         def find_literal(text: str, pos: int) -> tuple[int, int] | None:
             start = text.find(query, pos)
             return None if start < 0 else (start, start + len(query))
 
         return find_literal
-    if not regex:
-        flags = re.MULTILINE | (0 if case_sensitive else re.IGNORECASE)
-        literal = re.compile(re.escape(query), flags)
+    literal = re.compile(re.escape(query), re.MULTILINE | re.IGNORECASE)
 
-        def find_escaped(text: str, pos: int) -> tuple[int, int] | None:
-            found = literal.search(text, pos)
-            return None if found is None else found.span()
+    def find_escaped(text: str, pos: int) -> tuple[int, int] | None:
+        found = literal.search(text, pos)
+        return None if found is None else found.span()
 
-        return find_escaped
-    budget = clock if clock is not None else RegexClock(DEFAULT_REGEX_BUDGET)
-    # VERSION0 is the engine's `re`-compatible dialect.
-    engine_flags = regex_engine.MULTILINE | regex_engine.VERSION0
-    if not case_sensitive:
-        engine_flags |= regex_engine.IGNORECASE
-    try:
-        pattern = regex_engine.compile(query, engine_flags)
-    except regex_engine.error as exc:
-        raise InvalidPatternError(
-            query, f"Invalid regular expression {quote_path(query)}: {exc}"
-        ) from None
+    return find_escaped
+
+
+def pattern_finder(pattern: regex_engine.Pattern[str], clock: RegexClock) -> Finder:
+    """Like literal_finder for a compiled user regex, stopped when `clock` runs out.
+
+    The engine's own `timeout` counts CPU time, which a busy machine stretches (5 s of CPU
+    took 7.5 s of wall clock): each call gets the wall-clock time left, and the caller stops
+    waiting at the deadline anyway (SearchText).
+    """
 
     def find_pattern(text: str, pos: int) -> tuple[int, int] | None:
-        left = budget.remaining()
-        if left <= 0:
-            raise _OutOfBudget
-        start = time.perf_counter()
         try:
-            found = pattern.search(text, pos, timeout=left)
+            found = pattern.search(text, pos, timeout=clock.check())
         except TimeoutError:
             raise _OutOfBudget from None
-        finally:
-            budget.spent += time.perf_counter() - start
         return None if found is None else found.span()
 
     return find_pattern
@@ -172,19 +169,62 @@ def line_matches(text: str, find: Finder) -> Iterator[tuple[int, str]]:
 
 @attrs.frozen
 class SearchText:
-    """The search_text handler, bound to one workspace."""
+    """The search_text handler, bound to one workspace.
+
+    A regex search runs in a worker thread while the caller waits at most `regex_budget`
+    seconds of wall clock; past the deadline the worker stops at its next check (the
+    engine's timeout bounds the match in progress), whether or not anyone still waits.
+    """
 
     workspace: Workspace
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    regex_budget: float = DEFAULT_REGEX_BUDGET  # seconds of regex matching per call
+    regex_budget: float = DEFAULT_REGEX_BUDGET  # wall-clock seconds per regex search
 
     def __call__(self, tool_input: dict[str, Any]) -> JsonObject:
+        if not tool_input.get("regex", False):
+            case_sensitive = tool_input.get("caseSensitive", True)
+            find = literal_finder(tool_input["query"], case_sensitive=case_sensitive)
+            return self._search(tool_input, find, None)
+        return self._search_within_budget(tool_input)
+
+    def _search_within_budget(self, tool_input: dict[str, Any]) -> JsonObject:
         query: str = tool_input["query"]
-        regex = tool_input.get("regex", False)
-        case_sensitive = tool_input.get("caseSensitive", True)
-        clock = RegexClock(self.regex_budget)
-        find = _finder(query, regex=regex, case_sensitive=case_sensitive, clock=clock)
-        may_match = byte_prefilter(query, regex=regex, case_sensitive=case_sensitive)
+        clock = RegexClock(time.monotonic() + self.regex_budget, tool_input.get("path", "."))
+        outcome: list[JsonObject | BaseException] = []
+
+        def search() -> None:
+            try:
+                pattern = compile_pattern(
+                    query, case_sensitive=tool_input.get("caseSensitive", True)
+                )
+                outcome.append(self._search(tool_input, pattern_finder(pattern, clock), clock))
+            except BaseException as exc:  # handed to the caller's thread, raised there
+                outcome.append(exc)
+
+        context = contextvars.copy_context()
+        worker = threading.Thread(
+            target=context.run, args=(search,), name="search_text regex", daemon=True
+        )
+        worker.start()
+        worker.join(max(clock.remaining(), 0.0))
+        if not outcome:
+            raise SearchBudgetError(query, self.regex_budget, clock.path)
+        result = outcome[0]
+        if isinstance(result, _OutOfBudget):
+            raise SearchBudgetError(query, self.regex_budget, clock.path) from None
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def _search(
+        self, tool_input: dict[str, Any], find: Finder, clock: RegexClock | None
+    ) -> JsonObject:
+        query: str = tool_input["query"]
+        may_match = byte_prefilter(
+            query,
+            regex=tool_input.get("regex", False),
+            case_sensitive=tool_input.get("caseSensitive", True),
+        )
         glob = tool_input.get("glob")
         matcher = PathGlob(glob) if glob is not None else None
         limit = tool_input.get("maxResults", DEFAULT_MAX_RESULTS)
@@ -193,6 +233,9 @@ class SearchText:
         undecodable = UndecodableCount()
         truncated = False
         for entry in self._files(tool_input.get("path", "."), undecodable):
+            if clock is not None:
+                clock.check()
+                clock.path = entry.path
             if matcher is not None and not matcher.matches(entry.below):
                 continue
             data = self._read(entry)
@@ -203,14 +246,11 @@ class SearchText:
             if not may_match(data):
                 continue
             text = data.decode("utf-8-sig")  # checked by _read
-            try:
-                for line, shown in line_matches(text, find):
-                    if len(matches) == limit:
-                        truncated = True
-                        break
-                    matches.append({"path": entry.path, "line": line, "text": shown})
-            except _OutOfBudget:
-                raise SearchBudgetError(query, self.regex_budget, entry.path) from None
+            for line, shown in line_matches(text, find):
+                if len(matches) == limit:
+                    truncated = True
+                    break
+                matches.append({"path": entry.path, "line": line, "text": shown})
             if truncated:
                 break
         output: JsonObject = {

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 import attrs
 
@@ -22,13 +21,11 @@ from mini_harness.tools.definitions import SKIPPED_DIRS
 from mini_harness.tools.globs import IgnoreFile, is_ignored
 from mini_harness.tools.workspace import (
     FileRefusedError,
+    Location,
     Workspace,
     decodable_path,
     read_regular,
 )
-
-if TYPE_CHECKING:
-    from mini_harness.tools.location import Location
 
 _IGNORE_FILE_MAX_BYTES = 1 << 20
 
@@ -73,12 +70,67 @@ def _ancestor_ignores(workspace: Workspace, top: Location) -> list[IgnoreFile]:
     return files
 
 
-def _sorted_entries(real_dir: str) -> list[os.DirEntry[str]]:
+# O_NOFOLLOW: a directory checked as such and then swapped for a symlink is not entered.
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_directory(workspace: Workspace, real: str) -> int:
+    """A descriptor on the resolved directory `real` inside the workspace, opened one name
+    at a time from the root, each relative to its parent and never through a symlink.
+
+    Raises OSError when a directory on the way is gone or was swapped for a symlink since
+    `real` was resolved (ELOOP, ENOTDIR): the walk then lists nothing there.
+    """
+    fd = os.open(workspace.root, _DIR_FLAGS)
     try:
-        with os.scandir(real_dir) as scan:
+        relative = workspace.relative(real)
+        for name in [] if relative == "." else relative.split("/"):
+            inner = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _sorted_entries(dir_fd: int | None) -> list[os.DirEntry[str]]:
+    if dir_fd is None:
+        return []
+    try:
+        with os.scandir(dir_fd) as scan:
             return sorted(scan, key=lambda entry: entry.name)
     except OSError:
         return []  # unreadable directory: nothing we may list
+
+
+def _open_inner(name: str, dir_fd: int) -> int | None:
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None  # gone, unreadable, or swapped for a symlink since scandir saw it
+
+
+@attrs.define
+class _Frame:
+    """One open directory of the walk: its descriptor, entries and where it sits."""
+
+    fd: int | None  # None: it could not be opened, so it lists nothing
+    ignores: list[IgnoreFile]
+    prefix: str  # as shown: workspace-relative through the caller's spelling of `top`
+    real_dir: str  # the resolved directory, for the paths handed to readers
+    real_prefix: str  # workspace-relative, resolved: what .gitignore rules match
+    below_prefix: str  # relative to `top`: what a glob matches
+    depth: int
+    entries: Iterator[os.DirEntry[str]] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.entries = iter(_sorted_entries(self.fd))
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def walk_files(
@@ -96,63 +148,111 @@ def walk_files(
     keeps closed are reported to `on_deeper_dir` as workspace-relative paths. Each entry
     skipped for a name that is not UTF-8 is reported to `on_undecodable`. With `sizes`
     false, regular files are not stat'ed (a reader learns the size from fstat).
+
+    Directories are opened by descriptor, each relative to its parent with O_NOFOLLOW, so
+    a directory swapped for a symlink between a check and the listing is never entered.
     """
     ignores = _ancestor_ignores(workspace, top)
     # The real relative path keeps .gitignore bases right when `top` is reached via a link.
     top_real = workspace.relative(top.real)
-    top_prefix = "" if top.relative == "." else top.relative + "/"
-    real_prefix = "" if top_real == "." else top_real + "/"
-    # One frame per open directory: its entries, its .gitignore stack, its prefixes.
-    stack = [(iter(_sorted_entries(top.real)), ignores, top_prefix, real_prefix, "", 1)]
-    while stack:
-        entries, ignores, prefix, real_prefix, below_prefix, depth = stack[-1]
-        entry = next(entries, None)
-        if entry is None:
-            stack.pop()
-            continue
-        name = entry.name
-        if name == ".git":
-            continue  # a directory, or in a git worktree a file pointing at one
-        # os.scandir hands undecodable bytes over as lone surrogates (surrogateescape).
-        if not name.isascii() and not decodable_path(name):
-            if on_undecodable is not None:
-                on_undecodable()
-            continue
-        real_rel = real_prefix + name
-        try:
-            if entry.is_symlink():
-                found = _through_link(workspace, entry.path)
-                if found is not None and not is_ignored(ignores, real_rel, is_dir=False):
-                    real, size = found
-                    yield WalkEntry(prefix + name, below_prefix + name, real, size)
+    try:
+        top_fd: int | None = open_directory(workspace, top.real)
+    except OSError:
+        top_fd = None
+    stack = [
+        _Frame(
+            top_fd,
+            ignores,
+            "" if top.relative == "." else top.relative + "/",
+            top.real,
+            "" if top_real == "." else top_real + "/",
+            "",
+            1,
+        )
+    ]
+    try:
+        while stack:
+            frame = stack[-1]
+            entry = next(frame.entries, None)
+            if entry is None:
+                stack.pop().close()
                 continue
-            if entry.is_dir(follow_symlinks=False):
-                if name in SKIPPED_DIRS or is_ignored(ignores, real_rel, is_dir=True):
-                    continue
-                if max_depth is not None and depth >= max_depth:
-                    if on_deeper_dir is not None:
-                        on_deeper_dir(prefix + name + "/")
-                    continue
-                inner = _load_ignore(workspace, entry.path, real_rel)
-                stack.append(
-                    (
-                        iter(_sorted_entries(entry.path)),
-                        [*ignores, inner] if inner is not None else ignores,
-                        prefix + name + "/",
-                        real_rel + "/",
-                        below_prefix + name + "/",
-                        depth + 1,
-                    )
-                )
-                continue
-            if not entry.is_file(follow_symlinks=False):
-                continue  # FIFO, socket, device: never listed, never opened
-            if is_ignored(ignores, real_rel, is_dir=False):
-                continue
-            size = entry.stat(follow_symlinks=False).st_size if sizes else -1
-        except OSError:
-            continue  # vanished or unreadable while we walked: not there for us
-        yield WalkEntry(prefix + name, below_prefix + name, entry.path, size)
+            found = _visit(
+                workspace,
+                frame,
+                entry,
+                max_depth=max_depth,
+                on_deeper_dir=on_deeper_dir,
+                on_undecodable=on_undecodable,
+            )
+            if isinstance(found, _Frame):
+                stack.append(found)
+            elif found is not None:
+                if sizes and found.size < 0:
+                    try:
+                        size = entry.stat(follow_symlinks=False).st_size
+                    except OSError:
+                        continue  # vanished while we walked: not there for us
+                    found = attrs.evolve(found, size=size)
+                yield found
+    finally:
+        for frame in stack:
+            frame.close()
+
+
+def _visit(
+    workspace: Workspace,
+    frame: _Frame,
+    entry: os.DirEntry[str],
+    *,
+    max_depth: int | None,
+    on_deeper_dir: Callable[[str], None] | None,
+    on_undecodable: Callable[[], None] | None,
+) -> WalkEntry | _Frame | None:
+    """What one directory entry contributes: a file, a directory to enter, or nothing."""
+    name = entry.name
+    if name == ".git":
+        return None  # a directory, or in a git worktree a file pointing at one
+    # os.scandir hands undecodable bytes over as lone surrogates (surrogateescape).
+    if not name.isascii() and not decodable_path(name):
+        if on_undecodable is not None:
+            on_undecodable()
+        return None
+    real_rel = frame.real_prefix + name
+    real = os.path.join(frame.real_dir, name)
+    shown, below = frame.prefix + name, frame.below_prefix + name
+    try:
+        if entry.is_symlink():
+            target = _through_link(workspace, real)
+            if target is None or is_ignored(frame.ignores, real_rel, is_dir=False):
+                return None
+            return WalkEntry(shown, below, *target)
+        if entry.is_dir(follow_symlinks=False):
+            if name in SKIPPED_DIRS or is_ignored(frame.ignores, real_rel, is_dir=True):
+                return None
+            if max_depth is not None and frame.depth >= max_depth:
+                if on_deeper_dir is not None:
+                    on_deeper_dir(shown + "/")
+                return None
+            if frame.fd is None:
+                return None  # not reached: entries come from an open directory
+            inner = _load_ignore(workspace, real, real_rel)
+            return _Frame(
+                _open_inner(name, frame.fd),
+                [*frame.ignores, inner] if inner is not None else frame.ignores,
+                shown + "/",
+                real,
+                real_rel + "/",
+                below + "/",
+                frame.depth + 1,
+            )
+        if not entry.is_file(follow_symlinks=False):
+            return None  # FIFO, socket, device: never listed, never opened
+    except OSError:
+        return None  # vanished or unreadable while we walked: not there for us
+    if is_ignored(frame.ignores, real_rel, is_dir=False):
+        return None
+    return WalkEntry(shown, below, real, -1)
 
 
 def _through_link(workspace: Workspace, path: str) -> tuple[str, int] | None:

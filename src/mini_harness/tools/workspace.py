@@ -16,15 +16,12 @@ import posixpath
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TypeAlias
 
 import attrs
 import orjson
 
 from mini_harness.errors import WorkspaceError
-
-if TYPE_CHECKING:
-    from mini_harness.tools.location import Location
 
 # O_NONBLOCK: opening a FIFO that was swapped in after the type check must not block.
 # O_NOFOLLOW: the path was resolved already, so a symlink here was swapped in since.
@@ -125,6 +122,16 @@ def read_regular(path: str, max_size: int, *, inside: Callable[[str], bool] | No
         os.close(fd)
 
 
+@attrs.frozen
+class Location:
+    """A checked path: normalised as given ("." for the root), resolved, and its stat."""
+
+    relative: str
+    real: str
+    mode: int
+    size: int
+
+
 def _resolve_root(root: str | os.PathLike[str]) -> Path:
     real = Path(os.path.realpath(os.fspath(root)))
     if not real.is_dir():
@@ -141,14 +148,6 @@ class Workspace:
     root: Path = attrs.field(converter=_resolve_root)
 
     @classmethod
-    def from_resolved(cls, real: str) -> Workspace:
-        """A workspace for a root that is already resolved (realpath) and was checked to be
-        a directory: no second resolution, which could land elsewhere if a path changed."""
-        workspace = object.__new__(cls)
-        object.__setattr__(workspace, "root", Path(real))
-        return workspace
-
-    @classmethod
     def current(cls) -> Workspace:
         """The current directory as a workspace."""
         try:
@@ -163,8 +162,7 @@ class Workspace:
 
     def relative(self, real: str) -> str:
         """The workspace-relative posix form of a resolved path inside the workspace."""
-        rel = os.path.relpath(real, self.root)
-        return "." if rel == "." else Path(rel).as_posix()
+        return Path(os.path.relpath(real, self.root)).as_posix()
 
     def locate(self, path: str) -> Location:
         """Check `path` and stat what it names; raise WorkspaceError saying why not."""
@@ -196,10 +194,8 @@ class Workspace:
             info = os.stat(real)
         except OSError as exc:
             raise WorkspaceError(path, _os_problem(shown, exc)) from None
-        from mini_harness.tools.location import Location
-
         # Shown paths keep the caller's spelling (a link's name, not its target).
-        return Location(path, posixpath.normpath(path or "."), real, info.st_mode, info.st_size)
+        return Location(posixpath.normpath(path or "."), real, info.st_mode, info.st_size)
 
     def locate_dir(self, path: str) -> Location:
         found = self.locate(path)
@@ -232,16 +228,6 @@ def _os_problem(shown: str, exc: OSError) -> str:
     if exc.errno in (errno.EACCES, errno.EPERM):
         return f"Path {shown} cannot be read: permission denied"
     return f"Path {shown} cannot be read: {exc.strerror or exc}"
-
-
-def __getattr__(name: str) -> Any:
-    # Location lives in tools.location, imported by the first locate() (attrs compiles a
-    # class's methods when it is defined); it can still be imported from here.
-    if name == "Location":
-        from mini_harness.tools import location
-
-        return location.Location
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 WorkspaceLike: TypeAlias = Workspace | str | os.PathLike[str]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mini_harness.errors import TranscriptFormatError
 from mini_harness.events import FORMAT_VERSION, TRANSCRIPT_FORMAT, TranscriptStarted
-from mini_harness.transcripts.codec import DecodeError, decode_line, parse_line
+from mini_harness.transcripts.codec import DecodeError, decode_line, load_line
 from mini_harness.transcripts.upcast import UPCASTERS
 
 _HEAD_BYTES = 64 * 1024
@@ -40,7 +40,7 @@ def check_first_line(fd: int, path: str | os.PathLike[str]) -> None:
         first = head[len(_BOM) : newline] if head.startswith(_BOM) else head[:newline]
         try:
             header = decode_line(first).event
-            data = parse_line(first)  # the keys as written, before defaults fill them in
+            data = load_line(first)  # the keys as written, before defaults fill them in
         except DecodeError:
             header, data = None, {}
         version = data.get("version")

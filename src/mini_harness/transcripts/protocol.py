@@ -39,14 +39,10 @@ class OpenCall:
 class CallProtocol:
     """Feed it the call events of a transcript in order; it collects protocol problems.
 
-    Works on plain fields so that both typed readers and fast raw folds can use it. Memory
-    grows with the number of distinct call ids (to catch reuse), not with event size.
-
-    `open_calls` (call id to its OpenCall, in the order they began) and `seen` (the ids of
-    every call that began, open or ended) are the whole state. A fold may update them
-    itself for a call event that breaks no rule (a new call id: add it to both; a terminal
-    event for an open call: take it out of `open_calls`), exactly as `called` and
-    `finished` would, and must hand every other call event to those methods.
+    Works on plain fields, for verify and the fold alike. Memory grows with the number of
+    distinct call ids (to catch reuse), not with event size. `open_calls` (call id to its
+    OpenCall, in the order they began) and `seen` (the ids of every call that began, open
+    or ended) are the whole state.
     """
 
     def __init__(self) -> None:
@@ -56,14 +52,16 @@ class CallProtocol:
         # insert, and an ended call none (the ended ones are those not open).
         self.seen: set[str] = set()
 
-    def called(self, line: int, seq: int, run_id: str, call_id: str, name: str) -> None:
+    def called(self, line: int, seq: int, run_id: str, call_id: str, name: str) -> bool:
+        """Record a ToolCalled; False (and a problem) if its call id was used before."""
         if call_id in self.seen:
             self.problems.append(
                 ProtocolProblem(line, seq, call_id, f"callId {call_id} is used again")
             )
-            return
+            return False
         self.seen.add(call_id)
         self.open_calls[call_id] = OpenCall(line, seq, run_id, call_id, name)
+        return True
 
     def finished(  # noqa: PLR0917 - the fields of a terminal event, positional
         self, line: int, seq: int, kind: str, call_id: str, run_id: str, name: str

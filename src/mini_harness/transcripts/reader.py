@@ -1,12 +1,22 @@
-"""Streaming transcript reader: typed events, chain checks, torn tails told apart from damage."""
+"""Streaming transcript reader: typed events, chain checks, torn tails told apart from damage.
+
+The one reading path: every reader of transcripts (verify, repair, the fold, golden
+checks) iterates a TranscriptReader, which types each line with the codec's one decoder.
+Memory stays bounded whatever the file holds: a line is held only up to MAX_LINE_BYTES;
+a longer one (a torn tail of a gigabyte, a symlink to /dev/zero) is counted and hashed as
+it streams by, never held whole.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+import stat
+import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, TypeAlias
+from typing import BinaryIO
 
 import attrs
 
@@ -18,33 +28,27 @@ from mini_harness.events import (
     JsonObject,
     TranscriptStarted,
 )
-from mini_harness.transcripts.codec import (
-    HASH_BYTES,
-    DecodeError,
-    WireLine,
-    check_fields,
-    decode_line,
-    parse_line,
-    parse_raw,
-    wire_to_event,
+from mini_harness.transcripts.codec import HASH_BYTES, DecodeError, decode_wire, load_line
+from mini_harness.transcripts.lines import (
+    BOM,
+    HEADER_LINE_BYTES,
+    MAX_LINE_BYTES,
+    BoundedLines,
+    LongLine,
 )
 from mini_harness.transcripts.upcast import UPCASTERS, Upcaster, Upcasters
 
-BOM = b"\xef\xbb\xbf"
-
-# One line on the raw path: (line, offset, seq, prev, hash, data). `line` is 1-based,
-# `offset` the byte offset of its first byte, `hash` what the next line must carry in
-# `prev`, `data` the line's parsed JSON object (upcast to the current format version).
-# A plain tuple: one is made per line, and a NamedTuple costs several times more to build.
-RawRecord: TypeAlias = tuple[int, int, int, str | None, str, JsonObject]
-
-# Decodes one line (without its newline) to (seq, prev, payload); raises DecodeError.
-_Decoder: TypeAlias = Callable[[bytes], tuple[int, str | None, Any]]
+STDIN = "-"
+"""The path that names standard input."""
 
 
-@attrs.frozen
+@attrs.define
 class TranscriptRecord:
-    """One line of a transcript: where it is, its envelope and its event."""
+    """One line of a transcript: where it is, its envelope and its event.
+
+    Not frozen: one is made per line of files with millions of lines, and a frozen attrs
+    class costs several times as much to build. Treat it as read-only.
+    """
 
     line: int  # 1-based
     offset: int  # byte offset of the line's first byte
@@ -62,6 +66,7 @@ class TornTail:
     offset: int
     length: int
     reason: str
+    sha256: str | None = None  # of the tail's bytes, streamed (never held)
 
     def describe(self) -> str:
         return (
@@ -95,12 +100,15 @@ class IntegrityProblem:
 
 
 class TranscriptReader:
-    """Iterate a transcript's records in order, in constant memory.
+    """Iterate a transcript's records in order, in bounded memory.
 
-    Raises TranscriptCorruptError for an undecodable line with good lines after it and
-    TranscriptFormatError for a file that is not a transcript (or is of a newer format, or
-    has CRLF line endings). An undecodable tail with nothing valid after it is not raised:
-    it is kept in `torn_tail`. Chain problems (seq, prev) are collected in `problems`.
+    `path` is a file, a FIFO or other stream (read once, front to back), or "-" for
+    standard input. Raises TranscriptCorruptError for an undecodable line with good lines
+    after it and TranscriptFormatError for a file that is not a transcript (or is of a
+    newer format, or has CRLF line endings, or is a stream with no first line). An
+    undecodable tail with nothing valid after it is not raised: it is kept in `torn_tail`.
+    Chain problems (seq, prev) are collected in `problems`; `empty` says a regular file had
+    no byte at all.
 
     `salvage=True` (used by verify) reads past mid-file damage instead: each bad line is
     kept in `damaged` and the chain is checked again from the next good line. A UTF-8 BOM
@@ -116,162 +124,158 @@ class TranscriptReader:
         upcasters: Upcasters = UPCASTERS,
     ) -> None:
         self.path = Path(path)
+        self.name = "standard input" if os.fspath(path) == STDIN else str(path)
         self.torn_tail: TornTail | None = None
         self.problems: list[IntegrityProblem] = []
         self.damaged: list[DamagedLine] = []
         self.bom = False
+        self.empty = False
         self.header: TranscriptStarted | None = None
         self.head_hash: str | None = None
         self.records_read = 0
+        self.offset = 0  # just past the last line read
         self._salvage = salvage
         self._upcasters = upcasters
-        self._decode: Callable[[bytes], WireLine] = decode_line
-        self._upcast: Upcaster | None = None
+        self._version = FORMAT_VERSION
+
+    def __repr__(self) -> str:
+        return f"<TranscriptReader(path={self.name!r}, records_read={self.records_read})>"
 
     def __iter__(self) -> Iterator[TranscriptRecord]:
-        for number, start, seq, prev, hash_, event in self._scan(self._typed):
-            yield TranscriptRecord(number, start, seq, prev, hash_, event)
-
-    def raw(self) -> Iterator[RawRecord]:
-        """Like iterating, but yield each line's parsed JSON object instead of a typed event.
-
-        The same torn-tail, damage and chain checks apply; a line counts as decodable when
-        its envelope and the fields of its (known) type have the right JSON types. This is
-        the fast path for folding large transcripts.
-        """
-        return self._scan(self._raw)
-
-    def _typed(self, body: bytes) -> tuple[int, str | None, Event]:
-        decoded = self._decode(body)
-        return decoded.seq, decoded.prev, decoded.event
-
-    def _raw(self, body: bytes) -> tuple[int, str | None, JsonObject]:
-        if self._upcast is None:
-            data = parse_raw(body)
-        else:
-            data = _upcast_line(self._upcast, parse_line(body))
-            check_fields(data)
-        return data["seq"], data.get("prev"), data
-
-    def _scan(self, decode: _Decoder) -> Iterator[Any]:
-        """The one implementation behind both iterators: decode, classify damage, check chain."""
-        handle, offset = self.open()
-        with handle:
+        handle, regular = self._open()
+        with handle if handle is not sys.stdin.buffer else contextlib.nullcontext():
             try:
-                yield from self._records(handle, handle, decode, 1, offset, 0, None)
+                yield from self._records(BoundedLines(handle, regular=regular))
             except OSError as exc:
                 raise self.unreadable(exc) from None
+        if self.records_read == 0 and self.torn_tail is None and not self.damaged:
+            if not regular:
+                raise self._not_a_transcript("it has no first line")
+            self.empty = True
 
-    def open(self) -> tuple[BinaryIO, int]:
-        """Open the file for reading lines, past a UTF-8 BOM: (handle, offset of line 1).
-
-        Raises TranscriptError if the file cannot be read. For readers of their own that take
-        the common lines themselves and hand the others to `resume`.
-        """
+    def _open(self) -> tuple[BinaryIO, bool]:
+        """The stream to read and whether it is a regular file (which always ends)."""
         try:
-            handle = self.path.open("rb")
+            if os.fspath(self.path) == STDIN:
+                handle: BinaryIO = sys.stdin.buffer
+            else:
+                handle = self.path.open("rb")
         except OSError as exc:
             raise self.unreadable(exc) from None
         try:
-            if handle.read(len(BOM)) == BOM:
-                self.bom = True
-                return handle, len(BOM)
-            handle.seek(0)
-        except OSError as exc:
-            handle.close()
-            raise self.unreadable(exc) from None
-        return handle, 0
+            regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+        except (OSError, ValueError):  # io.UnsupportedOperation: a stream without a descriptor
+            regular = False
+        return handle, regular
 
     def unreadable(self, exc: OSError) -> TranscriptError:
         """The error for a failed open or read of the file (a read that fails mid-file, on a
         failing disk or a vanished network mount, is as much a usage error as a missing
         file: the transcript cannot be read)."""
         return TranscriptError(
-            str(self.path), f"cannot read transcript {self.path}: {exc.strerror or exc}"
+            str(self.path), f"cannot read transcript {self.name}: {exc.strerror or exc}"
         )
 
-    @property
-    def upcasting(self) -> bool:
-        """Whether lines are upcast from an older format version (known after line 1)."""
-        return self._upcast is not None
+    def _not_a_transcript(self, why: str) -> TranscriptFormatError:
+        return TranscriptFormatError(
+            str(self.path), f"{self.name} is not a mini-harness transcript ({why})"
+        )
 
-    def resume(
-        self,
-        lines: Iterable[bytes],
-        rest: Iterable[bytes],
-        *,
-        line: int,
-        offset: int,
-        seq: int,
-        prev: str | None,
-    ) -> Iterator[RawRecord]:
-        """The raw path (see `raw`) over `lines`, from a reading state built elsewhere.
-
-        `line` and `offset` are those of the first of `lines`, `seq` and `prev` what it
-        must carry; `rest` is the rest of the file, read to tell a torn tail from damage.
-        All checks and counts (`records_read`, `head_hash`, problems) are this reader's,
-        as if it had read every line before itself: a caller that reads the common lines
-        itself keeps those counts up to date before handing a line over.
-        """
-        return self._records(lines, rest, self._raw, line, offset, seq, prev)
-
-    def _records(  # noqa: PLR0917 - internal, the state of one loop
-        self,
-        lines: Iterable[bytes],
-        rest: Iterable[bytes],
-        decode: _Decoder,
-        first_line: int,
-        offset: int,
-        expected_seq: int,
-        prev_hash: str | None,
-    ) -> Iterator[Any]:
+    def _records(self, lines: BoundedLines) -> Iterator[TranscriptRecord]:  # noqa: PLR0915
         # This loop runs once per line of files with millions of lines: the common case is
         # a few comparisons, and every problem goes to code of its own.
         sha256 = hashlib.sha256
-        pending: list[DamagedLine] = []  # salvage: bad lines not yet known to be mid-file
-        for number, raw in enumerate(lines, start=first_line):
+        upcast = None
+        expected_seq = 0
+        prev_hash: str | None = None
+        offset = 0
+        number = 0
+        # Bad lines not yet known to be mid-file, and the hash of the bytes from the first.
+        pending: list[DamagedLine] = []
+        for raw in lines:
+            number += 1
             start = offset
-            offset += len(raw)
-            if not raw.endswith(b"\n"):
-                self.torn_tail = _torn(
-                    pending, number, start, len(raw), "no newline at end of file"
+            if isinstance(raw, LongLine):
+                offset += raw.length
+                if number == 1:
+                    raise self._not_a_transcript(f"line 1 is longer than {HEADER_LINE_BYTES} bytes")
+                if raw.terminated is None:
+                    raise TranscriptFormatError(
+                        str(self.path),
+                        f"{self.name}: line {number} (byte {start}) is longer than "
+                        f"{MAX_LINE_BYTES} bytes; {self.name} is not a regular file, so "
+                        "reading stops here",
+                    )
+                if not pending:
+                    lines.tap = raw.hasher
+                reason = (
+                    f"longer than {MAX_LINE_BYTES} bytes"
+                    if raw.terminated
+                    else "no newline at end of file"
                 )
-                return
+                pending.append(DamagedLine(number, start, raw.length, reason))
+                continue
+            if number == 1 and lines.bom:
+                self.bom = True
+                start = offset = len(BOM)
+            offset += len(raw)
+            self.offset = offset
+            if lines.tap is not None:
+                lines.tap.update(raw)
+            if raw[-1:] != b"\n":
+                if not pending:
+                    lines.tap = sha256(raw)
+                pending.append(DamagedLine(number, start, len(raw), "no newline at end of file"))
+                break
             body = raw[:-1]
-            if body.endswith(b"\r"):
+            if body[-1:] == b"\r":
                 raise TranscriptFormatError(
                     str(self.path),
-                    f"{self.path}: line {number} ends with CRLF: the file was converted to "
+                    f"{self.name}: line {number} ends with CRLF: the file was converted to "
                     "Windows line endings; transcripts use \\n only (convert it back, e.g. "
                     "with dos2unix, and verify it)",
                 )
             try:
                 if number == 1:
-                    self._decode_header(body)
-                seq, prev, payload = decode(body)
+                    upcast = self._header(body)
+                data = load_line(body)
+                if upcast is not None:
+                    data = self._upcast_line(upcast, data)
+                seq, prev, event = decode_wire(data)
             except DecodeError as exc:
-                reason = _with_hint(str(exc), body)
-                if self._salvage:
-                    pending.append(DamagedLine(number, start, len(raw), reason))
-                    continue
-                self._bad_line(rest, decode, number, start, len(raw), reason)
-                return
+                if not pending:
+                    lines.tap = sha256(raw)
+                pending.append(DamagedLine(number, start, len(raw), _with_hint(str(exc), body)))
+                continue
             checked = not pending
             if pending:
-                # Damage is reported once, as damage; the chain restarts at the next good line.
+                if not self._salvage:
+                    first = pending[0]
+                    raise TranscriptCorruptError(
+                        str(self.path),
+                        f"{self.name}: line {first.line} (byte {first.offset}) is damaged: "
+                        f"{first.reason}; valid lines follow it",
+                        line=first.line,
+                        offset=first.offset,
+                    )
+                # Damage is reported once, as damage; the chain restarts at this good line.
                 self.damaged.extend(pending)
                 pending.clear()
+                lines.tap = None
             if (seq != expected_seq or prev != prev_hash) and number > 1 and checked:
                 self._chain_problem(number, start, seq, prev, expected_seq, prev_hash)
             prev_hash = sha256(body).digest()[:HASH_BYTES].hex()  # line_hash(body), inlined
             expected_seq = seq + 1
             self.records_read += 1
             self.head_hash = prev_hash
-            yield number, start, seq, prev, prev_hash, payload
+            if number == 1 and isinstance(event, TranscriptStarted):
+                self.header = event
+            yield TranscriptRecord(number, start, seq, prev, prev_hash, event)
         if pending:
             first = pending[0]
-            self.torn_tail = _torn(
-                pending[1:], first.line, first.offset, first.length, first.reason
+            digest = lines.tap.hexdigest() if lines.tap is not None else None
+            self.torn_tail = TornTail(
+                first.line, first.offset, offset - first.offset, first.reason, digest
             )
 
     def _chain_problem(  # noqa: PLR0917 - internal, the slow path of one loop
@@ -294,27 +298,21 @@ class TranscriptReader:
             )
             self.problems.append(IntegrityProblem(number, start, seq, message))
 
-    def _decode_header(self, body: bytes) -> WireLine:
-        """Line 1: check it is a transcript of a version we can read, and pick the decoder."""
-
-        def refuse(why: str) -> TranscriptFormatError:
-            return TranscriptFormatError(
-                str(self.path), f"{self.path} is not a mini-harness transcript ({why})"
-            )
-
+    def _header(self, body: bytes) -> Upcaster | None:
+        """Line 1: check it is a transcript of a version we can read; the upcaster it needs."""
         try:
-            data = parse_line(body)
+            data = load_line(body)
         except DecodeError as exc:
-            raise refuse(f"line 1: {_with_hint(str(exc), body)}") from None
+            raise self._not_a_transcript(f"line 1: {_with_hint(str(exc), body)}") from None
         version = data.get("version")
-        if data["type"] != "TranscriptStarted" or data.get("format") != TRANSCRIPT_FORMAT:
-            raise refuse("line 1 is not TranscriptStarted")
+        if data.get("type") != "TranscriptStarted" or data.get("format") != TRANSCRIPT_FORMAT:
+            raise self._not_a_transcript("line 1 is not TranscriptStarted")
         if type(version) is not int:
-            raise refuse("line 1 has no format version")
+            raise self._not_a_transcript("line 1 has no format version")
         if version > FORMAT_VERSION:
             raise TranscriptFormatError(
                 str(self.path),
-                f"{self.path} uses transcript format version {version}; this mini-harness "
+                f"{self.name} uses transcript format version {version}; this mini-harness "
                 f"reads up to version {FORMAT_VERSION}: upgrade mini-harness to read it",
             )
         try:
@@ -322,56 +320,25 @@ class TranscriptReader:
         except LookupError:
             raise TranscriptFormatError(
                 str(self.path),
-                f"{self.path} uses transcript format version {version}, which this "
+                f"{self.name} uses transcript format version {version}, which this "
                 "mini-harness cannot upcast to the current version",
             ) from None
-        if upcast is not None:
-            self._upcast = upcast
-            self._decode = _upcasting_decoder(upcast, version)
         try:
-            decoded = self._decode(body)
+            self._version = version
+            _, _, event = decode_wire(data if upcast is None else self._upcast_line(upcast, data))
         except DecodeError as exc:
-            raise refuse(f"line 1: {exc}") from None
-        if not isinstance(decoded.event, TranscriptStarted):
-            raise refuse("line 1 is not TranscriptStarted")
-        self.header = decoded.event
-        return decoded
+            raise self._not_a_transcript(f"line 1: {exc}") from None
+        if not isinstance(event, TranscriptStarted):
+            raise self._not_a_transcript("line 1 is not TranscriptStarted")
+        return upcast
 
-    def _bad_line(  # noqa: PLR0917 - internal, called from one place
-        self,
-        rest: Iterable[bytes],
-        decode: _Decoder,
-        number: int,
-        start: int,
-        length: int,
-        reason: str,
-    ) -> None:
-        """Decide whether a bad line is a torn tail (nothing valid after it) or damage."""
-        tail_length = length
-        for later in rest:
-            if later.endswith(b"\n"):
-                try:
-                    decode(later[:-1])
-                except DecodeError:
-                    tail_length += len(later)
-                    continue
-                raise TranscriptCorruptError(
-                    str(self.path),
-                    f"{self.path}: line {number} (byte {start}) is damaged: {reason}; "
-                    "valid lines follow it",
-                    line=number,
-                    offset=start,
-                )
-            tail_length += len(later)
-        self.torn_tail = TornTail(number, start, tail_length, reason)
-
-
-def _torn(pending: list[DamagedLine], line: int, offset: int, length: int, reason: str) -> TornTail:
-    """The torn tail starting at the first pending bad line, or at this line if none."""
-    if not pending:
-        return TornTail(line, offset, length, reason)
-    first = pending[0]
-    return TornTail(first.line, first.offset, offset + length - first.offset, first.reason)
+    def _upcast_line(self, upcast: Upcaster, data: JsonObject) -> JsonObject:
+        try:
+            return upcast(dict(data))
+        except Exception as exc:  # an upcaster's failure is this line's failure, not ours
+            raise DecodeError(
+                f"cannot upcast from format version {self._version}: {exc!r}"
+            ) from None
 
 
 def _with_hint(reason: str, body: bytes) -> str:
@@ -385,25 +352,6 @@ def _with_hint(reason: str, body: bytes) -> str:
             "JSON object per line"
         )
     return reason
-
-
-def _upcast_line(upcast: Upcaster, data: JsonObject) -> JsonObject:
-    try:
-        return upcast(dict(data))
-    except Exception as exc:  # an upcaster's failure is this line's failure, not ours
-        raise DecodeError(f"cannot upcast to the current format: {exc!r}") from None
-
-
-def _upcasting_decoder(upcast: Upcaster, version: int) -> Callable[[bytes], WireLine]:
-    def decode(body: bytes) -> WireLine:
-        data = parse_line(body)
-        try:
-            current = upcast(dict(data))
-        except Exception as exc:  # an upcaster's failure is this line's failure, not ours
-            raise DecodeError(f"cannot upcast from format version {version}: {exc!r}") from None
-        return WireLine(seq=data["seq"], prev=data.get("prev"), event=wire_to_event(current))
-
-    return decode
 
 
 def read_transcript(path: str | os.PathLike[str]) -> list[TranscriptRecord]:

@@ -14,7 +14,8 @@ import attrs
 from mini_harness.errors import TranscriptError
 from mini_harness.events import FORMAT_VERSION, ToolError, ToolFailed, utc_timestamp
 from mini_harness.transcripts.protocol import OpenCall
-from mini_harness.transcripts.quarantine import Quarantined
+from mini_harness.transcripts.reader import STDIN
+from mini_harness.transcripts.tail import Quarantined
 from mini_harness.transcripts.verify import VerifyReport, verify_transcript
 from mini_harness.transcripts.writer import JsonlTranscript
 
@@ -45,6 +46,14 @@ def repair_transcript(
     Raises TranscriptError if the file cannot be read as a transcript.
     """
     log = Path(path)
+    if os.fspath(path) == STDIN or (log.exists() and not log.is_file()):
+        shown = "standard input" if os.fspath(path) == STDIN else str(log)
+        raise TranscriptError(
+            str(log),
+            f"cannot repair {shown}: it is not a regular file (repair writes to the "
+            "transcript; a pipe or a device cannot be cut or appended to): copy it to a file "
+            "and repair the copy",
+        )
     if not log.is_file():
         raise TranscriptError(str(log), f"cannot read transcript {log}: no such file")
     before = verify_transcript(log)  # refuses what is not a transcript before we touch it

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from mini_harness.transcripts.quarantine import Quarantined
+import attrs
 
 _TAIL_CHUNK = 64 * 1024
 _COPY_CHUNK = 1024 * 1024
+
+
+@attrs.frozen
+class Quarantined:
+    """A torn or garbage tail copied aside to `path` before it was cut off the log."""
+
+    path: Path
+    offset: int
+    length: int
 
 
 def last_newline(fd: int, end: int) -> int:
@@ -45,8 +51,6 @@ def copy_aside(fd: int, path: Path, offset: int, size: int) -> Quarantined:
     finally:
         os.close(out)
     sync_directory(aside)
-    from mini_harness.transcripts.quarantine import Quarantined
-
     return Quarantined(aside, offset, size - offset)
 
 
@@ -71,13 +75,3 @@ def sync_directory(path: str | os.PathLike[str]) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def __getattr__(name: str) -> Any:
-    # Quarantined lives in transcripts.quarantine, imported once a tail is copied aside
-    # (attrs compiles a class's methods when it is defined); it can still be imported here.
-    if name == "Quarantined":
-        from mini_harness.transcripts import quarantine
-
-        return quarantine.Quarantined
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -49,6 +49,9 @@ class VerifyReport:
     protocol: tuple[ProtocolProblem, ...]
     in_doubt: tuple[OpenCall, ...]
     unknown_types: tuple[tuple[str, int], ...]
+    empty: bool = False
+    expected_head: str | None = None  # the head hash the chain must reach, if given
+    head_line: int | None = None  # the line whose hash is expected_head, if reached
 
     @property
     def ok(self) -> bool:
@@ -62,6 +65,8 @@ class VerifyReport:
     def problems(self) -> list[str]:
         """One line per problem, in file order within each kind."""
         out: list[str] = []
+        if self.empty:
+            out.append("the file is empty: a transcript starts with its TranscriptStarted line")
         if self.bom:
             out.append("the file starts with a UTF-8 byte order mark (written by another tool)")
         out += [d.describe() for d in self.damaged]
@@ -76,6 +81,11 @@ class VerifyReport:
         ]
         if self.torn_tail is not None:
             out.append(self.torn_tail.describe())
+        if self.expected_head is not None and self.head_line is None:
+            out.append(
+                f"the chain does not reach head {self.expected_head}: no line has that hash "
+                "(the file was edited or cut since the head was recorded)"
+            )
         return out
 
     def notices(self) -> list[str]:
@@ -95,6 +105,8 @@ class VerifyReport:
             "runs": self.runs,
             "calls": self.calls,
             "headHash": self.head_hash,
+            "expectedHead": self.expected_head,
+            "headReached": None if self.expected_head is None else self.head_line is not None,
             "problems": self.problems(),
             "notices": self.notices(),
             "tornTail": None
@@ -108,10 +120,15 @@ class VerifyReport:
 
 
 def verify_transcript(
-    path: str | os.PathLike[str], *, upcasters: Upcasters = UPCASTERS
+    path: str | os.PathLike[str],
+    *,
+    upcasters: Upcasters = UPCASTERS,
+    head: str | None = None,
 ) -> VerifyReport:
     """Read the whole transcript (salvaging past damage) and check it.
 
+    With `head` (a hash kept elsewhere, e.g. printed by an earlier verify), the chain must
+    reach it: some line must have exactly that hash, else the file was edited or cut.
     Raises TranscriptError (a subclass of it) only when the file cannot be read as a
     transcript at all: missing, not a transcript, a newer format version, CRLF endings.
     """
@@ -120,8 +137,11 @@ def verify_transcript(
     unknown: Counter[str] = Counter()
     runs = calls = lines = 0
     last_seq: int | None = None
+    head_line: int | None = None
     for record in reader:
         lines += 1
+        if record.hash == head:
+            head_line = record.line
         last_seq = record.seq
         event = record.event
         if isinstance(event, ToolCalled):
@@ -144,7 +164,7 @@ def verify_transcript(
             )
     header = reader.header
     return VerifyReport(
-        path=str(path),
+        path=reader.name,
         transcript_id=header.transcript_id if header else None,
         version=header.version if header else None,
         lines=lines,
@@ -159,4 +179,7 @@ def verify_transcript(
         protocol=tuple(protocol.problems),
         in_doubt=tuple(protocol.in_doubt()),
         unknown_types=tuple(sorted(unknown.items())),
+        empty=reader.empty,
+        expected_head=head,
+        head_line=head_line,
     )

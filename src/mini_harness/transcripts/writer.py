@@ -29,9 +29,8 @@ from mini_harness.transcripts.codec import (
 )
 from mini_harness.transcripts.first_line import check_first_line
 from mini_harness.transcripts.limits import DEFAULT_MAX_EVENT_BYTES, shrink_wire
-from mini_harness.transcripts.quarantine import Quarantined
 from mini_harness.transcripts.redaction import Redactor
-from mini_harness.transcripts.tail import copy_aside, last_newline, sync_directory
+from mini_harness.transcripts.tail import Quarantined, copy_aside, last_newline, sync_directory
 
 FsyncMode = Literal["always", "batch", "never"]
 FSYNC_MODES: tuple[str, ...] = get_args(FsyncMode)
