@@ -23,8 +23,8 @@ demo: $(STAMP)
 	@echo "--- an agent run with a scripted model (examples/agent-demo.json)"
 	rm -f demo-agent-transcript.jsonl
 	$(BIN)/mini-harness run "What is this project?" --model script:examples/agent-demo.json --log demo-agent-transcript.jsonl
-	@echo "--- its last request's context report, rebuilt from demo-agent-transcript.jsonl"
-	$(BIN)/python -c "from mini_harness.replay.agent_fold import agent_context_report as r; print(r('demo-agent-transcript.jsonl'), end='')"
+	@echo "--- mini-harness replay demo-agent-transcript.jsonl --context-report --step 2"
+	$(BIN)/mini-harness replay demo-agent-transcript.jsonl --context-report --step 2
 
 # run_command's sandbox: bubblewrap (Debian package), installed when missing and root can;
 # otherwise the sandbox tests skip and say what is missing.

@@ -188,8 +188,9 @@ class TestExitCodes:
         log = tmp_path / "t.jsonl"
         model = script(tmp_path / "s.json", [{"toolCalls": [{"name": "interrupt"}]}])
         result = run(
-            "run", "t", "--model", model, "--registry", "interrupting:registry", "--log", str(log)
-        )
+            "run", "t", "--model", model, "--registry", "interrupting:registry", "--log",
+            str(log), "--approve", "auto",
+        )  # fmt: skip
         assert result.exit_code == 130
         assert result.stderr.endswith("[mini-harness] Error: interrupted\n")
         assert verify_transcript(log).ok
@@ -238,3 +239,94 @@ class TestBareTask:
         result = run("run", "replay")
         assert result.exit_code == 0
         assert result.stdout.startswith("[mini-harness] Task: replay\n")
+
+
+PATCH = "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# Demo\n+# Demo, patched\n"
+
+
+class TestReplayOfAgentRuns:
+    def test_context_report_of_any_step(self, workspace: Path, tmp_path: Path) -> None:
+        """`replay --context-report --step N` prints step N's report as the fold rebuilds
+        it; without --step, the last request's, as the live run printed it."""
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", DEMO)
+        live = run("run", "t", "--model", model, "--log", str(log), "--context-report")
+        last = live.stdout.split("\n\n", 1)[1]
+        for step, expected in ((None, last), (1, agent_context_report(log, step=1))):
+            args = ["replay", str(log), "--context-report"]
+            result = run(*args, *(["--step", str(step)] if step else []))
+            assert result.exit_code == 0, result.output
+            assert expected in result.stdout
+        assert agent_context_report(log, step=1) != last
+
+    def test_step_needs_the_context_report(self, workspace: Path, tmp_path: Path) -> None:
+        """--step alone is a usage error."""
+        result = run("replay", str(tmp_path / "t.jsonl"), "--step", "1")
+        assert result.exit_code == 2
+        assert "--step needs --context-report" in result.stderr
+
+    def test_effects_then_undo(self, workspace: Path, tmp_path: Path) -> None:
+        """A patch applied by an agent run is listed by `replay --effects` with its hashes,
+        and `undo --call ID` puts the file back, recorded as a new run."""
+        log = tmp_path / "t.jsonl"
+        steps = [{"toolCalls": [{"name": "apply_patch", "arguments": {"patch": PATCH}}]}]
+        model = script(tmp_path / "s.json", [*steps, {"text": "patched"}])
+        result = run("run", "t", "--model", model, "--log", str(log), "--approve", "auto")
+        assert result.exit_code == 0, result.output
+        assert (workspace / "README.md").read_text() == "# Demo, patched\n"
+        effects = run("replay", str(log), "--effects")
+        assert effects.exit_code == 0
+        (line,) = [ln for ln in effects.stdout.splitlines() if ln.startswith("Call ")]
+        call_id = line.split()[1]
+        assert "  modified README.md" in effects.stdout
+        assert "apply_patch: approved by policy" in effects.stdout
+        undone = run("undo", str(log), "--call", call_id, "--workspace", str(workspace))
+        assert undone.exit_code == 0, undone.output
+        assert (workspace / "README.md").read_text() == "# Demo\n"
+        assert verify_transcript(log).ok
+
+
+class TestSecrets:
+    def test_a_redacted_secret_never_reaches_the_log_from_model_messages(
+        self, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """--redact-env covers the agent's events too: the task, the model's text and the
+        tool results that carried the secret are written as [REDACTED]."""
+        secret = "s3cr3t-value-1234"
+        monkeypatch.setenv("DEMO_TOKEN", secret)
+        (workspace / "README.md").write_text(f"token: {secret}\n")
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", [*DEMO[:2], {"text": f"the token is {secret}"}])
+        result = CliRunner().invoke(
+            cli,
+            ["run", f"find {secret}", "--model", model, "--log", str(log),
+             "--redact-env", "DEMO_TOKEN"],
+            env={**NO_KEYS, "DEMO_TOKEN": secret},
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        written = log.read_bytes()
+        assert secret.encode() not in written
+        assert written.count(b"[REDACTED]") >= 3
+        assert verify_transcript(log).ok
+
+    def test_rerun_of_an_agent_transcript_finds_the_coding_tools(
+        self, workspace: Path, tmp_path: Path
+    ) -> None:
+        """`replay --rerun` of a run that patched a file uses the same built-in tools: the
+        patch (destructive) is served from the record, the read-only calls run again and
+        match, and the offline replay finds every request the same."""
+        log = tmp_path / "t.jsonl"
+        steps: list[dict[str, Any]] = [
+            {"toolCalls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+            {"toolCalls": [{"name": "apply_patch", "arguments": {"patch": PATCH}}]},
+            {"text": "patched"},
+        ]
+        model = script(tmp_path / "s.json", steps)
+        result = run("run", "t", "--model", model, "--log", str(log), "--approve", "auto")
+        assert result.exit_code == 0, result.output
+        (workspace / "README.md").write_text("# Demo\n")  # as it was when read
+        rerun = run("replay", str(log), "--rerun")
+        assert "unknown_tool" not in rerun.stdout
+        assert ": served from the record (apply_patch is not marked" in rerun.stdout
+        assert 'read_file {"path":"README.md"}: re-run, same result' in rerun.stdout
+        assert "replayed: identical through step 3" in rerun.stdout

@@ -67,6 +67,9 @@ class TestReadmeExamples:
             args = shlex.split(command, comments=True)
             if not shown or args[0] != "mini-harness":
                 continue
+            assert "--log" not in args, (
+                f"a README example must not write into the checkout: {command}"
+            )
             result = CliRunner().invoke(cli, args[1:])
             printed = re.sub(r'"durationMs":\d+', '"durationMs":0', result.stdout + result.stderr)
             assert printed.splitlines() == shown, command

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import shutil
@@ -50,10 +51,10 @@ with JsonlTranscript(log) as sink:
 """
 
 
-def on_pty(argv: list[str], answers: list[bytes]) -> str:
+def on_pty(argv: list[str], answers: list[bytes], cwd: Path | None = None) -> str:
     """Run argv on a pseudo-terminal, typing the next answer at each prompt; return its output."""
     master, slave = os.openpty()
-    child = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    child = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, close_fds=True, cwd=cwd)
     os.close(slave)
     seen = b""
     pending = list(answers)
@@ -204,3 +205,73 @@ class TestCodingSession:
             ("run_command", "denied", "policy"),
             ("git_diff", "approved", "policy"),
         ]
+
+
+ASKED = {"apply_patch", "run_command"}
+
+
+def agent_script(path: Path) -> str:
+    """A scripted model that reads, patches, runs a command, shows the diff, answers."""
+    calls = [
+        {"name": "read_file", "arguments": {"path": "notes.txt"}},
+        {"name": "apply_patch", "arguments": {"patch": PATCH}},
+        {"name": "run_command", "arguments": {"argv": ["cat", "notes.txt"]}},
+        {"name": "git_diff", "arguments": {}},
+    ]
+    steps = [{"toolCalls": [call]} for call in calls] + [{"text": "The note says new."}]
+    path.write_text(json.dumps(steps))
+    return f"script:{path}"
+
+
+def git_workspace(ws: Path) -> None:
+    git = ["git", "-C", str(ws), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "notes.txt"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "start"], check=True)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git (Debian package git)")
+class TestAgentRunAsksOnTheTerminal:
+    def test_an_agent_run_patches_after_yes_on_a_real_terminal(
+        self, ws: Path, tmp_path: Path
+    ) -> None:
+        """`mini-harness run` with a scripted model reads, patches (asked, answered y on a
+        pseudo-terminal), runs a command (asked, y), shows the diff and answers."""
+        git_workspace(ws)
+        log = tmp_path / "t.jsonl"
+        model = agent_script(tmp_path / "script.json")
+        argv = [sys.executable, "-m", "mini_harness", "run", "fix the note", "--model", model]
+        shown = on_pty([*argv, "--log", str(log)], [b"y\n", b"y\n"], cwd=ws)
+        assert (ws / "notes.txt").read_text() == "new\n", shown
+        assert "Approval needed: apply_patch" in shown
+        assert "+new" in shown  # the diff shown at the prompt, then by git_diff
+        assert "The note says new." in shown
+        events = events_of(log)
+        decisions = [e for e in events if isinstance(e, ApprovalDecided) and e.by == "user"]
+        assert [(d.name, d.decision, d.by) for d in decisions] == [
+            ("apply_patch", "approved", "user"),
+            ("run_command", "approved", "user"),
+        ]
+        assert not [e for e in events if isinstance(e, ToolFailed)]
+
+    def test_the_same_run_without_a_terminal_is_denied_and_recorded(
+        self, ws: Path, tmp_path: Path
+    ) -> None:
+        """Through pipes nothing prompts: the patch and the command are denied by policy,
+        recorded as such, and the file is untouched."""
+        git_workspace(ws)
+        log = tmp_path / "t.jsonl"
+        model = agent_script(tmp_path / "script.json")
+        done = subprocess.run(
+            [sys.executable, "-m", "mini_harness", "run", "fix the note", "--model", model,
+             "--log", str(log)],
+            capture_output=True, text=True, input="y\ny\n", cwd=ws, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "Allow?" not in done.stdout + done.stderr
+        assert (ws / "notes.txt").read_text() == "old\n"
+        events = events_of(log)
+        denied = [e for e in events if isinstance(e, ToolFailed) and e.error.kind == "denied"]
+        assert [e.name for e in denied] == ["apply_patch", "run_command"]
+        decisions = [e for e in events if isinstance(e, ApprovalDecided) and e.name in ASKED]
+        assert [(d.decision, d.by) for d in decisions] == [("denied", "policy")] * 2

@@ -27,6 +27,7 @@ from mini_harness.events import (
     ToolSucceeded,
 )
 from mini_harness.replay import fold_transcript, rerun_transcript
+from mini_harness.runtime.effects import WithEffects
 from mini_harness.transcripts import JsonlTranscript, read_transcript, verify_transcript
 
 OBJECT = {"type": "object"}
@@ -244,16 +245,20 @@ class TestExitsAndInterrupts:
 
 
 class TestForkInHandler:
-    def test_a_child_forked_by_the_handler_does_not_end_the_call(self, log: Path) -> None:
-        """A handler that forks and returns in both processes: only the parent records."""
+    @pytest.mark.parametrize("with_effects", [False, True], ids=["plain", "with-effects"])
+    def test_a_child_forked_by_the_handler_does_not_end_the_call(
+        self, log: Path, with_effects: bool
+    ) -> None:
+        """A handler that forks and returns in both processes: only the parent records,
+        whether or not the handler reports file effects."""
         registry = ToolRegistry()
 
         def forker(_: Any) -> Any:
             pid = os.fork()
-            if pid == 0:
-                return {"in": "child"}
-            os.waitpid(pid, 0)
-            return {"in": "parent"}
+            output = {"in": "child" if pid == 0 else "parent"}
+            if pid != 0:
+                os.waitpid(pid, 0)
+            return WithEffects(output, ()) if with_effects else output
 
         registry.register(ToolDefinition("forker", "Forks.", OBJECT), forker)
         parent = os.getpid()

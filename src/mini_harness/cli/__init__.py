@@ -143,6 +143,7 @@ class HarnessGroup(click.Group):
         "mcp": "mini_harness.cli.mcp:mcp_command",
         "replay": "mini_harness.cli.replay:replay_command",
         "run": "mini_harness.cli.agent:run_command",
+        "undo": "mini_harness.cli.coding:undo_command",
         "resume": "mini_harness.cli.resume:resume_command",
         "fork": "mini_harness.cli.resume:fork_command",
     },

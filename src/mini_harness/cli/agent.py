@@ -10,10 +10,13 @@ from typing import Any
 import click
 import orjson
 
+from mini_harness.cli.coding import approve_option, make_approver
 from mini_harness.cli.dispatch import parse_tool_input
 from mini_harness.cli.log_options import log_option, log_options, opened_log
 from mini_harness.cli.output import PREFIX, error, info
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
+from mini_harness.runtime import ToolRegistry
+from mini_harness.tools import register_coding_tools
 
 RESULT_WIDTH = 160
 """How much of a tool's output a step line shows."""
@@ -38,6 +41,30 @@ def _with_root_options(**options: Any) -> dict[str, Any]:
     if options["log"] is None and inherited["log"] is not None:
         options["log"], options["log_settings"] = inherited["log"], inherited["log_settings"]
     return options
+
+
+def _system_prompt(path: str | None) -> str:
+    """--system-prompt-file's text, or the default system prompt."""
+    from mini_harness.agent.context import DEFAULT_SYSTEM_PROMPT
+
+    if path is None:
+        return DEFAULT_SYSTEM_PROMPT
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.UsageError(f"--system-prompt-file {path}: {exc}") from None
+
+
+def _agent_tools(
+    registry_spec: str | None, workspace: str | None, log_settings: dict[str, Any]
+) -> ToolRegistry:
+    """The user's registry, or the built-in tools with the coding tools (git, apply_patch,
+    run_command), which the approval policy stands in front of."""
+    tools = chosen_registry(registry_spec, workspace)
+    if registry_spec is None:
+        redacted = tuple(log_settings.get("redact_env") or ())
+        register_coding_tools(tools, workspace or os.curdir, redacted_names=redacted)
+    return tools
 
 
 class PrintingReporter:
@@ -117,6 +144,7 @@ class PrintingReporter:
 )
 @click.option("--tool", metavar="NAME", help="Dispatch this tool first; its result goes in.")
 @click.option("--tool-input", metavar="JSON", help="The --tool's input as a JSON object.")
+@approve_option
 @click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end.")
 def run_command(
@@ -132,6 +160,7 @@ def run_command(
     registry_spec: str | None,
     tool: str | None,
     tool_input: str | None,
+    approve: str,
     no_stream: bool,
     as_json: bool,
     **log_settings: Any,
@@ -142,13 +171,9 @@ def run_command(
     2 usage errors; 130 interrupted.
     """
     from mini_harness.agent.context import (
-        DEFAULT_SYSTEM_PROMPT,
-        load_project_rules,
-        request_parts,
-    )
-    from mini_harness.agent.context import (
         context_report as render_report,
     )
+    from mini_harness.agent.context import load_project_rules, request_parts
     from mini_harness.agent.loop import AgentConfig, AgentLoop
     from mini_harness.cli import root_workspace
     from mini_harness.runtime import ToolRuntime
@@ -173,13 +198,9 @@ def run_command(
     manual = (tool, parse_tool_input(tool_input)) if tool is not None else None
     workspace = workspace or root_workspace()
     provider = choose_model_provider(model, os.environ)
-    system_prompt = DEFAULT_SYSTEM_PROMPT
-    if system_prompt_file is not None:
-        try:
-            system_prompt = Path(system_prompt_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise click.UsageError(f"--system-prompt-file {system_prompt_file}: {exc}") from None
-    tools = chosen_registry(registry_spec, workspace)
+    system_prompt = _system_prompt(system_prompt_file)
+    tools = _agent_tools(registry_spec, workspace, log_settings)
+    approver = make_approver(workspace or os.curdir, approve)
     rules = load_project_rules(Path(workspace or os.curdir), Path.cwd())
     config = AgentConfig(
         task=task_text,
@@ -197,7 +218,7 @@ def run_command(
         info(f"Model provider: {provider.name}")
     reporter = None if as_json else PrintingReporter(provider.name)
     with opened_log(log, log_settings) as sink:
-        runtime = ToolRuntime(tools, sink)
+        runtime = ToolRuntime(tools, sink, approver=approver)
         outcome = AgentLoop(runtime, provider, config, reporter).run()
     if as_json:
         document = {

@@ -15,7 +15,7 @@ from typing import Any
 import click
 import orjson
 
-from mini_harness.cli.output import error, info
+from mini_harness.cli.output import BadUsage, error, info
 
 _DIFF_INDENT = "    "
 
@@ -32,6 +32,34 @@ def agent_runs_of(path: str, run: str | None) -> list[Any]:
     if run.isdigit():
         return [found for found in runs if found.index == int(run)]
     return [found for found in runs if found.run_id.startswith(run)][:1]
+
+
+def rerun_agent_runs(
+    path: str,
+    run: str | None,
+    registry: Any,
+    *,
+    allow_side_effects: bool,
+    as_json: bool,
+    live_model: str | None,
+    log: str | None,
+) -> int | None:
+    """`replay --rerun` of the agent runs of PATH: the exit code, or None when there are
+    none to replay (the call-by-call re-run takes the file)."""
+    runs = agent_runs_of(path, run)
+    if not runs:
+        if live_model is not None:
+            raise BadUsage("--live-model needs an agent run")
+        return None
+    return replay_agent_runs(
+        path,
+        runs,
+        registry,
+        allow_side_effects=allow_side_effects,
+        as_json=as_json,
+        live_model=live_model,
+        log=log,
+    )
 
 
 def replay_agent_runs(

@@ -15,7 +15,7 @@ from mini_harness.cli.options import SingleOption
 from mini_harness.cli.output import BadUsage
 from mini_harness.errors import MiniHarnessError, RegistrySpecError
 from mini_harness.runtime import ToolRegistry
-from mini_harness.tools import default_registry
+from mini_harness.tools import default_registry, register_coding_tools
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,6 +40,15 @@ def chosen_registry(spec: str | None, workspace: str | None) -> ToolRegistry:
             "--workspace applies to the built-in tools; it cannot be used with --registry"
         )
     return registry_from(spec)
+
+
+def agent_registry(workspace: str | None, redacted_names: tuple[str, ...] = ()) -> ToolRegistry:
+    """The built-in tools an agent run gets: echo, the file tools and the coding tools
+    (git_status, git_diff, apply_patch, run_command), in `workspace` (default: the cwd).
+    A re-run of an agent's transcript finds the same tools here."""
+    registry = default_registry(workspace)
+    register_coding_tools(registry, workspace or os.curdir, redacted_names=redacted_names)
+    return registry
 
 
 def registry_from(spec: str, *, flag: str = "--registry") -> ToolRegistry:

@@ -7,10 +7,14 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+import attrs
 import click
 
 from mini_harness.cli import BadUsage, error, info
+from mini_harness.cli.coding import effects_option, print_effects
 from mini_harness.cli.options import SingleOption
+from mini_harness.replay.agent_fold import fold_agent_runs
+from mini_harness.replay.model import RunSummary
 
 if TYPE_CHECKING:
     from mini_harness.events import JsonObject
@@ -38,6 +42,14 @@ _PROGRESS_EVERY = 4096  # items between progress checks
     metavar="ID|INDEX",
     help="Only this run: 1-based index or run id.",
 )
+@click.option(
+    "--step",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="With --context-report, an agent run's report for step N's request (default: the "
+    "last), as the live run printed it.",
+)
+@effects_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
 @click.option("--rerun", is_flag=True, help="Dispatch each recorded call again and compare.")
 @click.option(
@@ -76,6 +88,8 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     path: str,
     context_report: bool,
     run: str | None,
+    step: int | None,
+    effects: bool,
     as_json: bool,
     rerun: bool,
     registry: str | None,
@@ -96,10 +110,17 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     has problems (integrity, protocol, torn tail, in-doubt calls) or a re-run call differs;
     2 the transcript cannot be read or the arguments are wrong; 130 interrupted.
     """
-    from mini_harness.cli.registry_spec import load_registry
+    from mini_harness.cli.registry_spec import agent_registry, load_registry
     from mini_harness.events import EventSink
     from mini_harness.replay import TranscriptFold, TranscriptRerun
 
+    if step is not None and not context_report:
+        raise BadUsage("--step needs --context-report")
+    if effects:
+        if rerun or as_json or context_report:
+            raise BadUsage("--effects cannot be combined with --rerun, --json or --context-report")
+        print_effects(path)
+        return
     if not rerun:
         for flag, value in (
             ("--registry", registry),
@@ -107,11 +128,10 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
             ("--allow-side-effects", allow_side_effects),
             ("--log", log),
             ("--live-model", live_model),
+            ("--model", model),
         ):
             if value:
                 raise BadUsage(f"{flag} needs --rerun")
-    if model is not None and not live_model:
-        raise BadUsage("--model needs --live-model")
     if log is not None and _same_file(log, path):
         raise BadUsage("--log must name a new file, not the transcript being replayed")
     if registry is not None and workspace is not None:
@@ -121,30 +141,25 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     if workspace is None:
         # `mini-harness --workspace DIR replay ...` sets it on the root command.
         workspace = (click.get_current_context().find_root().obj or {}).get("workspace")
-    tools = (
-        (load_registry(registry) if registry else _default_registry(workspace)) if rerun else None
-    )
+    tools = (load_registry(registry) if registry else agent_registry(workspace)) if rerun else None
     if tools is not None:  # agent runs are replayed offline (cli/agent_replay.py)
-        from mini_harness.cli.agent_replay import agent_runs_of, replay_agent_runs
+        from mini_harness.cli.agent_replay import rerun_agent_runs
 
-        agent_runs = agent_runs_of(path, run)
-        if agent_runs:
-            raise click.exceptions.Exit(
-                replay_agent_runs(
-                    path,
-                    agent_runs,
-                    tools,
-                    allow_side_effects=allow_side_effects,
-                    as_json=as_json,
-                    live_model=(model or "") if live_model else None,
-                    log=log,
-                )
-            )
-        if live_model:
-            raise BadUsage("--live-model needs an agent run")
+        agent_code = rerun_agent_runs(
+            path,
+            run,
+            tools,
+            allow_side_effects=allow_side_effects,
+            as_json=as_json,
+            live_model=(model or "") if live_model else None,
+            log=log,
+        )
+        if agent_code is not None:
+            raise click.exceptions.Exit(agent_code)
     fold = TranscriptFold(path, run=run, context_reports=context_report)
     out: _Output = _JsonOutput(fold, rerun=rerun) if as_json else _TextOutput(fold, rerun=rerun)
     out.registry_spec = registry
+    out.step = step
     if tools is None:
         code = _drive(fold, iter(fold), out, size=_size(path))
         if not as_json and code != 130:
@@ -167,12 +182,6 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     if log is not None:
         info(f"Re-run recorded in {log}")
     raise click.exceptions.Exit(code)
-
-
-def _default_registry(workspace: str | None) -> Any:
-    from mini_harness.tools import default_registry
-
-    return default_registry(workspace)
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -261,6 +270,21 @@ class _Output:
         self.registry_spec: str | None = None  # --registry, if given
         self.unknown_tools: dict[str, None] = {}  # tools re-run calls found missing, in order
         self.unknown_calls = 0
+        self.step: int | None = None  # --step, for agent runs' context reports
+
+    def summaries(self) -> list[RunSummary]:
+        """The runs' summaries; an agent run's report is that of its last request (or of
+        --step N's), as the live run printed it."""
+        summaries = list(self.fold.summaries())
+        if not self.fold.context_reports or not os.path.isfile(self.fold.path):
+            return summaries
+        agent_runs = {run.run_id: run for run in fold_agent_runs(self.fold.path)}
+        return [
+            attrs.evolve(s, context_report=agent_runs[s.info.run_id].context_report(self.step))
+            if s.info.run_id in agent_runs
+            else s
+            for s in summaries
+        ]
 
     def run(self, item: Any) -> None:
         """A run started."""
@@ -356,7 +380,7 @@ class _TextOutput(_Output):
 
         fold = self.fold
         problems = fold.problems()
-        lines = summary_lines(fold.summaries(), problems, context_reports=fold.context_reports)
+        lines = summary_lines(self.summaries(), problems, context_reports=fold.context_reports)
         self.write("\n".join(lines) + "\n")
         info(totals_line(fold.totals(), len(problems)))
         if self.rerun:
@@ -425,7 +449,7 @@ class _JsonOutput(_Output):
         problems = fold.problems()
         code = self.exit_code(len(problems))
         tail: JsonObject = {
-            "runs": [run.to_json() for run in fold.summaries()],
+            "runs": [run.to_json() for run in self.summaries()],
             "problems": [problem.to_json() for problem in problems],
             "totals": fold.totals().to_json(),
             "drift": [drift.to_json() for drift in self.drifted],

@@ -299,8 +299,11 @@ class ToolRuntime:
     def _succeed(
         self, call_id: str, name: str, tool_input: JsonValue, start: int, output: object
     ) -> ToolResult:
+        # A handler that changed files returns WithEffects: the effects go into the record.
+        effects = None
         if type(output) is WithEffects:
-            return self._succeed_with_effects(call_id, name, tool_input, start, output)
+            effects = tuple(effect.to_json() for effect in output.effects)
+            output = output.output
         try:
             check_json(output)
         except TooDeepError as exc:
@@ -312,33 +315,11 @@ class ToolRuntime:
         duration = _elapsed_ms(start, self._monotonic_ns())
         if os.getpid() == self._pid:  # not in a child a handler forked (see the class)
             self.sink.emit(
-                ToolSucceeded(self._timestamp(), self.run_id, call_id, name, output, duration)
+                ToolSucceeded(
+                    self._timestamp(), self.run_id, call_id, name, output, duration, effects=effects
+                )
             )
-        return ToolResult(name, tool_input, output, duration, call_id)
-
-    def _succeed_with_effects(
-        self, call_id: str, name: str, tool_input: JsonValue, start: int, result: WithEffects
-    ) -> ToolResult:
-        """A handler that changed files: its effects go into the ToolSucceeded too."""
-        try:
-            check_json(result.output)
-        except NotJsonError as exc:
-            message = f"Tool {name} returned a value that is not JSON: {exc}"
-            self._fail(call_id, name, start, InvalidOutputError(name, message))
-        duration = _elapsed_ms(start, self._monotonic_ns())
-        effects = tuple(effect.to_json() for effect in result.effects)
-        self.sink.emit(
-            ToolSucceeded(
-                self._timestamp(),
-                self.run_id,
-                call_id,
-                name,
-                result.output,
-                duration,
-                effects=effects,
-            )
-        )
-        return ToolResult(name, tool_input, result.output, duration, call_id, effects)
+        return ToolResult(name, tool_input, output, duration, call_id, effects)
 
     # --- approval (see Approver) ----------------------------------------------
 
