@@ -118,7 +118,8 @@ class TestSideEffects:
         ]
         log = tmp_path / "c.jsonl"
         model = write_script(tmp_path / "c.json", responses)
-        result = invoke(["run", "Task", "--model", model, "--registry", spec, "--log", str(log)])
+        result = invoke(["run", "Task", "--model", model, "--registry", spec, "--log", str(log),
+                         "--approve", "auto"])  # fmt: skip
         assert result.exit_code == 0, result.output
         side_file.unlink()
         return log, spec, side_file, note
@@ -169,6 +170,20 @@ class TestSideEffects:
         sent = live.steps[0].request.messages
         assert "second version" in sent[-1].content
         assert verify_transcript(log).problems() == []
+
+    def test_live_model_calls_are_approved(self, counted: tuple[Path, str, Path, Path]) -> None:
+        """The live model's calls pass the approval policy, as in `run`: with no terminal to
+        ask, a tool with side effects is refused, and its handler never runs."""
+        log, spec, side_file, note = counted
+        note.write_text("second version\n")
+        answers = [{"toolCalls": [{"name": "slow", "arguments": {"n": 9}}]}, {"text": "ok"}]
+        model = write_script(log.parent / "live.json", answers)
+        result = invoke(["replay", str(log), "--rerun", "--registry", spec, "--live-model",
+                         "--model", model])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert executions(side_file) == {"look 2": 1}  # the replay's read, nothing else
+        live = fold_agent_runs(log)[-1]
+        assert live.steps[1].request.messages[-1].is_error
 
     def test_live_model_not_needed(self, counted: tuple[Path, str, Path, Path]) -> None:
         """A replay that matches to its final answer asks no live model and adds no run."""

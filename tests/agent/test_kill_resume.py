@@ -131,13 +131,13 @@ class TestKillAndResume:
             log = tmp_path / f"kill-{number}.jsonl"
             side_file.unlink(missing_ok=True)
             command = [mini_harness, "run", "Task", "--model", model, "--registry", spec,
-                       "--log", str(log), "--fsync", "always"]  # fmt: skip
+                       "--log", str(log), "--fsync", "always", "--approve", "auto"]  # fmt: skip
             if not kill_at(command, log, target):
                 continue  # finished first: nothing to resume
             seen[phase_of(log)] += 1
             server.script(Turn(text="Resumed."))
             result = invoke(["resume", str(log), "--model", "openai:gpt-4o-mini", "--registry",
-                             spec], env=env)  # fmt: skip
+                             spec, "--approve", "auto"], env=env)  # fmt: skip
             assert result.exit_code == 0, (number, target, result.output)
             runs = fold_agent_runs(log)
             assert runs[-1].stop_reason == "final", (number, target)

@@ -43,14 +43,21 @@ class Recorded:
         self.full = directory / "full.jsonl"
         model = write_script(directory / "script.json", RESPONSES)
         result = invoke(["run", "Task", "--model", model, "--registry", self.spec,
-                         "--log", str(self.full)])  # fmt: skip
+                         "--log", str(self.full), "--approve", "auto"])  # fmt: skip
         assert result.exit_code == 0, result.output
         self.side_file.unlink()
         self.run = fold_agent_runs(self.full)[0]
 
-    def resume(self, log: Path, *args: str, responses: list[dict[str, Any]] | None = None) -> Any:
+    def resume(
+        self,
+        log: Path,
+        *args: str,
+        responses: list[dict[str, Any]] | None = None,
+        approve: str = "auto",
+    ) -> Any:
         model = write_script(self.directory / "resume.json", responses or [{"text": "Done."}])
-        return invoke(["resume", str(log), *args, "--model", model, "--registry", self.spec])
+        return invoke(["resume", str(log), *args, "--model", model, "--registry", self.spec,
+                       "--approve", approve])  # fmt: skip
 
 
 @pytest.fixture(name="recorded")
@@ -132,6 +139,18 @@ class TestRebuiltHistory:
         cut_after(recorded.full, log, "ToolCalled", 2)
         assert recorded.resume(log, "--retry-in-doubt").exit_code == 0
         assert executions(recorded.side_file) == {"slow 3": 1}
+
+    def test_leftover_calls_go_through_the_approval_policy(
+        self, recorded: Recorded, tmp_path: Path
+    ) -> None:
+        """A call the resumed run dispatches is approved like any other: refused here."""
+        log = tmp_path / "t.jsonl"
+        cut_after(recorded.full, log, "ToolCalled", 2)
+        assert recorded.resume(log, approve="never").exit_code == 0
+        assert executions(recorded.side_file) == {}
+        sent = new_run(log).steps[0].request.messages
+        assert sent[-1].tool_call_id == "call_2_2"
+        assert sent[-1].is_error
 
     def test_killed_before_the_first_request(self, recorded: Recorded, tmp_path: Path) -> None:
         """A run that never sent a request resumes from its task."""

@@ -143,6 +143,7 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
     path: str, replay: Any, registry: Any, live_model: str, log: str | None, as_json: bool
 ) -> int:
     from mini_harness.cli.agent import EXIT_CODES, PrintingReporter, choose_model_provider
+    from mini_harness.cli.coding import make_approver
     from mini_harness.cli.log_options import opened_log
     from mini_harness.replay.agent_replay import continue_live
     from mini_harness.replay.continuation import continued_config
@@ -159,8 +160,12 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
         )
     reporter = None if as_json else PrintingReporter(provider.name)
     config = continued_config(replay.run, stream=not as_json)
+    # The live model's calls pass the workspace's approval policy, as in `run` (`ask`).
+    approver = make_approver(os.curdir, "ask")
     with opened_log(target, {}) as sink:
-        outcome = continue_live(replay, registry, provider, sink, config, reporter)
+        outcome = continue_live(
+            replay, registry, provider, sink, config, reporter, approver=approver
+        )
     assert outcome is not None  # stopped_at is set
     if as_json:
         document = {

@@ -16,9 +16,10 @@ import click
 import orjson
 
 from mini_harness.cli.agent import EXIT_CODES, PrintingReporter, choose_model_provider
+from mini_harness.cli.coding import approve_option, make_approver
 from mini_harness.cli.log_options import log_option, log_options, opened_log, warn_quarantined
 from mini_harness.cli.output import error, info
-from mini_harness.cli.registry_spec import chosen_registry, registry_option
+from mini_harness.cli.registry_spec import agent_registry, chosen_registry, registry_option
 
 F = Callable[..., Any]
 
@@ -54,6 +55,7 @@ def _continue_options(command: F) -> F:
             "The tools of this ToolRegistry (or a zero-argument callable returning one) "
             "instead of the built-in tools; the working directory is importable."
         ),
+        approve_option,
         click.option("--no-stream", is_flag=True, help="Print whole responses."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end."),
     ]
@@ -92,7 +94,7 @@ def resume_command(
     from mini_harness.replay.continuation import continued_config, resume_plan
 
     _must_exist(path)
-    registry = _registry(options["registry_spec"], options["workspace"])
+    registry = _registry(options)
     settings = _log_settings(options)
     with opened_log(path, settings) as sink:
         _set_torn_tail_aside(sink)  # before the fold reads the file
@@ -154,7 +156,7 @@ def fork_command(
     _must_exist(path)
     run = select_agent_run(fold_agent_runs(path), options["run_id"])
     opening = fork_opening(run, at_step, instruction)
-    registry = _registry(options["registry_spec"], options["workspace"])
+    registry = _registry(options)
     config = continued_config(
         run,
         task=instruction,
@@ -186,10 +188,15 @@ def _log_settings(options: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _registry(spec: str | None, workspace: str | None) -> Any:
+def _registry(options: dict[str, Any]) -> Any:
+    """The user's registry, or the built-in tools an agent run gets (coding tools included),
+    as for `run`."""
     from mini_harness.cli import root_workspace
 
-    return chosen_registry(spec, workspace or root_workspace())
+    workspace = options["workspace"] or root_workspace()
+    if options["registry_spec"] is None:
+        return agent_registry(workspace, tuple(options.get("redact_env") or ()))
+    return chosen_registry(options["registry_spec"], workspace)
 
 
 def _run(  # noqa: PLR0917 - the pieces of one continued run
@@ -203,6 +210,7 @@ def _run(  # noqa: PLR0917 - the pieces of one continued run
 ) -> None:
     """Run the new run to its end and report it as `run` does."""
     from mini_harness.agent.loop import AgentLoop
+    from mini_harness.cli import root_workspace
     from mini_harness.runtime import ToolRuntime
 
     provider = choose_model_provider(options["model"], os.environ)
@@ -211,7 +219,9 @@ def _run(  # noqa: PLR0917 - the pieces of one continued run
         info(what)
         info(f"Model provider: {provider.name}")
     reporter = None if as_json else PrintingReporter(provider.name)
-    runtime = ToolRuntime(registry, sink)
+    workspace = options["workspace"] or root_workspace()
+    approver = make_approver(workspace or os.curdir, options["approve"])
+    runtime = ToolRuntime(registry, sink, approver=approver)
     outcome = AgentLoop(runtime, provider, config, reporter).run(opening)
     if as_json:
         document = {

@@ -30,7 +30,7 @@ from mini_harness.agent.tool_results import call_outcome
 from mini_harness.events import Event, EventSink, JsonValue, ModelRequested
 from mini_harness.replay.agent_fold import AgentRun
 from mini_harness.replay.continuation import continued_config
-from mini_harness.runtime.dispatch import ToolRuntime
+from mini_harness.runtime.dispatch import Approver, ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
 
 _INDENTED = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
@@ -296,14 +296,17 @@ def continue_live(  # noqa: PLR0917 - the pieces of one continuation
     sink: EventSink,
     config: AgentConfig,
     reporter: LoopReporter | None = None,
+    *,
+    approver: Approver | None = None,
 ) -> AgentOutcome | None:
     """Go on from where the replay stopped, with a live model, as a new run recorded in
-    `sink` that names the replayed run and step (`forkedFrom`). None when the replay went
-    through to its end with nothing to continue."""
+    `sink` that names the replayed run and step (`forkedFrom`), its calls approved by
+    `approver`. None when the replay went through to its end with nothing to continue."""
     if replay.stopped_at is None:
         return None
     step, request = replay.stopped_at
     opening = Opening(request.messages, forked_from={"runId": replay.run.run_id, "step": step})
-    outcome = AgentLoop(ToolRuntime(registry, sink), provider, config, reporter).run(opening)
+    runtime = ToolRuntime(registry, sink, approver=approver)
+    outcome = AgentLoop(runtime, provider, config, reporter).run(opening)
     replay.live = outcome
     return outcome
