@@ -25,6 +25,16 @@ demo: $(STAMP)
 	$(BIN)/mini-harness run "What is this project?" --model script:examples/agent-demo.json --log demo-agent-transcript.jsonl
 	@echo "--- mini-harness replay demo-agent-transcript.jsonl --context-report --step 2"
 	$(BIN)/mini-harness replay demo-agent-transcript.jsonl --context-report --step 2
+	@echo "--- the coding flow: read, search, patch (approved by policy), run a check, git diff"
+	rm -rf demo-workspace demo-coding-transcript.jsonl && mkdir demo-workspace
+	printf 'def add(a, b):\n    return a - b\n' > demo-workspace/calc.py
+	printf 'from calc import add\n\nassert add(2, 3) == 5, add(2, 3)\nprint("check.py: ok")\n' > demo-workspace/check.py
+	cd demo-workspace && git init -q && git add . \
+		&& git -c user.name=demo -c user.email=demo@example.invalid commit -qm start
+	cd demo-workspace && ../$(BIN)/mini-harness run "add() is wrong: fix it" --approve auto \
+		--model script:../examples/coding-demo.json --log ../demo-coding-transcript.jsonl --context-report
+	@echo "--- mini-harness replay demo-coding-transcript.jsonl --effects"
+	$(BIN)/mini-harness replay demo-coding-transcript.jsonl --effects
 
 # run_command's sandbox: bubblewrap (Debian package), installed when missing and root can;
 # otherwise the sandbox tests skip and say what is missing.
@@ -63,4 +73,4 @@ mutate: $(VENV)/.mutate-installed
 	$(BIN)/mutmut results
 
 clean:
-	rm -rf $(VENV) demo-transcript.jsonl demo-agent-transcript.jsonl mutants
+	rm -rf $(VENV) demo-transcript.jsonl demo-agent-transcript.jsonl demo-coding-transcript.jsonl demo-workspace mutants

@@ -11,9 +11,11 @@ import orjson
 import pytest
 from click.testing import CliRunner, Result
 
+from mini_harness.agent.provider import Message, ModelResponse
 from mini_harness.cli import cli
+from mini_harness.cli.agent import PrintingReporter
 from mini_harness.replay.agent_fold import agent_context_report, fold_agent_runs
-from mini_harness.transcripts import verify_transcript
+from mini_harness.transcripts import Redactor, verify_transcript
 
 DEMO: list[dict[str, Any]] = [
     {"text": "Looking.", "toolCalls": [{"name": "list_files", "arguments": {}}]},
@@ -31,6 +33,18 @@ def interrupt(data):
 
 registry = ToolRegistry()
 registry.add("interrupt", interrupt, description="Ctrl-C.", input_schema={"type": "object"})
+
+
+def leave(data):
+    raise SystemExit(3)
+
+
+def close(data):
+    raise GeneratorExit
+
+
+registry.add("leave", leave, description="Exits.", input_schema={"type": "object"})
+registry.add("close", close, description="Closes.", input_schema={"type": "object"})
 """
 
 
@@ -118,6 +132,29 @@ class TestLogAndReport:
         (agent_run,) = fold_agent_runs(log)
         assert f"[mini-harness] Transcript: {log} (run {agent_run.run_id})" in result.stdout
 
+    def test_unusable_log_is_a_usage_error_before_anything_is_printed(
+        self, workspace: Path, tmp_path: Path
+    ) -> None:
+        """A --log whose parent is a file exits 2 with the root dispatch's one error line,
+        before the task or the provider is printed."""
+        (tmp_path / "afile").write_text("")
+        log = tmp_path / "afile" / "x.jsonl"
+        result = run("task", "--log", str(log))
+        assert result.exit_code == 2
+        assert result.stdout == ""
+        assert result.stderr == (
+            f"[mini-harness] Error: cannot open transcript {log}: Not a directory\n"
+        )
+
+    def test_a_fifo_named_agents_md_is_skipped(self, workspace: Path) -> None:
+        """A FIFO named AGENTS.md does not hang the run: it is skipped with one warning."""
+        os.mkfifo(workspace / "AGENTS.md")
+        result = run("run", "hello")
+        assert result.exit_code == 0
+        assert result.stderr == (
+            "[mini-harness] Warning: project rules AGENTS.md skipped: not a regular file\n"
+        )
+
     def test_context_report_replays_byte_for_byte(self, workspace: Path, tmp_path: Path) -> None:
         """The live report of the last request is what the fold rebuilds from the log."""
         (workspace / "AGENTS.md").write_text("Be brief.\n")
@@ -140,6 +177,97 @@ class TestLogAndReport:
         )  # fmt: skip
         assert result.exit_code == 0
         assert result.stdout.splitlines()[-2].startswith("Tool result            ~")
+
+
+def logged_tool_input(log: Path) -> Any:
+    """The input of the first tool call recorded in `log`."""
+    for line in log.read_bytes().splitlines():
+        event = orjson.loads(line)
+        if event["type"] == "ToolCalled":
+            return event["input"]
+    raise AssertionError("no ToolCalled event")
+
+
+class TestToolFirst:
+    @pytest.mark.parametrize("task", [["run", "t"], ["t"]])
+    def test_tool_input_from_a_file(self, workspace: Path, tmp_path: Path, task: list[str]) -> None:
+        """`--tool-input @FILE` is read from the file, as the root dispatch reads it."""
+        (tmp_path / "in.json").write_text('{"text": "from the file"}')
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", [{"text": "ok"}])
+        result = run(
+            *task, "--model", model, "--tool", "echo", "--tool-input",
+            f"@{tmp_path / 'in.json'}", "--log", str(log),
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert logged_tool_input(log) == {"text": "from the file"}
+
+    def test_a_failed_tool_before_the_task_is_printed(self, workspace: Path) -> None:
+        """`--tool NAME "TASK"`: the tool's failure is printed before the agent starts, and
+        the mock repeats the task."""
+        result = run("--tool", "nosuch", "count the files")
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        assert lines[:5] == [
+            "[mini-harness] Task: count the files",
+            "[mini-harness] Model provider: mock",
+            "[mini-harness] Before the task: nosuch {}",
+            "[mini-harness]   failed: Unknown tool: nosuch",
+            "[mini-harness] Mock model response:",
+        ]
+        assert "Your task was: count the files" in lines[5]
+
+    def test_a_tool_before_the_task_prints_its_outcome(self, workspace: Path) -> None:
+        """A tool run before the task prints its call and its `ok:` line, as a step does."""
+        result = run("run", "t", "--tool", "echo", "--tool-input", '{"text":"hi"}')
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines()[2:4] == [
+            '[mini-harness] Before the task: echo {"text":"hi"}',
+            '[mini-harness]   ok: {"text":"hi"}',
+        ]
+
+    def test_tool_input_from_standard_input(self, workspace: Path, tmp_path: Path) -> None:
+        """`--tool-input -` reads the input from standard input."""
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", [{"text": "ok"}])
+        result = CliRunner().invoke(
+            cli,
+            ["run", "t", "--model", model, "--tool", "echo", "--tool-input", "-",
+             "--log", str(log)],
+            env=NO_KEYS,
+            input='{"text": "from stdin"}',
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert logged_tool_input(log) == {"text": "from stdin"}
+
+    @pytest.mark.parametrize("task", [["run", "t"], ["t"]])
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["--tool", ""], "--tool requires a value"),
+            (["--tool", "echo", "--tool-input", "{}", "--tool-input", "{}"],
+             "--tool-input may be given only once"),
+            (["--tool", "echo", "--tool", "echo"], "--tool may be given only once"),
+            (["--tool", "echo", "--tool-input", "@/does/not/exist.json"],
+             "--tool-input @/does/not/exist.json: cannot read /does/not/exist.json: "
+             "No such file or directory"),
+        ],
+    )  # fmt: skip
+    def test_tool_options_are_the_roots(
+        self, workspace: Path, task: list[str], args: list[str], message: str
+    ) -> None:
+        """--tool and --tool-input after a task are refused as the root refuses them:
+        an empty --tool, a repeated option, an @FILE that cannot be read."""
+        result = run(*task, *args)
+        assert result.exit_code == 2
+        assert result.stderr == f"[mini-harness] Error: {message}\n"
+        assert result.stdout == ""
+
+    def test_tool_given_before_and_after_the_task(self, workspace: Path) -> None:
+        """`--tool` both before and after the task is one --tool too many."""
+        result = run("--tool", "echo", "t", "--tool", "echo")
+        assert result.exit_code == 2
+        assert result.stderr == "[mini-harness] Error: --tool may be given only once\n"
 
 
 class TestExitCodes:
@@ -193,6 +321,31 @@ class TestExitCodes:
         )  # fmt: skip
         assert result.exit_code == 130
         assert result.stderr.endswith("[mini-harness] Error: interrupted\n")
+        assert verify_transcript(log).ok
+        (agent_run,) = fold_agent_runs(log)
+        assert agent_run.stop_reason == "cancelled"
+
+    @pytest.mark.parametrize(
+        ("tool", "line"),
+        [
+            ("leave", "[mini-harness] Error: the command ended abruptly: SystemExit: 3\n"),
+            ("close", "[mini-harness] Error: the command ended abruptly: GeneratorExit\n"),
+        ],
+    )
+    def test_abrupt_handler_is_one_error_line(
+        self, workspace: Path, tmp_path: Path, tool: str, line: str
+    ) -> None:
+        """A handler raising SystemExit or GeneratorExit ends the run as cancelled in the
+        log and the command with one error line, exit 1, no traceback."""
+        (workspace / "interrupting.py").write_text(INTERRUPTING_REGISTRY)
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", [{"toolCalls": [{"name": tool}]}])
+        result = run(
+            "run", "t", "--model", model, "--registry", "interrupting:registry", "--log",
+            str(log), "--approve", "auto", "--no-stream",
+        )  # fmt: skip
+        assert result.exit_code == 1
+        assert result.stderr == line
         assert verify_transcript(log).ok
         (agent_run,) = fold_agent_runs(log)
         assert agent_run.stop_reason == "cancelled"
@@ -287,6 +440,52 @@ class TestReplayOfAgentRuns:
 
 
 class TestSecrets:
+    @pytest.mark.parametrize("mode", [[], ["--no-stream"], ["--json"]])
+    def test_a_redacted_secret_is_not_printed(
+        self, workspace: Path, tmp_path: Path, mode: list[str]
+    ) -> None:
+        """What an agent run prints is redacted as its log is: the task, the step lines,
+        the tool outcomes, the model's text and the --json final text."""
+        secret = "s3cr3t-value-1234"
+        (workspace / "README.md").write_text(f"token: {secret}\n")
+        steps: list[dict[str, Any]] = [
+            {"toolCalls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+            {"toolCalls": [{"name": "echo", "arguments": {"text": secret}}]},
+            {"toolCalls": [{"name": "read_file", "arguments": {"path": secret}}]},
+            {"text": f"the token is {secret}"},
+        ]
+        model = script(tmp_path / "s.json", steps)
+        result = CliRunner().invoke(
+            cli,
+            ["run", f"find {secret}", "--model", model, "--log", str(tmp_path / "t.jsonl"),
+             "--redact-env", "DEMO_TOKEN", *mode],
+            env={**NO_KEYS, "DEMO_TOKEN": secret},
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert secret not in result.output
+        if mode == ["--json"]:
+            assert orjson.loads(result.stdout)["finalText"] == "the token is [REDACTED]"
+            return
+        lines = result.stdout.splitlines()
+        assert lines[0] == "[mini-harness] Task: find [REDACTED]"
+        assert '[mini-harness] Step 2: echo {"text":"[REDACTED]"}' in lines
+        assert '[mini-harness]   ok: {"text":"[REDACTED]"}' in lines
+        assert any(line.startswith("[mini-harness]   failed: ") for line in lines)
+        assert "the token is [REDACTED]" in lines
+
+    def test_a_secret_split_across_streamed_chunks_is_redacted(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Streamed text is redacted even when a secret arrives in pieces."""
+        redactor = Redactor.from_config(patterns=["s3cr3t-[0-9]+"])
+        reporter = PrintingReporter("script", redactor)
+        for chunk in ("one s3c", "r3t-12", "34 two\nthree s3cr3t-", "5"):
+            reporter.text(chunk)
+        reporter.response(1, ModelResponse(Message("assistant", ""), "stop"), streamed=True)
+        assert capsys.readouterr().out == (
+            "[mini-harness] Model response:\none [REDACTED] two\nthree [REDACTED]\n"
+        )
+
     def test_a_redacted_secret_never_reaches_the_log_from_model_messages(
         self, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -73,7 +73,7 @@ class TestVerifyCommand:
             "[mini-harness] Problem: torn tail at line 5, byte "
             f"{log.stat().st_size - 10}: 10 bytes (no newline at end of file)"
         ]
-        assert result.stderr == f"[mini-harness] Error: 1 problem(s) found in {log}\n"
+        assert result.stderr == f"[mini-harness] Error: 1 problem found in {log}\n"
 
     def test_unreadable_exit_2(self, tmp_path: Path) -> None:
         """A missing file or a file that is not a transcript exits 2 with one error line."""

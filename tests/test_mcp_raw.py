@@ -47,10 +47,14 @@ def registry():
     async def async_generator_exit(data):
         raise GeneratorExit
 
+    def generator_exit(data):
+        raise GeneratorExit
+
     tools.add("leave", leave, description="Raises SystemExit.", input_schema=anything)
     tools.add(
         "agenexit", async_generator_exit, description="Async GeneratorExit.", input_schema=anything
     )
+    tools.add("genexit", generator_exit, description="GeneratorExit.", input_schema=anything)
     return tools
 """
 
@@ -233,9 +237,7 @@ class TestMalformedRequests:
 
 
 class TestExitingHandlers:
-    # A sync handler's GeneratorExit escapes dispatch_async's worker thread; the runtime
-    # records and ends that call (its own fix), then this holds for it too.
-    @pytest.mark.parametrize("tool", ["leave", "agenexit"])
+    @pytest.mark.parametrize("tool", ["leave", "agenexit", "genexit"])
     def test_a_handler_exit_ends_the_call_not_the_session(self, tmp_path: Path, tool: str) -> None:
         """A handler raising SystemExit or GeneratorExit gets an isError result; the server
         answers the next call and ends normally at end of input."""

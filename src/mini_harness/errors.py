@@ -7,6 +7,13 @@ from collections.abc import Sequence
 import attrs
 
 
+def counted(number: object, one: str, many: str | None = None) -> str:
+    """`1 run`, `2 runs`, `1 property`, `3 properties`: the noun agrees with the count.
+
+    Every message that counts something says it this way (`many` defaults to one + "s")."""
+    return f"{number} {one if number == 1 else many or one + 's'}"
+
+
 @attrs.frozen
 class Violation:
     """One way an input breaks its schema: where (`echo.items[0]`), which keyword, what."""

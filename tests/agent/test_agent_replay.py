@@ -59,9 +59,7 @@ class TestDivergence:
         result = invoke(["replay", str(recorded), "--rerun"])
         assert result.exit_code == 1
         assert "Step 2: read_file" in result.output
-        assert "diverged at step 3: 1 tool result(s) differ from the recorded ones" in (
-            result.output
-        )
+        assert "diverged at step 3: 1 tool result differs from the recorded" in result.output
         assert '-  "text": "# Demo\\nA tiny project.\\n"' in result.output
         assert '+  "text": "# Demo\\nA huge project.\\n"' in result.output
 
@@ -176,7 +174,10 @@ class TestSideEffects:
         ask, a tool with side effects is refused, and its handler never runs."""
         log, spec, side_file, note = counted
         note.write_text("second version\n")
-        answers = [{"toolCalls": [{"name": "slow", "arguments": {"n": 9}}]}, {"text": "ok"}]
+        answers: list[dict[str, Any]] = [
+            {"toolCalls": [{"name": "slow", "arguments": {"n": 9}}]},
+            {"text": "ok"},
+        ]
         model = write_script(log.parent / "live.json", answers)
         result = invoke(["replay", str(log), "--rerun", "--registry", spec, "--live-model",
                          "--model", model])  # fmt: skip

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import orjson
 
 from mini_harness.agent import Message, ModelRequest, ToolCall
 from mini_harness.agent.context import (
+    MAX_RULES_BYTES,
     ProjectRules,
     load_project_rules,
     manual_tool_message,
@@ -50,6 +52,54 @@ class TestProjectRules:
         (tmp_path / "AGENTS.md").write_text("x")
         (rule,) = load_project_rules(tmp_path)
         assert rule.sha256 == "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"
+
+    def test_a_fifo_is_skipped_with_a_warning(self, tmp_path: Path) -> None:
+        """A FIFO named AGENTS.md is skipped at once with a warning, never waited on."""
+        os.mkfifo(tmp_path / "AGENTS.md")
+        warnings: list[str] = []
+        assert load_project_rules(tmp_path, warn=warnings.append) == ()
+        assert warnings == ["project rules AGENTS.md skipped: not a regular file"]
+
+    def test_a_symlink_leaving_the_workspace_is_skipped(self, tmp_path: Path) -> None:
+        """AGENTS.md linking to a file outside the workspace is not read."""
+        (tmp_path / "secret.txt").write_text("outside")
+        (tmp_path / "ws").mkdir()
+        (tmp_path / "ws" / "AGENTS.md").symlink_to(tmp_path / "secret.txt")
+        warnings: list[str] = []
+        assert load_project_rules(tmp_path / "ws", warn=warnings.append) == ()
+        assert warnings == [
+            "project rules AGENTS.md skipped: a symlink leading outside the workspace"
+        ]
+
+    def test_a_symlink_inside_the_workspace_is_read(self, tmp_path: Path) -> None:
+        """AGENTS.md linking to a file inside the workspace is read under its own path."""
+        (tmp_path / "docs").mkdir()
+        (tmp_path / "docs" / "rules.md").write_text("inside")
+        (tmp_path / "AGENTS.md").symlink_to("docs/rules.md")
+        warnings: list[str] = []
+        rules = load_project_rules(tmp_path, warn=warnings.append)
+        assert [(r.path, r.content) for r in rules] == [("AGENTS.md", "inside")]
+        assert warnings == []
+
+    def test_size_limit(self, tmp_path: Path) -> None:
+        """A rules file of up to 256 KiB is read; a larger one is skipped with a warning."""
+        (tmp_path / "a").mkdir()
+        (tmp_path / "AGENTS.md").write_text("x" * MAX_RULES_BYTES)
+        (tmp_path / "a" / "AGENTS.md").write_text("x" * (MAX_RULES_BYTES + 1))
+        warnings: list[str] = []
+        rules = load_project_rules(tmp_path, tmp_path / "a", warn=warnings.append)
+        assert [r.path for r in rules] == ["AGENTS.md"]
+        assert warnings == [
+            "project rules a/AGENTS.md skipped: 262,145 bytes, more than the 262,144 "
+            "bytes project rules may have"
+        ]
+
+    def test_not_utf8_is_skipped_with_a_warning(self, tmp_path: Path) -> None:
+        """A rules file that is not UTF-8 text is skipped with a warning."""
+        (tmp_path / "AGENTS.md").write_bytes(b"\xff\xfe")
+        warnings: list[str] = []
+        assert load_project_rules(tmp_path, warn=warnings.append) == ()
+        assert warnings == ["project rules AGENTS.md skipped: not UTF-8 text"]
 
     def test_rules_follow_the_system_prompt(self) -> None:
         """The system message is the prompt, then each rule file under its path."""

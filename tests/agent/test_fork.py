@@ -129,7 +129,7 @@ class TestErrors:
         """A step the run never reached exits 2, saying how many it made."""
         result = fork(recorded, "--at-step", "9")
         assert result.exit_code == 2
-        assert "has no step 9 (it made 3 request(s))" in result.output
+        assert "has no step 9 (it made 3 requests)" in result.output
 
     def test_at_step_is_required(self, recorded: Path) -> None:
         """--at-step is required."""

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mini_harness.agent import Message, ModelError, ModelRequest, ModelResponse, Usage
 from mini_harness.agent.context import load_project_rules
 from mini_harness.agent.loop import AgentConfig, AgentLoop, AgentOutcome
@@ -223,7 +225,7 @@ class TestStops:
         outcome, _ = run_logged(log, workspace, ScriptProvider(write_script([call])))
         assert outcome.stop_reason == "model_error"
         assert outcome.error is not None
-        assert "has 1 response(s); the run asked for response 2" in outcome.error
+        assert "has 1 response; the run asked for response 2" in outcome.error
         failed = [e for e in events(log) if isinstance(e, ModelFailed)]
         assert [f.error["kind"] for f in failed] == ["invalid_response"]
 
@@ -262,6 +264,54 @@ class TestStops:
         assert tail[0].error["kind"] == "cancelled"
         assert isinstance(tail[1], RunFinished)
         assert tail[1].stop_reason == "cancelled"
+        assert verify_transcript(log).ok
+
+    @pytest.mark.parametrize("raised", [SystemExit(3), GeneratorExit()])
+    def test_base_exception_from_a_handler_finishes_the_run(
+        self, tmp_path: Path, write_script: Script, workspace: Path, raised: BaseException
+    ) -> None:
+        """A handler raising SystemExit or GeneratorExit ends the run as cancelled in the log
+        (RunFinished is written, the transcript verifies) and the exception goes on up."""
+        registry = default_registry(workspace)
+
+        def abrupt(data: Any) -> Any:
+            raise raised
+
+        registry.add(
+            "abrupt", abrupt, description="Ends abruptly.", input_schema={"type": "object"}
+        )
+        script = write_script([{"toolCalls": [{"name": "abrupt", "arguments": {}}]}])
+        log = tmp_path / "t.jsonl"
+        with JsonlTranscript(log) as sink:
+            loop = AgentLoop(ToolRuntime(registry, sink), ScriptProvider(script), AgentConfig("t"))
+            with pytest.raises(type(raised)):
+                loop.run()
+        last = events(log)[-1]
+        assert isinstance(last, RunFinished)
+        assert (last.stop_reason, last.steps) == ("cancelled", 1)
+        assert verify_transcript(log).ok
+
+    @pytest.mark.parametrize("raised", [SystemExit(3), GeneratorExit()])
+    def test_base_exception_from_a_provider_finishes_the_request(
+        self, tmp_path: Path, workspace: Path, raised: BaseException
+    ) -> None:
+        """A provider raising SystemExit ends its request with ModelFailed `cancelled` and the
+        run with RunFinished `cancelled`, then the exception goes on up."""
+
+        class Abrupt:
+            name = model = "abrupt"
+
+            def complete(self, request: ModelRequest, **kwargs: Any) -> ModelResponse:
+                raise raised
+
+        log = tmp_path / "t.jsonl"
+        with pytest.raises(type(raised)):
+            run_logged(log, workspace, Abrupt())
+        failed, finished = events(log)[-2:]
+        assert isinstance(failed, ModelFailed)
+        assert failed.error["kind"] == "cancelled"
+        assert isinstance(finished, RunFinished)
+        assert finished.stop_reason == "cancelled"
         assert verify_transcript(log).ok
 
     def test_usage_is_summed(self, tmp_path: Path, write_script: Script, workspace: Path) -> None:

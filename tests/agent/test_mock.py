@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mini_harness.agent import Message, ModelRequest
+from mini_harness.agent.context import manual_tool_message
 from mini_harness.agent.mock import MockProvider
 
 
@@ -14,6 +15,20 @@ class TestMock:
         assert "count the files" in response.message.content
         assert response.message.tool_calls == ()
         assert response.finish_reason == "stop"
+
+    def test_repeats_the_task_not_a_tool_result(self) -> None:
+        """With a tool result after the task (`--tool` given with a task), the mock still
+        repeats the task."""
+        request = ModelRequest(
+            (
+                Message("system", "s"),
+                Message("user", "count the files"),
+                manual_tool_message({"name": "echo"}),
+            )
+        )
+        text = MockProvider().complete(request).message.content
+        assert "Your task was: count the files\n" in text
+        assert "Result of the tool run" not in text
 
     def test_deterministic(self) -> None:
         """The same request gets the same response."""

@@ -42,7 +42,7 @@ class TestScript:
         """Asking for more responses than the script has fails clearly."""
         provider = ScriptProvider(write_script([{"text": "only"}]))
         provider.complete(REQUEST)
-        with pytest.raises(ModelError, match=r"has 1 response\(s\); the run asked for response 2"):
+        with pytest.raises(ModelError, match=r"has 1 response; the run asked for response 2"):
             provider.complete(REQUEST)
 
     def test_unused(self, write_script: Script) -> None:

@@ -102,7 +102,7 @@ class TestFold:
             cli_result.stdout
         )
         assert cli_result.stderr == (
-            "[mini-harness] Error: the log has 0 problem(s) and 1 call(s) in doubt\n"
+            "[mini-harness] Error: the log has 0 problems and 1 call in doubt\n"
         )
 
     def test_protocol_problems(self, log: Path) -> None:

@@ -100,7 +100,7 @@ class TestOutcomes:
         assert result.exit_code == 0
         assert result.stdout.splitlines()[-1] == (
             "[mini-harness] Re-run: 3 matched, 0 diverged, 0 now-fails, 0 now-succeeds, "
-            "0 skipped; 0 tool definition(s) drifted"
+            "0 skipped; 0 tool definitions drifted"
         )
 
     def test_in_doubt_calls_are_skipped(self, log: Path) -> None:

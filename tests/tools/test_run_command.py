@@ -177,14 +177,19 @@ class TestRefusals:
 @pytest.mark.skipif(bubblewrap() is None, reason=NO_BWRAP)
 class TestSandbox:
     def test_workspace_writable_rest_read_only(self, ws: Path, tmp_path: Path) -> None:
-        """Inside the sandbox the workspace takes writes; /etc does not; /tmp is private."""
+        """Inside the sandbox the workspace takes writes; /etc and the host's /tmp do not;
+        the command's TMPDIR is a private scratch directory that it can write."""
         in_tmp = tmp_path / "outside.txt"
         in_etc = Path("/etc/mini-harness-sandbox-probe")
         out = runtime_for(ws, sandbox=True).dispatch(
             "run_command",
-            {"argv": [f"touch made.txt; touch '{in_tmp}' '{in_etc}'"], "shell": True},
+            {
+                "argv": [f'touch "$TMPDIR/scratch" made.txt; touch {in_tmp} {in_etc}'],
+                "shell": True,
+            },
         )
         assert (ws / "made.txt").exists()
+        assert "scratch" not in out.output["stderr"]
         assert not in_tmp.exists()
         assert not in_etc.exists()
         assert "Read-only file system" in out.output["stderr"]

@@ -47,7 +47,7 @@ class TestVerify:
         report = verify_transcript(corpus[3])
         assert report.ok
         assert report.notices() == [
-            "1 event(s) of unknown type ModelReplied kept (written by a newer mini-harness?)"
+            "1 event of unknown type ModelReplied kept (written by a newer mini-harness?)"
         ]
 
     def test_newer_major_version_is_unreadable(self, corpus: list[Path]) -> None:

@@ -10,7 +10,9 @@ replay rebuilds them from the events with the same functions.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import os
+import stat
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
@@ -31,6 +33,16 @@ DEFAULT_SYSTEM_PROMPT = (
     "answer, reply with text only (no tool call)."
 )
 RULES_FILE_NAME = "AGENTS.md"
+MAX_RULES_BYTES = 256 * 1024
+"""The largest project rules file read (256 KiB); a larger one is skipped with a warning."""
+# O_NONBLOCK: a FIFO named AGENTS.md must not block the open; O_NOFOLLOW: the path was
+# resolved already, so a symlink there now was swapped in since.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 MANUAL_TOOL_RESULT_PREFIX = "Result of the tool run before this task:\n"
 """The user message that carries a `--tool` result starts with this (the report shows it
 as the Tool result part)."""
@@ -53,11 +65,14 @@ class ProjectRules:
         return cls(path=data["path"], sha256=data["sha256"], content=data["content"])
 
 
-def load_project_rules(workspace: Path, cwd: Path | None = None) -> tuple[ProjectRules, ...]:
+def load_project_rules(
+    workspace: Path, cwd: Path | None = None, *, warn: Callable[[str], None] | None = None
+) -> tuple[ProjectRules, ...]:
     """AGENTS.md at the workspace root, then in each directory down to `cwd` (nearer last).
 
-    Directories outside the workspace are not read; a file that cannot be read as UTF-8
-    text is skipped.
+    Directories outside the workspace are not read. A rules file must be a regular file of
+    at most MAX_RULES_BYTES of UTF-8 text, inside the workspace (a symlink to a file in it
+    is followed, one leading out is not); any other is skipped and `warn` told why.
     """
     root = workspace.resolve()
     here = (cwd or root).resolve()
@@ -71,19 +86,74 @@ def load_project_rules(workspace: Path, cwd: Path | None = None) -> tuple[Projec
     found = []
     for directory in directories:
         candidate = directory / RULES_FILE_NAME
+        shown = candidate.relative_to(root).as_posix()
         try:
-            data = candidate.read_bytes()
+            data = _read_rules_file(candidate, root)
+            if data is None:
+                continue
             text = data.decode("utf-8")
-        except (OSError, UnicodeDecodeError):
+        except (_RulesRefused, OSError, UnicodeDecodeError) as exc:
+            if warn is not None:
+                warn(f"project rules {shown} skipped: {_refusal(exc)}")
             continue
         found.append(
-            ProjectRules(
-                path=candidate.relative_to(root).as_posix(),
-                sha256=hashlib.sha256(data).hexdigest(),
-                content=text,
-            )
+            ProjectRules(path=shown, sha256=hashlib.sha256(data).hexdigest(), content=text)
         )
     return tuple(found)
+
+
+class _RulesRefused(Exception):
+    """Internal: a rules file that is not read, and why."""
+
+
+def _refusal(exc: Exception) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc)
+
+
+def _inside(path: str, root: Path) -> bool:
+    return Path(path) == root or Path(path).is_relative_to(root)
+
+
+def _read_rules_file(candidate: Path, root: Path) -> bytes | None:
+    """The bytes of one rules file, None when there is none; _RulesRefused or OSError
+    when it may not or cannot be read. Opened without following a link or waiting on a
+    FIFO, checked to be a regular file inside `root`, read up to MAX_RULES_BYTES."""
+    try:
+        os.lstat(candidate)
+    except FileNotFoundError:
+        return None
+    real = os.path.realpath(candidate)
+    if not _inside(real, root):
+        raise _RulesRefused("a symlink leading outside the workspace")
+    fd = os.open(real, _OPEN_FLAGS)
+    try:
+        try:  # where the open file really is: a directory swapped for a link since
+            opened = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            opened = real
+        if not _inside(opened, root):
+            raise _RulesRefused("a symlink leading outside the workspace")
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _RulesRefused("not a regular file")
+        data = b""
+        while len(data) <= MAX_RULES_BYTES:
+            chunk = os.read(fd, MAX_RULES_BYTES + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    if len(data) > MAX_RULES_BYTES:
+        size = max(info.st_size, len(data))
+        raise _RulesRefused(
+            f"{size:,} bytes, more than the {MAX_RULES_BYTES:,} bytes project rules may have"
+        )
+    return data
 
 
 def rules_text(rules: Sequence[ProjectRules]) -> str:

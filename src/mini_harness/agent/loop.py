@@ -192,7 +192,10 @@ class AgentLoop:
     def run(self, opening: Opening | None = None) -> AgentOutcome:
         """Run to a final answer or a limit; Ctrl-C ends the run as `cancelled`.
 
-        With an `opening`, the run continues that conversation instead of starting one."""
+        With an `opening`, the run continues that conversation instead of starting one.
+        Any other BaseException (SystemExit, GeneratorExit) also ends it as `cancelled` in
+        the log, then goes on up to the caller.
+        """
         config, runtime = self.config, self.runtime
         runtime.start(
             task=config.task,
@@ -236,16 +239,10 @@ class AgentLoop:
                 steps -= 1  # that request was never sent
         except KeyboardInterrupt:
             reason, error = "cancelled", "interrupted"
-        self._emit(
-            RunFinished(
-                ts=self._timestamp(),
-                run_id=runtime.run_id,
-                stop_reason=reason,
-                final_text=final_text,
-                steps=steps,
-                usage=self._usage.to_json(),
-            )
-        )
+        except BaseException:  # SystemExit, GeneratorExit...: the log still says how it ended
+            self._finish("cancelled", final_text, steps)
+            raise
+        self._finish(reason, final_text, steps)
         return AgentOutcome(
             run_id=runtime.run_id,
             stop_reason=reason,
@@ -271,14 +268,34 @@ class AgentLoop:
             return None
         return opening.final_text if not opening.pending else None
 
+    def _finish(self, reason: str, final_text: str | None, steps: int) -> None:
+        self._emit(
+            RunFinished(
+                ts=self._timestamp(),
+                run_id=self.runtime.run_id,
+                stop_reason=reason,
+                final_text=final_text,
+                steps=steps,
+                usage=self._usage.to_json(),
+            )
+        )
+
     def _manual_tool(self, name: str, tool_input: JsonValue) -> Message:
+        """Dispatch the tool run before the task; the reporter hears of it as step 0."""
+        call = ToolCall("", name, orjson.dumps(tool_input).decode())
+        self.reporter.tool_called(0, call)
         try:
-            result = self.runtime.dispatch(name, tool_input).display_json()
+            done = self.runtime.dispatch(name, tool_input)
         except ToolCallError as exc:
             result = display_failure(
                 name, tool_input, {"kind": exc.kind, "message": exc.message}, 0
             )
-        return manual_tool_message(result)
+            message = manual_tool_message(result)
+            self.reporter.tool_done(0, ToolOutcome(call, message, error=exc.message))
+            return message
+        message = manual_tool_message(done.display_json())
+        self.reporter.tool_done(0, ToolOutcome(call, message, output=done.output))
+        return message
 
     def _step(self, step: int) -> ModelResponse:
         """Trim if the budget asks, record the request, send it, record the answer."""
@@ -374,13 +391,18 @@ class AgentLoop:
         except ModelError as exc:
             failed(exc.kind, exc.status, exc.message, exc.attempt)
             raise _Stop("model_error", f"model request failed: {exc.message}") from None
-        except KeyboardInterrupt:
-            failed("cancelled", None, "interrupted", attempts)
-            raise
         except Exception as exc:  # a provider's bug must still end the request in the log
             message = f"{type(exc).__name__}: {exc}"
             failed("invalid_response", None, message, attempts)
             raise _Stop("model_error", f"model request failed: {message}") from None
+        except BaseException as exc:  # Ctrl-C, SystemExit...: recorded, then on up
+            failed(
+                "cancelled",
+                None,
+                "interrupted" if isinstance(exc, KeyboardInterrupt) else _describe(exc),
+                attempts,
+            )
+            raise
         self._emit(
             ModelResponded(
                 ts=self._timestamp(),
@@ -412,6 +434,10 @@ class AgentLoop:
         except ToolCallError as exc:
             return call_outcome(call, error=(exc.kind, exc.message))
         return call_outcome(call, output=result.output)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _ms_since(start: float) -> float:

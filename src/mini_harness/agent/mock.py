@@ -36,7 +36,8 @@ class MockProvider:
         on_text: Callable[[str], None] | None = None,
         on_retry: Callable[[ModelError], None] | None = None,
     ) -> ModelResponse:
-        task = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+        # The task is the first user message; a `--tool` result may follow it.
+        task = next((m.content for m in request.messages if m.role == "user"), "")
         text = (
             f"This is the mock model: no API key is configured, so nothing was sent to a "
             f"model. Your task was: {task}\n"

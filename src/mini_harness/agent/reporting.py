@@ -21,7 +21,11 @@ class ToolOutcome:
 
 
 class LoopReporter(Protocol):
-    """What a front end is told while a run goes on (the CLI prints it)."""
+    """What a front end is told while a run goes on (the CLI prints it).
+
+    Steps count from 1; a tool run before the task (`AgentConfig.manual_tool`) is told as
+    step 0.
+    """
 
     def text(self, chunk: str) -> None: ...
     def response(self, step: int, response: ModelResponse, streamed: bool) -> None: ...

@@ -185,10 +185,14 @@ def check_history(messages: Sequence[Message]) -> list[str]:
                 problems.append(f"{where}: result {message.tool_call_id!r} answers no open call")
             continue
         if open_ids:
-            problems.append(f"{where}: tool call(s) {', '.join(open_ids)} have no result")
+            problems.append(f"{where}: {_calls(open_ids)} unanswered before it")
             open_ids = []
         if message.role == "assistant":
             open_ids = [call.id for call in message.tool_calls]
     if open_ids:
-        problems.append(f"the history ends with tool call(s) {', '.join(open_ids)} unanswered")
+        problems.append(f"the history ends with {_calls(open_ids)} unanswered")
     return problems
+
+
+def _calls(ids: list[str]) -> str:
+    return f"{'tool call' if len(ids) == 1 else 'tool calls'} {', '.join(ids)}"

@@ -28,7 +28,7 @@ from mini_harness.agent.provider import (
     ToolCall,
     Usage,
 )
-from mini_harness.errors import MiniHarnessError
+from mini_harness.errors import MiniHarnessError, counted
 
 
 class ScriptError(MiniHarnessError):
@@ -146,7 +146,7 @@ class ScriptProvider:
         if self.served >= len(self.responses):
             raise ModelError(
                 "invalid_response",
-                f"script {self.path} has {len(self.responses)} response(s); the run asked "
+                f"script {self.path} has {counted(len(self.responses), 'response')}; the run asked "
                 f"for response {self.served + 1}",
             )
         response = self.responses[self.served]

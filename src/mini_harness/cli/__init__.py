@@ -104,6 +104,18 @@ class HarnessGroup(click.Group):
             raise click.exceptions.NoSuchCommand(name, possibilities=commands, ctx=ctx)
         return (name if command else None), command, args[1:]
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a BaseException escaping it (a handler's SystemExit or
+        GeneratorExit) becomes one error line and exit 1. Click's own exits and Ctrl-C
+        (exit 130) go on as they are."""
+        try:
+            return super().invoke(ctx)
+        except (Exception, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise click.ClickException(f"the command ended abruptly: {detail}") from None
+
     def main(
         self,
         args: Any = None,
@@ -119,7 +131,7 @@ class HarnessGroup(click.Group):
                 code = super().main(
                     args, prog_name or "mini-harness", complete_var, standalone_mode=False, **extra
                 )
-            except SystemExit as done:  # shell completion, a closed pipe inside click
+            except SystemExit as done:  # click's own: shell completion, a closed pipe
                 code = done.code
             except Exception as exc:  # mapped to a code, or re-raised, by exit_code_for
                 code = exit_code_for(exc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,12 +12,13 @@ import click
 import orjson
 
 from mini_harness.cli.coding import approve_option, make_approver
-from mini_harness.cli.dispatch import parse_tool_input
-from mini_harness.cli.log_options import log_option, log_options, opened_log
-from mini_harness.cli.output import PREFIX, error, info
+from mini_harness.cli.dispatch import parse_tool_input, read_tool_input
+from mini_harness.cli.log_options import log_option, log_options, opened_log, redactor_for
+from mini_harness.cli.output import PREFIX, BadUsage, error, info
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
+from mini_harness.transcripts import Redactor
 
 RESULT_WIDTH = 160
 """How much of a tool's output a step line shows."""
@@ -36,7 +38,12 @@ def _with_root_options(**options: Any) -> dict[str, Any]:
     inherited = (click.get_current_context().find_root().obj or {}).get("run_options")
     if inherited is None:
         return options
-    for key in ("tool", "tool_input", "context_report", "as_json", "registry_spec"):
+    for key, flag in (("tool", "--tool"), ("tool_input", "--tool-input")):
+        if options[key] is not None and inherited[key] is not None:
+            raise BadUsage(f"{flag} may be given only once")
+    for key in ("tool", "tool_input", "registry_spec"):
+        options[key] = options[key] if options[key] is not None else inherited[key]
+    for key in ("context_report", "as_json"):
         options[key] = options[key] or inherited[key]
     if options["log"] is None and inherited["log"] is not None:
         options["log"], options["log_settings"] = inherited["log"], inherited["log_settings"]
@@ -67,44 +74,70 @@ def _agent_tools(
     return tools
 
 
-class PrintingReporter:
-    """Prints a run as it goes: each step's tool call and outcome, the model's text."""
+def _warn(message: str) -> None:
+    click.echo(f"{PREFIX} Warning: {message}", err=True)
 
-    def __init__(self, provider_name: str) -> None:
+
+class PrintingReporter:
+    """Prints a run as it goes: each step's tool call and outcome, the model's text.
+
+    With a redactor (`--redact-env`, `--redact-pattern`) everything it prints is redacted
+    as the log is; streamed text is then printed a line at a time, so that a secret split
+    across chunks is still caught.
+    """
+
+    def __init__(self, provider_name: str, redactor: Redactor | None = None) -> None:
         self.header = "Mock model response:" if provider_name == "mock" else "Model response:"
+        self._redactor = redactor if redactor is not None and redactor.active else None
         self._streaming = False
-        self._last_chunk = ""
+        self._held = ""  # streamed text not printed yet (with a redactor: the open line)
+        self._line_open = False
+
+    def shown(self, text: str) -> str:
+        """`text` as it may be printed."""
+        return text if self._redactor is None else self._redactor.redact_text(text)
+
+    def _print(self, text: str) -> None:
+        if text:
+            click.echo(text, nl=False)
+            self._line_open = not text.endswith("\n")
 
     def text(self, chunk: str) -> None:
         if not self._streaming:
             info(self.header)
             self._streaming = True
-        click.echo(chunk, nl=False)
-        self._last_chunk = chunk or self._last_chunk
+        if self._redactor is None:
+            self._print(chunk)
+            return
+        done, newline, self._held = (self._held + chunk).rpartition("\n")
+        self._print(self.shown(done + newline))
 
     def response(self, step: int, response: Any, streamed: bool) -> None:
         if self._streaming:
-            if not self._last_chunk.endswith("\n"):
+            self._print(self.shown(self._held))
+            if self._line_open:
                 click.echo("")
-            self._streaming, self._last_chunk = False, ""
+            self._streaming, self._held, self._line_open = False, "", False
         elif response.message.content:
             info(self.header)
-            click.echo(response.message.content)
+            click.echo(self.shown(response.message.content))
 
     def tool_called(self, step: int, call: Any) -> None:
-        info(f"Step {step}: {call.name} {call.arguments}")
+        where = f"Step {step}" if step else "Before the task"  # step 0: --tool
+        info(self.shown(f"{where}: {call.name} {call.arguments}"))
 
     def tool_done(self, step: int, outcome: Any) -> None:
         if outcome.error is not None:
-            info(f"  failed: {outcome.error}")
+            info(self.shown(f"  failed: {outcome.error}"))
             return
-        shown = orjson.dumps(outcome.output).decode()
+        shown = self.shown(orjson.dumps(outcome.output).decode())
         if len(shown) > RESULT_WIDTH:
             shown = shown[: RESULT_WIDTH - 3] + "..."
         info(f"  ok: {shown}")
 
     def retry(self, error: Any) -> None:
-        click.echo(f"{PREFIX} Warning: model request failed ({error.message}); retrying", err=True)
+        message = self.shown(error.message)
+        click.echo(f"{PREFIX} Warning: model request failed ({message}); retrying", err=True)
 
 
 @click.command("run")
@@ -142,8 +175,6 @@ class PrintingReporter:
     "Give the agent the tools of this ToolRegistry (or a zero-argument callable returning "
     "one) instead of the built-in tools; the working directory is importable."
 )
-@click.option("--tool", metavar="NAME", help="Dispatch this tool first; its result goes in.")
-@click.option("--tool-input", metavar="JSON", help="The --tool's input as a JSON object.")
 @approve_option
 @click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end.")
@@ -195,13 +226,15 @@ def run_command(
         raise click.UsageError("the task is empty")
     if tool_input is not None and tool is None:
         raise click.UsageError("--tool-input needs --tool NAME")
-    manual = (tool, parse_tool_input(tool_input)) if tool is not None else None
+    manual = None
+    if tool is not None:
+        manual = (tool, parse_tool_input(read_tool_input(tool_input)))
     workspace = workspace or root_workspace()
     provider = choose_model_provider(model, os.environ)
     system_prompt = _system_prompt(system_prompt_file)
     tools = _agent_tools(registry_spec, workspace, log_settings)
     approver = make_approver(workspace or os.curdir, approve)
-    rules = load_project_rules(Path(workspace or os.curdir), Path.cwd())
+    rules = load_project_rules(Path(workspace or os.curdir), Path.cwd(), warn=_warn)
     config = AgentConfig(
         task=task_text,
         system_prompt=system_prompt,
@@ -211,20 +244,18 @@ def run_command(
         stream=not no_stream and not as_json,
         manual_tool=manual,
     )
-    if log is not None:
-        Path(log).parent.mkdir(parents=True, exist_ok=True)
-    if not as_json:
-        info(f"Task: {task_text}")
-        info(f"Model provider: {provider.name}")
-    reporter = None if as_json else PrintingReporter(provider.name)
-    with opened_log(log, log_settings) as sink:
+    printer = PrintingReporter(provider.name, redactor_for(log_settings))
+    with opened_log(log, log_settings) as sink:  # a log that cannot be opened stops here
+        if not as_json:
+            info(printer.shown(f"Task: {task_text}"))
+            info(f"Model provider: {provider.name}")
         runtime = ToolRuntime(tools, sink, approver=approver)
-        outcome = AgentLoop(runtime, provider, config, reporter).run()
+        outcome = AgentLoop(runtime, provider, config, None if as_json else printer).run()
     if as_json:
         document = {
             "runId": outcome.run_id,
             "stopReason": outcome.stop_reason,
-            "finalText": outcome.final_text,
+            "finalText": None if outcome.final_text is None else printer.shown(outcome.final_text),
             "steps": outcome.steps,
             "usage": outcome.usage.to_json(),
         }
@@ -238,7 +269,30 @@ def run_command(
         click.echo("")
         click.echo(render_report(parts, outcome.last_input_tokens), nl=False)
     if outcome.error is not None:
-        error(outcome.error)
+        error(printer.shown(outcome.error))
     code = EXIT_CODES[outcome.stop_reason]
     if code:
         raise click.exceptions.Exit(code)
+
+
+def _root_option(name: str, help_text: str) -> click.Option:
+    """The root command's option `name`, with this help: `--tool` and `--tool-input` given
+    after a task are parsed, refused and read exactly as before it."""
+    from mini_harness.cli import cli
+
+    for param in cli.params:
+        if isinstance(param, click.Option) and param.name == name:
+            option = copy.copy(param)
+            option.help = help_text
+            return option
+    raise LookupError(name)
+
+
+run_command.params += [
+    _root_option("tool", "Dispatch this tool first; its result goes in the context."),
+    _root_option(
+        "tool_input",
+        "The --tool's input as a JSON object; @FILE reads it from a file, - from standard "
+        "input. Without it the input is {}.",
+    ),
+]

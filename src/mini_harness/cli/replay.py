@@ -13,6 +13,7 @@ import click
 from mini_harness.cli import BadUsage, error, info
 from mini_harness.cli.coding import effects_option, print_effects
 from mini_harness.cli.options import SingleOption
+from mini_harness.errors import counted
 from mini_harness.replay.agent_fold import fold_agent_runs
 from mini_harness.replay.model import RunSummary
 
@@ -401,7 +402,9 @@ class _TextOutput(_Output):
             hint = self.missing_registry()
             return f"re-run differs from the record: {parts}" + (f"; {hint}" if hint else "")
         in_doubt = self.fold.totals().in_doubt
-        return f"the log has {problems} problem(s) and {in_doubt} call(s) in doubt"
+        return (
+            f"the log has {counted(problems, 'problem')} and {counted(in_doubt, 'call')} in doubt"
+        )
 
 
 class _JsonOutput(_Output):

@@ -8,6 +8,7 @@ import click
 import orjson
 
 from mini_harness.cli import PREFIX, BadUsage, error, fail, info
+from mini_harness.errors import counted
 from mini_harness.transcripts.repair import repair_transcript
 from mini_harness.transcripts.verify import VerifyReport, verify_transcript
 
@@ -45,7 +46,7 @@ def _problems(report: VerifyReport, what: str) -> None:
     for problem in problems:
         info(f"Problem: {problem}")
     if problems:
-        fail(f"{len(problems)} problem(s) {what} {report.path}", 1)
+        fail(f"{counted(len(problems), 'problem')} {what} {report.path}", 1)
 
 
 @transcript_group.command("verify", short_help="Check a transcript; print its head hash.")

@@ -21,7 +21,7 @@ from mini_harness.agent.context import (
 )
 from mini_harness.agent.provider import Message, ModelRequest, ModelResponse, Usage
 from mini_harness.agent.resume import RecordedCall
-from mini_harness.errors import ReplayError
+from mini_harness.errors import ReplayError, counted
 from mini_harness.events import (
     ContextTrimmed,
     Event,
@@ -93,9 +93,8 @@ class AgentRun:
         for step in self.steps:
             if step.step == number:
                 return step
-        raise ReplayError(
-            f"run {self.run_id} has no step {number} (it made {len(self.steps)} request(s))"
-        )
+        made = counted(len(self.steps), "request")
+        raise ReplayError(f"run {self.run_id} has no step {number} (it made {made})")
 
     def context_report(self, step: int | None = None) -> str:
         """The Context Explorer report of a step's request (the last one by default),

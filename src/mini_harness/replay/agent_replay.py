@@ -27,6 +27,7 @@ from mini_harness.agent.provider import (
 )
 from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome
 from mini_harness.agent.tool_results import call_outcome
+from mini_harness.errors import counted
 from mini_harness.events import Event, EventSink, JsonValue, ModelRequested
 from mini_harness.replay.agent_fold import AgentRun
 from mini_harness.replay.continuation import continued_config
@@ -151,11 +152,13 @@ def explain(recorded: ModelRequest, rebuilt: ModelRequest) -> tuple[str, list[st
     if diffs:
         changed = [m for m, n in zip(recorded.messages, rebuilt.messages, strict=False) if m != n]
         results = [m for m in changed if m.role == "tool"]
-        what = (
-            f"{len(results)} tool result(s) differ from the recorded ones"
+        differing = (
+            counted(len(results), "tool result")
             if len(results) == len(changed)
-            else f"{len(changed)} message(s) differ from the recorded ones"
+            else counted(len(changed), "message")
         )
+        verb = "differs" if len(changed) == 1 else "differ"
+        what = f"{differing} {verb} from the recorded ones"
         return what, diffs
     if len(recorded.messages) != len(rebuilt.messages):
         return (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from mini_harness.errors import counted
 from mini_harness.replay.model import (
     DIVERGED,
     FAILED,
@@ -74,16 +75,18 @@ def summary_lines(
 def totals_line(totals: Totals, problems: int) -> str:
     runs = "1 run" if totals.runs == 1 else f"{totals.runs} runs"
     calls = "1 call" if totals.calls == 1 else f"{totals.calls} calls"
-    found = "no problems in the log" if not problems else f"{problems} problem(s) in the log"
+    found = (
+        "no problems in the log" if not problems else f"{counted(problems, 'problem')} in the log"
+    )
     line = (
         f"{runs}, {calls}: {totals.succeeded} succeeded, {totals.failed} failed, "
         f"{totals.in_doubt} in doubt; {found}"
     )
     if totals.unknown_events:
-        line += f"; {totals.unknown_events} event(s) of unknown types skipped"
+        line += f"; {counted(totals.unknown_events, 'event')} of unknown types skipped"
     return line
 
 
 def rerun_line(counts: dict[str, int], drifted: int) -> str:
     parts = ", ".join(f"{counts.get(name, 0)} {name}" for name in OUTCOMES)
-    return f"Re-run: {parts}; {drifted} tool definition(s) drifted"
+    return f"Re-run: {parts}; {counted(drifted, 'tool definition')} drifted"

@@ -132,18 +132,16 @@ async def sync_off_loop(handler: Callable[[Any], Any], arg: object) -> object:
     import asyncio
 
     loop = asyncio.get_running_loop()
-    future: asyncio.Future[object] = loop.create_future()
+    # The outcome, exception included, is the future's result and raised here: an
+    # exception such as GeneratorExit set on the future would be thrown into the task
+    # and escape every handler between it and the event loop.
+    future: asyncio.Future[tuple[object, BaseException | None]] = loop.create_future()
     context = contextvars.copy_context()
-
-    def settle(value: object, error: BaseException | None) -> None:
-        if future.done():  # the caller stopped waiting (timeout or cancellation)
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)
-
     outcome: list[tuple[object, BaseException | None]] = []
+
+    def settle() -> None:
+        if not future.done():  # else the caller stopped waiting (timeout or cancellation)
+            future.set_result(outcome[0])
 
     def work() -> None:
         try:
@@ -153,14 +151,16 @@ async def sync_off_loop(handler: Callable[[Any], Any], arg: object) -> object:
 
     def deliver() -> None:
         with contextlib.suppress(RuntimeError):  # the loop is already closed
-            loop.call_soon_threadsafe(settle, *outcome[0])
+            loop.call_soon_threadsafe(settle)
 
     job = HANDLER_THREADS.submit(work, deliver)
     try:
-        output = await future
+        output, error = await future
     except BaseException:
         job.abandon()
         raise
+    if error is not None:
+        raise error
     if inspect.isawaitable(output):
         return await output
     return output

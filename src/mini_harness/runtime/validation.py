@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 import jsonschema_rs
 import orjson
 
-from mini_harness.errors import InvalidSchemaError, RemoteSchemaError, Violation
+from mini_harness.errors import InvalidSchemaError, RemoteSchemaError, Violation, counted
 from mini_harness.events import JsonObject
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -149,23 +149,23 @@ def describe(error: Any) -> str:
     if name == "multipleOf":
         return f"expected a multiple of {_quote(kind.multiple_of)}"
     if name == "minLength":
-        return f"expected a string of at least {_count(kind.limit, 'character', 'characters')}"
+        return f"expected a string of at least {counted(kind.limit, 'character')}"
     if name == "maxLength":
-        return f"expected a string of at most {_count(kind.limit, 'character', 'characters')}"
+        return f"expected a string of at most {counted(kind.limit, 'character')}"
     if name == "pattern":
         return f"expected a string matching {_quote(kind.pattern)}"
     if name == "format":
         return f"expected a string in format {_quote(kind.format)}"
     if name == "minItems":
-        return f"expected at least {_count(kind.limit, 'item', 'items')}"
+        return f"expected at least {counted(kind.limit, 'item')}"
     if name == "maxItems":
-        return f"expected at most {_count(kind.limit, 'item', 'items')}"
+        return f"expected at most {counted(kind.limit, 'item')}"
     if name == "uniqueItems":
         return "expected unique items"
     if name == "minProperties":
-        return f"expected at least {_count(kind.limit, 'property', 'properties')}"
+        return f"expected at least {counted(kind.limit, 'property', 'properties')}"
     if name == "maxProperties":
-        return f"expected at most {_count(kind.limit, 'property', 'properties')}"
+        return f"expected at most {counted(kind.limit, 'property', 'properties')}"
     if name in {"additionalProperties", "unevaluatedProperties"}:
         extra = list(kind.unexpected)
         noun = "property" if len(extra) == 1 else "properties"
@@ -212,8 +212,3 @@ class InputValidator:
         # Shallow problems first: a wrong root type explains everything beneath it.
         violations.sort(key=lambda v: v.path.count(".") + v.path.count("["))
         return violations
-
-
-def _count(number: object, one: str, many: str) -> str:
-    """`1 character`, `2 characters`: the noun agrees with the count."""
-    return f"{number} {one if number == 1 else many}"

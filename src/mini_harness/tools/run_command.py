@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -52,15 +53,20 @@ def bubblewrap() -> str | None:
     return found if probe.returncode == 0 else None
 
 
-def sandbox_argv(bwrap: str, workspace: Workspace, cwd: str, argv: list[str]) -> list[str]:
-    """argv wrapped in bubblewrap: root read-only, workspace writable, no network."""
+def sandbox_argv(
+    bwrap: str, workspace: Workspace, cwd: str, argv: list[str], scratch: str
+) -> list[str]:
+    """argv wrapped in bubblewrap: everything read-only (so programs installed anywhere,
+    /tmp included, still run), the workspace and a private scratch directory (the
+    command's TMPDIR) writable, no network."""
     root = str(workspace.root)
     return [
         bwrap,
         "--ro-bind", "/", "/",
         "--dev", "/dev",
         "--proc", "/proc",
-        "--tmpfs", "/tmp",  # noqa: S108 - a private, empty /tmp inside the sandbox
+        "--bind", scratch, scratch,
+        "--setenv", "TMPDIR", scratch,
         "--bind", root, root,
         "--unshare-net",
         "--unshare-pid",
@@ -108,17 +114,19 @@ class RunCommand:
         cwd = self.workspace.locate_dir(tool_input.get("cwd", ".")).real
         timeout = float(tool_input.get("timeout", DEFAULT_TIMEOUT))
         env = scrubbed_environment(os.environ, self.redacted_names)
-        command = argv
-        if self.sandbox is not None:
-            command = sandbox_argv(self.sandbox, self.workspace, cwd, argv)
         root = str(self.workspace.root)
         before = snapshot(root, self.max_tracked_files)
-        try:
-            finished = run_bounded(
-                command, cwd=cwd, env=env, timeout=timeout, max_output=self.max_output
-            )
-        except OSError as exc:
-            raise WorkspaceError(".", f"Cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+        with tempfile.TemporaryDirectory(prefix="mini-harness-command-") as scratch:
+            command = argv
+            if self.sandbox is not None:
+                command = sandbox_argv(self.sandbox, self.workspace, cwd, argv, scratch)
+            try:
+                finished = run_bounded(
+                    command, cwd=cwd, env=env, timeout=timeout, max_output=self.max_output
+                )
+            except OSError as exc:
+                message = f"Cannot run {argv[0]!r}: {exc.strerror or exc}"
+                raise WorkspaceError(".", message) from None
         output: JsonObject = {
             "exitCode": finished.exit_code,
             "stdout": finished.stdout.text(),

@@ -96,3 +96,56 @@ class CallProtocol:
     def in_doubt(self) -> list[OpenCall]:
         """Calls with a ToolCalled and no terminal event, in the order they began."""
         return list(self.open_calls.values())
+
+
+@attrs.frozen
+class OpenRun:
+    """An agent run (a RunStarted with a task) or a model request not ended (yet)."""
+
+    line: int
+    seq: int
+    run_id: str
+    request_id: str | None = None  # None: the run itself
+
+
+class RunProtocol:
+    """Agent runs end: each one with RunFinished, each model request with a response or
+    the end of its run. What is still open when the log ends is in doubt, as a call is.
+
+    A run another run resumed (`resumedFrom` names it) has ended: it was continued.
+    """
+
+    def __init__(self) -> None:
+        self.runs: dict[str, OpenRun] = {}
+        self.requests: dict[str, OpenRun] = {}
+
+    def started(self, line: int, seq: int, run_id: str, continues: str | None) -> None:
+        """An agent run began; `continues` is the run it resumes, if it resumes one."""
+        if continues is not None:
+            self._end_run(continues)
+        self.runs[run_id] = OpenRun(line, seq, run_id)
+
+    def requested(self, line: int, seq: int, run_id: str, request_id: str) -> None:
+        self.requests[request_id] = OpenRun(line, seq, run_id, request_id)
+
+    def responded(self, request_id: str) -> None:
+        self.requests.pop(request_id, None)
+
+    def finished(self, run_id: str) -> None:
+        self._end_run(run_id)
+
+    def _end_run(self, run_id: str) -> None:
+        self.runs.pop(run_id, None)
+        for request_id in [r for r, o in self.requests.items() if o.run_id == run_id]:
+            del self.requests[request_id]
+
+    def in_doubt(self) -> list[str]:
+        """One line per run and request still open, in file order."""
+        open_items = sorted([*self.runs.values(), *self.requests.values()], key=lambda o: o.line)
+        return [
+            f"line {o.line} (seq {o.seq}): model request {o.request_id} of run {o.run_id} is "
+            "in doubt: ModelRequested without a response"
+            if o.request_id is not None
+            else f"line {o.line} (seq {o.seq}): agent run {o.run_id} is unfinished: no RunFinished"
+            for o in open_items
+        ]

@@ -7,8 +7,12 @@ from collections import Counter
 
 import attrs
 
+from mini_harness.errors import counted
 from mini_harness.events import (
     JsonObject,
+    ModelRequested,
+    ModelResponded,
+    RunFinished,
     RunStarted,
     ToolCalled,
     ToolFailed,
@@ -16,7 +20,12 @@ from mini_harness.events import (
     TranscriptStarted,
     UnknownEvent,
 )
-from mini_harness.transcripts.protocol import CallProtocol, OpenCall, ProtocolProblem
+from mini_harness.transcripts.protocol import (
+    CallProtocol,
+    OpenCall,
+    ProtocolProblem,
+    RunProtocol,
+)
 from mini_harness.transcripts.reader import (
     DamagedLine,
     IntegrityProblem,
@@ -48,6 +57,7 @@ class VerifyReport:
     integrity: tuple[IntegrityProblem, ...]
     protocol: tuple[ProtocolProblem, ...]
     in_doubt: tuple[OpenCall, ...]
+    agent_in_doubt: tuple[str, ...]  # agent runs without RunFinished, requests unanswered
     unknown_types: tuple[tuple[str, int], ...]
     empty: bool = False
     expected_head: str | None = None  # the head hash the chain must reach, if given
@@ -79,6 +89,7 @@ class VerifyReport:
             "ToolCalled without a terminal event"
             for c in self.in_doubt
         ]
+        out += self.agent_in_doubt
         if self.torn_tail is not None:
             out.append(self.torn_tail.describe())
         if self.expected_head is not None and self.head_line is None:
@@ -90,7 +101,8 @@ class VerifyReport:
 
     def notices(self) -> list[str]:
         return [
-            f"{count} event(s) of unknown type {name} kept (written by a newer mini-harness?)"
+            f"{counted(count, 'event')} of unknown type {name} kept "
+            "(written by a newer mini-harness?)"
             for name, count in self.unknown_types
         ]
 
@@ -134,6 +146,7 @@ def verify_transcript(
     """
     reader = TranscriptReader(path, salvage=True, upcasters=upcasters)
     protocol = CallProtocol()
+    agent_runs = RunProtocol()
     unknown: Counter[str] = Counter()
     runs = calls = lines = 0
     last_seq: int | None = None
@@ -154,6 +167,14 @@ def verify_transcript(
             )
         elif isinstance(event, RunStarted):
             runs += 1
+            if event.task is not None:
+                agent_runs.started(record.line, record.seq, event.run_id, _resumes(event))
+        elif isinstance(event, ModelRequested):
+            agent_runs.requested(record.line, record.seq, event.run_id, event.request_id)
+        elif isinstance(event, ModelResponded):
+            agent_runs.responded(event.request_id)
+        elif isinstance(event, RunFinished):
+            agent_runs.finished(event.run_id)
         elif isinstance(event, UnknownEvent):
             unknown[event.type] += 1
         elif isinstance(event, TranscriptStarted) and record.line != 1:
@@ -178,8 +199,18 @@ def verify_transcript(
         integrity=tuple(reader.problems),
         protocol=tuple(protocol.problems),
         in_doubt=tuple(protocol.in_doubt()),
+        agent_in_doubt=tuple(agent_runs.in_doubt()),
         unknown_types=tuple(sorted(unknown.items())),
         empty=reader.empty,
         expected_head=head,
         head_line=head_line,
     )
+
+
+def _resumes(event: RunStarted) -> str | None:
+    """The run a RunStarted continues (its `resumedFrom`), if it continues one."""
+    resumed = getattr(event, "resumed_from", None)
+    if isinstance(resumed, dict):
+        run_id = resumed.get("runId")
+        return run_id if isinstance(run_id, str) else None
+    return None
