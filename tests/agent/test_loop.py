@@ -173,10 +173,11 @@ class TestFailedCalls:
         assert results[1].content == "Invalid input for read_file.path: expected string"
         assert results[2].content.startswith("Invalid arguments for read_file: not valid JSON")
 
-    def test_unparsable_arguments_are_echoed_as_an_object(
+    def test_unparsable_arguments_stay_raw_in_the_history(
         self, tmp_path: Path, write_script: Script, workspace: Path
     ) -> None:
-        """The history sends `{}` for arguments that do not parse; the transcript keeps them."""
+        """The neutral history keeps arguments that do not parse as the model sent them (the
+        providers send them in a form their servers accept), and so does the transcript."""
         raw = '{"path": "README'
         script = write_script(
             [{"toolCalls": [{"name": "read_file", "arguments": raw}]}, {"text": "ok"}]
@@ -185,7 +186,7 @@ class TestFailedCalls:
         log = tmp_path / "t.jsonl"
         run_logged(log, workspace, provider)
         assistant = provider.requests[1].messages[2]
-        assert assistant.tool_calls[0].arguments == "{}"
+        assert assistant.tool_calls[0].arguments == raw
         responded = next(e for e in events(log) if isinstance(e, ModelResponded))
         assert responded.message["toolCalls"][0]["arguments"] == raw
         called = next(e for e in events(log) if isinstance(e, ToolCalled))

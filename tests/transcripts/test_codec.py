@@ -246,7 +246,21 @@ class Declared:
     extra: JsonObject = attrs.Factory(dict)
 
 
+@attrs.frozen
+class Counted:
+    """A declared value whose `__init__` does more than store its fields."""
+
+    ts: str
+    count: int = attrs.field(validator=attrs.validators.ge(0))
+
+
 class TestDeclaredClasses:
+    def test_a_validator_of_the_declaration_runs_when_decoding(self) -> None:
+        """A declared class's own validator checks a decoded value as it checks a built one."""
+        assert decode_object(Counted, {"ts": "t", "count": 2}) == Counted("t", 2)
+        with pytest.raises(ValueError, match="count"):
+            decode_object(Counted, {"ts": "t", "count": -1})
+
     def test_nested_values_decode_from_the_declaration(self) -> None:
         """Nested attrs values, tuples of them and literals decode with no code of their own."""
         data = {"ts": "t", "runId": "r", "usage": {"inputTokens": 3, "outputTokens": 4},

@@ -68,3 +68,25 @@ class TestAgentRunsInDoubt:
         problems = verify_transcript(log).problems()
         assert not any("model request" in p for p in problems)
         assert [p for p in problems if "unfinished" in p]
+
+
+class TestReplayOfAgentRunsInDoubt:
+    def test_replay_reports_a_cut_run_and_exits_1(self, log: Path) -> None:
+        """`replay` names the request in doubt and the unfinished run, and exits 1."""
+        cut_after_last(log, "ModelRequested")
+        result = CliRunner().invoke(cli, ["replay", str(log)])
+        assert result.exit_code == 1
+        assert "is unfinished: no RunFinished" in result.stdout
+        assert "ModelRequested without a response" in result.stdout
+
+    def test_context_report_from_standard_input(self, log: Path) -> None:
+        """`replay - --context-report --step 1` reads the stream once and prints the agent
+        run's report of step 1, as from the file."""
+        from_file = CliRunner().invoke(cli, ["replay", str(log), "--context-report", "--step", "1"])
+        from_stdin = CliRunner().invoke(
+            cli, ["replay", "-", "--context-report", "--step", "1"], input=log.read_bytes()
+        )
+        assert from_file.exit_code == from_stdin.exit_code == 0
+        report = from_file.stdout[from_file.stdout.index("Context Explorer") :]
+        assert "System prompt" in report
+        assert report in from_stdin.stdout

@@ -48,7 +48,8 @@ from mini_harness.events import (
     new_id,
     utc_timestamp,
 )
-from mini_harness.runtime.dispatch import ToolRuntime, display_failure
+from mini_harness.runtime.dispatch import ToolRuntime
+from mini_harness.runtime.results import display_failure
 
 DEFAULT_MAX_STEPS = 10
 DEFAULT_PARAMS: JsonObject = {"temperature": 0.2}
@@ -120,21 +121,6 @@ def add_usage(total: Usage, more: Usage) -> Usage:
         plus(total.output_tokens, more.output_tokens),
         plus(total.cached_tokens, more.cached_tokens),
     )
-
-
-def history_message(message: Message) -> Message:
-    """The assistant message as it goes into the conversation sent back to the model.
-
-    Tool-call arguments that are not a JSON object become `{}`: several servers refuse a
-    history whose earlier arguments do not parse. The transcript keeps the raw text.
-    """
-    if all(_json_object(call.arguments) is not None for call in message.tool_calls):
-        return message
-    calls = tuple(
-        call if _json_object(call.arguments) is not None else attrs.evolve(call, arguments="{}")
-        for call in message.tool_calls
-    )
-    return attrs.evolve(message, tool_calls=calls)
 
 
 def _json_object(text: str) -> JsonObject | None:
@@ -349,7 +335,9 @@ class AgentLoop:
         response = self._complete(request, request_id, step)
         self._usage = add_usage(self._usage, response.usage)
         self._last_input_tokens = response.usage.input_tokens
-        self.history.append(history_message(response.message))
+        # Arguments stay as the model sent them; each provider sends ones that do not parse
+        # in a form its servers accept (agent/wire_form.py).
+        self.history.append(response.message)
         return response
 
     def _complete(self, request: ModelRequest, request_id: str, step: int) -> ModelResponse:

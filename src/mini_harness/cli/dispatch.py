@@ -14,8 +14,8 @@ import orjson
 from mini_harness.cli.log_options import opened_log, redactor_for
 from mini_harness.cli.output import BadUsage, info
 from mini_harness.errors import ToolCallError, UnknownToolError
-from mini_harness.events import MAX_JSON_DEPTH, JsonObject, JsonValue
-from mini_harness.events.jsonvalue import nested_deeper_than
+from mini_harness.events import JsonObject, JsonValue
+from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than
 from mini_harness.runtime import (
     ToolRegistry,
     ToolRuntime,
@@ -49,7 +49,7 @@ def parse_tool_input(raw: str | None) -> JsonValue:
     holds an integer wider than 64 bits or nests deeper than MAX_JSON_DEPTH levels."""
     if raw is None:
         return {}
-    too_deep = f"--tool-input is nested deeper than {MAX_JSON_DEPTH} levels"
+    too_deep = f"--tool-input is {TOO_DEEP}"
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -14,7 +14,6 @@ from mini_harness.cli import BadUsage, error, info
 from mini_harness.cli.coding import effects_option, print_effects
 from mini_harness.cli.options import SingleOption
 from mini_harness.errors import counted
-from mini_harness.replay.agent_fold import fold_agent_runs
 from mini_harness.replay.model import RunSummary
 
 if TYPE_CHECKING:
@@ -275,11 +274,11 @@ class _Output:
 
     def summaries(self) -> list[RunSummary]:
         """The runs' summaries; an agent run's report is that of its last request (or of
-        --step N's), as the live run printed it."""
+        --step N's), as the live run printed it, rebuilt in the same pass as the fold."""
         summaries = list(self.fold.summaries())
-        if not self.fold.context_reports or not os.path.isfile(self.fold.path):
+        if not self.fold.context_reports:
             return summaries
-        agent_runs = {run.run_id: run for run in fold_agent_runs(self.fold.path)}
+        agent_runs = {run.run_id: run for run in self.fold.agent_runs()}
         return [
             attrs.evolve(s, context_report=agent_runs[s.info.run_id].context_report(self.step))
             if s.info.run_id in agent_runs

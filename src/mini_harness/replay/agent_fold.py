@@ -107,7 +107,9 @@ class AgentRun:
         return context_report(parts, tokens)
 
 
-class _Folder:
+class AgentRunFolder:
+    """Folds agent runs event by event (tool runs are passed over); `finish()` ends it."""
+
     def __init__(self) -> None:
         self.runs: dict[str, AgentRun] = {}
         self.started = 0  # runs of every kind, as `replay --run INDEX` counts them
@@ -210,7 +212,7 @@ class _Folder:
 
 def fold_agent_events(events: Iterable[Event]) -> list[AgentRun]:
     """The agent runs among `events`, in the order they started (tool runs are skipped)."""
-    folder = _Folder()
+    folder = AgentRunFolder()
     for event in events:
         folder.add(event)
     return folder.finish()

@@ -15,6 +15,9 @@ import attrs
 from mini_harness.errors import ReplayError
 from mini_harness.events import (
     JsonValue,
+    ModelRequested,
+    ModelResponded,
+    RunFinished,
     RunStarted,
     ToolCalled,
     ToolFailed,
@@ -22,6 +25,7 @@ from mini_harness.events import (
     TranscriptStarted,
     UnknownEvent,
 )
+from mini_harness.replay.agent_fold import AgentRun, AgentRunFolder
 from mini_harness.replay.model import (
     FAILED,
     IN_DOUBT,
@@ -40,9 +44,9 @@ from mini_harness.runtime.context import (
     pretty_json,
     render_context_report,
 )
-from mini_harness.runtime.dispatch import display_failure, display_result
+from mini_harness.runtime.results import display_failure, display_result
 from mini_harness.transcripts.fields import wire_value
-from mini_harness.transcripts.protocol import CallProtocol
+from mini_harness.transcripts.protocol import CallProtocol, RunProtocol
 from mini_harness.transcripts.reader import TranscriptReader
 
 
@@ -113,6 +117,10 @@ class TranscriptFold:
         self._selected: str | None = None
         self._extra_problems: list[LogProblem] = []
         self._unknown = 0
+        self._agent_protocol = RunProtocol()
+        # Agent runs are rebuilt (for their context reports) only when reports are asked for.
+        self._agent_folder = AgentRunFolder() if context_reports else None
+        self._agent_runs: list[AgentRun] | None = None
 
     def __repr__(self) -> str:
         return f"<TranscriptFold(path={str(self.path)!r}, offset={self.offset})>"
@@ -123,23 +131,40 @@ class TranscriptFold:
         return state.info if state else None
 
     def __iter__(self) -> Iterator[RunInfo | CallRecord]:
+        # Once per line of files with millions of lines: a call's two events take the
+        # first two branches, with the state they touch in locals.
+        runs = self._runs
+        inputs = self._inputs
+        called = self._protocol.called
+        agent_folder = self._agent_folder
         for record in self.reader:
             self.offset = record.offset
             event = record.event
-            if isinstance(event, ToolSucceeded | ToolFailed):
+            if agent_folder is not None:
+                agent_folder.add(event)
+            # A tuple, not `ToolSucceeded | ToolFailed`: that builds a new union every line.
+            if isinstance(event, (ToolSucceeded, ToolFailed)):
                 call = self._ended(record.line, record.seq, event)
                 if call is not None:
                     yield call
             elif isinstance(event, ToolCalled):
-                info = self._called(record.line, record.seq, event)
-                if info is not None:
-                    yield info
+                started = None
+                if event.run_id not in runs:
+                    started = self._implicit_run(record.line, event)
+                if called(record.line, record.seq, event.run_id, event.call_id, event.name):
+                    inputs[event.call_id] = event.input
+                if started is not None:
+                    yield started
             elif isinstance(event, RunStarted):
                 if event.run_id in self._runs:
                     message = f"run {event.run_id} is started again"
                     self._extra_problems.append(LogProblem("protocol", record.line, message))
                 else:
                     yield from self._run_started(record.line, event)
+                if event.task is not None:
+                    self._agent_event(record.line, record.seq, event)
+            elif isinstance(event, (ModelRequested, ModelResponded, RunFinished)):
+                self._agent_event(record.line, record.seq, event)
             elif isinstance(event, TranscriptStarted):
                 if record.line == 1:
                     self.transcript_id = event.transcript_id
@@ -150,10 +175,36 @@ class TranscriptFold:
                 LogProblem("integrity", 1, "the file is empty: it has no TranscriptStarted line")
             )
         yield from self._in_doubt()
+        for opened in self._agent_protocol.in_doubt():
+            self._extra_problems.append(LogProblem("in-doubt", opened.line, opened.message()))
+        if agent_folder is not None:
+            self._agent_runs = agent_folder.finish()
         self.finished = True
         if self.selection is not None and self._selected is None:
             wanted = self.selection or '""'
             raise ReplayError(f"{self.path} has no run {wanted} ({self._listing()})")
+
+    def _agent_event(
+        self, line: int, seq: int, event: RunStarted | ModelRequested | ModelResponded | RunFinished
+    ) -> None:
+        """Agent runs and their requests open and end (what is open at the end is in doubt)."""
+        protocol = self._agent_protocol
+        if isinstance(event, RunStarted):
+            resumed = getattr(event, "resumed_from", None)
+            continues = resumed.get("runId") if isinstance(resumed, dict) else None
+            protocol.started(line, seq, event.run_id, continues)
+        elif isinstance(event, ModelRequested):
+            protocol.requested(line, seq, event.run_id, event.request_id)
+        elif isinstance(event, ModelResponded):
+            protocol.responded(event.request_id)
+        else:
+            protocol.finished(event.run_id)
+
+    def agent_runs(self) -> list[AgentRun]:
+        """The agent runs, rebuilt request by request (after the fold; with context_reports)."""
+        if self._agent_runs is None:
+            raise ReplayError("agent runs are rebuilt only by a finished fold with context_reports")
+        return self._agent_runs
 
     def _listing(self, shown: int = 10) -> str:
         """`it has 2 runs: 1 <id>, 2 <id>`, the first `shown` of them."""
@@ -164,18 +215,12 @@ class TranscriptFold:
         noun = "run" if len(runs) == 1 else "runs"
         return f"it has {len(runs)} {noun}: {', '.join(runs[:shown])}{more}"
 
-    def _called(self, line: int, seq: int, event: ToolCalled) -> RunInfo | None:
-        """Fold a ToolCalled; the run it implicitly starts, if it names no started run."""
-        run_id = event.run_id
-        started = None
-        if run_id not in self._runs:
-            message = f"ToolCalled for run {run_id}, with no RunStarted"
-            self._extra_problems.append(LogProblem("protocol", line, message))
-            info = RunInfo(len(self._runs) + 1, run_id, "", event.ts, line, ())
-            started = next(iter(self._add_run(info)), None)
-        if self._protocol.called(line, seq, run_id, event.call_id, event.name):
-            self._inputs[event.call_id] = event.input
-        return started
+    def _implicit_run(self, line: int, event: ToolCalled) -> RunInfo | None:
+        """Start the run a ToolCalled names when no RunStarted did; its RunInfo if shown."""
+        message = f"ToolCalled for run {event.run_id}, with no RunStarted"
+        self._extra_problems.append(LogProblem("protocol", line, message))
+        info = RunInfo(len(self._runs) + 1, event.run_id, "", event.ts, line, ())
+        return next(iter(self._add_run(info)), None)
 
     def _ended(self, line: int, seq: int, event: ToolSucceeded | ToolFailed) -> CallRecord | None:
         """Fold a terminal event; the call it ends, if it ends one and its run is shown."""

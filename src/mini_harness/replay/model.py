@@ -158,7 +158,8 @@ class CallList(Sequence[CallRecord]):
 
 @attrs.frozen
 class LogProblem:
-    """Something wrong with the log itself; `kind` is torn-tail, integrity or protocol."""
+    """Something wrong with the log itself; `kind` is torn-tail, integrity, protocol or
+    in-doubt (an agent run without RunFinished, a model request without a response)."""
 
     kind: str
     line: int

@@ -14,9 +14,10 @@ from mini_harness.runtime.context import (
     render_context_report,
 )
 from mini_harness.runtime.definitions import ToolAnnotations, ToolDefinition
-from mini_harness.runtime.dispatch import ToolResult, ToolRuntime, display_failure, display_result
+from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.memory import MemorySink, Recorded
 from mini_harness.runtime.registry import Handler, RegisteredTool, ToolRegistry
+from mini_harness.runtime.results import ToolResult, display_failure, display_result
 from mini_harness.runtime.schema_derive import Field
 
 __all__ = [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import math
 import os
 import threading
 import time
@@ -51,6 +50,7 @@ from mini_harness.runtime.handler_threads import (
     sync_off_loop,
 )
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
+from mini_harness.runtime.results import ToolResult, recordable
 
 # What a plain handler returns: never awaitable, so dispatch skips the awaitable check.
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
@@ -78,73 +78,6 @@ class Approver(Protocol):
     """
 
     def __call__(self, call: PendingCall) -> str | None: ...
-
-
-# Without slots: a frozen attrs class with a __dict__ fills it directly, while a slotted
-# one calls object.__setattr__ per field, which doubles the cost of making one (once per
-# dispatch). Still frozen: setting an attribute raises FrozenInstanceError.
-@attrs.frozen(slots=False)
-class ToolResult:
-    """What a successful dispatch returns (the reference's shape, plus the call id)."""
-
-    name: str
-    input: JsonValue
-    output: JsonValue
-    duration_ms: float
-    call_id: str
-    effects: tuple[JsonObject, ...] | None = None  # files the call changed (see WithEffects)
-
-    def to_json(self) -> JsonObject:
-        """`{"name", "input", "output", "durationMs"}` with durationMs as recorded."""
-        return {
-            "name": self.name,
-            "input": self.input,
-            "output": self.output,
-            "durationMs": self.duration_ms,
-        }
-
-    def display_json(self) -> JsonObject:
-        """As the CLI shows it: durationMs rounded half-up to whole milliseconds."""
-        return display_result(self.name, self.input, self.output, self.duration_ms)
-
-
-def round_half_up(value: float) -> int:
-    return math.floor(value + 0.5)
-
-
-def display_result(
-    name: str, tool_input: JsonValue, output: JsonValue, duration_ms: float
-) -> JsonObject:
-    """A successful call as the CLI shows it (and as replay rebuilds it from the events)."""
-    return {
-        "name": name,
-        "input": tool_input,
-        "output": output,
-        "durationMs": round_half_up(duration_ms),
-    }
-
-
-def display_failure(
-    name: str, tool_input: JsonValue, error: JsonObject, duration_ms: float
-) -> JsonObject:
-    """A failed call in the same shape, with the recorded `error` where the output would be."""
-    return {
-        "name": name,
-        "input": tool_input,
-        "error": error,
-        "durationMs": round_half_up(duration_ms),
-    }
-
-
-def recordable(text: str) -> str:
-    """`text` with lone surrogates written as `\\udcff` escapes, so it can go into a line.
-
-    Strings the runtime makes itself (error messages, type and tool names) may carry them,
-    e.g. an OSError about a path that is not UTF-8; a recorded call must not fail on that.
-    """
-    if text.isascii():
-        return text
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _elapsed_ms(start_ns: int, end_ns: int) -> float:

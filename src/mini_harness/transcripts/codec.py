@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import operator
-import re
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
@@ -21,6 +20,7 @@ from mini_harness.events import (
     UnknownEvent,
     event_type,
 )
+from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than, nested_too_deep
 from mini_harness.transcripts.fields import FieldError, camel, structure, structurer
 
 _T = TypeVar("_T")
@@ -136,44 +136,18 @@ def load_line(line: bytes) -> JsonObject:
     try:
         data = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        if _nesting(line) > MAX_JSON_DEPTH + 1:  # orjson stops at 1024 levels
-            raise DecodeError(_TOO_DEEP) from None
+        # orjson stops at 1024 levels: the line's own object is one level more than its values.
+        if nested_deeper_than(line.decode("utf-8", "replace"), MAX_JSON_DEPTH + 1):
+            raise DecodeError(TOO_DEEP) from None
         raise DecodeError(f"not JSON ({exc})") from None
     if type(data) is not dict:
         raise DecodeError("not a JSON object")
-    if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH and _deeper_than(
+    # The brackets counted in one pass: the line's length less that of the line without them.
+    if len(line) - len(line.translate(None, b"[{")) > MAX_JSON_DEPTH and nested_too_deep(
         data, MAX_JSON_DEPTH + 1
     ):
-        raise DecodeError(_TOO_DEEP)
+        raise DecodeError(TOO_DEEP)
     return data
-
-
-_TOO_DEEP = f"nested deeper than {MAX_JSON_DEPTH} levels"
-_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether `value` (the line's object, level 1) nests more than `limit` levels."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = item.values() if type(item) is dict else item
-        stack.extend((child, depth + 1) for child in children if type(child) in {dict, list})
-    return False
-
-
-def _nesting(line: bytes) -> int:
-    """The deepest bracket nesting of a line that orjson could not parse (strings skipped)."""
-    depth = deepest = 0
-    for token in _TOKENS.findall(line):
-        if token in {b"[", b"{"}:
-            depth += 1
-            deepest = max(deepest, depth)
-        elif token in {b"]", b"}"}:
-            depth -= 1
-    return deepest
 
 
 def decode_object(cls: type[_T], data: JsonObject) -> _T:

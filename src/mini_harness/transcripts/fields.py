@@ -54,6 +54,7 @@ class WireField:
     check: Check  # any other value: converted, or FieldError says why not
     default: Callable[[], Any] | None  # for an absent field; None: the field is required
     keyword: bool  # passed by keyword (a kw_only attribute)
+    nullable: bool  # null is a value of the field (its annotation admits None)
 
 
 def _any(value: Any) -> Any:
@@ -76,6 +77,9 @@ def _float(value: Any) -> float:
 
 
 def _optional(check: Check) -> Check:
+    if check is _any:
+        return _any
+
     def optional(value: Any) -> Any:
         return None if value is None else check(value)
 
@@ -146,7 +150,17 @@ def _default(field: attrs.Attribute[Any]) -> Callable[[], Any] | None:
             raise TypeError(f"{field.name}: a default that takes self cannot be decoded")
         factory: Callable[[], Any] = default.factory
         return factory
+    if default is None:
+        return _none
     return lambda: default
+
+
+def _none() -> None:
+    return None
+
+
+def _admits_none(tp: Any) -> bool:
+    return tp is Any or (get_origin(tp) in {Union, UnionType} and type(None) in get_args(tp))
 
 
 @functools.cache
@@ -160,6 +174,7 @@ def wire_fields(cls: type) -> tuple[WireField, ...]:
             *_field_type(hints[field.name]),
             _default(field),
             field.kw_only,
+            _admits_none(hints[field.name]),
         )
         for field in attrs.fields(cls)
         if field.init
@@ -170,27 +185,69 @@ def wire_fields(cls: type) -> tuple[WireField, ...]:
 def structurer(cls: type) -> Callable[[JsonObject], Any]:
     """The function that makes a `cls` from its JSON object, derived from `wire_fields`.
 
-    Generated once per class (as attrs generates `__init__`): the fast test of each field
-    inline, everything else through `_settle`. Raises FieldError with the field's path.
+    Generated once per class (as attrs generates `__init__`), as direct as a hand-written
+    decoder: per field one `get` and one test of its type (none for a JsonValue field, and
+    an absent optional field is its None as it is); everything else goes through `_settle`.
+    Raises FieldError with the field's path.
     """
     fields = wire_fields(cls)
-    namespace: dict[str, Any] = {"cls": cls, "MISSING": _MISSING, "settle": _settle}
+    namespace: dict[str, Any] = {"MISSING": _MISSING, "settle": _settle}
     body = ["def structure(data):", "    get = data.get"]
-    args = []
     for index, field in enumerate(fields):
         namespace[f"field{index}"] = field
         namespace[f"exact{index}"] = field.exact
         value = f"v{index}"
-        body.append(f"    {value} = get({field.key!r}, MISSING)")
-        test = (
-            f"{value} is MISSING" if field.check is _any else f"type({value}) is not exact{index}"
-        )
-        body.append(f"    if {test}: {value} = settle(field{index}, {value})")
-        args.append(f"{field.attr}={value}" if field.keyword else value)
-    body.append(f"    return cls({', '.join(args)})")
+        settle = f"{value} = settle(field{index}, {value})"
+        if field.nullable and field.default is _none:  # absent or null: None, as it is
+            body.append(f"    {value} = get({field.key!r})")
+            if field.check is not _any:
+                test = f"{value} is not None and type({value}) is not exact{index}"
+                body.append(f"    if {test}: {settle}")
+        else:
+            body.append(f"    {value} = get({field.key!r}, MISSING)")
+            test = (
+                f"{value} is MISSING"
+                if field.check is _any
+                else f"type({value}) is not exact{index}"
+            )
+            body.append(f"    if {test}: {settle}")
+    body += _construction(cls, fields, namespace)
     exec("\n".join(body), namespace)  # noqa: S102 - source built above from the field table
     structure: Callable[[JsonObject], Any] = namespace["structure"]
     return structure
+
+
+def _construction(cls: type, fields: tuple[WireField, ...], namespace: dict[str, Any]) -> list[str]:
+    """The generated lines that build the instance from the values v0, v1, ...
+
+    A slotted attrs class whose `__init__` only stores its arguments (no validator,
+    converter or init hook) has its slots filled directly, as that `__init__` would: a
+    frozen class's `__init__` stores each field through `object.__setattr__`, which costs
+    about as much again as decoding the line. Any other class is called.
+    """
+    slots = getattr(cls, "__slots__", ())
+    direct = (
+        all(field.attr in slots for field in fields)
+        and all(
+            field.init and field.validator is None and field.converter is None
+            for field in attrs.fields(cls)
+        )
+        and not any(hasattr(cls, hook) for hook in ("__attrs_pre_init__", "__attrs_post_init__"))
+    )
+    namespace["cls"] = cls
+    if not direct:
+        args = [
+            f"{field.attr}=v{index}" if field.keyword else f"v{index}"
+            for index, field in enumerate(fields)
+        ]
+        return [f"    return cls({', '.join(args)})"]
+    namespace["new"] = object.__new__
+    lines = ["    made = new(cls)"]
+    for index, field in enumerate(fields):
+        namespace[f"store{index}"] = getattr(cls, field.attr).__set__
+        lines.append(f"    store{index}(made, v{index})")
+    lines.append("    return made")
+    return lines
 
 
 def _settle(field: WireField, value: Any) -> Any:

@@ -107,6 +107,14 @@ class OpenRun:
     run_id: str
     request_id: str | None = None  # None: the run itself
 
+    def message(self) -> str:
+        if self.request_id is not None:
+            return (
+                f"model request {self.request_id} of run {self.run_id} is in doubt: "
+                "ModelRequested without a response"
+            )
+        return f"agent run {self.run_id} is unfinished: no RunFinished"
+
 
 class RunProtocol:
     """Agent runs end: each one with RunFinished, each model request with a response or
@@ -139,13 +147,6 @@ class RunProtocol:
         for request_id in [r for r, o in self.requests.items() if o.run_id == run_id]:
             del self.requests[request_id]
 
-    def in_doubt(self) -> list[str]:
-        """One line per run and request still open, in file order."""
-        open_items = sorted([*self.runs.values(), *self.requests.values()], key=lambda o: o.line)
-        return [
-            f"line {o.line} (seq {o.seq}): model request {o.request_id} of run {o.run_id} is "
-            "in doubt: ModelRequested without a response"
-            if o.request_id is not None
-            else f"line {o.line} (seq {o.seq}): agent run {o.run_id} is unfinished: no RunFinished"
-            for o in open_items
-        ]
+    def in_doubt(self) -> list[OpenRun]:
+        """The runs and requests still open, in file order."""
+        return sorted([*self.runs.values(), *self.requests.values()], key=lambda o: o.line)

@@ -38,6 +38,7 @@ from mini_harness.transcripts.lines import (
 )
 from mini_harness.transcripts.upcast import UPCASTERS, Upcaster, Upcasters
 
+NEWLINE = ord("\n")
 STDIN = "-"
 """The path that names standard input."""
 
@@ -220,9 +221,9 @@ class TranscriptReader:
                 start = offset = len(BOM)
             offset += len(raw)
             self.offset = offset
-            if lines.tap is not None:
+            if pending:  # a torn tail may be under way: lines.tap hashes it whole
                 lines.tap.update(raw)
-            if raw[-1:] != b"\n":
+            if raw[-1] != NEWLINE:  # raw is never empty
                 if not pending:
                     lines.tap = sha256(raw)
                 pending.append(DamagedLine(number, start, len(raw), "no newline at end of file"))
@@ -247,8 +248,7 @@ class TranscriptReader:
                     lines.tap = sha256(raw)
                 pending.append(DamagedLine(number, start, len(raw), _with_hint(str(exc), body)))
                 continue
-            checked = not pending
-            if pending:
+            if pending:  # not checked against the line before: the chain restarts here
                 if not self._salvage:
                     first = pending[0]
                     raise TranscriptCorruptError(
@@ -262,7 +262,7 @@ class TranscriptReader:
                 self.damaged.extend(pending)
                 pending.clear()
                 lines.tap = None
-            if (seq != expected_seq or prev != prev_hash) and number > 1 and checked:
+            elif (seq != expected_seq or prev != prev_hash) and number > 1:
                 self._chain_problem(number, start, seq, prev, expected_seq, prev_hash)
             prev_hash = sha256(body).digest()[:HASH_BYTES].hex()  # line_hash(body), inlined
             expected_seq = seq + 1

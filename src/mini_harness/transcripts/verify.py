@@ -199,7 +199,9 @@ def verify_transcript(
         integrity=tuple(reader.problems),
         protocol=tuple(protocol.problems),
         in_doubt=tuple(protocol.in_doubt()),
-        agent_in_doubt=tuple(agent_runs.in_doubt()),
+        agent_in_doubt=tuple(
+            f"line {o.line} (seq {o.seq}): {o.message()}" for o in agent_runs.in_doubt()
+        ),
         unknown_types=tuple(sorted(unknown.items())),
         empty=reader.empty,
         expected_head=head,
