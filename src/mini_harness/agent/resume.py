@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from mini_harness.agent.loop import Opening, history_message
+from mini_harness.agent.loop import Opening
 from mini_harness.agent.provider import Message, ToolCall
 from mini_harness.agent.tool_results import call_outcome
 from mini_harness.errors import MiniHarnessError
@@ -115,7 +115,7 @@ def plan_resume(
         return ResumePlan(
             Opening(tuple(history), sent, follow_up=follow_up, resumed_from=origin), in_doubt
         )
-    history.append(history_message(answer))
+    history.append(answer)  # as the loop keeps it: raw arguments and all
     unused = list(calls)
     pending: list[tuple[ToolCall, int]] = []
     for call in answer.tool_calls:
