@@ -43,12 +43,14 @@ RESPONSES: list[dict[str, Any]] = [
     {"delayMs": STEP_SECONDS * 1000, "text": "Done."},
 ]  # fmt: skip
 
-# Where to kill: (phase, how many events of a kind must be there, of which kind, and how
-# many of the kind that ends it must not be there yet).
-TARGETS: dict[str, list[tuple[str, int, str | None]]] = {
+# Where to kill: (how many events of a kind must be there, and of which kind ends that
+# phase, which must not be there yet). "between" waits for a tool to begin, makes the run
+# block on its next line of output (its stdout pipe is filled), which comes right after
+# that tool's result is recorded and before the next request, and kills it there.
+TARGETS: dict[str, list[tuple[str, int, str]]] = {
     "request": [("ModelRequested", k, "ModelResponded") for k in range(1, 5)],
     "tool": [("ToolCalled", k, "ToolSucceeded") for k in range(1, 5)],
-    "between": [("ToolSucceeded", k, None) for k in range(1, 5)],
+    "between": [("ToolCalled", k, "ToolSucceeded") for k in range(1, 5)],
 }
 
 
@@ -74,17 +76,27 @@ def phase_of(log: Path) -> str:
     return "between"
 
 
-def kill_at(command: list[str], log: Path, target: tuple[str, int, str | None]) -> bool:
+def kill_at(command: list[str], log: Path, target: tuple[str, int, str], between: bool) -> bool:
     """Start the run, wait until `target` holds, SIGKILL it a random moment later (within
-    the step's window). False if the run ended before the target was reached."""
+    the step's window), or, `between`, once the tool has ended and the run is blocked on
+    its output. False if the run ended before the target was reached."""
     kind, k, ender = target
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    read_end, write_end = os.pipe()
+    # Unbuffered: each line the run prints is one write, which blocks on a full pipe.
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(command, stdout=write_end, stderr=subprocess.DEVNULL, env=env)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             found = counts(log)
-            if found[kind] >= k and (ender is None or found[ender] < k):
-                time.sleep(random.uniform(0, STEP_SECONDS * 0.8 if ender else 0))
+            if found[kind] >= k and found[ender] < k:
+                if between:
+                    fill(write_end)
+                    while counts(log)[ender] < k and time.monotonic() < deadline:
+                        time.sleep(0.003)
+                    time.sleep(0.05)  # it prints the outcome next, and blocks there
+                else:
+                    time.sleep(random.uniform(0, STEP_SECONDS * 0.8))
                 process.send_signal(signal.SIGKILL)
                 return True
             if process.poll() is not None:
@@ -95,6 +107,22 @@ def kill_at(command: list[str], log: Path, target: tuple[str, int, str | None]) 
         if process.poll() is None:
             process.kill()
         process.wait()
+        os.close(read_end)
+        os.close(write_end)
+
+
+def fill(fd: int) -> None:
+    """Fill the pipe `fd` writes to, so that the next write to it blocks.
+
+    Through a descriptor of its own: O_NONBLOCK on `fd` would be the child's too."""
+    own = os.open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        for size in (4096, 1):
+            with contextlib.suppress(BlockingIOError):
+                while True:
+                    os.write(own, b"x" * size)
+    finally:
+        os.close(own)
 
 
 class TestKillAndResume:
@@ -132,7 +160,7 @@ class TestKillAndResume:
             side_file.unlink(missing_ok=True)
             command = [mini_harness, "run", "Task", "--model", model, "--registry", spec,
                        "--log", str(log), "--fsync", "always", "--approve", "auto"]  # fmt: skip
-            if not kill_at(command, log, target):
+            if not kill_at(command, log, target, between=phase == "between"):
                 continue  # finished first: nothing to resume
             seen[phase_of(log)] += 1
             server.script(Turn(text="Resumed."))
