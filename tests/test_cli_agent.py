@@ -512,7 +512,8 @@ class TestSecrets:
         self, workspace: Path, tmp_path: Path
     ) -> None:
         """`replay --rerun` of a run that patched a file uses the same built-in tools: the
-        patch (destructive) is skipped, the read-only calls run again and match."""
+        patch (destructive) is served from the record, the read-only calls run again and
+        match, and the offline replay finds every request the same."""
         log = tmp_path / "t.jsonl"
         steps: list[dict[str, Any]] = [
             {"toolCalls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
@@ -525,5 +526,6 @@ class TestSecrets:
         (workspace / "README.md").write_text("# Demo\n")  # as it was when read
         rerun = run("replay", str(log), "--rerun")
         assert "unknown_tool" not in rerun.stdout
-        assert "apply_patch  skipped" in rerun.stdout
-        assert "read_file  matched" in rerun.stdout
+        assert ": served from the record (apply_patch is not marked" in rerun.stdout
+        assert 'read_file {"path":"README.md"}: re-run, same result' in rerun.stdout
+        assert "replayed: identical through step 3" in rerun.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,13 @@ class TestScript:
         ScriptProvider(write_script([{"text": "hello"}])).complete(REQUEST, on_text=chunks.append)
         assert chunks == ["hello"]
 
+    def test_delay(self, write_script: Script) -> None:
+        """A response with delayMs takes that long to come back."""
+        provider = ScriptProvider(write_script([{"text": "slow", "delayMs": 60}]))
+        started = time.monotonic()
+        provider.complete(REQUEST)
+        assert time.monotonic() - started >= 0.06
+
     @pytest.mark.parametrize(
         ("content", "message"),
         [
@@ -65,6 +73,8 @@ class TestScript:
             ('[{"toolCalls": [{"arguments": {}}]}]', "toolCalls[0].name: must be a non-empty"),
             ('[{"text": "a", "finishReason": "done"}]', "response 1.finishReason: must be one of"),
             ("{", "is not valid JSON"),
+            ('[{"text": "a", "delayMs": -1}]', "response 1.delayMs: must be a number"),
+            ('[{"text": "a", "delayMs": "1"}]', "response 1.delayMs: must be a number"),
         ],
     )
     def test_bad_scripts(self, tmp_path: Path, content: str, message: str) -> None:

@@ -34,6 +34,7 @@ from mini_harness.agent.provider import (
     Usage,
 )
 from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome
+from mini_harness.agent.tool_results import call_outcome
 from mini_harness.errors import ToolCallError
 from mini_harness.events import (
     ContextTrimmed,
@@ -70,6 +71,28 @@ class AgentConfig:
     params: JsonObject = attrs.field(factory=lambda: dict(DEFAULT_PARAMS))
     stream: bool = True
     manual_tool: tuple[str, JsonValue] | None = None
+
+
+@attrs.frozen
+class Opening:
+    """Where a run that continues another one starts (resume, fork, offline replay).
+
+    `history` is the conversation so far (system message first); `sent` how many of its
+    messages a model has already seen (the budget may trim their tool results).
+    `pending` are tool calls of the last assistant message that still need a result, with
+    the step that made them: they are dispatched first, in order. Then `follow_up`, if
+    given, is added as a user message. A run whose last answer was final (`final_text`)
+    and that gets nothing new ends at once with that answer. `resumed_from` /
+    `forked_from` (`runId`, `step`) go into RunStarted.
+    """
+
+    history: tuple[Message, ...]
+    sent: int = 0
+    pending: tuple[tuple[ToolCall, int], ...] = ()
+    follow_up: str | None = None
+    final_text: str | None = None
+    resumed_from: JsonObject | None = None
+    forked_from: JsonObject | None = None
 
 
 @attrs.frozen
@@ -128,7 +151,10 @@ class AgentLoop:
         reporter: LoopReporter | None = None,
         *,
         timestamp: Callable[[], str] = utc_timestamp,
+        served: Callable[[int, ToolCall], ToolOutcome | None] | None = None,
     ) -> None:
+        """`served`, when given, may answer a tool call instead of dispatching it (offline
+        replay serves calls it may not run again from the record)."""
         self.runtime = runtime
         self.provider = provider
         self.config = config
@@ -136,6 +162,8 @@ class AgentLoop:
         self._timestamp = timestamp
         self.history: list[Message] = []
         self._sent = 0
+        self._seen = 0  # messages a model saw before this run (a continued run's)
+        self._served = served
         self._hasher = RequestHasher()
         self._usage = Usage()
         self._last_request: ModelRequest | None = None
@@ -147,9 +175,10 @@ class AgentLoop:
     def _emit(self, event: Event) -> None:
         self.runtime.sink.emit(event)
 
-    def run(self) -> AgentOutcome:
+    def run(self, opening: Opening | None = None) -> AgentOutcome:
         """Run to a final answer or a limit; Ctrl-C ends the run as `cancelled`.
 
+        With an `opening`, the run continues that conversation instead of starting one.
         Any other BaseException (SystemExit, GeneratorExit) also ends it as `cancelled` in
         the log, then goes on up to the caller.
         """
@@ -160,6 +189,8 @@ class AgentLoop:
             system_prompt=config.system_prompt,
             project_rules=tuple(rule.to_json() for rule in config.rules),
             max_steps=config.max_steps,
+            resumed_from=opening.resumed_from if opening else None,
+            forked_from=opening.forked_from if opening else None,
         )
         self.history = [
             system_message(config.system_prompt, config.rules),
@@ -169,9 +200,11 @@ class AgentLoop:
         final_text: str | None = None
         reason, error = "final", None
         try:
-            if config.manual_tool is not None:
+            if opening is not None:
+                final_text = self._open(opening)
+            elif config.manual_tool is not None:
                 self.history.append(self._manual_tool(*config.manual_tool))
-            while True:
+            while final_text is None:
                 if steps >= config.max_steps:
                     reason = "max_steps"
                     error = f"stopped after {steps} step(s) without a final answer"
@@ -206,6 +239,20 @@ class AgentLoop:
             last_input_tokens=self._last_input_tokens,
             error=error,
         )
+
+    def _open(self, opening: Opening) -> str | None:
+        """Start from a continued conversation; the final text if it ends there."""
+        self.history = list(opening.history)
+        self._seen = opening.sent
+        for call, step in opening.pending:
+            self.reporter.tool_called(step, call)
+            outcome = self._act(call, step)
+            self.history.append(outcome.message)
+            self.reporter.tool_done(step, outcome)
+        if opening.follow_up is not None:
+            self.history.append(Message("user", opening.follow_up))
+            return None
+        return opening.final_text if not opening.pending else None
 
     def _finish(self, reason: str, final_text: str | None, steps: int) -> None:
         self._emit(
@@ -247,7 +294,7 @@ class AgentLoop:
                 rules=config.rules,
                 tools=tools,
                 budget=config.max_context_tokens,
-                trimmable_before=self._sent,
+                trimmable_before=max(self._sent, self._seen),
             )
             if trim is None:
                 raise _Stop(
@@ -361,26 +408,20 @@ class AgentLoop:
 
     def _act(self, call: ToolCall, step: int) -> ToolOutcome:
         """Dispatch one call of the model; its result (or error) as a tool message."""
+        if self._served is not None:
+            served = self._served(step, call)
+            if served is not None:
+                return served
         parsed: JsonValue
         try:
             parsed = orjson.loads(call.arguments)
-            unparsable = None
-        except orjson.JSONDecodeError as exc:
-            parsed, unparsable = call.arguments, str(exc)
+        except orjson.JSONDecodeError:
+            parsed = call.arguments  # dispatch records it and refuses it as invalid input
         try:
             result = self.runtime.dispatch(call.name, parsed, agent_call=(call.id, step))
         except ToolCallError as exc:
-            text = exc.message
-            if unparsable is not None and exc.kind != "unknown_tool":
-                text = (
-                    f"Invalid arguments for {call.name}: not valid JSON ({unparsable}). "
-                    "Send the arguments as one JSON object."
-                )
-            message = Message("tool", text, tool_call_id=call.id, name=call.name, is_error=True)
-            return ToolOutcome(call, message, error=text)
-        content = orjson.dumps(result.output).decode()
-        message = Message("tool", content, tool_call_id=call.id, name=call.name)
-        return ToolOutcome(call, message, output=result.output)
+            return call_outcome(call, error=(exc.kind, exc.message))
+        return call_outcome(call, output=result.output)
 
 
 def _describe(exc: BaseException) -> str:

@@ -4,13 +4,15 @@ The file is a JSON object `{"responses": [...]}` (or just the list). Each respon
 `text` and/or `toolCalls`; a tool call has `name`, `arguments` (a JSON object, or a string
 sent as is, which lets a script send arguments that are not valid JSON) and optionally
 `id` (default `call_<response>_<n>`). Optional per response: `finishReason` (default
-`tool_calls` with calls, else `stop`) and `usage` (`inputTokens`, `outputTokens`,
-`cachedTokens`).
+`tool_calls` with calls, else `stop`), `usage` (`inputTokens`, `outputTokens`,
+`cachedTokens`) and `delayMs`, how long the model takes to answer (for demos and for tests
+that interrupt a request).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -87,6 +89,9 @@ def parse_script(path: str, data: Any) -> tuple[ModelResponse, ...]:
             for i, call in enumerate(raw_calls)
         )
         finish = item.get("finishReason", "tool_calls" if calls else "stop")
+        delay = item.get("delayMs", 0)
+        if type(delay) not in (int, float) or delay < 0:
+            raise _fail(path, f"{where}.delayMs", "must be a number of milliseconds >= 0")
         if finish not in FINISH_REASONS:
             raise _fail(path, f"{where}.finishReason", f"must be one of {sorted(FINISH_REASONS)}")
         responses.append(
@@ -120,6 +125,8 @@ class ScriptProvider:
         except orjson.JSONDecodeError as exc:
             raise ScriptError(f"script {self.path} is not valid JSON ({exc})") from None
         self.responses = parse_script(self.path, data)
+        items = data["responses"] if isinstance(data, dict) else data  # checked just above
+        self.delays = tuple(item.get("delayMs", 0) / 1000 for item in items)
         self.served = 0
 
     def __repr__(self) -> str:
@@ -143,6 +150,8 @@ class ScriptProvider:
                 f"for response {self.served + 1}",
             )
         response = self.responses[self.served]
+        if self.delays[self.served]:
+            time.sleep(self.delays[self.served])
         self.served += 1
         if on_text is not None and response.message.content:
             on_text(response.message.content)

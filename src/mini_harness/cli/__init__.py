@@ -158,6 +158,8 @@ class HarnessGroup(click.Group):
         "show": "mini_harness.cli.show:show_command",
         "undo": "mini_harness.cli.coding:undo_command",
         "view": "mini_harness.cli.view:view_command",
+        "resume": "mini_harness.cli.resume:resume_command",
+        "fork": "mini_harness.cli.resume:fork_command",
     },
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},

@@ -76,9 +76,17 @@ _PROGRESS_EVERY = 4096  # items between progress checks
     "--log",
     metavar="OUT",
     type=click.Path(dir_okay=False),
-    help="With --rerun: record the re-run as a new transcript.",
+    help="With --rerun: record the re-run as a new transcript (for an agent run: where "
+    "--live-model writes its new run; default: appended to PATH).",
 )
-def replay_command(  # noqa: PLR0917 - click passes each option as an argument
+@click.option(
+    "--live-model",
+    is_flag=True,
+    help="With --rerun of an agent run: where the record stops answering (divergence), go on "
+    "with a live model as a new run that names the replayed one (forkedFrom).",
+)
+@click.option("--model", metavar="PROVIDER:MODEL", help="With --live-model: the provider.")
+def replay_command(  # noqa: PLR0917, PLR0915 - click passes each option; one flow of checks
     paths: tuple[str, ...],
     workers: int | None,
     ray_address: str | None,
@@ -92,6 +100,8 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     workspace: str | None,
     allow_side_effects: bool,
     log: str | None,
+    live_model: bool,
+    model: str | None,
 ) -> None:
     """Fold a transcript back into runs, calls and problems, never calling a handler.
 
@@ -127,6 +137,8 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
             ("--workspace", workspace),
             ("--allow-side-effects", allow_side_effects),
             ("--log", log),
+            ("--live-model", live_model),
+            ("--model", model),
         ):
             if value:
                 raise BadUsage(f"{flag} needs --rerun")
@@ -154,12 +166,30 @@ def replay_command(  # noqa: PLR0917 - click passes each option as an argument
     if log is not None and _same_file(log, path):
         raise BadUsage("--log must name a new file, not the transcript being replayed")
     tools = (load_registry(registry) if registry else agent_registry(workspace)) if rerun else None
+    if tools is not None:  # agent runs are replayed offline (cli/agent_replay.py)
+        from mini_harness.cli.agent_replay import rerun_agent_runs
+
+        agent_code = rerun_agent_runs(
+            path,
+            run,
+            tools,
+            allow_side_effects=allow_side_effects,
+            as_json=as_json,
+            live_model=(model or "") if live_model else None,
+            log=log,
+        )
+        if agent_code is not None:
+            raise click.exceptions.Exit(agent_code)
     fold = TranscriptFold(path, run=run, context_reports=context_report)
     out: _Output = _JsonOutput(fold, rerun=rerun) if as_json else _TextOutput(fold, rerun=rerun)
     out.registry_spec = registry
     out.step = step
     if tools is None:
         code = _drive(fold, iter(fold), out, size=_size(path))
+        if not as_json and code != 130:
+            from mini_harness.cli.agent_replay import print_run_tree
+
+            print_run_tree(path)
         raise click.exceptions.Exit(code)
     sink: EventSink | None = None
     if log is not None:

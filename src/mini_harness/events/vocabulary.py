@@ -63,7 +63,9 @@ class RunStarted:
 
     An agent run also records its `task`, `model` (`provider`, `name`), `system_prompt`,
     the `project_rules` it loaded (`path`, `sha256`, `content`) and `max_steps`; a tool run
-    leaves them out (None is not written).
+    leaves them out (None is not written). An agent run that continues another names it:
+    `resumed_from` (`mini-harness resume`) or `forked_from` (`fork`, or an offline replay
+    going on with a live model), each `{"runId": ..., "step": N}`.
     """
 
     ts: str
@@ -75,6 +77,8 @@ class RunStarted:
     system_prompt: str | None = attrs.field(default=None, kw_only=True)
     project_rules: tuple[JsonObject, ...] | None = attrs.field(default=None, kw_only=True)
     max_steps: int | None = attrs.field(default=None, kw_only=True)
+    resumed_from: JsonObject | None = attrs.field(default=None, kw_only=True)
+    forked_from: JsonObject | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen

@@ -20,6 +20,7 @@ from mini_harness.agent.context import (
     request_parts,
 )
 from mini_harness.agent.provider import Message, ModelRequest, ModelResponse, Usage
+from mini_harness.agent.resume import RecordedCall
 from mini_harness.errors import ReplayError, counted
 from mini_harness.events import (
     ContextTrimmed,
@@ -50,6 +51,7 @@ class AgentStep:
     failures: list[JsonObject] = attrs.Factory(list)
     trimmed: list[JsonObject] = attrs.Factory(list)
     call_ids: list[str] = attrs.Factory(list)
+    calls: list[RecordedCall] = attrs.Factory(list)
 
     @property
     def hash_matches(self) -> bool:
@@ -60,7 +62,9 @@ class AgentStep:
 @attrs.define
 class AgentRun:
     """An agent run as its events tell it. `stop_reason` is None while it is unfinished
-    (no RunFinished: the process died); `in_doubt` lists calls begun but never ended."""
+    (no RunFinished: the process died); `in_doubt` lists calls begun but never ended.
+    `resumed_from` / `forked_from` name the run (and step) it continues, if any; `budget`
+    is the context budget its trims recorded."""
 
     run_id: str
     task: str
@@ -75,6 +79,11 @@ class AgentRun:
     usage: Usage = attrs.Factory(Usage)
     in_doubt: list[str] = attrs.Factory(list)
     history: list[Message] = attrs.Factory(list)
+    resumed_from: JsonObject | None = None
+    forked_from: JsonObject | None = None
+    budget: int | None = None
+    index: int = 0  # 1-based position among all the runs of the file, tool runs included
+    opening_calls: list[RecordedCall] = attrs.Factory(list)
 
     @property
     def finished(self) -> bool:
@@ -103,12 +112,15 @@ class AgentRunFolder:
 
     def __init__(self) -> None:
         self.runs: dict[str, AgentRun] = {}
+        self.started = 0  # runs of every kind, as `replay --run INDEX` counts them
         self.requests: dict[str, AgentStep] = {}
         self.open_calls: dict[str, str] = {}  # call id -> run id
+        self.calls: dict[str, tuple[list[RecordedCall], int]] = {}  # call id -> where
         self.pending_trims: dict[str, list[JsonObject]] = {}
 
     def add(self, event: Event) -> None:
         if isinstance(event, RunStarted):
+            self.started += 1
             if event.task is not None:
                 self.runs[event.run_id] = AgentRun(
                     run_id=event.run_id,
@@ -118,6 +130,9 @@ class AgentRunFolder:
                     rules=tuple(ProjectRules.from_json(r) for r in event.project_rules or ()),
                     max_steps=event.max_steps,
                     tools=event.tools,
+                    resumed_from=event.resumed_from,
+                    forked_from=event.forked_from,
+                    index=self.started,
                 )
             return
         run_id = getattr(event, "run_id", None)
@@ -150,17 +165,40 @@ class AgentRunFolder:
             if failed is not None:
                 failed.failures.append({**event.error, "attempt": event.attempt})
         elif isinstance(event, ContextTrimmed):
+            run.budget = event.budget
             for entry in event.replaced:
                 index = entry["index"]
-                run.history[index] = attrs.evolve(run.history[index], content=entry["content"])
+                # A continued run trims before its first request, which records the
+                # trimmed messages themselves.
+                if index < len(run.history):
+                    run.history[index] = attrs.evolve(run.history[index], content=entry["content"])
             # The trim belongs to the request it was made for, which comes next.
             self.pending_trims.setdefault(run.run_id, []).extend(event.replaced)
         elif isinstance(event, ToolCalled):
             self.open_calls[event.call_id] = run.run_id
-            if event.step is not None and run.steps:
+            # Calls before a run's first request (`--tool`, or the calls a continued run
+            # had left over) are its opening calls.
+            in_step = event.step is not None and bool(run.steps)
+            calls = run.steps[-1].calls if in_step else run.opening_calls
+            if in_step:
                 run.steps[-1].call_ids.append(event.call_id)
+            self.calls[event.call_id] = (calls, len(calls))
+            calls.append(
+                RecordedCall(event.call_id, run.run_id, event.name, event.tool_use_id, event.step)
+            )
         elif isinstance(event, ToolSucceeded | ToolFailed):
             self.open_calls.pop(event.call_id, None)
+            found = self.calls.pop(event.call_id, None)
+            if found is not None:
+                calls, index = found
+                ended = attrs.evolve(calls[index], ended=True)
+                if isinstance(event, ToolSucceeded):
+                    ended = attrs.evolve(ended, output=event.output)
+                else:
+                    ended = attrs.evolve(
+                        ended, error={"kind": event.error.kind, "message": event.error.message}
+                    )
+                calls[index] = ended
         elif isinstance(event, RunFinished):
             run.stop_reason = event.stop_reason
             run.final_text = event.final_text

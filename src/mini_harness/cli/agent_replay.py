@@ -1,0 +1,216 @@
+"""`mini-harness replay PATH --rerun` on a transcript of agent runs: the offline replay.
+
+Each agent run is replayed with its recorded model answers and today's tools; the first
+step whose request differs from the record is reported with the diff that caused it.
+With `--live-model` the configured provider takes over where the record stops answering,
+as a new run (`forkedFrom`) appended to PATH (or written to `--log OUT`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from mini_harness.cli.output import BadUsage, error, info
+
+_DIFF_INDENT = "    "
+
+
+def agent_runs_of(path: str, run: str | None) -> list[Any]:
+    """The agent runs `replay --rerun` should replay: the one `--run` names (a 1-based
+    index among all the file's runs, or an id or its prefix), else all of them; empty when
+    PATH holds none (or `--run` names a tool run), so that the tool re-run takes it."""
+    from mini_harness.replay.agent_fold import fold_agent_runs
+
+    runs = fold_agent_runs(path)
+    if run is None:
+        return runs
+    if run.isdigit():
+        return [found for found in runs if found.index == int(run)]
+    return [found for found in runs if found.run_id.startswith(run)][:1]
+
+
+def rerun_agent_runs(
+    path: str,
+    run: str | None,
+    registry: Any,
+    *,
+    allow_side_effects: bool,
+    as_json: bool,
+    live_model: str | None,
+    log: str | None,
+) -> int | None:
+    """`replay --rerun` of the agent runs of PATH: the exit code, or None when there are
+    none to replay (the call-by-call re-run takes the file)."""
+    runs = agent_runs_of(path, run)
+    if not runs:
+        if live_model is not None:
+            raise BadUsage("--live-model needs an agent run")
+        return None
+    return replay_agent_runs(
+        path,
+        runs,
+        registry,
+        allow_side_effects=allow_side_effects,
+        as_json=as_json,
+        live_model=live_model,
+        log=log,
+    )
+
+
+def replay_agent_runs(
+    path: str,
+    runs: list[Any],
+    registry: Any,
+    *,
+    allow_side_effects: bool,
+    as_json: bool,
+    live_model: str | None,
+    log: str | None,
+) -> int:
+    """Replay each run; with `live_model`, continue the first one that stops early.
+    Returns the exit code: 1 if a run diverged (and was not continued), else 0; a live
+    continuation's code is that of `run`."""
+    from mini_harness.replay.agent_replay import replay_agent_run
+
+    code = 0
+    documents = []
+    for run in runs:
+        if not as_json:
+            info(
+                f"Replaying agent run {run.run_id} of {path} offline "
+                "(recorded model answers, tools run again)"
+            )
+        replay = replay_agent_run(
+            run,
+            registry,
+            allow_side_effects=allow_side_effects,
+            on_call=(lambda call: None) if as_json else _print_call,
+        )
+        if as_json:
+            documents.append(_document(replay))
+        elif replay.diverged_at is not None:
+            error(replay.summary)
+            for diff in replay.diffs:
+                click.echo("\n".join(_DIFF_INDENT + line for line in diff.splitlines()))
+        else:
+            info(replay.summary)
+        if replay.diverged_at is not None:
+            code = 1
+        if live_model is not None and replay.stopped_at is not None:
+            return _continue(path, replay, registry, live_model, log, as_json)
+    if as_json:
+        click.echo(orjson.dumps({"path": path, "agentRuns": documents}).decode())
+    return code
+
+
+def _print_call(call: Any) -> None:
+    if call.how == "re-run":
+        how = "re-run, same result" if call.same else "re-run, the result differs from the record"
+    elif call.how == "served":
+        how = f"served from the record ({call.reason}; --allow-side-effects runs it)"
+    else:
+        how = f"not run: the record has no result for it ({call.reason})"
+    info(f"Step {call.step}: {call.call.name} {call.call.arguments}: {how}")
+
+
+def _document(replay: Any) -> dict[str, Any]:
+    return {
+        "runId": replay.run.run_id,
+        "identicalThrough": replay.identical_through,
+        "divergedAt": replay.diverged_at,
+        "explanation": replay.explanation or None,
+        "diffs": replay.diffs,
+        "recordEnded": replay.record_ended,
+        "calls": [
+            {
+                "step": call.step,
+                "toolUseId": call.call.id,
+                "name": call.call.name,
+                "how": call.how,
+                "same": call.same,
+            }
+            for call in replay.calls
+        ],
+    }
+
+
+def _continue(  # noqa: PLR0917 - the pieces of one continuation
+    path: str, replay: Any, registry: Any, live_model: str, log: str | None, as_json: bool
+) -> int:
+    from mini_harness.cli.agent import EXIT_CODES, PrintingReporter, choose_model_provider
+    from mini_harness.cli.coding import make_approver
+    from mini_harness.cli.log_options import opened_log
+    from mini_harness.replay.agent_replay import continue_live
+    from mini_harness.replay.continuation import continued_config
+
+    provider = choose_model_provider(live_model or None, os.environ)
+    step = replay.stopped_at[0]
+    target = log or path
+    if log is not None:
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+    if not as_json:
+        info(
+            f"Continuing from step {step} with {provider.name}, as a new run forked from "
+            f"{replay.run.run_id}"
+        )
+    reporter = None if as_json else PrintingReporter(provider.name)
+    config = continued_config(replay.run, stream=not as_json)
+    # The live model's calls pass the workspace's approval policy, as in `run` (`ask`).
+    approver = make_approver(os.curdir, "ask")
+    with opened_log(target, {}) as sink:
+        outcome = continue_live(
+            replay, registry, provider, sink, config, reporter, approver=approver
+        )
+    assert outcome is not None  # stopped_at is set
+    if as_json:
+        document = {
+            **_document(replay),
+            "live": {
+                "runId": outcome.run_id,
+                "stopReason": outcome.stop_reason,
+                "finalText": outcome.final_text,
+            },
+        }
+        click.echo(orjson.dumps(document).decode())
+    else:
+        info(f"Transcript: {target} (run {outcome.run_id})")
+    if outcome.error is not None:
+        error(outcome.error)
+    return EXIT_CODES[outcome.stop_reason]
+
+
+_ORIGIN_KEYS = (b'"resumedFrom":', b'"forkedFrom":')
+
+
+def print_run_tree(path: str) -> None:
+    """After a fold: the tree of agent runs that continue or fork each other, if any.
+
+    Only a transcript that holds one of those links is folded again for it: finding the
+    key's bytes costs far less than decoding the lines."""
+    import mmap
+
+    from mini_harness.errors import MiniHarnessError
+    from mini_harness.replay.agent_fold import fold_agent_runs
+    from mini_harness.replay.continuation import run_tree_lines
+
+    try:
+        with (
+            open(path, "rb") as handle,
+            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
+        ):
+            linked = any(data.find(key) >= 0 for key in _ORIGIN_KEYS)
+    except (OSError, ValueError):  # an empty file cannot be mapped
+        return
+    if not linked:
+        return
+    try:
+        lines = run_tree_lines(fold_agent_runs(path))
+    except MiniHarnessError:  # a damaged file: the fold above has said what is wrong
+        return
+    if lines:
+        click.echo("\n".join(lines))

@@ -1,0 +1,315 @@
+"""Offline replay of an agent run: recorded answers, tools run again, divergence found.
+
+The run goes through the agent loop again with a model that answers each request with the
+response recorded for that step, without a network or a key. Tools run again under
+today's rules (read-only or idempotent ones, unless side effects are allowed); a call not
+allowed to run is served its recorded result. Each rebuilt request is hashed: the first
+step whose hash differs from the recorded `requestHash` is where the run diverged, and the
+messages that differ (usually a tool result that changed) say why.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+
+import attrs
+import orjson
+
+from mini_harness.agent.loop import AgentConfig, AgentLoop, AgentOutcome, Opening
+from mini_harness.agent.provider import (
+    Message,
+    ModelError,
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+)
+from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome
+from mini_harness.agent.tool_results import call_outcome
+from mini_harness.errors import counted
+from mini_harness.events import Event, EventSink, JsonValue, ModelRequested
+from mini_harness.replay.agent_fold import AgentRun
+from mini_harness.replay.continuation import continued_config
+from mini_harness.runtime.dispatch import Approver, ToolRuntime
+from mini_harness.runtime.registry import ToolRegistry
+
+_INDENTED = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+RERUN = "re-run"
+SERVED = "served"
+NOT_RUN = "not-run"
+
+
+@attrs.frozen
+class ReplayedCall:
+    """One tool call of the replay: `how` it got its result (`re-run`; `served` from the
+    record; `not-run`: side effects and no recorded result), why (`reason`), and whether
+    that result is the recorded one (`same`)."""
+
+    step: int
+    call: ToolCall
+    how: str
+    same: bool
+    reason: str | None = None
+
+
+@attrs.define
+class AgentReplay:
+    """How an offline replay of one run went.
+
+    `identical_through` is the last step whose rebuilt request matched the record;
+    `diverged_at` the first that did not (None: none did), with `explanation` and `diffs`
+    saying what differs. `record_ended` is set when the run asked for a step the record has
+    no answer for. `stopped_at` is the step and request the replay could not answer from
+    the record; `live` the outcome of the live continuation from there, if there was one.
+    """
+
+    run: AgentRun
+    calls: list[ReplayedCall] = attrs.Factory(list)
+    identical_through: int = 0
+    diverged_at: int | None = None
+    explanation: str = ""
+    diffs: list[str] = attrs.Factory(list)
+    record_ended: bool = False
+    stopped_at: tuple[int, ModelRequest] | None = None
+    live: AgentOutcome | None = None
+
+    @property
+    def summary(self) -> str:
+        if self.diverged_at is not None:
+            return f"diverged at step {self.diverged_at}: {self.explanation}"
+        tail = " (the record has no answer after it)" if self.record_ended else ""
+        return f"replayed: identical through step {self.identical_through}{tail}"
+
+
+class _Stopped(ModelError):
+    """The replay stops here (divergence, or the end of the record)."""
+
+
+class RequestHashes:
+    """A sink that keeps the `requestHash` of the last ModelRequested (and drops the rest):
+    the hash the loop computed for the request it is about to send."""
+
+    def __init__(self) -> None:
+        self.last: str | None = None
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, ModelRequested):
+            self.last = event.request_hash
+
+
+class RecordedModel:
+    """Answers each request with the response recorded for its step, after checking that the
+    request is the recorded one: the hash the loop recorded for it (`hashes`) is the
+    recorded `requestHash`."""
+
+    def __init__(self, run: AgentRun, replay: AgentReplay, hashes: RequestHashes) -> None:
+        self.run = run
+        self.replay = replay
+        self.hashes = hashes
+        self.name = f"transcript:{run.run_id}"
+        self.model = str(run.model.get("name", ""))
+        self._next = 0
+
+    def __repr__(self) -> str:
+        return f"<RecordedModel(run={self.run.run_id!r}, step={self._next})>"
+
+    def complete(
+        self,
+        request: ModelRequest,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_retry: Callable[[ModelError], None] | None = None,
+    ) -> ModelResponse:
+        index, self._next = self._next, self._next + 1
+        replay = self.replay
+        if index >= len(self.run.steps):
+            replay.record_ended = True
+            replay.stopped_at = (replay.identical_through + 1, request)
+            raise _Stopped("invalid_response", f"the record has no step {index + 1}")
+        recorded = self.run.steps[index]
+        if self.hashes.last != recorded.recorded_hash:
+            replay.diverged_at = recorded.step
+            replay.stopped_at = (recorded.step, request)
+            replay.explanation, replay.diffs = explain(recorded.request, request)
+            raise _Stopped("invalid_response", replay.summary)
+        replay.identical_through = recorded.step
+        if recorded.response is None:
+            replay.record_ended = True
+            replay.stopped_at = (recorded.step, request)
+            raise _Stopped("invalid_response", f"the record has no answer to step {recorded.step}")
+        if on_text is not None and recorded.response.message.content:
+            on_text(recorded.response.message.content)
+        return recorded.response
+
+
+def explain(recorded: ModelRequest, rebuilt: ModelRequest) -> tuple[str, list[str]]:
+    """Why two requests differ: a sentence, and a unified diff per differing message."""
+    diffs = []
+    for index, (old, new) in enumerate(zip(recorded.messages, rebuilt.messages, strict=False)):
+        if old != new:
+            diffs.append(message_diff(index, old, new))
+    if diffs:
+        changed = [m for m, n in zip(recorded.messages, rebuilt.messages, strict=False) if m != n]
+        results = [m for m in changed if m.role == "tool"]
+        differing = (
+            counted(len(results), "tool result")
+            if len(results) == len(changed)
+            else counted(len(changed), "message")
+        )
+        verb = "differs" if len(changed) == 1 else "differ"
+        what = f"{differing} {verb} from the recorded ones"
+        return what, diffs
+    if len(recorded.messages) != len(rebuilt.messages):
+        return (
+            f"the request has {len(rebuilt.messages)} messages, "
+            f"the recorded one {len(recorded.messages)}",
+            [],
+        )
+    if recorded.tools != rebuilt.tools:
+        old_tools = {str(t.get("name")): t for t in recorded.tools}
+        new_tools = {str(t.get("name")): t for t in rebuilt.tools}
+        names = sorted(
+            n for n in old_tools.keys() | new_tools.keys() if old_tools.get(n) != new_tools.get(n)
+        )
+        return f"the tool definitions differ from the recorded ones: {', '.join(names)}", []
+    return "the request parameters differ from the recorded ones", []
+
+
+def message_diff(index: int, old: Message, new: Message) -> str:
+    """A unified diff of two messages' text (JSON results indented), headed by what they are."""
+    label = f"{old.name} result ({old.tool_call_id})" if old.role == "tool" else old.role
+    lines = difflib.unified_diff(
+        _shown(old.content),
+        _shown(new.content),
+        fromfile=f"recorded message {index + 1}: {label}",
+        tofile=f"re-run message {index + 1}: {label}",
+        lineterm="",
+    )
+    return "\n".join(lines)
+
+
+def _shown(text: str) -> list[str]:
+    try:
+        value: JsonValue = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text.splitlines()
+    return (
+        orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode().splitlines()
+    )
+
+
+class _CallWatcher:
+    """Serves the calls the replay may not run again; records how each call got its result."""
+
+    def __init__(
+        self,
+        run: AgentRun,
+        replay: AgentReplay,
+        registry: ToolRegistry,
+        allow: bool,
+        on_call: Callable[[ReplayedCall], None],
+    ) -> None:
+        self.run = run
+        self.replay = replay
+        self.registry = registry
+        self.allow = allow
+        self.on_call = on_call
+        self._served: set[tuple[int, str]] = set()
+
+    def _add(self, call: ReplayedCall) -> None:
+        self.replay.calls.append(call)
+        self.on_call(call)
+
+    def recorded(self, step: int, call: ToolCall) -> Message | None:
+        for number in self.run.steps:
+            if number.step == step:
+                for recorded in number.calls:
+                    if recorded.tool_use_id == call.id:
+                        return recorded.result_message(call)
+        return None
+
+    def serve(self, step: int, call: ToolCall) -> ToolOutcome | None:
+        tool = self.registry.get(call.name)
+        hints = tool.definition.annotations if tool is not None else None
+        if self.allow or tool is None or (hints is not None and hints.safe_to_repeat):
+            return None
+        recorded = self.recorded(step, call)
+        self._served.add((step, call.id))
+        reason = f"{call.name} is not marked readOnlyHint or idempotentHint"
+        if recorded is None:  # the recorded run never got to it
+            text = f"Tool {call.name} was not run: it has side effects and no recorded result"
+            self._add(ReplayedCall(step, call, NOT_RUN, False, reason))
+            return call_outcome(call, error=("cancelled", text))
+        self._add(ReplayedCall(step, call, SERVED, True, reason))
+        if recorded.is_error:
+            return ToolOutcome(call, recorded, error=recorded.content)
+        return ToolOutcome(call, recorded, output=orjson.loads(recorded.content))
+
+    def done(self, step: int, outcome: ToolOutcome) -> None:
+        if (step, outcome.call.id) in self._served:
+            return
+        recorded = self.recorded(step, outcome.call)
+        self._add(ReplayedCall(step, outcome.call, RERUN, recorded == outcome.message))
+
+
+class _Watching(SilentReporter):
+    """Hears of each call's outcome for the watcher; says nothing else."""
+
+    def __init__(self, watcher: _CallWatcher) -> None:
+        self.watcher = watcher
+
+    def tool_done(self, step: int, outcome: ToolOutcome) -> None:
+        self.watcher.done(step, outcome)
+
+
+def replay_agent_run(
+    run: AgentRun,
+    registry: ToolRegistry,
+    *,
+    allow_side_effects: bool = False,
+    on_call: Callable[[ReplayedCall], None] = lambda call: None,
+) -> AgentReplay:
+    """Replay `run` offline against `registry` (see the module's docstring). Nothing is
+    recorded; `on_call` hears of each call as it got its result; the result says where the
+    run diverged, if it did."""
+    replay = AgentReplay(run)
+    if not run.steps:
+        return replay
+    watcher = _CallWatcher(run, replay, registry, allow_side_effects, on_call)
+    # One request more than the record has: a run that stopped with tool results not yet
+    # sent asks for it, and learns that the record ends there.
+    config = attrs.evolve(continued_config(run, stream=False), max_steps=len(run.steps) + 1)
+    hashes = RequestHashes()
+    loop = AgentLoop(
+        ToolRuntime(registry, hashes),
+        RecordedModel(run, replay, hashes),
+        config,
+        _Watching(watcher),
+        served=watcher.serve,
+    )
+    loop.run(Opening(run.steps[0].request.messages))
+    return replay
+
+
+def continue_live(  # noqa: PLR0917 - the pieces of one continuation
+    replay: AgentReplay,
+    registry: ToolRegistry,
+    provider: ModelProvider,
+    sink: EventSink,
+    config: AgentConfig,
+    reporter: LoopReporter | None = None,
+    *,
+    approver: Approver | None = None,
+) -> AgentOutcome | None:
+    """Go on from where the replay stopped, with a live model, as a new run recorded in
+    `sink` that names the replayed run and step (`forkedFrom`), its calls approved by
+    `approver`. None when the replay went through to its end with nothing to continue."""
+    if replay.stopped_at is None:
+        return None
+    step, request = replay.stopped_at
+    opening = Opening(request.messages, forked_from={"runId": replay.run.run_id, "step": step})
+    runtime = ToolRuntime(registry, sink, approver=approver)
+    outcome = AgentLoop(runtime, provider, config, reporter).run(opening)
+    replay.live = outcome
+    return outcome

@@ -1,0 +1,203 @@
+"""`replay --rerun` on agent runs: recorded answers, tools run again, the step where the run
+would have gone another way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from mini_harness.replay.agent_fold import fold_agent_runs
+from mini_harness.transcripts import verify_transcript
+from tests.agent.recorded_runs import (
+    counting_registry,
+    cut_after,
+    executions,
+    invoke,
+    write_script,
+)
+
+RESPONSES: list[dict[str, Any]] = [
+    {"text": "Looking.", "toolCalls": [{"name": "list_files", "arguments": {}}]},
+    {"toolCalls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+    {"text": "A tiny project."},
+]
+
+
+@pytest.fixture(name="workspace")
+def _workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# Demo\nA tiny project.\n")
+    monkeypatch.chdir(workspace)
+    return workspace
+
+
+@pytest.fixture(name="recorded")
+def _recorded(workspace: Path, tmp_path: Path) -> Path:
+    """A three-step run of the built-in tools (list, read, answer), logged outside."""
+    log = tmp_path / "t.jsonl"
+    model = write_script(tmp_path / "script.json", RESPONSES)
+    assert invoke(["run", "What is it?", "--model", model, "--log", str(log)]).exit_code == 0
+    return log
+
+
+class TestDivergence:
+    def test_identical(self, recorded: Path) -> None:
+        """Unchanged tools replay every step identically, with no model and no key."""
+        result = invoke(["replay", str(recorded), "--rerun"])
+        assert result.exit_code == 0, result.output
+        assert "Step 1: list_files {}: re-run, same result" in result.output
+        assert result.output.rstrip().endswith("replayed: identical through step 3")
+
+    def test_changed_file_diverges_after_the_read(self, recorded: Path, workspace: Path) -> None:
+        """A file the read tool read now says something else: the run diverges at the step
+        whose request carries that result, and the diff shows the change."""
+        (workspace / "README.md").write_text("# Demo\nA huge project.\n")  # same size
+        result = invoke(["replay", str(recorded), "--rerun"])
+        assert result.exit_code == 1
+        assert "Step 2: read_file" in result.output
+        assert "diverged at step 3: 1 tool result differs from the recorded" in result.output
+        assert '-  "text": "# Demo\\nA tiny project.\\n"' in result.output
+        assert '+  "text": "# Demo\\nA huge project.\\n"' in result.output
+
+    def test_new_file_diverges_after_the_listing(self, recorded: Path, workspace: Path) -> None:
+        """A new file changes the listing of step 1, so the run diverges at step 2."""
+        (workspace / "NEW.md").write_text("new\n")
+        result = invoke(["replay", str(recorded), "--rerun"])
+        assert result.exit_code == 1
+        assert "diverged at step 2" in result.output
+        assert '+      "path": "NEW.md",' in result.output
+
+    def test_json(self, recorded: Path, workspace: Path) -> None:
+        """--json gives the diverging step, the diffs and how each call got its result."""
+        (workspace / "README.md").write_text("# Demo\nA huge project.\n")
+        result = invoke(["replay", str(recorded), "--rerun", "--json"])
+        assert result.exit_code == 1
+        (document,) = orjson.loads(result.stdout)["agentRuns"]
+        assert (document["identicalThrough"], document["divergedAt"]) == (2, 3)
+        assert [call["how"] for call in document["calls"]] == ["re-run", "re-run"]
+        assert [call["same"] for call in document["calls"]] == [True, False]
+
+    def test_run_by_index_or_id(self, recorded: Path) -> None:
+        """--run picks one run by its 1-based index among all runs, or by an id prefix."""
+        assert invoke(["--tool", "echo", "--tool-input", '{"text": "x"}', "--log",
+                       str(recorded)]).exit_code == 0  # fmt: skip
+        (agent_run,) = fold_agent_runs(recorded)
+        for run in ("1", agent_run.run_id[:8]):
+            result = invoke(["replay", str(recorded), "--rerun", "--run", run])
+            assert "replayed: identical through step 3" in result.output
+        tool_run = invoke(["replay", str(recorded), "--rerun", "--run", "2"])
+        assert "Replaying agent run" not in tool_run.output
+        assert "echo" in tool_run.output
+
+    def test_record_cut_short(self, recorded: Path, tmp_path: Path) -> None:
+        """A run killed after step 2's tools replays identically as far as it went."""
+        cut = tmp_path / "cut.jsonl"
+        cut_after(recorded, cut, "ToolSucceeded", 2)
+        result = invoke(["replay", str(cut), "--rerun"])
+        assert result.exit_code == 0, result.output
+        assert "identical through step 2 (the record has no answer after it)" in result.output
+
+
+class TestSideEffects:
+    @pytest.fixture(name="counted")
+    def _counted(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> tuple[Path, str, Path, Path]:
+        monkeypatch.chdir(tmp_path)
+        spec, side_file, note = counting_registry(tmp_path)
+        responses: list[dict[str, Any]] = [
+            {"toolCalls": [{"name": "slow", "arguments": {"n": 1}}]},
+            {"toolCalls": [{"name": "look", "arguments": {"n": 2}}]},
+            {"text": "Done."},
+        ]
+        log = tmp_path / "c.jsonl"
+        model = write_script(tmp_path / "c.json", responses)
+        result = invoke(["run", "Task", "--model", model, "--registry", spec, "--log", str(log),
+                         "--approve", "auto"])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        side_file.unlink()
+        return log, spec, side_file, note
+
+    def test_side_effects_served_from_the_record(
+        self, counted: tuple[Path, str, Path, Path]
+    ) -> None:
+        """A tool with side effects is not run again: its recorded result is served."""
+        log, spec, side_file, _ = counted
+        result = invoke(["replay", str(log), "--rerun", "--registry", spec])
+        assert result.exit_code == 0, result.output
+        assert 'Step 1: slow {"n":1}: served from the record (slow is not marked' in (result.output)
+        assert executions(side_file) == {"look 2": 1}
+
+    def test_side_effects_never_recorded_are_not_run(
+        self, counted: tuple[Path, str, Path, Path], tmp_path: Path
+    ) -> None:
+        """A call with side effects the recorded run never got to is not run either."""
+        log, spec, side_file, _ = counted
+        cut = tmp_path / "cut.jsonl"
+        cut_after(log, cut, "ModelResponded", 1)
+        result = invoke(["replay", str(cut), "--rerun", "--registry", spec])
+        assert result.exit_code == 0, result.output
+        assert 'Step 1: slow {"n":1}: not run: the record has no result for it' in result.output
+        assert executions(side_file) == {}
+
+    def test_allow_side_effects(self, counted: tuple[Path, str, Path, Path]) -> None:
+        """--allow-side-effects runs every tool again."""
+        log, spec, side_file, _ = counted
+        result = invoke(["replay", str(log), "--rerun", "--registry", spec,
+                         "--allow-side-effects"])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert executions(side_file) == {"slow 1": 1, "look 2": 1}
+
+    def test_live_model_continues_as_a_fork(self, counted: tuple[Path, str, Path, Path]) -> None:
+        """With --live-model the configured provider goes on from the diverging step, as a
+        new run forked from the replayed one, appended to the transcript."""
+        log, spec, _, note = counted
+        note.write_text("second version\n")
+        model = write_script(log.parent / "live.json", [{"text": "Live answer."}])
+        result = invoke(["replay", str(log), "--rerun", "--registry", spec, "--live-model",
+                         "--model", model])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert "diverged at step 3" in result.output
+        assert "Live answer." in result.output
+        original, live = fold_agent_runs(log)
+        assert live.forked_from == {"runId": original.run_id, "step": 3}
+        sent = live.steps[0].request.messages
+        assert "second version" in sent[-1].content
+        assert verify_transcript(log).problems() == []
+
+    def test_live_model_calls_are_approved(self, counted: tuple[Path, str, Path, Path]) -> None:
+        """The live model's calls pass the approval policy, as in `run`: with no terminal to
+        ask, a tool with side effects is refused, and its handler never runs."""
+        log, spec, side_file, note = counted
+        note.write_text("second version\n")
+        answers: list[dict[str, Any]] = [
+            {"toolCalls": [{"name": "slow", "arguments": {"n": 9}}]},
+            {"text": "ok"},
+        ]
+        model = write_script(log.parent / "live.json", answers)
+        result = invoke(["replay", str(log), "--rerun", "--registry", spec, "--live-model",
+                         "--model", model])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert executions(side_file) == {"look 2": 1}  # the replay's read, nothing else
+        live = fold_agent_runs(log)[-1]
+        assert live.steps[1].request.messages[-1].is_error
+
+    def test_live_model_not_needed(self, counted: tuple[Path, str, Path, Path]) -> None:
+        """A replay that matches to its final answer asks no live model and adds no run."""
+        log, spec, _, _ = counted
+        before = log.read_bytes()
+        model = write_script(log.parent / "live.json", [{"text": "Live answer."}])
+        result = invoke(["replay", str(log), "--rerun", "--registry", spec, "--live-model",
+                         "--model", model])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert log.read_bytes() == before
+
+    def test_live_model_needs_rerun(self, recorded: Path) -> None:
+        """--live-model without --rerun is a usage error."""
+        result = invoke(["replay", str(recorded), "--live-model"])
+        assert result.exit_code == 2
+        assert "--live-model needs --rerun" in result.output
