@@ -75,6 +75,15 @@ class TestRequests:
         assert (first["max_tokens"], second["max_tokens"]) == (DEFAULT_MAX_TOKENS, 99)
         assert server.presented_key(server.requests[0].headers) == KEY
 
+    def test_temperature_and_top_p_reach_the_body(self, server: AnthropicWireServer) -> None:
+        """The loop's temperature (and topP) reach the request body, though the SDK's
+        create() no longer takes them as arguments."""
+        server.script(Turn(text="hi"))
+        params = {"temperature": 0.2, "topP": 0.9, "maxTokens": 50}
+        make_provider(server).complete(ModelRequest(TASK.messages, TASK.tools, params))
+        (body,) = (r.body for r in server.requests)
+        assert (body["temperature"], body["top_p"], body["max_tokens"]) == (0.2, 0.9, 50)
+
     def test_tool_results_merge_into_one_user_turn_with_is_error(
         self, server: AnthropicWireServer
     ) -> None:

@@ -51,6 +51,7 @@ _STOP = {
     "refusal": "content_filter",
 }
 
+_BODY_ONLY = ("temperature", "top_p")
 _PARAMS = {
     "temperature": "temperature",
     "maxTokens": "max_tokens",
@@ -171,6 +172,10 @@ class AnthropicProvider:
         system, messages = to_wire(request.messages)
         kwargs: dict[str, Any] = {"max_tokens": DEFAULT_MAX_TOKENS}
         kwargs.update(wire_params(request.params, _PARAMS))
+        # anthropic 2.x's create() no longer takes these as arguments: they go in the body.
+        body = {key: kwargs.pop(key) for key in _BODY_ONLY if key in kwargs}
+        if body:
+            kwargs["extra_body"] = body
         kwargs.update(model=self.model, messages=messages)
         if system:
             kwargs["system"] = system
