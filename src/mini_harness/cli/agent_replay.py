@@ -198,6 +198,8 @@ def print_run_tree(path: str) -> None:
     from mini_harness.replay.agent_fold import fold_agent_runs
     from mini_harness.replay.continuation import run_tree_lines
 
+    if not os.path.isfile(path):  # a pipe or standard input was read once, by the fold
+        return
     try:
         with (
             open(path, "rb") as handle,
