@@ -163,3 +163,44 @@ def clean_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
+
+
+def naive_call(
+    validate: Callable[[Any], object],
+    log: Callable[[dict[str, object]], None],
+    run_id: str,
+    seq: int,
+) -> None:
+    """One echo call the way a user might log it: validate, record the call, run echo,
+    record its result (stdlib json and a uuid4 per call; `log` appends one event)."""
+    import datetime
+    import uuid
+
+    validate(ECHO_INPUT)
+    call_id = uuid.uuid4().hex
+    now = datetime.datetime.now(datetime.UTC).isoformat()
+    log(
+        {
+            "type": "ToolCalled",
+            "seq": seq,
+            "ts": now,
+            "runId": run_id,
+            "callId": call_id,
+            "name": "echo",
+            "input": ECHO_INPUT,
+        }
+    )
+    output = dict(ECHO_INPUT)
+    now = datetime.datetime.now(datetime.UTC).isoformat()
+    log(
+        {
+            "type": "ToolSucceeded",
+            "seq": seq + 1,
+            "ts": now,
+            "runId": run_id,
+            "callId": call_id,
+            "name": "echo",
+            "output": output,
+            "durationMs": 0.0,
+        }
+    )

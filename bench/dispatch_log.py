@@ -4,7 +4,6 @@ against what a user might write by hand (json + jsonschema + append)."""
 from __future__ import annotations
 
 import cProfile
-import datetime
 import io
 import json
 import pstats
@@ -22,6 +21,7 @@ from _common import (
     fresh_path,
     interleave,
     median,
+    naive_call,
     rate,
     ratios,
 )
@@ -74,34 +74,7 @@ def run_naive(path: Path, count: int, *, compiled: bool = True) -> float:
 
     def loop() -> None:
         for seq in range(0, 2 * count, 2):
-            validate(INPUT)
-            call_id = uuid.uuid4().hex
-            now = datetime.datetime.now(datetime.UTC).isoformat()
-            log(
-                {
-                    "type": "ToolCalled",
-                    "seq": seq,
-                    "ts": now,
-                    "runId": run_id,
-                    "callId": call_id,
-                    "name": "echo",
-                    "input": INPUT,
-                }
-            )
-            output = dict(INPUT)
-            now = datetime.datetime.now(datetime.UTC).isoformat()
-            log(
-                {
-                    "type": "ToolSucceeded",
-                    "seq": seq + 1,
-                    "ts": now,
-                    "runId": run_id,
-                    "callId": call_id,
-                    "name": "echo",
-                    "output": output,
-                    "durationMs": 0.0,
-                }
-            )
+            naive_call(validate, log, run_id, seq)
 
     return rate(count, loop)
 

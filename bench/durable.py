@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import itertools
 import json
 import os
@@ -20,6 +19,7 @@ from _common import (
     fmt_ratio,
     fresh_path,
     median,
+    naive_call,
     ratios,
 )
 
@@ -55,34 +55,7 @@ def naive_loop(path: Path) -> Callable[[int], None]:
     def loop(count: int) -> None:
         for _ in range(count):
             seq = 2 * next(numbers)
-            validate(INPUT)
-            call_id = uuid.uuid4().hex
-            now = datetime.datetime.now(datetime.UTC).isoformat()
-            log(
-                {
-                    "type": "ToolCalled",
-                    "seq": seq,
-                    "ts": now,
-                    "runId": run_id,
-                    "callId": call_id,
-                    "name": "echo",
-                    "input": INPUT,
-                }
-            )
-            output = dict(INPUT)
-            now = datetime.datetime.now(datetime.UTC).isoformat()
-            log(
-                {
-                    "type": "ToolSucceeded",
-                    "seq": seq + 1,
-                    "ts": now,
-                    "runId": run_id,
-                    "callId": call_id,
-                    "name": "echo",
-                    "output": output,
-                    "durationMs": 0.0,
-                }
-            )
+            naive_call(validate, log, run_id, seq)
 
     return loop
 
