@@ -158,8 +158,9 @@ class CallList(Sequence[CallRecord]):
 
 @attrs.frozen
 class LogProblem:
-    """Something wrong with the log itself; `kind` is torn-tail, integrity, protocol or
-    in-doubt (an agent run without RunFinished, a model request without a response)."""
+    """Something wrong with the log itself; `kind` is torn-tail, integrity, protocol,
+    in-doubt (an agent run without RunFinished, a model request without a response) or,
+    in a timeline, damage."""
 
     kind: str
     line: int

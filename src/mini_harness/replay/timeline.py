@@ -18,7 +18,7 @@ import attrs
 
 from mini_harness.errors import TranscriptCorruptError
 from mini_harness.events import Event, JsonObject, JsonValue
-from mini_harness.replay.model import FAILED, IN_DOUBT, SUCCEEDED
+from mini_harness.replay.model import FAILED, IN_DOUBT, SUCCEEDED, LogProblem
 from mini_harness.transcripts.codec import event_to_wire
 from mini_harness.transcripts.protocol import CallProtocol
 from mini_harness.transcripts.reader import TranscriptReader
@@ -206,21 +206,6 @@ class Run:
         return sorted(found, key=_seq)
 
 
-@attrs.frozen
-class Problem:
-    """Something wrong with the log: `kind` is integrity, protocol, torn-tail or damage."""
-
-    kind: str
-    line: int
-    message: str
-
-    def describe(self) -> str:
-        return f"line {self.line}: {self.message}"
-
-    def to_json(self) -> JsonObject:
-        return {"kind": self.kind, "line": self.line, "message": self.message}
-
-
 @attrs.define
 class Timeline:
     """Everything a transcript records, arranged for reading. `runs` are the roots of the
@@ -231,7 +216,7 @@ class Timeline:
     header: JsonObject | None = None
     runs: list[Run] = attrs.Factory(list)
     others: list[JsonObject] = attrs.Factory(list)
-    problems: list[Problem] = attrs.Factory(list)
+    problems: list[LogProblem] = attrs.Factory(list)
     head_hash: str | None = None
     events: int = 0
 
@@ -285,7 +270,7 @@ class TimelineBuilder:
         self._protocol = CallProtocol()
 
     def problem(self, kind: str, line: int, message: str) -> None:
-        self.timeline.problems.append(Problem(kind, line, message))
+        self.timeline.problems.append(LogProblem(kind, line, message))
 
     def add(self, line: int, event: JsonObject) -> None:
         self.timeline.events += 1
