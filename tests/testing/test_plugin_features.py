@@ -202,6 +202,25 @@ class TestFeatures:
         run(project, "--update-goldens", "-k", "test_cli").assert_outcomes(passed=1)
         assert (project.path / "snapshots" / "test_cli.txt").read_text() == CLI_GOLDEN
 
+    def test_golden_command_runs_in_process(self, project: pytest.Pytester) -> None:
+        """A conftest's golden_command is what golden.cli runs when a test names none."""
+        project.makeconftest(
+            CONFTEST
+            + "\n\nimport click\n\n"
+            + "@click.command()\n@click.argument('word')\n"
+            + "def shout(word):\n    click.echo(word.upper())\n\n"
+            + "@pytest.fixture\ndef golden_command():\n    return shout\n"
+        )
+        project.makepyfile(
+            test_where="def test_where(golden):\n    golden.check_cli('hi', prog='shout')\n"
+        )
+        run(project, "--update-goldens", "-k", "test_where").assert_outcomes(passed=1)
+        written = project.path / "goldens" / "test_where" / "test_where.txt"
+        assert (
+            written.read_text()
+            == "$ shout hi\n--- stdout\nHI\n--- stderr (empty)\n--- exit code 0\n"
+        )
+
     def test_plugin_can_be_disabled(self, project: pytest.Pytester) -> None:
         """The entry point is named mini-harness: `-p no:mini-harness` turns it off."""
         result = run(project, "-p", "no:mini-harness", "-k", "test_cli")

@@ -103,6 +103,7 @@ class Golden:
         nodeid: str,
         tmp_path: Path,
         normalization: Normalization,
+        command: click.Command | None = None,
     ) -> None:
         self.session = session
         self.directory = directory
@@ -110,6 +111,7 @@ class Golden:
         self.nodeid = nodeid
         self.tmp_path = tmp_path
         self.normalization = normalization
+        self.command = command
         self.transcript_path = tmp_path / "golden-transcript.jsonl"
         self._log: JsonlTranscript | None = None
         self._checked: set[Path] = set()
@@ -151,7 +153,9 @@ class Golden:
         env: Mapping[str, str | None] | None = None,
         cwd: str | os.PathLike[str] | None = None,
     ) -> CliOutcome:
-        """Run the mini-harness CLI in a child process, or another click `command` in-process."""
+        """Run a click `command` (default: the `golden_command` fixture's) in-process, or
+        the mini-harness CLI in a child process when there is none."""
+        command = command or self.command
         if command is None:
             return run_process(args, prog=prog, input=input, env=env, cwd=cwd)
         return invoke(command, args, prog=prog, input=input, env=env)

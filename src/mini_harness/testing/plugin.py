@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    import click
+
     from mini_harness.testing.golden import Golden, GoldenSession
     from mini_harness.testing.normalize import Normalization
 
@@ -71,13 +73,24 @@ def _golden_directory(request: pytest.FixtureRequest) -> Path:
     return Path(module.parent, "goldens", module.stem)
 
 
+@pytest.fixture(name="golden_command")
+def _golden_command() -> click.Command | None:
+    """The click command `golden.cli` runs in-process when a test names none.
+
+    None (the default) runs the mini-harness CLI in a child process; a conftest.py may
+    return the CLI's click command instead, to run it in-process (faster, same output).
+    """
+    return None
+
+
 @pytest.fixture(name="golden")
-def _golden(
+def _golden(  # noqa: PLR0917 - pytest passes fixtures by name
     request: pytest.FixtureRequest,
     tmp_path: Path,
     tmp_path_factory: pytest.TempPathFactory,
     golden_normalization: Normalization,
     golden_directory: Path,
+    golden_command: click.Command | None,
 ) -> Iterator[Golden]:
     """Record transcripts or run the CLI, then compare with golden files next to the test."""
     from mini_harness.testing.golden import Golden, golden_base_name
@@ -95,6 +108,7 @@ def _golden(
         nodeid=request.node.nodeid,
         tmp_path=tmp_path,
         normalization=normalization,
+        command=golden_command,
     )
     yield golden
     golden.close()
