@@ -1,4 +1,5 @@
-"""Every HTTP attempt an SDK provider makes, seen from below the SDK's retry loop.
+"""What the SDK providers share: every HTTP attempt seen from below the SDK's retry loop,
+the request sent and its failures mapped to ModelError, and the response read back.
 
 The official SDKs retry rate limits, server errors and timeouts themselves. To record each
 failed attempt, the providers hand the SDK an httpx2 client whose transport notes how every
@@ -11,16 +12,25 @@ httpx2 comes with both SDKs; this module is imported only by their providers.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import contextvars
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import httpx2
 
-from mini_harness.agent.provider import ModelError
+from mini_harness.agent.provider import (
+    Message,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    Usage,
+)
+from mini_harness.events import new_id
 
 REDACTED = "[redacted]"
 
@@ -242,6 +252,12 @@ def unreadable_response(error: Exception, log: AttemptLog) -> ModelError:
     )
 
 
+def invalid_response(message: str) -> ModelError:
+    """An `invalid_response` ModelError for the current attempt."""
+    log = _CURRENT.get()
+    return ModelError("invalid_response", message, attempt=max(log.attempts if log else 1, 1))
+
+
 def checked_text(value: object) -> str:
     """A text field of a response: a string, or "" when absent; anything else is a
     malformed response (raised as a ValueError, which becomes invalid_response)."""
@@ -250,3 +266,106 @@ def checked_text(value: object) -> str:
     if not isinstance(value, str):
         raise ValueError(f"expected text, got {type(value).__name__}")  # noqa: TRY004
     return value
+
+
+@attrs.define
+class ResponseParts:
+    """A response as it is read, whole or streamed: its text (each piece passed to
+    `on_text` as it arrives), its tool calls by position, usage and the response's id."""
+
+    on_text: Callable[[str], None] | None = None
+    text: list[str] = attrs.Factory(list)
+    calls: dict[int, dict[str, str]] = attrs.Factory(dict)
+    usage: Usage = attrs.Factory(Usage)
+    response_id: str | None = None
+
+    def add_text(self, piece: object) -> None:
+        text = checked_text(piece)
+        if text:
+            self.text.append(text)
+            if self.on_text is not None:
+                self.on_text(text)
+
+    def call(self, slot: int) -> dict[str, str]:
+        """The call at `slot` (`id`, `name`, `arguments`), empty until its parts arrive."""
+        return self.calls.setdefault(slot, {"id": "", "name": "", "arguments": ""})
+
+    def response(self, finish_reason: str | None, empty_arguments: str = "") -> ModelResponse:
+        """The whole response; a finish reason of None means the stream ended early.
+
+        A call the server sent no id for gets one; one without arguments gets
+        `empty_arguments`.
+        """
+        if finish_reason is None:
+            raise invalid_response(
+                "The model server's response stream ended before the response was complete"
+            )
+        calls = tuple(
+            ToolCall(
+                id=c["id"] or f"call_{new_id()}",
+                name=c["name"],
+                arguments=c["arguments"] or empty_arguments,
+            )
+            for _, c in sorted(self.calls.items())
+        )
+        return ModelResponse(
+            message=Message("assistant", "".join(self.text), tool_calls=calls),
+            finish_reason=finish_reason,
+            usage=self.usage,
+            response_id=self.response_id,
+        )
+
+
+class SdkProvider(abc.ABC):
+    """A model behind an official SDK: the request is sent with each attempt observed,
+    and whatever goes wrong is raised as ModelError with the key redacted.
+
+    A provider converts the request to the SDK's arguments for `create` (its SDK's
+    create function) and reads a whole response or a stream into ResponseParts.
+    """
+
+    sdk_error: ClassVar[type[Exception]]  # the root of the SDK's exceptions
+    stream_arguments: ClassVar[dict[str, Any]]  # what asks `create` for a stream
+
+    def __init__(self, model: str, name: str, api_key: str, create: Callable[..., Any]) -> None:
+        self.model = model
+        self.name = name
+        self._api_key = api_key
+        self._create = create
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}(model={self.model!r})>"
+
+    def complete(
+        self,
+        request: ModelRequest,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_retry: Callable[[ModelError], None] | None = None,
+    ) -> ModelResponse:
+        kwargs = self._arguments(request)
+        with attempts(self._api_key, on_retry) as log:
+            try:
+                if on_text is None:
+                    return self._read(self._create(**kwargs), ResponseParts())
+                # The stream is closed however the reading ends (Ctrl-C included).
+                with self._create(**kwargs, **self.stream_arguments) as stream:
+                    return self._read_stream(stream, ResponseParts(on_text))
+            except (self.sdk_error, httpx2.HTTPError, httpx2.StreamError) as error:
+                raise final_failure(error, log) from None
+            except UNREADABLE as error:
+                # The SDKs do not validate bodies: a 200 that is not a response (a proxy's
+                # HTML page, a body of the wrong shape) fails while being read.
+                raise unreadable_response(error, log) from None
+
+    @abc.abstractmethod
+    def _arguments(self, request: ModelRequest) -> dict[str, Any]:
+        """The SDK's arguments for `request`."""
+
+    @abc.abstractmethod
+    def _read(self, wire: Any, parts: ResponseParts) -> ModelResponse:
+        """The response from the SDK's response object."""
+
+    @abc.abstractmethod
+    def _read_stream(self, stream: Any, parts: ResponseParts) -> ModelResponse:
+        """The response from the SDK's stream, each text piece passed on as it comes."""
