@@ -13,7 +13,6 @@ httpx2 comes with both SDKs; this module is imported only by their providers.
 from __future__ import annotations
 
 import abc
-import contextlib
 import contextvars
 import json
 from collections.abc import Callable, Iterator
@@ -33,13 +32,7 @@ from mini_harness.agent.provider import (
 from mini_harness.events import new_id
 
 REDACTED = "[redacted]"
-
-
-def redact(text: str, secret: str | None) -> str:
-    """`text` with every occurrence of `secret` (an API key) replaced."""
-    if secret and len(secret) >= 4:
-        return text.replace(secret, REDACTED)
-    return text
+_STATUS_KINDS = {429: "rate_limited", 401: "auth", 403: "auth", 408: "timeout"}
 
 
 def server_error_message(body: bytes) -> str | None:
@@ -59,36 +52,17 @@ def server_error_message(body: bytes) -> str | None:
     return None
 
 
-def status_error(status: int, body: bytes, *, secret: str | None, attempt: int) -> ModelError:
-    """The ModelError for an HTTP error status, with the server's message when it gave one."""
-    if status == 429:
-        kind = "rate_limited"
-    elif status in (401, 403):
-        kind = "auth"
-    elif status == 408:
-        kind = "timeout"
-    else:
-        kind = "http_error"
-    message = f"Model request failed with HTTP {status}"
-    detail = server_error_message(body)
-    if detail:
-        message = f"{message}: {detail}"
-    return ModelError(kind, redact(message, secret), status=status, attempt=attempt)
-
-
-def transport_error(error: Exception, *, secret: str | None, attempt: int) -> ModelError:
-    """The ModelError for an attempt that got no response (timeout, refused, reset)."""
-    if isinstance(error, httpx2.TimeoutException):
-        return ModelError(
-            "timeout", f"Model request timed out ({type(error).__name__})", attempt=attempt
-        )
-    detail = redact(str(error), secret) or type(error).__name__
-    return ModelError("http_error", f"Could not reach the model server: {detail}", attempt=attempt)
+def _detail(error: BaseException) -> str:
+    return str(error) or type(error).__name__
 
 
 @attrs.define
 class AttemptLog:
-    """The attempts of one `complete` call: how many were sent and how the last one failed."""
+    """The attempts of one `complete` call: how many were sent and how the last one failed.
+
+    It words each failure as a ModelError of the latest attempt, with every occurrence
+    of `secret` (the API key) redacted.
+    """
 
     secret: str | None
     on_retry: Callable[[ModelError], None] | None
@@ -102,23 +76,69 @@ class AttemptLog:
         self.last_failure = None
         self.attempts += 1
 
+    def failure(self, kind: str, message: str, status: int | None = None) -> ModelError:
+        """A ModelError of the latest attempt, the key redacted."""
+        if self.secret and len(self.secret) >= 4:
+            message = message.replace(self.secret, REDACTED)
+        return ModelError(kind, message, status=status, attempt=max(self.attempts, 1))
+
+    def status_error(self, status: int, body: bytes) -> ModelError:
+        """An HTTP error status, with the server's message when it gave one."""
+        message = f"Model request failed with HTTP {status}"
+        detail = server_error_message(body)
+        if detail:
+            message = f"{message}: {detail}"
+        return self.failure(_STATUS_KINDS.get(status, "http_error"), message, status)
+
+    def transport_error(self, error: Exception) -> ModelError:
+        """An attempt that got no response (timeout, refused, reset)."""
+        if isinstance(error, httpx2.TimeoutException):
+            return self.failure("timeout", f"Model request timed out ({type(error).__name__})")
+        return self.failure("http_error", f"Could not reach the model server: {_detail(error)}")
+
+    def stream_error(self, error: BaseException) -> ModelError:
+        """A response stream that broke after it started."""
+        if isinstance(error, httpx2.TimeoutException):
+            message = "The model server stopped sending mid-response (read timed out)"
+            return self.failure("timeout", message)
+        message = f"The model server's response stream was cut off: {_detail(error)}"
+        return self.failure("invalid_response", message)
+
+    def final_failure(self, error: Exception) -> ModelError:
+        """The ModelError to raise for `error`, which the SDK (or its stream) raised.
+
+        A failed attempt the transport saw is reported as it was seen (status, the server's
+        message); otherwise the response broke after it started, or could not be used.
+        """
+        if self.last_failure is not None:
+            return self.last_failure
+        # The SDKs wrap a stream that broke in their own connection/timeout errors.
+        cause: BaseException | None = error
+        while cause is not None:
+            if isinstance(cause, httpx2.TransportError | httpx2.StreamError):
+                return self.stream_error(cause)
+            cause = cause.__cause__ or cause.__context__
+        detail = str(getattr(error, "message", "") or error)
+        body = getattr(error, "body", None)
+        if body is not None:
+            # An error event inside a stream that had started well.
+            detail = server_error_message(json.dumps(body).encode()) or detail
+            return self.failure("http_error", f"The model server reported an error: {detail}")
+        detail = detail or type(error).__name__
+        return self.failure(
+            "invalid_response", f"The model server's response could not be read: {detail}"
+        )
+
 
 _CURRENT: contextvars.ContextVar[AttemptLog | None] = contextvars.ContextVar(
     "mini_harness_attempt_log", default=None
 )
 
 
-@contextlib.contextmanager
-def attempts(
-    secret: str | None, on_retry: Callable[[ModelError], None] | None
-) -> Iterator[AttemptLog]:
-    """Observe the attempts made inside the `with` block (one `complete` call)."""
-    log = AttemptLog(secret=secret, on_retry=on_retry)
-    token = _CURRENT.set(log)
-    try:
-        yield log
-    finally:
-        _CURRENT.reset(token)
+def invalid_response(message: str) -> ModelError:
+    """An `invalid_response` ModelError for the current attempt."""
+    log = _CURRENT.get() or AttemptLog(None, None)
+    return log.failure("invalid_response", message)
 
 
 class ObservingTransport(httpx2.BaseTransport):
@@ -135,7 +155,7 @@ class ObservingTransport(httpx2.BaseTransport):
         try:
             response = self._inner.handle_request(request)
         except httpx2.TransportError as error:
-            log.last_failure = transport_error(error, secret=log.secret, attempt=log.attempts)
+            log.last_failure = log.transport_error(error)
             raise
         if response.status_code >= 400:
             # Error bodies are small; reading them here keeps the server's message for an
@@ -143,11 +163,9 @@ class ObservingTransport(httpx2.BaseTransport):
             try:
                 body = response.read()
             except httpx2.TransportError as error:
-                log.last_failure = stream_error(error, secret=log.secret, attempt=log.attempts)
+                log.last_failure = log.stream_error(error)
                 raise
-            log.last_failure = status_error(
-                response.status_code, body, secret=log.secret, attempt=log.attempts
-            )
+            log.last_failure = log.status_error(response.status_code, body)
             return response
         response.stream = _ObservedBody(response.stream, log)
         return response
@@ -170,9 +188,7 @@ class _ObservedBody(httpx2.SyncByteStream):
             yield from self._inner
         except httpx2.TransportError as error:
             if self._log.attempts == self._attempt:
-                self._log.last_failure = stream_error(
-                    error, secret=self._log.secret, attempt=self._attempt
-                )
+                self._log.last_failure = self._log.stream_error(error)
             raise
 
     def close(self) -> None:
@@ -192,70 +208,8 @@ def observed_http_client(timeout: float) -> httpx2.Client:
     )
 
 
-def stream_error(error: BaseException, *, secret: str | None, attempt: int) -> ModelError:
-    """The ModelError for a response stream that broke after it started."""
-    if isinstance(error, httpx2.TimeoutException):
-        return ModelError(
-            "timeout",
-            "The model server stopped sending mid-response (read timed out)",
-            attempt=attempt,
-        )
-    detail = redact(str(error), secret) or type(error).__name__
-    return ModelError(
-        "invalid_response",
-        f"The model server's response stream was cut off: {detail}",
-        attempt=attempt,
-    )
-
-
-def final_failure(error: Exception, log: AttemptLog) -> ModelError:
-    """The ModelError a provider raises for `error`, which the SDK (or its stream) raised.
-
-    A failed attempt the transport saw is reported as it was seen (status, the server's
-    message); otherwise the response broke after it started, or could not be used.
-    """
-    if log.last_failure is not None:
-        return log.last_failure
-    attempt = max(log.attempts, 1)
-    # The SDKs wrap a stream that broke in their own connection/timeout errors.
-    cause: BaseException | None = error
-    while cause is not None:
-        if isinstance(cause, httpx2.TransportError | httpx2.StreamError):
-            return stream_error(cause, secret=log.secret, attempt=attempt)
-        cause = cause.__cause__ or cause.__context__
-    detail = redact(str(getattr(error, "message", "") or error), log.secret)
-    body = getattr(error, "body", None)
-    if body is not None:
-        # An error event inside a stream that had started well.
-        detail = redact(server_error_message(json.dumps(body).encode()) or detail, log.secret)
-        return ModelError(
-            "http_error", f"The model server reported an error: {detail}", attempt=attempt
-        )
-    return ModelError(
-        "invalid_response",
-        f"The model server's response could not be read: {detail or type(error).__name__}",
-        attempt=attempt,
-    )
-
-
 UNREADABLE = (AttributeError, TypeError, KeyError, ValueError)
 """What reading an SDK's unvalidated response object raises when the body had another shape."""
-
-
-def unreadable_response(error: Exception, log: AttemptLog) -> ModelError:
-    """The ModelError for a successful response whose body is not what the format says."""
-    detail = redact(str(error), log.secret) or type(error).__name__
-    return ModelError(
-        "invalid_response",
-        f"The model server's response is not in the expected format ({detail})",
-        attempt=max(log.attempts, 1),
-    )
-
-
-def invalid_response(message: str) -> ModelError:
-    """An `invalid_response` ModelError for the current attempt."""
-    log = _CURRENT.get()
-    return ModelError("invalid_response", message, attempt=max(log.attempts if log else 1, 1))
 
 
 def checked_text(value: object) -> str:
@@ -344,19 +298,23 @@ class SdkProvider(abc.ABC):
         on_retry: Callable[[ModelError], None] | None = None,
     ) -> ModelResponse:
         kwargs = self._arguments(request)
-        with attempts(self._api_key, on_retry) as log:
-            try:
-                if on_text is None:
-                    return self._read(self._create(**kwargs), ResponseParts())
-                # The stream is closed however the reading ends (Ctrl-C included).
-                with self._create(**kwargs, **self.stream_arguments) as stream:
-                    return self._read_stream(stream, ResponseParts(on_text))
-            except (self.sdk_error, httpx2.HTTPError, httpx2.StreamError) as error:
-                raise final_failure(error, log) from None
-            except UNREADABLE as error:
-                # The SDKs do not validate bodies: a 200 that is not a response (a proxy's
-                # HTML page, a body of the wrong shape) fails while being read.
-                raise unreadable_response(error, log) from None
+        log = AttemptLog(secret=self._api_key, on_retry=on_retry)
+        token = _CURRENT.set(log)  # the transport notes each attempt of this call in it
+        try:
+            if on_text is None:
+                return self._read(self._create(**kwargs), ResponseParts())
+            # The stream is closed however the reading ends (Ctrl-C included).
+            with self._create(**kwargs, **self.stream_arguments) as stream:
+                return self._read_stream(stream, ResponseParts(on_text))
+        except (self.sdk_error, httpx2.HTTPError, httpx2.StreamError) as error:
+            raise log.final_failure(error) from None
+        except UNREADABLE as error:
+            # The SDKs do not validate bodies: a 200 that is not a response (a proxy's
+            # HTML page, a body of the wrong shape) fails while being read.
+            message = "The model server's response is not in the expected format"
+            raise log.failure("invalid_response", f"{message} ({_detail(error)})") from None
+        finally:
+            _CURRENT.reset(token)
 
     @abc.abstractmethod
     def _arguments(self, request: ModelRequest) -> dict[str, Any]:
