@@ -2,20 +2,21 @@
 
 Without `--model`, the first key found decides, as in the reference harness:
 DEEPSEEK_API_KEY, then OPENAI_API_KEY, then ANTHROPIC_API_KEY; with none, the mock.
-MINI_HARNESS_MODEL names the model when `--model` does not. Provider modules (and their
-SDKs) are imported only once chosen.
+MINI_HARNESS_MODEL names the model when `--model` does not. The SDK providers' modules (and
+their SDKs) are imported only once chosen.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
 
+from mini_harness.agent.mock import MockProvider
 from mini_harness.agent.provider import ModelProvider
+from mini_harness.agent.script import ScriptProvider
 from mini_harness.errors import MiniHarnessError
 
 PROVIDER_NAMES = ("anthropic", "deepseek", "mock", "openai", "openai-compatible", "script")
@@ -63,8 +64,6 @@ _REMOTES = {
     ),
 }
 
-_SDKS = {"openai": "openai", "anthropic": "anthropic"}
-
 
 def _setting(env: Mapping[str, str], name: str) -> str | None:
     value = env.get(name, "").strip()
@@ -88,34 +87,22 @@ def choose_provider(
             variable = _REMOTES[provider].key_variable
             if variable and _setting(env, variable):
                 return _remote(provider, None, env, max_retries, timeout)
-        return _mock(None)
+        return MockProvider("mock")
     provider, _, model = model_spec.partition(":")
     provider = provider.strip().lower()
     model = model.strip()
     if provider == "mock":
-        return _mock(model or None)
+        return MockProvider(model or "mock")
     if provider == "script":
         if not model:
             raise ProviderSetupError("--model script:FILE needs a file: script:path/to/script.json")
-        return _local("mini_harness.agent.script", "ScriptProvider", Path(model))
+        return ScriptProvider(Path(model))
     if provider not in _REMOTES:
         raise ProviderSetupError(
             f"Unknown model provider {provider!r} in --model {model_spec!r} "
             f"(known: {', '.join(PROVIDER_NAMES)})"
         )
     return _remote(provider, model or None, env, max_retries, timeout)
-
-
-def _mock(model: str | None) -> ModelProvider:
-    return _local("mini_harness.agent.mock", "MockProvider", model or "mock")
-
-
-def _local(module: str, cls: str, argument: object) -> ModelProvider:
-    """The no-network provider class `cls` of `module`, made with `argument`."""
-    # Imported by name: the mock and the script live in their own modules, loaded only
-    # when chosen.
-    provider: ModelProvider = getattr(importlib.import_module(module), cls)(argument)
-    return provider
 
 
 def _remote(
@@ -139,7 +126,7 @@ def _remote(
                 f"The {provider} provider needs {remote.key_variable} in the environment"
             )
         api_key = key
-    sdk = _SDKS[remote.wire]
+    sdk = remote.wire
     if importlib.util.find_spec(sdk) is None:
         raise ProviderSetupError(
             f"The {provider} provider needs the {sdk} SDK: pip install 'mini-harness[{sdk}]'"

@@ -20,30 +20,27 @@ UNPARSED_KEY = "unparsedArguments"
 """The key the raw text is wrapped under when it is not a JSON object."""
 
 
+def _object(raw: str) -> JsonObject | None:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def arguments_object(raw: str) -> JsonObject:
     """`raw` as a JSON object: itself when it is one, `{}` when empty, else wrapped."""
     if not raw.strip():
         return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return {UNPARSED_KEY: raw}
-    if isinstance(value, dict):
-        return value
-    return {UNPARSED_KEY: raw}
+    value = _object(raw)
+    return {UNPARSED_KEY: raw} if value is None else value
 
 
 def arguments_text(raw: str) -> str:
     """`raw` as the text of a JSON object: unchanged when it is one, else as above."""
-    if not raw.strip():
-        return "{}"
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        value = None
-    if isinstance(value, dict):
+    if _object(raw) is not None:
         return raw
-    return json.dumps({UNPARSED_KEY: raw}, ensure_ascii=False)
+    return json.dumps(arguments_object(raw), ensure_ascii=False)
 
 
 def wire_params(params: JsonObject, names: dict[str, str]) -> dict[str, Any]:
