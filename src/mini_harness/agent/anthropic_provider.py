@@ -171,11 +171,8 @@ class AnthropicProvider(SdkProvider):
             if block.type == "text":
                 parts.add_text(block.text)
             elif block.type == "tool_use":
-                parts.calls[index] = {
-                    "id": checked_text(block.id),
-                    "name": checked_text(block.name),
-                    "arguments": json.dumps(block.input, ensure_ascii=False, separators=(",", ":")),
-                }
+                arguments = json.dumps(block.input, ensure_ascii=False, separators=(",", ":"))
+                parts.add_call(index, block.id, block.name, arguments)
         parts.usage, parts.response_id = usage_of(message.usage), message.id or None
         return parts.response(stop_reason(message.stop_reason))
 
@@ -191,8 +188,7 @@ class AnthropicProvider(SdkProvider):
             elif event.type == "content_block_start":
                 block = event.content_block
                 if block.type == "tool_use":
-                    call = parts.call(event.index)
-                    call["id"], call["name"] = checked_text(block.id), checked_text(block.name)
+                    parts.add_call(event.index, block.id, block.name)
                 elif block.type == "text":
                     parts.add_text(block.text)
             elif event.type == "content_block_delta":

@@ -240,6 +240,13 @@ class ResponseParts:
             if self.on_text is not None:
                 self.on_text(text)
 
+    def add_call(self, slot: int, call_id: object, name: object, arguments: object = "") -> None:
+        self.calls[slot] = {
+            "id": checked_text(call_id),
+            "name": checked_text(name),
+            "arguments": checked_text(arguments),
+        }
+
     def call(self, slot: int) -> dict[str, str]:
         """The call at `slot` (`id`, `name`, `arguments`), empty until its parts arrive."""
         return self.calls.setdefault(slot, {"id": "", "name": "", "arguments": ""})

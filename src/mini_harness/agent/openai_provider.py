@@ -148,11 +148,7 @@ class OpenAICompatibleProvider(SdkProvider):
         parts.add_text(choice.message.content)
         for index, call in enumerate(choice.message.tool_calls or ()):
             if call.type == "function":
-                parts.calls[index] = {
-                    "id": checked_text(call.id),
-                    "name": checked_text(call.function.name),
-                    "arguments": checked_text(call.function.arguments),
-                }
+                parts.add_call(index, call.id, call.function.name, call.function.arguments)
         parts.usage, parts.response_id = usage_of(completion.usage), completion.id or None
         return parts.response(finish_reason(choice.finish_reason, bool(parts.calls)))
 
