@@ -1,7 +1,8 @@
 """Choosing the model provider from `--model PROVIDER:MODEL` and the environment.
 
 Without `--model`, the first key found decides, as in the reference harness:
-DEEPSEEK_API_KEY, then OPENAI_API_KEY, then ANTHROPIC_API_KEY; with none, the mock.
+DEEPSEEK_API_KEY, then OPENAI_API_KEY, then ANTHROPIC_API_KEY; with none, the mock model
+(deterministic, no network).
 MINI_HARNESS_MODEL names the model when `--model` does not. The SDK providers' modules (and
 their SDKs) are imported only once chosen.
 """
@@ -9,15 +10,22 @@ their SDKs) are imported only once chosen.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import attrs
 
-from mini_harness.agent.mock import MockProvider
-from mini_harness.agent.provider import ModelProvider
+from mini_harness.agent.provider import (
+    Message,
+    ModelError,
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    Usage,
+)
 from mini_harness.agent.script import ScriptProvider
 from mini_harness.errors import MiniHarnessError
+from mini_harness.runtime.context import estimate_tokens
 
 PROVIDER_NAMES = ("anthropic", "deepseek", "mock", "openai", "openai-compatible", "script")
 
@@ -25,6 +33,46 @@ PROVIDER_NAMES = ("anthropic", "deepseek", "mock", "openai", "openai-compatible"
 class ProviderSetupError(MiniHarnessError):
     """The provider cannot be made: a bad `--model`, a missing key or setting, or its SDK
     is not installed (the message then carries the install line)."""
+
+
+class MockProvider:
+    """Answers the task with text that repeats it, without calling a tool.
+
+    Its name prints as `mock`. Usage is the same estimate the context report uses
+    (ceil(characters / 4)), so runs with it are reproducible to the byte.
+    """
+
+    name = "mock"
+
+    def __init__(self, model: str = "mock") -> None:
+        self.model = model
+
+    def __repr__(self) -> str:
+        return f"<MockProvider(model={self.model!r})>"
+
+    def complete(
+        self,
+        request: ModelRequest,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_retry: Callable[[ModelError], None] | None = None,
+    ) -> ModelResponse:
+        # The task is the first user message; a `--tool` result may follow it.
+        task = next((m.content for m in request.messages if m.role == "user"), "")
+        text = (
+            f"This is the mock model: no API key is configured, so nothing was sent to a "
+            f"model. Your task was: {task}\n"
+            "Set DEEPSEEK_API_KEY, OPENAI_API_KEY or ANTHROPIC_API_KEY (or pass --model) "
+            "to run it with a real model."
+        )
+        if on_text is not None:
+            on_text(text)
+        prompt = sum(estimate_tokens(m.content) for m in request.messages)
+        return ModelResponse(
+            message=Message("assistant", text),
+            finish_reason="stop",
+            usage=Usage(input_tokens=prompt, output_tokens=estimate_tokens(text)),
+        )
 
 
 @attrs.frozen

@@ -44,13 +44,11 @@ def _usage(path: str, where: str, data: object) -> Usage:
         return Usage()
     if not isinstance(data, dict):
         raise _fail(path, where, "usage must be an object")
-    counts: dict[str, int | None] = {}
     for key in ("inputTokens", "outputTokens", "cachedTokens"):
         value = data.get(key)
         if value is not None and (type(value) is not int or value < 0):
             raise _fail(path, f"{where}.usage.{key}", "must be a whole number")
-        counts[key] = value
-    return Usage(counts["inputTokens"], counts["outputTokens"], counts["cachedTokens"])
+    return Usage.from_json(data)
 
 
 def _call(path: str, where: str, data: object, default_id: str) -> ToolCall:
