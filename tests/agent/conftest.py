@@ -7,6 +7,14 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.agent.recorded_runs import invoke, write_script
+
+README_RUN: list[dict[str, Any]] = [
+    {"text": "Looking.", "toolCalls": [{"name": "list_files", "arguments": {}}]},
+    {"toolCalls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+    {"text": "A tiny project."},
+]
+
 
 @pytest.fixture(name="workspace")
 def _workspace(tmp_path: Path) -> Path:
@@ -30,3 +38,23 @@ def _write_script(tmp_path: Path) -> Callable[[list[dict[str, Any]]], Path]:
         return path
 
     return write
+
+
+@pytest.fixture(name="readme_ws")
+def _readme_ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workspace holding only a README, made the current directory."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "README.md").write_text("# Demo\nA tiny project.\n")
+    monkeypatch.chdir(root)
+    return root
+
+
+@pytest.fixture(name="readme_run")
+def _readme_run(readme_ws: Path, tmp_path: Path) -> Path:
+    """A three-step run of the built-in tools in `readme_ws` (list the files, read
+    the README, answer), logged outside the workspace."""
+    log = tmp_path / "t.jsonl"
+    model = write_script(tmp_path / "script.json", README_RUN)
+    assert invoke(["run", "What is it?", "--model", model, "--log", str(log)]).exit_code == 0
+    return log
