@@ -130,15 +130,13 @@ class AttemptLog:
         )
 
 
-_CURRENT: contextvars.ContextVar[AttemptLog | None] = contextvars.ContextVar(
-    "mini_harness_attempt_log", default=None
-)
+_CURRENT: contextvars.ContextVar[AttemptLog] = contextvars.ContextVar("mini_harness_attempt_log")
+"""The AttemptLog of the `complete` call under way (set for its duration)."""
 
 
 def invalid_response(message: str) -> ModelError:
     """An `invalid_response` ModelError for the current attempt."""
-    log = _CURRENT.get() or AttemptLog(None, None)
-    return log.failure("invalid_response", message)
+    return _CURRENT.get().failure("invalid_response", message)
 
 
 class ObservingTransport(httpx2.BaseTransport):
@@ -149,8 +147,6 @@ class ObservingTransport(httpx2.BaseTransport):
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         log = _CURRENT.get()
-        if log is None:
-            return self._inner.handle_request(request)
         log.starting()
         try:
             response = self._inner.handle_request(request)
