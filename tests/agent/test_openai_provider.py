@@ -9,7 +9,7 @@ import pytest
 
 from mini_harness.agent.openai_provider import OpenAICompatibleProvider
 from mini_harness.agent.provider import Message, ModelError, ModelRequest, ToolCall
-from mini_harness.agent.wire_form import UNPARSED_KEY
+from mini_harness.agent.sdk_provider import UNPARSED_KEY
 from tests.agent.wire_servers import (
     ECHO,
     MODES,

@@ -9,9 +9,9 @@ import attrs
 import pytest
 
 from mini_harness.agent.anthropic_provider import AnthropicProvider
-from mini_harness.agent.http_attempts import SdkProvider
 from mini_harness.agent.openai_provider import OpenAICompatibleProvider
 from mini_harness.agent.provider import Message, ModelError, ModelRequest, ToolCall
+from mini_harness.agent.sdk_provider import SdkProvider
 from mini_harness.errors import MiniHarnessError
 from tests.agent.wire_servers import (
     MODES,

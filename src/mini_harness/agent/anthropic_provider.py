@@ -13,14 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import anthropic
 
-from mini_harness.agent.http_attempts import (
+from mini_harness.agent.provider import Message, ModelRequest, ModelResponse, Usage
+from mini_harness.agent.sdk_provider import (
     ResponseParts,
     SdkProvider,
+    arguments_object,
     checked_text,
     observed_http_client,
+    wire_params,
 )
-from mini_harness.agent.provider import Message, ModelRequest, ModelResponse, Usage
-from mini_harness.agent.wire_form import arguments_object, wire_params
 from mini_harness.runtime.definitions import ToolDefinition
 
 if TYPE_CHECKING:

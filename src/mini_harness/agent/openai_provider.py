@@ -12,15 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from mini_harness.agent.http_attempts import (
+from mini_harness.agent.provider import Message, ModelRequest, ModelResponse, Usage
+from mini_harness.agent.sdk_provider import (
     ResponseParts,
     SdkProvider,
+    arguments_text,
     checked_text,
     invalid_response,
     observed_http_client,
+    wire_params,
 )
-from mini_harness.agent.provider import Message, ModelRequest, ModelResponse, Usage
-from mini_harness.agent.wire_form import arguments_text, wire_params
 from mini_harness.runtime.definitions import ToolDefinition
 
 if TYPE_CHECKING:

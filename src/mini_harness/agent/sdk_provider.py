@@ -1,11 +1,19 @@
-"""What the SDK providers share: every HTTP attempt seen from below the SDK's retry loop,
-the request sent and its failures mapped to ModelError, and the response read back.
+"""What the two SDK providers (OpenAI, Anthropic) share: the request path with every HTTP
+attempt observed, failures mapped to ModelError, the response read back, and the wire form
+of request parameters and of tool-call arguments.
 
 The official SDKs retry rate limits, server errors and timeouts themselves. To record each
 failed attempt, the providers hand the SDK an httpx2 client whose transport notes how every
 attempt ended. A failure is reported through `on_retry` when the SDK sends the next attempt
 (so only failures that were retried are reported, and the SDK's own retry rules stay the
 only ones); the failure the SDK finally raises becomes the ModelError the provider raises.
+
+A model may send tool-call arguments that are not a JSON object (cut off by a token limit,
+or just malformed). The conversation keeps that raw text, but several servers (vLLM,
+llama.cpp, Anthropic's API for `tool_use.input`) refuse a history whose earlier tool-call
+arguments are not a JSON object. So such arguments are sent back wrapped in an object that
+says what they were; the tool's result (an error, from the loop) tells the model what went
+wrong.
 
 httpx2 comes with both SDKs; this module is imported only by their providers.
 """
@@ -29,7 +37,46 @@ from mini_harness.agent.provider import (
     ToolCall,
     Usage,
 )
-from mini_harness.events import new_id
+from mini_harness.errors import MiniHarnessError
+from mini_harness.events import JsonObject, new_id
+
+UNPARSED_KEY = "unparsedArguments"
+"""The key the raw text is wrapped under when it is not a JSON object."""
+
+
+def _object(raw: str) -> JsonObject | None:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def arguments_object(raw: str) -> JsonObject:
+    """`raw` as a JSON object: itself when it is one, `{}` when empty, else wrapped."""
+    if not raw.strip():
+        return {}
+    value = _object(raw)
+    return {UNPARSED_KEY: raw} if value is None else value
+
+
+def arguments_text(raw: str) -> str:
+    """`raw` as the text of a JSON object: unchanged when it is one, else as above."""
+    if _object(raw) is not None:
+        return raw
+    return json.dumps(arguments_object(raw), ensure_ascii=False)
+
+
+def wire_params(params: JsonObject, names: dict[str, str]) -> dict[str, Any]:
+    """The request parameters under the wire format's names; an unknown one is an error."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if key not in names:
+            known = ", ".join(sorted(names))
+            raise MiniHarnessError(f"Unknown model parameter {key!r} (known: {known})")
+        out[names[key]] = value
+    return out
+
 
 REDACTED = "[redacted]"
 _STATUS_KINDS = {429: "rate_limited", 401: "auth", 403: "auth", 408: "timeout"}
