@@ -27,6 +27,15 @@ def _workspace(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.fixture(name="ws")
+def _ws(tmp_path: Path) -> Path:
+    """A workspace holding `notes.txt` ("old"), for the approval tests' patches."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.txt").write_text("old\n")
+    return root
+
+
 @pytest.fixture(name="write_script")
 def _write_script(tmp_path: Path) -> Callable[[list[dict[str, Any]]], Path]:
     """Write a script file of the given responses; return its path."""
