@@ -7,13 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.agent.recorded_runs import invoke, write_script
-
-README_RUN: list[dict[str, Any]] = [
-    {"text": "Looking.", "toolCalls": [{"name": "list_files", "arguments": {}}]},
-    {"toolCalls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
-    {"text": "A tiny project."},
-]
+from tests.agent.recorded_runs import LIST_READ_ANSWER, invoke, write_script
 
 
 @pytest.fixture(name="workspace")
@@ -64,6 +58,6 @@ def _readme_run(readme_ws: Path, tmp_path: Path) -> Path:
     """A three-step run of the built-in tools in `readme_ws` (list the files, read
     the README, answer), logged outside the workspace."""
     log = tmp_path / "t.jsonl"
-    model = write_script(tmp_path / "script.json", README_RUN)
+    model = write_script(tmp_path / "script.json", LIST_READ_ANSWER)
     assert invoke(["run", "What is it?", "--model", model, "--log", str(log)]).exit_code == 0
     return log
