@@ -128,7 +128,6 @@ class AgentLoop:
         config: AgentConfig,
         reporter: LoopReporter | None = None,
         *,
-        timestamp: Callable[[], str] = utc_timestamp,
         served: Callable[[int, ToolCall], ToolOutcome | None] | None = None,
     ) -> None:
         """`served`, when given, may answer a tool call instead of dispatching it (offline
@@ -137,7 +136,6 @@ class AgentLoop:
         self.provider = provider
         self.config = config
         self.reporter: LoopReporter = reporter or SilentReporter()
-        self._timestamp = timestamp
         self.history: list[Message] = []
         self._sent = 0
         self._seen = 0  # messages a model saw before this run (a continued run's)
@@ -223,7 +221,7 @@ class AgentLoop:
     def _finish(self, reason: str, final_text: str | None, steps: int) -> None:
         self.runtime.sink.emit(
             RunFinished(
-                ts=self._timestamp(),
+                ts=utc_timestamp(),
                 run_id=self.runtime.run_id,
                 stop_reason=reason,
                 final_text=final_text,
@@ -272,7 +270,7 @@ class AgentLoop:
                 self._hasher = RequestHasher()  # earlier messages changed: hash them again
                 self.runtime.sink.emit(
                     ContextTrimmed(
-                        ts=self._timestamp(),
+                        ts=utc_timestamp(),
                         run_id=self.runtime.run_id,
                         step=step,
                         replaced=trim.replaced,
@@ -286,7 +284,7 @@ class AgentLoop:
         self._hasher.add(self.history[self._hasher.count :])
         self.runtime.sink.emit(
             ModelRequested(
-                ts=self._timestamp(),
+                ts=utc_timestamp(),
                 run_id=self.runtime.run_id,
                 step=step,
                 request_id=request_id,
@@ -314,7 +312,7 @@ class AgentLoop:
         def failed(error: ModelError) -> None:
             self.runtime.sink.emit(
                 ModelFailed(
-                    ts=self._timestamp(),
+                    ts=utc_timestamp(),
                     run_id=self.runtime.run_id,
                     request_id=request_id,
                     error={"kind": error.kind, "status": error.status, "message": error.message},
@@ -354,7 +352,7 @@ class AgentLoop:
             raise
         self.runtime.sink.emit(
             ModelResponded(
-                ts=self._timestamp(),
+                ts=utc_timestamp(),
                 run_id=self.runtime.run_id,
                 request_id=request_id,
                 message=response.message.to_json(),

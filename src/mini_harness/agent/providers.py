@@ -118,23 +118,17 @@ def _setting(env: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
-def choose_provider(
-    model_spec: str | None,
-    env: Mapping[str, str],
-    *,
-    max_retries: int = 2,
-    timeout: float = 120.0,
-) -> ModelProvider:
+def choose_provider(model_spec: str | None, env: Mapping[str, str]) -> ModelProvider:
     """The provider `--model` names (None: the environment's choice).
 
     `model_spec` is `PROVIDER:MODEL`, `PROVIDER` alone (its default model), `mock` or
-    `script:FILE`. `max_retries` and `timeout` are the SDK's, for remote providers.
+    `script:FILE`.
     """
     if model_spec is None:
         for provider in ("deepseek", "openai", "anthropic"):
             variable = _REMOTES[provider].key_variable
             if variable and _setting(env, variable):
-                return _remote(provider, None, env, max_retries, timeout)
+                return _remote(provider, None, env)
         return MockProvider("mock")
     provider, _, model = model_spec.partition(":")
     provider = provider.strip().lower()
@@ -150,12 +144,10 @@ def choose_provider(
             f"Unknown model provider {provider!r} in --model {model_spec!r} "
             f"(known: {', '.join(PROVIDER_NAMES)})"
         )
-    return _remote(provider, model or None, env, max_retries, timeout)
+    return _remote(provider, model or None, env)
 
 
-def _remote(
-    provider: str, model: str | None, env: Mapping[str, str], max_retries: int, timeout: float
-) -> ModelProvider:
+def _remote(provider: str, model: str | None, env: Mapping[str, str]) -> ModelProvider:
     remote = _REMOTES[provider]
     model = model or _setting(env, "MINI_HARNESS_MODEL") or remote.default_model
     base_url = _setting(env, remote.base_url_variable) or remote.default_base_url
@@ -179,15 +171,11 @@ def _remote(
         raise ProviderSetupError(
             f"The {provider} provider needs the {sdk} SDK: pip install 'mini-harness[{sdk}]'"
         )
-    if remote.wire == "anthropic":
+    if sdk == "anthropic":
         from mini_harness.agent.anthropic_provider import AnthropicProvider
 
-        return AnthropicProvider(
-            model, api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
-        )
+        return AnthropicProvider(model, api_key=api_key, base_url=base_url)
     from mini_harness.agent.openai_provider import OpenAICompatibleProvider
 
     assert base_url is not None  # every OpenAI-wire provider has a default or requires one
-    return OpenAICompatibleProvider(
-        model, base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=timeout
-    )
+    return OpenAICompatibleProvider(model, base_url=base_url, api_key=api_key)
