@@ -7,6 +7,8 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.agent.recorded_runs import LIST_READ_ANSWER, invoke, write_script
+
 
 @pytest.fixture(name="workspace")
 def _workspace(tmp_path: Path) -> Path:
@@ -16,6 +18,15 @@ def _workspace(tmp_path: Path) -> Path:
     (root / "README.md").write_text("# Demo\nA tiny project.\n")
     (root / "src" / "app.py").write_text("print('hi')\n")
     (root / "AGENTS.md").write_text("Answer in one sentence.\n")
+    return root
+
+
+@pytest.fixture(name="ws")
+def _ws(tmp_path: Path) -> Path:
+    """A workspace holding `notes.txt` ("old"), for the approval tests' patches."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.txt").write_text("old\n")
     return root
 
 
@@ -30,3 +41,23 @@ def _write_script(tmp_path: Path) -> Callable[[list[dict[str, Any]]], Path]:
         return path
 
     return write
+
+
+@pytest.fixture(name="readme_ws")
+def _readme_ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workspace holding only a README, made the current directory."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "README.md").write_text("# Demo\nA tiny project.\n")
+    monkeypatch.chdir(root)
+    return root
+
+
+@pytest.fixture(name="readme_run")
+def _readme_run(readme_ws: Path, tmp_path: Path) -> Path:
+    """A three-step run of the built-in tools in `readme_ws` (list the files, read
+    the README, answer), logged outside the workspace."""
+    log = tmp_path / "t.jsonl"
+    model = write_script(tmp_path / "script.json", LIST_READ_ANSWER)
+    assert invoke(["run", "What is it?", "--model", model, "--log", str(log)]).exit_code == 0
+    return log

@@ -20,6 +20,14 @@ NO_KEYS: dict[str, str | None] = dict.fromkeys(
     ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MINI_HARNESS_MODEL")
 )
 
+LIST_READ_ANSWER: list[dict[str, Any]] = [
+    {"text": "Looking.", "toolCalls": [{"name": "list_files", "arguments": {}}]},
+    {"toolCalls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+    {"text": "A tiny project."},
+]
+"""A script for a three-step run of the built-in tools: list the files, read the README,
+answer."""
+
 COUNTING_REGISTRY = """
 import os, time
 from mini_harness import ToolAnnotations, ToolRegistry

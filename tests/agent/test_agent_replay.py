@@ -19,84 +19,60 @@ from tests.agent.recorded_runs import (
     write_script,
 )
 
-RESPONSES: list[dict[str, Any]] = [
-    {"text": "Looking.", "toolCalls": [{"name": "list_files", "arguments": {}}]},
-    {"toolCalls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
-    {"text": "A tiny project."},
-]
-
-
-@pytest.fixture(name="workspace")
-def _workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "README.md").write_text("# Demo\nA tiny project.\n")
-    monkeypatch.chdir(workspace)
-    return workspace
-
-
-@pytest.fixture(name="recorded")
-def _recorded(workspace: Path, tmp_path: Path) -> Path:
-    """A three-step run of the built-in tools (list, read, answer), logged outside."""
-    log = tmp_path / "t.jsonl"
-    model = write_script(tmp_path / "script.json", RESPONSES)
-    assert invoke(["run", "What is it?", "--model", model, "--log", str(log)]).exit_code == 0
-    return log
-
 
 class TestDivergence:
-    def test_identical(self, recorded: Path) -> None:
+    def test_identical(self, readme_run: Path) -> None:
         """Unchanged tools replay every step identically, with no model and no key."""
-        result = invoke(["replay", str(recorded), "--rerun"])
+        result = invoke(["replay", str(readme_run), "--rerun"])
         assert result.exit_code == 0, result.output
         assert "Step 1: list_files {}: re-run, same result" in result.output
         assert result.output.rstrip().endswith("replayed: identical through step 3")
 
-    def test_changed_file_diverges_after_the_read(self, recorded: Path, workspace: Path) -> None:
+    def test_changed_file_diverges_after_the_read(self, readme_run: Path, readme_ws: Path) -> None:
         """A file the read tool read now says something else: the run diverges at the step
         whose request carries that result, and the diff shows the change."""
-        (workspace / "README.md").write_text("# Demo\nA huge project.\n")  # same size
-        result = invoke(["replay", str(recorded), "--rerun"])
+        (readme_ws / "README.md").write_text("# Demo\nA huge project.\n")  # same size
+        result = invoke(["replay", str(readme_run), "--rerun"])
         assert result.exit_code == 1
         assert "Step 2: read_file" in result.output
         assert "diverged at step 3: 1 tool result differs from the recorded" in result.output
         assert '-  "text": "# Demo\\nA tiny project.\\n"' in result.output
         assert '+  "text": "# Demo\\nA huge project.\\n"' in result.output
 
-    def test_new_file_diverges_after_the_listing(self, recorded: Path, workspace: Path) -> None:
+    def test_new_file_diverges_after_the_listing(self, readme_run: Path, readme_ws: Path) -> None:
         """A new file changes the listing of step 1, so the run diverges at step 2."""
-        (workspace / "NEW.md").write_text("new\n")
-        result = invoke(["replay", str(recorded), "--rerun"])
+        (readme_ws / "NEW.md").write_text("new\n")
+        result = invoke(["replay", str(readme_run), "--rerun"])
         assert result.exit_code == 1
         assert "diverged at step 2" in result.output
         assert '+      "path": "NEW.md",' in result.output
 
-    def test_json(self, recorded: Path, workspace: Path) -> None:
+    def test_json(self, readme_run: Path, readme_ws: Path) -> None:
         """--json gives the diverging step, the diffs and how each call got its result."""
-        (workspace / "README.md").write_text("# Demo\nA huge project.\n")
-        result = invoke(["replay", str(recorded), "--rerun", "--json"])
+        (readme_ws / "README.md").write_text("# Demo\nA huge project.\n")
+        result = invoke(["replay", str(readme_run), "--rerun", "--json"])
         assert result.exit_code == 1
         (document,) = orjson.loads(result.stdout)["agentRuns"]
         assert (document["identicalThrough"], document["divergedAt"]) == (2, 3)
         assert [call["how"] for call in document["calls"]] == ["re-run", "re-run"]
         assert [call["same"] for call in document["calls"]] == [True, False]
 
-    def test_run_by_index_or_id(self, recorded: Path) -> None:
+    def test_run_by_index_or_id(self, readme_run: Path) -> None:
         """--run picks one run by its 1-based index among all runs, or by an id prefix."""
         assert invoke(["--tool", "echo", "--tool-input", '{"text": "x"}', "--log",
-                       str(recorded)]).exit_code == 0  # fmt: skip
-        (agent_run,) = fold_agent_runs(recorded)
+                       str(readme_run)]).exit_code == 0  # fmt: skip
+        (agent_run,) = fold_agent_runs(readme_run)
         for run in ("1", agent_run.run_id[:8]):
-            result = invoke(["replay", str(recorded), "--rerun", "--run", run])
+            result = invoke(["replay", str(readme_run), "--rerun", "--run", run])
             assert "replayed: identical through step 3" in result.output
-        tool_run = invoke(["replay", str(recorded), "--rerun", "--run", "2"])
+        tool_run = invoke(["replay", str(readme_run), "--rerun", "--run", "2"])
         assert "Replaying agent run" not in tool_run.output
         assert "echo" in tool_run.output
 
-    def test_record_cut_short(self, recorded: Path, tmp_path: Path) -> None:
+    def test_record_cut_short(self, readme_run: Path, tmp_path: Path) -> None:
         """A run killed after step 2's tools replays identically as far as it went."""
         cut = tmp_path / "cut.jsonl"
-        cut_after(recorded, cut, "ToolSucceeded", 2)
+        cut_after(readme_run, cut, "ToolSucceeded", 2)
         result = invoke(["replay", str(cut), "--rerun"])
         assert result.exit_code == 0, result.output
         assert "identical through step 2 (the record has no answer after it)" in result.output
@@ -196,8 +172,8 @@ class TestSideEffects:
         assert result.exit_code == 0, result.output
         assert log.read_bytes() == before
 
-    def test_live_model_needs_rerun(self, recorded: Path) -> None:
+    def test_live_model_needs_rerun(self, readme_run: Path) -> None:
         """--live-model without --rerun is a usage error."""
-        result = invoke(["replay", str(recorded), "--live-model"])
+        result = invoke(["replay", str(readme_run), "--live-model"])
         assert result.exit_code == 2
         assert "--live-model needs --rerun" in result.output

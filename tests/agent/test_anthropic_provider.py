@@ -2,32 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from mini_harness.agent.anthropic_provider import DEFAULT_MAX_TOKENS, AnthropicProvider
 from mini_harness.agent.provider import Message, ModelError, ModelRequest, ToolCall
-from mini_harness.agent.wire_form import UNPARSED_KEY
+from mini_harness.agent.sdk_provider import UNPARSED_KEY
 from tests.agent.wire_servers import (
+    ECHO,
+    MODES,
+    TASK,
     AnthropicWireServer,
-    Failure,
-    Raw,
-    Stall,
     Turn,
+    answered,
+    on_text_for,
 )
 
 KEY = "sk-ant-test-0123456789-SECRET"
-ECHO = {
-    "name": "echo",
-    "description": "Echoes text.",
-    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
-}
-TASK = ModelRequest(
-    messages=(Message("system", "You are terse."), Message("user", "Echo hi.")),
-    tools=(ECHO,),
-)
-MODES = pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 
 
 @pytest.fixture(name="server")
@@ -36,24 +28,8 @@ def _server() -> Iterator[AnthropicWireServer]:
         yield server
 
 
-def make_provider(
-    server: AnthropicWireServer, *, max_retries: int = 2, key: str = KEY
-) -> AnthropicProvider:
-    return AnthropicProvider(
-        "claude-test",
-        api_key=key,
-        base_url=server.base_url,
-        max_retries=max_retries,
-        timeout=5.0,
-    )
-
-
-def on_text_for(stream: bool) -> Callable[[str], None] | None:
-    return (lambda _: None) if stream else None
-
-
-def answered(request: ModelRequest, *messages: Message) -> ModelRequest:
-    return ModelRequest(messages=(*request.messages, *messages), tools=request.tools)
+def make_provider(server: AnthropicWireServer) -> AnthropicProvider:
+    return AnthropicProvider("claude-test", api_key=KEY, base_url=server.base_url, timeout=5.0)
 
 
 class TestRequests:
@@ -134,28 +110,6 @@ class TestRequests:
             }
         ]
 
-
-class TestResponses:
-    @MODES
-    def test_several_tool_calls_come_back_in_order(
-        self, server: AnthropicWireServer, stream: bool
-    ) -> None:
-        """Text and several tool_use blocks become the message's text and calls, in order,
-        with finish reason tool_calls."""
-        calls = (("tu_a", "echo", '{"text":"one"}'), ("tu_b", "list_files", '{"path":"."}'))
-        server.script(Turn(text="Two calls.", tool_calls=calls))
-        response = make_provider(server).complete(TASK, on_text=on_text_for(stream))
-        assert response.message.content == "Two calls."
-        assert response.message.tool_calls == tuple(ToolCall(*c) for c in calls)
-        assert response.finish_reason == "tool_calls"
-        assert response.response_id == "msg_1"
-
-    def test_unknown_tool_name_is_passed_through(self, server: AnthropicWireServer) -> None:
-        """A call to a tool that was never offered comes back as made: the loop decides."""
-        server.script(Turn(tool_calls=(("tu_1", "no_such_tool", "{}"),)))
-        response = make_provider(server).complete(TASK)
-        assert response.message.tool_calls == (ToolCall("tu_1", "no_such_tool", "{}"),)
-
     def test_malformed_streamed_input_is_kept_raw_and_sent_back_as_an_object(
         self, server: AnthropicWireServer
     ) -> None:
@@ -200,85 +154,6 @@ class TestResponses:
         server.script(Turn(text="ok", input_tokens=20, output_tokens=5, cached_tokens=100))
         usage = make_provider(server).complete(TASK, on_text=on_text_for(stream)).usage
         assert (usage.input_tokens, usage.output_tokens, usage.cached_tokens) == (120, 5, 100)
-
-    def test_streamed_text_arrives_in_pieces(self, server: AnthropicWireServer) -> None:
-        """Streamed text reaches on_text piece by piece, and the response holds all of it."""
-        server.script(Turn(text="Hello from Claude's stand-in.", piece=6))
-        pieces: list[str] = []
-        response = make_provider(server).complete(TASK, on_text=pieces.append)
-        assert pieces[0] == "Hello "
-        assert len(pieces) == 5
-        assert "".join(pieces) == response.message.content == "Hello from Claude's stand-in."
-
-
-class TestErrors:
-    def test_rate_limit_then_success(self, server: AnthropicWireServer) -> None:
-        """A 429 is retried: one on_retry (rate_limited, 429, attempt 1), then the answer."""
-        server.script(Failure(429, "Number of requests has exceeded your rate limit"))
-        server.script(Turn(text="fine"))
-        retries: list[ModelError] = []
-        response = make_provider(server).complete(TASK, on_retry=retries.append)
-        assert response.message.content == "fine"
-        assert [(e.kind, e.status, e.attempt) for e in retries] == [("rate_limited", 429, 1)]
-
-    def test_overloaded_until_giving_up(self, server: AnthropicWireServer) -> None:
-        """529s until the retries run out: each retried attempt reported, then http_error."""
-        server.script(*[Failure(529, "Overloaded")] * 2)
-        retries: list[ModelError] = []
-        with pytest.raises(ModelError) as raised:
-            make_provider(server, max_retries=1).complete(TASK, on_retry=retries.append)
-        assert [(e.kind, e.status, e.attempt) for e in retries] == [("http_error", 529, 1)]
-        error = raised.value
-        assert (error.kind, error.status, error.attempt) == ("http_error", 529, 2)
-        assert error.message == "Model request failed with HTTP 529: Overloaded"
-
-    def test_wrong_key_is_an_auth_error_that_never_shows_the_key(
-        self, server: AnthropicWireServer
-    ) -> None:
-        """A 401 is kind auth and the key echoed back by the server is redacted."""
-        wrong = "sk-ant-wrong-5555555555"
-        with pytest.raises(ModelError) as raised:
-            make_provider(server, key=wrong).complete(TASK)
-        assert (raised.value.kind, raised.value.status) == ("auth", 401)
-        assert wrong not in str(raised.value)
-
-    def test_stream_cut_mid_way_is_an_invalid_response(self, server: AnthropicWireServer) -> None:
-        """A stream that stops before message_stop is a clear invalid_response."""
-        server.script(Turn(text="partial answer", piece=4, cut_after=4))
-        pieces: list[str] = []
-        with pytest.raises(ModelError) as raised:
-            make_provider(server).complete(TASK, on_text=pieces.append)
-        assert raised.value.kind == "invalid_response"
-        assert "response stream was cut off" in raised.value.message
-        assert pieces == ["part"]
-
-    def test_no_answer_in_time_is_a_timeout(self, server: AnthropicWireServer) -> None:
-        """A server that does not answer within the timeout fails with kind timeout."""
-        server.script(Stall(2.0))
-        provider = AnthropicProvider(
-            "claude-test", api_key=KEY, base_url=server.base_url, max_retries=0, timeout=0.3
-        )
-        with pytest.raises(ModelError) as raised:
-            provider.complete(TASK, on_text=lambda _: None)
-        assert (raised.value.kind, raised.value.attempt) == ("timeout", 1)
-
-    @pytest.mark.parametrize(
-        "reply",
-        [
-            Raw(b"<html>502 Bad Gateway</html>"),
-            Raw(b'{"id": "msg_1", "type": "message"}', "application/json"),
-            Raw(b'{"content": [{"type": "text", "text": 7}]}', "application/json"),
-        ],
-        ids=["html-page", "no-content", "text-not-text"],
-    )
-    def test_success_status_with_an_unreadable_body(
-        self, server: AnthropicWireServer, reply: Raw
-    ) -> None:
-        """A 200 whose body is not a message is an invalid_response, not a crash."""
-        server.script(reply)
-        with pytest.raises(ModelError) as raised:
-            make_provider(server).complete(TASK)
-        assert raised.value.kind == "invalid_response"
 
 
 class TestHistoryValidation:

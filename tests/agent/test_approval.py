@@ -24,14 +24,6 @@ from mini_harness.tools import register_coding_tools
 PATCH = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-old\n+new\n"
 
 
-@pytest.fixture(name="ws")
-def _ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "notes.txt").write_text("old\n")
-    return root
-
-
 def write_policy(ws: Path, text: str) -> None:
     (ws / ".mini-harness").mkdir(exist_ok=True)
     (ws / ".mini-harness/policy.toml").write_text(textwrap.dedent(text))

@@ -19,14 +19,6 @@ from mini_harness.transcripts import read_transcript
 PATCH = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-old\n+new\n"
 
 
-@pytest.fixture(name="ws")
-def _ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "notes.txt").write_text("old\n")
-    return root
-
-
 CHILD = """
 import sys
 from mini_harness import ToolRuntime

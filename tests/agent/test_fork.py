@@ -5,30 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from mini_harness.replay.agent_fold import fold_agent_runs
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import assert_valid_histories, invoke, write_script
-
-RESPONSES: list[dict[str, Any]] = [
-    {"text": "Looking.", "toolCalls": [{"name": "list_files", "arguments": {}}]},
-    {"toolCalls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
-    {"text": "A tiny project."},
-]
-
-
-@pytest.fixture(name="recorded")
-def _recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A three-step run of the built-in tools, recorded outside its workspace."""
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "README.md").write_text("# Demo\nA tiny project.\n")
-    monkeypatch.chdir(workspace)
-    log = tmp_path / "t.jsonl"
-    model = write_script(tmp_path / "script.json", RESPONSES)
-    assert invoke(["run", "What is it?", "--model", model, "--log", str(log)]).exit_code == 0
-    return log
 
 
 def fork(log: Path, *args: str, answer: str = "Forked answer.") -> Any:
@@ -37,48 +16,48 @@ def fork(log: Path, *args: str, answer: str = "Forked answer.") -> Any:
 
 
 class TestFork:
-    def test_same_prompt_without_instruction(self, recorded: Path) -> None:
+    def test_same_prompt_without_instruction(self, readme_run: Path) -> None:
         """A fork before step 2 sends the very request the original sent at step 2."""
-        result = fork(recorded, "--at-step", "2")
+        result = fork(readme_run, "--at-step", "2")
         assert result.exit_code == 0, result.output
-        original, forked = fold_agent_runs(recorded)
+        original, forked = fold_agent_runs(readme_run)
         assert forked.forked_from == {"runId": original.run_id, "step": 2}
         assert forked.steps[0].recorded_hash == original.steps[1].recorded_hash
         assert forked.final_text == "Forked answer."
 
-    def test_instruction_is_added(self, recorded: Path) -> None:
+    def test_instruction_is_added(self, readme_run: Path) -> None:
         """An instruction is a user message after the history of the fork point."""
-        assert fork(recorded, "--at-step", "3", "Answer in French.").exit_code == 0
-        original, forked = fold_agent_runs(recorded)
+        assert fork(readme_run, "--at-step", "3", "Answer in French.").exit_code == 0
+        original, forked = fold_agent_runs(readme_run)
         sent = forked.steps[0].request.messages
         assert list(sent[:-1]) == list(original.steps[2].request.messages)
         assert (sent[-1].role, sent[-1].content) == ("user", "Answer in French.")
         assert forked.task == "Answer in French."
 
-    def test_original_untouched(self, recorded: Path, tmp_path: Path) -> None:
+    def test_original_untouched(self, readme_run: Path, tmp_path: Path) -> None:
         """With --log OUT the fork goes to OUT and the original's bytes do not change."""
-        before = recorded.read_bytes()
+        before = readme_run.read_bytes()
         out = tmp_path / "forks" / "f.jsonl"
-        assert fork(recorded, "--at-step", "1", "--log", str(out)).exit_code == 0
-        assert recorded.read_bytes() == before
+        assert fork(readme_run, "--at-step", "1", "--log", str(out)).exit_code == 0
+        assert readme_run.read_bytes() == before
         (forked,) = fold_agent_runs(out)
         assert forked.forked_from is not None
         assert verify_transcript(out).problems() == []
 
-    def test_appended_fork_keeps_the_original(self, recorded: Path) -> None:
+    def test_appended_fork_keeps_the_original(self, readme_run: Path) -> None:
         """Appended to the same transcript, the fork leaves every earlier line as it was."""
-        before = recorded.read_bytes()
-        assert fork(recorded, "--at-step", "2").exit_code == 0
-        assert recorded.read_bytes().startswith(before)
+        before = readme_run.read_bytes()
+        assert fork(readme_run, "--at-step", "2").exit_code == 0
+        assert readme_run.read_bytes().startswith(before)
 
-    def test_fork_of_a_fork_folds_verifies_and_reports(self, recorded: Path) -> None:
+    def test_fork_of_a_fork_folds_verifies_and_reports(self, readme_run: Path) -> None:
         """Forks of forks fold, verify, give valid histories and render context reports."""
-        assert fork(recorded, "--at-step", "2", "First.").exit_code == 0
-        first = fold_agent_runs(recorded)[1]
-        assert fork(recorded, "--at-step", "1", "Second.", "--run", first.run_id).exit_code == 0
-        runs = fold_agent_runs(recorded)
+        assert fork(readme_run, "--at-step", "2", "First.").exit_code == 0
+        first = fold_agent_runs(readme_run)[1]
+        assert fork(readme_run, "--at-step", "1", "Second.", "--run", first.run_id).exit_code == 0
+        runs = fold_agent_runs(readme_run)
         assert runs[2].forked_from == {"runId": first.run_id, "step": 1}
-        report = verify_transcript(recorded)
+        report = verify_transcript(readme_run)
         assert (report.problems(), report.in_doubt) == ([], ())
         for run in runs:
             assert_valid_histories(run)
@@ -86,17 +65,17 @@ class TestFork:
 
 
 class TestRunTree:
-    def test_replay_shows_the_tree(self, recorded: Path) -> None:
+    def test_replay_shows_the_tree(self, readme_run: Path) -> None:
         """`replay` shows which run forks or resumes which, indented under its origin."""
-        assert fork(recorded, "--at-step", "2", "First.").exit_code == 0
-        original, first = fold_agent_runs(recorded)
-        assert fork(recorded, "--at-step", "1", "--run", first.run_id).exit_code == 0
-        model = write_script(recorded.parent / "more.json", [{"text": "More."}])
-        resumed = invoke(["resume", str(recorded), "Go on", "--run", original.run_id,
+        assert fork(readme_run, "--at-step", "2", "First.").exit_code == 0
+        original, first = fold_agent_runs(readme_run)
+        assert fork(readme_run, "--at-step", "1", "--run", first.run_id).exit_code == 0
+        model = write_script(readme_run.parent / "more.json", [{"text": "More."}])
+        resumed = invoke(["resume", str(readme_run), "Go on", "--run", original.run_id,
                           "--model", model])  # fmt: skip
         assert resumed.exit_code == 0, resumed.output
-        second, third = fold_agent_runs(recorded)[2:]
-        result = invoke(["replay", str(recorded)])
+        second, third = fold_agent_runs(readme_run)[2:]
+        result = invoke(["replay", str(readme_run)])
         assert result.exit_code == 0, result.output
         tree = result.output[result.output.index("Agent runs:") :].splitlines()
         assert tree == [
@@ -107,11 +86,11 @@ class TestRunTree:
             f"    resumed after step 3: {third.run_id} (1 step, final)",
         ]
 
-    def test_fork_elsewhere_names_its_origin(self, recorded: Path, tmp_path: Path) -> None:
+    def test_fork_elsewhere_names_its_origin(self, readme_run: Path, tmp_path: Path) -> None:
         """A fork written to another file is a root there that names the run it came from."""
         out = tmp_path / "f.jsonl"
-        assert fork(recorded, "--at-step", "1", "--log", str(out)).exit_code == 0
-        original = fold_agent_runs(recorded)[0]
+        assert fork(readme_run, "--at-step", "1", "--log", str(out)).exit_code == 0
+        original = fold_agent_runs(readme_run)[0]
         (forked,) = fold_agent_runs(out)
         result = invoke(["replay", str(out)])
         assert (
@@ -119,20 +98,20 @@ class TestRunTree:
             f"{forked.run_id} (1 step, final)"
         ) in result.output
 
-    def test_no_tree_without_links(self, recorded: Path) -> None:
+    def test_no_tree_without_links(self, readme_run: Path) -> None:
         """A transcript whose runs continue nothing shows no tree."""
-        assert "Agent runs:" not in invoke(["replay", str(recorded)]).output
+        assert "Agent runs:" not in invoke(["replay", str(readme_run)]).output
 
 
 class TestErrors:
-    def test_step_out_of_range(self, recorded: Path) -> None:
+    def test_step_out_of_range(self, readme_run: Path) -> None:
         """A step the run never reached exits 2, saying how many it made."""
-        result = fork(recorded, "--at-step", "9")
+        result = fork(readme_run, "--at-step", "9")
         assert result.exit_code == 2
         assert "has no step 9 (it made 3 requests)" in result.output
 
-    def test_at_step_is_required(self, recorded: Path) -> None:
+    def test_at_step_is_required(self, readme_run: Path) -> None:
         """--at-step is required."""
-        result = invoke(["fork", str(recorded)])
+        result = invoke(["fork", str(readme_run)])
         assert result.exit_code == 2
         assert "--at-step" in result.output

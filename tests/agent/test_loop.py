@@ -24,14 +24,9 @@ from mini_harness.replay.agent_fold import fold_agent_events, fold_agent_runs
 from mini_harness.runtime import MemorySink, ToolRuntime
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, verify_transcript
+from tests.agent.recorded_runs import LIST_READ_ANSWER
 
 Script = Callable[[list[dict[str, Any]]], Path]
-
-LIST_READ_ANSWER: list[dict[str, Any]] = [
-    {"text": "Looking.", "toolCalls": [{"name": "list_files", "arguments": {}}]},
-    {"toolCalls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
-    {"text": "It is a tiny project."},
-]
 
 
 class RecordingProvider:
@@ -70,7 +65,7 @@ class TestScriptedRun:
         outcome, _ = run_logged(tmp_path / "t.jsonl", workspace, provider)
         assert (outcome.stop_reason, outcome.final_text, outcome.steps) == (
             "final",
-            "It is a tiny project.",
+            "A tiny project.",
             3,
         )
         assert provider.unused() == ()
@@ -99,7 +94,7 @@ class TestScriptedRun:
         assert all(step.hash_matches for step in run.steps)
         assert (run.stop_reason, run.final_text, run.task) == (
             "final",
-            "It is a tiny project.",
+            "A tiny project.",
             "What is this project?",
         )
         assert [rule.path for rule in run.rules] == ["AGENTS.md"]

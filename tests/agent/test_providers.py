@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
-import sys
-import types
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from mini_harness.agent import providers
 from mini_harness.agent.provider import Message, ModelRequest
 from mini_harness.agent.providers import ProviderSetupError, choose_provider
 from tests.agent.wire_servers import AnthropicWireServer, OpenAIWireServer, Turn
@@ -25,13 +24,9 @@ def _openai_server() -> Iterator[OpenAIWireServer]:
 
 @pytest.fixture(name="local_providers")
 def _local_providers(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]:
-    """Stand-ins for the mock and script modules, loaded by name when chosen; each records
-    what it was made with."""
+    """Stand-ins for the mock and script providers; each records what it was made with."""
     made: dict[str, list[object]] = {"MockProvider": [], "ScriptProvider": []}
-    for module_name, cls_name in (
-        ("mini_harness.agent.mock", "MockProvider"),
-        ("mini_harness.agent.script", "ScriptProvider"),
-    ):
+    for cls_name in made:
 
         class StandIn:
             name = cls_name
@@ -40,9 +35,7 @@ def _local_providers(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]
             def __init__(self, argument: object, _cls: str = cls_name) -> None:
                 made[_cls].append(argument)
 
-        module = types.ModuleType(module_name)
-        setattr(module, cls_name, StandIn)
-        monkeypatch.setitem(sys.modules, module_name, module)
+        monkeypatch.setattr(providers, cls_name, StandIn)
     return made
 
 

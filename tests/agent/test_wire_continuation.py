@@ -23,17 +23,8 @@ def server_env(server: OpenAIWireServer) -> dict[str, str | None]:
     return {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.base_url}
 
 
-@pytest.fixture(name="workspace")
-def _workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "README.md").write_text("# Demo\nA tiny project.\n")
-    monkeypatch.chdir(workspace)
-    return workspace
-
-
 @pytest.fixture(name="recorded")
-def _recorded(workspace: Path, tmp_path: Path) -> Path:
+def _recorded(readme_ws: Path, tmp_path: Path) -> Path:
     """A three-step run recorded through the OpenAI SDK; the server is stopped after."""
     log = tmp_path / "t.jsonl"
     with OpenAIWireServer() as server:
@@ -52,9 +43,9 @@ class TestOfflineReplay:
         assert result.exit_code == 0, result.output
         assert "replayed: identical through step 3" in result.output
 
-    def test_changed_file_diverges_at_the_right_step(self, recorded: Path, workspace: Path) -> None:
+    def test_changed_file_diverges_at_the_right_step(self, recorded: Path, readme_ws: Path) -> None:
         """A README that says something else (same size) diverges the step after the read."""
-        (workspace / "README.md").write_text("# Demo\nA huge project.\n")
+        (readme_ws / "README.md").write_text("# Demo\nA huge project.\n")
         result = invoke(["replay", str(recorded), "--rerun"])
         assert result.exit_code == 1
         assert "diverged at step 3" in result.output

@@ -13,10 +13,6 @@ class AnthropicWireServer(WireServer):
     path = "/v1/messages"
     prefix = ""
 
-    def __enter__(self) -> AnthropicWireServer:
-        super().__enter__()
-        return self
-
     def presented_key(self, headers: dict[str, str]) -> str:
         # The API takes the key as x-api-key or as a bearer token (the SDK's choice).
         return headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
@@ -78,47 +74,23 @@ class AnthropicWireServer(WireServer):
         start = self.turn_json(Turn(input_tokens=turn.input_tokens), request)
         start.update(content=[], stop_reason=None, usage={**self._usage(turn), "output_tokens": 1})
         out = [event("message_start", {"message": start}), event("ping", {})]
-        index = 0
+        # Each block: how it starts, its delta type and field, and the text streamed in it.
+        blocks: list[tuple[JsonDict, str, str, str]] = []
         if turn.text:
-            out.append(
-                event(
-                    "content_block_start",
-                    {"index": index, "content_block": {"type": "text", "text": ""}},
-                )
-            )
-            out += [
-                event(
-                    "content_block_delta",
-                    {"index": index, "delta": {"type": "text_delta", "text": piece}},
-                )
-                for piece in pieces(turn.text, turn.piece)
-            ]
-            out.append(event("content_block_stop", {"index": index}))
-            index += 1
+            blocks.append(({"type": "text", "text": ""}, "text_delta", "text", turn.text))
         for call_id, name, arguments in turn.tool_calls:
-            out.append(
-                event(
-                    "content_block_start",
-                    {
-                        "index": index,
-                        "content_block": {
-                            "type": "tool_use",
-                            "id": call_id,
-                            "name": name,
-                            "input": {},
-                        },
-                    },
-                )
-            )
+            tool_use = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+            blocks.append((tool_use, "input_json_delta", "partial_json", arguments))
+        for index, (block, delta_type, field, text) in enumerate(blocks):
+            out.append(event("content_block_start", {"index": index, "content_block": block}))
             out += [
                 event(
                     "content_block_delta",
-                    {"index": index, "delta": {"type": "input_json_delta", "partial_json": piece}},
+                    {"index": index, "delta": {"type": delta_type, field: piece}},
                 )
-                for piece in pieces(arguments, turn.piece)
+                for piece in pieces(text, turn.piece)
             ]
             out.append(event("content_block_stop", {"index": index}))
-            index += 1
         out.append(
             event(
                 "message_delta",

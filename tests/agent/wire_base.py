@@ -10,7 +10,7 @@ import socket
 import threading
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 import attrs
 
@@ -233,7 +233,7 @@ class WireServer:
         with self._lock:
             return self._replies.popleft() if self._replies else None
 
-    def __enter__(self) -> WireServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

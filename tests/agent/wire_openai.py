@@ -23,10 +23,6 @@ class OpenAIWireServer(WireServer):
     path = "/v1/chat/completions"
     prefix = "/v1"
 
-    def __enter__(self) -> OpenAIWireServer:
-        super().__enter__()
-        return self
-
     def presented_key(self, headers: dict[str, str]) -> str:
         return headers.get("authorization", "").removeprefix("Bearer ")
 

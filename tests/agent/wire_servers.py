@@ -22,6 +22,11 @@ others), Anthropic's alternating roles with `tool_result` blocks first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
+
+from mini_harness.agent.provider import Message, ModelRequest
 from tests.agent.wire_anthropic import AnthropicWireServer, validate_anthropic_messages
 from tests.agent.wire_base import (
     Failure,
@@ -36,6 +41,9 @@ from tests.agent.wire_base import (
 from tests.agent.wire_openai import OpenAIWireServer, validate_openai_messages
 
 __all__ = [
+    "ECHO",
+    "MODES",
+    "TASK",
     "AnthropicWireServer",
     "Failure",
     "OpenAIWireServer",
@@ -46,6 +54,30 @@ __all__ = [
     "Stall",
     "Turn",
     "WireServer",
+    "answered",
+    "on_text_for",
     "validate_anthropic_messages",
     "validate_openai_messages",
 ]
+
+# What the provider tests send.
+ECHO = {
+    "name": "echo",
+    "description": "Echoes text.",
+    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+}
+TASK = ModelRequest(
+    messages=(Message("system", "You are terse."), Message("user", "Echo hi.")),
+    tools=(ECHO,),
+)
+MODES = pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+
+
+def on_text_for(stream: bool) -> Callable[[str], None] | None:
+    """What `complete` is given as on_text to stream (or, None, not to)."""
+    return (lambda _: None) if stream else None
+
+
+def answered(request: ModelRequest, *messages: Message) -> ModelRequest:
+    """`request` continued with `messages` (the assistant's answer, tool results...)."""
+    return ModelRequest(messages=(*request.messages, *messages), tools=request.tools)

@@ -8,30 +8,20 @@ blocks in a user message, consecutive ones merged, so roles keep alternating.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import anthropic
-import httpx2
 
-from mini_harness.agent.http_attempts import (
-    UNREADABLE,
-    AttemptLog,
-    attempts,
+from mini_harness.agent.provider import Message, ModelRequest, ModelResponse, Usage
+from mini_harness.agent.sdk_provider import (
+    ResponseParts,
+    SdkProvider,
+    arguments_object,
     checked_text,
-    final_failure,
     observed_http_client,
-    unreadable_response,
+    wire_params,
 )
-from mini_harness.agent.provider import (
-    Message,
-    ModelError,
-    ModelRequest,
-    ModelResponse,
-    ToolCall,
-    Usage,
-)
-from mini_harness.agent.wire_form import arguments_object, wire_params
 from mini_harness.runtime.definitions import ToolDefinition
 
 if TYPE_CHECKING:
@@ -135,8 +125,11 @@ def usage_of(usage: WireUsage | MessageDeltaUsage, previous: Usage | None = None
     )
 
 
-class AnthropicProvider:
+class AnthropicProvider(SdkProvider):
     """Anthropic's Messages API behind the provider interface (`anthropic:MODEL`)."""
+
+    sdk_error = anthropic.AnthropicError
+    stream_arguments = {"stream": True}  # noqa: RUF012
 
     def __init__(
         self,
@@ -147,10 +140,7 @@ class AnthropicProvider:
         max_retries: int = 2,
         timeout: float = 120.0,
     ) -> None:
-        self.model = model
-        self.name = f"anthropic:{model}"
-        self._api_key = api_key
-        self._client = anthropic.Anthropic(
+        client = anthropic.Anthropic(
             api_key=api_key,
             base_url=base_url,
             max_retries=max_retries,
@@ -158,17 +148,9 @@ class AnthropicProvider:
             http_client=observed_http_client(timeout),
             open_telemetry=False,
         )
+        super().__init__(model, f"anthropic:{model}", api_key, client.messages.create)
 
-    def __repr__(self) -> str:
-        return f"<AnthropicProvider(model={self.model!r})>"
-
-    def complete(
-        self,
-        request: ModelRequest,
-        *,
-        on_text: Callable[[str], None] | None = None,
-        on_retry: Callable[[ModelError], None] | None = None,
-    ) -> ModelResponse:
+    def _arguments(self, request: ModelRequest) -> dict[str, Any]:
         system, messages = to_wire(request.messages)
         kwargs: dict[str, Any] = {"max_tokens": DEFAULT_MAX_TOKENS}
         kwargs.update(wire_params(request.params, _PARAMS))
@@ -183,96 +165,43 @@ class AnthropicProvider:
             kwargs["tools"] = [
                 ToolDefinition.from_json(tool).to_anthropic() for tool in request.tools
             ]
-        with attempts(self._api_key, on_retry) as log:
-            try:
-                if on_text is None:
-                    return self._response(self._client.messages.create(**kwargs))
-                stream = self._client.messages.create(**kwargs, stream=True)
-                with stream:  # closed however the reading ends (Ctrl-C included)
-                    return self._streamed(stream, on_text, log)
-            except (anthropic.AnthropicError, httpx2.HTTPError, httpx2.StreamError) as error:
-                raise final_failure(error, log) from None
-            except UNREADABLE as error:
-                # The SDK does not validate bodies: a 200 that is not a message (a proxy's
-                # HTML page, a body of the wrong shape) fails while being read.
-                raise unreadable_response(error, log) from None
+        return kwargs
 
-    def _response(self, message: WireMessage) -> ModelResponse:
-        text: list[str] = []
-        calls: list[ToolCall] = []
-        for block in message.content:
+    def _read(self, message: WireMessage, parts: ResponseParts) -> ModelResponse:
+        for index, block in enumerate(message.content):
             if block.type == "text":
-                text.append(checked_text(block.text))
+                parts.add_text(block.text)
             elif block.type == "tool_use":
                 arguments = json.dumps(block.input, ensure_ascii=False, separators=(",", ":"))
-                calls.append(
-                    ToolCall(
-                        id=checked_text(block.id),
-                        name=checked_text(block.name),
-                        arguments=arguments,
-                    )
-                )
-        return ModelResponse(
-            message=Message("assistant", "".join(text), tool_calls=tuple(calls)),
-            finish_reason=stop_reason(message.stop_reason),
-            usage=usage_of(message.usage),
-            response_id=message.id or None,
-        )
+                parts.add_call(index, block.id, block.name, arguments)
+        parts.usage, parts.response_id = usage_of(message.usage), message.id or None
+        return parts.response(stop_reason(message.stop_reason))
 
-    def _streamed(
-        self,
-        stream: Iterable[RawMessageStreamEvent],
-        on_text: Callable[[str], None],
-        log: AttemptLog,
+    def _read_stream(
+        self, stream: Iterable[RawMessageStreamEvent], parts: ResponseParts
     ) -> ModelResponse:
-        text: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
         wire_stop: str | None = None
-        usage = Usage()
-        response_id: str | None = None
         finished = False
         for event in stream:
             if event.type == "message_start":
-                response_id = event.message.id or None
-                usage = usage_of(event.message.usage)
+                parts.response_id = event.message.id or None
+                parts.usage = usage_of(event.message.usage)
             elif event.type == "content_block_start":
                 block = event.content_block
                 if block.type == "tool_use":
-                    calls[event.index] = {
-                        "id": checked_text(block.id),
-                        "name": checked_text(block.name),
-                        "arguments": "",
-                    }
-                elif block.type == "text" and block.text:
-                    text.append(block.text)
-                    on_text(block.text)
+                    parts.add_call(event.index, block.id, block.name)
+                elif block.type == "text":
+                    parts.add_text(block.text)
             elif event.type == "content_block_delta":
                 delta = event.delta
                 if delta.type == "text_delta":
-                    piece = checked_text(delta.text)
-                    text.append(piece)
-                    on_text(piece)
-                elif delta.type == "input_json_delta" and event.index in calls:
-                    calls[event.index]["arguments"] += checked_text(delta.partial_json)
+                    parts.add_text(delta.text)
+                elif delta.type == "input_json_delta" and event.index in parts.calls:
+                    parts.calls[event.index]["arguments"] += checked_text(delta.partial_json)
             elif event.type == "message_delta":
                 wire_stop = event.delta.stop_reason or wire_stop
-                usage = usage_of(event.usage, usage)
+                parts.usage = usage_of(event.usage, parts.usage)
             elif event.type == "message_stop":
                 finished = True
-        if not finished:
-            raise ModelError(
-                "invalid_response",
-                "The model server's response stream ended before the response was complete",
-                attempt=log.attempts,
-            )
-        tool_calls = tuple(
-            # A tool called without input streams no input_json_delta at all.
-            ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"] or "{}")
-            for _, c in sorted(calls.items())
-        )
-        return ModelResponse(
-            message=Message("assistant", "".join(text), tool_calls=tool_calls),
-            finish_reason=stop_reason(wire_stop),
-            usage=usage,
-            response_id=response_id,
-        )
+        # A tool called without input streams no input_json_delta at all.
+        return parts.response(stop_reason(wire_stop) if finished else None, "{}")

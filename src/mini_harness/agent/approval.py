@@ -235,57 +235,7 @@ class PolicyApprover:
     _session: dict[tuple[str, str], str] = attrs.field(factory=dict, alias="_session")
 
     def __call__(self, call: PendingCall) -> str | None:
-        name = call.definition.name
-        verdict = self.policy.decide(call.definition, call.input)
-        if verdict.decision == "allow":
-            self._decided(call, "approved", "policy", verdict.rule)
-            return None
-        if verdict.decision == "deny":
-            reason = (
-                f"Call to {name} denied by the approval policy ({verdict.rule}). It did not run; "
-                "do not retry it unchanged."
-            )
-            self._decided(call, "denied", "policy", verdict.rule, reason)
-            return reason
-        key = _session_key(call)
-        if key in self._session:
-            rule = f"approved for the session at call {self._session[key]}"
-            self._decided(call, "approved", "user", rule)
-            return None
-        if self.prompter is None:
-            reason = (
-                f"Call to {name} needs approval ({verdict.rule}), but there is no terminal to "
-                "ask on, so it was denied. It did not run. The user can allow it with "
-                f"--approve auto or a rule in {POLICY_FILE}."
-            )
-            self._decided(call, "denied", "policy", f"{verdict.rule}; no terminal", reason)
-            return reason
-        shown = render_call(call.definition, call.input, verdict.rule)
-        call.sink.emit(
-            ApprovalRequested(
-                call.timestamp(), call.run_id, call.call_id, name, verdict.rule, shown
-            )
-        )
-        answer = self.prompter.ask(shown)
-        if answer == "session":
-            self._session[key] = call.call_id
-            self._decided(call, "approved_for_session", "user")
-            return None
-        if answer == "yes":
-            self._decided(call, "approved", "user")
-            return None
-        reason = f"The user denied the call to {name}. It did not run; ask what they want instead."
-        self._decided(call, "denied", "user", None, reason)
-        return reason
-
-    def _decided(
-        self,
-        call: PendingCall,
-        decision: str,
-        by: str,
-        rule: str | None = None,
-        reason: str | None = None,
-    ) -> None:
+        decision, by, rule, reason = self._decide(call)
         call.sink.emit(
             ApprovalDecided(
                 call.timestamp(),
@@ -298,3 +248,47 @@ class PolicyApprover:
                 reason,
             )
         )
+        return reason
+
+    def _decide(self, call: PendingCall) -> tuple[str, str, str | None, str | None]:
+        """The decision, who made it, the rule that did, and (when denied) the reason the
+        model is given."""
+        name = call.definition.name
+        verdict = self.policy.decide(call.definition, call.input)
+        if verdict.decision == "allow":
+            return "approved", "policy", verdict.rule, None
+        if verdict.decision == "deny":
+            reason = (
+                f"Call to {name} denied by the approval policy ({verdict.rule}). It did not run; "
+                "do not retry it unchanged."
+            )
+            return "denied", "policy", verdict.rule, reason
+        key = _session_key(call)
+        if key in self._session:
+            return (
+                "approved",
+                "user",
+                f"approved for the session at call {self._session[key]}",
+                None,
+            )
+        if self.prompter is None:
+            reason = (
+                f"Call to {name} needs approval ({verdict.rule}), but there is no terminal to "
+                "ask on, so it was denied. It did not run. The user can allow it with "
+                f"--approve auto or a rule in {POLICY_FILE}."
+            )
+            return "denied", "policy", f"{verdict.rule}; no terminal", reason
+        shown = render_call(call.definition, call.input, verdict.rule)
+        call.sink.emit(
+            ApprovalRequested(
+                call.timestamp(), call.run_id, call.call_id, name, verdict.rule, shown
+            )
+        )
+        answer = self.prompter.ask(shown)
+        if answer == "session":
+            self._session[key] = call.call_id
+            return "approved_for_session", "user", None, None
+        if answer == "yes":
+            return "approved", "user", None, None
+        reason = f"The user denied the call to {name}. It did not run; ask what they want instead."
+        return "denied", "user", None, reason

@@ -206,10 +206,6 @@ def request_parts(
     return parts
 
 
-def parts_tokens(parts: Sequence[ContextPart]) -> int:
-    return sum(part.tokens for part in parts)
-
-
 def context_report(parts: Sequence[ContextPart], provider_input_tokens: int | None) -> str:
     """The Context Explorer block, plus the provider's own count of input tokens if known."""
     report = render_context_report(parts)
@@ -272,10 +268,6 @@ class Trim:
     tokens_after: int
 
 
-def trim_placeholder(name: str | None, tokens: int) -> str:
-    return f"{TRIMMED_PREFIX} ~{tokens:,} tokens of {name or 'tool'} output]"
-
-
 def trim_to_budget(
     messages: Sequence[Message],
     *,
@@ -292,9 +284,12 @@ def trim_to_budget(
     Returns None when the request cannot be made to fit; a Trim with nothing replaced when
     it already fits.
     """
+
+    def request_tokens(current: Sequence[Message]) -> int:
+        return sum(part.tokens for part in request_parts(system_prompt, rules, tools, current))
+
     current = list(messages)
-    before = parts_tokens(request_parts(system_prompt, rules, tools, current))
-    tokens = before
+    before = tokens = request_tokens(current)
     replaced: list[JsonObject] = []
     index = 0
     while tokens > budget:
@@ -304,7 +299,7 @@ def trim_to_budget(
             return None
         message = current[index]
         dropped = estimate_tokens(message.content)
-        placeholder = trim_placeholder(message.name, dropped)
+        placeholder = f"{TRIMMED_PREFIX} ~{dropped:,} tokens of {message.name or 'tool'} output]"
         current[index] = attrs.evolve(message, content=placeholder)
         replaced.append(
             {
@@ -315,7 +310,7 @@ def trim_to_budget(
                 "content": placeholder,
             }
         )
-        tokens = parts_tokens(request_parts(system_prompt, rules, tools, current))
+        tokens = request_tokens(current)
         index += 1
     return Trim(tuple(current), tuple(replaced), before, tokens)
 

@@ -11,7 +11,7 @@ error text, so the model can correct itself. The run ends with RunFinished.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import attrs
 import orjson
@@ -38,7 +38,6 @@ from mini_harness.agent.tool_results import call_outcome
 from mini_harness.errors import ToolCallError
 from mini_harness.events import (
     ContextTrimmed,
-    Event,
     JsonObject,
     JsonValue,
     ModelFailed,
@@ -110,27 +109,6 @@ class AgentOutcome:
     error: str | None = None
 
 
-def add_usage(total: Usage, more: Usage) -> Usage:
-    """Sum two usages; a count nobody reported stays None."""
-
-    def plus(a: int | None, b: int | None) -> int | None:
-        return b if a is None else a if b is None else a + b
-
-    return Usage(
-        plus(total.input_tokens, more.input_tokens),
-        plus(total.output_tokens, more.output_tokens),
-        plus(total.cached_tokens, more.cached_tokens),
-    )
-
-
-def _json_object(text: str) -> JsonObject | None:
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 class _Stop(Exception):
     """Internal: the run stops with this reason (and error text)."""
 
@@ -150,7 +128,6 @@ class AgentLoop:
         config: AgentConfig,
         reporter: LoopReporter | None = None,
         *,
-        timestamp: Callable[[], str] = utc_timestamp,
         served: Callable[[int, ToolCall], ToolOutcome | None] | None = None,
     ) -> None:
         """`served`, when given, may answer a tool call instead of dispatching it (offline
@@ -159,7 +136,6 @@ class AgentLoop:
         self.provider = provider
         self.config = config
         self.reporter: LoopReporter = reporter or SilentReporter()
-        self._timestamp = timestamp
         self.history: list[Message] = []
         self._sent = 0
         self._seen = 0  # messages a model saw before this run (a continued run's)
@@ -171,9 +147,6 @@ class AgentLoop:
 
     def __repr__(self) -> str:
         return f"<AgentLoop(run_id={self.runtime.run_id!r}, messages={len(self.history)})>"
-
-    def _emit(self, event: Event) -> None:
-        self.runtime.sink.emit(event)
 
     def run(self, opening: Opening | None = None) -> AgentOutcome:
         """Run to a final answer or a limit; Ctrl-C ends the run as `cancelled`.
@@ -203,22 +176,17 @@ class AgentLoop:
             if opening is not None:
                 final_text = self._open(opening)
             elif config.manual_tool is not None:
-                self.history.append(self._manual_tool(*config.manual_tool))
+                self._manual_tool(*config.manual_tool)
             while final_text is None:
                 if steps >= config.max_steps:
                     reason = "max_steps"
                     error = f"stopped after {steps} step(s) without a final answer"
                     break
                 steps += 1
-                response = self._step(steps)
-                if not response.message.tool_calls:
-                    final_text = response.message.content
-                    break
-                for call in response.message.tool_calls:
-                    self.reporter.tool_called(steps, call)
-                    outcome = self._act(call, steps)
-                    self.history.append(outcome.message)
-                    self.reporter.tool_done(steps, outcome)
+                message = self._step(steps)
+                if not message.tool_calls:
+                    final_text = message.content
+                self._act_all((call, steps) for call in message.tool_calls)
         except _Stop as stop:
             reason, error = stop.reason, stop.error
             if reason == "budget":
@@ -244,20 +212,16 @@ class AgentLoop:
         """Start from a continued conversation; the final text if it ends there."""
         self.history = list(opening.history)
         self._seen = opening.sent
-        for call, step in opening.pending:
-            self.reporter.tool_called(step, call)
-            outcome = self._act(call, step)
-            self.history.append(outcome.message)
-            self.reporter.tool_done(step, outcome)
+        self._act_all(opening.pending)
         if opening.follow_up is not None:
             self.history.append(Message("user", opening.follow_up))
             return None
         return opening.final_text if not opening.pending else None
 
     def _finish(self, reason: str, final_text: str | None, steps: int) -> None:
-        self._emit(
+        self.runtime.sink.emit(
             RunFinished(
-                ts=self._timestamp(),
+                ts=utc_timestamp(),
                 run_id=self.runtime.run_id,
                 stop_reason=reason,
                 final_text=final_text,
@@ -266,24 +230,23 @@ class AgentLoop:
             )
         )
 
-    def _manual_tool(self, name: str, tool_input: JsonValue) -> Message:
+    def _manual_tool(self, name: str, tool_input: JsonValue) -> None:
         """Dispatch the tool run before the task; the reporter hears of it as step 0."""
         call = ToolCall("", name, orjson.dumps(tool_input).decode())
         self.reporter.tool_called(0, call)
         try:
             done = self.runtime.dispatch(name, tool_input)
         except ToolCallError as exc:
-            result = display_failure(
-                name, tool_input, {"kind": exc.kind, "message": exc.message}, 0
-            )
-            message = manual_tool_message(result)
-            self.reporter.tool_done(0, ToolOutcome(call, message, error=exc.message))
-            return message
-        message = manual_tool_message(done.display_json())
-        self.reporter.tool_done(0, ToolOutcome(call, message, output=done.output))
-        return message
+            failure = {"kind": exc.kind, "message": exc.message}
+            message = manual_tool_message(display_failure(name, tool_input, failure, 0))
+            outcome = ToolOutcome(call, message, error=exc.message)
+        else:
+            message = manual_tool_message(done.display_json())
+            outcome = ToolOutcome(call, message, output=done.output)
+        self.history.append(message)
+        self.reporter.tool_done(0, outcome)
 
-    def _step(self, step: int) -> ModelResponse:
+    def _step(self, step: int) -> Message:
         """Trim if the budget asks, record the request, send it, record the answer."""
         config = self.config
         tools = self.runtime.tools_snapshot
@@ -305,9 +268,9 @@ class AgentLoop:
             if trim.replaced:
                 self.history = list(trim.messages)
                 self._hasher = RequestHasher()  # earlier messages changed: hash them again
-                self._emit(
+                self.runtime.sink.emit(
                     ContextTrimmed(
-                        ts=self._timestamp(),
+                        ts=utc_timestamp(),
                         run_id=self.runtime.run_id,
                         step=step,
                         replaced=trim.replaced,
@@ -319,9 +282,9 @@ class AgentLoop:
         request = ModelRequest(tuple(self.history), tools, dict(config.params))
         request_id = new_id()
         self._hasher.add(self.history[self._hasher.count :])
-        self._emit(
+        self.runtime.sink.emit(
             ModelRequested(
-                ts=self._timestamp(),
+                ts=utc_timestamp(),
                 run_id=self.runtime.run_id,
                 step=step,
                 request_id=request_id,
@@ -333,39 +296,37 @@ class AgentLoop:
         self._sent = len(self.history)
         self._last_request, self._last_input_tokens = request, None
         response = self._complete(request, request_id, step)
-        self._usage = add_usage(self._usage, response.usage)
+        self._usage += response.usage
         self._last_input_tokens = response.usage.input_tokens
         # Arguments stay as the model sent them; each provider sends ones that do not parse
-        # in a form its servers accept (agent/wire_form.py).
+        # in a form its servers accept (agent/sdk_provider.py).
         self.history.append(response.message)
-        return response
+        return response.message
 
     def _complete(self, request: ModelRequest, request_id: str, step: int) -> ModelResponse:
-        started = time.perf_counter()
-        attempt_started = started
+        """Send the request; each failed attempt is recorded, then the answer."""
+        started = attempt_started = time.perf_counter()
+        attempts = 1
+        streamed = False
 
-        def failed(kind: str, status: int | None, message: str, attempt: int) -> None:
-            self._emit(
+        def failed(error: ModelError) -> None:
+            self.runtime.sink.emit(
                 ModelFailed(
-                    ts=self._timestamp(),
+                    ts=utc_timestamp(),
                     run_id=self.runtime.run_id,
                     request_id=request_id,
-                    error={"kind": kind, "status": status, "message": message},
-                    attempt=attempt,
+                    error={"kind": error.kind, "status": error.status, "message": error.message},
+                    attempt=error.attempt,
                     duration_ms=_ms_since(attempt_started),
                 )
             )
 
-        attempts = 1
-
         def on_retry(error: ModelError) -> None:
             nonlocal attempt_started, attempts
-            failed(error.kind, error.status, error.message, error.attempt)
+            failed(error)
             attempt_started = time.perf_counter()
             attempts = error.attempt + 1
             self.reporter.retry(error)
-
-        streamed = False
 
         def on_text(chunk: str) -> None:
             nonlocal streamed
@@ -377,23 +338,21 @@ class AgentLoop:
                 request, on_text=on_text if self.config.stream else None, on_retry=on_retry
             )
         except ModelError as exc:
-            failed(exc.kind, exc.status, exc.message, exc.attempt)
+            failed(exc)
             raise _Stop("model_error", f"model request failed: {exc.message}") from None
         except Exception as exc:  # a provider's bug must still end the request in the log
             message = f"{type(exc).__name__}: {exc}"
-            failed("invalid_response", None, message, attempts)
+            failed(ModelError("invalid_response", message, attempt=attempts))
             raise _Stop("model_error", f"model request failed: {message}") from None
         except BaseException as exc:  # Ctrl-C, SystemExit...: recorded, then on up
-            failed(
-                "cancelled",
-                None,
-                "interrupted" if isinstance(exc, KeyboardInterrupt) else _describe(exc),
-                attempts,
-            )
+            message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            if isinstance(exc, KeyboardInterrupt):
+                message = "interrupted"
+            failed(ModelError("cancelled", message, attempt=attempts))
             raise
-        self._emit(
+        self.runtime.sink.emit(
             ModelResponded(
-                ts=self._timestamp(),
+                ts=utc_timestamp(),
                 run_id=self.runtime.run_id,
                 request_id=request_id,
                 message=response.message.to_json(),
@@ -406,12 +365,18 @@ class AgentLoop:
         self.reporter.response(step, response, streamed)
         return response
 
+    def _act_all(self, calls: Iterable[tuple[ToolCall, int]]) -> None:
+        """Dispatch the model's calls (each with the step that made it) in order; each
+        result, or error, goes into the history as a tool message."""
+        for call, step in calls:
+            self.reporter.tool_called(step, call)
+            outcome = self._served(step, call) if self._served is not None else None
+            if outcome is None:
+                outcome = self._act(call, step)
+            self.history.append(outcome.message)
+            self.reporter.tool_done(step, outcome)
+
     def _act(self, call: ToolCall, step: int) -> ToolOutcome:
-        """Dispatch one call of the model; its result (or error) as a tool message."""
-        if self._served is not None:
-            served = self._served(step, call)
-            if served is not None:
-                return served
         parsed: JsonValue
         try:
             parsed = orjson.loads(call.arguments)
@@ -424,19 +389,5 @@ class AgentLoop:
         return call_outcome(call, output=result.output)
 
 
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
 def _ms_since(start: float) -> float:
     return round((time.perf_counter() - start) * 1_000_000) / 1000
-
-
-def run_agent(
-    runtime: ToolRuntime,
-    provider: ModelProvider,
-    config: AgentConfig,
-    reporter: LoopReporter | None = None,
-) -> AgentOutcome:
-    """Run one agent run to its end (see AgentLoop)."""
-    return AgentLoop(runtime, provider, config, reporter).run()

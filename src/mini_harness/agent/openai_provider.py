@@ -8,31 +8,20 @@ responses report usage too.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import httpx2
 import openai
 
-from mini_harness.agent.http_attempts import (
-    UNREADABLE,
-    AttemptLog,
-    attempts,
+from mini_harness.agent.provider import Message, ModelRequest, ModelResponse, Usage
+from mini_harness.agent.sdk_provider import (
+    ResponseParts,
+    SdkProvider,
+    arguments_text,
     checked_text,
-    final_failure,
+    invalid_response,
     observed_http_client,
-    unreadable_response,
+    wire_params,
 )
-from mini_harness.agent.provider import (
-    Message,
-    ModelError,
-    ModelRequest,
-    ModelResponse,
-    ToolCall,
-    Usage,
-)
-from mini_harness.agent.wire_form import arguments_text, wire_params
-from mini_harness.events import new_id
 from mini_harness.runtime.definitions import ToolDefinition
 
 if TYPE_CHECKING:
@@ -106,18 +95,22 @@ def usage_of(usage: CompletionUsage | None) -> Usage:
     )
 
 
-def _slot(calls: dict[int, dict[str, str]], index: object, call_id: str) -> int:
+def _slot(parts: ResponseParts, index: object, call_id: str) -> int:
     """Which call a streamed fragment belongs to: its `index`; from servers that leave the
     index out, a new call when it brings a new id, else the latest call."""
     if isinstance(index, int):
         return index
+    calls = parts.calls
     if not calls or (call_id and all(c["id"] != call_id for c in calls.values())):
         return len(calls)
     return max(calls)
 
 
-class OpenAICompatibleProvider:
+class OpenAICompatibleProvider(SdkProvider):
     """A Chat Completions server behind the provider interface (`openai-compatible:MODEL`)."""
+
+    sdk_error = openai.OpenAIError
+    stream_arguments = {"stream": True, "stream_options": {"include_usage": True}}  # noqa: RUF012
 
     def __init__(
         self,
@@ -128,27 +121,18 @@ class OpenAICompatibleProvider:
         max_retries: int = 2,
         timeout: float = 120.0,
     ) -> None:
-        self.model = model
-        self.name = f"openai-compatible:{model}"
-        self._api_key = api_key
-        self._client = openai.OpenAI(
+        client = openai.OpenAI(
             base_url=base_url,
             api_key=api_key,
             max_retries=max_retries,
             timeout=timeout,
             http_client=observed_http_client(timeout),
         )
+        super().__init__(
+            model, f"openai-compatible:{model}", api_key, client.chat.completions.create
+        )
 
-    def __repr__(self) -> str:
-        return f"<OpenAICompatibleProvider(model={self.model!r})>"
-
-    def complete(
-        self,
-        request: ModelRequest,
-        *,
-        on_text: Callable[[str], None] | None = None,
-        on_retry: Callable[[ModelError], None] | None = None,
-    ) -> ModelResponse:
+    def _arguments(self, request: ModelRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": to_wire_messages(request.messages),
@@ -156,71 +140,33 @@ class OpenAICompatibleProvider:
         }
         if request.tools:
             kwargs["tools"] = [ToolDefinition.from_json(tool).to_openai() for tool in request.tools]
-        with attempts(self._api_key, on_retry) as log:
-            try:
-                if on_text is None:
-                    completion = self._client.chat.completions.create(**kwargs)
-                    return self._response(completion, log)
-                stream = self._client.chat.completions.create(
-                    **kwargs, stream=True, stream_options={"include_usage": True}
-                )
-                with stream:  # closed however the reading ends (Ctrl-C included)
-                    return self._streamed(stream, on_text, log)
-            except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError) as error:
-                raise final_failure(error, log) from None
-            except UNREADABLE as error:
-                # The SDK does not validate bodies: a 200 that is not a completion (a
-                # proxy's HTML page, a body of the wrong shape) fails while being read.
-                raise unreadable_response(error, log) from None
+        return kwargs
 
-    def _response(self, completion: ChatCompletion, log: AttemptLog) -> ModelResponse:
+    def _read(self, completion: ChatCompletion, parts: ResponseParts) -> ModelResponse:
         if not completion.choices:
-            raise ModelError(
-                "invalid_response",
-                "The model server answered with no choices",
-                attempt=log.attempts,
-            )
+            raise invalid_response("The model server answered with no choices")
         choice = completion.choices[0]
-        calls = tuple(
-            ToolCall(
-                id=checked_text(call.id) or f"call_{new_id()}",
-                name=checked_text(call.function.name),
-                arguments=checked_text(call.function.arguments),
-            )
-            for call in choice.message.tool_calls or ()
-            if call.type == "function"
-        )
-        return ModelResponse(
-            message=Message("assistant", checked_text(choice.message.content), tool_calls=calls),
-            finish_reason=finish_reason(choice.finish_reason, bool(calls)),
-            usage=usage_of(completion.usage),
-            response_id=completion.id or None,
-        )
+        parts.add_text(choice.message.content)
+        for index, call in enumerate(choice.message.tool_calls or ()):
+            if call.type == "function":
+                parts.add_call(index, call.id, call.function.name, call.function.arguments)
+        parts.usage, parts.response_id = usage_of(completion.usage), completion.id or None
+        return parts.response(finish_reason(choice.finish_reason, bool(parts.calls)))
 
-    def _streamed(
-        self, stream: Any, on_text: Callable[[str], None], log: AttemptLog
-    ) -> ModelResponse:
-        text: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
+    def _read_stream(self, stream: Any, parts: ResponseParts) -> ModelResponse:
         wire_finish: str | None = None
-        usage = Usage()
-        response_id: str | None = None
         chunk: ChatCompletionChunk
         for chunk in stream:
-            response_id = response_id or chunk.id or None
+            parts.response_id = parts.response_id or chunk.id or None
             if chunk.usage is not None:
-                usage = usage_of(chunk.usage)
+                parts.usage = usage_of(chunk.usage)
             for choice in chunk.choices:
                 if choice.index != 0:
                     continue
-                piece = checked_text(choice.delta.content)
-                if piece:
-                    text.append(piece)
-                    on_text(piece)
+                parts.add_text(choice.delta.content)
                 for fragment in choice.delta.tool_calls or ():
                     call_id = checked_text(fragment.id)
-                    slot = _slot(calls, getattr(fragment, "index", None), call_id)
-                    call = calls.setdefault(slot, {"id": "", "name": "", "arguments": ""})
+                    call = parts.call(_slot(parts, getattr(fragment, "index", None), call_id))
                     call["id"] = call["id"] or call_id
                     if fragment.function is not None:
                         # The name comes whole, once; a server repeating it is not doubled.
@@ -229,18 +175,5 @@ class OpenAICompatibleProvider:
                 if choice.finish_reason is not None:
                     wire_finish = choice.finish_reason
         if wire_finish is None:
-            raise ModelError(
-                "invalid_response",
-                "The model server's response stream ended before the response was complete",
-                attempt=log.attempts,
-            )
-        tool_calls = tuple(
-            ToolCall(id=c["id"] or f"call_{new_id()}", name=c["name"], arguments=c["arguments"])
-            for _, c in sorted(calls.items())
-        )
-        return ModelResponse(
-            message=Message("assistant", "".join(text), tool_calls=tool_calls),
-            finish_reason=finish_reason(wire_finish, bool(tool_calls)),
-            usage=usage,
-            response_id=response_id,
-        )
+            return parts.response(None)
+        return parts.response(finish_reason(wire_finish, bool(parts.calls)))

@@ -113,6 +113,18 @@ class Usage:
             cached_tokens=data.get("cachedTokens"),
         )
 
+    def __add__(self, more: Usage) -> Usage:
+        """Both counts summed; a count nobody reported stays None."""
+
+        def plus(a: int | None, b: int | None) -> int | None:
+            return b if a is None else a if b is None else a + b
+
+        return Usage(
+            plus(self.input_tokens, more.input_tokens),
+            plus(self.output_tokens, more.output_tokens),
+            plus(self.cached_tokens, more.cached_tokens),
+        )
+
 
 @attrs.frozen
 class ModelRequest:

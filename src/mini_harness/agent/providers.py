@@ -1,22 +1,31 @@
 """Choosing the model provider from `--model PROVIDER:MODEL` and the environment.
 
 Without `--model`, the first key found decides, as in the reference harness:
-DEEPSEEK_API_KEY, then OPENAI_API_KEY, then ANTHROPIC_API_KEY; with none, the mock.
-MINI_HARNESS_MODEL names the model when `--model` does not. Provider modules (and their
-SDKs) are imported only once chosen.
+DEEPSEEK_API_KEY, then OPENAI_API_KEY, then ANTHROPIC_API_KEY; with none, the mock model
+(deterministic, no network).
+MINI_HARNESS_MODEL names the model when `--model` does not. The SDK providers' modules (and
+their SDKs) are imported only once chosen.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import attrs
 
-from mini_harness.agent.provider import ModelProvider
+from mini_harness.agent.provider import (
+    Message,
+    ModelError,
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    Usage,
+)
+from mini_harness.agent.script import ScriptProvider
 from mini_harness.errors import MiniHarnessError
+from mini_harness.runtime.context import estimate_tokens
 
 PROVIDER_NAMES = ("anthropic", "deepseek", "mock", "openai", "openai-compatible", "script")
 
@@ -24,6 +33,46 @@ PROVIDER_NAMES = ("anthropic", "deepseek", "mock", "openai", "openai-compatible"
 class ProviderSetupError(MiniHarnessError):
     """The provider cannot be made: a bad `--model`, a missing key or setting, or its SDK
     is not installed (the message then carries the install line)."""
+
+
+class MockProvider:
+    """Answers the task with text that repeats it, without calling a tool.
+
+    Its name prints as `mock`. Usage is the same estimate the context report uses
+    (ceil(characters / 4)), so runs with it are reproducible to the byte.
+    """
+
+    name = "mock"
+
+    def __init__(self, model: str = "mock") -> None:
+        self.model = model
+
+    def __repr__(self) -> str:
+        return f"<MockProvider(model={self.model!r})>"
+
+    def complete(
+        self,
+        request: ModelRequest,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_retry: Callable[[ModelError], None] | None = None,
+    ) -> ModelResponse:
+        # The task is the first user message; a `--tool` result may follow it.
+        task = next((m.content for m in request.messages if m.role == "user"), "")
+        text = (
+            f"This is the mock model: no API key is configured, so nothing was sent to a "
+            f"model. Your task was: {task}\n"
+            "Set DEEPSEEK_API_KEY, OPENAI_API_KEY or ANTHROPIC_API_KEY (or pass --model) "
+            "to run it with a real model."
+        )
+        if on_text is not None:
+            on_text(text)
+        prompt = sum(estimate_tokens(m.content) for m in request.messages)
+        return ModelResponse(
+            message=Message("assistant", text),
+            finish_reason="stop",
+            usage=Usage(input_tokens=prompt, output_tokens=estimate_tokens(text)),
+        )
 
 
 @attrs.frozen
@@ -63,64 +112,42 @@ _REMOTES = {
     ),
 }
 
-_SDKS = {"openai": "openai", "anthropic": "anthropic"}
-
 
 def _setting(env: Mapping[str, str], name: str) -> str | None:
     value = env.get(name, "").strip()
     return value or None
 
 
-def choose_provider(
-    model_spec: str | None,
-    env: Mapping[str, str],
-    *,
-    max_retries: int = 2,
-    timeout: float = 120.0,
-) -> ModelProvider:
+def choose_provider(model_spec: str | None, env: Mapping[str, str]) -> ModelProvider:
     """The provider `--model` names (None: the environment's choice).
 
     `model_spec` is `PROVIDER:MODEL`, `PROVIDER` alone (its default model), `mock` or
-    `script:FILE`. `max_retries` and `timeout` are the SDK's, for remote providers.
+    `script:FILE`.
     """
     if model_spec is None:
         for provider in ("deepseek", "openai", "anthropic"):
             variable = _REMOTES[provider].key_variable
             if variable and _setting(env, variable):
-                return _remote(provider, None, env, max_retries, timeout)
-        return _mock(None)
+                return _remote(provider, None, env)
+        return MockProvider("mock")
     provider, _, model = model_spec.partition(":")
     provider = provider.strip().lower()
     model = model.strip()
     if provider == "mock":
-        return _mock(model or None)
+        return MockProvider(model or "mock")
     if provider == "script":
         if not model:
             raise ProviderSetupError("--model script:FILE needs a file: script:path/to/script.json")
-        return _local("mini_harness.agent.script", "ScriptProvider", Path(model))
+        return ScriptProvider(Path(model))
     if provider not in _REMOTES:
         raise ProviderSetupError(
             f"Unknown model provider {provider!r} in --model {model_spec!r} "
             f"(known: {', '.join(PROVIDER_NAMES)})"
         )
-    return _remote(provider, model or None, env, max_retries, timeout)
+    return _remote(provider, model or None, env)
 
 
-def _mock(model: str | None) -> ModelProvider:
-    return _local("mini_harness.agent.mock", "MockProvider", model or "mock")
-
-
-def _local(module: str, cls: str, argument: object) -> ModelProvider:
-    """The no-network provider class `cls` of `module`, made with `argument`."""
-    # Imported by name: the mock and the script live in their own modules, loaded only
-    # when chosen.
-    provider: ModelProvider = getattr(importlib.import_module(module), cls)(argument)
-    return provider
-
-
-def _remote(
-    provider: str, model: str | None, env: Mapping[str, str], max_retries: int, timeout: float
-) -> ModelProvider:
+def _remote(provider: str, model: str | None, env: Mapping[str, str]) -> ModelProvider:
     remote = _REMOTES[provider]
     model = model or _setting(env, "MINI_HARNESS_MODEL") or remote.default_model
     base_url = _setting(env, remote.base_url_variable) or remote.default_base_url
@@ -139,20 +166,16 @@ def _remote(
                 f"The {provider} provider needs {remote.key_variable} in the environment"
             )
         api_key = key
-    sdk = _SDKS[remote.wire]
+    sdk = remote.wire
     if importlib.util.find_spec(sdk) is None:
         raise ProviderSetupError(
             f"The {provider} provider needs the {sdk} SDK: pip install 'mini-harness[{sdk}]'"
         )
-    if remote.wire == "anthropic":
+    if sdk == "anthropic":
         from mini_harness.agent.anthropic_provider import AnthropicProvider
 
-        return AnthropicProvider(
-            model, api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
-        )
+        return AnthropicProvider(model, api_key=api_key, base_url=base_url)
     from mini_harness.agent.openai_provider import OpenAICompatibleProvider
 
     assert base_url is not None  # every OpenAI-wire provider has a default or requires one
-    return OpenAICompatibleProvider(
-        model, base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=timeout
-    )
+    return OpenAICompatibleProvider(model, base_url=base_url, api_key=api_key)

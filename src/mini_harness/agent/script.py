@@ -44,13 +44,11 @@ def _usage(path: str, where: str, data: object) -> Usage:
         return Usage()
     if not isinstance(data, dict):
         raise _fail(path, where, "usage must be an object")
-    counts: dict[str, int | None] = {}
     for key in ("inputTokens", "outputTokens", "cachedTokens"):
         value = data.get(key)
         if value is not None and (type(value) is not int or value < 0):
             raise _fail(path, f"{where}.usage.{key}", "must be a whole number")
-        counts[key] = value
-    return Usage(counts["inputTokens"], counts["outputTokens"], counts["cachedTokens"])
+    return Usage.from_json(data)
 
 
 def _call(path: str, where: str, data: object, default_id: str) -> ToolCall:
@@ -65,8 +63,9 @@ def _call(path: str, where: str, data: object, default_id: str) -> ToolCall:
     return ToolCall(id=call_id or default_id, name=name, arguments=text)
 
 
-def parse_script(path: str, data: Any) -> tuple[ModelResponse, ...]:
-    """The responses of a parsed script file; ScriptError says what is wrong."""
+def parse_script(path: str, data: Any) -> tuple[tuple[ModelResponse, float], ...]:
+    """The responses of a parsed script file, each with its delay in seconds; ScriptError
+    says what is wrong."""
     if isinstance(data, dict):
         data = data.get("responses")
     if not isinstance(data, list) or not data:
@@ -94,14 +93,13 @@ def parse_script(path: str, data: Any) -> tuple[ModelResponse, ...]:
             raise _fail(path, f"{where}.delayMs", "must be a number of milliseconds >= 0")
         if finish not in FINISH_REASONS:
             raise _fail(path, f"{where}.finishReason", f"must be one of {sorted(FINISH_REASONS)}")
-        responses.append(
-            ModelResponse(
-                message=Message("assistant", text, tool_calls=calls),
-                finish_reason=finish,
-                usage=_usage(path, where, item.get("usage")),
-                response_id=f"script-{number}",
-            )
+        response = ModelResponse(
+            message=Message("assistant", text, tool_calls=calls),
+            finish_reason=finish,
+            usage=_usage(path, where, item.get("usage")),
+            response_id=f"script-{number}",
         )
+        responses.append((response, delay / 1000))
     return tuple(responses)
 
 
@@ -125,8 +123,6 @@ class ScriptProvider:
         except orjson.JSONDecodeError as exc:
             raise ScriptError(f"script {self.path} is not valid JSON ({exc})") from None
         self.responses = parse_script(self.path, data)
-        items = data["responses"] if isinstance(data, dict) else data  # checked just above
-        self.delays = tuple(item.get("delayMs", 0) / 1000 for item in items)
         self.served = 0
 
     def __repr__(self) -> str:
@@ -149,9 +145,9 @@ class ScriptProvider:
                 f"script {self.path} has {counted(len(self.responses), 'response')}; the run asked "
                 f"for response {self.served + 1}",
             )
-        response = self.responses[self.served]
-        if self.delays[self.served]:
-            time.sleep(self.delays[self.served])
+        response, delay = self.responses[self.served]
+        if delay:
+            time.sleep(delay)
         self.served += 1
         if on_text is not None and response.message.content:
             on_text(response.message.content)
