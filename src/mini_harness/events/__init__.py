@@ -6,12 +6,6 @@ and the clock and id helpers. Nothing here does I/O.
 
 from __future__ import annotations
 
-from mini_harness.events.approval import (
-    APPROVAL_DECIDERS,
-    APPROVAL_DECISIONS,
-    ApprovalDecided,
-    ApprovalRequested,
-)
 from mini_harness.events.jsonvalue import (
     MAX_JSON_DEPTH,
     JsonObject,
@@ -24,7 +18,6 @@ from mini_harness.events.jsonvalue import (
     nested_too_deep,
 )
 from mini_harness.events.model import (
-    STOP_REASONS,
     ContextTrimmed,
     ModelFailed,
     ModelRequested,
@@ -32,15 +25,15 @@ from mini_harness.events.model import (
     RunFinished,
 )
 from mini_harness.events.vocabulary import (
-    ERROR_KINDS,
     FORMAT_VERSION,
     KNOWN_EVENT_TYPES,
     TRANSCRIPT_FORMAT,
+    ApprovalDecided,
+    ApprovalRequested,
     Event,
     EventSink,
     NullSink,
     RunStarted,
-    TerminalEvent,
     ToolCalled,
     ToolError,
     ToolFailed,
@@ -53,13 +46,9 @@ from mini_harness.events.vocabulary import (
 )
 
 __all__ = [
-    "APPROVAL_DECIDERS",
-    "APPROVAL_DECISIONS",
-    "ERROR_KINDS",
     "FORMAT_VERSION",
     "KNOWN_EVENT_TYPES",
     "MAX_JSON_DEPTH",
-    "STOP_REASONS",
     "TRANSCRIPT_FORMAT",
     "ApprovalDecided",
     "ApprovalRequested",
@@ -75,7 +64,6 @@ __all__ = [
     "NullSink",
     "RunFinished",
     "RunStarted",
-    "TerminalEvent",
     "TooDeepError",
     "ToolCalled",
     "ToolError",
