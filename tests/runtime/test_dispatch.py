@@ -47,12 +47,11 @@ class TestSuccess:
     def test_echo_returns_a_tool_result(self, runtime: ToolRuntime) -> None:
         """dispatch returns name, input, output and a duration."""
         result = runtime.dispatch("echo", {"text": "hello"})
-        assert result.to_json() == {
-            "name": "echo",
-            "input": {"text": "hello"},
-            "output": {"text": "hello"},
-            "durationMs": result.duration_ms,
-        }
+        assert (result.name, result.input, result.output) == (
+            "echo",
+            {"text": "hello"},
+            {"text": "hello"},
+        )
         assert result.duration_ms >= 0
 
     def test_events_of_a_run(self, runtime: ToolRuntime, sink: MemorySink) -> None:

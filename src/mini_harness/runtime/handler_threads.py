@@ -60,8 +60,6 @@ class HandlerThreads:
 
     def __init__(self, limit: int = MAX_HANDLER_THREADS) -> None:
         self._limit = limit
-        self._pid = -1
-        self._lock = threading.Lock()
         self._reset()
 
     def _reset(self) -> None:

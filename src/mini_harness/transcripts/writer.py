@@ -212,8 +212,11 @@ class JsonlTranscript:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 size = os.lseek(fd, 0, os.SEEK_END)  # the file's size, cheaper than fstat
-                if size != self._end or self._next_seq == 0:
-                    self._catch_up(size, event)
+                if size != self._end:  # another writer moved it, or it is new to us
+                    self._resync(size)
+                if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
+                    # A new file's header: at the time of the event it comes before.
+                    self._write_event(TranscriptStarted(ts=event.ts, transcript_id=new_id()))
                 self._write_event(event)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -221,17 +224,6 @@ class JsonlTranscript:
                 self._after_write()
 
     emit = append
-
-    def _catch_up(self, size: int, event: Event) -> None:
-        """Under the lock: follow another writer's appends, and start a new file's header.
-
-        The header takes the time of the event about to be appended: it never postdates
-        what follows it.
-        """
-        if size != self._end:
-            self._resync(size)
-        if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
-            self._write_event(TranscriptStarted(ts=event.ts, transcript_id=new_id()))
 
     def recover(self) -> list[Quarantined]:
         """Under the lock, quarantine a torn or garbage tail now; return what was set aside."""
