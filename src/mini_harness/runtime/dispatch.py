@@ -170,7 +170,8 @@ class ToolRuntime:
         """Record ToolCalled, then look up and validate; raise (recorded) on failure.
 
         `agent_call` is the model's id for the call and the step, in an agent run."""
-        self._check_process()
+        if self._pid != os.getpid():  # the check of _check_process, without a call
+            self._check_process()
         if not self._started:
             self.start()
         if not name.isascii():

@@ -191,12 +191,10 @@ class JsonlTranscript:
             os.close(fd)
         raise TranscriptWriteError(str(self.path), self._fatal) from None
 
-    def _usable_fd(self) -> int:
-        if self._fd < 0:
-            raise TranscriptWriteError(
-                str(self.path), self._fatal or f"transcript {self.path} is closed"
-            )
-        return self._fd
+    def _closed(self) -> NoReturn:
+        raise TranscriptWriteError(
+            str(self.path), self._fatal or f"transcript {self.path} is closed"
+        )
 
     # --- appending ------------------------------------------------------------------
 
@@ -206,9 +204,12 @@ class JsonlTranscript:
         flock, an lseek (to learn whether another writer moved the file), one write, and
         unlock; an fsync follows, outside the lock, when the mode asks for one.
         """
-        self._check_process()
+        if self._pid != os.getpid():  # the check of _check_process, without a call
+            self._check_process()
         with self._lock:
-            fd = self._usable_fd()
+            fd = self._fd
+            if fd < 0:
+                self._closed()
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 size = os.lseek(fd, 0, os.SEEK_END)  # the file's size, cheaper than fstat
@@ -229,7 +230,9 @@ class JsonlTranscript:
         """Under the lock, quarantine a torn or garbage tail now; return what was set aside."""
         self._check_process()
         with self._lock:
-            fd = self._usable_fd()
+            fd = self._fd
+            if fd < 0:
+                self._closed()
             before = len(self.quarantined)
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
