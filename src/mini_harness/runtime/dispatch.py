@@ -30,17 +30,15 @@ from mini_harness.events import (
     NotJsonError,
     NullSink,
     RunStarted,
-    TooDeepError,
     ToolCalled,
     ToolError,
     ToolFailed,
     ToolSucceeded,
-    bounded_repr,
-    bounded_str,
     check_json,
     new_id,
     utc_timestamp,
 )
+from mini_harness.events.jsonvalue import TooDeepError, bounded_repr, bounded_str
 from mini_harness.runtime.definitions import ToolDefinition
 from mini_harness.runtime.effects import WithEffects
 from mini_harness.runtime.handler_threads import (
