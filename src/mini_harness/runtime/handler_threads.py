@@ -45,7 +45,12 @@ class HandlerJob:
     def abandon(self) -> None:
         """The caller stopped waiting (timeout, cancellation): a queued job never runs, and a
         running one no longer counts against the limit (a handler cannot be stopped)."""
-        self._pool._abandon(self)
+        with self._pool._lock:
+            if self.state == _QUEUED:
+                self.state = _DROPPED
+            elif self.state == _RUNNING:
+                self.state = _ABANDONED
+                self._pool._stuck += 1
 
 
 class HandlerThreads:
@@ -121,14 +126,6 @@ class HandlerThreads:
                     self._idle += 1
             if job.deliver is not None:
                 job.deliver()
-
-    def _abandon(self, job: HandlerJob) -> None:
-        with self._lock:
-            if job.state == _QUEUED:
-                job.state = _DROPPED
-            elif job.state == _RUNNING:
-                job.state = _ABANDONED
-                self._stuck += 1
 
 
 HANDLER_THREADS = HandlerThreads()

@@ -9,7 +9,6 @@ import threading
 import time
 from contextlib import suppress
 from pathlib import Path
-from types import TracebackType
 from typing import Literal, NoReturn, get_args
 
 from mini_harness.errors import (
@@ -174,12 +173,7 @@ class JsonlTranscript:
     def __enter__(self) -> JsonlTranscript:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         self.close()
 
     def _die(self, what: str, exc: OSError) -> NoReturn:
