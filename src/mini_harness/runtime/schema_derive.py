@@ -35,12 +35,8 @@ _LENGTH = {
 _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _optional_number(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not _number(value):
+    if value is not None and (not isinstance(value, int | float) or isinstance(value, bool)):
         raise TypeError(f"Field({attribute.name}=...) must be a number, got {value!r}")
 
 
