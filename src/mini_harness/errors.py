@@ -112,15 +112,9 @@ class InvalidInputError(ToolCallError):
     kind = "invalid_input"
 
     def __init__(
-        self,
-        tool: str,
-        message: str,
-        *,
-        path: str,
-        violations: Sequence[Violation] = (),
-        call_id: str | None = None,
+        self, tool: str, message: str, *, path: str, violations: Sequence[Violation] = ()
     ) -> None:
-        super().__init__(tool, message, call_id=call_id)
+        super().__init__(tool, message)
         self.path = path
         self.violations = tuple(violations)
 
@@ -134,10 +128,8 @@ class ToolHandlerError(ToolCallError):
 
     kind = "handler_error"
 
-    def __init__(
-        self, tool: str, message: str, *, error_type: str, call_id: str | None = None
-    ) -> None:
-        super().__init__(tool, message, call_id=call_id)
+    def __init__(self, tool: str, message: str, *, error_type: str) -> None:
+        super().__init__(tool, message)
         self.error_type = error_type
 
 

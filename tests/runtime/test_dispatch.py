@@ -20,6 +20,7 @@ from mini_harness import (
     ToolDefinition,
     ToolHandlerError,
     ToolRegistry,
+    ToolResult,
     ToolRuntime,
     ToolTimeoutError,
     UnknownToolError,
@@ -47,12 +48,11 @@ class TestSuccess:
     def test_echo_returns_a_tool_result(self, runtime: ToolRuntime) -> None:
         """dispatch returns name, input, output and a duration."""
         result = runtime.dispatch("echo", {"text": "hello"})
-        assert result.to_json() == {
-            "name": "echo",
-            "input": {"text": "hello"},
-            "output": {"text": "hello"},
-            "durationMs": result.duration_ms,
-        }
+        assert (result.name, result.input, result.output) == (
+            "echo",
+            {"text": "hello"},
+            {"text": "hello"},
+        )
         assert result.duration_ms >= 0
 
     def test_events_of_a_run(self, runtime: ToolRuntime, sink: MemorySink) -> None:
@@ -294,6 +294,41 @@ class TestFailures:
         failed = sink.events[-1]
         assert isinstance(failed, ToolFailed)
         assert failed.error.kind == "cancelled"
+
+
+class TestAttempt:
+    """attempt() dispatches like dispatch() and returns a failure instead of raising it."""
+
+    def test_success_returns_the_result(self, runtime: ToolRuntime) -> None:
+        """attempt() returns the same ToolResult dispatch() would, and records success."""
+        result = runtime.attempt("echo", {"text": "hi"})
+        assert isinstance(result, ToolResult)
+        assert result.output == {"text": "hi"}
+        assert isinstance(runtime.sink, MemorySink)
+        assert isinstance(runtime.sink.events[-1], ToolSucceeded)
+
+    @pytest.mark.parametrize(
+        ("name", "tool_input", "error"),
+        [
+            ("ehco", {}, UnknownToolError),
+            ("echo", {"text": 1}, InvalidInputError),
+            ("boom", {}, ToolHandlerError),
+        ],
+    )
+    def test_failure_is_returned_not_raised(
+        self,
+        runtime: ToolRuntime,
+        name: str,
+        tool_input: dict[str, object],
+        error: type[ToolCallError],
+    ) -> None:
+        """A failed call comes back as its ToolCallError, recorded as ToolFailed of that kind."""
+        outcome = runtime.attempt(name, tool_input)
+        assert type(outcome) is error
+        assert isinstance(runtime.sink, MemorySink)
+        failed = runtime.sink.events[-1]
+        assert isinstance(failed, ToolFailed)
+        assert failed.error.kind == error.kind
 
 
 JSON = st.recursive(

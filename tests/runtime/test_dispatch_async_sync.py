@@ -109,10 +109,10 @@ class TestSharedHandlerThreads:
         pool = HandlerThreads(limit=2)
         stuck = threading.Event()
         for _ in range(2):
-            pool.submit(stuck.wait).abandon()
+            pool.submit(threading.Event.wait, stuck).abandon()
         time.sleep(0.05)  # both are running (and abandoned) by now
         done = threading.Event()
-        pool.submit(done.set)
+        pool.submit(threading.Event.set, done)
         try:
             assert done.wait(2)
         finally:
@@ -122,11 +122,11 @@ class TestSharedHandlerThreads:
         """A call that timed out while queued does not run its handler later."""
         pool = HandlerThreads(limit=1)
         hold = threading.Event()
-        pool.submit(hold.wait)
+        pool.submit(threading.Event.wait, hold)
         ran: list[int] = []
-        pool.submit(lambda: ran.append(1)).abandon()
+        pool.submit(ran.append, 1).abandon()
         hold.set()
         last = threading.Event()
-        pool.submit(last.set)
+        pool.submit(threading.Event.set, last)
         assert last.wait(2)
         assert ran == []

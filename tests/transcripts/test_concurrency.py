@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from mini_harness.errors import TranscriptWriteError
-from mini_harness.events import ToolCalled, ToolSucceeded
+from mini_harness.events import Event, ToolCalled, ToolSucceeded
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, verify_transcript
 from mini_harness.transcripts.writer import FsyncMode
@@ -177,18 +177,19 @@ class TestLockDiscipline:
         the same process (the fcntl-lock pitfall): another process still cannot take it."""
         path = tmp_path / "t.jsonl"
         sink = JsonlTranscript(path)
-        with sink._flocked():
-            os.close(os.open(path, os.O_RDONLY))
-            path.open("rb").close()
-            pid = os.fork()
-            if pid == 0:
-                fd = os.open(path, os.O_RDWR)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os._exit(0)
-                os._exit(1)
-            _, status = os.waitpid(pid, 0)
+        fcntl.flock(sink._fd, fcntl.LOCK_EX)  # the writer's own descriptor, as append locks it
+        os.close(os.open(path, os.O_RDONLY))
+        path.open("rb").close()
+        pid = os.fork()
+        if pid == 0:
+            fd = os.open(path, os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os._exit(0)
+            os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        fcntl.flock(sink._fd, fcntl.LOCK_UN)
         assert os.waitstatus_to_exitcode(status) == 0
         sink.close()
 
@@ -353,13 +354,13 @@ class TestLockFailures:
         path = tmp_path / "t.jsonl"
         sink = JsonlTranscript(path, fsync="never")
         sink.append(_event("a"))
-        real = JsonlTranscript._write_line
+        real = JsonlTranscript._write_event
 
-        def interrupted(self: JsonlTranscript, line: bytes, seq: int) -> None:
-            real(self, line, seq)
+        def interrupted(self: JsonlTranscript, event: Event) -> None:
+            real(self, event)
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(JsonlTranscript, "_write_line", interrupted)
+        monkeypatch.setattr(JsonlTranscript, "_write_event", interrupted)
         with pytest.raises(KeyboardInterrupt):
             sink.append(_event("b"))
         assert _lock_is_free(path)

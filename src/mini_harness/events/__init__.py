@@ -6,25 +6,14 @@ and the clock and id helpers. Nothing here does I/O.
 
 from __future__ import annotations
 
-from mini_harness.events.approval import (
-    APPROVAL_DECIDERS,
-    APPROVAL_DECISIONS,
-    ApprovalDecided,
-    ApprovalRequested,
-)
 from mini_harness.events.jsonvalue import (
     MAX_JSON_DEPTH,
     JsonObject,
     JsonValue,
     NotJsonError,
-    TooDeepError,
-    bounded_repr,
-    bounded_str,
     check_json,
-    nested_too_deep,
 )
 from mini_harness.events.model import (
-    STOP_REASONS,
     ContextTrimmed,
     ModelFailed,
     ModelRequested,
@@ -32,15 +21,15 @@ from mini_harness.events.model import (
     RunFinished,
 )
 from mini_harness.events.vocabulary import (
-    ERROR_KINDS,
     FORMAT_VERSION,
     KNOWN_EVENT_TYPES,
     TRANSCRIPT_FORMAT,
+    ApprovalDecided,
+    ApprovalRequested,
     Event,
     EventSink,
     NullSink,
     RunStarted,
-    TerminalEvent,
     ToolCalled,
     ToolError,
     ToolFailed,
@@ -53,13 +42,9 @@ from mini_harness.events.vocabulary import (
 )
 
 __all__ = [
-    "APPROVAL_DECIDERS",
-    "APPROVAL_DECISIONS",
-    "ERROR_KINDS",
     "FORMAT_VERSION",
     "KNOWN_EVENT_TYPES",
     "MAX_JSON_DEPTH",
-    "STOP_REASONS",
     "TRANSCRIPT_FORMAT",
     "ApprovalDecided",
     "ApprovalRequested",
@@ -75,19 +60,14 @@ __all__ = [
     "NullSink",
     "RunFinished",
     "RunStarted",
-    "TerminalEvent",
-    "TooDeepError",
     "ToolCalled",
     "ToolError",
     "ToolFailed",
     "ToolSucceeded",
     "TranscriptStarted",
     "UnknownEvent",
-    "bounded_repr",
-    "bounded_str",
     "check_json",
     "event_type",
-    "nested_too_deep",
     "new_id",
     "utc_timestamp",
 ]

@@ -13,8 +13,6 @@ import attrs
 
 from mini_harness.events.jsonvalue import JsonObject
 
-STOP_REASONS = frozenset({"final", "max_steps", "model_error", "budget", "cancelled"})
-
 
 @attrs.frozen
 class ModelRequested:
@@ -85,8 +83,9 @@ class ContextTrimmed:
 
 @attrs.frozen
 class RunFinished:
-    """An agent run ended: `stop_reason` is one of STOP_REASONS, `final_text` the answer
-    (null without one), `steps` the model requests made, `usage` the summed token counts."""
+    """An agent run ended: `stop_reason` is final, max_steps, model_error, budget or
+    cancelled; `final_text` the answer (null without one), `steps` the model requests made,
+    `usage` the summed token counts."""
 
     ts: str
     run_id: str

@@ -1,4 +1,5 @@
-"""Events: what dispatch records. Plain values; the transcript layer gives them `seq` and `prev`."""
+"""Events: what dispatch and approval record. Plain values; the transcript layer gives them
+`seq` and `prev`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Protocol, TypeAlias, get_args
 
 import attrs
 
-from mini_harness.events.approval import ApprovalDecided, ApprovalRequested
 from mini_harness.events.jsonvalue import JsonObject, JsonValue
 from mini_harness.events.model import (
     ContextTrimmed,
@@ -22,23 +22,12 @@ TRANSCRIPT_FORMAT = "mini-harness.transcript"
 FORMAT_VERSION = 2
 """2 added the agent-run events (events/model.py) and optional fields; 1 is upcast."""
 
-ERROR_KINDS = frozenset(
-    {
-        "unknown_tool",
-        "invalid_input",
-        "handler_error",
-        "timeout",
-        "cancelled",
-        "invalid_output",
-        "interrupted",
-        "denied",
-    }
-)
-
 
 @attrs.frozen
 class ToolError:
-    """Why a call failed: `kind` is one of ERROR_KINDS, `message` is what a person reads."""
+    """Why a call failed: `kind` is one of unknown_tool, invalid_input, handler_error,
+    timeout, cancelled, invalid_output, interrupted and denied; `message` is what a person
+    reads."""
 
     kind: str
     message: str
@@ -123,6 +112,39 @@ class ToolFailed:
 
 
 @attrs.frozen
+class ApprovalRequested:
+    """A person was asked whether a call may run; `shown` is exactly what they saw.
+
+    `rule` names the policy rule that asked.
+    """
+
+    ts: str
+    run_id: str
+    call_id: str
+    name: str
+    rule: str
+    shown: str
+
+
+@attrs.frozen
+class ApprovalDecided:
+    """Whether a call may run: `decision` is approved, approved_for_session or denied.
+
+    `by` is "policy" (then `rule` names the rule) or "user"; `reason` is what the model is
+    told when the call was denied.
+    """
+
+    ts: str
+    run_id: str
+    call_id: str
+    name: str
+    decision: str
+    by: str
+    rule: str | None = None
+    reason: str | None = None
+
+
+@attrs.frozen
 class UnknownEvent:
     """An event of a type this version does not know (same major format): kept, not fatal."""
 
@@ -149,7 +171,6 @@ Event: TypeAlias = (
     | RunFinished
     | UnknownEvent
 )
-TerminalEvent: TypeAlias = ToolSucceeded | ToolFailed
 KNOWN_EVENT_TYPES: tuple[type, ...] = tuple(
     cls for cls in get_args(Event) if cls is not UnknownEvent
 )

@@ -5,35 +5,22 @@ Typed tools (`ToolRegistry.tool`, cattrs) load when the first typed tool is regi
 
 from __future__ import annotations
 
-from mini_harness.errors import Violation
-from mini_harness.runtime.context import (
-    ContextPart,
-    ContextRow,
-    dispatch_context,
-    estimate_tokens,
-    render_context_report,
-)
+from mini_harness.runtime.context import dispatch_context, estimate_tokens, render_context_report
 from mini_harness.runtime.definitions import ToolAnnotations, ToolDefinition
 from mini_harness.runtime.dispatch import ToolRuntime
-from mini_harness.runtime.memory import MemorySink, Recorded
-from mini_harness.runtime.registry import Handler, RegisteredTool, ToolRegistry
+from mini_harness.runtime.memory import MemorySink
+from mini_harness.runtime.registry import ToolRegistry
 from mini_harness.runtime.results import ToolResult, display_failure, display_result
 from mini_harness.runtime.schema_derive import Field
 
 __all__ = [
-    "ContextPart",
-    "ContextRow",
     "Field",
-    "Handler",
     "MemorySink",
-    "Recorded",
-    "RegisteredTool",
     "ToolAnnotations",
     "ToolDefinition",
     "ToolRegistry",
     "ToolResult",
     "ToolRuntime",
-    "Violation",
     "dispatch_context",
     "display_failure",
     "display_result",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import attrs
 
@@ -12,8 +11,9 @@ from mini_harness.events import JsonObject
 TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 """What a tool name may be; matched against the whole name (`fullmatch`)."""
 
-# MCP hint names, in the order MCP documents them; wire keys are camelCase.
-_HINTS = (
+# MCP's fields, in the order MCP documents them; wire keys are camelCase.
+_FIELDS = (
+    ("title", "title"),
     ("read_only_hint", "readOnlyHint"),
     ("destructive_hint", "destructiveHint"),
     ("idempotent_hint", "idempotentHint"),
@@ -32,19 +32,12 @@ class ToolAnnotations:
     open_world_hint: bool | None = None
 
     def to_json(self) -> JsonObject:
-        out: JsonObject = {}
-        if self.title is not None:
-            out["title"] = self.title
-        for attr, key in _HINTS:
-            value = getattr(self, attr)
-            if value is not None:
-                out[key] = value
-        return out
+        said = ((key, getattr(self, attr)) for attr, key in _FIELDS)
+        return {key: value for key, value in said if value is not None}
 
     @classmethod
     def from_json(cls, data: JsonObject) -> ToolAnnotations:
-        kwargs: dict[str, Any] = {attr: data.get(key) for attr, key in _HINTS}
-        return cls(title=data.get("title"), **kwargs)
+        return cls(**{attr: data.get(key) for attr, key in _FIELDS})
 
     @property
     def safe_to_repeat(self) -> bool:

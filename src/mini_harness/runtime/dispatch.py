@@ -30,17 +30,15 @@ from mini_harness.events import (
     NotJsonError,
     NullSink,
     RunStarted,
-    TooDeepError,
     ToolCalled,
     ToolError,
     ToolFailed,
     ToolSucceeded,
-    bounded_repr,
-    bounded_str,
     check_json,
     new_id,
     utc_timestamp,
 )
+from mini_harness.events.jsonvalue import TooDeepError, bounded_repr, bounded_str
 from mini_harness.runtime.definitions import ToolDefinition
 from mini_harness.runtime.effects import WithEffects
 from mini_harness.runtime.handler_threads import (
@@ -116,7 +114,7 @@ class ToolRuntime:
         self._timestamp = timestamp
         self._monotonic_ns = monotonic_ns
         self._started = False
-        self._calls = 0
+        self.calls = 0  # dispatches begun (in this process, and before a fork)
         self._call_prefix = f"{self.run_id[:12]}-"
         self._pid = os.getpid()
         self._lock = threading.Lock()
@@ -124,11 +122,6 @@ class ToolRuntime:
 
     def __repr__(self) -> str:
         return f"<ToolRuntime(run_id={self.run_id!r}, calls={self.calls})>"
-
-    @property
-    def calls(self) -> int:
-        """How many dispatches this runtime has begun (in this process and before a fork)."""
-        return self._calls
 
     def _check_process(self) -> None:
         """In a child of `os.fork`: never give a call id (or a RunStarted) the parent gives.
@@ -175,14 +168,15 @@ class ToolRuntime:
         """Record ToolCalled, then look up and validate; raise (recorded) on failure.
 
         `agent_call` is the model's id for the call and the step, in an agent run."""
-        self._check_process()
+        if self._pid != os.getpid():  # the check of _check_process, without a call
+            self._check_process()
         if not self._started:
             self.start()
         if not name.isascii():
             name = recordable(name)  # only a name we could never register can change here
         with self._lock:
-            self._calls += 1
-            call_id = f"{self._call_prefix}{self._calls}"
+            self.calls += 1
+            call_id = f"{self._call_prefix}{self.calls}"
         recorded: JsonValue = tool_input
         problem = None
         try:
@@ -304,24 +298,35 @@ class ToolRuntime:
             )
         )
 
-    def _handler_failed(self, name: str, exc: BaseException) -> ToolHandlerError:
-        text = recordable(bounded_str(exc))
-        kind = recordable(type(exc).__name__)
-        message = f"Tool {name} failed: {kind}: {text}" if text else f"Tool {name} failed: {kind}"
-        return ToolHandlerError(name, message, error_type=kind)
+    def _handler_raised(
+        self, call_id: str, tool: RegisteredTool, start: int, exc: BaseException, timeout: type
+    ) -> None:
+        """Record how a handler's exception ends its call, and raise the ToolCallError.
 
-    def _rejected(self, name: str, exc: RejectedInputError) -> ToolCallError:
-        """A typed tool refusing its own input is invalid input; from a nested call, a failure."""
-        return exc if exc.tool == name else self._handler_failed(name, exc)
-
-    def _timed_out(self, name: str, timeout: float) -> ToolTimeoutError:
-        return ToolTimeoutError(name, f"Tool {name} timed out after {timeout:g} s")
-
-    def _cancelled(self, call_id: str, name: str, start: int) -> None:
-        """Record `cancelled`: the handler raised what must propagate (KeyboardInterrupt,
-        SystemExit, GeneratorExit, asyncio's CancelledError); the caller re-raises it."""
-        cancelled = ToolCancelledError(name, f"Tool {name} cancelled")
-        self._record_failure(call_id, name, start, cancelled)
+        `timeout` is the exception class a timeout arrives as. A typed tool refusing its own
+        input is invalid input (from a nested call, a failure). An exception that must
+        propagate (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio's CancelledError)
+        is recorded as `cancelled` and returns: the caller re-raises it.
+        """
+        name = tool.name
+        error: ToolCallError
+        if isinstance(exc, timeout):
+            error = ToolTimeoutError(name, f"Tool {name} timed out after {tool.timeout or 0:g} s")
+        elif isinstance(exc, RejectedInputError) and exc.tool == name:
+            error = exc
+        elif isinstance(exc, Exception):
+            text = recordable(bounded_str(exc))
+            kind = recordable(type(exc).__name__)
+            message = (
+                f"Tool {name} failed: {kind}: {text}" if text else f"Tool {name} failed: {kind}"
+            )
+            error = ToolHandlerError(name, message, error_type=kind)
+        else:
+            self._record_failure(
+                call_id, name, start, ToolCancelledError(name, f"Tool {name} cancelled")
+            )
+            return
+        self._fail(call_id, name, start, error)
 
     # --- sync -----------------------------------------------------------------
 
@@ -342,14 +347,8 @@ class ToolRuntime:
                 output = run_coroutine(tool.handler(tool_input), tool.timeout)
             else:
                 output = call_in_thread(tool.handler, tool_input, tool.timeout)
-        except HandlerTimeout:
-            self._fail(call_id, name, start, self._timed_out(name, tool.timeout or 0))
-        except RejectedInputError as exc:
-            self._fail(call_id, name, start, self._rejected(name, exc))
-        except Exception as exc:  # the handler's own failure, whatever it is
-            self._fail(call_id, name, start, self._handler_failed(name, exc))
-        except BaseException:
-            self._cancelled(call_id, name, start)
+        except BaseException as exc:
+            self._handler_raised(call_id, tool, start, exc, HandlerTimeout)
             raise
         return self._succeed(call_id, name, tool_input, start, output)
 
@@ -367,14 +366,8 @@ class ToolRuntime:
                 output = await asyncio.wait_for(
                     sync_off_loop(tool.handler, tool_input), tool.timeout
                 )
-        except TimeoutError:
-            self._fail(call_id, name, start, self._timed_out(name, tool.timeout or 0))
-        except RejectedInputError as exc:
-            self._fail(call_id, name, start, self._rejected(name, exc))
-        except Exception as exc:
-            self._fail(call_id, name, start, self._handler_failed(name, exc))
-        except BaseException:  # CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit
-            self._cancelled(call_id, name, start)
+        except BaseException as exc:
+            self._handler_raised(call_id, tool, start, exc, TimeoutError)
             raise
         return self._succeed(call_id, name, tool_input, start, output)
 

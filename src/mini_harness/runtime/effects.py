@@ -30,10 +30,6 @@ class FileEffect:
     def to_json(self) -> JsonObject:
         return {"path": self.path, "before": self.before, "after": self.after}
 
-    @classmethod
-    def from_json(cls, data: JsonObject) -> FileEffect:
-        return cls(path=data["path"], before=data.get("before"), after=data.get("after"))
-
 
 @attrs.frozen
 class WithEffects:

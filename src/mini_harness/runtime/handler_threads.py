@@ -19,20 +19,38 @@ _QUEUED, _RUNNING, _ABANDONED, _DROPPED, _DONE = range(5)
 
 
 class HandlerJob:
-    """One piece of work given to the threads; `abandon()` when its caller stops waiting."""
+    """`func(arg)` given to the threads; `abandon()` when its caller stops waiting."""
 
     def __init__(
-        self, work: Callable[[], object], deliver: Callable[[], None] | None, pool: HandlerThreads
+        self,
+        func: Callable[[Any], object],
+        arg: object,
+        deliver: Callable[[], None] | None,
+        pool: HandlerThreads,
     ) -> None:
-        self.work = work
+        self.func = func
+        self.arg = arg
         self.deliver = deliver
         self.state = _QUEUED
+        self.value: object = None
+        self.error: BaseException | None = None  # what func raised, for the caller
         self._pool = pool
+
+    def result(self) -> object:
+        """What `func(arg)` returned; raises what it raised."""
+        if self.error is not None:
+            raise self.error
+        return self.value
 
     def abandon(self) -> None:
         """The caller stopped waiting (timeout, cancellation): a queued job never runs, and a
         running one no longer counts against the limit (a handler cannot be stopped)."""
-        self._pool._abandon(self)
+        with self._pool._lock:
+            if self.state == _QUEUED:
+                self.state = _DROPPED
+            elif self.state == _RUNNING:
+                self.state = _ABANDONED
+                self._pool._stuck += 1
 
 
 class HandlerThreads:
@@ -47,8 +65,6 @@ class HandlerThreads:
 
     def __init__(self, limit: int = MAX_HANDLER_THREADS) -> None:
         self._limit = limit
-        self._pid = -1
-        self._lock = threading.Lock()
         self._reset()
 
     def _reset(self) -> None:
@@ -61,14 +77,13 @@ class HandlerThreads:
         self._stuck = 0  # running an abandoned job
 
     def submit(
-        self, work: Callable[[], object], deliver: Callable[[], None] | None = None
+        self, func: Callable[[Any], object], arg: object, deliver: Callable[[], None] | None = None
     ) -> HandlerJob:
-        """Run `work()` (which must not raise; its result is dropped) in one of the threads,
-        then `deliver()`, which hands the outcome to the caller, once the thread counts as
-        free again."""
+        """Run `func(arg)` in one of the threads, then `deliver()` (which tells the caller
+        `job.result()` is ready) once the thread counts as free again."""
         if self._pid != os.getpid():
             self._reset()
-        job = HandlerJob(work, deliver, self)
+        job = HandlerJob(func, arg, deliver, self)
         with self._lock:
             self._queued += 1
             start = self._queued > self._idle and self._threads - self._stuck < self._limit
@@ -98,7 +113,9 @@ class HandlerThreads:
             if not run:
                 continue
             try:
-                job.work()
+                job.value = job.func(job.arg)
+            except BaseException as exc:  # handed to the caller by job.result()
+                job.error = exc
             finally:
                 with self._lock:
                     if job.state == _ABANDONED:
@@ -109,14 +126,6 @@ class HandlerThreads:
                     self._idle += 1
             if job.deliver is not None:
                 job.deliver()
-
-    def _abandon(self, job: HandlerJob) -> None:
-        with self._lock:
-            if job.state == _QUEUED:
-                job.state = _DROPPED
-            elif job.state == _RUNNING:
-                job.state = _ABANDONED
-                self._stuck += 1
 
 
 HANDLER_THREADS = HandlerThreads()
@@ -132,35 +141,27 @@ async def sync_off_loop(handler: Callable[[Any], Any], arg: object) -> object:
     import asyncio
 
     loop = asyncio.get_running_loop()
-    # The outcome, exception included, is the future's result and raised here: an
-    # exception such as GeneratorExit set on the future would be thrown into the task
-    # and escape every handler between it and the event loop.
-    future: asyncio.Future[tuple[object, BaseException | None]] = loop.create_future()
-    context = contextvars.copy_context()
-    outcome: list[tuple[object, BaseException | None]] = []
+    # The future only says the job is done; its outcome, exception included, is raised
+    # here: an exception such as GeneratorExit set on the future would be thrown into the
+    # task and escape every handler between it and the event loop.
+    future: asyncio.Future[None] = loop.create_future()
 
     def settle() -> None:
         if not future.done():  # else the caller stopped waiting (timeout or cancellation)
-            future.set_result(outcome[0])
-
-    def work() -> None:
-        try:
-            outcome.append((context.run(handler, arg), None))
-        except BaseException as exc:  # handed to the awaiting caller
-            outcome.append((None, exc))
+            future.set_result(None)
 
     def deliver() -> None:
         with contextlib.suppress(RuntimeError):  # the loop is already closed
             loop.call_soon_threadsafe(settle)
 
-    job = HANDLER_THREADS.submit(work, deliver)
+    context = contextvars.copy_context()
+    job = HANDLER_THREADS.submit(lambda value: context.run(handler, value), arg, deliver)
     try:
-        output, error = await future
+        await future
     except BaseException:
         job.abandon()
         raise
-    if error is not None:
-        raise error
+    output = job.result()
     if inspect.isawaitable(output):
         return await output
     return output
@@ -197,18 +198,8 @@ def call_in_thread(func: Callable[[Any], Any], arg: object, timeout: float | Non
     its result is discarded and the call is recorded as timed out.
     """
     done = threading.Event()
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["value"] = func(arg)
-        except BaseException as exc:  # handed to the caller below
-            box["error"] = exc
-
-    job = HANDLER_THREADS.submit(work, done.set)
+    job = HANDLER_THREADS.submit(func, arg, done.set)
     if not done.wait(timeout):
         job.abandon()
         raise HandlerTimeout
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    return job.result()

@@ -23,15 +23,6 @@ class ToolResult:
     call_id: str
     effects: tuple[JsonObject, ...] | None = None  # files the call changed (see WithEffects)
 
-    def to_json(self) -> JsonObject:
-        """`{"name", "input", "output", "durationMs"}` with durationMs as recorded."""
-        return {
-            "name": self.name,
-            "input": self.input,
-            "output": self.output,
-            "durationMs": self.duration_ms,
-        }
-
     def display_json(self) -> JsonObject:
         """As the CLI shows it: durationMs rounded half-up to whole milliseconds."""
         return display_result(self.name, self.input, self.output, self.duration_ms)

@@ -35,12 +35,8 @@ _LENGTH = {
 _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _optional_number(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not _number(value):
+    if value is not None and (not isinstance(value, int | float) or isinstance(value, bool)):
         raise TypeError(f"Field({attribute.name}=...) must be a number, got {value!r}")
 
 
@@ -105,8 +101,9 @@ def type_name(tp: object) -> str:
 
 
 def json_default(value: object) -> object:
-    """A default as a schema `default`, or attrs.NOTHING when it is not plain JSON."""
-    if isinstance(value, enum.Enum):
+    """A default as a schema `default`, or attrs.NOTHING when it is not plain JSON (as
+    neither a factory nor the markers of "no default" are)."""
+    if isinstance(value, enum.Enum) and value is not attrs.NOTHING:
         value = value.value
     try:
         check_json(value)
@@ -298,32 +295,26 @@ def class_members(cls: type) -> list[Member]:
             f"cannot resolve the annotations of {cls.__qualname__}: {exc}"
         ) from None
     docs = parse_docstring(class_docstring(cls)).entries
-    members: list[Member] = []
-    if attrs.has(cls):
-        for field in attrs.fields(cls):
-            if not field.init:
-                continue
-            default = field.default
-            required = default is attrs.NOTHING
-            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-                default = attrs.NOTHING
-            members.append(_member(field.name, hints, required, default, docs))
-    else:
-        for dfield in dataclasses.fields(cls):
-            if not dfield.init:
-                continue
-            has_default = dfield.default is not dataclasses.MISSING
-            required = not has_default and dfield.default_factory is dataclasses.MISSING
-            default = dfield.default if has_default else attrs.NOTHING
-            members.append(_member(dfield.name, hints, required, default, docs))
-    return members
+    fields: Sequence[Any] = attrs.fields(cls) if attrs.has(cls) else dataclasses.fields(cls)
+    return [
+        Member(
+            field.name,
+            hints.get(field.name, Any),
+            required=_no_default(field),
+            default=json_default(field.default),
+            description=docs.get(field.name),
+        )
+        for field in fields
+        if field.init
+    ]
 
 
-def _member(
-    name: str, hints: dict[str, Any], required: bool, default: object, docs: dict[str, str]
-) -> Member:
-    shown = attrs.NOTHING if default is attrs.NOTHING else json_default(default)
-    return Member(name, hints.get(name, Any), required, shown, docs.get(name))
+def _no_default(field: Any) -> bool:
+    """An attrs or dataclass field with neither a default nor a factory (attrs keeps its
+    Factory in `default`)."""
+    if field.default is not attrs.NOTHING and field.default is not dataclasses.MISSING:
+        return False
+    return getattr(field, "default_factory", dataclasses.MISSING) is dataclasses.MISSING
 
 
 def class_schema(cls: type, stack: tuple[type, ...] = ()) -> JsonObject:

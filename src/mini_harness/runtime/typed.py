@@ -15,7 +15,6 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal, NoReturn, Union, get_args, get_origin
 
-import attrs
 import cattrs
 import cattrs.v
 
@@ -73,7 +72,7 @@ def _structurer(tp: object) -> Structure | None:
         return bare  # validated: int(2.0) -> 2, float(3) -> 3.0, never a bool or a str
     tp = _strip_annotated(tp)  # cattrs hashes types; Annotated metadata need not be hashable
     hook = _CONVERTER.get_structure_hook(tp)
-    return functools.partial(_apply_hook, hook, tp)
+    return lambda value: hook(value, tp)
 
 
 def _strip_annotated(tp: object) -> Any:
@@ -89,33 +88,14 @@ def _strip_annotated(tp: object) -> Any:
     return origin[stripped]  # type: ignore[index]
 
 
-def _apply_hook(hook: Callable[[Any, Any], Any], tp: object, value: object) -> Any:
-    return hook(value, tp)
+def _refuse(tool: str, message: str, parameter: str | None = None) -> NoReturn:
+    """Raise SchemaDerivationError for `tool` with the house message shape."""
+    raise SchemaDerivationError(
+        tool, f"Cannot derive a schema for tool {tool}: {message}", parameter=parameter
+    )
 
 
-def _unstructurer(tp: object) -> Structure | None:
-    """Turns a return value into JSON; None when values of `tp` are JSON already."""
-    if tp is not Any and _is_plain(tp, _PLAIN_OUTPUT):
-        return None
-    # By the value's own type, not the annotation: a subclass must not lose its fields.
-    return _CONVERTER.unstructure
-
-
-class _Refuse:
-    """Raises SchemaDerivationError for one tool with the house message shape."""
-
-    def __init__(self, tool: str) -> None:
-        self.tool = tool
-
-    def __call__(self, message: str, parameter: str | None = None) -> NoReturn:
-        raise SchemaDerivationError(
-            self.tool,
-            f"Cannot derive a schema for tool {self.tool}: {message}",
-            parameter=parameter,
-        )
-
-
-def _hints(func: Callable[..., Any], refuse: _Refuse) -> dict[str, Any]:
+def _hints(func: Callable[..., Any], tool: str) -> dict[str, Any]:
     try:
         return typing.get_type_hints(func, include_extras=True)
     except NameError as exc:
@@ -123,34 +103,36 @@ def _hints(func: Callable[..., Any], refuse: _Refuse) -> dict[str, Any]:
         for pname, annotation in getattr(func, "__annotations__", {}).items():
             if isinstance(annotation, str) and missing in annotation:
                 where = "the return annotation" if pname == "return" else f"parameter {pname}"
-                refuse(
+                _refuse(
+                    tool,
                     f"{where}: cannot resolve {annotation!r} ({exc}); types used in "
                     "annotations must be importable from the function's module",
                     pname,
                 )
-        refuse(f"cannot resolve the annotations: {exc}")
+        _refuse(tool, f"cannot resolve the annotations: {exc}")
     except (SyntaxError, TypeError) as exc:  # e.g. a malformed string annotation
-        refuse(f"cannot resolve the annotations: {exc}")
+        _refuse(tool, f"cannot resolve the annotations: {exc}")
 
 
 def _check_parameters(
-    params: list[inspect.Parameter], hints: dict[str, Any], documented: set[str], refuse: _Refuse
+    params: list[inspect.Parameter], hints: dict[str, Any], documented: set[str], tool: str
 ) -> None:
     """Every parameter must be a named, annotated property; docs must name real ones."""
     for param in params:
         if param.kind in _VARIADIC:
             stars = "*" if param.kind is inspect.Parameter.VAR_POSITIONAL else "**"
-            refuse(
+            _refuse(
+                tool,
                 f"parameter {stars}{param.name} is variadic; a tool takes named properties",
                 param.name,
             )
         if param.kind is inspect.Parameter.POSITIONAL_ONLY:
-            refuse(f"parameter {param.name} is positional-only", param.name)
+            _refuse(tool, f"parameter {param.name} is positional-only", param.name)
         if param.name not in hints:
-            refuse(f"parameter {param.name} has no type annotation", param.name)
+            _refuse(tool, f"parameter {param.name} has no type annotation", param.name)
     unknown = sorted(documented - {p.name for p in params})
     if unknown:
-        refuse(f"the docstring's Args section names {', '.join(unknown)}, not a parameter")
+        _refuse(tool, f"the docstring's Args section names {', '.join(unknown)}, not a parameter")
 
 
 def derive_tool(
@@ -162,13 +144,12 @@ def derive_tool(
 ) -> tuple[ToolDefinition, Callable[[Any], Any]]:
     """The definition and the JSON-in/JSON-out handler of a typed function."""
     tool: str = name or str(getattr(func, "__name__", ""))
-    refuse = _Refuse(tool)
     if not callable(func):
-        refuse(f"{func!r} is not callable")
-    hints = _hints(func, refuse)
+        _refuse(tool, f"{func!r} is not callable")
+    hints = _hints(func, tool)
     params = list(inspect.signature(func).parameters.values())
     doc = parse_docstring(func.__doc__)
-    _check_parameters(params, hints, set(doc.entries), refuse)
+    _check_parameters(params, hints, set(doc.entries), tool)
 
     summary = doc.summary
     single = params[0] if len(params) == 1 else None
@@ -178,7 +159,7 @@ def derive_tool(
         try:
             input_schema = class_schema(record)
         except UnsupportedAnnotation as exc:
-            refuse(f"parameter {single.name}: {exc}", single.name)
+            _refuse(tool, f"parameter {single.name}: {exc}", single.name)
         input_schema.pop("description", None)  # it is the tool's, said once
         summary = summary or parse_docstring(class_docstring(record)).summary
         call = _call_with_instance(tool, func, _CONVERTER.get_structure_hook(record), record)
@@ -188,9 +169,7 @@ def derive_tool(
                 p.name,
                 hints[p.name],
                 required=p.default is inspect.Parameter.empty,
-                default=attrs.NOTHING
-                if p.default is inspect.Parameter.empty
-                else json_default(p.default),
+                default=json_default(p.default),  # NOTHING for Parameter.empty
                 description=doc.entries.get(p.name),
             )
             for p in params
@@ -198,12 +177,12 @@ def derive_tool(
         try:
             input_schema = object_schema(members, None, where="parameter ")
         except UnsupportedAnnotation as exc:
-            refuse(str(exc), exc.member)
+            _refuse(tool, str(exc), exc.member)
         call = _call_with_keywords(
             tool, func, [(p.name, _structurer(hints[p.name])) for p in params]
         )
 
-    output_schema, unstructure = _output(hints, refuse)
+    output_schema, unstructure = _output(hints, tool)
     definition = ToolDefinition(
         name=tool,
         description=description if description is not None else summary,
@@ -214,17 +193,21 @@ def derive_tool(
     return definition, _handler(func, call, unstructure)
 
 
-def _output(hints: dict[str, Any], refuse: _Refuse) -> tuple[JsonObject | None, Structure | None]:
-    """The output schema (object-shaped returns only, as MCP requires) and the unstructurer."""
-    if "return" not in hints:
-        return None, _CONVERTER.unstructure
-    returned = hints["return"]
+def _output(hints: dict[str, Any], tool: str) -> tuple[JsonObject | None, Structure | None]:
+    """The output schema (object-shaped returns only, as MCP requires) and what turns a
+    return value into JSON (None when values of the annotation are JSON already)."""
+    returned = hints.get("return", Any)
     try:
         schema = schema_for(returned)
     except UnsupportedAnnotation as exc:
-        refuse(f"the return annotation: {exc} (annotate with Any to skip the schema)", "return")
-    is_object = schema.get("type") == "object"
-    return (schema if is_object else None), _unstructurer(returned)
+        _refuse(
+            tool, f"the return annotation: {exc} (annotate with Any to skip the schema)", "return"
+        )
+    output_schema = schema if schema.get("type") == "object" else None
+    if returned is not Any and _is_plain(returned, _PLAIN_OUTPUT):
+        return output_schema, None
+    # By the value's own type, not the annotation: a subclass must not lose its fields.
+    return output_schema, _CONVERTER.unstructure
 
 
 def _format_exception(exc: BaseException, tp: type | None) -> str:

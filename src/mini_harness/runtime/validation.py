@@ -69,11 +69,11 @@ def compile_schema(tool: str, schema: object) -> Any:
     try:
         jsonschema_rs.meta.validate(schema)
     except jsonschema_rs.ValidationError as exc:
-        where = _pointer(exc.instance_path)
+        where = "/".join(str(part) for part in exc.instance_path)
         raise InvalidSchemaError(
             tool,
             f"Invalid input schema for tool {tool}: {exc.message}"
-            + (f" (at {where})" if where else ""),
+            + (f" (at /{where})" if where else ""),
         ) from None
     except (ValueError, TypeError) as exc:  # not a JSON document at all
         raise InvalidSchemaError(tool, f"Invalid input schema for tool {tool}: {exc}") from None
@@ -85,10 +85,6 @@ def compile_schema(tool: str, schema: object) -> Any:
         if unresolved:
             raise _remote(tool, "a reference", unresolved["uri"]) from None
         raise InvalidSchemaError(tool, f"Invalid input schema for tool {tool}: {first}") from None
-
-
-def _pointer(parts: Sequence[str | int]) -> str:
-    return "/" + "/".join(str(p) for p in parts) if parts else ""
 
 
 def display_path(tool: str, parts: Iterable[str | int]) -> str:
@@ -115,10 +111,6 @@ def _quote_list(values: Iterable[object]) -> str:
     return ", ".join(_quote(v) for v in values)
 
 
-def _type_names(types: Sequence[str]) -> str:
-    return " or ".join(types)
-
-
 def _simple_types(context: Sequence[Sequence[Any]]) -> list[str] | None:
     """If every branch of a oneOf/anyOf failed only on `type`, the types they wanted."""
     wanted: list[str] = []
@@ -131,41 +123,49 @@ def _simple_types(context: Sequence[Sequence[Any]]) -> list[str] | None:
     return wanted
 
 
+_COMPARED = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
+# What a size keyword bounds, and the noun it counts (with its plural when not noun + "s").
+_SIZES: dict[str, tuple[str, str, str | None]] = {
+    "minLength": ("a string of at least", "character", None),
+    "maxLength": ("a string of at most", "character", None),
+    "minItems": ("at least", "item", None),
+    "maxItems": ("at most", "item", None),
+    "minProperties": ("at least", "property", "properties"),
+    "maxProperties": ("at most", "property", "properties"),
+}
+_FIXED = {
+    "uniqueItems": "expected unique items",
+    "oneOfMultipleValid": "expected a value matching exactly one schema (oneOf), but several match",
+    "not": "value matches a schema it must not match (not)",
+    "falseSchema": "no value is allowed here",
+}
+
+
 def describe(error: Any) -> str:
     """Turn one jsonschema-rs error into the tail of our message ("expected string")."""
     kind = error.kind
     name = kind.name
+    if name in _FIXED:
+        return _FIXED[name]
+    if name in _COMPARED:
+        return f"expected a number {_COMPARED[name]} {_quote(kind.limit)}"
     if name == "type":
-        return f"expected {_type_names(kind.types)}"
+        return f"expected {' or '.join(kind.types)}"
     if name == "required":
         return f"missing required property {_quote(kind.property)}"
     if name == "enum":
         return f"expected one of {_quote_list(kind.options)}"
     if name == "const":
         return f"expected {_quote(kind.expected_value)}"
-    if name in {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}:
-        op = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
-        return f"expected a number {op[name]} {_quote(kind.limit)}"
     if name == "multipleOf":
         return f"expected a multiple of {_quote(kind.multiple_of)}"
-    if name == "minLength":
-        return f"expected a string of at least {counted(kind.limit, 'character')}"
-    if name == "maxLength":
-        return f"expected a string of at most {counted(kind.limit, 'character')}"
+    if name in _SIZES:
+        what, one, many = _SIZES[name]
+        return f"expected {what} {counted(kind.limit, one, many)}"
     if name == "pattern":
         return f"expected a string matching {_quote(kind.pattern)}"
     if name == "format":
         return f"expected a string in format {_quote(kind.format)}"
-    if name == "minItems":
-        return f"expected at least {counted(kind.limit, 'item')}"
-    if name == "maxItems":
-        return f"expected at most {counted(kind.limit, 'item')}"
-    if name == "uniqueItems":
-        return "expected unique items"
-    if name == "minProperties":
-        return f"expected at least {counted(kind.limit, 'property', 'properties')}"
-    if name == "maxProperties":
-        return f"expected at most {counted(kind.limit, 'property', 'properties')}"
     if name in {"additionalProperties", "unevaluatedProperties"}:
         extra = list(kind.unexpected)
         noun = "property" if len(extra) == 1 else "properties"
@@ -173,14 +173,8 @@ def describe(error: Any) -> str:
     if name in {"oneOf", "anyOf"}:
         types = _simple_types(kind.context)
         if types:
-            return f"expected {_type_names(types)}"
+            return f"expected {' or '.join(types)}"
         return f"expected a value matching one of {len(kind.context)} allowed schemas ({name})"
-    if name == "oneOfMultipleValid":
-        return "expected a value matching exactly one schema (oneOf), but several match"
-    if name == "not":
-        return "value matches a schema it must not match (not)"
-    if name == "falseSchema":
-        return "no value is allowed here"
     return str(error.message)
 
 
@@ -192,9 +186,6 @@ class InputValidator:
     def __init__(self, tool: str, schema: JsonObject) -> None:
         self.tool = tool
         self._validator: Any = compile_schema(tool, schema)
-
-    def is_valid(self, instance: object) -> bool:
-        return bool(self._validator.is_valid(instance))
 
     def check(self, instance: object) -> list[Violation]:
         """Every violation, shallow ones first (empty when the input is valid)."""

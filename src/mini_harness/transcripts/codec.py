@@ -83,7 +83,7 @@ def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
             out.setdefault(key, value)
         return out
     keys, values = _WIRE_GETTERS[type(event)]
-    out.update(zip(keys, values(event), strict=True))
+    out.update(zip(keys, values(event), strict=False))  # one field list: never unequal
     if type(event) is ToolFailed:
         out["error"] = _error_json(event.error)
     for key in _OPTIONAL_KEYS[type(event)]:

@@ -7,10 +7,8 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
-from types import TracebackType
 from typing import Literal, NoReturn, get_args
 
 from mini_harness.errors import (
@@ -175,12 +173,7 @@ class JsonlTranscript:
     def __enter__(self) -> JsonlTranscript:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         self.close()
 
     def _die(self, what: str, exc: OSError) -> NoReturn:
@@ -192,67 +185,55 @@ class JsonlTranscript:
             os.close(fd)
         raise TranscriptWriteError(str(self.path), self._fatal) from None
 
-    def _usable_fd(self) -> int:
-        if self._fd < 0:
-            raise TranscriptWriteError(
-                str(self.path), self._fatal or f"transcript {self.path} is closed"
-            )
-        return self._fd
+    def _closed(self) -> NoReturn:
+        raise TranscriptWriteError(
+            str(self.path), self._fatal or f"transcript {self.path} is closed"
+        )
 
     # --- appending ------------------------------------------------------------------
 
-    def emit(self, event: Event) -> None:
-        self.append(event)
-
-    def append(self, event: Event) -> int:
-        """Append one event; return the seq it was given.
+    def append(self, event: Event) -> None:
+        """Append one event (`emit` is the same method).
 
         flock, an lseek (to learn whether another writer moved the file), one write, and
         unlock; an fsync follows, outside the lock, when the mode asks for one.
         """
-        self._check_process()
+        if self._pid != os.getpid():  # the check of _check_process, without a call
+            self._check_process()
         with self._lock:
-            fd = self._usable_fd()
+            fd = self._fd
+            if fd < 0:
+                self._closed()
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 size = os.lseek(fd, 0, os.SEEK_END)  # the file's size, cheaper than fstat
-                if size != self._end or self._next_seq == 0:
-                    self._catch_up(size, event)
-                seq = self._write_event(event)
+                if size != self._end:  # another writer moved it, or it is new to us
+                    self._resync(size)
+                if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
+                    # A new file's header: at the time of the event it comes before.
+                    self._write_event(TranscriptStarted(ts=event.ts, transcript_id=new_id()))
+                self._write_event(event)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             if self.fsync != "never":
                 self._after_write()
-            return seq
 
-    def _catch_up(self, size: int, event: Event) -> None:
-        """Under the lock: follow another writer's appends, and start a new file's header.
-
-        The header takes the time of the event about to be appended: it never postdates
-        what follows it.
-        """
-        if size != self._end:
-            self._resync(size)
-        if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
-            self._write_event(TranscriptStarted(ts=event.ts, transcript_id=new_id()))
+    emit = append
 
     def recover(self) -> list[Quarantined]:
         """Under the lock, quarantine a torn or garbage tail now; return what was set aside."""
         self._check_process()
         with self._lock:
-            fd = self._usable_fd()
+            fd = self._fd
+            if fd < 0:
+                self._closed()
             before = len(self.quarantined)
-            with self._flocked():
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
                 self._resync(os.lseek(fd, 0, os.SEEK_END))
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
             return self.quarantined[before:]
-
-    @contextmanager
-    def _flocked(self) -> Iterator[None]:
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def _after_write(self) -> None:
         now = time.monotonic()
@@ -266,7 +247,13 @@ class JsonlTranscript:
         self._last_sync = now
         self._unsynced = False
 
-    def _write_event(self, event: Event) -> int:
+    def _write_event(self, event: Event) -> None:
+        """Under the file's lock: write `event` as the next line; advance seq and chain.
+
+        If the write fails, the fragment is cut off before append gives the lock back; if it
+        is interrupted, the end stays unknown (`_end` is not advanced), so the next append
+        learns the file's state under the lock.
+        """
         seq = self._next_seq
         try:
             if self._redactor is None:
@@ -284,29 +271,24 @@ class JsonlTranscript:
         # developer's own code and replay needs them whole, so RunStarted is never capped.
         if len(line) > self.max_event_bytes and not isinstance(event, RunStarted):
             line = self._capped(event, seq, len(line))
-        self._write_line(line, seq)
-        if isinstance(event, TranscriptStarted):
-            self.transcript_id = event.transcript_id
-        return seq
-
-    def _write_line(self, line: bytes, seq: int) -> None:
-        """Write the encoded line of event `seq` with its newline; advance seq and chain.
-
-        Under the file's lock. If the write fails, the fragment is cut off before append
-        gives the lock back; if it is interrupted, the end stays unknown (`_end` is not
-        advanced), so the next append learns the file's state under the lock.
-        """
         data = line + b"\n"
-        start = self._end
         try:
             written = os.write(self._fd, data)
-            if written != len(data):  # a short write: rare, so the loop lives elsewhere
-                self._write_rest(data, written)
-        except OSError as exc:
-            self._unwrite(start, exc)
-        self._end = start + len(data)
+            while written < len(data):  # a short write: rare
+                written += os.write(self._fd, data[written:])
+        except OSError as exc:  # never leave a fragment for the next append to glue onto
+            try:
+                os.ftruncate(self._fd, self._end)
+            except OSError:
+                self._end = -1
+            raise TranscriptWriteError(
+                str(self.path), f"cannot append to {self.path}: {exc.strerror}"
+            ) from None
+        self._end += len(data)
         self._prev = line_hash(line)
         self._next_seq = seq + 1
+        if isinstance(event, TranscriptStarted):
+            self.transcript_id = event.transcript_id
 
     def _capped(self, event: Event, seq: int, size: int) -> bytes:
         """The line with its large payload replaced by a marker (see limits.py)."""
@@ -322,80 +304,62 @@ class JsonlTranscript:
             )
         return line
 
-    def _write_rest(self, data: bytes, written: int) -> None:
-        view = memoryview(data)[written:]
-        while view:
-            view = view[os.write(self._fd, view) :]
-
-    def _unwrite(self, start: int, exc: OSError) -> NoReturn:
-        """A write failed: never leave a fragment for the next append to glue onto."""
-        try:
-            os.ftruncate(self._fd, start)
-        except OSError:
-            self._end = -1
-        raise TranscriptWriteError(
-            str(self.path), f"cannot append to {self.path}: {exc.strerror}"
-        ) from None
-
     # --- learning where the file ends ------------------------------------------------
 
     def _resync(self, size: int) -> None:
-        """`_resync_to`, with a failed read or cut of the file said as a TranscriptWriteError."""
-        try:
-            self._resync_to(size)
-        except OSError as exc:
-            raise TranscriptWriteError(
-                str(self.path),
-                f"cannot append to {self.path}: reading or cutting its end failed: "
-                f"{exc.strerror or exc}",
-            ) from None
-
-    def _resync_to(self, size: int) -> None:
         """Read the last event line (under the lock) to continue its seq and hash chain.
 
         Bytes after it that do not form events (an unterminated line, NULs, junk lines) are
         a torn tail: copied aside, then cut off. A line counts as an event exactly when the
         reader's decoder types it, so what is cut is exactly what the reader calls a torn
-        tail; anything else would turn into damage in the middle once appended after.
+        tail; anything else would turn into damage in the middle once appended after. A
+        failed read or cut of the file is said as a TranscriptWriteError.
         """
         self._end = -1  # unknown until understood: a failure below forces another resync
         self._next_seq, self._prev = 0, None
         if size == 0:
             self._end = 0
             return
-        terminated = last_newline(self._fd, size)  # just past the last "\n", or 0
-        scan = terminated
-        while scan > 0:
-            line_start = last_newline(self._fd, scan - 1)
-            line = os.pread(self._fd, scan - 1 - line_start, line_start)
-            try:
-                decoded = decode_line(line)
-            except DecodeError:
-                scan = line_start
-                continue
-            if line.endswith(b"\r"):
-                raise TranscriptFormatError(
+        try:
+            terminated = last_newline(self._fd, size)  # just past the last "\n", or 0
+            scan = terminated
+            while scan > 0:
+                line_start = last_newline(self._fd, scan - 1)
+                line = os.pread(self._fd, scan - 1 - line_start, line_start)
+                try:
+                    decoded = decode_line(line)
+                except DecodeError:
+                    scan = line_start
+                    continue
+                if line.endswith(b"\r"):
+                    raise TranscriptFormatError(
+                        str(self.path),
+                        f"cannot append to {self.path}: it has CRLF line endings (byte "
+                        f"{line_start}); transcripts use \\n only",
+                    )
+                if scan < size:
+                    self._quarantine(scan, size)
+                self._end = scan
+                if isinstance(decoded.event, TranscriptStarted):
+                    self.transcript_id = decoded.event.transcript_id
+                self._next_seq = decoded.seq + 1
+                self._prev = line_hash(line)
+                return
+            if terminated > 0:
+                raise TranscriptCorruptError(
                     str(self.path),
-                    f"cannot append to {self.path}: it has CRLF line endings (byte "
-                    f"{line_start}); transcripts use \\n only",
+                    f"cannot append to {self.path}: none of its lines is a transcript event; "
+                    "run `mini-harness transcript verify` on it",
+                    line=1,
+                    offset=0,
                 )
-            if scan < size:
-                self._quarantine(scan, size)
-            self._end = scan
-            if isinstance(decoded.event, TranscriptStarted):
-                self.transcript_id = decoded.event.transcript_id
-            self._next_seq = decoded.seq + 1
-            self._prev = line_hash(line)
-            return
-        if terminated > 0:
-            raise TranscriptCorruptError(
+            self._quarantine(0, size)  # one unterminated fragment: a crash while creating it
+        except OSError as exc:
+            raise TranscriptWriteError(
                 str(self.path),
-                f"cannot append to {self.path}: none of its lines is a transcript event; "
-                "run `mini-harness transcript verify` on it",
-                line=1,
-                offset=0,
-            )
-        self._quarantine(0, size)  # one unterminated fragment: a crash while creating it
+                f"cannot append to {self.path}: reading or cutting its end failed: "
+                f"{exc.strerror or exc}",
+            ) from None
 
     def _quarantine(self, offset: int, size: int) -> None:
         """Copy a tail aside (durably, under a name no earlier copy has), then cut it off."""
