@@ -21,6 +21,7 @@ from mini_harness.cli.options import SingleOption, typed
 from mini_harness.cli.output import (
     PREFIX,
     BadUsage,
+    describe,
     error,
     fail,
     finish_output,
@@ -113,8 +114,7 @@ class HarnessGroup(click.Group):
         except (Exception, KeyboardInterrupt):
             raise
         except BaseException as exc:
-            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            raise click.ClickException(f"the command ended abruptly: {detail}") from None
+            raise click.ClickException(f"the command ended abruptly: {describe(exc)}") from None
 
     def main(
         self,

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 import orjson
 
+from mini_harness.agent.context import DEFAULT_SYSTEM_PROMPT, load_project_rules, request_parts
+from mini_harness.agent.context import context_report as render_report
+from mini_harness.agent.loop import AgentConfig, AgentLoop
+from mini_harness.agent.providers import choose_provider
+from mini_harness.cli import cli, root_workspace
 from mini_harness.cli.coding import approve_option, make_approver
 from mini_harness.cli.dispatch import parse_tool_input, read_tool_input
 from mini_harness.cli.log_options import log_option, log_options, opened_log, redactor_for
-from mini_harness.cli.output import PREFIX, BadUsage, error, info
-from mini_harness.cli.registry_spec import chosen_registry, registry_option
-from mini_harness.runtime import ToolRegistry
-from mini_harness.tools import register_coding_tools
+from mini_harness.cli.options import workspace_option
+from mini_harness.cli.output import BadUsage, error, info, warn
+from mini_harness.cli.registry_spec import agent_tools, registry_option
+from mini_harness.events import JsonObject
+from mini_harness.runtime import ToolRuntime
 from mini_harness.transcripts import Redactor
 
 RESULT_WIDTH = 160
@@ -25,12 +31,32 @@ RESULT_WIDTH = 160
 
 EXIT_CODES = {"final": 0, "max_steps": 1, "model_error": 1, "budget": 1, "cancelled": 130}
 
+F = TypeVar("F", bound=Callable[..., Any])
 
-def choose_model_provider(spec: str | None, env: Mapping[str, str]) -> Any:
-    """The provider for `--model PROVIDER:MODEL` (or the environment's default)."""
-    from mini_harness.agent.providers import choose_provider
 
-    return choose_provider(spec, env)
+def agent_options(command: F) -> F:
+    """The options `run`, `resume` and `fork` share: the model, the tools and how the
+    run is approved and printed."""
+    decorators = [
+        click.option(
+            "--model",
+            metavar="PROVIDER:MODEL",
+            help="mock, script:FILE, or a model provider (default: from the environment, "
+            "else mock).",
+        ),
+        registry_option(
+            "Give the agent the tools of this ToolRegistry (or a zero-argument callable "
+            "returning one) instead of the built-in tools; the working directory is importable."
+        ),
+        approve_option,
+        click.option(
+            "--no-stream", is_flag=True, help="Print whole responses, not text as it comes."
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end."),
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
 
 
 def _with_root_options(**options: Any) -> dict[str, Any]:
@@ -52,30 +78,12 @@ def _with_root_options(**options: Any) -> dict[str, Any]:
 
 def _system_prompt(path: str | None) -> str:
     """--system-prompt-file's text, or the default system prompt."""
-    from mini_harness.agent.context import DEFAULT_SYSTEM_PROMPT
-
     if path is None:
         return DEFAULT_SYSTEM_PROMPT
     try:
         return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise click.UsageError(f"--system-prompt-file {path}: {exc}") from None
-
-
-def _agent_tools(
-    registry_spec: str | None, workspace: str | None, log_settings: dict[str, Any]
-) -> ToolRegistry:
-    """The user's registry, or the built-in tools with the coding tools (git, apply_patch,
-    run_command), which the approval policy stands in front of."""
-    tools = chosen_registry(registry_spec, workspace)
-    if registry_spec is None:
-        redacted = tuple(log_settings.get("redact_env") or ())
-        register_coding_tools(tools, workspace or os.curdir, redacted_names=redacted)
-    return tools
-
-
-def _warn(message: str) -> None:
-    click.echo(f"{PREFIX} Warning: {message}", err=True)
 
 
 class PrintingReporter:
@@ -136,8 +144,27 @@ class PrintingReporter:
         info(f"  ok: {shown}")
 
     def retry(self, error: Any) -> None:
-        message = self.shown(error.message)
-        click.echo(f"{PREFIX} Warning: model request failed ({message}); retrying", err=True)
+        warn(f"model request failed ({self.shown(error.message)}); retrying")
+
+
+def print_document(outcome: Any, printer: PrintingReporter, **origin: Any) -> None:
+    """The --json document of a run that ended; `origin` names the run it continues."""
+    document: JsonObject = {
+        "runId": outcome.run_id,
+        **origin,
+        "stopReason": outcome.stop_reason,
+        "finalText": None if outcome.final_text is None else printer.shown(outcome.final_text),
+        "steps": outcome.steps,
+        "usage": outcome.usage.to_json(),
+    }
+    click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+
+
+def exit_code(outcome: Any, printer: PrintingReporter) -> int:
+    """Say why a run failed, if it did; the exit code of how it ended."""
+    if outcome.error is not None:
+        error(printer.shown(outcome.error))
+    return EXIT_CODES[outcome.stop_reason]
 
 
 @click.command("run")
@@ -145,11 +172,6 @@ class PrintingReporter:
 @log_option("Record the whole run (model requests and tool calls) in a JSONL transcript.")
 @log_options
 @click.option("--max-steps", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option(
-    "--model",
-    metavar="PROVIDER:MODEL",
-    help="mock, script:FILE, or a model provider (default: from the environment, else mock).",
-)
 @click.option(
     "--system-prompt-file",
     metavar="FILE",
@@ -165,19 +187,10 @@ class PrintingReporter:
     "if it still does not fit, the run stops.",
 )
 @click.option("--context-report", is_flag=True, help="Print the report of the last request.")
-@click.option(
-    "--workspace",
-    metavar="DIR",
-    type=click.Path(exists=True, file_okay=False),
-    help="Root directory of the file tools and of AGENTS.md. Default: the current directory.",
+@workspace_option(
+    "Root directory of the file tools and of AGENTS.md. Default: the current directory."
 )
-@registry_option(
-    "Give the agent the tools of this ToolRegistry (or a zero-argument callable returning "
-    "one) instead of the built-in tools; the working directory is importable."
-)
-@approve_option
-@click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end.")
+@agent_options
 def run_command(
     task: tuple[str, ...],
     *,
@@ -201,14 +214,6 @@ def run_command(
     Exit codes: 0 a final answer; 1 no final answer (step limit, model error, budget);
     2 usage errors; 130 interrupted.
     """
-    from mini_harness.agent.context import (
-        context_report as render_report,
-    )
-    from mini_harness.agent.context import load_project_rules, request_parts
-    from mini_harness.agent.loop import AgentConfig, AgentLoop
-    from mini_harness.cli import root_workspace
-    from mini_harness.runtime import ToolRuntime
-
     given = _with_root_options(
         tool=tool,
         tool_input=tool_input,
@@ -230,11 +235,11 @@ def run_command(
     if tool is not None:
         manual = (tool, parse_tool_input(read_tool_input(tool_input)))
     workspace = workspace or root_workspace()
-    provider = choose_model_provider(model, os.environ)
+    provider = choose_provider(model, os.environ)
     system_prompt = _system_prompt(system_prompt_file)
-    tools = _agent_tools(registry_spec, workspace, log_settings)
+    tools = agent_tools(registry_spec, workspace, tuple(log_settings.get("redact_env") or ()))
     approver = make_approver(workspace or os.curdir, approve)
-    rules = load_project_rules(Path(workspace or os.curdir), Path.cwd(), warn=_warn)
+    rules = load_project_rules(Path(workspace or os.curdir), Path.cwd(), warn=warn)
     config = AgentConfig(
         task=task_text,
         system_prompt=system_prompt,
@@ -252,14 +257,7 @@ def run_command(
         runtime = ToolRuntime(tools, sink, approver=approver)
         outcome = AgentLoop(runtime, provider, config, None if as_json else printer).run()
     if as_json:
-        document = {
-            "runId": outcome.run_id,
-            "stopReason": outcome.stop_reason,
-            "finalText": None if outcome.final_text is None else printer.shown(outcome.final_text),
-            "steps": outcome.steps,
-            "usage": outcome.usage.to_json(),
-        }
-        click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+        print_document(outcome, printer)
     elif log is not None:
         info(f"Transcript: {log} (run {outcome.run_id})")
     if context_report and outcome.last_request is not None and not as_json:
@@ -268,18 +266,12 @@ def run_command(
         )
         click.echo("")
         click.echo(render_report(parts, outcome.last_input_tokens), nl=False)
-    if outcome.error is not None:
-        error(printer.shown(outcome.error))
-    code = EXIT_CODES[outcome.stop_reason]
-    if code:
-        raise click.exceptions.Exit(code)
+    raise click.exceptions.Exit(exit_code(outcome, printer))
 
 
 def _root_option(name: str, help_text: str) -> click.Option:
     """The root command's option `name`, with this help: `--tool` and `--tool-input` given
     after a task are parsed, refused and read exactly as before it."""
-    from mini_harness.cli import cli
-
     for param in cli.params:
         if isinstance(param, click.Option) and param.name == name:
             option = copy.copy(param)

@@ -11,26 +11,16 @@ from typing import Any, TypeVar
 import click
 
 from mini_harness.cli.options import SingleOption
-from mini_harness.cli.output import PREFIX
+from mini_harness.cli.output import warn
 from mini_harness.events import EventSink, NullSink
-from mini_harness.transcripts import JsonlTranscript, Redactor
-
-__all__ = [
-    "DEFAULT_FSYNC",
-    "LOG_FLAGS",
-    "given_log_flags",
-    "log_option",
-    "log_options",
-    "open_log",
-    "opened_log",
-    "redactor_for",
-    "warn_quarantined",
-]
+from mini_harness.transcripts import (
+    DEFAULT_FSYNC,
+    DEFAULT_MAX_EVENT_BYTES,
+    JsonlTranscript,
+    Redactor,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-DEFAULT_FSYNC = "batch"
-"""The API's default (JsonlTranscript) as well."""
 
 LOG_FLAGS = {
     "fsync": "--fsync",
@@ -108,24 +98,6 @@ def redactor_for(settings: dict[str, Any]) -> Redactor | None:
     )
 
 
-def open_log(path: str, settings: dict[str, Any]) -> JsonlTranscript:
-    """A JsonlTranscript for `path` configured by the log flags; missing parent directories
-    are created first (`--log logs/runs/day-04.jsonl`)."""
-    parent = os.path.dirname(path)
-    if parent:
-        # If this fails, opening the file says why (a parent that is a file, no permission).
-        with contextlib.suppress(OSError):
-            os.makedirs(parent, exist_ok=True)
-    extra: dict[str, Any] = {}
-    redactor = redactor_for(settings)
-    if redactor is not None:
-        extra["redactor"] = redactor
-    if settings.get("max_event_bytes"):
-        extra["max_event_bytes"] = settings["max_event_bytes"]
-    extra["fsync"] = settings.get("fsync") or DEFAULT_FSYNC
-    return JsonlTranscript(path, **extra)
-
-
 _WARNED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
@@ -144,20 +116,31 @@ def warn_quarantined(sink: Any) -> None:
         size = "1 byte" if torn.length == 1 else f"{torn.length} bytes"
         were, them = ("was", "it") if torn.length == 1 else ("were", "them")
         events = "a complete event" if torn.length == 1 else "complete events"
-        click.echo(
-            f"{PREFIX} Warning: {sink.path}: {size} at byte {torn.offset} {were} not {events} "
-            f"(a torn tail, e.g. left by a crash); moved {them} to {torn.path}",
-            err=True,
+        warn(
+            f"{sink.path}: {size} at byte {torn.offset} {were} not {events} "
+            f"(a torn tail, e.g. left by a crash); moved {them} to {torn.path}"
         )
 
 
 @contextlib.contextmanager
 def opened_log(path: str | None, settings: dict[str, Any]) -> Iterator[EventSink]:
-    """The sink for `--log`: its transcript, closed on the way out; or one that discards."""
+    """The sink for `--log`: a JsonlTranscript configured by the log flags, closed on the way
+    out, its missing parent directories created first (`--log logs/runs/day-04.jsonl`); or,
+    without a path, a sink that discards."""
     if path is None:
         yield NullSink()
         return
-    transcript = open_log(path, settings)
+    parent = os.path.dirname(path)
+    if parent:
+        # If this fails, opening the file says why (a parent that is a file, no permission).
+        with contextlib.suppress(OSError):
+            os.makedirs(parent, exist_ok=True)
+    transcript = JsonlTranscript(
+        path,
+        redactor=redactor_for(settings),
+        max_event_bytes=settings.get("max_event_bytes") or DEFAULT_MAX_EVENT_BYTES,
+        fsync=settings.get("fsync") or DEFAULT_FSYNC,
+    )
     try:
         yield transcript
     finally:

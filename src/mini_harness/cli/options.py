@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import click
 
 from mini_harness.cli.output import BadUsage
 
 _SPELLINGS = "mini_harness.spellings"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class SingleOption(click.Option):
@@ -46,6 +47,17 @@ class SingleOption(click.Option):
             ctx.meta.setdefault(_SPELLINGS, {})[ctx.command.name, self.name] = spelling
             opts = {**opts, str(self.name): value}
         return super().handle_parse_result(ctx, opts, args)
+
+
+def workspace_option(help_text: str, **settings: Any) -> Callable[[F], F]:
+    """The `--workspace DIR` option: an existing directory the built-in tools work in."""
+    return click.option(
+        "--workspace",
+        metavar="DIR",
+        type=click.Path(exists=True, file_okay=False),
+        help=help_text,
+        **settings,
+    )
 
 
 def typed(ctx: click.Context, name: str, default: str) -> str:

@@ -28,8 +28,17 @@ def info(message: str) -> None:
     click.echo(f"{PREFIX} {message}")
 
 
+def warn(message: str) -> None:
+    click.echo(f"{PREFIX} Warning: {message}", err=True)
+
+
 def error(message: str) -> None:
     click.echo(f"{PREFIX} Error: {message}", err=True)
+
+
+def describe(exc: BaseException) -> str:
+    """`ValueError: no tools today`, or the exception's type alone when it says nothing."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def fail(message: str, code: int) -> NoReturn:
