@@ -241,31 +241,20 @@ def cli(
     """
     # Subcommands that build a registry read the workspace from here.
     ctx.ensure_object(dict).update(workspace=workspace, debug=debug)
-    given = [
-        typed(ctx, name, flag)
-        for name, flag, value in (
-            ("tool", "--tool", tool),
-            ("tool_input", "--tool-input", tool_input),
-            ("context_report", "--context-report", context_report),
-            ("as_json", "--json", as_json),
-            ("log", "--log", log),
-            ("registry_spec", "--registry", registry_spec),
-        )
-        if value
-    ]
+    options = {
+        "tool": tool,
+        "tool_input": tool_input,
+        "context_report": context_report,
+        "as_json": as_json,
+        "log": log,
+        "registry_spec": registry_spec,
+    }
     if ctx.invoked_subcommand == "run":
         # `mini-harness [OPTIONS] "TASK"`: these options are the run's (as in the
         # reference: --tool first dispatches that tool, then the agent works on the task).
-        ctx.obj["run_options"] = {
-            "tool": tool,
-            "tool_input": tool_input,
-            "context_report": context_report,
-            "as_json": as_json,
-            "log": log,
-            "registry_spec": registry_spec,
-            "log_settings": log_settings,
-        }
+        ctx.obj["run_options"] = {**options, "log_settings": log_settings}
         return
+    given = [typed(ctx, name) for name, value in options.items() if value]
     if ctx.invoked_subcommand is not None:
         given += given_log_flags(log_settings)
         if given:

@@ -9,15 +9,21 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
+from mini_harness.agent.approval import PolicyApprover, load_policy
+from mini_harness.agent.approval_prompt import terminal_prompter
 from mini_harness.cli import BadUsage, fail, info
-
-if TYPE_CHECKING:
-    from mini_harness.agent.approval import PolicyApprover
-    from mini_harness.replay.effects import CallEffects
+from mini_harness.cli.options import workspace_option
+from mini_harness.errors import PolicyError, ToolCallError
+from mini_harness.replay.effects import CallEffects, fold_effects, render_effects
+from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.tools import register_coding_tools
+from mini_harness.tools.apply_patch import apply_hunks
+from mini_harness.tools.unified_diff import parse_patch, reverse_patch
+from mini_harness.transcripts import JsonlTranscript
 
 F = TypeVar("F", bound=Callable[..., Any])
 APPROVE_HELP = (
@@ -42,10 +48,6 @@ def approve_option(func: F) -> F:
 def make_approver(workspace: str | os.PathLike[str], approve: str) -> PolicyApprover:
     """The workspace's policy file with the --approve mode, prompting on stdin/stderr when
     both are terminals. A policy file that cannot be used is a usage error (exit 2)."""
-    from mini_harness.agent.approval import PolicyApprover, load_policy
-    from mini_harness.agent.approval_prompt import terminal_prompter
-    from mini_harness.errors import PolicyError
-
     try:
         policy = load_policy(workspace, approve)
     except PolicyError as exc:
@@ -53,19 +55,8 @@ def make_approver(workspace: str | os.PathLike[str], approve: str) -> PolicyAppr
     return PolicyApprover(policy, terminal_prompter())
 
 
-def effects_option(func: F) -> F:
-    """`--effects` for replay: list the files each call changed and every approval."""
-    return click.option(
-        "--effects",
-        is_flag=True,
-        help="List each call's file effects (sha256 before and after) and approval decisions.",
-    )(func)
-
-
 def print_effects(path: str) -> None:
     """Print the --effects report of a transcript."""
-    from mini_harness.replay.effects import fold_effects, render_effects
-
     for line in render_effects(fold_effects(path)):
         click.echo(line)
 
@@ -81,8 +72,6 @@ def _current_hash(root: str, path: str) -> str | None:
 
 
 def _find_call(path: str, call_id: str) -> CallEffects:
-    from mini_harness.replay.effects import fold_effects
-
     for call in fold_effects(path).calls:
         if call.call_id == call_id:
             if call.name != "apply_patch" or not isinstance(call.input, dict):
@@ -91,17 +80,10 @@ def _find_call(path: str, call_id: str) -> CallEffects:
     raise BadUsage(f"No call {call_id} with recorded file effects in {path}")
 
 
-def undo_call(transcript: str, call_id: str, workspace: str, log: str | None = None) -> list[str]:
+def undo_call(transcript: str, call_id: str, workspace: str, log: str | None) -> list[str]:
     """Revert the patch of call `call_id` in `workspace`, recorded as a new run in `log`
     (default: the transcript itself). Returns the lines to print; raises click exceptions.
     """
-    from mini_harness.errors import MiniHarnessError, ToolCallError
-    from mini_harness.runtime import ToolRegistry, ToolRuntime
-    from mini_harness.tools import register_coding_tools
-    from mini_harness.tools.apply_patch import apply_hunks
-    from mini_harness.tools.unified_diff import parse_patch, reverse_patch
-    from mini_harness.transcripts import JsonlTranscript
-
     call = _find_call(transcript, call_id)
     root = os.path.realpath(workspace)
     moved = [
@@ -134,8 +116,6 @@ def undo_call(transcript: str, call_id: str, workspace: str, log: str | None = N
             result = runtime.dispatch("apply_patch", {"patch": reverse})
     except ToolCallError as exc:
         fail(f"Undo of call {call_id} failed: {exc.message}", 1)
-    except MiniHarnessError as exc:
-        fail(exc.message, 2)
     lines = [f"Undid call {call_id} as call {result.call_id} of run {runtime.run_id}"]
     lines += [f"  {f['action']:<8} {f['path']}" for f in result.output["files"]]
     return lines
@@ -149,12 +129,8 @@ def _read_text(root: str, path: str) -> str:
 @click.command("undo", short_help="Revert one apply_patch call of a transcript.")
 @click.argument("path", type=click.Path(dir_okay=False, exists=True))
 @click.option("--call", "call_id", required=True, metavar="ID", help="The call to revert.")
-@click.option(
-    "--workspace",
-    metavar="DIR",
-    type=click.Path(exists=True, file_okay=False),
-    default=".",
-    help="The workspace the patch was applied in (default: the current directory).",
+@workspace_option(
+    "The workspace the patch was applied in (default: the current directory).", default="."
 )
 @click.option(
     "--log",

@@ -60,10 +60,12 @@ def workspace_option(help_text: str, **settings: Any) -> Callable[[F], F]:
     )
 
 
-def typed(ctx: click.Context, name: str, default: str) -> str:
-    """The spelling of option `name` the user typed (`default` if it was not given)."""
-    spelling: str = ctx.meta.get(_SPELLINGS, {}).get((ctx.command.name, name), default)
-    return spelling
+def typed(ctx: click.Context, name: str) -> str:
+    """The spelling of option `name` the user typed (its first one if it was not given)."""
+    spelling = ctx.meta.get(_SPELLINGS, {}).get((ctx.command.name, name))
+    if spelling is None:
+        (spelling,) = [p.opts[0] for p in ctx.command.params if p.name == name]
+    return str(spelling)
 
 
 def _dest(option: click.Option, spelling: str) -> str:
