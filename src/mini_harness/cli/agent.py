@@ -59,7 +59,7 @@ def agent_options(command: F) -> F:
     return command
 
 
-def _with_root_options(**options: Any) -> dict[str, Any]:
+def _with_root_options(options: dict[str, Any]) -> dict[str, Any]:
     """`mini-harness [OPTIONS] "TASK"`: the root's options fill in those not given here."""
     inherited = (click.get_current_context().find_root().obj or {}).get("run_options")
     if inherited is None:
@@ -72,7 +72,8 @@ def _with_root_options(**options: Any) -> dict[str, Any]:
     for key in ("context_report", "as_json"):
         options[key] = options[key] or inherited[key]
     if options["log"] is None and inherited["log"] is not None:
-        options["log"], options["log_settings"] = inherited["log"], inherited["log_settings"]
+        # The root's --log comes with the root's log flags.
+        options.update(inherited["log_settings"], log=inherited["log"])
     return options
 
 
@@ -191,66 +192,41 @@ def exit_code(outcome: Any, printer: PrintingReporter) -> int:
     "Root directory of the file tools and of AGENTS.md. Default: the current directory."
 )
 @agent_options
-def run_command(
-    task: tuple[str, ...],
-    *,
-    log: str | None,
-    max_steps: int,
-    model: str | None,
-    system_prompt_file: str | None,
-    max_context_tokens: int | None,
-    context_report: bool,
-    workspace: str | None,
-    registry_spec: str | None,
-    tool: str | None,
-    tool_input: str | None,
-    approve: str,
-    no_stream: bool,
-    as_json: bool,
-    **log_settings: Any,
-) -> None:
+def run_command(task: tuple[str, ...], **options: Any) -> None:
     """Run the agent on TASK until it answers or reaches a limit.
 
     Exit codes: 0 a final answer; 1 no final answer (step limit, model error, budget);
     2 usage errors; 130 interrupted.
     """
-    given = _with_root_options(
-        tool=tool,
-        tool_input=tool_input,
-        context_report=context_report,
-        as_json=as_json,
-        registry_spec=registry_spec,
-        log=log,
-        log_settings=log_settings,
-    )
-    tool, tool_input, registry_spec = given["tool"], given["tool_input"], given["registry_spec"]
-    context_report, as_json = given["context_report"], given["as_json"]
-    log, log_settings = given["log"], given["log_settings"]
+    # The log flags are among the options: `options` is also the log's settings.
+    options = _with_root_options(options)
+    tool, log, as_json = options["tool"], options["log"], options["as_json"]
     task_text = " ".join(task).strip()
     if not task_text:
         raise click.UsageError("the task is empty")
-    if tool_input is not None and tool is None:
+    if options["tool_input"] is not None and tool is None:
         raise click.UsageError("--tool-input needs --tool NAME")
     manual = None
     if tool is not None:
-        manual = (tool, parse_tool_input(read_tool_input(tool_input)))
-    workspace = workspace or root_workspace()
-    provider = choose_provider(model, os.environ)
-    system_prompt = _system_prompt(system_prompt_file)
-    tools = agent_tools(registry_spec, workspace, tuple(log_settings.get("redact_env") or ()))
-    approver = make_approver(workspace or os.curdir, approve)
+        manual = (tool, parse_tool_input(read_tool_input(options["tool_input"])))
+    workspace = options["workspace"] or root_workspace()
+    provider = choose_provider(options["model"], os.environ)
+    system_prompt = _system_prompt(options["system_prompt_file"])
+    redacted = tuple(options["redact_env"] or ())
+    tools = agent_tools(options["registry_spec"], workspace, redacted)
+    approver = make_approver(workspace or os.curdir, options["approve"])
     rules = load_project_rules(Path(workspace or os.curdir), Path.cwd(), warn=warn)
     config = AgentConfig(
         task=task_text,
         system_prompt=system_prompt,
         rules=rules,
-        max_steps=max_steps,
-        max_context_tokens=max_context_tokens,
-        stream=not no_stream and not as_json,
+        max_steps=options["max_steps"],
+        max_context_tokens=options["max_context_tokens"],
+        stream=not options["no_stream"] and not as_json,
         manual_tool=manual,
     )
-    printer = PrintingReporter(provider.name, redactor_for(log_settings))
-    with opened_log(log, log_settings) as sink:  # a log that cannot be opened stops here
+    printer = PrintingReporter(provider.name, redactor_for(options))
+    with opened_log(log, options) as sink:  # a log that cannot be opened stops here
         if not as_json:
             info(printer.shown(f"Task: {task_text}"))
             info(f"Model provider: {provider.name}")
@@ -260,7 +236,7 @@ def run_command(
         print_document(outcome, printer)
     elif log is not None:
         info(f"Transcript: {log} (run {outcome.run_id})")
-    if context_report and outcome.last_request is not None and not as_json:
+    if options["context_report"] and outcome.last_request is not None and not as_json:
         parts = request_parts(
             system_prompt, rules, runtime.tools_snapshot, outcome.last_request.messages
         )
