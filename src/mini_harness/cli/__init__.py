@@ -24,11 +24,9 @@ from mini_harness.cli.output import (
     describe,
     error,
     fail,
-    finish_output,
     guard_streams,
     info,
-    output_failed,
-    pipe_closed,
+    quiet,
 )
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.errors import MiniHarnessError, OutputError, ToolCallError
@@ -137,11 +135,16 @@ class HarnessGroup(click.Group):
                 code = exit_code_for(exc)
             code = code if isinstance(code, int) else 0
             if standalone_mode:
-                code = finish_output(code)
+                # Flushed while a failure can still be said: at exit the interpreter would
+                # only print an "Exception ignored" traceback (exit 120).
+                sys.stdout.flush()
         except OutputError as exc:
-            code = output_failed(exc)
-        except BrokenPipeError:  # the reader stopped early
-            code = pipe_closed()
+            quiet([sys.stdout])
+            error(f"cannot write the output: {exc.reason}")
+            code = 1
+        except BrokenPipeError:  # the reader stopped early: as click does, exit 1 quietly
+            quiet([sys.stdout, sys.stderr])
+            code = 1
         if not standalone_mode:
             return code
         sys.exit(code)

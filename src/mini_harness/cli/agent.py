@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 import orjson
@@ -19,7 +18,7 @@ from mini_harness.cli import cli, root_workspace
 from mini_harness.cli.coding import approve_option, make_approver
 from mini_harness.cli.dispatch import parse_tool_input, read_tool_input
 from mini_harness.cli.log_options import log_option, log_options, opened_log, redactor_for
-from mini_harness.cli.options import workspace_option
+from mini_harness.cli.options import option_group, workspace_option
 from mini_harness.cli.output import BadUsage, error, info, warn
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.events import JsonObject
@@ -31,32 +30,23 @@ RESULT_WIDTH = 160
 
 EXIT_CODES = {"final": 0, "max_steps": 1, "model_error": 1, "budget": 1, "cancelled": 130}
 
-F = TypeVar("F", bound=Callable[..., Any])
 
-
-def agent_options(command: F) -> F:
-    """The options `run`, `resume` and `fork` share: the model, the tools and how the
-    run is approved and printed."""
-    decorators = [
-        click.option(
-            "--model",
-            metavar="PROVIDER:MODEL",
-            help="mock, script:FILE, or a model provider (default: from the environment, "
-            "else mock).",
-        ),
-        registry_option(
-            "Give the agent the tools of this ToolRegistry (or a zero-argument callable "
-            "returning one) instead of the built-in tools; the working directory is importable."
-        ),
-        approve_option,
-        click.option(
-            "--no-stream", is_flag=True, help="Print whole responses, not text as it comes."
-        ),
-        click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end."),
-    ]
-    for decorator in reversed(decorators):
-        command = decorator(command)
-    return command
+agent_options = option_group(
+    click.option(
+        "--model",
+        metavar="PROVIDER:MODEL",
+        help="mock, script:FILE, or a model provider (default: from the environment, else mock).",
+    ),
+    registry_option(
+        "Give the agent the tools of this ToolRegistry (or a zero-argument callable "
+        "returning one) instead of the built-in tools; the working directory is importable."
+    ),
+    approve_option,
+    click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes."),
+    click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end."),
+)
+"""The options `run`, `resume` and `fork` share: the model, the tools and how the run is
+approved and printed."""
 
 
 def _with_root_options(options: dict[str, Any]) -> dict[str, Any]:

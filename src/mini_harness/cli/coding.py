@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
-from typing import Any, TypeVar
 
 import click
 
 from mini_harness.agent.approval import PolicyApprover, load_policy
 from mini_harness.agent.approval_prompt import terminal_prompter
 from mini_harness.cli import BadUsage, fail, info
-from mini_harness.cli.options import workspace_option
+from mini_harness.cli.options import F, workspace_option
 from mini_harness.errors import PolicyError, ToolCallError
 from mini_harness.replay.effects import CallEffects, fold_effects, render_effects
 from mini_harness.runtime import ToolRegistry, ToolRuntime
@@ -25,7 +23,6 @@ from mini_harness.tools.apply_patch import apply_hunks
 from mini_harness.tools.unified_diff import parse_patch, reverse_patch
 from mini_harness.transcripts import JsonlTranscript
 
-F = TypeVar("F", bound=Callable[..., Any])
 APPROVE_HELP = (
     "How calls that need approval are decided: ask (prompt on a terminal; denied without "
     "one), auto (allow them), never (deny them). Deny rules of .mini-harness/policy.toml "

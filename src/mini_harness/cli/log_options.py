@@ -6,11 +6,11 @@ import contextlib
 import os
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-from mini_harness.cli.options import SingleOption
+from mini_harness.cli.options import F, SingleOption, option_group
 from mini_harness.cli.output import warn
 from mini_harness.events import EventSink, NullSink
 from mini_harness.transcripts import (
@@ -19,8 +19,6 @@ from mini_harness.transcripts import (
     JsonlTranscript,
     Redactor,
 )
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 LOG_FLAGS = {
     "fsync": "--fsync",
@@ -43,44 +41,40 @@ def log_option(help_text: str) -> Callable[[F], F]:
     )
 
 
-def log_options(command: F) -> F:
-    """Add --fsync, --redact-env, --redact-pattern and --max-event-bytes to a command."""
-    decorators = [
-        click.option(
-            "--fsync",
-            cls=SingleOption,
-            type=click.Choice(["always", "batch", "never"]),
-            default=None,
-            help="When the transcript is synced to disk: always (every event, before the "
-            "tool runs and before the result is printed), batch (the default: by the first event "
-            "at least a second after the last sync, and when the log is closed), never (left "
-            "to the OS).",
-        ),
-        click.option(
-            "--redact-env",
-            metavar="NAME",
-            multiple=True,
-            help="Write the value of environment variable NAME as [REDACTED] (repeatable).",
-        ),
-        click.option(
-            "--redact-pattern",
-            metavar="REGEX",
-            multiple=True,
-            help="Write every match of REGEX (Python syntax) as [REDACTED] (repeatable).",
-        ),
-        click.option(
-            "--max-event-bytes",
-            cls=SingleOption,
-            type=click.IntRange(min=1024),
-            default=None,
-            metavar="N",
-            help="Largest line written; a larger input or output is recorded as a marker "
-            "with its size and SHA-256 (default 4 MiB).",
-        ),
-    ]
-    for decorator in reversed(decorators):
-        command = decorator(command)
-    return command
+log_options = option_group(
+    click.option(
+        "--fsync",
+        cls=SingleOption,
+        type=click.Choice(["always", "batch", "never"]),
+        default=None,
+        help="When the transcript is synced to disk: always (every event, before the "
+        "tool runs and before the result is printed), batch (the default: by the first event "
+        "at least a second after the last sync, and when the log is closed), never (left "
+        "to the OS).",
+    ),
+    click.option(
+        "--redact-env",
+        metavar="NAME",
+        multiple=True,
+        help="Write the value of environment variable NAME as [REDACTED] (repeatable).",
+    ),
+    click.option(
+        "--redact-pattern",
+        metavar="REGEX",
+        multiple=True,
+        help="Write every match of REGEX (Python syntax) as [REDACTED] (repeatable).",
+    ),
+    click.option(
+        "--max-event-bytes",
+        cls=SingleOption,
+        type=click.IntRange(min=1024),
+        default=None,
+        metavar="N",
+        help="Largest line written; a larger input or output is recorded as a marker "
+        "with its size and SHA-256 (default 4 MiB).",
+    ),
+)
+"""--fsync, --redact-env, --redact-pattern and --max-event-bytes."""
 
 
 def given_log_flags(settings: dict[str, Any]) -> list[str]:

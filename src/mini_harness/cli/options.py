@@ -49,6 +49,17 @@ class SingleOption(click.Option):
         return super().handle_parse_result(ctx, opts, args)
 
 
+def option_group(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """One decorator that adds these options to a command, in this order."""
+
+    def add(command: F) -> F:
+        for decorator in reversed(decorators):
+            command = decorator(command)
+        return command
+
+    return add
+
+
 def workspace_option(help_text: str, **settings: Any) -> Callable[[F], F]:
     """The `--workspace DIR` option: an existing directory the built-in tools work in."""
     return click.option(

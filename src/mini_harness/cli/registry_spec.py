@@ -7,17 +7,14 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 import click
 
-from mini_harness.cli.options import SingleOption
+from mini_harness.cli.options import F, SingleOption
 from mini_harness.cli.output import BadUsage, describe
 from mini_harness.errors import MiniHarnessError, RegistrySpecError
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import default_registry, register_coding_tools
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def registry_option(help_text: str) -> Callable[[F], F]:

@@ -8,7 +8,6 @@ closes its calls in doubt as `interrupted`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any, NoReturn
 
 import click
@@ -19,7 +18,7 @@ from mini_harness.cli import root_workspace
 from mini_harness.cli.agent import PrintingReporter, agent_options, exit_code, print_document
 from mini_harness.cli.coding import make_approver
 from mini_harness.cli.log_options import log_option, log_options, opened_log, warn_quarantined
-from mini_harness.cli.options import workspace_option
+from mini_harness.cli.options import option_group, workspace_option
 from mini_harness.cli.output import info
 from mini_harness.cli.registry_spec import agent_tools
 from mini_harness.events import EventSink
@@ -27,30 +26,23 @@ from mini_harness.replay.agent_fold import AgentRun, fold_agent_runs, select_age
 from mini_harness.replay.continuation import continued_config, fork_opening, resume_plan
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 
-F = Callable[..., Any]
-
-
-def _continue_options(command: F) -> F:
-    """The options resume and fork add to those they share with `run`."""
-    decorators = [
-        click.option(
-            "--run",
-            "run_id",
-            metavar="ID",
-            help="The run (id or prefix); default: the last agent run of the transcript.",
-        ),
-        click.option(
-            "--max-steps",
-            type=click.IntRange(min=1),
-            default=None,
-            help="At most N model requests in the new run (default: the run's own).",
-        ),
-        workspace_option("Root directory of the file tools (default: the current directory)."),
-        agent_options,
-    ]
-    for decorator in reversed(decorators):
-        command = decorator(command)
-    return command
+_continue_options = option_group(
+    click.option(
+        "--run",
+        "run_id",
+        metavar="ID",
+        help="The run (id or prefix); default: the last agent run of the transcript.",
+    ),
+    click.option(
+        "--max-steps",
+        type=click.IntRange(min=1),
+        default=None,
+        help="At most N model requests in the new run (default: the run's own).",
+    ),
+    workspace_option("Root directory of the file tools (default: the current directory)."),
+    agent_options,
+)
+"""The options of resume and fork: which run, its step limit, and those of `run`."""
 
 
 @click.command("resume", short_help="Continue an agent run as a new run that names it.")
