@@ -16,8 +16,8 @@ import click
 
 from mini_harness._version import __version__
 from mini_harness.cli.dispatch import run_dispatch
-from mini_harness.cli.log_options import given_log_flags, log_option, log_options
-from mini_harness.cli.options import SingleOption, typed
+from mini_harness.cli.log_options import LOG_FLAGS, given_log_flags, log_option, log_options
+from mini_harness.cli.options import SingleOption, typed, workspace_option
 from mini_harness.cli.output import (
     PREFIX,
     BadUsage,
@@ -193,13 +193,10 @@ class HarnessGroup(click.Group):
 )
 @log_option("Append this run's events to a JSONL transcript (created if missing).")
 @log_options
-@click.option(
-    "--workspace",
-    cls=SingleOption,
-    metavar="DIR",
-    type=click.Path(exists=True, file_okay=False),
-    help="Root directory the file tools (list_files, read_file, search_text) are confined "
+@workspace_option(
+    "Root directory the file tools (list_files, read_file, search_text) are confined "
     "to. Default: the current directory.",
+    cls=SingleOption,
 )
 @registry_option(
     "Dispatch to this ToolRegistry (or a zero-argument callable returning one) instead of "
@@ -213,20 +210,7 @@ class HarnessGroup(click.Group):
 )
 @click.version_option(__version__, "--version", prog_name="mini-harness")
 @click.pass_context
-def cli(
-    ctx: click.Context,
-    /,
-    *,
-    tool: str | None,
-    tool_input: str | None,
-    context_report: bool,
-    as_json: bool,
-    log: str | None,
-    workspace: str | None,
-    registry_spec: str | None,
-    debug: bool,
-    **log_settings: Any,
-) -> None:
+def cli(ctx: click.Context, /, *, workspace: str | None, debug: bool, **options: Any) -> None:
     """An event-sourced runtime for coding agents.
 
     Run the agent on a task, or dispatch one tool with validated input; every step is
@@ -244,42 +228,36 @@ def cli(
     """
     # Subcommands that build a registry read the workspace from here.
     ctx.ensure_object(dict).update(workspace=workspace, debug=debug)
-    options = {
-        "tool": tool,
-        "tool_input": tool_input,
-        "context_report": context_report,
-        "as_json": as_json,
-        "log": log,
-        "registry_spec": registry_spec,
-    }
     if ctx.invoked_subcommand == "run":
         # `mini-harness [OPTIONS] "TASK"`: these options are the run's (as in the
         # reference: --tool first dispatches that tool, then the agent works on the task).
-        ctx.obj["run_options"] = {**options, "log_settings": log_settings}
+        ctx.obj["run_options"] = options
         return
-    given = [typed(ctx, name) for name, value in options.items() if value]
+    # The log flags are among the options: `options` is also the log's settings.
+    given = [typed(ctx, k) for k, value in options.items() if value and k not in LOG_FLAGS]
+    given += given_log_flags(options)
     if ctx.invoked_subcommand is not None:
-        given += given_log_flags(log_settings)
         if given:
             raise click.UsageError(
                 f"{', '.join(given)} cannot be combined with `{ctx.invoked_subcommand}`"
             )
         return
+    tool, log = options["tool"], options["log"]
     if tool is None:
-        for flag in given + given_log_flags(log_settings):
+        for flag in given:
             raise click.UsageError(f"{flag} needs --tool NAME")
         click.echo(ctx.get_help())
         return
-    if log is None and given_log_flags(log_settings):
-        raise click.UsageError(f"{given_log_flags(log_settings)[0]} needs --log PATH")
-    if as_json and context_report:
+    if log is None and given_log_flags(options):
+        raise click.UsageError(f"{given_log_flags(options)[0]} needs --log PATH")
+    if options["as_json"] and options["context_report"]:
         raise BadUsage("--json cannot be combined with --context-report")
     run_dispatch(
-        chosen_registry(registry_spec, workspace),
+        chosen_registry(options["registry_spec"], workspace),
         tool,
-        tool_input,
-        context_report=context_report,
-        as_json=as_json,
+        options["tool_input"],
+        context_report=options["context_report"],
+        as_json=options["as_json"],
         log=log,
-        settings=log_settings,
+        settings=options,
     )

@@ -17,7 +17,13 @@ from mini_harness.agent.providers import choose_provider
 from mini_harness.cli import cli, root_workspace
 from mini_harness.cli.coding import approve_option, make_approver
 from mini_harness.cli.dispatch import parse_tool_input, read_tool_input
-from mini_harness.cli.log_options import log_option, log_options, opened_log, redactor_for
+from mini_harness.cli.log_options import (
+    LOG_FLAGS,
+    log_option,
+    log_options,
+    opened_log,
+    redactor_for,
+)
 from mini_harness.cli.options import option_group, workspace_option
 from mini_harness.cli.output import BadUsage, error, info, warn
 from mini_harness.cli.registry_spec import agent_tools, registry_option
@@ -63,7 +69,7 @@ def _with_root_options(options: dict[str, Any]) -> dict[str, Any]:
         options[key] = options[key] or inherited[key]
     if options["log"] is None and inherited["log"] is not None:
         # The root's --log comes with the root's log flags.
-        options.update(inherited["log_settings"], log=inherited["log"])
+        options.update({key: inherited[key] for key in ("log", *LOG_FLAGS)})
     return options
 
 
