@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from mini_harness._version import __version__
-from mini_harness.cli.dispatch import run_dispatch
+from mini_harness.cli.dispatch import run_dispatch, tool_options
 from mini_harness.cli.log_options import LOG_FLAGS, given_log_flags, log_option, log_options
 from mini_harness.cli.options import SingleOption, typed, workspace_option
 from mini_harness.cli.output import (
@@ -167,19 +167,7 @@ class HarnessGroup(click.Group):
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.option(
-    "--tool",
-    cls=SingleOption,
-    metavar="NAME",
-    help="Dispatch this tool once (see `mini-harness tools`).",
-)
-@click.option(
-    "--tool-input",
-    cls=SingleOption,
-    metavar="JSON",
-    help="The tool's input as a JSON object; @FILE reads it from a file, - from standard "
-    "input. Without it the input is {}.",
-)
+@tool_options("Dispatch this tool once (see `mini-harness tools`).", "The tool's input")
 @click.option(
     "--context-report",
     is_flag=True,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import os
 from pathlib import Path
 from typing import Any
@@ -14,9 +13,9 @@ from mini_harness.agent.context import DEFAULT_SYSTEM_PROMPT, load_project_rules
 from mini_harness.agent.context import context_report as render_report
 from mini_harness.agent.loop import AgentConfig, AgentLoop
 from mini_harness.agent.providers import choose_provider
-from mini_harness.cli import cli, root_workspace
+from mini_harness.cli import root_workspace
 from mini_harness.cli.coding import approve_option, make_approver
-from mini_harness.cli.dispatch import parse_tool_input, read_tool_input
+from mini_harness.cli.dispatch import parse_tool_input, read_tool_input, tool_options
 from mini_harness.cli.log_options import (
     LOG_FLAGS,
     log_option,
@@ -188,6 +187,7 @@ def exit_code(outcome: Any, printer: PrintingReporter) -> int:
     "Root directory of the file tools and of AGENTS.md. Default: the current directory."
 )
 @agent_options
+@tool_options("Dispatch this tool first; its result goes in the context.", "The --tool's input")
 def run_command(task: tuple[str, ...], **options: Any) -> None:
     """Run the agent on TASK until it answers or reaches a limit.
 
@@ -239,24 +239,3 @@ def run_command(task: tuple[str, ...], **options: Any) -> None:
         click.echo("")
         click.echo(render_report(parts, outcome.last_input_tokens), nl=False)
     raise click.exceptions.Exit(exit_code(outcome, printer))
-
-
-def _root_option(name: str, help_text: str) -> click.Option:
-    """The root command's option `name`, with this help: `--tool` and `--tool-input` given
-    after a task are parsed, refused and read exactly as before it."""
-    for param in cli.params:
-        if isinstance(param, click.Option) and param.name == name:
-            option = copy.copy(param)
-            option.help = help_text
-            return option
-    raise LookupError(name)
-
-
-run_command.params += [
-    _root_option("tool", "Dispatch this tool first; its result goes in the context."),
-    _root_option(
-        "tool_input",
-        "The --tool's input as a JSON object; @FILE reads it from a file, - from standard "
-        "input. Without it the input is {}.",
-    ),
-]

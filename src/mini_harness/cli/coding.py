@@ -6,7 +6,6 @@ is what `replay --effects` prints; `undo_command` reverts one applied patch.
 
 from __future__ import annotations
 
-import hashlib
 import os
 
 import click
@@ -18,6 +17,7 @@ from mini_harness.cli.options import F, workspace_option
 from mini_harness.errors import PolicyError, ToolCallError
 from mini_harness.replay.effects import CallEffects, fold_effects, render_effects
 from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.runtime.effects import sha256_of
 from mini_harness.tools import register_coding_tools
 from mini_harness.tools.apply_patch import apply_hunks
 from mini_harness.tools.unified_diff import parse_patch, reverse_patch
@@ -65,7 +65,7 @@ def _current_hash(root: str, path: str) -> str | None:
     if os.path.islink(full) or not os.path.isfile(full):
         return "not a regular file"
     with open(full, "rb") as handle:
-        return hashlib.sha256(handle.read()).hexdigest()
+        return sha256_of(handle.read())
 
 
 def _find_call(path: str, call_id: str) -> CallEffects:
@@ -102,7 +102,7 @@ def undo_call(transcript: str, call_id: str, workspace: str, log: str | None) ->
     for patch in parse_patch(reverse):
         current = "" if patch.old_path is None else _read_text(root, patch.old_path)
         restored = apply_hunks(patch.path, current, patch.hunks)
-        digest = None if patch.new_path is None else hashlib.sha256(restored.encode()).hexdigest()
+        digest = sha256_of(None if patch.new_path is None else restored.encode())
         if digest != wanted.get(patch.path):
             fail(f"Cannot undo call {call_id}: reversing {patch.path} would not restore it", 1)
     registry = ToolRegistry()

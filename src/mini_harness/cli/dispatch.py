@@ -6,12 +6,14 @@ import difflib
 import json
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
 import orjson
 
 from mini_harness.cli.log_options import opened_log, redactor_for
+from mini_harness.cli.options import F, SingleOption, option_group
 from mini_harness.cli.output import BadUsage, info
 from mini_harness.errors import ToolCallError, UnknownToolError
 from mini_harness.events import JsonObject, JsonValue
@@ -26,6 +28,20 @@ from mini_harness.runtime import (
 # orjson turns integers wider than 64 bits into floats without a word; a run of 20+ digits
 # is the only way such an integer can appear, so only then is the input parsed again.
 _LONG_DIGITS = re.compile(r"\d{20,}")
+
+
+def tool_options(tool_help: str, input_of: str) -> Callable[[F], F]:
+    """`--tool NAME` and `--tool-input JSON` (of the root, and of `run` after a task)."""
+    return option_group(
+        click.option("--tool", cls=SingleOption, metavar="NAME", help=tool_help),
+        click.option(
+            "--tool-input",
+            cls=SingleOption,
+            metavar="JSON",
+            help=f"{input_of} as a JSON object; @FILE reads it from a file, - from standard "
+            "input. Without it the input is {}.",
+        ),
+    )
 
 
 def read_tool_input(raw: str | None) -> str | None:
