@@ -230,22 +230,13 @@ def cli(ctx: click.Context, /, *, workspace: str | None, debug: bool, **options:
                 f"{', '.join(given)} cannot be combined with `{ctx.invoked_subcommand}`"
             )
         return
-    tool, log = options["tool"], options["log"]
-    if tool is None:
+    if options["tool"] is None:
         for flag in given:
             raise click.UsageError(f"{flag} needs --tool NAME")
         click.echo(ctx.get_help())
         return
-    if log is None and given_log_flags(options):
+    if options["log"] is None and given_log_flags(options):
         raise click.UsageError(f"{given_log_flags(options)[0]} needs --log PATH")
     if options["as_json"] and options["context_report"]:
         raise BadUsage("--json cannot be combined with --context-report")
-    run_dispatch(
-        chosen_registry(options["registry_spec"], workspace),
-        tool,
-        options["tool_input"],
-        context_report=options["context_report"],
-        as_json=options["as_json"],
-        log=log,
-        settings=options,
-    )
+    run_dispatch(chosen_registry(options["registry_spec"], workspace), options)

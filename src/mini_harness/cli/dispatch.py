@@ -102,26 +102,18 @@ def unknown_tool_message(name: str, registry: ToolRegistry) -> str:
     return f"{message} Registered tools: {', '.join(names) if names else 'none'}"
 
 
-def run_dispatch(
-    registry: ToolRegistry,
-    tool: str,
-    raw_input: str | None,
-    *,
-    context_report: bool,
-    as_json: bool,
-    log: str | None,
-    settings: dict[str, Any],
-) -> None:
-    """Dispatch one tool and print what happened.
+def run_dispatch(registry: ToolRegistry, options: dict[str, Any]) -> None:
+    """Dispatch the root's --tool with its --tool-input and print what happened;
+    `options` are the root's (the log flags among them).
 
-    A failed call raises its ToolCallError (exit 1), or with `as_json` prints the failure
+    A failed call raises its ToolCallError (exit 1), or with --json prints the failure
     as the document and exits 1. What is printed is redacted as the log is.
     """
-    tool_input = parse_tool_input(read_tool_input(raw_input))
-    redactor = redactor_for(settings)
-    where: JsonObject = {}
+    tool, log, as_json = options["tool"], options["log"], options["as_json"]
+    tool_input = parse_tool_input(read_tool_input(options["tool_input"]))
+    redactor = redactor_for(options)
     failure: ToolCallError | None = None
-    with opened_log(log, settings) as sink:
+    with opened_log(log, options) as sink:
         runtime = ToolRuntime(registry, sink)
         try:
             result = runtime.dispatch(tool, tool_input)
@@ -130,8 +122,7 @@ def run_dispatch(
             failure = UnknownToolError(tool, message, call_id=exc.call_id)
         except ToolCallError as exc:
             failure = exc
-    if log is not None:
-        where = {"transcript": log, "runId": runtime.run_id}
+    where: JsonObject = {} if log is None else {"transcript": log, "runId": runtime.run_id}
     if failure is not None:
         if not as_json:
             raise failure
@@ -153,7 +144,7 @@ def run_dispatch(
     info(f"Tool result: {_redacted_json(shown, redactor)}")
     if log is not None:
         info(f"Transcript: {log} (run {runtime.run_id})")
-    if context_report:
+    if options["context_report"]:
         click.echo("")
         report = render_context_report(dispatch_context(runtime.tools_snapshot, shown))
         click.echo(report, nl=False)

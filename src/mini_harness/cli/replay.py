@@ -11,7 +11,7 @@ from mini_harness.cli.agent_replay import print_run_tree, rerun_agent_runs
 from mini_harness.cli.coding import print_effects
 from mini_harness.cli.corpus import corpus_options, replay_corpus, wants_corpus
 from mini_harness.cli.log_options import opened_log
-from mini_harness.cli.options import SingleOption, workspace_option
+from mini_harness.cli.options import SingleOption, typed, workspace_option
 from mini_harness.cli.registry_spec import agent_registry, registry_from
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
 from mini_harness.replay import TranscriptFold, TranscriptRerun
@@ -120,16 +120,10 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         print_effects(paths[0])
         return
     if not rerun:
-        for flag, value in (
-            ("--registry", registry),
-            ("--workspace", workspace),
-            ("--allow-side-effects", allow_side_effects),
-            ("--log", log),
-            ("--live-model", live_model),
-            ("--model", model),
-        ):
-            if value:
-                raise BadUsage(f"{flag} needs --rerun")
+        ctx = click.get_current_context()
+        for name in ("registry", "workspace", "allow_side_effects", "log", "live_model", "model"):
+            if ctx.params[name]:
+                raise BadUsage(f"{typed(ctx, name)} needs --rerun")
     if registry is not None and workspace is not None:
         raise BadUsage(
             "--workspace applies to the built-in tools; it cannot be used with --registry"
@@ -156,7 +150,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     output = JsonOutput if as_json else TextOutput
     out = output(fold, rerun=rerun, registry_spec=registry, step=step)
     if not rerun:
-        code = drive(fold, iter(fold), out, size=_size(path))
+        code = drive(fold, iter(fold), out)
         if not as_json and code != 130:
             print_run_tree(path)
         raise click.exceptions.Exit(code)
@@ -175,7 +169,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         raise click.exceptions.Exit(agent_code)
     with opened_log(log, {}) as sink:
         runner = TranscriptRerun(fold, tools, allow_side_effects=allow_side_effects, sink=sink)
-        code = drive(fold, iter(runner), out, size=_size(path))
+        code = drive(fold, iter(runner), out)
     if log is not None:
         info(f"Re-run recorded in {log}")
     raise click.exceptions.Exit(code)
@@ -186,10 +180,3 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.samefile(a, b)
     except OSError:
         return os.path.abspath(a) == os.path.abspath(b)
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0  # the reader reports it

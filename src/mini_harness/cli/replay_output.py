@@ -3,6 +3,7 @@ with a progress bar on a terminal for a large file."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
@@ -31,8 +32,14 @@ _PROGRESS_EVERY = 4096  # items between progress checks
 _DIFFERING = (DIVERGED, NOW_FAILS, NOW_SUCCEEDS)  # re-run outcomes that fail the replay
 
 
-def drive(fold: TranscriptFold, items: Iterable[Any], out: ReplayOutput, *, size: int) -> int:
-    """Feed every item to `out`, with progress on a terminal; Ctrl-C ends with what we have."""
+def drive(fold: TranscriptFold, items: Iterable[Any], out: TextOutput | JsonOutput) -> int:
+    """Feed every item to `out` (its `run`, `call`, `outcome` and `drift`), with progress on a
+    terminal; `out.finish` prints the end and gives the exit code. Ctrl-C ends with what we
+    have."""
+    try:
+        size = os.stat(fold.path).st_size
+    except OSError:
+        size = 0  # the reader reports it
     progress = Progress(fold, size) if size >= PROGRESS_MIN_BYTES else None
     handlers: dict[type, Callable[[Any], None]] = {
         RunInfo: out.run,
@@ -91,7 +98,8 @@ class Progress:
 
 
 class ReplayOutput:
-    """Where items go as they are found; `finish` prints the end and returns the exit code."""
+    """What the text and the JSON report share: the runs' summaries, the re-run's counts and
+    the exit code."""
 
     def __init__(
         self,
@@ -124,12 +132,6 @@ class ReplayOutput:
             for s in summaries
         ]
 
-    def run(self, item: RunInfo) -> None:
-        """A run started."""
-
-    def call(self, item: CallRecord) -> None:
-        """A call ended (fold mode)."""
-
     def outcome(self, item: RerunOutcome) -> None:
         self.counts[item.outcome] = self.counts.get(item.outcome, 0) + 1
         current = item.current
@@ -159,9 +161,6 @@ class ReplayOutput:
 
     def flush(self) -> None:
         return None
-
-    def finish(self, *, interrupted: bool) -> int:
-        raise NotImplementedError
 
     def exit_code(self, problems: int) -> int:
         differing = sum(self.counts.get(name, 0) for name in _DIFFERING)
