@@ -7,12 +7,14 @@ is what `replay --effects` prints; `undo_command` reverts one applied patch.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import click
 
 from mini_harness.agent.approval import PolicyApprover, load_policy
 from mini_harness.agent.approval_prompt import terminal_prompter
 from mini_harness.cli import BadUsage, fail, info
+from mini_harness.cli.log_options import opened_log
 from mini_harness.cli.options import F, workspace_option
 from mini_harness.errors import PolicyError, ToolCallError
 from mini_harness.replay.effects import CallEffects, fold_effects, render_effects
@@ -21,7 +23,6 @@ from mini_harness.runtime.effects import sha256_of
 from mini_harness.tools import register_coding_tools
 from mini_harness.tools.apply_patch import apply_hunks
 from mini_harness.tools.unified_diff import parse_patch, reverse_patch
-from mini_harness.transcripts import JsonlTranscript
 
 APPROVE_HELP = (
     "How calls that need approval are decided: ask (prompt on a terminal; denied without "
@@ -77,52 +78,6 @@ def _find_call(path: str, call_id: str) -> CallEffects:
     raise BadUsage(f"No call {call_id} with recorded file effects in {path}")
 
 
-def undo_call(transcript: str, call_id: str, workspace: str, log: str | None) -> list[str]:
-    """Revert the patch of call `call_id` in `workspace`, recorded as a new run in `log`
-    (default: the transcript itself). Returns the lines to print; raises click exceptions.
-    """
-    call = _find_call(transcript, call_id)
-    root = os.path.realpath(workspace)
-    moved = [
-        (effect["path"], now)
-        for effect in call.effects
-        if (now := _current_hash(root, effect["path"])) != effect.get("after")
-    ]
-    if moved:
-        path, now = moved[0]
-        state = "is absent" if now is None else f"now has sha256 {now[:12]}"
-        fail(
-            f"Cannot undo call {call_id}: {path} changed since (it {state}); nothing was undone",
-            1,
-        )
-    patches = parse_patch(call.input["patch"])
-    reverse = reverse_patch(patches)
-    # Check the reversal gives back exactly the recorded bytes before anything is written.
-    wanted = {effect["path"]: effect.get("before") for effect in call.effects}
-    for patch in parse_patch(reverse):
-        current = "" if patch.old_path is None else _read_text(root, patch.old_path)
-        restored = apply_hunks(patch.path, current, patch.hunks)
-        digest = sha256_of(None if patch.new_path is None else restored.encode())
-        if digest != wanted.get(patch.path):
-            fail(f"Cannot undo call {call_id}: reversing {patch.path} would not restore it", 1)
-    registry = ToolRegistry()
-    register_coding_tools(registry, root, sandbox=False)
-    try:
-        with JsonlTranscript(log or transcript) as sink:
-            runtime = ToolRuntime(registry, sink)
-            result = runtime.dispatch("apply_patch", {"patch": reverse})
-    except ToolCallError as exc:
-        fail(f"Undo of call {call_id} failed: {exc.message}", 1)
-    lines = [f"Undid call {call_id} as call {result.call_id} of run {runtime.run_id}"]
-    lines += [f"  {f['action']:<8} {f['path']}" for f in result.output["files"]]
-    return lines
-
-
-def _read_text(root: str, path: str) -> str:
-    with open(os.path.join(root, path), "rb") as handle:
-        return handle.read().decode("utf-8")
-
-
 @click.command("undo", short_help="Revert one apply_patch call of a transcript.")
 @click.argument("path", type=click.Path(dir_okay=False, exists=True))
 @click.option("--call", "call_id", required=True, metavar="ID", help="The call to revert.")
@@ -141,5 +96,38 @@ def undo_command(path: str, call_id: str, workspace: str, log: str | None) -> No
 
     Exit codes: 0 reverted; 1 a file moved on or the reversal failed; 2 usage errors.
     """
-    for line in undo_call(path, call_id, workspace, log):
-        info(line)
+    call = _find_call(path, call_id)
+    root = os.path.realpath(workspace)
+    moved = [
+        (effect["path"], now)
+        for effect in call.effects
+        if (now := _current_hash(root, effect["path"])) != effect.get("after")
+    ]
+    if moved:
+        changed, now = moved[0]
+        state = "is absent" if now is None else f"now has sha256 {now[:12]}"
+        fail(
+            f"Cannot undo call {call_id}: {changed} changed since (it {state}); nothing was undone",
+            1,
+        )
+    reverse = reverse_patch(parse_patch(call.input["patch"]))
+    # Check the reversal gives back exactly the recorded bytes before anything is written.
+    wanted = {effect["path"]: effect.get("before") for effect in call.effects}
+    for patch in parse_patch(reverse):
+        old = None if patch.old_path is None else Path(root, patch.old_path).read_bytes()
+        current = "" if old is None else old.decode("utf-8")
+        restored = apply_hunks(patch.path, current, patch.hunks)
+        digest = sha256_of(None if patch.new_path is None else restored.encode())
+        if digest != wanted.get(patch.path):
+            fail(f"Cannot undo call {call_id}: reversing {patch.path} would not restore it", 1)
+    registry = ToolRegistry()
+    register_coding_tools(registry, root, sandbox=False)
+    try:
+        with opened_log(log or path, {}) as sink:
+            runtime = ToolRuntime(registry, sink)
+            result = runtime.dispatch("apply_patch", {"patch": reverse})
+    except ToolCallError as exc:
+        fail(f"Undo of call {call_id} failed: {exc.message}", 1)
+    info(f"Undid call {call_id} as call {result.call_id} of run {runtime.run_id}")
+    for changed_file in result.output["files"]:
+        info(f"  {changed_file['action']:<8} {changed_file['path']}")
