@@ -21,22 +21,10 @@ from mini_harness.errors import OutputError
 from mini_harness.mcp_server import run_stdio
 from mini_harness.runtime import ToolRuntime
 
-INSTALL_HINT = 'the mcp command needs the MCP SDK: pip install "mini-harness[mcp]"'
-
 
 def _note(message: str) -> None:
     # stdout carries the protocol; everything we say goes to stderr.
     click.echo(f"{PREFIX} {message}", err=True)
-
-
-def _stdin_is_open() -> bool:
-    # Checked before anything opens a file: a closed fd 0 would be reused by the next
-    # descriptor opened (the transcript, the event loop's selector) and served as stdin.
-    try:
-        os.fstat(0)
-    except OSError:
-        return False
-    return True
 
 
 @click.command("mcp")
@@ -70,7 +58,11 @@ def mcp_command(
     \b
       pip install "mini-harness[mcp]"
     """
-    if not _stdin_is_open():
+    # Checked before anything opens a file: a closed fd 0 would be reused by the next
+    # descriptor opened (the transcript, the event loop's selector) and served as stdin.
+    try:
+        os.fstat(0)
+    except OSError:
         fail(
             "stdin is closed: the mcp command reads MCP messages on stdin "
             "(an MCP client starts it)",
@@ -80,7 +72,7 @@ def mcp_command(
         import mcp.server.lowlevel  # noqa: F401  (fail here, before any output)
     except ImportError as exc:
         if exc.name is not None and exc.name.split(".")[0] == "mcp":
-            fail(INSTALL_HINT, 2)
+            fail('the mcp command needs the MCP SDK: pip install "mini-harness[mcp]"', 2)
         fail(f"cannot import the MCP SDK: {exc}", 2)
 
     if log is None and given_log_flags(log_settings):
