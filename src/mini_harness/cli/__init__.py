@@ -58,12 +58,9 @@ def exit_code_for(exc: BaseException) -> int:
     if isinstance(exc, click.Abort):
         error("interrupted")
         return 130
-    if isinstance(exc, ToolCallError):
-        error(exc.message)
-        return 1
     if isinstance(exc, MiniHarnessError):
         error(exc.message)
-        return 2
+        return 1 if isinstance(exc, ToolCallError) else 2
     raise exc
 
 

@@ -93,13 +93,9 @@ def _refuse_wide_integers(raw: str) -> None:
 def unknown_tool_message(name: str, registry: ToolRegistry) -> str:
     """`Unknown tool: NAME`, with the closest registered names and the whole list."""
     names = [definition.name for definition in registry.list()]
-    message = f"Unknown tool: {name}"
     close = difflib.get_close_matches(name, names, n=3)
-    if close:
-        message += f". Did you mean {' or '.join(repr(n) for n in close)}?"
-    else:
-        message += "."
-    return f"{message} Registered tools: {', '.join(names) if names else 'none'}"
+    hint = f". Did you mean {' or '.join(repr(n) for n in close)}?" if close else "."
+    return f"Unknown tool: {name}{hint} Registered tools: {', '.join(names) or 'none'}"
 
 
 def run_dispatch(registry: ToolRegistry, options: dict[str, Any]) -> None:

@@ -47,28 +47,23 @@ def drive(fold: TranscriptFold, items: Iterable[Any], out: TextOutput | JsonOutp
         RerunOutcome: out.outcome,
         Drift: out.drift,
     }
-    count = 0
+    interrupted = False
     try:
-        for item in items:
+        for count, item in enumerate(items, 1):
             handlers[type(item)](item)
-            count += 1
             if progress is not None and count % _PROGRESS_EVERY == 0:
                 progress.update()
     except KeyboardInterrupt:
-        out.flush()
-        if progress is not None:
-            progress.clear()
-        out.finish(interrupted=True)
-        error(f"interrupted at line {fold.reader.records_read}: the report above is partial")
-        return 130
-    except BaseException:
+        interrupted = True
+    finally:
         out.flush()  # what was found before a damaged line is still shown
         if progress is not None:
             progress.clear()
-        raise
-    if progress is not None:
-        progress.clear()
-    return out.finish(interrupted=False)
+    code = out.finish(interrupted=interrupted)
+    if not interrupted:
+        return code
+    error(f"interrupted at line {fold.reader.records_read}: the report above is partial")
+    return 130
 
 
 class Progress:
