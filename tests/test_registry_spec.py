@@ -123,8 +123,3 @@ class TestLoadRegistry:
     def test_errors_say_what_is_wrong(self, project: Path, spec: str, expected: str) -> None:
         """Every way a spec can be wrong is a usage error naming the spec and the cause."""
         assert message(spec) == expected
-
-    def test_flag_name_is_part_of_the_message(self, project: Path) -> None:
-        """Other commands reuse the loader under their own flag name."""
-        with pytest.raises(RegistrySpecError, match=r"^--tools-from must look like"):
-            load_registry("x", flag="--tools-from")

@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from mini_harness.cli import cli
-from mini_harness.cli import replay as replay_cli
+from mini_harness.cli import cli, replay_output
 from mini_harness.replay import TranscriptFold
 from tests.replay.generate import write_transcript
 
@@ -26,7 +25,7 @@ class TestInterrupt:
     ) -> None:
         """Ctrl-C mid-fold prints the report so far, says it is partial, and exits 130."""
         shown: list[Any] = []
-        original = replay_cli._TextOutput.call
+        original = replay_output.TextOutput.call
 
         def call(self: Any, item: Any) -> None:
             if len(shown) == 10:
@@ -34,7 +33,7 @@ class TestInterrupt:
             shown.append(item)
             original(self, item)
 
-        monkeypatch.setattr(replay_cli._TextOutput, "call", call)
+        monkeypatch.setattr(replay_output.TextOutput, "call", call)
         result = CliRunner().invoke(cli, ["replay", str(log)])
         assert result.exit_code == 130
         assert (
@@ -56,7 +55,7 @@ class TestInterrupt:
         def call(self: Any, item: Any) -> None:
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(replay_cli._JsonOutput, "call", call)
+        monkeypatch.setattr(replay_output.JsonOutput, "call", call)
         result = CliRunner().invoke(cli, ["replay", str(log), "--json"])
         assert result.exit_code == 130
         document = orjson.loads(result.stdout)
@@ -77,7 +76,7 @@ class TestProgress:
         """On a terminal the bar shows percentages of the file read, then erases itself."""
         fold = TranscriptFold(log)
         terminal = _Terminal()
-        progress = replay_cli._Progress(fold, log.stat().st_size, terminal)
+        progress = replay_output.Progress(fold, log.stat().st_size, terminal)
         for index, _ in enumerate(fold):
             if index % 100 == 0:
                 progress.update()
@@ -91,7 +90,7 @@ class TestProgress:
         """Piped stderr never gets a progress bar."""
         fold = TranscriptFold(log)
         stream = io.StringIO()
-        progress = replay_cli._Progress(fold, log.stat().st_size, stream)
+        progress = replay_output.Progress(fold, log.stat().st_size, stream)
         for _ in fold:
             progress.update()
         progress.clear()

@@ -15,19 +15,18 @@ from typing import Any
 import click
 
 from mini_harness._version import __version__
-from mini_harness.cli.dispatch import run_dispatch
-from mini_harness.cli.log_options import given_log_flags, log_option, log_options
-from mini_harness.cli.options import SingleOption, typed
+from mini_harness.cli.dispatch import run_dispatch, tool_options
+from mini_harness.cli.log_options import LOG_FLAGS, given_log_flags, log_option, log_options
+from mini_harness.cli.options import SingleOption, typed, workspace_option
 from mini_harness.cli.output import (
     PREFIX,
     BadUsage,
+    describe,
     error,
     fail,
-    finish_output,
     guard_streams,
     info,
-    output_failed,
-    pipe_closed,
+    quiet,
 )
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.errors import MiniHarnessError, OutputError, ToolCallError
@@ -59,12 +58,9 @@ def exit_code_for(exc: BaseException) -> int:
     if isinstance(exc, click.Abort):
         error("interrupted")
         return 130
-    if isinstance(exc, ToolCallError):
-        error(exc.message)
-        return 1
     if isinstance(exc, MiniHarnessError):
         error(exc.message)
-        return 2
+        return 1 if isinstance(exc, ToolCallError) else 2
     raise exc
 
 
@@ -113,8 +109,7 @@ class HarnessGroup(click.Group):
         except (Exception, KeyboardInterrupt):
             raise
         except BaseException as exc:
-            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            raise click.ClickException(f"the command ended abruptly: {detail}") from None
+            raise click.ClickException(f"the command ended abruptly: {describe(exc)}") from None
 
     def main(
         self,
@@ -137,11 +132,16 @@ class HarnessGroup(click.Group):
                 code = exit_code_for(exc)
             code = code if isinstance(code, int) else 0
             if standalone_mode:
-                code = finish_output(code)
+                # Flushed while a failure can still be said: at exit the interpreter would
+                # only print an "Exception ignored" traceback (exit 120).
+                sys.stdout.flush()
         except OutputError as exc:
-            code = output_failed(exc)
-        except BrokenPipeError:  # the reader stopped early
-            code = pipe_closed()
+            quiet([sys.stdout])
+            error(f"cannot write the output: {exc.reason}")
+            code = 1
+        except BrokenPipeError:  # the reader stopped early: as click does, exit 1 quietly
+            quiet([sys.stdout, sys.stderr])
+            code = 1
         if not standalone_mode:
             return code
         sys.exit(code)
@@ -164,19 +164,7 @@ class HarnessGroup(click.Group):
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.option(
-    "--tool",
-    cls=SingleOption,
-    metavar="NAME",
-    help="Dispatch this tool once (see `mini-harness tools`).",
-)
-@click.option(
-    "--tool-input",
-    cls=SingleOption,
-    metavar="JSON",
-    help="The tool's input as a JSON object; @FILE reads it from a file, - from standard "
-    "input. Without it the input is {}.",
-)
+@tool_options("Dispatch this tool once (see `mini-harness tools`).", "The tool's input")
 @click.option(
     "--context-report",
     is_flag=True,
@@ -190,13 +178,10 @@ class HarnessGroup(click.Group):
 )
 @log_option("Append this run's events to a JSONL transcript (created if missing).")
 @log_options
-@click.option(
-    "--workspace",
-    cls=SingleOption,
-    metavar="DIR",
-    type=click.Path(exists=True, file_okay=False),
-    help="Root directory the file tools (list_files, read_file, search_text) are confined "
+@workspace_option(
+    "Root directory the file tools (list_files, read_file, search_text) are confined "
     "to. Default: the current directory.",
+    cls=SingleOption,
 )
 @registry_option(
     "Dispatch to this ToolRegistry (or a zero-argument callable returning one) instead of "
@@ -210,20 +195,7 @@ class HarnessGroup(click.Group):
 )
 @click.version_option(__version__, "--version", prog_name="mini-harness")
 @click.pass_context
-def cli(
-    ctx: click.Context,
-    /,
-    *,
-    tool: str | None,
-    tool_input: str | None,
-    context_report: bool,
-    as_json: bool,
-    log: str | None,
-    workspace: str | None,
-    registry_spec: str | None,
-    debug: bool,
-    **log_settings: Any,
-) -> None:
+def cli(ctx: click.Context, /, *, workspace: str | None, debug: bool, **options: Any) -> None:
     """An event-sourced runtime for coding agents.
 
     Run the agent on a task, or dispatch one tool with validated input; every step is
@@ -241,53 +213,27 @@ def cli(
     """
     # Subcommands that build a registry read the workspace from here.
     ctx.ensure_object(dict).update(workspace=workspace, debug=debug)
-    given = [
-        typed(ctx, name, flag)
-        for name, flag, value in (
-            ("tool", "--tool", tool),
-            ("tool_input", "--tool-input", tool_input),
-            ("context_report", "--context-report", context_report),
-            ("as_json", "--json", as_json),
-            ("log", "--log", log),
-            ("registry_spec", "--registry", registry_spec),
-        )
-        if value
-    ]
     if ctx.invoked_subcommand == "run":
         # `mini-harness [OPTIONS] "TASK"`: these options are the run's (as in the
         # reference: --tool first dispatches that tool, then the agent works on the task).
-        ctx.obj["run_options"] = {
-            "tool": tool,
-            "tool_input": tool_input,
-            "context_report": context_report,
-            "as_json": as_json,
-            "log": log,
-            "registry_spec": registry_spec,
-            "log_settings": log_settings,
-        }
+        ctx.obj["run_options"] = options
         return
+    # The log flags are among the options: `options` is also the log's settings.
+    given = [typed(ctx, k) for k, value in options.items() if value and k not in LOG_FLAGS]
+    given += given_log_flags(options)
     if ctx.invoked_subcommand is not None:
-        given += given_log_flags(log_settings)
         if given:
             raise click.UsageError(
                 f"{', '.join(given)} cannot be combined with `{ctx.invoked_subcommand}`"
             )
         return
-    if tool is None:
-        for flag in given + given_log_flags(log_settings):
+    if options["tool"] is None:
+        for flag in given:
             raise click.UsageError(f"{flag} needs --tool NAME")
         click.echo(ctx.get_help())
         return
-    if log is None and given_log_flags(log_settings):
-        raise click.UsageError(f"{given_log_flags(log_settings)[0]} needs --log PATH")
-    if as_json and context_report:
+    if options["log"] is None and given_log_flags(options):
+        raise click.UsageError(f"{given_log_flags(options)[0]} needs --log PATH")
+    if options["as_json"] and options["context_report"]:
         raise BadUsage("--json cannot be combined with --context-report")
-    run_dispatch(
-        chosen_registry(registry_spec, workspace),
-        tool,
-        tool_input,
-        context_report=context_report,
-        as_json=as_json,
-        log=log,
-        settings=log_settings,
-    )
+    run_dispatch(chosen_registry(options["registry_spec"], workspace), options)

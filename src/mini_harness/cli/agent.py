@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
-import copy
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 import orjson
 
+from mini_harness.agent.context import DEFAULT_SYSTEM_PROMPT, load_project_rules, request_parts
+from mini_harness.agent.context import context_report as render_report
+from mini_harness.agent.loop import AgentConfig, AgentLoop
+from mini_harness.agent.providers import choose_provider
+from mini_harness.cli import root_workspace
 from mini_harness.cli.coding import approve_option, make_approver
-from mini_harness.cli.dispatch import parse_tool_input, read_tool_input
-from mini_harness.cli.log_options import log_option, log_options, opened_log, redactor_for
-from mini_harness.cli.output import PREFIX, BadUsage, error, info
-from mini_harness.cli.registry_spec import chosen_registry, registry_option
-from mini_harness.runtime import ToolRegistry
-from mini_harness.tools import register_coding_tools
+from mini_harness.cli.dispatch import parse_tool_input, read_tool_input, tool_options
+from mini_harness.cli.log_options import (
+    LOG_FLAGS,
+    log_option,
+    log_options,
+    opened_log,
+    redactor_for,
+)
+from mini_harness.cli.options import option_group, workspace_option
+from mini_harness.cli.output import BadUsage, error, info, warn
+from mini_harness.cli.registry_spec import agent_tools, registry_option
+from mini_harness.events import JsonObject
+from mini_harness.runtime import ToolRuntime
 from mini_harness.transcripts import Redactor
 
 RESULT_WIDTH = 160
@@ -26,14 +36,25 @@ RESULT_WIDTH = 160
 EXIT_CODES = {"final": 0, "max_steps": 1, "model_error": 1, "budget": 1, "cancelled": 130}
 
 
-def choose_model_provider(spec: str | None, env: Mapping[str, str]) -> Any:
-    """The provider for `--model PROVIDER:MODEL` (or the environment's default)."""
-    from mini_harness.agent.providers import choose_provider
+agent_options = option_group(
+    click.option(
+        "--model",
+        metavar="PROVIDER:MODEL",
+        help="mock, script:FILE, or a model provider (default: from the environment, else mock).",
+    ),
+    registry_option(
+        "Give the agent the tools of this ToolRegistry (or a zero-argument callable "
+        "returning one) instead of the built-in tools; the working directory is importable."
+    ),
+    approve_option,
+    click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes."),
+    click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end."),
+)
+"""The options `run`, `resume` and `fork` share: the model, the tools and how the run is
+approved and printed."""
 
-    return choose_provider(spec, env)
 
-
-def _with_root_options(**options: Any) -> dict[str, Any]:
+def _with_root_options(options: dict[str, Any]) -> dict[str, Any]:
     """`mini-harness [OPTIONS] "TASK"`: the root's options fill in those not given here."""
     inherited = (click.get_current_context().find_root().obj or {}).get("run_options")
     if inherited is None:
@@ -46,36 +67,19 @@ def _with_root_options(**options: Any) -> dict[str, Any]:
     for key in ("context_report", "as_json"):
         options[key] = options[key] or inherited[key]
     if options["log"] is None and inherited["log"] is not None:
-        options["log"], options["log_settings"] = inherited["log"], inherited["log_settings"]
+        # The root's --log comes with the root's log flags.
+        options.update({key: inherited[key] for key in ("log", *LOG_FLAGS)})
     return options
 
 
 def _system_prompt(path: str | None) -> str:
     """--system-prompt-file's text, or the default system prompt."""
-    from mini_harness.agent.context import DEFAULT_SYSTEM_PROMPT
-
     if path is None:
         return DEFAULT_SYSTEM_PROMPT
     try:
         return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise click.UsageError(f"--system-prompt-file {path}: {exc}") from None
-
-
-def _agent_tools(
-    registry_spec: str | None, workspace: str | None, log_settings: dict[str, Any]
-) -> ToolRegistry:
-    """The user's registry, or the built-in tools with the coding tools (git, apply_patch,
-    run_command), which the approval policy stands in front of."""
-    tools = chosen_registry(registry_spec, workspace)
-    if registry_spec is None:
-        redacted = tuple(log_settings.get("redact_env") or ())
-        register_coding_tools(tools, workspace or os.curdir, redacted_names=redacted)
-    return tools
-
-
-def _warn(message: str) -> None:
-    click.echo(f"{PREFIX} Warning: {message}", err=True)
 
 
 class PrintingReporter:
@@ -136,8 +140,27 @@ class PrintingReporter:
         info(f"  ok: {shown}")
 
     def retry(self, error: Any) -> None:
-        message = self.shown(error.message)
-        click.echo(f"{PREFIX} Warning: model request failed ({message}); retrying", err=True)
+        warn(f"model request failed ({self.shown(error.message)}); retrying")
+
+
+def print_document(outcome: Any, printer: PrintingReporter, **origin: Any) -> None:
+    """The --json document of a run that ended; `origin` names the run it continues."""
+    document: JsonObject = {
+        "runId": outcome.run_id,
+        **origin,
+        "stopReason": outcome.stop_reason,
+        "finalText": None if outcome.final_text is None else printer.shown(outcome.final_text),
+        "steps": outcome.steps,
+        "usage": outcome.usage.to_json(),
+    }
+    click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+
+
+def exit_code(outcome: Any, printer: PrintingReporter) -> int:
+    """Say why a run failed, if it did; the exit code of how it ended."""
+    if outcome.error is not None:
+        error(printer.shown(outcome.error))
+    return EXIT_CODES[outcome.stop_reason]
 
 
 @click.command("run")
@@ -145,11 +168,6 @@ class PrintingReporter:
 @log_option("Record the whole run (model requests and tool calls) in a JSONL transcript.")
 @log_options
 @click.option("--max-steps", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option(
-    "--model",
-    metavar="PROVIDER:MODEL",
-    help="mock, script:FILE, or a model provider (default: from the environment, else mock).",
-)
 @click.option(
     "--system-prompt-file",
     metavar="FILE",
@@ -165,134 +183,59 @@ class PrintingReporter:
     "if it still does not fit, the run stops.",
 )
 @click.option("--context-report", is_flag=True, help="Print the report of the last request.")
-@click.option(
-    "--workspace",
-    metavar="DIR",
-    type=click.Path(exists=True, file_okay=False),
-    help="Root directory of the file tools and of AGENTS.md. Default: the current directory.",
+@workspace_option(
+    "Root directory of the file tools and of AGENTS.md. Default: the current directory."
 )
-@registry_option(
-    "Give the agent the tools of this ToolRegistry (or a zero-argument callable returning "
-    "one) instead of the built-in tools; the working directory is importable."
-)
-@approve_option
-@click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end.")
-def run_command(
-    task: tuple[str, ...],
-    *,
-    log: str | None,
-    max_steps: int,
-    model: str | None,
-    system_prompt_file: str | None,
-    max_context_tokens: int | None,
-    context_report: bool,
-    workspace: str | None,
-    registry_spec: str | None,
-    tool: str | None,
-    tool_input: str | None,
-    approve: str,
-    no_stream: bool,
-    as_json: bool,
-    **log_settings: Any,
-) -> None:
+@agent_options
+@tool_options("Dispatch this tool first; its result goes in the context.", "The --tool's input")
+def run_command(task: tuple[str, ...], **options: Any) -> None:
     """Run the agent on TASK until it answers or reaches a limit.
 
     Exit codes: 0 a final answer; 1 no final answer (step limit, model error, budget);
     2 usage errors; 130 interrupted.
     """
-    from mini_harness.agent.context import (
-        context_report as render_report,
-    )
-    from mini_harness.agent.context import load_project_rules, request_parts
-    from mini_harness.agent.loop import AgentConfig, AgentLoop
-    from mini_harness.cli import root_workspace
-    from mini_harness.runtime import ToolRuntime
-
-    given = _with_root_options(
-        tool=tool,
-        tool_input=tool_input,
-        context_report=context_report,
-        as_json=as_json,
-        registry_spec=registry_spec,
-        log=log,
-        log_settings=log_settings,
-    )
-    tool, tool_input, registry_spec = given["tool"], given["tool_input"], given["registry_spec"]
-    context_report, as_json = given["context_report"], given["as_json"]
-    log, log_settings = given["log"], given["log_settings"]
+    # The log flags are among the options: `options` is also the log's settings.
+    options = _with_root_options(options)
+    tool, log, as_json = options["tool"], options["log"], options["as_json"]
     task_text = " ".join(task).strip()
     if not task_text:
         raise click.UsageError("the task is empty")
-    if tool_input is not None and tool is None:
+    if options["tool_input"] is not None and tool is None:
         raise click.UsageError("--tool-input needs --tool NAME")
     manual = None
     if tool is not None:
-        manual = (tool, parse_tool_input(read_tool_input(tool_input)))
-    workspace = workspace or root_workspace()
-    provider = choose_model_provider(model, os.environ)
-    system_prompt = _system_prompt(system_prompt_file)
-    tools = _agent_tools(registry_spec, workspace, log_settings)
-    approver = make_approver(workspace or os.curdir, approve)
-    rules = load_project_rules(Path(workspace or os.curdir), Path.cwd(), warn=_warn)
+        manual = (tool, parse_tool_input(read_tool_input(options["tool_input"])))
+    workspace = options["workspace"] or root_workspace()
+    provider = choose_provider(options["model"], os.environ)
+    system_prompt = _system_prompt(options["system_prompt_file"])
+    redacted = tuple(options["redact_env"] or ())
+    tools = agent_tools(options["registry_spec"], workspace, redacted)
+    approver = make_approver(workspace or os.curdir, options["approve"])
+    rules = load_project_rules(Path(workspace or os.curdir), Path.cwd(), warn=warn)
     config = AgentConfig(
         task=task_text,
         system_prompt=system_prompt,
         rules=rules,
-        max_steps=max_steps,
-        max_context_tokens=max_context_tokens,
-        stream=not no_stream and not as_json,
+        max_steps=options["max_steps"],
+        max_context_tokens=options["max_context_tokens"],
+        stream=not options["no_stream"] and not as_json,
         manual_tool=manual,
     )
-    printer = PrintingReporter(provider.name, redactor_for(log_settings))
-    with opened_log(log, log_settings) as sink:  # a log that cannot be opened stops here
+    printer = PrintingReporter(provider.name, redactor_for(options))
+    with opened_log(log, options) as sink:  # a log that cannot be opened stops here
         if not as_json:
             info(printer.shown(f"Task: {task_text}"))
             info(f"Model provider: {provider.name}")
         runtime = ToolRuntime(tools, sink, approver=approver)
         outcome = AgentLoop(runtime, provider, config, None if as_json else printer).run()
     if as_json:
-        document = {
-            "runId": outcome.run_id,
-            "stopReason": outcome.stop_reason,
-            "finalText": None if outcome.final_text is None else printer.shown(outcome.final_text),
-            "steps": outcome.steps,
-            "usage": outcome.usage.to_json(),
-        }
-        click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+        print_document(outcome, printer)
     elif log is not None:
         info(f"Transcript: {log} (run {outcome.run_id})")
-    if context_report and outcome.last_request is not None and not as_json:
+    if options["context_report"] and outcome.last_request is not None and not as_json:
         parts = request_parts(
             system_prompt, rules, runtime.tools_snapshot, outcome.last_request.messages
         )
         click.echo("")
         click.echo(render_report(parts, outcome.last_input_tokens), nl=False)
-    if outcome.error is not None:
-        error(printer.shown(outcome.error))
-    code = EXIT_CODES[outcome.stop_reason]
-    if code:
-        raise click.exceptions.Exit(code)
-
-
-def _root_option(name: str, help_text: str) -> click.Option:
-    """The root command's option `name`, with this help: `--tool` and `--tool-input` given
-    after a task are parsed, refused and read exactly as before it."""
-    from mini_harness.cli import cli
-
-    for param in cli.params:
-        if isinstance(param, click.Option) and param.name == name:
-            option = copy.copy(param)
-            option.help = help_text
-            return option
-    raise LookupError(name)
-
-
-run_command.params += [
-    _root_option("tool", "Dispatch this tool first; its result goes in the context."),
-    _root_option(
-        "tool_input",
-        "The --tool's input as a JSON object; @FILE reads it from a file, - from standard "
-        "input. Without it the input is {}.",
-    ),
-]
+    raise click.exceptions.Exit(exit_code(outcome, printer))

@@ -8,24 +8,27 @@ as a new run (`forkedFrom`) appended to PATH (or written to `--log OUT`).
 
 from __future__ import annotations
 
+import mmap
 import os
-from pathlib import Path
 from typing import Any
 
 import click
 import orjson
 
 from mini_harness.cli.output import BadUsage, error, info
+from mini_harness.errors import MiniHarnessError
+from mini_harness.replay.agent_fold import AgentRun, fold_agent_runs
+from mini_harness.replay.agent_replay import AgentReplay, ReplayedCall, replay_agent_run
+from mini_harness.replay.continuation import run_tree_lines
+from mini_harness.runtime import ToolRegistry
 
 _DIFF_INDENT = "    "
 
 
-def agent_runs_of(path: str, run: str | None) -> list[Any]:
+def agent_runs_of(path: str, run: str | None) -> list[AgentRun]:
     """The agent runs `replay --rerun` should replay: the one `--run` names (a 1-based
     index among all the file's runs, or an id or its prefix), else all of them; empty when
     PATH holds none (or `--run` names a tool run), so that the tool re-run takes it."""
-    from mini_harness.replay.agent_fold import fold_agent_runs
-
     runs = fold_agent_runs(path)
     if run is None:
         return runs
@@ -37,56 +40,32 @@ def agent_runs_of(path: str, run: str | None) -> list[Any]:
 def rerun_agent_runs(
     path: str,
     run: str | None,
-    registry: Any,
+    registry: ToolRegistry,
     *,
     allow_side_effects: bool,
     as_json: bool,
     live_model: str | None,
     log: str | None,
 ) -> int | None:
-    """`replay --rerun` of the agent runs of PATH: the exit code, or None when there are
-    none to replay (the call-by-call re-run takes the file)."""
+    """`replay --rerun` of the agent runs of PATH: replay each; with `live_model`, continue
+    the first one that stops early. Returns the exit code (1 if a run diverged and was not
+    continued, else 0; a live continuation's code is that of `run`), or None when there
+    are no agent runs to replay (the call-by-call re-run takes the file)."""
     runs = agent_runs_of(path, run)
+    if not runs and live_model is not None:
+        raise BadUsage("--live-model needs an agent run")
     if not runs:
-        if live_model is not None:
-            raise BadUsage("--live-model needs an agent run")
         return None
-    return replay_agent_runs(
-        path,
-        runs,
-        registry,
-        allow_side_effects=allow_side_effects,
-        as_json=as_json,
-        live_model=live_model,
-        log=log,
-    )
-
-
-def replay_agent_runs(
-    path: str,
-    runs: list[Any],
-    registry: Any,
-    *,
-    allow_side_effects: bool,
-    as_json: bool,
-    live_model: str | None,
-    log: str | None,
-) -> int:
-    """Replay each run; with `live_model`, continue the first one that stops early.
-    Returns the exit code: 1 if a run diverged (and was not continued), else 0; a live
-    continuation's code is that of `run`."""
-    from mini_harness.replay.agent_replay import replay_agent_run
-
     code = 0
     documents = []
-    for run in runs:
+    for found in runs:
         if not as_json:
             info(
-                f"Replaying agent run {run.run_id} of {path} offline "
+                f"Replaying agent run {found.run_id} of {path} offline "
                 "(recorded model answers, tools run again)"
             )
         replay = replay_agent_run(
-            run,
+            found,
             registry,
             allow_side_effects=allow_side_effects,
             on_call=(lambda call: None) if as_json else _print_call,
@@ -108,7 +87,7 @@ def replay_agent_runs(
     return code
 
 
-def _print_call(call: Any) -> None:
+def _print_call(call: ReplayedCall) -> None:
     if call.how == "re-run":
         how = "re-run, same result" if call.same else "re-run, the result differs from the record"
     elif call.how == "served":
@@ -118,7 +97,7 @@ def _print_call(call: Any) -> None:
     info(f"Step {call.step}: {call.call.name} {call.call.arguments}: {how}")
 
 
-def _document(replay: Any) -> dict[str, Any]:
+def _document(replay: AgentReplay) -> dict[str, Any]:
     return {
         "runId": replay.run.run_id,
         "identicalThrough": replay.identical_through,
@@ -140,48 +119,55 @@ def _document(replay: Any) -> dict[str, Any]:
 
 
 def _continue(  # noqa: PLR0917 - the pieces of one continuation
-    path: str, replay: Any, registry: Any, live_model: str, log: str | None, as_json: bool
+    path: str,
+    replay: AgentReplay,
+    registry: ToolRegistry,
+    live_model: str,
+    log: str | None,
+    as_json: bool,
 ) -> int:
-    from mini_harness.cli.agent import EXIT_CODES, PrintingReporter, choose_model_provider
+    # Imported here: only a live continuation needs the agent loop and the providers.
+    from mini_harness.agent.providers import choose_provider
+    from mini_harness.cli.agent import PrintingReporter, exit_code
     from mini_harness.cli.coding import make_approver
     from mini_harness.cli.log_options import opened_log
     from mini_harness.replay.agent_replay import continue_live
     from mini_harness.replay.continuation import continued_config
 
-    provider = choose_model_provider(live_model or None, os.environ)
+    provider = choose_provider(live_model or None, os.environ)
+    assert replay.stopped_at is not None  # the caller checked
     step = replay.stopped_at[0]
     target = log or path
-    if log is not None:
-        Path(log).parent.mkdir(parents=True, exist_ok=True)
+    printer = PrintingReporter(provider.name)
     if not as_json:
         info(
             f"Continuing from step {step} with {provider.name}, as a new run forked from "
             f"{replay.run.run_id}"
         )
-    reporter = None if as_json else PrintingReporter(provider.name)
     config = continued_config(replay.run, stream=not as_json)
     # The live model's calls pass the workspace's approval policy, as in `run` (`ask`).
     approver = make_approver(os.curdir, "ask")
     with opened_log(target, {}) as sink:
         outcome = continue_live(
-            replay, registry, provider, sink, config, reporter, approver=approver
+            replay,
+            registry,
+            provider,
+            sink,
+            config,
+            None if as_json else printer,
+            approver=approver,
         )
     assert outcome is not None  # stopped_at is set
     if as_json:
-        document = {
-            **_document(replay),
-            "live": {
-                "runId": outcome.run_id,
-                "stopReason": outcome.stop_reason,
-                "finalText": outcome.final_text,
-            },
+        live = {
+            "runId": outcome.run_id,
+            "stopReason": outcome.stop_reason,
+            "finalText": outcome.final_text,
         }
-        click.echo(orjson.dumps(document).decode())
+        click.echo(orjson.dumps({**_document(replay), "live": live}).decode())
     else:
         info(f"Transcript: {target} (run {outcome.run_id})")
-    if outcome.error is not None:
-        error(outcome.error)
-    return EXIT_CODES[outcome.stop_reason]
+    return exit_code(outcome, printer)
 
 
 _ORIGIN_KEYS = (b'"resumedFrom":', b'"forkedFrom":')
@@ -192,12 +178,6 @@ def print_run_tree(path: str) -> None:
 
     Only a transcript that holds one of those links is folded again for it: finding the
     key's bytes costs far less than decoding the lines."""
-    import mmap
-
-    from mini_harness.errors import MiniHarnessError
-    from mini_harness.replay.agent_fold import fold_agent_runs
-    from mini_harness.replay.continuation import run_tree_lines
-
     if not os.path.isfile(path):  # a pipe or standard input was read once, by the fold
         return
     try:

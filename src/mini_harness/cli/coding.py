@@ -6,20 +6,24 @@ is what `replay --effects` prints; `undo_command` reverts one applied patch.
 
 from __future__ import annotations
 
-import hashlib
 import os
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from pathlib import Path
 
 import click
 
+from mini_harness.agent.approval import PolicyApprover, load_policy
+from mini_harness.agent.approval_prompt import terminal_prompter
 from mini_harness.cli import BadUsage, fail, info
+from mini_harness.cli.log_options import opened_log
+from mini_harness.cli.options import F, workspace_option
+from mini_harness.errors import PolicyError, ToolCallError
+from mini_harness.replay.effects import CallEffects, fold_effects, render_effects
+from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.runtime.effects import sha256_of
+from mini_harness.tools import register_coding_tools
+from mini_harness.tools.apply_patch import apply_hunks
+from mini_harness.tools.unified_diff import parse_patch, reverse_patch
 
-if TYPE_CHECKING:
-    from mini_harness.agent.approval import PolicyApprover
-    from mini_harness.replay.effects import CallEffects
-
-F = TypeVar("F", bound=Callable[..., Any])
 APPROVE_HELP = (
     "How calls that need approval are decided: ask (prompt on a terminal; denied without "
     "one), auto (allow them), never (deny them). Deny rules of .mini-harness/policy.toml "
@@ -42,10 +46,6 @@ def approve_option(func: F) -> F:
 def make_approver(workspace: str | os.PathLike[str], approve: str) -> PolicyApprover:
     """The workspace's policy file with the --approve mode, prompting on stdin/stderr when
     both are terminals. A policy file that cannot be used is a usage error (exit 2)."""
-    from mini_harness.agent.approval import PolicyApprover, load_policy
-    from mini_harness.agent.approval_prompt import terminal_prompter
-    from mini_harness.errors import PolicyError
-
     try:
         policy = load_policy(workspace, approve)
     except PolicyError as exc:
@@ -53,19 +53,8 @@ def make_approver(workspace: str | os.PathLike[str], approve: str) -> PolicyAppr
     return PolicyApprover(policy, terminal_prompter())
 
 
-def effects_option(func: F) -> F:
-    """`--effects` for replay: list the files each call changed and every approval."""
-    return click.option(
-        "--effects",
-        is_flag=True,
-        help="List each call's file effects (sha256 before and after) and approval decisions.",
-    )(func)
-
-
 def print_effects(path: str) -> None:
     """Print the --effects report of a transcript."""
-    from mini_harness.replay.effects import fold_effects, render_effects
-
     for line in render_effects(fold_effects(path)):
         click.echo(line)
 
@@ -77,12 +66,10 @@ def _current_hash(root: str, path: str) -> str | None:
     if os.path.islink(full) or not os.path.isfile(full):
         return "not a regular file"
     with open(full, "rb") as handle:
-        return hashlib.sha256(handle.read()).hexdigest()
+        return sha256_of(handle.read())
 
 
 def _find_call(path: str, call_id: str) -> CallEffects:
-    from mini_harness.replay.effects import fold_effects
-
     for call in fold_effects(path).calls:
         if call.call_id == call_id:
             if call.name != "apply_patch" or not isinstance(call.input, dict):
@@ -91,70 +78,11 @@ def _find_call(path: str, call_id: str) -> CallEffects:
     raise BadUsage(f"No call {call_id} with recorded file effects in {path}")
 
 
-def undo_call(transcript: str, call_id: str, workspace: str, log: str | None = None) -> list[str]:
-    """Revert the patch of call `call_id` in `workspace`, recorded as a new run in `log`
-    (default: the transcript itself). Returns the lines to print; raises click exceptions.
-    """
-    from mini_harness.errors import MiniHarnessError, ToolCallError
-    from mini_harness.runtime import ToolRegistry, ToolRuntime
-    from mini_harness.tools import register_coding_tools
-    from mini_harness.tools.apply_patch import apply_hunks
-    from mini_harness.tools.unified_diff import parse_patch, reverse_patch
-    from mini_harness.transcripts import JsonlTranscript
-
-    call = _find_call(transcript, call_id)
-    root = os.path.realpath(workspace)
-    moved = [
-        (effect["path"], now)
-        for effect in call.effects
-        if (now := _current_hash(root, effect["path"])) != effect.get("after")
-    ]
-    if moved:
-        path, now = moved[0]
-        state = "is absent" if now is None else f"now has sha256 {now[:12]}"
-        fail(
-            f"Cannot undo call {call_id}: {path} changed since (it {state}); nothing was undone",
-            1,
-        )
-    patches = parse_patch(call.input["patch"])
-    reverse = reverse_patch(patches)
-    # Check the reversal gives back exactly the recorded bytes before anything is written.
-    wanted = {effect["path"]: effect.get("before") for effect in call.effects}
-    for patch in parse_patch(reverse):
-        current = "" if patch.old_path is None else _read_text(root, patch.old_path)
-        restored = apply_hunks(patch.path, current, patch.hunks)
-        digest = None if patch.new_path is None else hashlib.sha256(restored.encode()).hexdigest()
-        if digest != wanted.get(patch.path):
-            fail(f"Cannot undo call {call_id}: reversing {patch.path} would not restore it", 1)
-    registry = ToolRegistry()
-    register_coding_tools(registry, root, sandbox=False)
-    try:
-        with JsonlTranscript(log or transcript) as sink:
-            runtime = ToolRuntime(registry, sink)
-            result = runtime.dispatch("apply_patch", {"patch": reverse})
-    except ToolCallError as exc:
-        fail(f"Undo of call {call_id} failed: {exc.message}", 1)
-    except MiniHarnessError as exc:
-        fail(exc.message, 2)
-    lines = [f"Undid call {call_id} as call {result.call_id} of run {runtime.run_id}"]
-    lines += [f"  {f['action']:<8} {f['path']}" for f in result.output["files"]]
-    return lines
-
-
-def _read_text(root: str, path: str) -> str:
-    with open(os.path.join(root, path), "rb") as handle:
-        return handle.read().decode("utf-8")
-
-
 @click.command("undo", short_help="Revert one apply_patch call of a transcript.")
 @click.argument("path", type=click.Path(dir_okay=False, exists=True))
 @click.option("--call", "call_id", required=True, metavar="ID", help="The call to revert.")
-@click.option(
-    "--workspace",
-    metavar="DIR",
-    type=click.Path(exists=True, file_okay=False),
-    default=".",
-    help="The workspace the patch was applied in (default: the current directory).",
+@workspace_option(
+    "The workspace the patch was applied in (default: the current directory).", default="."
 )
 @click.option(
     "--log",
@@ -168,5 +96,38 @@ def undo_command(path: str, call_id: str, workspace: str, log: str | None) -> No
 
     Exit codes: 0 reverted; 1 a file moved on or the reversal failed; 2 usage errors.
     """
-    for line in undo_call(path, call_id, workspace, log):
-        info(line)
+    call = _find_call(path, call_id)
+    root = os.path.realpath(workspace)
+    moved = [
+        (effect["path"], now)
+        for effect in call.effects
+        if (now := _current_hash(root, effect["path"])) != effect.get("after")
+    ]
+    if moved:
+        changed, now = moved[0]
+        state = "is absent" if now is None else f"now has sha256 {now[:12]}"
+        fail(
+            f"Cannot undo call {call_id}: {changed} changed since (it {state}); nothing was undone",
+            1,
+        )
+    reverse = reverse_patch(parse_patch(call.input["patch"]))
+    # Check the reversal gives back exactly the recorded bytes before anything is written.
+    wanted = {effect["path"]: effect.get("before") for effect in call.effects}
+    for patch in parse_patch(reverse):
+        old = None if patch.old_path is None else Path(root, patch.old_path).read_bytes()
+        current = "" if old is None else old.decode("utf-8")
+        restored = apply_hunks(patch.path, current, patch.hunks)
+        digest = sha256_of(None if patch.new_path is None else restored.encode())
+        if digest != wanted.get(patch.path):
+            fail(f"Cannot undo call {call_id}: reversing {patch.path} would not restore it", 1)
+    registry = ToolRegistry()
+    register_coding_tools(registry, root, sandbox=False)
+    try:
+        with opened_log(log or path, {}) as sink:
+            runtime = ToolRuntime(registry, sink)
+            result = runtime.dispatch("apply_patch", {"patch": reverse})
+    except ToolCallError as exc:
+        fail(f"Undo of call {call_id} failed: {exc.message}", 1)
+    info(f"Undid call {call_id} as call {result.call_id} of run {runtime.run_id}")
+    for changed_file in result.output["files"]:
+        info(f"  {changed_file['action']:<8} {changed_file['path']}")

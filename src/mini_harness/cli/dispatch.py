@@ -6,12 +6,14 @@ import difflib
 import json
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
 import orjson
 
 from mini_harness.cli.log_options import opened_log, redactor_for
+from mini_harness.cli.options import F, SingleOption, option_group
 from mini_harness.cli.output import BadUsage, info
 from mini_harness.errors import ToolCallError, UnknownToolError
 from mini_harness.events import JsonObject, JsonValue
@@ -26,6 +28,20 @@ from mini_harness.runtime import (
 # orjson turns integers wider than 64 bits into floats without a word; a run of 20+ digits
 # is the only way such an integer can appear, so only then is the input parsed again.
 _LONG_DIGITS = re.compile(r"\d{20,}")
+
+
+def tool_options(tool_help: str, input_of: str) -> Callable[[F], F]:
+    """`--tool NAME` and `--tool-input JSON` (of the root, and of `run` after a task)."""
+    return option_group(
+        click.option("--tool", cls=SingleOption, metavar="NAME", help=tool_help),
+        click.option(
+            "--tool-input",
+            cls=SingleOption,
+            metavar="JSON",
+            help=f"{input_of} as a JSON object; @FILE reads it from a file, - from standard "
+            "input. Without it the input is {}.",
+        ),
+    )
 
 
 def read_tool_input(raw: str | None) -> str | None:
@@ -77,35 +93,23 @@ def _refuse_wide_integers(raw: str) -> None:
 def unknown_tool_message(name: str, registry: ToolRegistry) -> str:
     """`Unknown tool: NAME`, with the closest registered names and the whole list."""
     names = [definition.name for definition in registry.list()]
-    message = f"Unknown tool: {name}"
     close = difflib.get_close_matches(name, names, n=3)
-    if close:
-        message += f". Did you mean {' or '.join(repr(n) for n in close)}?"
-    else:
-        message += "."
-    return f"{message} Registered tools: {', '.join(names) if names else 'none'}"
+    hint = f". Did you mean {' or '.join(repr(n) for n in close)}?" if close else "."
+    return f"Unknown tool: {name}{hint} Registered tools: {', '.join(names) or 'none'}"
 
 
-def run_dispatch(
-    registry: ToolRegistry,
-    tool: str,
-    raw_input: str | None,
-    *,
-    context_report: bool,
-    as_json: bool,
-    log: str | None,
-    settings: dict[str, Any],
-) -> None:
-    """Dispatch one tool and print what happened.
+def run_dispatch(registry: ToolRegistry, options: dict[str, Any]) -> None:
+    """Dispatch the root's --tool with its --tool-input and print what happened;
+    `options` are the root's (the log flags among them).
 
-    A failed call raises its ToolCallError (exit 1), or with `as_json` prints the failure
+    A failed call raises its ToolCallError (exit 1), or with --json prints the failure
     as the document and exits 1. What is printed is redacted as the log is.
     """
-    tool_input = parse_tool_input(read_tool_input(raw_input))
-    redactor = redactor_for(settings)
-    where: JsonObject = {}
+    tool, log, as_json = options["tool"], options["log"], options["as_json"]
+    tool_input = parse_tool_input(read_tool_input(options["tool_input"]))
+    redactor = redactor_for(options)
     failure: ToolCallError | None = None
-    with opened_log(log, settings) as sink:
+    with opened_log(log, options) as sink:
         runtime = ToolRuntime(registry, sink)
         try:
             result = runtime.dispatch(tool, tool_input)
@@ -114,8 +118,7 @@ def run_dispatch(
             failure = UnknownToolError(tool, message, call_id=exc.call_id)
         except ToolCallError as exc:
             failure = exc
-    if log is not None:
-        where = {"transcript": log, "runId": runtime.run_id}
+    where: JsonObject = {} if log is None else {"transcript": log, "runId": runtime.run_id}
     if failure is not None:
         if not as_json:
             raise failure
@@ -137,7 +140,7 @@ def run_dispatch(
     info(f"Tool result: {_redacted_json(shown, redactor)}")
     if log is not None:
         info(f"Transcript: {log} (run {runtime.run_id})")
-    if context_report:
+    if options["context_report"]:
         click.echo("")
         report = render_context_report(dispatch_context(runtime.tools_snapshot, shown))
         click.echo(report, nl=False)

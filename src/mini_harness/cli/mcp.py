@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -16,12 +15,11 @@ from mini_harness.cli.log_options import (
     opened_log,
     warn_quarantined,
 )
-from mini_harness.cli.registry_spec import registry_from
-
-if TYPE_CHECKING:
-    from mini_harness.runtime import ToolRegistry
-
-INSTALL_HINT = 'the mcp command needs the MCP SDK: pip install "mini-harness[mcp]"'
+from mini_harness.cli.options import workspace_option
+from mini_harness.cli.registry_spec import chosen_registry
+from mini_harness.errors import OutputError
+from mini_harness.mcp_server import run_stdio
+from mini_harness.runtime import ToolRuntime
 
 
 def _note(message: str) -> None:
@@ -29,32 +27,12 @@ def _note(message: str) -> None:
     click.echo(f"{PREFIX} {message}", err=True)
 
 
-def builtin_registry(workspace: Path | None) -> ToolRegistry:
-    """The registry `mini-harness mcp` serves when no --registry is given."""
-    from mini_harness.tools import default_registry
-
-    return default_registry(workspace)
-
-
-def _stdin_is_open() -> bool:
-    # Checked before anything opens a file: a closed fd 0 would be reused by the next
-    # descriptor opened (the transcript, the event loop's selector) and served as stdin.
-    try:
-        os.fstat(0)
-    except OSError:
-        return False
-    return True
-
-
 @click.command("mcp")
 @log_option("Append the session's events to this JSONL transcript (created if missing).")
 @log_options
-@click.option(
-    "--workspace",
-    metavar="DIR",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="The directory the built-in file tools work in (default: the root's --workspace, "
-    "else the current directory).",
+@workspace_option(
+    "The directory the built-in file tools work in (default: the root's --workspace, "
+    "else the current directory)."
 )
 @click.option(
     "--registry",
@@ -64,7 +42,7 @@ def _stdin_is_open() -> bool:
     "built-in tools. The current directory is importable.",
 )
 def mcp_command(
-    log: str | None, workspace: Path | None, registry_spec: str | None, **log_settings: Any
+    log: str | None, workspace: str | None, registry_spec: str | None, **log_settings: Any
 ) -> None:
     """Serve the tools to an MCP client (Claude Code, Codex, Cursor, ...) over stdio.
 
@@ -80,7 +58,11 @@ def mcp_command(
     \b
       pip install "mini-harness[mcp]"
     """
-    if not _stdin_is_open():
+    # Checked before anything opens a file: a closed fd 0 would be reused by the next
+    # descriptor opened (the transcript, the event loop's selector) and served as stdin.
+    try:
+        os.fstat(0)
+    except OSError:
         fail(
             "stdin is closed: the mcp command reads MCP messages on stdin "
             "(an MCP client starts it)",
@@ -90,25 +72,13 @@ def mcp_command(
         import mcp.server.lowlevel  # noqa: F401  (fail here, before any output)
     except ImportError as exc:
         if exc.name is not None and exc.name.split(".")[0] == "mcp":
-            fail(INSTALL_HINT, 2)
+            fail('the mcp command needs the MCP SDK: pip install "mini-harness[mcp]"', 2)
         fail(f"cannot import the MCP SDK: {exc}", 2)
 
     if log is None and given_log_flags(log_settings):
         fail(f"{given_log_flags(log_settings)[0]} needs --log PATH", 2)
 
-    from mini_harness.errors import OutputError
-    from mini_harness.mcp_server import run_stdio
-    from mini_harness.runtime import ToolRuntime
-
-    if workspace is None and (given := root_workspace()) is not None:
-        workspace = Path(given)
-    if registry_spec is not None:
-        if workspace is not None:
-            fail("--workspace applies to the built-in tools; it cannot be used with --registry", 2)
-        registry = registry_from(registry_spec)
-    else:
-        registry = builtin_registry(workspace)
-
+    registry = chosen_registry(registry_spec, workspace or root_workspace())
     with opened_log(log, log_settings) as sink:
         runtime = ToolRuntime(registry, sink)
         runtime.start()  # RunStarted now: a torn tail it sets aside is reported up front

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import click
 
 from mini_harness.cli.output import BadUsage
 
 _SPELLINGS = "mini_harness.spellings"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class SingleOption(click.Option):
@@ -48,10 +49,34 @@ class SingleOption(click.Option):
         return super().handle_parse_result(ctx, opts, args)
 
 
-def typed(ctx: click.Context, name: str, default: str) -> str:
-    """The spelling of option `name` the user typed (`default` if it was not given)."""
-    spelling: str = ctx.meta.get(_SPELLINGS, {}).get((ctx.command.name, name), default)
-    return spelling
+def option_group(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """One decorator that adds these options to a command, in this order."""
+
+    def add(command: F) -> F:
+        for decorator in reversed(decorators):
+            command = decorator(command)
+        return command
+
+    return add
+
+
+def workspace_option(help_text: str, **settings: Any) -> Callable[[F], F]:
+    """The `--workspace DIR` option: an existing directory the built-in tools work in."""
+    return click.option(
+        "--workspace",
+        metavar="DIR",
+        type=click.Path(exists=True, file_okay=False),
+        help=help_text,
+        **settings,
+    )
+
+
+def typed(ctx: click.Context, name: str) -> str:
+    """The spelling of option `name` the user typed (its first one if it was not given)."""
+    spelling = ctx.meta.get(_SPELLINGS, {}).get((ctx.command.name, name))
+    if spelling is None:
+        (spelling,) = [p.opts[0] for p in ctx.command.params if p.name == name]
+    return str(spelling)
 
 
 def _dest(option: click.Option, spelling: str) -> str:

@@ -28,8 +28,17 @@ def info(message: str) -> None:
     click.echo(f"{PREFIX} {message}")
 
 
+def warn(message: str) -> None:
+    click.echo(f"{PREFIX} Warning: {message}", err=True)
+
+
 def error(message: str) -> None:
     click.echo(f"{PREFIX} Error: {message}", err=True)
+
+
+def describe(exc: BaseException) -> str:
+    """`ValueError: no tools today`, or the exception's type alone when it says nothing."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def fail(message: str, code: int) -> NoReturn:
@@ -103,29 +112,3 @@ def quiet(streams: list[Any]) -> None:
         with contextlib.suppress(AttributeError, OSError, ValueError):
             os.dup2(devnull, stream.fileno())
     os.close(devnull)
-
-
-def finish_output(code: int) -> int:
-    """Flush standard output while a failure can still be said; the exit code to use.
-
-    At exit the interpreter would only print an "Exception ignored" traceback (exit 120).
-    """
-    try:
-        sys.stdout.flush()
-    except OutputError as exc:
-        return output_failed(exc)
-    except BrokenPipeError:
-        return pipe_closed()
-    return code
-
-
-def output_failed(exc: OutputError) -> int:
-    quiet([sys.stdout])
-    error(f"cannot write the output: {exc.reason}")
-    return 1
-
-
-def pipe_closed() -> int:
-    # As click does: exit 1 and say nothing more.
-    quiet([sys.stdout, sys.stderr])
-    return 1

@@ -7,17 +7,14 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 import click
 
-from mini_harness.cli.options import SingleOption
-from mini_harness.cli.output import BadUsage
+from mini_harness.cli.options import F, SingleOption
+from mini_harness.cli.output import BadUsage, describe
 from mini_harness.errors import MiniHarnessError, RegistrySpecError
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import default_registry, register_coding_tools
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def registry_option(help_text: str) -> Callable[[F], F]:
@@ -51,11 +48,22 @@ def agent_registry(workspace: str | None, redacted_names: tuple[str, ...] = ()) 
     return registry
 
 
-def registry_from(spec: str, *, flag: str = "--registry") -> ToolRegistry:
+def agent_tools(
+    spec: str | None, workspace: str | None, redacted_names: tuple[str, ...] = ()
+) -> ToolRegistry:
+    """The tools of an agent run (`run`, `resume`, `fork`): the registry `--registry`
+    names, else the built-in tools with the coding tools, which the approval policy stands
+    in front of."""
+    if spec is None:
+        return agent_registry(workspace, redacted_names)
+    return chosen_registry(spec, workspace)
+
+
+def registry_from(spec: str) -> ToolRegistry:
     """`load_registry` for a command: with the root's --debug, the user's traceback
     (an import or a factory that failed) is printed before the one-line error."""
     try:
-        return load_registry(spec, flag=flag)
+        return load_registry(spec)
     except RegistrySpecError as exc:
         root = click.get_current_context(silent=True)
         debug = root is not None and (root.find_root().obj or {}).get("debug")
@@ -64,32 +72,27 @@ def registry_from(spec: str, *, flag: str = "--registry") -> ToolRegistry:
         raise
 
 
-def load_registry(spec: str, *, flag: str = "--registry") -> ToolRegistry:
-    """Import `module:attribute` and return the registry it names; RegistrySpecError if not.
-
-    `flag` names the option in messages, so each command can use its own.
-    """
+def load_registry(spec: str) -> ToolRegistry:
+    """Import `module:attribute` and return the registry it names; RegistrySpecError if not."""
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
-        raise RegistrySpecError(spec, f"{flag} must look like module:attribute (got {spec!r})")
+        raise RegistrySpecError(spec, f"--registry must look like module:attribute (got {spec!r})")
     # Console scripts put their own directory on sys.path, not the working directory;
     # users expect `--registry mytools:registry` to find ./mytools.py, as `python -m` would.
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)
+    where = f"--registry {spec}"
     try:
         module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name or module_name.startswith(f"{exc.name}."):
-            raise RegistrySpecError(
-                spec, f"{flag} {spec}: no module named {module_name!r}"
-            ) from None
-        raise RegistrySpecError(
-            spec, f"{flag} {spec}: importing {module_name} failed: {_describe(exc)}"
-        ) from exc
     except Exception as exc:  # whatever the user's module raises on import
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        if missing is not None and (
+            missing == module_name or module_name.startswith(f"{missing}.")
+        ):
+            raise RegistrySpecError(spec, f"{where}: no module named {module_name!r}") from None
         raise RegistrySpecError(
-            spec, f"{flag} {spec}: importing {module_name} failed: {_describe(exc)}"
+            spec, f"{where}: importing {module_name} failed: {describe(exc)}"
         ) from exc
 
     target: object = module
@@ -98,7 +101,7 @@ def load_registry(spec: str, *, flag: str = "--registry") -> ToolRegistry:
             target = getattr(target, part)
         except AttributeError:
             raise RegistrySpecError(
-                spec, f"{flag} {spec}: {module_name} has no attribute {attribute!r}"
+                spec, f"{where}: {module_name} has no attribute {attribute!r}"
             ) from None
 
     if isinstance(target, ToolRegistry):
@@ -106,26 +109,20 @@ def load_registry(spec: str, *, flag: str = "--registry") -> ToolRegistry:
     if not callable(target):
         raise RegistrySpecError(
             spec,
-            f"{flag} {spec}: expected a ToolRegistry or a callable returning one, "
+            f"{where}: expected a ToolRegistry or a callable returning one, "
             f"got {type(target).__name__}",
         )
     try:
         result = target()
     except MiniHarnessError as exc:
         # e.g. a RegistrationError: our own message already says what is wrong.
-        raise RegistrySpecError(spec, f"{flag} {spec}: {exc.message}") from None
+        raise RegistrySpecError(spec, f"{where}: {exc.message}") from None
     except Exception as exc:  # the factory is user code
         raise RegistrySpecError(
-            spec, f"{flag} {spec}: calling {attribute}() failed: {_describe(exc)}"
+            spec, f"{where}: calling {attribute}() failed: {describe(exc)}"
         ) from exc
     if not isinstance(result, ToolRegistry):
         raise RegistrySpecError(
-            spec,
-            f"{flag} {spec}: {attribute}() returned {type(result).__name__}, not a ToolRegistry",
+            spec, f"{where}: {attribute}() returned {type(result).__name__}, not a ToolRegistry"
         )
     return result
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

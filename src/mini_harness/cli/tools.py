@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from mini_harness.cli import root_workspace
 from mini_harness.cli.options import SingleOption
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
+from mini_harness.runtime import ToolDefinition
 from mini_harness.runtime.context import pretty_json
 
-EXPORT_FORMATS = ("json", "mcp", "openai", "anthropic")
+SHAPES = {
+    "json": ToolDefinition.to_json,
+    "mcp": ToolDefinition.to_mcp,
+    "openai": ToolDefinition.to_openai,
+    "anthropic": ToolDefinition.to_anthropic,
+}
+"""How each --format writes one definition."""
 
 
 @click.command("tools")
@@ -19,7 +24,7 @@ EXPORT_FORMATS = ("json", "mcp", "openai", "anthropic")
     "--format",
     "fmt",
     cls=SingleOption,
-    type=click.Choice(EXPORT_FORMATS),
+    type=click.Choice(list(SHAPES)),
     default="json",
     show_default=True,
     help="json: mini-harness definitions; mcp: a tools/list result; openai / anthropic: "
@@ -32,13 +37,6 @@ EXPORT_FORMATS = ("json", "mcp", "openai", "anthropic")
 def tools_command(fmt: str, registry_spec: str | None) -> None:
     """Print the tool definitions (never the handlers) in one ecosystem's shape."""
     definitions = chosen_registry(registry_spec, root_workspace()).list()
-    payload: Any
-    if fmt == "json":
-        payload = [d.to_json() for d in definitions]
-    elif fmt == "mcp":
-        payload = {"tools": [d.to_mcp() for d in definitions]}
-    elif fmt == "openai":
-        payload = [d.to_openai() for d in definitions]
-    else:
-        payload = [d.to_anthropic() for d in definitions]
-    click.echo(pretty_json(payload))
+    tools = [SHAPES[fmt](definition) for definition in definitions]
+    # An MCP tools/list result is an object; the APIs take the array itself.
+    click.echo(pretty_json({"tools": tools} if fmt == "mcp" else tools))

@@ -83,9 +83,7 @@ def verify_command(
     report = verify_transcript(path, head=head)
     if as_json:
         click.echo(orjson.dumps(report.to_json()).decode())
-        if not report.ok:
-            raise click.exceptions.Exit(1)
-        return
+        raise click.exceptions.Exit(0 if report.ok else 1)
     _summary(report)
     _problems(report, "found in")
     info("Verified: no problems found.")

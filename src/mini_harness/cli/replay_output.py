@@ -1,0 +1,276 @@
+"""How `mini-harness replay` writes its report as the fold goes: text or one JSON document,
+with a progress bar on a terminal for a large file."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any, TextIO
+
+import attrs
+import orjson
+
+from mini_harness.cli.output import error, info
+from mini_harness.errors import counted
+from mini_harness.events import JsonObject
+from mini_harness.replay import (
+    OUTCOMES,
+    CallRecord,
+    Drift,
+    RerunOutcome,
+    RunInfo,
+    RunSummary,
+    TranscriptFold,
+    render,
+)
+from mini_harness.replay.model import DIVERGED, NOW_FAILS, NOW_SUCCEEDS
+
+PROGRESS_MIN_BYTES = 32 * 1024 * 1024
+"""Files smaller than this finish too fast to need a progress bar."""
+_PROGRESS_EVERY = 4096  # items between progress checks
+_DIFFERING = (DIVERGED, NOW_FAILS, NOW_SUCCEEDS)  # re-run outcomes that fail the replay
+
+
+def drive(fold: TranscriptFold, items: Iterable[Any], out: TextOutput | JsonOutput) -> int:
+    """Feed every item to `out` (its `run`, `call`, `outcome` and `drift`), with progress on a
+    terminal; `out.finish` prints the end and gives the exit code. Ctrl-C ends with what we
+    have."""
+    try:
+        size = os.stat(fold.path).st_size
+    except OSError:
+        size = 0  # the reader reports it
+    progress = Progress(fold, size) if size >= PROGRESS_MIN_BYTES else None
+    handlers: dict[type, Callable[[Any], None]] = {
+        RunInfo: out.run,
+        CallRecord: out.call,
+        RerunOutcome: out.outcome,
+        Drift: out.drift,
+    }
+    interrupted = False
+    try:
+        for count, item in enumerate(items, 1):
+            handlers[type(item)](item)
+            if progress is not None and count % _PROGRESS_EVERY == 0:
+                progress.update()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        out.flush()  # what was found before a damaged line is still shown
+        if progress is not None:
+            progress.clear()
+    code = out.finish(interrupted=interrupted)
+    if not interrupted:
+        return code
+    error(f"interrupted at line {fold.reader.records_read}: the report above is partial")
+    return 130
+
+
+class Progress:
+    """`[mini-harness] replay: 42% of 310 MB` on stderr, only when stderr is a terminal."""
+
+    def __init__(self, fold: TranscriptFold, size: int, stream: TextIO | None = None) -> None:
+        self.fold = fold
+        self.size = size
+        self.stream: TextIO = stream if stream is not None else sys.stderr
+        self.enabled = self.stream.isatty()
+        self.shown = -1
+
+    def update(self) -> None:
+        if not self.enabled:
+            return
+        percent = self.fold.offset * 100 // max(self.size, 1)
+        if percent != self.shown:
+            self.shown = percent
+            mb = self.size / 1_000_000
+            self.stream.write(f"\r[mini-harness] replay: {percent}% of {mb:.0f} MB")
+            self.stream.flush()
+
+    def clear(self) -> None:
+        if self.enabled and self.shown >= 0:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+class ReplayOutput:
+    """What the text and the JSON report share: the runs' summaries, the re-run's counts and
+    the exit code."""
+
+    def __init__(
+        self,
+        fold: TranscriptFold,
+        *,
+        rerun: bool,
+        registry_spec: str | None = None,
+        step: int | None = None,
+    ) -> None:
+        self.fold = fold
+        self.rerun = rerun
+        self.counts: dict[str, int] = {}
+        self.drifted: list[Drift] = []
+        self.registry_spec = registry_spec  # --registry, if given
+        self.unknown_tools: dict[str, None] = {}  # tools re-run calls found missing, in order
+        self.unknown_calls = 0
+        self.step = step  # --step, for agent runs' context reports
+
+    def summaries(self) -> list[RunSummary]:
+        """The runs' summaries; an agent run's report is that of its last request (or of
+        --step N's), as the live run printed it, rebuilt in the same pass as the fold."""
+        summaries = list(self.fold.summaries())
+        if not self.fold.context_reports:
+            return summaries
+        agent_runs = {run.run_id: run for run in self.fold.agent_runs()}
+        return [
+            attrs.evolve(s, context_report=agent_runs[s.info.run_id].context_report(self.step))
+            if s.info.run_id in agent_runs
+            else s
+            for s in summaries
+        ]
+
+    def outcome(self, item: RerunOutcome) -> None:
+        self.counts[item.outcome] = self.counts.get(item.outcome, 0) + 1
+        current = item.current
+        unknown = isinstance(current, dict) and current.get("kind") == "unknown_tool"
+        if unknown and item.outcome != "matched":
+            self.unknown_tools[item.call.name] = None
+            self.unknown_calls += 1
+
+    def missing_registry(self) -> str | None:
+        """When every call that ran again found its tool missing: which registry to pass."""
+        ran = sum(count for name, count in self.counts.items() if name != "skipped")
+        if not ran or self.unknown_calls != ran:
+            return None
+        names = ", ".join(self.unknown_tools)
+        where = (
+            f"the registry {self.registry_spec} has none of the recorded tools ({names})"
+            if self.registry_spec
+            else f"the built-in tools do not include the recorded ones ({names})"
+        )
+        return (
+            f"{where}: the transcript was probably recorded with other tools; pass their "
+            "registry with --registry MODULE:ATTR"
+        )
+
+    def drift(self, item: Drift) -> None:
+        self.drifted.append(item)
+
+    def flush(self) -> None:
+        return None
+
+    def exit_code(self, problems: int) -> int:
+        differing = sum(self.counts.get(name, 0) for name in _DIFFERING)
+        return 1 if problems or self.fold.totals().in_doubt or differing else 0
+
+
+class TextOutput(ReplayOutput):
+    def __init__(self, fold: TranscriptFold, **settings: Any) -> None:
+        super().__init__(fold, **settings)
+        # Call lines are written in batches: one write per line costs as much as the fold.
+        self.pending: list[str] = []
+        what = "re-run against the current registry" if self.rerun else "fold: no handler is called"
+        # Said with the first output, so that a file that cannot be read prints nothing here.
+        self.header: str | None = f"Replaying {fold.path} ({what})"
+
+    def write(self, text: str) -> None:
+        self.pending.append(text)
+        self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        if self.header is not None:
+            info(self.header)
+            self.header = None
+        sys.stdout.write("".join(self.pending))
+        self.pending.clear()
+
+    def run(self, item: RunInfo) -> None:
+        self.write(render.run_line(item) + "\n")
+
+    def call(self, item: CallRecord) -> None:
+        pending = self.pending
+        pending.append(render.call_line(item) + "\n")
+        if len(pending) >= 1024:
+            self.flush()
+
+    def outcome(self, item: RerunOutcome) -> None:
+        super().outcome(item)
+        self.write("\n".join(render.outcome_lines(item)) + "\n")
+
+    def drift(self, item: Drift) -> None:
+        super().drift(item)
+        self.write(render.drift_line(item) + "\n")
+
+    def finish(self, *, interrupted: bool) -> int:
+        fold = self.fold
+        problems = fold.problems()
+        lines = render.summary_lines(
+            self.summaries(), problems, context_reports=fold.context_reports
+        )
+        self.write("\n".join(lines) + "\n")
+        info(render.totals_line(fold.totals(), len(problems)))
+        if self.rerun:
+            info(render.rerun_line(self.counts, len(self.drifted)))
+        code = self.exit_code(len(problems))
+        if code and not interrupted:
+            error(self.explain(len(problems)))
+        return code
+
+    def explain(self, problems: int) -> str:
+        differing = {name: self.counts[name] for name in _DIFFERING if self.counts.get(name)}
+        if differing:
+            parts = ", ".join(f"{count} {name}" for name, count in differing.items())
+            hint = self.missing_registry()
+            return f"re-run differs from the record: {parts}" + (f"; {hint}" if hint else "")
+        in_doubt = self.fold.totals().in_doubt
+        return (
+            f"the log has {counted(problems, 'problem')} and {counted(in_doubt, 'call')} in doubt"
+        )
+
+
+class JsonOutput(ReplayOutput):
+    """One JSON document, written as it goes: calls stream out one per line."""
+
+    def __init__(self, fold: TranscriptFold, **settings: Any) -> None:
+        super().__init__(fold, **settings)
+        self.write = sys.stdout.write
+        self.started = False
+        self.first_call = True
+
+    def _start(self) -> None:
+        if not self.started:
+            head = {"path": str(self.fold.path), "transcriptId": self.fold.transcript_id}
+            self.write(orjson.dumps(head).decode()[:-1] + ',"calls":[')
+            self.started = True
+
+    def _emit_call(self, entry: JsonObject) -> None:
+        self._start()
+        self.write(("\n" if self.first_call else ",\n") + orjson.dumps(entry).decode())
+        self.first_call = False
+
+    def run(self, item: RunInfo) -> None:
+        self._start()
+
+    def call(self, item: CallRecord) -> None:
+        self._emit_call(item.to_json())
+
+    def outcome(self, item: RerunOutcome) -> None:
+        super().outcome(item)
+        self._emit_call({**item.call.to_json(), "rerun": item.to_json()})
+
+    def finish(self, *, interrupted: bool) -> int:
+        self._start()
+        fold = self.fold
+        problems = fold.problems()
+        code = self.exit_code(len(problems))
+        tail: JsonObject = {
+            "runs": [run.to_json() for run in self.summaries()],
+            "problems": [problem.to_json() for problem in problems],
+            "totals": fold.totals().to_json(),
+            "drift": [drift.to_json() for drift in self.drifted],
+            "rerun": {name: self.counts.get(name, 0) for name in OUTCOMES} if self.rerun else None,
+            "interrupted": interrupted,
+            "exitCode": 130 if interrupted else code,
+        }
+        self.write("\n]," + orjson.dumps(tail).decode()[1:] + "\n")
+        return code
