@@ -11,10 +11,7 @@ import orjson
 
 from mini_harness.errors import ReplayError
 from mini_harness.events import JsonObject, JsonValue
-from mini_harness.replay.model import FAILED, IN_DOUBT, SUCCEEDED
 from mini_harness.replay.timeline import Call, Run, RunItem, Step, Timeline, Turn, events_of
-
-STATUSES = (FAILED, SUCCEEDED, IN_DOUBT)
 
 
 @attrs.frozen
@@ -139,12 +136,10 @@ def _prune_step(step: Step, selection: Selection) -> Step | None:
 def selected_events(timeline: Timeline, selection: Selection) -> list[JsonObject]:
     """The wire events of a selected timeline, in file order: the header and the runs'
     own events too unless only some items were asked for."""
-    runs = [run for run, _depth in timeline.walk()]
-    found = events_of(runs)
+    others = () if selection.narrows else timeline.others
+    found = events_of((run for run, _depth in timeline.walk()), others)
     if selection.narrows_items or selection.step is not None:
-        found = [e for e in found if e["type"] not in {"RunStarted", "RunFinished"}]
-    elif selection.run is None:
-        found = sorted([*timeline.others, *found], key=lambda e: e.get("seq", 0))
-        if timeline.header is not None:
-            found.insert(0, timeline.header)
+        return [e for e in found if e["type"] not in {"RunStarted", "RunFinished"}]
+    if selection.run is None and timeline.header is not None:
+        found.insert(0, timeline.header)
     return found

@@ -9,23 +9,20 @@ import orjson
 
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.replay.model import FAILED, IN_DOUBT, SUCCEEDED
-from mini_harness.replay.timeline import (
-    Call,
-    Run,
-    Step,
-    Timeline,
-    Turn,
-)
+from mini_harness.replay.timeline import Call, Run, Step, Timeline, Turn
 from mini_harness.replay.timeline_describe import (
+    call_counts,
     describe_approval,
     describe_effect,
+    describe_error,
     describe_model_failure,
     describe_trim,
+    event_fields,
+    run_ms,
     run_usage,
-    seconds_between,
+    step_ms,
 )
 
-_ENVELOPE = ("type", "seq", "ts", "prev", "runId")
 _STATUS_COLOUR = {SUCCEEDED: "32", FAILED: "31", IN_DOUBT: "33"}
 _STATUS_WORD = {SUCCEEDED: "succeeded", FAILED: "failed", IN_DOUBT: "in doubt"}
 
@@ -117,10 +114,8 @@ def run_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
         parts.append(f"harness {started['harness']}")
     if "ts" in started:
         parts.append(f"started {started['ts']}")
-    end = (run.finished or {}).get("ts") or run.last_ts
-    seconds = seconds_between(str(started.get("ts", "")), str(end or ""))
-    if seconds:
-        parts.append(duration(seconds * 1000))
+    if ms := run_ms(run):
+        parts.append(duration(ms))
     parent = run.parent
     if parent is not None:
         at = f" at step {parent[2]}" if parent[2] is not None else ""
@@ -157,9 +152,8 @@ def step_lines(step: Step, indent: int, style: TextStyle) -> Iterator[str]:
         else:
             word = "model failed" if turn.status == FAILED else "no response (in doubt)"
             parts.append(style.paint(word, _STATUS_COLOUR[turn.status]))
-    seconds = seconds_between(step.first_ts, step.last_ts)
-    if seconds:
-        parts.append(f"step {duration(seconds * 1000)}")
+    if ms := step_ms(step):
+        parts.append(f"step {duration(ms)}")
     yield pad + " · ".join(parts)
     for event in step.others:
         yield (
@@ -206,9 +200,7 @@ def call_lines(call: Call, indent: int, style: TextStyle) -> Iterator[str]:
         for effect in call.effects:
             yield f"{pad}  effect {style.cut(describe_effect(effect), inner + 7)}"
     elif call.status == FAILED:
-        error = call.error or {}
-        text = f"{error.get('kind')}: {error.get('message')}"
-        yield f"{pad}  error  " + style.paint(style.cut(text, inner + 7), "31")
+        yield f"{pad}  error  " + style.paint(style.cut(describe_error(call), inner + 7), "31")
     else:
         yield f"{pad}  " + style.paint("no terminal event: the call may or may not have run", "33")
 
@@ -241,22 +233,20 @@ def finished_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
 
 def event_line(event: JsonObject, indent: int, style: TextStyle) -> str:
     """An event of a kind this command does not lay out: type, seq and its fields."""
-    rest = {key: value for key, value in event.items() if key not in _ENVELOPE}
     head = f"{event['type']} (seq {event.get('seq')})"
-    return (
-        " " * indent + style.paint(head, "35") + " " + style.payload(rest, indent + len(head) + 1)
-    )
+    fields = style.payload(event_fields(event), indent + len(head) + 1)
+    return " " * indent + style.paint(head, "35") + " " + fields
 
 
 def counts_line(timeline: Timeline) -> str:
     """`2 runs, 5 calls: 4 succeeded, 1 failed, 0 in doubt; 3 model turns`."""
     runs = [run for run, _depth in timeline.walk()]
-    calls = [call for run in runs for call in run.calls]
-    count = {status: sum(1 for call in calls if call.status == status) for status in _STATUS_WORD}
+    count = call_counts(timeline)
+    calls = sum(count.values())
     turns = sum(1 for run in runs for step in run.steps if step.turn is not None)
     line = (
-        f"{len(runs)} run{'s' if len(runs) != 1 else ''}, {len(calls)} "
-        f"call{'s' if len(calls) != 1 else ''}: {count[SUCCEEDED]} succeeded, "
+        f"{len(runs)} run{'s' if len(runs) != 1 else ''}, {calls} "
+        f"call{'s' if calls != 1 else ''}: {count[SUCCEEDED]} succeeded, "
         f"{count[FAILED]} failed, {count[IN_DOUBT]} in doubt"
     )
     if turns:

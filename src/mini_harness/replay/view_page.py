@@ -15,20 +15,18 @@ import orjson
 
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.replay.model import OUTCOMES, RerunOutcome, RerunReport
-from mini_harness.replay.timeline import (
-    Call,
-    Run,
-    Step,
-    Timeline,
-    Turn,
-)
+from mini_harness.replay.timeline import Call, Run, Step, Timeline, Turn
 from mini_harness.replay.timeline_describe import (
+    call_counts,
     describe_approval,
     describe_effect,
+    describe_error,
     describe_model_failure,
     describe_trim,
+    event_fields,
+    run_ms,
     run_usage,
-    seconds_between,
+    step_ms,
 )
 
 PAYLOAD_CAP = 64 * 1024
@@ -85,7 +83,6 @@ def page_data(
     header = timeline.header or {}
     runs: list[JsonValue] = []
     rows: list[JsonValue] = []
-    calls = {"ok": 0, "failed": 0, "in-doubt": 0}
     for run, depth in timeline.walk():
         runs.append(_run(run, depth))
         rows.append({"k": "r", "r": run.index})
@@ -94,11 +91,8 @@ def page_data(
                 rows += _step_rows(
                     run, item, context.get((run.run_id, item.number)), outcomes, budget
                 )
-                for call in item.calls:
-                    calls[_STATUS[call.status]] += 1
             elif isinstance(item, Call):
                 rows.append(_call(run, None, item, outcomes.get(item.call_id), budget))
-                calls[_STATUS[item.status]] += 1
             else:
                 rows.append(_event(run.index, None, item))
         if run.finished is not None or isinstance((run.started or {}).get("task"), str):
@@ -115,7 +109,7 @@ def page_data(
             "headHash": timeline.head_hash,
             "problems": [problem.to_json() for problem in timeline.problems],
         },
-        "calls": calls,
+        "calls": {_STATUS[status]: count for status, count in call_counts(timeline).items()},
         "runs": runs,
         "rows": rows,
         "rerun": _rerun_summary(reruns) if reruns else None,
@@ -131,15 +125,13 @@ def _rerun_summary(report: RerunReport) -> JsonObject:
 
 def _run(run: Run, depth: int) -> JsonObject:
     started = run.started or {}
-    end = (run.finished or {}).get("ts") or run.last_ts
-    seconds = seconds_between(str(started.get("ts", "")), str(end or ""))
     out: JsonObject = {
         "index": run.index,
         "runId": run.run_id,
         "depth": depth,
         "harness": started.get("harness"),
         "started": started.get("ts"),
-        "durationMs": None if seconds is None else seconds * 1000,
+        "durationMs": run_ms(run),
         "task": started.get("task"),
         "model": run.model,
         "parent": list(run.parent) if run.parent else None,
@@ -158,15 +150,8 @@ def _step_rows(
     outcomes: dict[str, RerunOutcome],
     budget: _Budget,
 ) -> list[JsonValue]:
-    seconds = seconds_between(step.first_ts, step.last_ts)
     rows: list[JsonValue] = [
-        {
-            "k": "s",
-            "r": run.index,
-            "s": step.number,
-            "ms": None if seconds is None else seconds * 1000,
-            "ctx": context,
-        }
+        {"k": "s", "r": run.index, "s": step.number, "ms": step_ms(step), "ctx": context}
     ]
     rows += [_event(run.index, step.number, event) for event in step.others]
     if step.turn is not None:
@@ -212,7 +197,7 @@ def _call(
     if call.status == "succeeded":
         out["o"], out["ob"] = budget.take(call.output)
     elif call.error is not None:
-        out["e"] = f"{call.error.get('kind')}: {call.error.get('message')}"
+        out["e"] = describe_error(call)
     if call.approvals:
         out["ap"] = [_approval(event) for event in call.approvals]
     if call.effects:
@@ -231,8 +216,7 @@ def _event(run: int | None, step: int | None, event: JsonObject) -> JsonObject:
     if event["type"] == "ContextTrimmed":
         text = describe_trim(event)
     else:
-        rest = {k: v for k, v in event.items() if k not in {"type", "seq", "ts", "prev", "runId"}}
-        text, _size = payload(rest)
+        text, _size = payload(event_fields(event))
     return {
         "k": "e",
         "r": run,
