@@ -305,9 +305,8 @@ class TimelineBuilder:
         if run is None:
             started = event if event["type"] == "RunStarted" else None
             if started is None:
-                self.problem(
-                    "protocol", line, f"{event['type']} for run {run_id}, with no RunStarted"
-                )
+                missing = f"{event['type']} for run {run_id}, with no RunStarted"
+                self.problem("protocol", line, missing)
             run = self._runs[run_id] = Run(len(self._runs) + 1, run_id, started)
         return run
 
