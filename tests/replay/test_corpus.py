@@ -101,7 +101,7 @@ class TestCorpusReport:
         assert tools["read"]["inDoubt"] == 1
         assert tools["read"]["failureRate"] == 1 / 3
         assert report.errors() == {"invalid_input": 1, "timeout": 1}
-        assert report.in_doubt == 1
+        assert report.total("in_doubt") == 1
 
     def test_duration_percentiles_are_exact(self, corpus: Path) -> None:
         """p50/p95/p99 are nearest-rank values of the recorded durations, over all files."""

@@ -10,7 +10,8 @@ whatever the number of workers and the order files finish in.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 import attrs
 
@@ -35,6 +36,7 @@ SHOWN_PROBLEMS = 5
 """Problems kept word for word per file; the rest are only counted (a summary stays small)."""
 
 RegistryFactory = Callable[[], ToolRegistry]
+Key = TypeVar("Key", bound=Hashable)
 
 
 @attrs.define
@@ -54,22 +56,18 @@ class ToolFigures:
             return
         if call.status == FAILED:
             self.failed += 1
-            error = call.error or {}
-            kind = str(error.get("kind", "unknown"))
-            self.errors[kind] = self.errors.get(kind, 0) + 1
+            kind = str((call.error or {}).get("kind", "unknown"))
+            add_counts(self.errors, {kind: 1})
         duration = call.duration_ms
         if isinstance(duration, int | float) and not isinstance(duration, bool):
-            key = float(duration)
-            self.durations[key] = self.durations.get(key, 0) + 1
+            add_counts(self.durations, {float(duration): 1})
 
     def merge(self, other: ToolFigures) -> None:
         self.calls += other.calls
         self.failed += other.failed
         self.in_doubt += other.in_doubt
-        for kind, count in other.errors.items():
-            self.errors[kind] = self.errors.get(kind, 0) + count
-        for value, count in other.durations.items():
-            self.durations[value] = self.durations.get(value, 0) + count
+        add_counts(self.errors, other.errors)
+        add_counts(self.durations, other.durations)
 
     def percentile(self, p: int) -> float | None:
         """The nearest-rank percentile: the smallest recorded duration with at least p% of
@@ -200,10 +198,7 @@ class SummaryMerge:
 
     def _figures(self, tools: dict[str, ToolFigures], agent: AgentFigures) -> None:
         for name, figures in tools.items():
-            mine = self.tools.get(name)
-            if mine is None:
-                mine = self.tools[name] = ToolFigures()
-            mine.merge(figures)
+            self.tools.setdefault(name, ToolFigures()).merge(figures)
         self.agent.merge(agent)
 
 
@@ -236,7 +231,7 @@ def _fold(path: str, options: SummaryOptions, summary: FileSummary) -> None:
         elif isinstance(item, RerunOutcome):
             summary.add_call(item.call)
             assert summary.rerun is not None
-            summary.rerun[item.outcome] = summary.rerun.get(item.outcome, 0) + 1
+            add_counts(summary.rerun, {item.outcome: 1})
     totals = fold.totals()
     summary.events = totals.events
     summary.runs = totals.runs
@@ -266,11 +261,7 @@ def file_size(path: str) -> int:
         return 0
 
 
-def counter_json(counts: dict[str, int]) -> JsonObject:
-    """Counts by name, sorted by name (one order whatever order they were merged in)."""
-    return {name: counts[name] for name in sorted(counts)}
-
-
-def add_counts(into: dict[str, int], more: dict[str, int]) -> None:
+def add_counts(into: dict[Key, int], more: Mapping[Key, int]) -> None:
+    """Add `more`'s counts to `into`'s (a name or value first seen goes at the end)."""
     for name, count in more.items():
         into[name] = into.get(name, 0) + count
