@@ -283,13 +283,6 @@ def summarize_files(
         context.set_forkserver_preload([summarize_batch.__module__])
     workers = min(count, len(todo))
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-
-        def result(future: concurrent.futures.Future[SummaryMerge]) -> SummaryMerge | str:
-            try:
-                return future.result()
-            except concurrent.futures.process.BrokenProcessPool as exc:
-                return f"worker died: {exc}"
-
         try:
             yield from in_flight(
                 batches(todo, count),
@@ -298,7 +291,8 @@ def summarize_files(
                 wait=lambda futures: concurrent.futures.wait(
                     futures, return_when=concurrent.futures.FIRST_COMPLETED
                 )[0],
-                result=result,
+                result=concurrent.futures.Future.result,
+                lost=(concurrent.futures.process.BrokenProcessPool, "worker died"),
             )
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -318,14 +312,16 @@ def in_flight(
     *,
     start: Callable[[list[str]], Task],
     wait: Callable[[list[Task]], Iterable[Task]],
-    result: Callable[[Task], SummaryMerge | str],
+    result: Callable[[Task], SummaryMerge],
+    lost: tuple[type[Exception], str],
 ) -> Iterator[SummaryMerge]:
     """Each batch's summary as its task ends (worker processes or Ray tasks), two per worker
     in flight, so the driver holds no more than that many results at once.
 
     `start` starts a task on a batch's absolute paths (a worker does not run in this
     process's directory), `wait` returns the tasks that are done, `result` a task's
-    summary, or why its worker was lost: each file of that batch is then unreadable.
+    summary. When `result` raises `lost`'s error (the worker was lost), each file of that
+    batch is unreadable, `lost`'s text and the error saying why.
     """
     pending = iter(parts)
     running: dict[Task, list[str]] = {}
@@ -341,21 +337,16 @@ def in_flight(
         for task in wait(list(running)):
             part = running.pop(task)
             submit()
-            summary = result(task)
-            if isinstance(summary, str):
-                yield lost_batch(part, summary)
+            try:
+                summary = result(task)
+            except lost[0] as exc:
+                summary = SummaryMerge()
+                for path in part:
+                    summary.add(FileSummary(path, status=UNREADABLE, error=f"{lost[1]}: {exc}"))
             else:
                 for path, row in zip(part, summary.rows, strict=True):
                     shown_as(path, row)  # rows come back in the batch's order
-                yield summary
-
-
-def lost_batch(paths: Sequence[str], error: str) -> SummaryMerge:
-    """A batch whose worker was lost: each of its files is reported unreadable."""
-    batch = SummaryMerge()
-    for path in paths:
-        batch.add(FileSummary(path, status=UNREADABLE, error=error))
-    return batch
+            yield summary
 
 
 def shown_as(path: str, summary: FileSummary) -> FileSummary:

@@ -115,18 +115,11 @@ def _summaries(
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     yield from missing_summaries(files)
     options_ref = ray.put(options)
-
-    def result(ref: Any) -> SummaryMerge | str:
-        try:
-            summary: SummaryMerge = ray.get(ref)
-        except ray.exceptions.RayError as exc:
-            return f"Ray task failed: {exc}"
-        return summary
-
     yield from in_flight(
         batches([item.path for item in files if item.missing is None], cpus),
         cpus,
         start=lambda paths: task.remote(paths, options_ref),
         wait=lambda refs: ray.wait(refs, num_returns=1)[0],
-        result=result,
+        result=ray.get,
+        lost=(ray.exceptions.RayError, "Ray task failed"),
     )
