@@ -9,7 +9,7 @@ from __future__ import annotations
 import attrs
 import orjson
 
-from mini_harness.errors import ReplayError
+from mini_harness.errors import ReplayError, counted
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.replay.timeline import Call, Run, RunItem, Step, Timeline, Turn, events_of
 
@@ -93,7 +93,7 @@ def _find_run(timeline: Timeline, wanted: str) -> Run:
             return run
     listing = ", ".join(f"{run.index} {run.run_id}" for run in runs[:10])
     more = f", and {len(runs) - 10} more" if len(runs) > 10 else ""
-    has = f"it has {len(runs)} run{'s' if len(runs) != 1 else ''}: {listing}{more}"
+    has = f"it has {counted(len(runs), 'run')}: {listing}{more}"
     raise ReplayError(
         f"{timeline.path} has no run {wanted or '(empty)'} ({has if runs else 'it has no runs'})"
     )

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import attrs
 import orjson
 
+from mini_harness.errors import counted
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.replay.model import FAILED, IN_DOUBT, SUCCEEDED
 from mini_harness.replay.timeline import Call, Run, Step, Timeline, Turn
@@ -40,22 +41,28 @@ class TextStyle:
 
     def cut(self, text: str, indent: int) -> str:
         """One line of text in the room left after `indent` columns (unless full)."""
-        flat = " ".join(text.split())
-        room = max(self.width - indent, 20)
-        if self.full or len(flat) <= room:
-            return flat if not self.full else text
-        suffix = f"… ({len(text):,} chars)"
-        return flat[: max(room - len(suffix), 8)] + suffix
+        return text if self.full else self._fit(" ".join(text.split()), indent, len(text), "chars")
 
     def payload(self, value: JsonValue, indent: int) -> str:
         """A JSON value as compact JSON, cut with its size in bytes when it is too long."""
         data = orjson.dumps(value)
-        text = data.decode()
+        return data.decode() if self.full else self._fit(data.decode(), indent, len(data), "bytes")
+
+    def _fit(self, text: str, indent: int, size: int, unit: str) -> str:
         room = max(self.width - indent, 20)
-        if self.full or len(text) <= room:
+        if len(text) <= room:
             return text
-        suffix = f"… ({len(data):,} bytes)"
+        suffix = f"… ({size:,} {unit})"
         return text[: max(room - len(suffix), 8)] + suffix
+
+    def text_lines(self, label: str, text: str, indent: int) -> Iterator[str]:
+        """`label: text` cut to one line, or (full) the label and each line of text under it."""
+        pad = " " * indent
+        if self.full:
+            yield f"{pad}{label}:"
+            yield from (f"{pad}  {line}" for line in text.splitlines())
+        else:
+            yield f"{pad}{label}: {self.cut(text, indent + len(label) + 2)}"
 
 
 def duration(ms: float | None) -> str:
@@ -107,8 +114,9 @@ def head_line(timeline: Timeline, style: TextStyle) -> str:
 def run_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
     pad = " " * indent
     started = run.started or {}
+    task = started.get("task")
     parts = [style.paint(f"Run {run.index} {run.run_id}", "1")]
-    if isinstance(started.get("task"), str):
+    if isinstance(task, str):
         parts.append("agent run")
     elif started.get("harness"):
         parts.append(f"harness {started['harness']}")
@@ -123,8 +131,8 @@ def run_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
     if run.started is None:
         parts.append(style.paint("no RunStarted", "31"))
     yield pad + " · ".join(parts)
-    if isinstance(started.get("task"), str):
-        yield f"{pad}  task: {style.cut(started['task'], indent + 8)}"
+    if isinstance(task, str):
+        yield f"{pad}  task: {style.cut(task, indent + 8)}"
     if run.model is not None:
         yield f"{pad}  model: {run.model}"
     for item in run.items:
@@ -156,11 +164,10 @@ def step_lines(step: Step, indent: int, style: TextStyle) -> Iterator[str]:
         parts.append(f"step {duration(ms)}")
     yield pad + " · ".join(parts)
     for event in step.others:
-        yield (
-            trimmed_line(event, indent + 2, style)
-            if event["type"] == "ContextTrimmed"
-            else (event_line(event, indent + 2, style))
-        )
+        if event["type"] == "ContextTrimmed":
+            yield " " * (indent + 2) + style.paint(describe_trim(event), "33")
+        else:
+            yield event_line(event, indent + 2, style)
     if turn is not None:
         yield from turn_lines(turn, indent + 2, style)
     for call in step.calls:
@@ -173,11 +180,7 @@ def turn_lines(turn: Turn, indent: int, style: TextStyle) -> Iterator[str]:
         text = style.cut(f"model failed: {describe_model_failure(failure)}", indent)
         yield pad + style.paint(text, "31")
     if turn.text:
-        if style.full:
-            yield f"{pad}model:"
-            yield from (f"{pad}  {line}" for line in turn.text.splitlines())
-        else:
-            yield f"{pad}model: {style.cut(turn.text, indent + 7)}"
+        yield from style.text_lines("model", turn.text, indent)
     asked = [str(call.get("name")) for call in turn.tool_calls]
     if asked:
         yield f"{pad}asks for: {style.cut(', '.join(asked), indent + 10)}"
@@ -205,10 +208,6 @@ def call_lines(call: Call, indent: int, style: TextStyle) -> Iterator[str]:
         yield f"{pad}  " + style.paint("no terminal event: the call may or may not have run", "33")
 
 
-def trimmed_line(event: JsonObject, indent: int, style: TextStyle) -> str:
-    return " " * indent + style.paint(describe_trim(event), "33")
-
-
 def finished_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
     pad = " " * indent
     finished = run.finished
@@ -218,17 +217,13 @@ def finished_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
         return
     parts = [f"finished: {finished.get('stopReason')}"]
     if type(finished.get("steps")) is int:
-        parts.append(f"{finished['steps']} step{'s' if finished['steps'] != 1 else ''}")
+        parts.append(counted(finished["steps"], "step"))
     if used := tokens(run_usage(run)):
         parts.append(used)
     yield pad + " · ".join(parts)
     final = finished.get("finalText")
     if isinstance(final, str) and final:
-        if style.full:
-            yield f"{pad}  answer:"
-            yield from (f"{pad}    {line}" for line in final.splitlines())
-        else:
-            yield f"{pad}  answer: {style.cut(final, indent + 10)}"
+        yield from style.text_lines("answer", final, indent + 2)
 
 
 def event_line(event: JsonObject, indent: int, style: TextStyle) -> str:
@@ -245,10 +240,7 @@ def counts_line(timeline: Timeline) -> str:
     calls = sum(count.values())
     turns = sum(1 for run in runs for step in run.steps if step.turn is not None)
     line = (
-        f"{len(runs)} run{'s' if len(runs) != 1 else ''}, {calls} "
-        f"call{'s' if calls != 1 else ''}: {count[SUCCEEDED]} succeeded, "
+        f"{counted(len(runs), 'run')}, {counted(calls, 'call')}: {count[SUCCEEDED]} succeeded, "
         f"{count[FAILED]} failed, {count[IN_DOUBT]} in doubt"
     )
-    if turns:
-        line += f"; {turns} model turn{'s' if turns != 1 else ''}"
-    return line
+    return line + (f"; {counted(turns, 'model turn')}" if turns else "")
