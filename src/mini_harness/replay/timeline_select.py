@@ -37,36 +37,26 @@ class Selection:
     def call_matches(self, call: Call) -> bool:
         if self.tools and call.name not in self.tools:
             return False
-        if self.status is not None and call.status != self.status:
-            return False
-        if self.grep is None:
-            return True
-        texts: list[JsonValue] = [call.input, call.output, call.error]
-        texts += [event.get("shown") for event in call.approvals]
-        return _finds(self.grep, texts)
+        shown = [event.get("shown") for event in call.approvals]
+        return self._matches(call.status, [call.input, call.output, call.error, *shown])
 
     def turn_matches(self, turn: Turn) -> bool:
-        if self.tools:
-            return False
-        if self.status is not None and turn.status != self.status:
+        arguments = [call.get("arguments") for call in turn.tool_calls]
+        errors = [failure.get("error") for failure in turn.failures]
+        return not self.tools and self._matches(turn.status, [turn.text, *arguments, *errors])
+
+    def _matches(self, status: str, texts: list[JsonValue]) -> bool:
+        """Whether an item that ended with `status` and holds `texts` is selected."""
+        if self.status is not None and status != self.status:
             return False
         if self.grep is None:
             return True
-        texts: list[JsonValue] = [turn.text]
-        texts += [call.get("arguments") for call in turn.tool_calls]
-        texts += [failure.get("error") for failure in turn.failures]
-        return _finds(self.grep, texts)
-
-
-def _finds(needle: str, values: list[JsonValue]) -> bool:
-    wanted = needle.casefold()
-    for value in values:
-        if value is None:
-            continue
-        text = value if isinstance(value, str) else orjson.dumps(value).decode()
-        if wanted in text.casefold():
-            return True
-    return False
+        wanted = self.grep.casefold()
+        return any(
+            wanted in (text if isinstance(text, str) else orjson.dumps(text).decode()).casefold()
+            for text in texts
+            if text is not None
+        )
 
 
 def select(timeline: Timeline, selection: Selection) -> Timeline:

@@ -5,15 +5,24 @@ The data is one JSON document in a `<script type="application/json">` block, esc
 that nothing in it can end the block; the script puts every text on the page with
 `textContent`, never as HTML. The rows are flat (run, step, turn, call, event, finish),
 so a page of them is cheap to draw whatever the transcript's size.
+
+The Context Explorer over time (`step_contexts`) shows each agent step's request, by part,
+in estimated tokens. The requests are rebuilt by the agent fold (`fold_agent_events`) and
+split into parts by the context builder's own `request_parts`, so a step's bar adds up to
+what `replay --context-report --step N` prints for it. The Conversation part is shown in
+two: the tool results in it (its `tool` messages) and the rest.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from importlib import resources
 
 import orjson
 
-from mini_harness.events import JsonObject, JsonValue
+from mini_harness.agent.context import render_message, request_parts
+from mini_harness.events import Event, JsonObject, JsonValue
+from mini_harness.replay.agent_fold import fold_agent_events
 from mini_harness.replay.model import OUTCOMES, RerunOutcome, RerunReport
 from mini_harness.replay.timeline import Call, Run, Step, Timeline, Turn
 from mini_harness.replay.timeline_describe import (
@@ -28,6 +37,7 @@ from mini_harness.replay.timeline_describe import (
     run_usage,
     step_ms,
 )
+from mini_harness.runtime.context import estimate_tokens
 
 PAYLOAD_CAP = 64 * 1024
 """The most of one input or output the page holds (its full size is shown beside it)."""
@@ -35,6 +45,8 @@ PAGE_BUDGET = 256 * 1024 * 1024
 """Once the page holds this much of inputs and outputs, each further one is held only up
 to SMALL_CAP, so a transcript of many large outputs still makes a page a browser opens."""
 SMALL_CAP = 2 * 1024
+CONVERSATION = "Conversation"
+TOOL_RESULTS = "Tool results"
 
 _STATUS = {"succeeded": "ok", "failed": "failed", "in-doubt": "in-doubt"}
 # Characters that could end the data block or start markup, as JSON escapes.
@@ -99,6 +111,10 @@ def page_data(
             rows.append({"k": "f", "r": run.index})
     for event in timeline.others:
         rows.append(_event(None, None, event))
+    rerun: JsonObject | None = None
+    if reruns is not None:
+        counts: JsonObject = {outcome: reruns.count(outcome) for outcome in OUTCOMES}
+        rerun = {"counts": counts, "drift": [drift.describe() for drift in reruns.drift]}
     return {
         "path": timeline.path,
         "format": header.get("version"),
@@ -112,14 +128,7 @@ def page_data(
         "calls": {_STATUS[status]: count for status, count in call_counts(timeline).items()},
         "runs": runs,
         "rows": rows,
-        "rerun": _rerun_summary(reruns) if reruns else None,
-    }
-
-
-def _rerun_summary(report: RerunReport) -> JsonObject:
-    return {
-        "counts": {outcome: report.count(outcome) for outcome in OUTCOMES},
-        "drift": [drift.describe() for drift in report.drift],
+        "rerun": rerun,
     }
 
 
@@ -249,3 +258,22 @@ def render_page(
 
 def _html_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def step_contexts(events: Iterable[Event]) -> dict[tuple[str, int], JsonValue]:
+    """Per (run id, step): the step's request as [[label, tokens], ...] in report order."""
+    contexts: dict[tuple[str, int], JsonValue] = {}
+    for run in fold_agent_events(events):
+        for step in run.steps:
+            messages = step.request.messages
+            parts: list[JsonValue] = []
+            for part in request_parts(run.system_prompt, run.rules, run.tools, messages):
+                if part.label != CONVERSATION:
+                    parts.append([part.label, part.tokens])
+                    continue
+                results = "\n\n".join(render_message(m) for m in messages[1:] if m.role == "tool")
+                tool_tokens = min(estimate_tokens(results), part.tokens)
+                parts.append([CONVERSATION, part.tokens - tool_tokens])
+                parts.append([TOOL_RESULTS, tool_tokens])
+            contexts[(run.run_id, step.step)] = parts
+    return contexts
