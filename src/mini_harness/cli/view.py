@@ -102,7 +102,7 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     contexts = step_contexts(events)
     del events
     reruns = _rerun(path, registry, workspace, allow_side_effects) if rerun else None
-    page = render_page(timeline, contexts, reruns=reruns)
+    page = render_page(timeline, contexts, reruns)
     try:
         target.write_text(page, encoding="utf-8")
     except OSError as exc:

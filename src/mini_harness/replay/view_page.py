@@ -15,6 +15,7 @@ two: the tool results in it (its `tool` messages) and the rest.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable
 from importlib import resources
 
@@ -80,16 +81,13 @@ class _Budget:
 
 
 def page_data(
-    timeline: Timeline,
-    context: dict[tuple[str, int], JsonValue] | None = None,
-    reruns: RerunReport | None = None,
+    timeline: Timeline, context: dict[tuple[str, int], JsonValue], reruns: RerunReport | None
 ) -> JsonObject:
     """The page's JSON: the transcript's head, its verification, runs and flat rows.
 
     `context` gives, per (run id, step), the step request's parts as [[label, tokens], ...];
     `reruns` each call's re-run outcome (shown beside the call, with its diff).
     """
-    context = context or {}
     outcomes = {item.call.call_id: item for item in reruns.outcomes} if reruns else {}
     budget = _Budget()
     header = timeline.header or {}
@@ -237,27 +235,19 @@ def _event(run: int | None, step: int | None, event: JsonObject) -> JsonObject:
 
 
 def render_page(
-    timeline: Timeline,
-    context: dict[tuple[str, int], JsonValue] | None = None,
-    *,
-    reruns: RerunReport | None = None,
+    timeline: Timeline, context: dict[tuple[str, int], JsonValue], reruns: RerunReport | None
 ) -> str:
     """The whole HTML document for `timeline` (see page_data for the rest)."""
     assets = resources.files("mini_harness.replay") / "view_assets"
-    template = (assets / "page.html").read_text(encoding="utf-8")
-    style = (assets / "view.css").read_text(encoding="utf-8")
-    script = (assets / "view.js").read_text(encoding="utf-8")
-    title = f"mini-harness: {timeline.path}"
+    template, style, script = (
+        (assets / name).read_text(encoding="utf-8") for name in ("page.html", "view.css", "view.js")
+    )
     return (
         template.replace("/*STYLE*/", style)
         .replace("/*SCRIPT*/", script)
         .replace("/*DATA*/", embed_json(page_data(timeline, context, reruns)))
-        .replace("<!--TITLE-->", _html_text(title))
+        .replace("<!--TITLE-->", html.escape(f"mini-harness: {timeline.path}", quote=False))
     )
-
-
-def _html_text(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def step_contexts(events: Iterable[Event]) -> dict[tuple[str, int], JsonValue]:
