@@ -70,10 +70,9 @@ def fold_files_ray(
 ) -> CorpusReport:
     """`fold_corpus_ray` over files already expanded (see `expand_paths`)."""
     ray = import_ray(local=address is None)
-    started = False
-    if not ray.is_initialized():
+    started = not ray.is_initialized()
+    if started:
         _start(ray, address)
-        started = True
     try:
         return merged_report(_summaries(ray, files, options), options, progress)
     finally:

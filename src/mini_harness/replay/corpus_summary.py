@@ -9,6 +9,7 @@ whatever the number of workers and the order files finish in.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
@@ -75,13 +76,10 @@ class ToolFigures:
         timed = sum(self.durations.values())
         if not timed:
             return None
-        rank = (p * timed + 99) // 100  # ceil(p * n / 100), in integers
-        seen = 0
-        for value in sorted(self.durations):
-            seen += self.durations[value]
-            if seen >= max(rank, 1):
-                return value
-        raise AssertionError("unreachable: the ranks add up to the count")  # pragma: no cover
+        rank = max((p * timed + 99) // 100, 1)  # ceil(p * n / 100), in integers
+        values = sorted(self.durations)
+        seen = itertools.accumulate(self.durations[value] for value in values)
+        return next(value for value, calls in zip(values, seen, strict=True) if calls >= rank)
 
 
 @attrs.define
@@ -173,7 +171,9 @@ def summarize_file(path: str, options: SummaryOptions) -> FileSummary:
     except Exception as exc:  # a bug met on one file must not lose the others
         error = f"unexpected {type(exc).__name__}: {exc}"
         return FileSummary(path, status=UNREADABLE, error=error)
-    if summary.problems or summary.in_doubt or _differs(summary.rerun):
+    differing = ("diverged", "now-fails", "now-succeeds")
+    differs = any((summary.rerun or {}).get(name) for name in differing)
+    if summary.problems or summary.in_doubt or differs:
         summary.status = PROBLEMS
     return summary
 
@@ -209,12 +209,6 @@ def summarize_batch(paths: Sequence[str], options: SummaryOptions) -> SummaryMer
     for path in paths:
         batch.add(summarize_file(path, options))
     return batch
-
-
-def _differs(rerun: dict[str, int] | None) -> bool:
-    if rerun is None:
-        return False
-    return any(rerun.get(name, 0) for name in ("diverged", "now-fails", "now-succeeds"))
 
 
 def _fold(path: str, options: SummaryOptions, summary: FileSummary) -> None:

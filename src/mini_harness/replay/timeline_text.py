@@ -99,7 +99,7 @@ def timeline_lines(timeline: Timeline, style: TextStyle) -> Iterator[str]:
 
 def head_line(timeline: Timeline, style: TextStyle) -> str:
     header = timeline.header or {}
-    parts = [f"Transcript {timeline.path}"]
+    parts = [style.paint(f"Transcript {timeline.path}", "1")]
     if "version" in header:
         parts.append(f"format {header['version']}")
     if "transcriptId" in header:
@@ -108,7 +108,7 @@ def head_line(timeline: Timeline, style: TextStyle) -> str:
     parts.append(f"head {timeline.head_hash or '(none)'}")
     chain = "chain intact" if timeline.chain_intact else "chain damaged"
     parts.append(style.paint(chain, "32" if timeline.chain_intact else "31"))
-    return style.paint(" · ".join(parts[:1]), "1") + " · " + " · ".join(parts[1:])
+    return " · ".join(parts)
 
 
 def run_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
