@@ -1,6 +1,6 @@
 """What the renderers of a timeline (`show`'s text, `view`'s page) say the same way: one-line
 descriptions of approvals, trims, model failures, call errors and other events, durations,
-usage totals and counts of calls."""
+usage totals and counts of calls. Both import it as `describe` (`describe.approval(event)`)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def run_usage(run: Run) -> JsonObject:
     return dict(totals)
 
 
-def describe_approval(event: JsonObject) -> str:
+def approval(event: JsonObject) -> str:
     """`approval asked by rule R`, `approval denied by policy (rule R): reason`, ..."""
     if event["type"] == "ApprovalRequested":
         rule = f" by rule {event['rule']}" if event.get("rule") else ""
@@ -72,7 +72,7 @@ def describe_approval(event: JsonObject) -> str:
     return f"approval {decision} by {by}{rule}{reason}"
 
 
-def describe_trim(event: JsonObject) -> str:
+def trim(event: JsonObject) -> str:
     """`context trimmed: 2 tool result(s) replaced, ~900 -> ~400 tokens (budget 500)`."""
     replaced = event.get("replaced")
     count = len(objects(replaced))
@@ -81,7 +81,7 @@ def describe_trim(event: JsonObject) -> str:
     return text if budget is None else f"{text} (budget {budget})"
 
 
-def describe_model_failure(event: JsonObject) -> str:
+def model_failure(event: JsonObject) -> str:
     """`rate_limited 429 (attempt 1): slow down`."""
     error = event.get("error")
     error = error if isinstance(error, dict) else {}
@@ -90,7 +90,7 @@ def describe_model_failure(event: JsonObject) -> str:
     return f"{error.get('kind')}{status} (attempt {attempt}): {error.get('message')}"
 
 
-def describe_error(call: Call) -> str:
+def call_error(call: Call) -> str:
     """`not_found: no such file`: a failed call's error kind and message."""
     error = call.error or {}
     return f"{error.get('kind')}: {error.get('message')}"
@@ -101,13 +101,13 @@ def event_fields(event: JsonObject) -> JsonObject:
     return {key: value for key, value in event.items() if key not in ENVELOPE}
 
 
-def describe_effect(effect: JsonObject) -> str:
+def effect(change: JsonObject) -> str:
     """`src/app.py changed (1a2b3c4d -> 5e6f7a8b)`, `created`, `deleted`."""
-    before, after = effect.get("before"), effect.get("after")
+    before, after = change.get("before"), change.get("after")
     if before is None:
         what = f"created ({str(after)[:8]})"
     elif after is None:
         what = f"deleted (was {str(before)[:8]})"
     else:
         what = f"changed ({str(before)[:8]} -> {str(after)[:8]})"
-    return f"{effect.get('path')} {what}"
+    return f"{change.get('path')} {what}"

@@ -9,20 +9,9 @@ import orjson
 
 from mini_harness.errors import counted
 from mini_harness.events import JsonObject, JsonValue
+from mini_harness.replay import timeline_describe as describe
 from mini_harness.replay.model import FAILED, IN_DOUBT, SUCCEEDED
 from mini_harness.replay.timeline import Call, Run, Step, Timeline, Turn
-from mini_harness.replay.timeline_describe import (
-    call_counts,
-    describe_approval,
-    describe_effect,
-    describe_error,
-    describe_model_failure,
-    describe_trim,
-    event_fields,
-    run_ms,
-    run_usage,
-    step_ms,
-)
 
 _STATUS_COLOUR = {SUCCEEDED: "32", FAILED: "31", IN_DOUBT: "33"}
 _STATUS_WORD = {SUCCEEDED: "succeeded", FAILED: "failed", IN_DOUBT: "in doubt"}
@@ -122,7 +111,7 @@ def run_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
         parts.append(f"harness {started['harness']}")
     if "ts" in started:
         parts.append(f"started {started['ts']}")
-    if ms := run_ms(run):
+    if ms := describe.run_ms(run):
         parts.append(duration(ms))
     parent = run.parent
     if parent is not None:
@@ -160,12 +149,12 @@ def step_lines(step: Step, indent: int, style: TextStyle) -> Iterator[str]:
         else:
             word = "model failed" if turn.status == FAILED else "no response (in doubt)"
             parts.append(style.paint(word, _STATUS_COLOUR[turn.status]))
-    if ms := step_ms(step):
+    if ms := describe.step_ms(step):
         parts.append(f"step {duration(ms)}")
     yield pad + " · ".join(parts)
     for event in step.others:
         if event["type"] == "ContextTrimmed":
-            yield " " * (indent + 2) + style.paint(describe_trim(event), "33")
+            yield " " * (indent + 2) + style.paint(describe.trim(event), "33")
         else:
             yield event_line(event, indent + 2, style)
     if turn is not None:
@@ -177,7 +166,7 @@ def step_lines(step: Step, indent: int, style: TextStyle) -> Iterator[str]:
 def turn_lines(turn: Turn, indent: int, style: TextStyle) -> Iterator[str]:
     pad = " " * indent
     for failure in turn.failures:
-        text = style.cut(f"model failed: {describe_model_failure(failure)}", indent)
+        text = style.cut(f"model failed: {describe.model_failure(failure)}", indent)
         yield pad + style.paint(text, "31")
     if turn.text:
         yield from style.text_lines("model", turn.text, indent)
@@ -197,13 +186,13 @@ def call_lines(call: Call, indent: int, style: TextStyle) -> Iterator[str]:
     inner = indent + 2
     yield f"{pad}  input  {style.payload(call.input, inner + 7)}"
     for event in call.approvals:
-        yield f"{pad}  {style.cut(describe_approval(event), inner)}"
+        yield f"{pad}  {style.cut(describe.approval(event), inner)}"
     if call.status == SUCCEEDED:
         yield f"{pad}  output {style.payload(call.output, inner + 7)}"
         for effect in call.effects:
-            yield f"{pad}  effect {style.cut(describe_effect(effect), inner + 7)}"
+            yield f"{pad}  effect {style.cut(describe.effect(effect), inner + 7)}"
     elif call.status == FAILED:
-        yield f"{pad}  error  " + style.paint(style.cut(describe_error(call), inner + 7), "31")
+        yield f"{pad}  error  " + style.paint(style.cut(describe.call_error(call), inner + 7), "31")
     else:
         yield f"{pad}  " + style.paint("no terminal event: the call may or may not have run", "33")
 
@@ -218,7 +207,7 @@ def finished_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
     parts = [f"finished: {finished.get('stopReason')}"]
     if type(finished.get("steps")) is int:
         parts.append(counted(finished["steps"], "step"))
-    if used := tokens(run_usage(run)):
+    if used := tokens(describe.run_usage(run)):
         parts.append(used)
     yield pad + " · ".join(parts)
     final = finished.get("finalText")
@@ -229,14 +218,14 @@ def finished_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
 def event_line(event: JsonObject, indent: int, style: TextStyle) -> str:
     """An event of a kind this command does not lay out: type, seq and its fields."""
     head = f"{event['type']} (seq {event.get('seq')})"
-    fields = style.payload(event_fields(event), indent + len(head) + 1)
+    fields = style.payload(describe.event_fields(event), indent + len(head) + 1)
     return " " * indent + style.paint(head, "35") + " " + fields
 
 
 def counts_line(timeline: Timeline) -> str:
     """`2 runs, 5 calls: 4 succeeded, 1 failed, 0 in doubt; 3 model turns`."""
     runs = [run for run, _depth in timeline.walk()]
-    count = call_counts(timeline)
+    count = describe.call_counts(timeline)
     calls = sum(count.values())
     turns = sum(1 for run in runs for step in run.steps if step.turn is not None)
     line = (

@@ -23,21 +23,10 @@ import orjson
 
 from mini_harness.agent.context import render_message, request_parts
 from mini_harness.events import Event, JsonObject, JsonValue
+from mini_harness.replay import timeline_describe as describe
 from mini_harness.replay.agent_fold import fold_agent_events
 from mini_harness.replay.model import OUTCOMES, RerunOutcome, RerunReport
 from mini_harness.replay.timeline import Call, Run, Step, Timeline, Turn
-from mini_harness.replay.timeline_describe import (
-    call_counts,
-    describe_approval,
-    describe_effect,
-    describe_error,
-    describe_model_failure,
-    describe_trim,
-    event_fields,
-    run_ms,
-    run_usage,
-    step_ms,
-)
 from mini_harness.runtime.context import estimate_tokens
 
 PAYLOAD_CAP = 64 * 1024
@@ -123,7 +112,9 @@ def page_data(
             "headHash": timeline.head_hash,
             "problems": [problem.to_json() for problem in timeline.problems],
         },
-        "calls": {_STATUS[status]: count for status, count in call_counts(timeline).items()},
+        "calls": {
+            _STATUS[status]: count for status, count in describe.call_counts(timeline).items()
+        },
         "runs": runs,
         "rows": rows,
         "rerun": rerun,
@@ -138,11 +129,11 @@ def _run(run: Run, depth: int) -> JsonObject:
         "depth": depth,
         "harness": started.get("harness"),
         "started": started.get("ts"),
-        "durationMs": run_ms(run),
+        "durationMs": describe.run_ms(run),
         "task": started.get("task"),
         "model": run.model,
         "parent": list(run.parent) if run.parent else None,
-        "usage": run_usage(run) or None,
+        "usage": describe.run_usage(run) or None,
     }
     finished = run.finished
     if finished is not None:
@@ -158,7 +149,7 @@ def _step_rows(
     budget: _Budget,
 ) -> list[JsonValue]:
     rows: list[JsonValue] = [
-        {"k": "s", "r": run.index, "s": step.number, "ms": step_ms(step), "ctx": context}
+        {"k": "s", "r": run.index, "s": step.number, "ms": describe.step_ms(step), "ctx": context}
     ]
     rows += [_event(run.index, step.number, event) for event in step.others]
     if step.turn is not None:
@@ -171,7 +162,7 @@ def _step_rows(
 
 def _turn(run: int, step: int, turn: Turn) -> JsonObject:
     response = turn.response or {}
-    failures = [describe_model_failure(failure) for failure in turn.failures]
+    failures = [describe.model_failure(failure) for failure in turn.failures]
     return {
         "k": "t",
         "r": run,
@@ -204,11 +195,11 @@ def _call(
     if call.status == "succeeded":
         out["o"], out["ob"] = budget.take(call.output)
     elif call.error is not None:
-        out["e"] = describe_error(call)
+        out["e"] = describe.call_error(call)
     if call.approvals:
         out["ap"] = [_approval(event) for event in call.approvals]
     if call.effects:
-        out["fx"] = [describe_effect(effect) for effect in call.effects]
+        out["fx"] = [describe.effect(effect) for effect in call.effects]
     if rerun is not None:
         out["rr"] = {"o": rerun.outcome, "why": rerun.reason, "diff": rerun.diff}
     return out
@@ -216,14 +207,14 @@ def _call(
 
 def _approval(event: JsonObject) -> str:
     shown = event.get("shown") if event["type"] == "ApprovalRequested" else None
-    return describe_approval(event) + (f": {shown}" if isinstance(shown, str) else "")
+    return describe.approval(event) + (f": {shown}" if isinstance(shown, str) else "")
 
 
 def _event(run: int | None, step: int | None, event: JsonObject) -> JsonObject:
     if event["type"] == "ContextTrimmed":
-        text = describe_trim(event)
+        text = describe.trim(event)
     else:
-        text, _size = payload(event_fields(event))
+        text, _size = payload(describe.event_fields(event))
     return {
         "k": "e",
         "r": run,
