@@ -33,7 +33,6 @@ from mini_harness.replay.corpus_summary import (
     SummaryOptions,
     ToolFigures,
     add_counts,
-    file_size,
     summarize_batch,
     summarize_file,
 )
@@ -67,27 +66,28 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[CorpusFile]:
     found: dict[str, CorpusFile] = {}
     for given in paths:
         text = os.fspath(given)
+        pattern, why, matches = None, "", [text]
         if os.path.isdir(text):
-            names = sorted(
-                glob.glob(os.path.join(glob.escape(text), "**", "*.jsonl"), recursive=True)
-            )
-            matches = [name for name in names if os.path.isfile(name)]
+            pattern = os.path.join(glob.escape(text), "**", "*.jsonl")
             why = f"no *.jsonl file under the directory {text}"
         elif not os.path.lexists(text) and _GLOB_CHARS & set(text):
-            matches = sorted(
-                name for name in glob.glob(text, recursive=True) if os.path.isfile(name)
-            )
-            why = f"no file matches {text}"
-        else:
-            matches = [text]
-            why = ""
+            pattern, why = text, f"no file matches {text}"
+        if pattern is not None:  # a directory or a glob: the files it names
+            matches = sorted(filter(os.path.isfile, glob.glob(pattern, recursive=True)))
         if not matches:
             found.setdefault(text, CorpusFile(text, missing=why))
         for name in matches:
             key = os.path.normpath(os.path.abspath(name))
             if key not in found:
-                found[key] = CorpusFile(name, file_size(name))
+                found[key] = CorpusFile(name, _size(name))
     return sorted(found.values(), key=lambda item: item.path)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def is_corpus(paths: Sequence[str]) -> bool:

@@ -10,7 +10,6 @@ whatever the number of workers and the order files finish in.
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
@@ -246,13 +245,6 @@ def _verify(path: str, summary: FileSummary) -> None:
     torn = report.torn_tail is not None
     summary.integrity_problems = len(report.damaged) + len(report.integrity) + torn
     summary.shown_problems = problems[:SHOWN_PROBLEMS]
-
-
-def file_size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
 
 
 def add_counts(into: dict[Key, int], more: Mapping[Key, int]) -> None:
