@@ -14,7 +14,7 @@ from mini_harness import ToolCallError, ToolRuntime
 from mini_harness.cli import cli
 from mini_harness.cli.corpus import CorpusProgress
 from mini_harness.replay import fold_corpus
-from mini_harness.replay.corpus import corpus_report, expand_paths
+from mini_harness.replay.corpus import corpus_report, expand_paths, in_flight
 from mini_harness.replay.corpus_summary import (
     FileSummary,
     SummaryMerge,
@@ -101,7 +101,7 @@ class TestCorpusReport:
         assert tools["read"]["inDoubt"] == 1
         assert tools["read"]["failureRate"] == 1 / 3
         assert report.errors() == {"invalid_input": 1, "timeout": 1}
-        assert report.in_doubt == 1
+        assert report.total("in_doubt") == 1
 
     def test_duration_percentiles_are_exact(self, corpus: Path) -> None:
         """p50/p95/p99 are nearest-rank values of the recorded durations, over all files."""
@@ -195,6 +195,32 @@ class TestDeterminism:
                 merge.merge(summarize_batch(paths[start : start + size], options))
             reports.add(as_bytes(corpus_report(merge)))
         assert len(reports) == 1
+
+    def test_a_lost_worker_loses_only_its_batch(self, corpus: Path) -> None:
+        """A batch whose worker is lost is one unreadable row per file, saying why; the
+        other batches are kept under the paths as given."""
+        paths = [item.path for item in expand_paths([corpus]) if "broken" not in item.path]
+        lost, kept = paths[:2], paths[2:]
+
+        def result(batch: list[str]) -> SummaryMerge:
+            if batch == [os.path.abspath(path) for path in lost]:
+                raise ConnectionError("gone")
+            return summarize_batch(batch, SummaryOptions())
+
+        parts = list(
+            in_flight(
+                [lost, kept],
+                1,
+                start=tuple,
+                wait=lambda running: running[:1],
+                result=lambda batch: result(list(batch)),
+                lost=(ConnectionError, "worker died"),
+            )
+        )
+        rows = [row for part in parts for row in part.rows]
+        assert [row.path for row in rows] == paths
+        assert [row.error for row in rows[:2]] == ["worker died: gone"] * 2
+        assert [row.error for row in rows[2:]] == [None] * len(kept)
 
     def test_a_bad_file_does_not_stop_the_rest(self, corpus: Path) -> None:
         """An unreadable file is one row with its error; every other file is still folded."""

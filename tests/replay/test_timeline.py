@@ -9,16 +9,13 @@ import pytest
 
 from mini_harness.errors import ReplayError, TranscriptFormatError
 from mini_harness.events import JsonObject
+from mini_harness.replay import timeline_describe as describe
 from mini_harness.replay.timeline import (
     Call,
     Step,
     Timeline,
     TimelineBuilder,
     read_timeline,
-)
-from mini_harness.replay.timeline_describe import (
-    describe_trim,
-    run_usage,
 )
 from mini_harness.replay.timeline_select import Selection, select, selected_events
 from tests.replay.timeline_fixtures import (
@@ -87,7 +84,7 @@ class TestAgentRun:
         run = timeline.runs[0]
         assert run.finished is not None
         assert run.finished["stopReason"] == "final"
-        assert run_usage(run)["inputTokens"] == 1000
+        assert describe.run_usage(run)["inputTokens"] == 1000
 
     @pytest.mark.parametrize(
         ("model", "shown"),
@@ -111,7 +108,7 @@ class TestAgentRun:
         events = [e for e in agent_events() if e["type"] != "RunFinished"]
         run = build(events).runs[0]
         assert run.finished is None
-        assert run_usage(run) == {"inputTokens": 1000, "outputTokens": 40}
+        assert describe.run_usage(run) == {"inputTokens": 1000, "outputTokens": 40}
 
 
 class TestToolRun:
@@ -224,7 +221,7 @@ class TestReading:
         agent, tools = timeline.runs
         assert [call.effects for call in tools.calls] == [effects]
         assert [len(c["replaced"]) for c in agent.steps[2].others] == [1]
-        assert describe_trim(agent.steps[2].others[0]).startswith(
+        assert describe.trim(agent.steps[2].others[0]).startswith(
             "context trimmed: 1 tool result(s) replaced"
         )
         assert [[c["name"] for c in s.turn.tool_calls] for s in agent.steps if s.turn] == [

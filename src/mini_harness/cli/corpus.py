@@ -19,6 +19,7 @@ import click
 
 from mini_harness.cli import BadUsage, error, info
 from mini_harness.cli.options import SingleOption
+from mini_harness.errors import counted
 
 if TYPE_CHECKING:
     from mini_harness.replay.corpus import CorpusFile, CorpusReport
@@ -92,16 +93,7 @@ def replay_corpus(
             raise BadUsage(f"{flag} applies to one transcript, not to a corpus")
     factory = _registry_factory(registry, workspace) if rerun else None
     options = SummaryOptions(FOLD, factory, allow_side_effects)
-    what = "re-run against the current registry" if rerun else "fold: no handler is called"
-    _run(
-        paths,
-        options,
-        "Replaying",
-        what,
-        as_json=as_json,
-        workers=workers,
-        ray_address=ray_address,
-    )
+    _run(paths, options, as_json=as_json, workers=workers, ray_address=ray_address)
 
 
 def verify_corpus(
@@ -110,16 +102,7 @@ def verify_corpus(
     """`transcript verify` over a corpus."""
     from mini_harness.replay.corpus_summary import VERIFY, SummaryOptions
 
-    options = SummaryOptions(VERIFY)
-    _run(
-        paths,
-        options,
-        "Verifying",
-        "chain, protocol and in-doubt calls",
-        as_json=as_json,
-        workers=workers,
-        ray_address=ray_address,
-    )
+    _run(paths, SummaryOptions(VERIFY), as_json=as_json, workers=workers, ray_address=ray_address)
 
 
 def _registry_factory(spec: str | None, workspace: str | None) -> Callable[[], ToolRegistry]:
@@ -138,8 +121,6 @@ def _registry_factory(spec: str | None, workspace: str | None) -> Callable[[], T
 def _run(
     paths: Sequence[str],
     options: SummaryOptions,
-    verb: str,
-    what: str,
     *,
     as_json: bool,
     workers: int | None,
@@ -156,8 +137,13 @@ def _run(
         import_ray(local=ray_address == LOCAL_RAY)  # no Ray: one error line, nothing else
     files = expand_paths(paths)
     if not as_json:
-        noun = "transcript" if len(files) == 1 else "transcripts"
-        info(f"{verb} {len(files)} {noun} ({what})")
+        if options.mode == VERIFY:
+            doing = "Verifying {} (chain, protocol and in-doubt calls)"
+        elif options.rerun is not None:
+            doing = "Replaying {} (re-run against the current registry)"
+        else:
+            doing = "Replaying {} (fold: no handler is called)"
+        info(doing.format(counted(len(files), "transcript")))
     progress = CorpusProgress(files)
     try:
         if ray_address is None:
@@ -188,7 +174,6 @@ def _run(
 
 
 def _explain(report: CorpusReport) -> str:
-    from mini_harness.errors import counted
     from mini_harness.replay.corpus import PROBLEMS, UNREADABLE
 
     files = counted(len(report.files), "file")

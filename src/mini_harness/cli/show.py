@@ -6,8 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,62 +15,8 @@ from mini_harness.cli.options import SingleOption
 
 if TYPE_CHECKING:
     from mini_harness.replay.timeline import Timeline
-    from mini_harness.replay.timeline_select import Selection
 
 STATUS_CHOICES = ("failed", "succeeded", "in-doubt")
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def selection_options(command: _F) -> _F:
-    """The filters `show` takes: --run, --step, --tool (repeatable), --status, --grep."""
-    for option in reversed(
-        [
-            click.option(
-                "--run",
-                cls=SingleOption,
-                metavar="ID|INDEX",
-                help="Only this run: 1-based index or run id.",
-            ),
-            click.option(
-                "--step",
-                cls=SingleOption,
-                type=click.IntRange(min=0),
-                help="Only this step of agent runs.",
-            ),
-            click.option(
-                "--tool",
-                "tools",
-                metavar="NAME",
-                multiple=True,
-                help="Only calls of this tool (repeat for several).",
-            ),
-            click.option(
-                "--status",
-                cls=SingleOption,
-                type=click.Choice(STATUS_CHOICES),
-                help="Only calls and model turns that ended so.",
-            ),
-            click.option(
-                "--grep",
-                cls=SingleOption,
-                metavar="TEXT",
-                help="Only calls whose input, output or error (and model turns whose text) "
-                "contain TEXT, ignoring case.",
-            ),
-        ]
-    ):
-        command = option(command)
-    return command
-
-
-def build_selection(
-    run: str | None, step: int | None, tools: tuple[str, ...], status: str | None, grep: str | None
-) -> Selection:
-    from mini_harness.replay.timeline_select import Selection
-
-    return Selection(run=run, step=step, tools=tools, status=status, grep=grep)
 
 
 def use_colour(stream: object) -> bool:
@@ -82,7 +27,32 @@ def use_colour(stream: object) -> bool:
 
 @click.command("show", short_help="Print a transcript as a readable timeline.")
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
-@selection_options
+@click.option(
+    "--run", cls=SingleOption, metavar="ID|INDEX", help="Only this run: 1-based index or run id."
+)
+@click.option(
+    "--step", cls=SingleOption, type=click.IntRange(min=0), help="Only this step of agent runs."
+)
+@click.option(
+    "--tool",
+    "tools",
+    metavar="NAME",
+    multiple=True,
+    help="Only calls of this tool (repeat for several).",
+)
+@click.option(
+    "--status",
+    cls=SingleOption,
+    type=click.Choice(STATUS_CHOICES),
+    help="Only calls and model turns that ended so.",
+)
+@click.option(
+    "--grep",
+    cls=SingleOption,
+    metavar="TEXT",
+    help="Only calls whose input, output or error (and model turns whose text) "
+    "contain TEXT, ignoring case.",
+)
 @click.option("--full", is_flag=True, help="Print model text, inputs and outputs whole.")
 @click.option("--json", "as_json", is_flag=True, help="Print the selected events as JSON lines.")
 def show_command(  # noqa: PLR0917 - click passes each option as an argument
@@ -104,9 +74,9 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     named) or breaks the call protocol; 2 it cannot be read as a transcript, or bad options.
     """
     from mini_harness.replay.timeline import read_timeline
-    from mini_harness.replay.timeline_select import select, selected_events
+    from mini_harness.replay.timeline_select import Selection, select, selected_events
 
-    selection = build_selection(run, step, tools, status, grep)
+    selection = Selection(run=run, step=step, tools=tools, status=status, grep=grep)
     timeline = read_timeline(path)
     shown = select(timeline, selection)
     if as_json:

@@ -82,8 +82,7 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     a transcript, or the page cannot be written.
     """
     from mini_harness.replay.timeline import read_timeline
-    from mini_harness.replay.view_context import step_contexts
-    from mini_harness.replay.view_page import render_page
+    from mini_harness.replay.view_page import render_page, step_contexts
 
     target = Path(output) if output is not None else default_output(path)
     if path != "-" and _same_file(target, Path(path)):
@@ -103,7 +102,7 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     contexts = step_contexts(events)
     del events
     reruns = _rerun(path, registry, workspace, allow_side_effects) if rerun else None
-    page = render_page(timeline, contexts, reruns=reruns)
+    page = render_page(timeline, contexts, reruns)
     try:
         target.write_text(page, encoding="utf-8")
     except OSError as exc:

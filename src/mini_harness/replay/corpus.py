@@ -13,7 +13,8 @@ import concurrent.futures
 import glob
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from typing import Literal, TypeVar
 
 import attrs
 
@@ -31,7 +32,7 @@ from mini_harness.replay.corpus_summary import (
     SummaryMerge,
     SummaryOptions,
     ToolFigures,
-    file_size,
+    add_counts,
     summarize_batch,
     summarize_file,
 )
@@ -43,6 +44,8 @@ _GLOB_CHARS = frozenset("*?[")
 
 Progress = Callable[[FileSummary], None]
 """Called in the driver once per file, as each one is done (in the order they finish)."""
+Task = TypeVar("Task", bound=Hashable)
+Count = Literal["events", "runs", "calls", "failed", "in_doubt", "problems"]
 
 
 @attrs.frozen
@@ -63,27 +66,28 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[CorpusFile]:
     found: dict[str, CorpusFile] = {}
     for given in paths:
         text = os.fspath(given)
+        pattern, why, matches = None, "", [text]
         if os.path.isdir(text):
-            names = sorted(
-                glob.glob(os.path.join(glob.escape(text), "**", "*.jsonl"), recursive=True)
-            )
-            matches = [name for name in names if os.path.isfile(name)]
+            pattern = os.path.join(glob.escape(text), "**", "*.jsonl")
             why = f"no *.jsonl file under the directory {text}"
         elif not os.path.lexists(text) and _GLOB_CHARS & set(text):
-            matches = sorted(
-                name for name in glob.glob(text, recursive=True) if os.path.isfile(name)
-            )
-            why = f"no file matches {text}"
-        else:
-            matches = [text]
-            why = ""
+            pattern, why = text, f"no file matches {text}"
+        if pattern is not None:  # a directory or a glob: the files it names
+            matches = sorted(filter(os.path.isfile, glob.glob(pattern, recursive=True)))
         if not matches:
             found.setdefault(text, CorpusFile(text, missing=why))
         for name in matches:
             key = os.path.normpath(os.path.abspath(name))
             if key not in found:
-                found[key] = CorpusFile(name, file_size(name))
+                found[key] = CorpusFile(name, _size(name))
     return sorted(found.values(), key=lambda item: item.path)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def is_corpus(paths: Sequence[str]) -> bool:
@@ -110,18 +114,13 @@ class ToolReport:
 
     def to_json(self) -> JsonObject:
         figures = self.figures
-        calls = figures.calls
-        errors: JsonObject = {
-            kind: {"calls": figures.errors[kind], "rate": figures.errors[kind] / calls}
-            for kind in sorted(figures.errors)
-        }
         return {
             "name": self.name,
-            "calls": calls,
+            "calls": figures.calls,
             "failed": figures.failed,
             "inDoubt": figures.in_doubt,
             "failureRate": self.failure_rate,
-            "errors": errors,
+            "errors": error_rates(figures.errors, figures.calls),
             "durationMs": dict[str, JsonValue](self.percentiles()),
         }
 
@@ -143,24 +142,15 @@ class CorpusReport:
         """As for one file, over the worst file: 0 ok, 1 problems or differences, 2 unreadable."""
         return max((EXIT_CODES[item.status] for item in self.files), default=0)
 
-    @property
-    def calls(self) -> int:
-        return sum(item.calls for item in self.files)
-
-    @property
-    def in_doubt(self) -> int:
-        return sum(item.in_doubt for item in self.files)
-
-    @property
-    def events(self) -> int:
-        return sum(item.events for item in self.files)
+    def total(self, count: Count) -> int:
+        """One of the files' counts summed over the corpus."""
+        return sum(getattr(item, count) for item in self.files)
 
     def errors(self) -> dict[str, int]:
         """Failed calls by error kind, over every tool."""
         out: dict[str, int] = {}
         for tool in self.tools:
-            for kind, count in tool.figures.errors.items():
-                out[kind] = out.get(kind, 0) + count
+            add_counts(out, tool.figures.errors)
         return {kind: out[kind] for kind in sorted(out)}
 
     def damaged(self) -> list[str]:
@@ -168,21 +158,16 @@ class CorpusReport:
         return [item.path for item in self.files if item.integrity_problems]
 
     def to_json(self) -> JsonObject:
-        calls = self.calls
-        errors: JsonObject = {
-            kind: {"calls": count, "rate": count / calls if calls else 0.0}
-            for kind, count in self.errors().items()
-        }
         totals: JsonObject = {
             "files": len(self.files),
             **{status: self.count(status) for status in STATUSES},
-            "events": self.events,
-            "runs": sum(item.runs for item in self.files),
-            "calls": calls,
-            "failed": sum(item.failed for item in self.files),
-            "inDoubt": self.in_doubt,
-            "problems": sum(item.problems for item in self.files),
-            "errors": errors,
+            "events": self.total("events"),
+            "runs": self.total("runs"),
+            "calls": self.total("calls"),
+            "failed": self.total("failed"),
+            "inDoubt": self.total("in_doubt"),
+            "problems": self.total("problems"),
+            "errors": error_rates(self.errors(), self.total("calls")),
             "filesWithIntegrityProblems": list[JsonValue](self.damaged()),
         }
         return {
@@ -195,24 +180,27 @@ class CorpusReport:
         }
 
 
+def error_rates(errors: dict[str, int], calls: int) -> JsonObject:
+    """Failed calls by error kind (sorted), each with its rate among `calls`."""
+    return {
+        kind: {"calls": errors[kind], "rate": errors[kind] / calls if calls else 0.0}
+        for kind in sorted(errors)
+    }
+
+
 def corpus_report(merge: SummaryMerge, *, rerun: bool = False) -> CorpusReport:
     """The report of merged summaries: files sorted by path, tools by name."""
     outcomes: dict[str, int] | None = None
     if rerun:
         outcomes = dict.fromkeys(OUTCOMES, 0)
         for row in merge.rows:
-            for outcome, count in (row.rerun or {}).items():
-                outcomes[outcome] = outcomes.get(outcome, 0) + count
+            add_counts(outcomes, row.rerun or {})
     return CorpusReport(
         files=tuple(sorted(merge.rows, key=lambda row: row.path)),
         tools=tuple(ToolReport(name, merge.tools[name]) for name in sorted(merge.tools)),
         agent=merge.agent,
         rerun=outcomes,
     )
-
-
-def missing_summary(item: CorpusFile) -> FileSummary:
-    return FileSummary(item.path, status=UNREADABLE, error=item.missing)
 
 
 def fold_corpus(
@@ -243,32 +231,33 @@ def fold_files(
     progress: Progress | None = None,
 ) -> CorpusReport:
     """`fold_corpus` over files already expanded (see `expand_paths`)."""
+    return merged_report(summarize_files(files, options, workers=workers), options, progress)
+
+
+def merged_report(
+    parts: Iterable[FileSummary | SummaryMerge], options: SummaryOptions, progress: Progress | None
+) -> CorpusReport:
+    """The report of summaries (one file's, or one batch's) as they come, telling `progress`
+    of each file."""
     merge = SummaryMerge()
-    for part in summarize_files(files, options, workers=workers):
-        merge_part(merge, part, progress)
+    for part in parts:
+        if isinstance(part, FileSummary):
+            merge.add(part)
+            rows = [part]
+        else:
+            merge.merge(part)
+            rows = part.rows
+        if progress is not None:
+            for row in rows:
+                progress(row)
     return corpus_report(merge, rerun=options.rerun is not None)
 
 
-def merge_part(
-    merge: SummaryMerge, part: FileSummary | SummaryMerge, progress: Progress | None
-) -> None:
-    """Add one file's summary or one batch's to `merge`, telling `progress` of each file."""
-    if isinstance(part, FileSummary):
-        merge.add(part)
-        rows = [part]
-    else:
-        merge.merge(part)
-        rows = part.rows
-    if progress is not None:
-        for row in rows:
-            progress(row)
-
-
-def batches(paths: Sequence[str], workers: int) -> list[list[str]]:
-    """Paths in batches: about 8 per worker (so the last ones finish close together), of at
-    most BATCH_FILES files (so progress moves and a lost batch costs little)."""
-    size = max(1, min(BATCH_FILES, len(paths) // (workers * 8)))
-    return [list(paths[start : start + size]) for start in range(0, len(paths), size)]
+def missing_summaries(files: Iterable[CorpusFile]) -> Iterator[FileSummary]:
+    """An unreadable summary for each path that named no file, saying why."""
+    for item in files:
+        if item.missing is not None:
+            yield FileSummary(item.path, status=UNREADABLE, error=item.missing)
 
 
 def summarize_files(
@@ -279,23 +268,12 @@ def summarize_files(
     count = workers if workers is not None else (os.cpu_count() or 1)
     if count < 1:
         raise ValueError(f"workers must be at least 1, not {count}")
-    todo = []
-    for item in files:
-        if item.missing is not None:
-            yield missing_summary(item)
-        else:
-            todo.append(item.path)
+    yield from missing_summaries(files)
+    todo = [item.path for item in files if item.missing is None]
     if count == 1 or len(todo) <= 1:
         for path in todo:
             yield shown_as(path, summarize_file(os.path.abspath(path), options))
         return
-    yield from _in_processes(batches(todo, count), options, min(count, len(todo)))
-
-
-def _in_processes(
-    parts: list[list[str]], options: SummaryOptions, workers: int
-) -> Iterator[SummaryMerge]:
-    """Batches summed up by a process pool, a bounded number in flight at a time."""
     # forkserver: a fork of a process with threads (a CLI with a progress thread, a test
     # runner) can deadlock; spawn where there is no forkserver.
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
@@ -303,49 +281,72 @@ def _in_processes(
     if method == "forkserver":
         # Workers fork from a server that has imported the fold once, not each on its own.
         context.set_forkserver_preload([summarize_batch.__module__])
-    pending = iter(parts)
+    workers = min(count, len(todo))
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        running: dict[concurrent.futures.Future[SummaryMerge], list[str]] = {}
-
-        def submit() -> None:
-            for part in pending:
-                # Absolute: a worker's directory may not be this one's by the time it starts.
-                absolute = [os.path.abspath(path) for path in part]
-                running[pool.submit(summarize_batch, absolute, options)] = part
-                return
-
         try:
-            for _ in range(workers * 2):
-                submit()
-            while running:
-                done, _ = concurrent.futures.wait(
-                    running, return_when=concurrent.futures.FIRST_COMPLETED
-                )
-                for future in done:
-                    part = running.pop(future)
-                    submit()
-                    try:
-                        yield batch_shown_as(part, future.result())
-                    except concurrent.futures.process.BrokenProcessPool as exc:
-                        yield lost_batch(part, f"worker died: {exc}")
+            yield from in_flight(
+                batches(todo, count),
+                workers,
+                start=lambda paths: pool.submit(summarize_batch, paths, options),
+                wait=lambda futures: concurrent.futures.wait(
+                    futures, return_when=concurrent.futures.FIRST_COMPLETED
+                )[0],
+                result=concurrent.futures.Future.result,
+                lost=(concurrent.futures.process.BrokenProcessPool, "worker died"),
+            )
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
 
 
-def batch_shown_as(paths: Sequence[str], batch: SummaryMerge) -> SummaryMerge:
-    """The batch's rows under the paths as given (rows come back in the batch's order)."""
-    for path, row in zip(paths, batch.rows, strict=True):
-        shown_as(path, row)
-    return batch
+def batches(paths: Sequence[str], workers: int) -> list[list[str]]:
+    """Paths in batches: about 8 per worker (so the last ones finish close together), of at
+    most BATCH_FILES files (so progress moves and a lost batch costs little)."""
+    size = max(1, min(BATCH_FILES, len(paths) // (workers * 8)))
+    return [list(paths[start : start + size]) for start in range(0, len(paths), size)]
 
 
-def lost_batch(paths: Sequence[str], error: str) -> SummaryMerge:
-    """A batch whose worker was lost: each of its files is reported unreadable."""
-    batch = SummaryMerge()
-    for path in paths:
-        batch.add(FileSummary(path, status=UNREADABLE, error=error))
-    return batch
+def in_flight(
+    parts: Iterable[list[str]],
+    workers: int,
+    *,
+    start: Callable[[list[str]], Task],
+    wait: Callable[[list[Task]], Iterable[Task]],
+    result: Callable[[Task], SummaryMerge],
+    lost: tuple[type[Exception], str],
+) -> Iterator[SummaryMerge]:
+    """Each batch's summary as its task ends (worker processes or Ray tasks), two per worker
+    in flight, so the driver holds no more than that many results at once.
+
+    `start` starts a task on a batch's absolute paths (a worker does not run in this
+    process's directory), `wait` returns the tasks that are done, `result` a task's
+    summary. When `result` raises `lost`'s error (the worker was lost), each file of that
+    batch is unreadable, `lost`'s text and the error saying why.
+    """
+    pending = iter(parts)
+    running: dict[Task, list[str]] = {}
+
+    def submit() -> None:
+        for part in pending:
+            running[start([os.path.abspath(path) for path in part])] = part
+            return
+
+    for _ in range(workers * 2):
+        submit()
+    while running:
+        for task in wait(list(running)):
+            part = running.pop(task)
+            submit()
+            try:
+                summary = result(task)
+            except lost[0] as exc:
+                summary = SummaryMerge()
+                for path in part:
+                    summary.add(FileSummary(path, status=UNREADABLE, error=f"{lost[1]}: {exc}"))
+            else:
+                for path, row in zip(part, summary.rows, strict=True):
+                    shown_as(path, row)  # rows come back in the batch's order
+            yield summary
 
 
 def shown_as(path: str, summary: FileSummary) -> FileSummary:

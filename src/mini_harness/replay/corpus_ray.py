@@ -16,13 +16,11 @@ from mini_harness.replay.corpus import (
     CorpusFile,
     CorpusReport,
     Progress,
-    batch_shown_as,
     batches,
-    corpus_report,
     expand_paths,
-    lost_batch,
-    merge_part,
-    missing_summary,
+    in_flight,
+    merged_report,
+    missing_summaries,
 )
 from mini_harness.replay.corpus_summary import (
     FOLD,
@@ -71,19 +69,15 @@ def fold_files_ray(
     progress: Progress | None = None,
 ) -> CorpusReport:
     """`fold_corpus_ray` over files already expanded (see `expand_paths`)."""
-    merge = SummaryMerge()
     ray = import_ray(local=address is None)
-    started = False
-    if not ray.is_initialized():
+    started = not ray.is_initialized()
+    if started:
         _start(ray, address)
-        started = True
     try:
-        for part in _summaries(ray, files, options):
-            merge_part(merge, part, progress)
+        return merged_report(_summaries(ray, files, options), options, progress)
     finally:
         if started:
             ray.shutdown()
-    return corpus_report(merge, rerun=options.rerun is not None)
 
 
 def import_ray(*, local: bool) -> Any:
@@ -115,32 +109,16 @@ def _start(ray: Any, address: str | None) -> None:
 def _summaries(
     ray: Any, files: Sequence[CorpusFile], options: SummaryOptions
 ) -> Iterator[FileSummary | SummaryMerge]:
-    """Missing files, then each batch's summary as its task ends; a bounded number of
-    tasks in flight, so the driver holds no more than that many results at once."""
+    """Missing files, then each batch's summary as its task ends (see `in_flight`)."""
     task = ray.remote(num_cpus=1, max_retries=1)(summarize_batch)
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    for item in files:
-        if item.missing is not None:
-            yield missing_summary(item)
-    todo = iter(batches([item.path for item in files if item.missing is None], cpus))
-    running: dict[Any, list[str]] = {}
+    yield from missing_summaries(files)
     options_ref = ray.put(options)
-
-    def submit() -> None:
-        for part in todo:
-            # Absolute: a Ray worker does not run in this process's directory.
-            absolute = [os.path.abspath(path) for path in part]
-            running[task.remote(absolute, options_ref)] = part
-            return
-
-    for _ in range(cpus * 2):
-        submit()
-    while running:
-        done, _ = ray.wait(list(running), num_returns=1)
-        for ref in done:
-            part = running.pop(ref)
-            submit()
-            try:
-                yield batch_shown_as(part, ray.get(ref))
-            except ray.exceptions.RayError as exc:
-                yield lost_batch(part, f"Ray task failed: {exc}")
+    yield from in_flight(
+        batches([item.path for item in files if item.missing is None], cpus),
+        cpus,
+        start=lambda paths: task.remote(paths, options_ref),
+        wait=lambda refs: ray.wait(refs, num_returns=1)[0],
+        result=ray.get,
+        lost=(ray.exceptions.RayError, "Ray task failed"),
+    )

@@ -79,7 +79,7 @@ def error_lines(report: CorpusReport) -> list[str]:
     errors = report.errors()
     if not errors:
         return ["Errors: none"]
-    calls = report.calls
+    calls = report.total("calls")
     lines = ["Errors by kind:"]
     lines += [
         f"  {kind}  {count:,} ({_percent(count / calls)} of calls)"
@@ -110,14 +110,13 @@ def agent_line(agent: AgentFigures) -> str:
 def summary_line(report: CorpusReport) -> str:
     files = len(report.files)
     ok = files - report.count(PROBLEMS) - report.count(UNREADABLE)
-    failed = sum(item.failed for item in report.files)
-    problems = sum(item.problems for item in report.files)
+    failed, in_doubt = report.total("failed"), report.total("in_doubt")
     return (
         f"{_count(files, 'file')}: {ok:,} ok, {report.count(PROBLEMS):,} with problems, "
-        f"{report.count(UNREADABLE):,} unreadable; {_count(report.events, 'event')}, "
-        f"{_count(sum(item.runs for item in report.files), 'run')}, "
-        f"{_count(report.calls, 'call')} ({failed:,} failed, {report.in_doubt:,} in doubt), "
-        f"{_count(problems, 'problem')}"
+        f"{report.count(UNREADABLE):,} unreadable; {_count(report.total('events'), 'event')}, "
+        f"{_count(report.total('runs'), 'run')}, "
+        f"{_count(report.total('calls'), 'call')} ({failed:,} failed, {in_doubt:,} in doubt), "
+        f"{_count(report.total('problems'), 'problem')}"
     )
 
 

@@ -9,8 +9,9 @@ whatever the number of workers and the order files finish in.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Sequence
+import itertools
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 import attrs
 
@@ -35,6 +36,7 @@ SHOWN_PROBLEMS = 5
 """Problems kept word for word per file; the rest are only counted (a summary stays small)."""
 
 RegistryFactory = Callable[[], ToolRegistry]
+Key = TypeVar("Key", bound=Hashable)
 
 
 @attrs.define
@@ -54,22 +56,18 @@ class ToolFigures:
             return
         if call.status == FAILED:
             self.failed += 1
-            error = call.error or {}
-            kind = str(error.get("kind", "unknown"))
-            self.errors[kind] = self.errors.get(kind, 0) + 1
+            kind = str((call.error or {}).get("kind", "unknown"))
+            add_counts(self.errors, {kind: 1})
         duration = call.duration_ms
         if isinstance(duration, int | float) and not isinstance(duration, bool):
-            key = float(duration)
-            self.durations[key] = self.durations.get(key, 0) + 1
+            add_counts(self.durations, {float(duration): 1})
 
     def merge(self, other: ToolFigures) -> None:
         self.calls += other.calls
         self.failed += other.failed
         self.in_doubt += other.in_doubt
-        for kind, count in other.errors.items():
-            self.errors[kind] = self.errors.get(kind, 0) + count
-        for value, count in other.durations.items():
-            self.durations[value] = self.durations.get(value, 0) + count
+        add_counts(self.errors, other.errors)
+        add_counts(self.durations, other.durations)
 
     def percentile(self, p: int) -> float | None:
         """The nearest-rank percentile: the smallest recorded duration with at least p% of
@@ -77,13 +75,10 @@ class ToolFigures:
         timed = sum(self.durations.values())
         if not timed:
             return None
-        rank = (p * timed + 99) // 100  # ceil(p * n / 100), in integers
-        seen = 0
-        for value in sorted(self.durations):
-            seen += self.durations[value]
-            if seen >= max(rank, 1):
-                return value
-        raise AssertionError("unreachable: the ranks add up to the count")  # pragma: no cover
+        rank = max((p * timed + 99) // 100, 1)  # ceil(p * n / 100), in integers
+        values = sorted(self.durations)
+        seen = itertools.accumulate(self.durations[value] for value in values)
+        return next(value for value, calls in zip(values, seen, strict=True) if calls >= rank)
 
 
 @attrs.define
@@ -175,7 +170,9 @@ def summarize_file(path: str, options: SummaryOptions) -> FileSummary:
     except Exception as exc:  # a bug met on one file must not lose the others
         error = f"unexpected {type(exc).__name__}: {exc}"
         return FileSummary(path, status=UNREADABLE, error=error)
-    if summary.problems or summary.in_doubt or _differs(summary.rerun):
+    differing = ("diverged", "now-fails", "now-succeeds")
+    differs = any((summary.rerun or {}).get(name) for name in differing)
+    if summary.problems or summary.in_doubt or differs:
         summary.status = PROBLEMS
     return summary
 
@@ -200,10 +197,7 @@ class SummaryMerge:
 
     def _figures(self, tools: dict[str, ToolFigures], agent: AgentFigures) -> None:
         for name, figures in tools.items():
-            mine = self.tools.get(name)
-            if mine is None:
-                mine = self.tools[name] = ToolFigures()
-            mine.merge(figures)
+            self.tools.setdefault(name, ToolFigures()).merge(figures)
         self.agent.merge(agent)
 
 
@@ -214,12 +208,6 @@ def summarize_batch(paths: Sequence[str], options: SummaryOptions) -> SummaryMer
     for path in paths:
         batch.add(summarize_file(path, options))
     return batch
-
-
-def _differs(rerun: dict[str, int] | None) -> bool:
-    if rerun is None:
-        return False
-    return any(rerun.get(name, 0) for name in ("diverged", "now-fails", "now-succeeds"))
 
 
 def _fold(path: str, options: SummaryOptions, summary: FileSummary) -> None:
@@ -236,7 +224,7 @@ def _fold(path: str, options: SummaryOptions, summary: FileSummary) -> None:
         elif isinstance(item, RerunOutcome):
             summary.add_call(item.call)
             assert summary.rerun is not None
-            summary.rerun[item.outcome] = summary.rerun.get(item.outcome, 0) + 1
+            add_counts(summary.rerun, {item.outcome: 1})
     totals = fold.totals()
     summary.events = totals.events
     summary.runs = totals.runs
@@ -259,18 +247,7 @@ def _verify(path: str, summary: FileSummary) -> None:
     summary.shown_problems = problems[:SHOWN_PROBLEMS]
 
 
-def file_size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
-
-
-def counter_json(counts: dict[str, int]) -> JsonObject:
-    """Counts by name, sorted by name (one order whatever order they were merged in)."""
-    return {name: counts[name] for name in sorted(counts)}
-
-
-def add_counts(into: dict[str, int], more: dict[str, int]) -> None:
+def add_counts(into: dict[Key, int], more: Mapping[Key, int]) -> None:
+    """Add `more`'s counts to `into`'s (a name or value first seen goes at the end)."""
     for name, count in more.items():
         into[name] = into.get(name, 0) + count

@@ -70,7 +70,8 @@ class Call:
 
     @property
     def duration_ms(self) -> float | None:
-        return _number(None if self.ended is None else self.ended.get("durationMs"))
+        ms = None if self.ended is None else self.ended.get("durationMs")
+        return float(ms) if isinstance(ms, int | float) and not isinstance(ms, bool) else None
 
     @property
     def effects(self) -> list[JsonObject]:
@@ -89,10 +90,6 @@ class Turn:
     requested: JsonObject
     response: JsonObject | None = None
     failures: list[JsonObject] = attrs.Factory(list)
-
-    @property
-    def request_id(self) -> str:
-        return str(self.requested.get("requestId"))
 
     @property
     def status(self) -> str:
@@ -132,18 +129,11 @@ class Step:
     others: list[JsonObject] = attrs.Factory(list)  # ContextTrimmed, unknown types
 
     def events(self) -> list[JsonObject]:
+        """Its events, in no particular order (`events_of` puts them in file order)."""
         found = [*self.others, *(self.turn.events() if self.turn else [])]
         for call in self.calls:
             found += call.events()
-        return sorted(found, key=_seq)
-
-    @property
-    def first_ts(self) -> str | None:
-        return min((str(e["ts"]) for e in self.events()), default=None)
-
-    @property
-    def last_ts(self) -> str | None:
-        return max((str(e["ts"]) for e in self.events()), default=None)
+        return found
 
 
 # What a run holds, in the order it was recorded: steps (agent runs), calls made outside
@@ -198,12 +188,13 @@ class Run:
         return [item for item in self.items if isinstance(item, Step)]
 
     def events(self) -> list[JsonObject]:
+        """Its events, in no particular order (`events_of` puts them in file order)."""
         found = [self.started] if self.started else []
         for item in self.items:
             found += item.events() if isinstance(item, Step | Call) else [item]
         if self.finished:
             found.append(self.finished)
-        return sorted(found, key=_seq)
+        return found
 
 
 @attrs.define
@@ -314,9 +305,8 @@ class TimelineBuilder:
         if run is None:
             started = event if event["type"] == "RunStarted" else None
             if started is None:
-                self.problem(
-                    "protocol", line, f"{event['type']} for run {run_id}, with no RunStarted"
-                )
+                missing = f"{event['type']} for run {run_id}, with no RunStarted"
+                self.problem("protocol", line, missing)
             run = self._runs[run_id] = Run(len(self._runs) + 1, run_id, started)
         return run
 
@@ -403,18 +393,7 @@ def objects(value: object) -> list[JsonObject]:
     return [item for item in value if isinstance(item, dict)]
 
 
-def _seq(event: JsonObject) -> int:
-    seq = event.get("seq")
-    return seq if type(seq) is int else 0
-
-
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def events_of(items: Iterable[Run]) -> list[JsonObject]:
-    """Every event of these runs, in file order."""
-    found: list[JsonObject] = []
-    for run in items:
-        found += run.events()
-    return sorted(found, key=_seq)
+def events_of(runs: Iterable[Run], others: Iterable[JsonObject] = ()) -> list[JsonObject]:
+    """Every event of these runs (and `others`), in file order."""
+    found = [*others, *(event for run in runs for event in run.events())]
+    return sorted(found, key=lambda event: seq if type(seq := event.get("seq")) is int else 0)

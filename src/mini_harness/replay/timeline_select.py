@@ -9,12 +9,9 @@ from __future__ import annotations
 import attrs
 import orjson
 
-from mini_harness.errors import ReplayError
+from mini_harness.errors import ReplayError, counted
 from mini_harness.events import JsonObject, JsonValue
-from mini_harness.replay.model import FAILED, IN_DOUBT, SUCCEEDED
 from mini_harness.replay.timeline import Call, Run, RunItem, Step, Timeline, Turn, events_of
-
-STATUSES = (FAILED, SUCCEEDED, IN_DOUBT)
 
 
 @attrs.frozen
@@ -40,36 +37,26 @@ class Selection:
     def call_matches(self, call: Call) -> bool:
         if self.tools and call.name not in self.tools:
             return False
-        if self.status is not None and call.status != self.status:
-            return False
-        if self.grep is None:
-            return True
-        texts: list[JsonValue] = [call.input, call.output, call.error]
-        texts += [event.get("shown") for event in call.approvals]
-        return _finds(self.grep, texts)
+        shown = [event.get("shown") for event in call.approvals]
+        return self._matches(call.status, [call.input, call.output, call.error, *shown])
 
     def turn_matches(self, turn: Turn) -> bool:
-        if self.tools:
-            return False
-        if self.status is not None and turn.status != self.status:
+        arguments = [call.get("arguments") for call in turn.tool_calls]
+        errors = [failure.get("error") for failure in turn.failures]
+        return not self.tools and self._matches(turn.status, [turn.text, *arguments, *errors])
+
+    def _matches(self, status: str, texts: list[JsonValue]) -> bool:
+        """Whether an item that ended with `status` and holds `texts` is selected."""
+        if self.status is not None and status != self.status:
             return False
         if self.grep is None:
             return True
-        texts: list[JsonValue] = [turn.text]
-        texts += [call.get("arguments") for call in turn.tool_calls]
-        texts += [failure.get("error") for failure in turn.failures]
-        return _finds(self.grep, texts)
-
-
-def _finds(needle: str, values: list[JsonValue]) -> bool:
-    wanted = needle.casefold()
-    for value in values:
-        if value is None:
-            continue
-        text = value if isinstance(value, str) else orjson.dumps(value).decode()
-        if wanted in text.casefold():
-            return True
-    return False
+        wanted = self.grep.casefold()
+        return any(
+            wanted in (text if isinstance(text, str) else orjson.dumps(text).decode()).casefold()
+            for text in texts
+            if text is not None
+        )
 
 
 def select(timeline: Timeline, selection: Selection) -> Timeline:
@@ -96,7 +83,7 @@ def _find_run(timeline: Timeline, wanted: str) -> Run:
             return run
     listing = ", ".join(f"{run.index} {run.run_id}" for run in runs[:10])
     more = f", and {len(runs) - 10} more" if len(runs) > 10 else ""
-    has = f"it has {len(runs)} run{'s' if len(runs) != 1 else ''}: {listing}{more}"
+    has = f"it has {counted(len(runs), 'run')}: {listing}{more}"
     raise ReplayError(
         f"{timeline.path} has no run {wanted or '(empty)'} ({has if runs else 'it has no runs'})"
     )
@@ -139,12 +126,10 @@ def _prune_step(step: Step, selection: Selection) -> Step | None:
 def selected_events(timeline: Timeline, selection: Selection) -> list[JsonObject]:
     """The wire events of a selected timeline, in file order: the header and the runs'
     own events too unless only some items were asked for."""
-    runs = [run for run, _depth in timeline.walk()]
-    found = events_of(runs)
+    others = () if selection.narrows else timeline.others
+    found = events_of((run for run, _depth in timeline.walk()), others)
     if selection.narrows_items or selection.step is not None:
-        found = [e for e in found if e["type"] not in {"RunStarted", "RunFinished"}]
-    elif selection.run is None:
-        found = sorted([*timeline.others, *found], key=lambda e: e.get("seq", 0))
-        if timeline.header is not None:
-            found.insert(0, timeline.header)
+        return [e for e in found if e["type"] not in {"RunStarted", "RunFinished"}]
+    if selection.run is None and timeline.header is not None:
+        found.insert(0, timeline.header)
     return found

@@ -7,25 +7,12 @@ from collections.abc import Iterator
 import attrs
 import orjson
 
+from mini_harness.errors import counted
 from mini_harness.events import JsonObject, JsonValue
+from mini_harness.replay import timeline_describe as describe
 from mini_harness.replay.model import FAILED, IN_DOUBT, SUCCEEDED
-from mini_harness.replay.timeline import (
-    Call,
-    Run,
-    Step,
-    Timeline,
-    Turn,
-)
-from mini_harness.replay.timeline_describe import (
-    describe_approval,
-    describe_effect,
-    describe_model_failure,
-    describe_trim,
-    run_usage,
-    seconds_between,
-)
+from mini_harness.replay.timeline import Call, Run, Step, Timeline, Turn
 
-_ENVELOPE = ("type", "seq", "ts", "prev", "runId")
 _STATUS_COLOUR = {SUCCEEDED: "32", FAILED: "31", IN_DOUBT: "33"}
 _STATUS_WORD = {SUCCEEDED: "succeeded", FAILED: "failed", IN_DOUBT: "in doubt"}
 
@@ -43,22 +30,28 @@ class TextStyle:
 
     def cut(self, text: str, indent: int) -> str:
         """One line of text in the room left after `indent` columns (unless full)."""
-        flat = " ".join(text.split())
-        room = max(self.width - indent, 20)
-        if self.full or len(flat) <= room:
-            return flat if not self.full else text
-        suffix = f"… ({len(text):,} chars)"
-        return flat[: max(room - len(suffix), 8)] + suffix
+        return text if self.full else self._fit(" ".join(text.split()), indent, len(text), "chars")
 
     def payload(self, value: JsonValue, indent: int) -> str:
         """A JSON value as compact JSON, cut with its size in bytes when it is too long."""
         data = orjson.dumps(value)
-        text = data.decode()
+        return data.decode() if self.full else self._fit(data.decode(), indent, len(data), "bytes")
+
+    def _fit(self, text: str, indent: int, size: int, unit: str) -> str:
         room = max(self.width - indent, 20)
-        if self.full or len(text) <= room:
+        if len(text) <= room:
             return text
-        suffix = f"… ({len(data):,} bytes)"
+        suffix = f"… ({size:,} {unit})"
         return text[: max(room - len(suffix), 8)] + suffix
+
+    def text_lines(self, label: str, text: str, indent: int) -> Iterator[str]:
+        """`label: text` cut to one line, or (full) the label and each line of text under it."""
+        pad = " " * indent
+        if self.full:
+            yield f"{pad}{label}:"
+            yield from (f"{pad}  {line}" for line in text.splitlines())
+        else:
+            yield f"{pad}{label}: {self.cut(text, indent + len(label) + 2)}"
 
 
 def duration(ms: float | None) -> str:
@@ -95,7 +88,7 @@ def timeline_lines(timeline: Timeline, style: TextStyle) -> Iterator[str]:
 
 def head_line(timeline: Timeline, style: TextStyle) -> str:
     header = timeline.header or {}
-    parts = [f"Transcript {timeline.path}"]
+    parts = [style.paint(f"Transcript {timeline.path}", "1")]
     if "version" in header:
         parts.append(f"format {header['version']}")
     if "transcriptId" in header:
@@ -104,23 +97,22 @@ def head_line(timeline: Timeline, style: TextStyle) -> str:
     parts.append(f"head {timeline.head_hash or '(none)'}")
     chain = "chain intact" if timeline.chain_intact else "chain damaged"
     parts.append(style.paint(chain, "32" if timeline.chain_intact else "31"))
-    return style.paint(" · ".join(parts[:1]), "1") + " · " + " · ".join(parts[1:])
+    return " · ".join(parts)
 
 
 def run_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
     pad = " " * indent
     started = run.started or {}
+    task = started.get("task")
     parts = [style.paint(f"Run {run.index} {run.run_id}", "1")]
-    if isinstance(started.get("task"), str):
+    if isinstance(task, str):
         parts.append("agent run")
     elif started.get("harness"):
         parts.append(f"harness {started['harness']}")
     if "ts" in started:
         parts.append(f"started {started['ts']}")
-    end = (run.finished or {}).get("ts") or run.last_ts
-    seconds = seconds_between(str(started.get("ts", "")), str(end or ""))
-    if seconds:
-        parts.append(duration(seconds * 1000))
+    if ms := describe.run_ms(run):
+        parts.append(duration(ms))
     parent = run.parent
     if parent is not None:
         at = f" at step {parent[2]}" if parent[2] is not None else ""
@@ -128,8 +120,8 @@ def run_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
     if run.started is None:
         parts.append(style.paint("no RunStarted", "31"))
     yield pad + " · ".join(parts)
-    if isinstance(started.get("task"), str):
-        yield f"{pad}  task: {style.cut(started['task'], indent + 8)}"
+    if isinstance(task, str):
+        yield f"{pad}  task: {style.cut(task, indent + 8)}"
     if run.model is not None:
         yield f"{pad}  model: {run.model}"
     for item in run.items:
@@ -157,16 +149,14 @@ def step_lines(step: Step, indent: int, style: TextStyle) -> Iterator[str]:
         else:
             word = "model failed" if turn.status == FAILED else "no response (in doubt)"
             parts.append(style.paint(word, _STATUS_COLOUR[turn.status]))
-    seconds = seconds_between(step.first_ts, step.last_ts)
-    if seconds:
-        parts.append(f"step {duration(seconds * 1000)}")
+    if ms := describe.step_ms(step):
+        parts.append(f"step {duration(ms)}")
     yield pad + " · ".join(parts)
     for event in step.others:
-        yield (
-            trimmed_line(event, indent + 2, style)
-            if event["type"] == "ContextTrimmed"
-            else (event_line(event, indent + 2, style))
-        )
+        if event["type"] == "ContextTrimmed":
+            yield " " * (indent + 2) + style.paint(describe.trim(event), "33")
+        else:
+            yield event_line(event, indent + 2, style)
     if turn is not None:
         yield from turn_lines(turn, indent + 2, style)
     for call in step.calls:
@@ -176,14 +166,10 @@ def step_lines(step: Step, indent: int, style: TextStyle) -> Iterator[str]:
 def turn_lines(turn: Turn, indent: int, style: TextStyle) -> Iterator[str]:
     pad = " " * indent
     for failure in turn.failures:
-        text = style.cut(f"model failed: {describe_model_failure(failure)}", indent)
+        text = style.cut(f"model failed: {describe.model_failure(failure)}", indent)
         yield pad + style.paint(text, "31")
     if turn.text:
-        if style.full:
-            yield f"{pad}model:"
-            yield from (f"{pad}  {line}" for line in turn.text.splitlines())
-        else:
-            yield f"{pad}model: {style.cut(turn.text, indent + 7)}"
+        yield from style.text_lines("model", turn.text, indent)
     asked = [str(call.get("name")) for call in turn.tool_calls]
     if asked:
         yield f"{pad}asks for: {style.cut(', '.join(asked), indent + 10)}"
@@ -200,21 +186,15 @@ def call_lines(call: Call, indent: int, style: TextStyle) -> Iterator[str]:
     inner = indent + 2
     yield f"{pad}  input  {style.payload(call.input, inner + 7)}"
     for event in call.approvals:
-        yield f"{pad}  {style.cut(describe_approval(event), inner)}"
+        yield f"{pad}  {style.cut(describe.approval(event), inner)}"
     if call.status == SUCCEEDED:
         yield f"{pad}  output {style.payload(call.output, inner + 7)}"
         for effect in call.effects:
-            yield f"{pad}  effect {style.cut(describe_effect(effect), inner + 7)}"
+            yield f"{pad}  effect {style.cut(describe.effect(effect), inner + 7)}"
     elif call.status == FAILED:
-        error = call.error or {}
-        text = f"{error.get('kind')}: {error.get('message')}"
-        yield f"{pad}  error  " + style.paint(style.cut(text, inner + 7), "31")
+        yield f"{pad}  error  " + style.paint(style.cut(describe.call_error(call), inner + 7), "31")
     else:
         yield f"{pad}  " + style.paint("no terminal event: the call may or may not have run", "33")
-
-
-def trimmed_line(event: JsonObject, indent: int, style: TextStyle) -> str:
-    return " " * indent + style.paint(describe_trim(event), "33")
 
 
 def finished_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
@@ -226,39 +206,30 @@ def finished_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
         return
     parts = [f"finished: {finished.get('stopReason')}"]
     if type(finished.get("steps")) is int:
-        parts.append(f"{finished['steps']} step{'s' if finished['steps'] != 1 else ''}")
-    if used := tokens(run_usage(run)):
+        parts.append(counted(finished["steps"], "step"))
+    if used := tokens(describe.run_usage(run)):
         parts.append(used)
     yield pad + " · ".join(parts)
     final = finished.get("finalText")
     if isinstance(final, str) and final:
-        if style.full:
-            yield f"{pad}  answer:"
-            yield from (f"{pad}    {line}" for line in final.splitlines())
-        else:
-            yield f"{pad}  answer: {style.cut(final, indent + 10)}"
+        yield from style.text_lines("answer", final, indent + 2)
 
 
 def event_line(event: JsonObject, indent: int, style: TextStyle) -> str:
     """An event of a kind this command does not lay out: type, seq and its fields."""
-    rest = {key: value for key, value in event.items() if key not in _ENVELOPE}
     head = f"{event['type']} (seq {event.get('seq')})"
-    return (
-        " " * indent + style.paint(head, "35") + " " + style.payload(rest, indent + len(head) + 1)
-    )
+    fields = style.payload(describe.event_fields(event), indent + len(head) + 1)
+    return " " * indent + style.paint(head, "35") + " " + fields
 
 
 def counts_line(timeline: Timeline) -> str:
     """`2 runs, 5 calls: 4 succeeded, 1 failed, 0 in doubt; 3 model turns`."""
     runs = [run for run, _depth in timeline.walk()]
-    calls = [call for run in runs for call in run.calls]
-    count = {status: sum(1 for call in calls if call.status == status) for status in _STATUS_WORD}
+    count = describe.call_counts(timeline)
+    calls = sum(count.values())
     turns = sum(1 for run in runs for step in run.steps if step.turn is not None)
     line = (
-        f"{len(runs)} run{'s' if len(runs) != 1 else ''}, {len(calls)} "
-        f"call{'s' if len(calls) != 1 else ''}: {count[SUCCEEDED]} succeeded, "
+        f"{counted(len(runs), 'run')}, {counted(calls, 'call')}: {count[SUCCEEDED]} succeeded, "
         f"{count[FAILED]} failed, {count[IN_DOUBT]} in doubt"
     )
-    if turns:
-        line += f"; {turns} model turn{'s' if turns != 1 else ''}"
-    return line
+    return line + (f"; {counted(turns, 'model turn')}" if turns else "")

@@ -5,31 +5,29 @@ The data is one JSON document in a `<script type="application/json">` block, esc
 that nothing in it can end the block; the script puts every text on the page with
 `textContent`, never as HTML. The rows are flat (run, step, turn, call, event, finish),
 so a page of them is cheap to draw whatever the transcript's size.
+
+The Context Explorer over time (`step_contexts`) shows each agent step's request, by part,
+in estimated tokens. The requests are rebuilt by the agent fold (`fold_agent_events`) and
+split into parts by the context builder's own `request_parts`, so a step's bar adds up to
+what `replay --context-report --step N` prints for it. The Conversation part is shown in
+two: the tool results in it (its `tool` messages) and the rest.
 """
 
 from __future__ import annotations
 
+import html
+from collections.abc import Iterable
 from importlib import resources
 
 import orjson
 
-from mini_harness.events import JsonObject, JsonValue
+from mini_harness.agent.context import render_message, request_parts
+from mini_harness.events import Event, JsonObject, JsonValue
+from mini_harness.replay import timeline_describe as describe
+from mini_harness.replay.agent_fold import fold_agent_events
 from mini_harness.replay.model import OUTCOMES, RerunOutcome, RerunReport
-from mini_harness.replay.timeline import (
-    Call,
-    Run,
-    Step,
-    Timeline,
-    Turn,
-)
-from mini_harness.replay.timeline_describe import (
-    describe_approval,
-    describe_effect,
-    describe_model_failure,
-    describe_trim,
-    run_usage,
-    seconds_between,
-)
+from mini_harness.replay.timeline import Call, Run, Step, Timeline, Turn
+from mini_harness.runtime.context import estimate_tokens
 
 PAYLOAD_CAP = 64 * 1024
 """The most of one input or output the page holds (its full size is shown beside it)."""
@@ -37,6 +35,8 @@ PAGE_BUDGET = 256 * 1024 * 1024
 """Once the page holds this much of inputs and outputs, each further one is held only up
 to SMALL_CAP, so a transcript of many large outputs still makes a page a browser opens."""
 SMALL_CAP = 2 * 1024
+CONVERSATION = "Conversation"
+TOOL_RESULTS = "Tool results"
 
 _STATUS = {"succeeded": "ok", "failed": "failed", "in-doubt": "in-doubt"}
 # Characters that could end the data block or start markup, as JSON escapes.
@@ -70,22 +70,18 @@ class _Budget:
 
 
 def page_data(
-    timeline: Timeline,
-    context: dict[tuple[str, int], JsonValue] | None = None,
-    reruns: RerunReport | None = None,
+    timeline: Timeline, context: dict[tuple[str, int], JsonValue], reruns: RerunReport | None
 ) -> JsonObject:
     """The page's JSON: the transcript's head, its verification, runs and flat rows.
 
     `context` gives, per (run id, step), the step request's parts as [[label, tokens], ...];
     `reruns` each call's re-run outcome (shown beside the call, with its diff).
     """
-    context = context or {}
     outcomes = {item.call.call_id: item for item in reruns.outcomes} if reruns else {}
     budget = _Budget()
     header = timeline.header or {}
     runs: list[JsonValue] = []
     rows: list[JsonValue] = []
-    calls = {"ok": 0, "failed": 0, "in-doubt": 0}
     for run, depth in timeline.walk():
         runs.append(_run(run, depth))
         rows.append({"k": "r", "r": run.index})
@@ -94,17 +90,18 @@ def page_data(
                 rows += _step_rows(
                     run, item, context.get((run.run_id, item.number)), outcomes, budget
                 )
-                for call in item.calls:
-                    calls[_STATUS[call.status]] += 1
             elif isinstance(item, Call):
                 rows.append(_call(run, None, item, outcomes.get(item.call_id), budget))
-                calls[_STATUS[item.status]] += 1
             else:
                 rows.append(_event(run.index, None, item))
         if run.finished is not None or isinstance((run.started or {}).get("task"), str):
             rows.append({"k": "f", "r": run.index})
     for event in timeline.others:
         rows.append(_event(None, None, event))
+    rerun: JsonObject | None = None
+    if reruns is not None:
+        counts: JsonObject = {outcome: reruns.count(outcome) for outcome in OUTCOMES}
+        rerun = {"counts": counts, "drift": [drift.describe() for drift in reruns.drift]}
     return {
         "path": timeline.path,
         "format": header.get("version"),
@@ -115,35 +112,28 @@ def page_data(
             "headHash": timeline.head_hash,
             "problems": [problem.to_json() for problem in timeline.problems],
         },
-        "calls": calls,
+        "calls": {
+            _STATUS[status]: count for status, count in describe.call_counts(timeline).items()
+        },
         "runs": runs,
         "rows": rows,
-        "rerun": _rerun_summary(reruns) if reruns else None,
-    }
-
-
-def _rerun_summary(report: RerunReport) -> JsonObject:
-    return {
-        "counts": {outcome: report.count(outcome) for outcome in OUTCOMES},
-        "drift": [drift.describe() for drift in report.drift],
+        "rerun": rerun,
     }
 
 
 def _run(run: Run, depth: int) -> JsonObject:
     started = run.started or {}
-    end = (run.finished or {}).get("ts") or run.last_ts
-    seconds = seconds_between(str(started.get("ts", "")), str(end or ""))
     out: JsonObject = {
         "index": run.index,
         "runId": run.run_id,
         "depth": depth,
         "harness": started.get("harness"),
         "started": started.get("ts"),
-        "durationMs": None if seconds is None else seconds * 1000,
+        "durationMs": describe.run_ms(run),
         "task": started.get("task"),
         "model": run.model,
         "parent": list(run.parent) if run.parent else None,
-        "usage": run_usage(run) or None,
+        "usage": describe.run_usage(run) or None,
     }
     finished = run.finished
     if finished is not None:
@@ -158,15 +148,8 @@ def _step_rows(
     outcomes: dict[str, RerunOutcome],
     budget: _Budget,
 ) -> list[JsonValue]:
-    seconds = seconds_between(step.first_ts, step.last_ts)
     rows: list[JsonValue] = [
-        {
-            "k": "s",
-            "r": run.index,
-            "s": step.number,
-            "ms": None if seconds is None else seconds * 1000,
-            "ctx": context,
-        }
+        {"k": "s", "r": run.index, "s": step.number, "ms": describe.step_ms(step), "ctx": context}
     ]
     rows += [_event(run.index, step.number, event) for event in step.others]
     if step.turn is not None:
@@ -179,7 +162,7 @@ def _step_rows(
 
 def _turn(run: int, step: int, turn: Turn) -> JsonObject:
     response = turn.response or {}
-    failures = [describe_model_failure(failure) for failure in turn.failures]
+    failures = [describe.model_failure(failure) for failure in turn.failures]
     return {
         "k": "t",
         "r": run,
@@ -212,11 +195,11 @@ def _call(
     if call.status == "succeeded":
         out["o"], out["ob"] = budget.take(call.output)
     elif call.error is not None:
-        out["e"] = f"{call.error.get('kind')}: {call.error.get('message')}"
+        out["e"] = describe.call_error(call)
     if call.approvals:
         out["ap"] = [_approval(event) for event in call.approvals]
     if call.effects:
-        out["fx"] = [describe_effect(effect) for effect in call.effects]
+        out["fx"] = [describe.effect(effect) for effect in call.effects]
     if rerun is not None:
         out["rr"] = {"o": rerun.outcome, "why": rerun.reason, "diff": rerun.diff}
     return out
@@ -224,15 +207,14 @@ def _call(
 
 def _approval(event: JsonObject) -> str:
     shown = event.get("shown") if event["type"] == "ApprovalRequested" else None
-    return describe_approval(event) + (f": {shown}" if isinstance(shown, str) else "")
+    return describe.approval(event) + (f": {shown}" if isinstance(shown, str) else "")
 
 
 def _event(run: int | None, step: int | None, event: JsonObject) -> JsonObject:
     if event["type"] == "ContextTrimmed":
-        text = describe_trim(event)
+        text = describe.trim(event)
     else:
-        rest = {k: v for k, v in event.items() if k not in {"type", "seq", "ts", "prev", "runId"}}
-        text, _size = payload(rest)
+        text, _size = payload(describe.event_fields(event))
     return {
         "k": "e",
         "r": run,
@@ -244,24 +226,35 @@ def _event(run: int | None, step: int | None, event: JsonObject) -> JsonObject:
 
 
 def render_page(
-    timeline: Timeline,
-    context: dict[tuple[str, int], JsonValue] | None = None,
-    *,
-    reruns: RerunReport | None = None,
+    timeline: Timeline, context: dict[tuple[str, int], JsonValue], reruns: RerunReport | None
 ) -> str:
     """The whole HTML document for `timeline` (see page_data for the rest)."""
     assets = resources.files("mini_harness.replay") / "view_assets"
-    template = (assets / "page.html").read_text(encoding="utf-8")
-    style = (assets / "view.css").read_text(encoding="utf-8")
-    script = (assets / "view.js").read_text(encoding="utf-8")
-    title = f"mini-harness: {timeline.path}"
+    template, style, script = (
+        (assets / name).read_text(encoding="utf-8") for name in ("page.html", "view.css", "view.js")
+    )
     return (
         template.replace("/*STYLE*/", style)
         .replace("/*SCRIPT*/", script)
         .replace("/*DATA*/", embed_json(page_data(timeline, context, reruns)))
-        .replace("<!--TITLE-->", _html_text(title))
+        .replace("<!--TITLE-->", html.escape(f"mini-harness: {timeline.path}", quote=False))
     )
 
 
-def _html_text(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def step_contexts(events: Iterable[Event]) -> dict[tuple[str, int], JsonValue]:
+    """Per (run id, step): the step's request as [[label, tokens], ...] in report order."""
+    contexts: dict[tuple[str, int], JsonValue] = {}
+    for run in fold_agent_events(events):
+        for step in run.steps:
+            messages = step.request.messages
+            parts: list[JsonValue] = []
+            for part in request_parts(run.system_prompt, run.rules, run.tools, messages):
+                if part.label != CONVERSATION:
+                    parts.append([part.label, part.tokens])
+                    continue
+                results = "\n\n".join(render_message(m) for m in messages[1:] if m.role == "tool")
+                tool_tokens = min(estimate_tokens(results), part.tokens)
+                parts.append([CONVERSATION, part.tokens - tool_tokens])
+                parts.append([TOOL_RESULTS, tool_tokens])
+            contexts[(run.run_id, step.step)] = parts
+    return contexts

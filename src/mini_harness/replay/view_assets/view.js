@@ -58,10 +58,11 @@
   }
 
   // --- filters -------------------------------------------------------------------------
-  function runMatches(index) {
-    if (!state.run) { return true; }
-    return String(index) === state.run;
-  }
+  var runRow = {};   // run index: its header row
+  var stepRow = {};  // "r1s2": the step's header row
+  rows.forEach(function (row, i) {
+    if (row.k === "r") { runRow[row.r] = i; } else if (row.k === "s") { stepRow["r" + row.r + "s" + row.s] = i; }
+  });
   function narrowsItems() { return Boolean(state.tool || state.status || state.grep); }
   function haystack(row) {
     if (row.q === undefined) {
@@ -78,44 +79,29 @@
     if (state.grep && haystack(row).indexOf(state.grep) < 0) { return false; }
     return true;
   }
-  function stepMatches(row) {
-    return state.step === "" || (row.s !== null && row.s !== undefined && String(row.s) === state.step);
-  }
-  // The rows that pass: calls and turns by the filters; a run or step header when
-  // something under it passes; other events only when no item filter is set.
-  function filter() {
+  function inStep(row) { return row.s !== null && row.s !== undefined; }
+  // Whether a row passes by itself: calls and turns by the filters; other rows (run and
+  // step headers, events) only when no item filter is set; all within the run and step.
+  function passes(row) {
     var items = narrowsItems();
-    var runAt = -1, runOk = false, runShown = false;
-    var stepAt = -1, stepOk = true, stepShown = false;
+    if (row.r === null || row.r === undefined) { return !items && state.step === "" && state.run === ""; }
+    if (state.run && String(row.r) !== state.run) { return false; }
+    if (row.k === "r") { return !items && state.step === ""; }
+    if (state.step !== "" && !(inStep(row) && String(row.s) === state.step)) { return false; }
+    return (row.k === "c" || row.k === "t") ? itemMatches(row) : !items;
+  }
+  // The rows that pass, each with the headers of its run and step; a run's finish when
+  // its header is shown.
+  function filter() {
+    var keep = {};
+    rows.forEach(function (row, i) {
+      if (row.k === "f" ? !keep[runRow[row.r]] : !passes(row)) { return; }
+      keep[i] = true;
+      if (row.k !== "r" && row.r !== null && row.r !== undefined) { keep[runRow[row.r]] = true; }
+      if (row.k !== "s" && inStep(row)) { keep[stepRow["r" + row.r + "s" + row.s]] = true; }
+    });
     shown = [];
-    function showWith(i) {
-      var row = rows[i];
-      if (!runShown) { shown.push(runAt); runShown = true; }
-      if (row.k === "s") { stepShown = true; } else if (row.s !== null && row.s !== undefined && !stepShown && stepAt >= 0) { shown.push(stepAt); stepShown = true; }
-      shown.push(i);
-    }
-    for (var i = 0; i < rows.length; i++) {
-      var row = rows[i];
-      if (row.r === null || row.r === undefined) {  // an event of no run
-        if (!items && state.step === "" && state.run === "") { shown.push(i); }
-        continue;
-      }
-      if (row.k === "r") {
-        runAt = i; runOk = runMatches(row.r); runShown = false; stepAt = -1; stepOk = true; stepShown = false;
-        if (runOk && !items && state.step === "") { shown.push(i); runShown = true; }
-        continue;
-      }
-      if (!runOk) { continue; }
-      if (row.k === "f") { if (runShown) { shown.push(i); } continue; }
-      if (row.k === "s") {
-        stepAt = i; stepOk = stepMatches(row); stepShown = false;
-        if (stepOk && !items) { showWith(i); }
-        continue;
-      }
-      var inStep = row.s !== null && row.s !== undefined;
-      if (inStep ? !stepOk : state.step !== "") { continue; }
-      if ((row.k === "c" || row.k === "t") ? itemMatches(row) : !items) { showWith(i); }
-    }
+    for (var i = 0; i < rows.length; i++) { if (keep[i]) { shown.push(i); } }
   }
   function hiddenByCollapse(row) {
     if (row.k === "r") { return false; }
