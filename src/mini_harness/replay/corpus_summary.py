@@ -16,8 +16,8 @@ import attrs
 
 from mini_harness.errors import MiniHarnessError
 from mini_harness.events import JsonObject, JsonValue
-from mini_harness.replay.agent_tap import AgentFigures, TappedFold
-from mini_harness.replay.model import FAILED, IN_DOUBT, CallRecord, RerunOutcome
+from mini_harness.replay.fold import TranscriptFold
+from mini_harness.replay.model import FAILED, IN_DOUBT, AgentFigures, CallRecord, RerunOutcome
 from mini_harness.replay.rerun import TranscriptRerun
 from mini_harness.runtime import ToolRegistry
 from mini_harness.transcripts.verify import verify_transcript
@@ -223,7 +223,7 @@ def _differs(rerun: dict[str, int] | None) -> bool:
 
 
 def _fold(path: str, options: SummaryOptions, summary: FileSummary) -> None:
-    fold = TappedFold(path, summary.agent)
+    fold = TranscriptFold(path)
     items: Iterable[object] = fold
     if options.rerun is not None:
         summary.rerun = {}
@@ -237,6 +237,7 @@ def _fold(path: str, options: SummaryOptions, summary: FileSummary) -> None:
             summary.add_call(item.call)
             assert summary.rerun is not None
             summary.rerun[item.outcome] = summary.rerun.get(item.outcome, 0) + 1
+    summary.agent = fold.agent
     totals = fold.totals()
     summary.events = totals.events
     summary.runs = totals.runs

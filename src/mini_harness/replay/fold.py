@@ -30,6 +30,7 @@ from mini_harness.replay.model import (
     FAILED,
     IN_DOUBT,
     SUCCEEDED,
+    AgentFigures,
     CallList,
     CallRecord,
     FoldResult,
@@ -118,6 +119,7 @@ class TranscriptFold:
         self._extra_problems: list[LogProblem] = []
         self._unknown = 0
         self._agent_protocol = RunProtocol()
+        self.agent = AgentFigures()  # counted always: a few numbers
         # Agent runs are rebuilt (for their context reports) only when reports are asked for.
         self._agent_folder = AgentRunFolder() if context_reports else None
         self._agent_runs: list[AgentRun] | None = None
@@ -179,6 +181,7 @@ class TranscriptFold:
             self._extra_problems.append(LogProblem("in-doubt", opened.line, opened.message()))
         if agent_folder is not None:
             self._agent_runs = agent_folder.finish()
+        self.agent.close()
         self.finished = True
         if self.selection is not None and self._selected is None:
             wanted = self.selection or '""'
@@ -187,18 +190,22 @@ class TranscriptFold:
     def _agent_event(
         self, line: int, seq: int, event: RunStarted | ModelRequested | ModelResponded | RunFinished
     ) -> None:
-        """Agent runs and their requests open and end (what is open at the end is in doubt)."""
+        """Agent runs and their requests open and end (what is open at the end is in doubt);
+        runs are counted by how they ended, responses by their usage."""
         protocol = self._agent_protocol
         if isinstance(event, RunStarted):
             resumed = getattr(event, "resumed_from", None)
             continues = resumed.get("runId") if isinstance(resumed, dict) else None
             protocol.started(line, seq, event.run_id, continues)
+            self.agent.run_started(event.run_id)
         elif isinstance(event, ModelRequested):
             protocol.requested(line, seq, event.run_id, event.request_id)
         elif isinstance(event, ModelResponded):
             protocol.responded(event.request_id)
+            self.agent.responded(event.usage)
         else:
             protocol.finished(event.run_id)
+            self.agent.run_finished(event.run_id, event.stop_reason)
 
     def agent_runs(self) -> list[AgentRun]:
         """The agent runs, rebuilt request by request (after the fold; with context_reports)."""

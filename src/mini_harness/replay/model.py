@@ -156,6 +156,76 @@ class CallList(Sequence[CallRecord]):
         return f"<CallList(calls={len(self)})>"
 
 
+USAGE_KEYS = ("inputTokens", "outputTokens", "cachedTokens")
+UNFINISHED = "unfinished"
+"""The stop reason shown for an agent run with no RunFinished (the process died)."""
+
+
+@attrs.define
+class AgentFigures:
+    """Agent runs by stop reason and summed model usage, for one file or a corpus.
+
+    A usage count (`ModelResponded.usage`, as on the wire) is taken when it is a number,
+    zero otherwise (null when the provider did not say), so transcripts without agent runs
+    simply report none.
+    """
+
+    stop_reasons: dict[str, int] = attrs.Factory(dict)
+    responses: int = 0
+    usage: dict[str, int] = attrs.Factory(lambda: dict.fromkeys(USAGE_KEYS, 0))
+    _open_runs: set[str] = attrs.Factory(set)
+
+    @property
+    def runs(self) -> int:
+        return sum(self.stop_reasons.values())
+
+    def run_started(self, run_id: str) -> None:
+        """An agent run (a RunStarted with a task) began."""
+        self._open_runs.add(run_id)
+
+    def run_finished(self, run_id: str, stop_reason: JsonValue) -> None:
+        self._open_runs.discard(run_id)
+        key = stop_reason if isinstance(stop_reason, str) else UNFINISHED
+        self.stop_reasons[key] = self.stop_reasons.get(key, 0) + 1
+
+    def responded(self, usage: JsonValue) -> None:
+        """A model response; its `usage` counts are added when they are numbers."""
+        self.responses += 1
+        if isinstance(usage, dict):
+            for key in USAGE_KEYS:
+                self.usage[key] += _count(usage.get(key))
+
+    def close(self) -> None:
+        """At the end of a file: agent runs that never finished count as unfinished."""
+        if self._open_runs:
+            self.stop_reasons[UNFINISHED] = self.stop_reasons.get(UNFINISHED, 0) + len(
+                self._open_runs
+            )
+            self._open_runs.clear()
+
+    def merge(self, other: AgentFigures) -> None:
+        for reason, count in other.stop_reasons.items():
+            self.stop_reasons[reason] = self.stop_reasons.get(reason, 0) + count
+        self.responses += other.responses
+        for key in USAGE_KEYS:
+            self.usage[key] += other.usage[key]
+
+    def to_json(self) -> JsonObject:
+        reasons: JsonObject = {name: self.stop_reasons[name] for name in sorted(self.stop_reasons)}
+        return {
+            "runs": self.runs,
+            "byStopReason": reasons,
+            "modelResponses": self.responses,
+            "usage": {key: self.usage[key] for key in USAGE_KEYS},
+        }
+
+
+def _count(value: JsonValue) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return int(value)
+
+
 @attrs.frozen
 class LogProblem:
     """Something wrong with the log itself; `kind` is torn-tail, integrity, protocol,
