@@ -17,7 +17,7 @@ from mini_harness.cli import BadUsage, fail, info
 
 if TYPE_CHECKING:
     from mini_harness.agent.approval import PolicyApprover
-    from mini_harness.replay.effects import CallEffects
+    from mini_harness.replay.model import CallRecord
 
 F = TypeVar("F", bound=Callable[..., Any])
 APPROVE_HELP = (
@@ -64,9 +64,10 @@ def effects_option(func: F) -> F:
 
 def print_effects(path: str) -> None:
     """Print the --effects report of a transcript."""
-    from mini_harness.replay.effects import fold_effects, render_effects
+    from mini_harness.replay.fold import fold_effects
+    from mini_harness.replay.render import effects_lines
 
-    for line in render_effects(fold_effects(path)):
+    for line in effects_lines(*fold_effects(path)):
         click.echo(line)
 
 
@@ -80,10 +81,10 @@ def _current_hash(root: str, path: str) -> str | None:
         return hashlib.sha256(handle.read()).hexdigest()
 
 
-def _find_call(path: str, call_id: str) -> CallEffects:
-    from mini_harness.replay.effects import fold_effects
+def _find_call(path: str, call_id: str) -> CallRecord:
+    from mini_harness.replay.fold import fold_effects
 
-    for call in fold_effects(path).calls:
+    for call in fold_effects(path)[0]:
         if call.call_id == call_id:
             if call.name != "apply_patch" or not isinstance(call.input, dict):
                 raise BadUsage(f"Call {call_id} is a {call.name} call; undo reverts apply_patch")
@@ -106,7 +107,7 @@ def undo_call(transcript: str, call_id: str, workspace: str, log: str | None = N
     root = os.path.realpath(workspace)
     moved = [
         (effect["path"], now)
-        for effect in call.effects
+        for effect in call.effects or ()
         if (now := _current_hash(root, effect["path"])) != effect.get("after")
     ]
     if moved:
@@ -119,7 +120,7 @@ def undo_call(transcript: str, call_id: str, workspace: str, log: str | None = N
     patches = parse_patch(call.input["patch"])
     reverse = reverse_patch(patches)
     # Check the reversal gives back exactly the recorded bytes before anything is written.
-    wanted = {effect["path"]: effect.get("before") for effect in call.effects}
+    wanted = {effect["path"]: effect.get("before") for effect in call.effects or ()}
     for patch in parse_patch(reverse):
         current = "" if patch.old_path is None else _read_text(root, patch.old_path)
         restored = apply_hunks(patch.path, current, patch.hunks)

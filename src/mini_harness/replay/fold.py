@@ -14,6 +14,7 @@ import attrs
 
 from mini_harness.errors import ReplayError
 from mini_harness.events import (
+    ApprovalDecided,
     JsonValue,
     ModelRequested,
     ModelResponded,
@@ -118,6 +119,7 @@ class TranscriptFold:
         self._selected: str | None = None
         self._extra_problems: list[LogProblem] = []
         self._unknown = 0
+        self.decisions: list[ApprovalDecided] = []  # every approval decision, in file order
         self._agent_protocol = RunProtocol()
         self.agent = AgentFigures()  # counted always: a few numbers
         # Agent runs are rebuilt (for their context reports) only when reports are asked for.
@@ -170,6 +172,8 @@ class TranscriptFold:
             elif isinstance(event, TranscriptStarted):
                 if record.line == 1:
                     self.transcript_id = event.transcript_id
+            elif isinstance(event, ApprovalDecided):
+                self.decisions.append(event)
             elif isinstance(event, UnknownEvent):
                 self._unknown += 1
         if self.reader.empty:
@@ -237,9 +241,12 @@ class TranscriptFold:
             return None
         state = self._runs[opened.run_id]
         tool_input = self._inputs.pop(opened.call_id)
+        effects = None
         if isinstance(event, ToolSucceeded):
             state.succeeded += 1
             status, output, error = SUCCEEDED, event.output, None
+            if event.effects:
+                effects = list(event.effects)
         else:
             state.failed += 1
             status, output, error = FAILED, None, wire_value(event.error)
@@ -255,6 +262,7 @@ class TranscriptFold:
             output,
             error,
             event.duration_ms,
+            effects,
         )
         if self.context_reports:
             state.count_tokens(call)
@@ -357,3 +365,11 @@ def fold_transcript(
     Raises a TranscriptError if the file cannot be read, ReplayError if `run` matches none.
     """
     return TranscriptFold(path, run=run, context_reports=context_reports).result()
+
+
+def fold_effects(path: str | os.PathLike[str]) -> tuple[list[CallRecord], list[ApprovalDecided]]:
+    """The calls that changed files (with their `effects`) and every approval decision, in
+    file order. Raises a TranscriptError if the file cannot be read."""
+    fold = TranscriptFold(path)
+    calls = [item for item in fold if type(item) is CallRecord and item.effects]
+    return calls, fold.decisions

@@ -68,6 +68,7 @@ class CallRecord:
     output: JsonValue = None
     error: JsonObject | None = None
     duration_ms: float | None = None
+    effects: list[JsonObject] | None = None  # the files a succeeded call changed
 
     def to_json(self) -> JsonObject:
         out: JsonObject = {
@@ -119,6 +120,7 @@ class CallList(Sequence[CallRecord]):
                 call.output,
                 call.error,
                 call.duration_ms,
+                call.effects,
             )
         )
         self._ends.append(len(self._data))

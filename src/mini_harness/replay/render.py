@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from mini_harness.errors import counted
+from mini_harness.events import ApprovalDecided
 from mini_harness.replay.model import (
     DIVERGED,
     FAILED,
@@ -90,3 +91,27 @@ def totals_line(totals: Totals, problems: int) -> str:
 def rerun_line(counts: dict[str, int], drifted: int) -> str:
     parts = ", ".join(f"{counts.get(name, 0)} {name}" for name in OUTCOMES)
     return f"Re-run: {parts}; {counted(drifted, 'tool definition')} drifted"
+
+
+def effects_lines(calls: list[CallRecord], decisions: list[ApprovalDecided]) -> list[str]:
+    """The --effects report: each call that changed files with its paths, then each approval
+    decision."""
+    lines = [] if calls else ["No recorded file effects."]
+    for call in calls:
+        lines.append(f"Call {call.call_id} ({call.name}, line {call.end_line}):")
+        for effect in call.effects or ():
+            before, after = effect.get("before"), effect.get("after")
+            change = "added" if before is None else "deleted" if after is None else "modified"
+            lines.append(f"  {change:<8} {effect.get('path')}  {_short(before)} -> {_short(after)}")
+    if decisions:
+        lines.append("Approval decisions:")
+    for decision in decisions:
+        rule = f" ({decision.rule})" if decision.rule else ""
+        lines.append(
+            f"  {decision.call_id} {decision.name}: {decision.decision} by {decision.by}{rule}"
+        )
+    return lines
+
+
+def _short(digest: object) -> str:
+    return "absent" if digest is None else str(digest)[:12]
