@@ -13,7 +13,6 @@ from mini_harness.agent.context import system_message
 from mini_harness.agent.loop import DEFAULT_MAX_STEPS, DEFAULT_PARAMS, AgentConfig, Opening
 from mini_harness.agent.provider import Message
 from mini_harness.agent.resume import (
-    RecordedCall,
     ResumeError,
     ResumePlan,
     check_history,
@@ -55,7 +54,7 @@ def resume_plan(
         )
     # Later runs of the chain dispatched some of the base's leftover calls: theirs count.
     later = [call for link in reversed(chain[:-1]) for call in link.opening_calls]
-    every_call = [call for link in chain for call in _all_calls(link)]
+    every_call = [call for link in chain for call in link.calls]
     if base.steps:
         last = base.steps[-1]
         request: list[Message] = list(last.request.messages)
@@ -79,10 +78,6 @@ def resume_plan(
     if problems:  # never send a history a provider refuses
         raise ResumeError(f"cannot rebuild a valid history for run {run.run_id}: {problems[0]}")
     return ResumePlan(plan.opening, plan.to_close + extra)
-
-
-def _all_calls(run: AgentRun) -> list[RecordedCall]:
-    return [*run.opening_calls, *(call for step in run.steps for call in step.calls)]
 
 
 def _placeholders(opening: Opening) -> list[Message]:

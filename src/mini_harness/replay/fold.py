@@ -124,7 +124,6 @@ class TranscriptFold:
         self.agent = AgentFigures()  # counted always: a few numbers
         # Agent runs are rebuilt (for their context reports) only when reports are asked for.
         self._agent_folder = AgentRunFolder() if context_reports else None
-        self._agent_runs: list[AgentRun] | None = None
 
     def __repr__(self) -> str:
         return f"<TranscriptFold(path={str(self.path)!r}, offset={self.offset})>"
@@ -183,8 +182,6 @@ class TranscriptFold:
         yield from self._in_doubt()
         for opened in self._agent_protocol.in_doubt():
             self._extra_problems.append(LogProblem("in-doubt", opened.line, opened.message()))
-        if agent_folder is not None:
-            self._agent_runs = agent_folder.finish()
         self.agent.close()
         self.finished = True
         if self.selection is not None and self._selected is None:
@@ -213,9 +210,9 @@ class TranscriptFold:
 
     def agent_runs(self) -> list[AgentRun]:
         """The agent runs, rebuilt request by request (after the fold; with context_reports)."""
-        if self._agent_runs is None:
+        if self._agent_folder is None or not self.finished:
             raise ReplayError("agent runs are rebuilt only by a finished fold with context_reports")
-        return self._agent_runs
+        return list(self._agent_folder.runs.values())
 
     def _listing(self, shown: int = 10) -> str:
         """`it has 2 runs: 1 <id>, 2 <id>`, the first `shown` of them."""
