@@ -22,10 +22,6 @@ from mini_harness.agent.resume import (
 from mini_harness.replay.agent_fold import AgentRun
 
 
-def _find(runs: list[AgentRun], run_id: str) -> AgentRun | None:
-    return next((run for run in runs if run.run_id == run_id), None)
-
-
 def resume_plan(
     runs: list[AgentRun],
     run: AgentRun,
@@ -38,9 +34,10 @@ def resume_plan(
     A run that stopped before its first request continues where its own origin stood
     (with the calls it dispatched meanwhile), or, with no origin, from its task.
     """
+    by_id = {each.run_id: each for each in runs}
     chain = [run]
     while not chain[-1].steps and chain[-1].resumed_from is not None:
-        origin = _find(runs, str(chain[-1].resumed_from.get("runId")))
+        origin = by_id.get(str(chain[-1].resumed_from.get("runId")))
         if origin is None:
             raise ResumeError(
                 f"run {chain[-1].run_id} made no request and the run it continues "
@@ -155,14 +152,9 @@ def run_tree_lines(runs: list[AgentRun]) -> list[str]:
 
 
 def _origin(run: AgentRun) -> tuple[str, str | None]:
-    if run.resumed_from is not None:
-        return f"resumed after step {run.resumed_from.get('step')}", str(
-            run.resumed_from.get("runId")
-        )
-    if run.forked_from is not None:
-        return f"forked before step {run.forked_from.get('step')}", str(
-            run.forked_from.get("runId")
-        )
+    for how, link in (("resumed after", run.resumed_from), ("forked before", run.forked_from)):
+        if link is not None:
+            return f"{how} step {link.get('step')}", str(link.get("runId"))
     return "", None
 
 

@@ -7,7 +7,7 @@ of runs and call ids (to catch reused ids), never with the size of the events.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
@@ -127,11 +127,6 @@ class TranscriptFold:
 
     def __repr__(self) -> str:
         return f"<TranscriptFold(path={str(self.path)!r}, offset={self.offset})>"
-
-    @property
-    def selected_run(self) -> RunInfo | None:
-        state = self._runs.get(self._selected) if self._selected else None
-        return state.info if state else None
 
     def __iter__(self) -> Iterator[RunInfo | CallRecord]:
         # Once per line of files with millions of lines: a call's two events take the
@@ -340,10 +335,10 @@ class TranscriptFold:
     def result(self) -> FoldResult:
         """Read the whole transcript and collect what it says (one record per call, held
         compactly: see CallList)."""
-        calls = CallList()
-        for item in self:
-            if type(item) is CallRecord:
-                calls.append(item)
+        return self.found(CallList(item for item in self if type(item) is CallRecord))
+
+    def found(self, calls: Sequence[CallRecord]) -> FoldResult:
+        """What the fold found so far, with `calls` (those it yielded)."""
         return FoldResult(
             path=str(self.path),
             transcript_id=self.transcript_id,

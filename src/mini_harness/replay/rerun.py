@@ -22,7 +22,6 @@ from mini_harness.replay.model import (
     SUCCEEDED,
     CallRecord,
     Drift,
-    FoldResult,
     RerunOutcome,
     RerunReport,
     RunInfo,
@@ -56,11 +55,18 @@ def json_equal(a: JsonValue, b: JsonValue) -> bool:
 
 def json_diff(call: CallRecord, recorded: JsonValue, current: JsonValue) -> str:
     """A unified diff of two values as sorted, indented JSON, headed by the call it is about."""
-    old = orjson.dumps(recorded, option=_DIFF_OPTIONS).decode().splitlines()
-    new = orjson.dumps(current, option=_DIFF_OPTIONS).decode().splitlines()
-    label = f"{call.call_id} ({call.name})"
+    return diff(json_lines(recorded), json_lines(current), f"{call.call_id} ({call.name})")
+
+
+def json_lines(value: JsonValue) -> list[str]:
+    """A value as sorted, indented JSON, line by line: what a diff compares."""
+    return orjson.dumps(value, option=_DIFF_OPTIONS).decode().splitlines()
+
+
+def diff(recorded: list[str], rerun: list[str], what: str) -> str:
+    """A unified diff of the recorded and the re-run lines of `what`."""
     lines = difflib.unified_diff(
-        old, new, fromfile=f"recorded {label}", tofile=f"re-run {label}", lineterm=""
+        recorded, rerun, fromfile=f"recorded {what}", tofile=f"re-run {what}", lineterm=""
     )
     return "\n".join(lines)
 
@@ -121,7 +127,8 @@ def _marker_of(value: JsonValue, recorded: JsonObject) -> JsonObject:
     }
 
 
-def _safe_to_repeat(registry: ToolRegistry, name: str) -> bool:
+def safe_to_repeat(registry: ToolRegistry, name: str) -> bool:
+    """Whether the current registry marks the tool readOnlyHint or idempotentHint."""
     tool = registry.get(name)
     # A tool that is gone cannot run: dispatching it only records unknown_tool.
     if tool is None:
@@ -172,7 +179,7 @@ class TranscriptRerun:
         unrecorded = unrecorded_input(call)
         if unrecorded is not None:
             return RerunOutcome(call, SKIPPED, unrecorded)
-        if not self.allow_side_effects and not _safe_to_repeat(self.registry, call.name):
+        if not self.allow_side_effects and not safe_to_repeat(self.registry, call.name):
             reason = (
                 f"{call.name} is not marked readOnlyHint or idempotentHint "
                 "(--allow-side-effects runs it)"
@@ -189,16 +196,13 @@ class TranscriptRerun:
         current = orjson.loads(orjson.dumps(result.output))
         if call.status != SUCCEEDED:
             return RerunOutcome(call, NOW_SUCCEEDS, None, current)
-        recorded = call.output
+        recorded, compared = call.output, current
         if isinstance(recorded, dict) and is_omitted(recorded):
             # Too large to record: the marker's size and SHA-256 are what can be compared.
-            marker = _marker_of(current, recorded)
-            if json_equal(recorded, marker):
-                return RerunOutcome(call, MATCHED, None, current)
-            return RerunOutcome(call, DIVERGED, None, current, json_diff(call, recorded, marker))
-        if json_equal(recorded, current):
+            compared = _marker_of(current, recorded)
+        if json_equal(recorded, compared):
             return RerunOutcome(call, MATCHED, None, current)
-        return RerunOutcome(call, DIVERGED, None, current, json_diff(call, recorded, current))
+        return RerunOutcome(call, DIVERGED, None, current, json_diff(call, recorded, compared))
 
     def _compare_failure(self, call: CallRecord, error: JsonObject) -> RerunOutcome:
         reason = f"{error['kind']}: {error['message']}"
@@ -219,17 +223,8 @@ class TranscriptRerun:
                 outcomes.append(item)
             elif isinstance(item, Drift):
                 drift.append(item)
-        fold = self.fold
-        calls = tuple(outcome.call for outcome in outcomes)
-        result = FoldResult(
-            path=str(fold.path),
-            transcript_id=fold.transcript_id,
-            runs=tuple(fold.summaries()),
-            calls=calls,
-            problems=tuple(fold.problems()),
-            totals=fold.totals(),
-        )
-        return RerunReport(result, tuple(outcomes), tuple(drift))
+        found = self.fold.found(tuple(outcome.call for outcome in outcomes))
+        return RerunReport(found, tuple(outcomes), tuple(drift))
 
 
 def rerun_transcript(
