@@ -60,7 +60,7 @@ class AgentReplay:
     `diverged_at` the first that did not (None: none did), with `explanation` and `diffs`
     saying what differs. `record_ended` is set when the run asked for a step the record has
     no answer for. `stopped_at` is the step and request the replay could not answer from
-    the record; `live` the outcome of the live continuation from there, if there was one.
+    the record (where a live continuation goes on).
     """
 
     run: AgentRun
@@ -71,7 +71,6 @@ class AgentReplay:
     diffs: list[str] = attrs.Factory(list)
     record_ended: bool = False
     stopped_at: tuple[int, ModelRequest] | None = None
-    live: AgentOutcome | None = None
 
     @property
     def summary(self) -> str:
@@ -272,6 +271,4 @@ def continue_live(  # noqa: PLR0917 - the pieces of one continuation
     step, request = replay.stopped_at
     opening = Opening(request.messages, forked_from={"runId": replay.run.run_id, "step": step})
     runtime = ToolRuntime(registry, sink, approver=approver)
-    outcome = AgentLoop(runtime, provider, config, reporter).run(opening)
-    replay.live = outcome
-    return outcome
+    return AgentLoop(runtime, provider, config, reporter).run(opening)

@@ -158,7 +158,12 @@ class TranscriptFold:
                     message = f"run {event.run_id} is started again"
                     self._extra_problems.append(LogProblem("protocol", record.line, message))
                 else:
-                    yield from self._run_started(record.line, event)
+                    tools = tuple(tool for tool in event.tools if isinstance(tool, dict))
+                    info = RunInfo(
+                        len(runs) + 1, event.run_id, event.harness, event.ts, record.line, tools
+                    )
+                    if self._add_run(info):
+                        yield info
                 if event.task is not None:
                     self._agent_event(record.line, record.seq, event)
             elif isinstance(event, (ModelRequested, ModelResponded, RunFinished)):
@@ -190,8 +195,7 @@ class TranscriptFold:
         runs are counted by how they ended, responses by their usage."""
         protocol = self._agent_protocol
         if isinstance(event, RunStarted):
-            resumed = getattr(event, "resumed_from", None)
-            continues = resumed.get("runId") if isinstance(resumed, dict) else None
+            continues = event.resumed_from.get("runId") if event.resumed_from else None
             protocol.started(line, seq, event.run_id, continues)
             self.agent.run_started(event.run_id)
         elif isinstance(event, ModelRequested):
@@ -223,7 +227,7 @@ class TranscriptFold:
         message = f"ToolCalled for run {event.run_id}, with no RunStarted"
         self._extra_problems.append(LogProblem("protocol", line, message))
         info = RunInfo(len(self._runs) + 1, event.run_id, "", event.ts, line, ())
-        return next(iter(self._add_run(info)), None)
+        return info if self._add_run(info) else None
 
     def _ended(self, line: int, seq: int, event: ToolSucceeded | ToolFailed) -> CallRecord | None:
         """Fold a terminal event; the call it ends, if it ends one and its run is shown."""
@@ -265,31 +269,25 @@ class TranscriptFold:
             state = self._runs[opened.run_id]
             state.in_doubt += 1
             if self._shows(opened.run_id):
-                tool_input = self._inputs[opened.call_id]
                 yield CallRecord(
                     state.info.index,
                     opened.run_id,
                     opened.call_id,
                     opened.name,
-                    tool_input,
+                    self._inputs[opened.call_id],
                     IN_DOUBT,
                     opened.line,
                 )
 
-    def _run_started(self, line: int, event: RunStarted) -> Iterator[RunInfo]:
-        tools = tuple(tool for tool in event.tools if isinstance(tool, dict))
-        index = len(self._runs) + 1
-        yield from self._add_run(RunInfo(index, event.run_id, event.harness, event.ts, line, tools))
-
-    def _add_run(self, info: RunInfo) -> Iterator[RunInfo]:
+    def _add_run(self, info: RunInfo) -> bool:
+        """Fold a run's start; whether the run is shown."""
         state = _RunState(info)
         if self.context_reports:
             state.tool_tokens = estimate_tokens(pretty_json(list(info.tools)))
         self._runs[info.run_id] = state
         if self._selected is None and self._selects(info):
             self._selected = info.run_id
-        if self.selection is None or self._selected == info.run_id:
-            yield info
+        return self._shows(info.run_id)
 
     def _shows(self, run_id: str) -> bool:
         return self.selection is None or run_id == self._selected

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
 from collections.abc import Iterator
 
@@ -28,7 +27,7 @@ from mini_harness.replay.model import (
 )
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
-from mini_harness.transcripts.limits import OMITTED_KEY, is_omitted
+from mini_harness.transcripts.limits import OMITTED_KEY, is_omitted, omitted_marker
 from mini_harness.transcripts.redaction import REDACTED
 
 _DIFF_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
@@ -117,16 +116,6 @@ def unrecorded_input(call: CallRecord) -> str | None:
     return None
 
 
-def _marker_of(value: JsonValue, recorded: JsonObject) -> JsonObject:
-    """The size-and-hash marker `value` would have been recorded as, beside `recorded`."""
-    encoded = orjson.dumps(value)
-    return {
-        OMITTED_KEY: recorded[OMITTED_KEY],
-        "bytes": len(encoded),
-        "sha256": hashlib.sha256(encoded).hexdigest(),
-    }
-
-
 def safe_to_repeat(registry: ToolRegistry, name: str) -> bool:
     """Whether the current registry marks the tool readOnlyHint or idempotentHint."""
     tool = registry.get(name)
@@ -199,7 +188,8 @@ class TranscriptRerun:
         recorded, compared = call.output, current
         if isinstance(recorded, dict) and is_omitted(recorded):
             # Too large to record: the marker's size and SHA-256 are what can be compared.
-            compared = _marker_of(current, recorded)
+            marker = omitted_marker(orjson.dumps(current), 0)
+            compared = {**marker, OMITTED_KEY: recorded[OMITTED_KEY]}
         if json_equal(recorded, compared):
             return RerunOutcome(call, MATCHED, None, current)
         return RerunOutcome(call, DIVERGED, None, current, json_diff(call, recorded, compared))
