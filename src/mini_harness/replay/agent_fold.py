@@ -26,7 +26,6 @@ from mini_harness.events import (
     ContextTrimmed,
     Event,
     JsonObject,
-    ModelFailed,
     ModelRequested,
     ModelResponded,
     RunFinished,
@@ -47,8 +46,6 @@ class AgentStep:
     request: ModelRequest
     recorded_hash: str
     response: ModelResponse | None = None
-    duration_ms: float | None = None
-    failures: list[JsonObject] = attrs.Factory(list)
     trimmed: list[JsonObject] = attrs.Factory(list)
     calls: list[RecordedCall] = attrs.Factory(list)
 
@@ -74,7 +71,6 @@ class AgentRun:
     steps: list[AgentStep] = attrs.Factory(list)
     stop_reason: str | None = None
     final_text: str | None = None
-    usage: Usage = attrs.Factory(Usage)
     history: list[Message] = attrs.Factory(list)
     resumed_from: JsonObject | None = None
     forked_from: JsonObject | None = None
@@ -165,11 +161,6 @@ class AgentRunFolder:
                     usage=Usage.from_json(event.usage),
                     response_id=event.response_id,
                 )
-                answered.duration_ms = event.duration_ms
-        elif isinstance(event, ModelFailed):
-            failed = self.requests.get(event.request_id)
-            if failed is not None:
-                failed.failures.append({**event.error, "attempt": event.attempt})
         elif isinstance(event, ContextTrimmed):
             run.budget = event.budget
             for entry in event.replaced:
@@ -201,7 +192,6 @@ class AgentRunFolder:
         elif isinstance(event, RunFinished):
             run.stop_reason = event.stop_reason
             run.final_text = event.final_text
-            run.usage = Usage.from_json(event.usage)
 
 
 def fold_agent_events(events: Iterable[Event]) -> list[AgentRun]:

@@ -184,20 +184,18 @@ class _CallWatcher(SilentReporter):
 
     def __init__(
         self,
-        run: AgentRun,
         replay: AgentReplay,
         registry: ToolRegistry,
         allow: bool,
         on_call: Callable[[ReplayedCall], None],
     ) -> None:
-        self.run = run
         self.replay = replay
         self.registry = registry
         self.allow = allow
         self.on_call = on_call
         self._served: set[tuple[int, str]] = set()
         self._recorded = {
-            (step.step, call.tool_use_id): call for step in run.steps for call in step.calls
+            (step.step, call.tool_use_id): call for step in replay.run.steps for call in step.calls
         }
 
     def _add(self, call: ReplayedCall) -> None:
@@ -243,7 +241,7 @@ def replay_agent_run(
     replay = AgentReplay(run)
     if not run.steps:
         return replay
-    watcher = _CallWatcher(run, replay, registry, allow_side_effects, on_call)
+    watcher = _CallWatcher(replay, registry, allow_side_effects, on_call)
     # One request more than the record has: a run that stopped with tool results not yet
     # sent asks for it, and learns that the record ends there.
     config = attrs.evolve(continued_config(run, stream=False), max_steps=len(run.steps) + 1)

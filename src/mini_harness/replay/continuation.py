@@ -19,6 +19,7 @@ from mini_harness.agent.resume import (
     plan_fork,
     plan_resume,
 )
+from mini_harness.errors import counted
 from mini_harness.replay.agent_fold import AgentRun
 
 
@@ -142,7 +143,8 @@ def run_tree_lines(runs: list[AgentRun]) -> list[str]:
             link = f"{how}: "
         else:
             link = f"{how} of {parent} (not in this transcript): "
-        lines.append(f"{'  ' * depth}{link}{run.run_id} ({_ended(run)})")
+        ended = f"{counted(len(run.steps), 'step')}, {run.stop_reason or 'unfinished'}"
+        lines.append(f"{'  ' * depth}{link}{run.run_id} ({ended})")
         for child in children.get(run.run_id, []):
             add(child, depth + 1)
 
@@ -156,8 +158,3 @@ def _origin(run: AgentRun) -> tuple[str, str | None]:
         if link is not None:
             return f"{how} step {link.get('step')}", str(link.get("runId"))
     return "", None
-
-
-def _ended(run: AgentRun) -> str:
-    steps = f"{len(run.steps)} step{'' if len(run.steps) == 1 else 's'}"
-    return f"{steps}, {run.stop_reason or 'unfinished'}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import array
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
@@ -172,9 +173,9 @@ class AgentFigures:
     simply report none.
     """
 
-    stop_reasons: dict[str, int] = attrs.Factory(dict)
+    stop_reasons: Counter[str] = attrs.Factory(Counter)
     responses: int = 0
-    usage: dict[str, int] = attrs.Factory(lambda: dict.fromkeys(USAGE_KEYS, 0))
+    usage: Counter[str] = attrs.Factory(lambda: Counter(dict.fromkeys(USAGE_KEYS, 0)))
     _open_runs: set[str] = attrs.Factory(set)
 
     @property
@@ -185,10 +186,9 @@ class AgentFigures:
         """An agent run (a RunStarted with a task) began."""
         self._open_runs.add(run_id)
 
-    def run_finished(self, run_id: str, stop_reason: JsonValue) -> None:
+    def run_finished(self, run_id: str, stop_reason: str) -> None:
         self._open_runs.discard(run_id)
-        key = stop_reason if isinstance(stop_reason, str) else UNFINISHED
-        self.stop_reasons[key] = self.stop_reasons.get(key, 0) + 1
+        self.stop_reasons[stop_reason] += 1
 
     def responded(self, usage: JsonValue) -> None:
         """A model response; its `usage` counts are added when they are numbers."""
@@ -200,17 +200,13 @@ class AgentFigures:
     def close(self) -> None:
         """At the end of a file: agent runs that never finished count as unfinished."""
         if self._open_runs:
-            self.stop_reasons[UNFINISHED] = self.stop_reasons.get(UNFINISHED, 0) + len(
-                self._open_runs
-            )
+            self.stop_reasons[UNFINISHED] += len(self._open_runs)
             self._open_runs.clear()
 
     def merge(self, other: AgentFigures) -> None:
-        for reason, count in other.stop_reasons.items():
-            self.stop_reasons[reason] = self.stop_reasons.get(reason, 0) + count
+        self.stop_reasons.update(other.stop_reasons)
         self.responses += other.responses
-        for key in USAGE_KEYS:
-            self.usage[key] += other.usage[key]
+        self.usage.update(other.usage)
 
     def to_json(self) -> JsonObject:
         reasons: JsonObject = {name: self.stop_reasons[name] for name in sorted(self.stop_reasons)}

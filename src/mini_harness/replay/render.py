@@ -74,14 +74,12 @@ def summary_lines(
 
 
 def totals_line(totals: Totals, problems: int) -> str:
-    runs = "1 run" if totals.runs == 1 else f"{totals.runs} runs"
-    calls = "1 call" if totals.calls == 1 else f"{totals.calls} calls"
     found = (
         "no problems in the log" if not problems else f"{counted(problems, 'problem')} in the log"
     )
     line = (
-        f"{runs}, {calls}: {totals.succeeded} succeeded, {totals.failed} failed, "
-        f"{totals.in_doubt} in doubt; {found}"
+        f"{counted(totals.runs, 'run')}, {counted(totals.calls, 'call')}: "
+        f"{totals.succeeded} succeeded, {totals.failed} failed, {totals.in_doubt} in doubt; {found}"
     )
     if totals.unknown_events:
         line += f"; {counted(totals.unknown_events, 'event')} of unknown types skipped"
