@@ -139,15 +139,9 @@ def explain(recorded: ModelRequest, rebuilt: ModelRequest) -> tuple[str, list[st
     diffs = [message_diff(index, old, new) for index, (old, new) in enumerate(pairs) if old != new]
     if diffs:
         changed = [old for old, new in pairs if old != new]
-        results = [m for m in changed if m.role == "tool"]
-        differing = (
-            counted(len(results), "tool result")
-            if len(results) == len(changed)
-            else counted(len(changed), "message")
-        )
+        noun = "tool result" if all(m.role == "tool" for m in changed) else "message"
         verb = "differs" if len(changed) == 1 else "differ"
-        what = f"{differing} {verb} from the recorded ones"
-        return what, diffs
+        return f"{counted(len(changed), noun)} {verb} from the recorded ones", diffs
     if len(recorded.messages) != len(rebuilt.messages):
         return (
             f"the request has {len(rebuilt.messages)} messages, "

@@ -134,6 +134,7 @@ class TranscriptFold:
         runs = self._runs
         inputs = self._inputs
         called = self._protocol.called
+        agent_runs = self._agent_protocol  # agent runs and model requests in doubt
         agent_folder = self._agent_folder
         for record in self.reader:
             self.offset = record.offset
@@ -154,20 +155,17 @@ class TranscriptFold:
                 if started is not None:
                     yield started
             elif isinstance(event, RunStarted):
-                if event.run_id in self._runs:
-                    message = f"run {event.run_id} is started again"
-                    self._extra_problems.append(LogProblem("protocol", record.line, message))
-                else:
-                    tools = tuple(tool for tool in event.tools if isinstance(tool, dict))
-                    info = RunInfo(
-                        len(runs) + 1, event.run_id, event.harness, event.ts, record.line, tools
-                    )
-                    if self._add_run(info):
-                        yield info
-                if event.task is not None:
-                    self._agent_event(record.line, record.seq, event)
-            elif isinstance(event, (ModelRequested, ModelResponded, RunFinished)):
-                self._agent_event(record.line, record.seq, event)
+                started = self._run_started(record.line, record.seq, event)
+                if started is not None:
+                    yield started
+            elif isinstance(event, ModelRequested):
+                agent_runs.requested(record.line, record.seq, event.run_id, event.request_id)
+            elif isinstance(event, ModelResponded):
+                agent_runs.responded(event.request_id)
+                self.agent.responded(event.usage)
+            elif isinstance(event, RunFinished):
+                agent_runs.finished(event.run_id)
+                self.agent.run_finished(event.run_id, event.stop_reason)
             elif isinstance(event, TranscriptStarted):
                 if record.line == 1:
                     self.transcript_id = event.transcript_id
@@ -188,24 +186,19 @@ class TranscriptFold:
             wanted = self.selection or '""'
             raise ReplayError(f"{self.path} has no run {wanted} ({self._listing()})")
 
-    def _agent_event(
-        self, line: int, seq: int, event: RunStarted | ModelRequested | ModelResponded | RunFinished
-    ) -> None:
-        """Agent runs and their requests open and end (what is open at the end is in doubt);
-        runs are counted by how they ended, responses by their usage."""
-        protocol = self._agent_protocol
-        if isinstance(event, RunStarted):
-            continues = event.resumed_from.get("runId") if event.resumed_from else None
-            protocol.started(line, seq, event.run_id, continues)
+    def _run_started(self, line: int, seq: int, event: RunStarted) -> RunInfo | None:
+        """Fold a RunStarted; the run's RunInfo if it is new and shown."""
+        if event.task is not None:  # an agent run: it must end, as a call must
+            resumed = event.resumed_from.get("runId") if event.resumed_from else None
+            self._agent_protocol.started(line, seq, event.run_id, resumed)
             self.agent.run_started(event.run_id)
-        elif isinstance(event, ModelRequested):
-            protocol.requested(line, seq, event.run_id, event.request_id)
-        elif isinstance(event, ModelResponded):
-            protocol.responded(event.request_id)
-            self.agent.responded(event.usage)
-        else:
-            protocol.finished(event.run_id)
-            self.agent.run_finished(event.run_id, event.stop_reason)
+        if event.run_id in self._runs:
+            message = f"run {event.run_id} is started again"
+            self._extra_problems.append(LogProblem("protocol", line, message))
+            return None
+        tools = tuple(tool for tool in event.tools if isinstance(tool, dict))
+        info = RunInfo(len(self._runs) + 1, event.run_id, event.harness, event.ts, line, tools)
+        return info if self._add_run(info) else None
 
     def agent_runs(self) -> list[AgentRun]:
         """The agent runs, rebuilt request by request (after the fold; with context_reports)."""

@@ -206,15 +206,11 @@ class TranscriptRerun:
 
     def report(self) -> RerunReport:
         """Run everything and collect the report (one object per call)."""
-        outcomes: list[RerunOutcome] = []
-        drift: list[Drift] = []
-        for item in self:
-            if isinstance(item, RerunOutcome):
-                outcomes.append(item)
-            elif isinstance(item, Drift):
-                drift.append(item)
+        items = list(self)
+        outcomes = [item for item in items if isinstance(item, RerunOutcome)]
+        drift = tuple(item for item in items if isinstance(item, Drift))
         found = self.fold.found(tuple(outcome.call for outcome in outcomes))
-        return RerunReport(found, tuple(outcomes), tuple(drift))
+        return RerunReport(found, tuple(outcomes), drift)
 
 
 def rerun_transcript(
