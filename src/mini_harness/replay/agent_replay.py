@@ -89,8 +89,8 @@ class RecordedModel:
     request is the recorded one: the `requestHash` the loop recorded for it is the recorded
     one. It is the replay's event sink too, to hear that hash (it keeps no event)."""
 
-    def __init__(self, run: AgentRun, replay: AgentReplay) -> None:
-        self.run = run
+    def __init__(self, replay: AgentReplay) -> None:
+        self.run = run = replay.run
         self.replay = replay
         self.last_hash: str | None = None  # of the request the loop is about to send
         self.name = f"transcript:{run.run_id}"
@@ -177,15 +177,10 @@ class _CallWatcher(SilentReporter):
     (as the loop's reporter, saying nothing)."""
 
     def __init__(
-        self,
-        replay: AgentReplay,
-        registry: ToolRegistry,
-        allow: bool,
-        on_call: Callable[[ReplayedCall], None],
+        self, replay: AgentReplay, registry: ToolRegistry, on_call: Callable[[ReplayedCall], None]
     ) -> None:
         self.replay = replay
         self.registry = registry
-        self.allow = allow
         self.on_call = on_call
         self._served: set[tuple[int, str]] = set()
         self._recorded = {
@@ -201,7 +196,7 @@ class _CallWatcher(SilentReporter):
         return found.result_message(call) if found is not None else None
 
     def serve(self, step: int, call: ToolCall) -> ToolOutcome | None:
-        if self.allow or safe_to_repeat(self.registry, call.name):
+        if safe_to_repeat(self.registry, call.name):
             return None
         recorded = self.recorded(step, call)
         self._served.add((step, call.id))
@@ -235,12 +230,13 @@ def replay_agent_run(
     replay = AgentReplay(run)
     if not run.steps:
         return replay
-    watcher = _CallWatcher(replay, registry, allow_side_effects, on_call)
+    watcher = _CallWatcher(replay, registry, on_call)
+    served = None if allow_side_effects else watcher.serve
     # One request more than the record has: a run that stopped with tool results not yet
     # sent asks for it, and learns that the record ends there.
-    config = attrs.evolve(continued_config(run, stream=False), max_steps=len(run.steps) + 1)
-    model = RecordedModel(run, replay)
-    loop = AgentLoop(ToolRuntime(registry, model), model, config, watcher, served=watcher.serve)
+    config = continued_config(run, max_steps=len(run.steps) + 1, stream=False)
+    model = RecordedModel(replay)
+    loop = AgentLoop(ToolRuntime(registry, model), model, config, watcher, served=served)
     loop.run(Opening(run.steps[0].request.messages))
     return replay
 
