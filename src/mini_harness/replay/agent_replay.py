@@ -84,21 +84,34 @@ class _Stopped(ModelError):
     """The replay stops here (divergence, or the end of the record)."""
 
 
-class RecordedModel:
-    """Answers each request with the response recorded for its step, after checking that the
-    request is the recorded one: the `requestHash` the loop recorded for it is the recorded
-    one. It is the replay's event sink too, to hear that hash (it keeps no event)."""
+class RecordedRun(SilentReporter):
+    """The recorded run, standing in for what the live run had.
 
-    def __init__(self, replay: AgentReplay) -> None:
+    As the model it answers each request with the response recorded for its step, after
+    checking that the request is the recorded one: the `requestHash` the loop recorded for
+    it (heard as the replay's event sink, which keeps no event) is the recorded one. As the
+    loop's reporter (saying nothing) it hears how each call got its result, and `serve`
+    answers, from the record, the calls the replay may not run again.
+    """
+
+    def __init__(
+        self, replay: AgentReplay, registry: ToolRegistry, on_call: Callable[[ReplayedCall], None]
+    ) -> None:
         self.run = run = replay.run
         self.replay = replay
+        self.registry = registry
+        self.on_call = on_call
         self.last_hash: str | None = None  # of the request the loop is about to send
         self.name = f"transcript:{run.run_id}"
         self.model = str(run.model.get("name", ""))
         self._next = 0
+        self._served: set[tuple[int, str]] = set()
+        self._recorded = {
+            (step.step, call.tool_use_id): call for step in run.steps for call in step.calls
+        }
 
     def __repr__(self) -> str:
-        return f"<RecordedModel(run={self.run.run_id!r}, step={self._next})>"
+        return f"<RecordedRun(run={self.run.run_id!r}, step={self._next})>"
 
     def emit(self, event: Event) -> None:
         if isinstance(event, ModelRequested):
@@ -131,6 +144,35 @@ class RecordedModel:
         if on_text is not None and recorded.response.message.content:
             on_text(recorded.response.message.content)
         return recorded.response
+
+    def _add(self, call: ReplayedCall) -> None:
+        self.replay.calls.append(call)
+        self.on_call(call)
+
+    def recorded(self, step: int, call: ToolCall) -> Message | None:
+        found = self._recorded.get((step, call.id))
+        return found.result_message(call) if found is not None else None
+
+    def serve(self, step: int, call: ToolCall) -> ToolOutcome | None:
+        if safe_to_repeat(self.registry, call.name):
+            return None
+        recorded = self.recorded(step, call)
+        self._served.add((step, call.id))
+        reason = f"{call.name} is not marked readOnlyHint or idempotentHint"
+        if recorded is None:  # the recorded run never got to it
+            text = f"Tool {call.name} was not run: it has side effects and no recorded result"
+            self._add(ReplayedCall(step, call, NOT_RUN, False, reason))
+            return call_outcome(call, error=("cancelled", text))
+        self._add(ReplayedCall(step, call, SERVED, True, reason))
+        if recorded.is_error:
+            return ToolOutcome(call, recorded, error=recorded.content)
+        return ToolOutcome(call, recorded, output=orjson.loads(recorded.content))
+
+    def tool_done(self, step: int, outcome: ToolOutcome) -> None:
+        if (step, outcome.call.id) in self._served:
+            return
+        recorded = self.recorded(step, outcome.call)
+        self._add(ReplayedCall(step, outcome.call, RERUN, recorded == outcome.message))
 
 
 def explain(recorded: ModelRequest, rebuilt: ModelRequest) -> tuple[str, list[str]]:
@@ -172,51 +214,6 @@ def _shown(text: str) -> list[str]:
     return json_lines(value)
 
 
-class _CallWatcher(SilentReporter):
-    """Serves the calls the replay may not run again; hears how each call got its result
-    (as the loop's reporter, saying nothing)."""
-
-    def __init__(
-        self, replay: AgentReplay, registry: ToolRegistry, on_call: Callable[[ReplayedCall], None]
-    ) -> None:
-        self.replay = replay
-        self.registry = registry
-        self.on_call = on_call
-        self._served: set[tuple[int, str]] = set()
-        self._recorded = {
-            (step.step, call.tool_use_id): call for step in replay.run.steps for call in step.calls
-        }
-
-    def _add(self, call: ReplayedCall) -> None:
-        self.replay.calls.append(call)
-        self.on_call(call)
-
-    def recorded(self, step: int, call: ToolCall) -> Message | None:
-        found = self._recorded.get((step, call.id))
-        return found.result_message(call) if found is not None else None
-
-    def serve(self, step: int, call: ToolCall) -> ToolOutcome | None:
-        if safe_to_repeat(self.registry, call.name):
-            return None
-        recorded = self.recorded(step, call)
-        self._served.add((step, call.id))
-        reason = f"{call.name} is not marked readOnlyHint or idempotentHint"
-        if recorded is None:  # the recorded run never got to it
-            text = f"Tool {call.name} was not run: it has side effects and no recorded result"
-            self._add(ReplayedCall(step, call, NOT_RUN, False, reason))
-            return call_outcome(call, error=("cancelled", text))
-        self._add(ReplayedCall(step, call, SERVED, True, reason))
-        if recorded.is_error:
-            return ToolOutcome(call, recorded, error=recorded.content)
-        return ToolOutcome(call, recorded, output=orjson.loads(recorded.content))
-
-    def tool_done(self, step: int, outcome: ToolOutcome) -> None:
-        if (step, outcome.call.id) in self._served:
-            return
-        recorded = self.recorded(step, outcome.call)
-        self._add(ReplayedCall(step, outcome.call, RERUN, recorded == outcome.message))
-
-
 def replay_agent_run(
     run: AgentRun,
     registry: ToolRegistry,
@@ -230,13 +227,12 @@ def replay_agent_run(
     replay = AgentReplay(run)
     if not run.steps:
         return replay
-    watcher = _CallWatcher(replay, registry, on_call)
-    served = None if allow_side_effects else watcher.serve
+    model = RecordedRun(replay, registry, on_call)
+    served = None if allow_side_effects else model.serve
     # One request more than the record has: a run that stopped with tool results not yet
     # sent asks for it, and learns that the record ends there.
     config = continued_config(run, max_steps=len(run.steps) + 1, stream=False)
-    model = RecordedModel(replay)
-    loop = AgentLoop(ToolRuntime(registry, model), model, config, watcher, served=served)
+    loop = AgentLoop(ToolRuntime(registry, model), model, config, model, served=served)
     loop.run(Opening(run.steps[0].request.messages))
     return replay
 
