@@ -72,17 +72,13 @@ def resume_plan(
     )
     matched = {call.call_id for call in calls}
     extra = tuple(c for c in every_call if not c.ended and c.call_id not in matched)
-    problems = check_history([*plan.opening.history, *_placeholders(plan.opening)])
-    if problems:  # never send a history a provider refuses
+    # Never send a history a provider refuses: checked with stand-ins for the results the
+    # pending calls will get.
+    pending = [Message("tool", "", tool_call_id=c.id, name=c.name) for c, _ in plan.opening.pending]
+    problems = check_history([*plan.opening.history, *pending])
+    if problems:
         raise ResumeError(f"cannot rebuild a valid history for run {run.run_id}: {problems[0]}")
     return ResumePlan(plan.opening, plan.to_close + extra)
-
-
-def _placeholders(opening: Opening) -> list[Message]:
-    """Stand-ins for the results the pending calls will get (to check the history)."""
-    return [
-        Message("tool", "", tool_call_id=call.id, name=call.name) for call, _ in opening.pending
-    ]
 
 
 def fork_opening(run: AgentRun, step: int, instruction: str | None = None) -> Opening:

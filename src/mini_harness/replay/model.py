@@ -190,12 +190,13 @@ class AgentFigures:
         self._open_runs.discard(run_id)
         self.stop_reasons[stop_reason] += 1
 
-    def responded(self, usage: JsonValue) -> None:
+    def responded(self, usage: JsonObject) -> None:
         """A model response; its `usage` counts are added when they are numbers."""
         self.responses += 1
-        if isinstance(usage, dict):
-            for key in USAGE_KEYS:
-                self.usage[key] += _count(usage.get(key))
+        for key in USAGE_KEYS:
+            count = usage.get(key)
+            if isinstance(count, int | float) and not isinstance(count, bool):
+                self.usage[key] += int(count)
 
     def close(self) -> None:
         """At the end of a file: agent runs that never finished count as unfinished."""
@@ -216,12 +217,6 @@ class AgentFigures:
             "modelResponses": self.responses,
             "usage": {key: self.usage[key] for key in USAGE_KEYS},
         }
-
-
-def _count(value: JsonValue) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    return int(value)
 
 
 @attrs.frozen
