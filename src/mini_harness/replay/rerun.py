@@ -90,17 +90,6 @@ def definition_drift(info: RunInfo, registry: ToolRegistry) -> list[Drift]:
     return found
 
 
-def _mentions(value: JsonValue, text: str) -> bool:
-    """Whether `text` occurs in any string of `value`, keys included."""
-    if isinstance(value, str):
-        return text in value
-    if isinstance(value, dict):
-        return any(text in key or _mentions(item, text) for key, item in value.items())
-    if isinstance(value, list):
-        return any(_mentions(item, text) for item in value)
-    return False
-
-
 def unrecorded_input(call: CallRecord) -> str | None:
     """Why the call's input cannot be sent again, or None when it was recorded whole.
 
@@ -110,8 +99,10 @@ def unrecorded_input(call: CallRecord) -> str | None:
     """
     if is_omitted(call.input):
         return "input not recorded: capped"
-    # "[REDACTED" also finds the numbered keys (`[REDACTED-2]`) redaction makes unique.
-    if _mentions(call.input, REDACTED[:-1]):
+    # "[REDACTED" also finds the numbered keys (`[REDACTED-2]`) redaction makes unique. In
+    # compact JSON it can only stand inside a string (a key or a value): JSON escapes none
+    # of its characters, and no JSON value starts with "R" (after an array's "[").
+    if REDACTED[:-1].encode() in orjson.dumps(call.input):
         return "input not recorded: redacted"
     return None
 
