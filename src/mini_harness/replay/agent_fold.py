@@ -110,15 +110,15 @@ class AgentRun:
         return context_report(parts, tokens)
 
 
+@attrs.define
 class AgentRunFolder:
     """Folds agent runs event by event into `runs` (tool runs are passed over)."""
 
-    def __init__(self) -> None:
-        self.runs: dict[str, AgentRun] = {}
-        self.started = 0  # runs of every kind, as `replay --run INDEX` counts them
-        self.requests: dict[str, AgentStep] = {}
-        self.calls: dict[str, tuple[list[RecordedCall], int]] = {}  # call id -> where
-        self.pending_trims: dict[str, list[JsonObject]] = {}
+    runs: dict[str, AgentRun] = attrs.Factory(dict)
+    started: int = 0  # runs of every kind, as `replay --run INDEX` counts them
+    requests: dict[str, AgentStep] = attrs.Factory(dict)
+    calls: dict[str, tuple[list[RecordedCall], int]] = attrs.Factory(dict)  # call id -> where
+    pending_trims: dict[str, list[JsonObject]] = attrs.Factory(dict)
 
     def add(self, event: Event) -> None:
         if isinstance(event, RunStarted):
@@ -137,8 +137,7 @@ class AgentRunFolder:
                     index=self.started,
                 )
             return
-        run_id = getattr(event, "run_id", None)
-        run = self.runs.get(run_id) if isinstance(run_id, str) else None
+        run = self.runs.get(getattr(event, "run_id", ""))
         if run is None:
             return
         if isinstance(event, ModelRequested):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from mini_harness.errors import counted
 from mini_harness.events import ApprovalDecided
 from mini_harness.replay.model import (
@@ -51,10 +49,9 @@ def drift_line(drift: Drift) -> str:
 
 
 def summary_lines(
-    runs: Iterable[RunSummary], problems: Iterable[LogProblem], *, context_reports: bool
+    runs: list[RunSummary], problems: list[LogProblem], *, context_reports: bool
 ) -> list[str]:
     lines = ["", "Runs:"]
-    runs = list(runs)
     if not runs:
         lines.append("  (no runs)")
     for run in runs:
@@ -66,7 +63,6 @@ def summary_lines(
         for run in runs:
             lines += ["", f"Context report, run {run.info.index} ({run.info.run_id}):"]
             lines += (run.context_report or "").splitlines()
-    problems = list(problems)
     if problems:
         lines += ["", "Problems with the log:"]
         lines += [f"  [{problem.kind}] {problem.describe()}" for problem in problems]

@@ -6,6 +6,7 @@ import difflib
 import os
 from collections.abc import Iterator
 
+import attrs
 import orjson
 
 from mini_harness.errors import ToolCallError
@@ -117,6 +118,7 @@ def safe_to_repeat(registry: ToolRegistry, name: str) -> bool:
     return hints is not None and hints.safe_to_repeat
 
 
+@attrs.define
 class TranscriptRerun:
     """Iterate a transcript as RunInfo, Drift and RerunOutcome items while re-running it.
 
@@ -126,20 +128,14 @@ class TranscriptRerun:
     that would run now. In-doubt calls are skipped (nothing to compare with).
     """
 
-    def __init__(
-        self,
-        fold: TranscriptFold,
-        registry: ToolRegistry,
-        *,
-        allow_side_effects: bool = False,
-        sink: EventSink | None = None,
-    ) -> None:
-        self.fold = fold
-        self.registry = registry
-        self.allow_side_effects = allow_side_effects
-        self.sink = sink
-        self._runtimes: dict[str, ToolRuntime] = {}
-        self._drifted: set[tuple[str, str, tuple[str, ...]]] = set()
+    fold: TranscriptFold
+    registry: ToolRegistry
+    allow_side_effects: bool = attrs.field(default=False, kw_only=True)
+    sink: EventSink | None = attrs.field(default=None, kw_only=True)
+    _runtimes: dict[str, ToolRuntime] = attrs.field(factory=dict, init=False, repr=False)
+    _drifted: set[tuple[str, str, tuple[str, ...]]] = attrs.field(
+        factory=set, init=False, repr=False
+    )
 
     def __iter__(self) -> Iterator[RunInfo | Drift | RerunOutcome]:
         for item in self.fold:
