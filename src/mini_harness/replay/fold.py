@@ -97,10 +97,11 @@ class TranscriptFold:
     """Iterate a transcript as RunInfo (when a run starts) and CallRecord (when a call ends).
 
     Calls still open at the end of the file are yielded last, as in-doubt. After (or during)
-    iteration, `summaries()`, `problems()` and `totals()` describe what was read so far;
-    `result()` collects everything into a FoldResult. `run` selects one run by 1-based
-    index (all digits) or by run id / id prefix (the first run it matches). `path` may be
-    a FIFO or "-" (standard input): it is read once, front to back.
+    iteration, `summaries()`, `problems()` and `totals()` describe what was read so far,
+    `agent` counts agent runs by how they ended and model usage, `decisions` holds the
+    approval decisions; `result()` collects everything into a FoldResult. `run` selects one
+    run by 1-based index (all digits) or by run id / id prefix (the first run it matches).
+    `path` may be a FIFO or "-" (standard input): it is read once, front to back.
     """
 
     def __init__(
