@@ -9,8 +9,9 @@ from click.testing import CliRunner, Result
 from mini_harness import ToolCallError, ToolRuntime
 from mini_harness.cli import cli
 from mini_harness.errors import TranscriptCorruptError
-from mini_harness.events import ToolCalled, ToolSucceeded
+from mini_harness.events import ApprovalDecided, ToolCalled, ToolSucceeded
 from mini_harness.replay import CallRecord, TranscriptFold, fold_transcript
+from mini_harness.replay.fold import fold_effects
 from mini_harness.runtime import display_failure
 from mini_harness.runtime.context import estimate_tokens, pretty_json
 from mini_harness.tools import default_registry
@@ -202,6 +203,30 @@ class TestFold:
         result = run("replay", str(log))
         assert result.exit_code == 2
         assert "nested deeper than 100 levels" in result.stderr
+
+
+class TestEffects:
+    """The fold keeps each call's file effects and every approval decision, in file order."""
+
+    def test_effects_and_decisions(self, log: Path) -> None:
+        """A call that changed files carries its effects, held and streamed alike; the
+        approvals are the fold's decisions."""
+        effects = ({"path": "a.txt", "before": None, "after": "ab" * 32},)
+        decided = ApprovalDecided(TS, "b" * 32, "bbbbbbbbbbbb-9", "echo", "approved", "policy", "r")
+        _append(
+            log,
+            decided,
+            ToolCalled(TS, "b" * 32, "bbbbbbbbbbbb-9", "echo", {"text": "x"}),
+            ToolSucceeded(TS, "b" * 32, "bbbbbbbbbbbb-9", "echo", {}, 1.0, effects=effects),
+        )
+        fold = TranscriptFold(log)
+        streamed = [item for item in fold if isinstance(item, CallRecord)]
+        assert [call.effects for call in streamed] == [None] * 4 + [list(effects)]
+        assert fold.decisions == [decided]
+        assert list(fold_transcript(log).calls) == streamed
+        calls, decisions = fold_effects(log)
+        assert ([call.call_id for call in calls], decisions) == (["bbbbbbbbbbbb-9"], [decided])
+        assert calls[0].end_line == 14
 
 
 class TestSelection:

@@ -17,7 +17,9 @@ from mini_harness.cli import BadUsage, fail, info
 from mini_harness.cli.log_options import opened_log
 from mini_harness.cli.options import F, workspace_option
 from mini_harness.errors import PolicyError, ToolCallError
-from mini_harness.replay.effects import CallEffects, fold_effects, render_effects
+from mini_harness.replay.fold import fold_effects
+from mini_harness.replay.model import CallRecord
+from mini_harness.replay.render import effects_lines
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.runtime.effects import sha256_of
 from mini_harness.tools import register_coding_tools
@@ -55,7 +57,7 @@ def make_approver(workspace: str | os.PathLike[str], approve: str) -> PolicyAppr
 
 def print_effects(path: str) -> None:
     """Print the --effects report of a transcript."""
-    for line in render_effects(fold_effects(path)):
+    for line in effects_lines(*fold_effects(path)):
         click.echo(line)
 
 
@@ -69,8 +71,8 @@ def _current_hash(root: str, path: str) -> str | None:
         return sha256_of(handle.read())
 
 
-def _find_call(path: str, call_id: str) -> CallEffects:
-    for call in fold_effects(path).calls:
+def _find_call(path: str, call_id: str) -> CallRecord:
+    for call in fold_effects(path)[0]:
         if call.call_id == call_id:
             if call.name != "apply_patch" or not isinstance(call.input, dict):
                 raise BadUsage(f"Call {call_id} is a {call.name} call; undo reverts apply_patch")
@@ -100,7 +102,7 @@ def undo_command(path: str, call_id: str, workspace: str, log: str | None) -> No
     root = os.path.realpath(workspace)
     moved = [
         (effect["path"], now)
-        for effect in call.effects
+        for effect in call.effects or ()
         if (now := _current_hash(root, effect["path"])) != effect.get("after")
     ]
     if moved:
@@ -112,7 +114,7 @@ def undo_command(path: str, call_id: str, workspace: str, log: str | None) -> No
         )
     reverse = reverse_patch(parse_patch(call.input["patch"]))
     # Check the reversal gives back exactly the recorded bytes before anything is written.
-    wanted = {effect["path"]: effect.get("before") for effect in call.effects}
+    wanted = {effect["path"]: effect.get("before") for effect in call.effects or ()}
     for patch in parse_patch(reverse):
         old = None if patch.old_path is None else Path(root, patch.old_path).read_bytes()
         current = "" if old is None else old.decode("utf-8")

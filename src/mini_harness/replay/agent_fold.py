@@ -26,7 +26,6 @@ from mini_harness.events import (
     ContextTrimmed,
     Event,
     JsonObject,
-    ModelFailed,
     ModelRequested,
     ModelResponded,
     RunFinished,
@@ -47,10 +46,7 @@ class AgentStep:
     request: ModelRequest
     recorded_hash: str
     response: ModelResponse | None = None
-    duration_ms: float | None = None
-    failures: list[JsonObject] = attrs.Factory(list)
     trimmed: list[JsonObject] = attrs.Factory(list)
-    call_ids: list[str] = attrs.Factory(list)
     calls: list[RecordedCall] = attrs.Factory(list)
 
     @property
@@ -62,9 +58,8 @@ class AgentStep:
 @attrs.define
 class AgentRun:
     """An agent run as its events tell it. `stop_reason` is None while it is unfinished
-    (no RunFinished: the process died); `in_doubt` lists calls begun but never ended.
-    `resumed_from` / `forked_from` name the run (and step) it continues, if any; `budget`
-    is the context budget its trims recorded."""
+    (no RunFinished: the process died). `resumed_from` / `forked_from` name the run (and
+    step) it continues, if any; `budget` is the context budget its trims recorded."""
 
     run_id: str
     task: str
@@ -76,8 +71,6 @@ class AgentRun:
     steps: list[AgentStep] = attrs.Factory(list)
     stop_reason: str | None = None
     final_text: str | None = None
-    usage: Usage = attrs.Factory(Usage)
-    in_doubt: list[str] = attrs.Factory(list)
     history: list[Message] = attrs.Factory(list)
     resumed_from: JsonObject | None = None
     forked_from: JsonObject | None = None
@@ -88,6 +81,16 @@ class AgentRun:
     @property
     def finished(self) -> bool:
         return self.stop_reason is not None
+
+    @property
+    def calls(self) -> list[RecordedCall]:
+        """Every call of the run in the order they began: the opening ones, then each step's."""
+        return [*self.opening_calls, *(call for step in self.steps for call in step.calls)]
+
+    @property
+    def in_doubt(self) -> list[str]:
+        """The ids of the calls begun but never ended."""
+        return [call.call_id for call in self.calls if not call.ended]
 
     def step_at(self, number: int) -> AgentStep:
         for step in self.steps:
@@ -107,16 +110,15 @@ class AgentRun:
         return context_report(parts, tokens)
 
 
+@attrs.define
 class AgentRunFolder:
-    """Folds agent runs event by event (tool runs are passed over); `finish()` ends it."""
+    """Folds agent runs event by event into `runs` (tool runs are passed over)."""
 
-    def __init__(self) -> None:
-        self.runs: dict[str, AgentRun] = {}
-        self.started = 0  # runs of every kind, as `replay --run INDEX` counts them
-        self.requests: dict[str, AgentStep] = {}
-        self.open_calls: dict[str, str] = {}  # call id -> run id
-        self.calls: dict[str, tuple[list[RecordedCall], int]] = {}  # call id -> where
-        self.pending_trims: dict[str, list[JsonObject]] = {}
+    runs: dict[str, AgentRun] = attrs.Factory(dict)
+    started: int = 0  # runs of every kind, as `replay --run INDEX` counts them
+    requests: dict[str, AgentStep] = attrs.Factory(dict)
+    calls: dict[str, tuple[list[RecordedCall], int]] = attrs.Factory(dict)  # call id -> where
+    pending_trims: dict[str, list[JsonObject]] = attrs.Factory(dict)
 
     def add(self, event: Event) -> None:
         if isinstance(event, RunStarted):
@@ -135,8 +137,7 @@ class AgentRunFolder:
                     index=self.started,
                 )
             return
-        run_id = getattr(event, "run_id", None)
-        run = self.runs.get(run_id) if isinstance(run_id, str) else None
+        run = self.runs.get(getattr(event, "run_id", ""))
         if run is None:
             return
         if isinstance(event, ModelRequested):
@@ -159,11 +160,6 @@ class AgentRunFolder:
                     usage=Usage.from_json(event.usage),
                     response_id=event.response_id,
                 )
-                answered.duration_ms = event.duration_ms
-        elif isinstance(event, ModelFailed):
-            failed = self.requests.get(event.request_id)
-            if failed is not None:
-                failed.failures.append({**event.error, "attempt": event.attempt})
         elif isinstance(event, ContextTrimmed):
             run.budget = event.budget
             for entry in event.replaced:
@@ -175,39 +171,26 @@ class AgentRunFolder:
             # The trim belongs to the request it was made for, which comes next.
             self.pending_trims.setdefault(run.run_id, []).extend(event.replaced)
         elif isinstance(event, ToolCalled):
-            self.open_calls[event.call_id] = run.run_id
             # Calls before a run's first request (`--tool`, or the calls a continued run
             # had left over) are its opening calls.
             in_step = event.step is not None and bool(run.steps)
             calls = run.steps[-1].calls if in_step else run.opening_calls
-            if in_step:
-                run.steps[-1].call_ids.append(event.call_id)
             self.calls[event.call_id] = (calls, len(calls))
             calls.append(
                 RecordedCall(event.call_id, run.run_id, event.name, event.tool_use_id, event.step)
             )
         elif isinstance(event, ToolSucceeded | ToolFailed):
-            self.open_calls.pop(event.call_id, None)
             found = self.calls.pop(event.call_id, None)
             if found is not None:
                 calls, index = found
-                ended = attrs.evolve(calls[index], ended=True)
                 if isinstance(event, ToolSucceeded):
-                    ended = attrs.evolve(ended, output=event.output)
+                    calls[index] = attrs.evolve(calls[index], ended=True, output=event.output)
                 else:
-                    ended = attrs.evolve(
-                        ended, error={"kind": event.error.kind, "message": event.error.message}
-                    )
-                calls[index] = ended
+                    error = {"kind": event.error.kind, "message": event.error.message}
+                    calls[index] = attrs.evolve(calls[index], ended=True, error=error)
         elif isinstance(event, RunFinished):
             run.stop_reason = event.stop_reason
             run.final_text = event.final_text
-            run.usage = Usage.from_json(event.usage)
-
-    def finish(self) -> list[AgentRun]:
-        for call_id, run_id in self.open_calls.items():
-            self.runs[run_id].in_doubt.append(call_id)
-        return list(self.runs.values())
 
 
 def fold_agent_events(events: Iterable[Event]) -> list[AgentRun]:
@@ -215,7 +198,7 @@ def fold_agent_events(events: Iterable[Event]) -> list[AgentRun]:
     folder = AgentRunFolder()
     for event in events:
         folder.add(event)
-    return folder.finish()
+    return list(folder.runs.values())
 
 
 def fold_agent_runs(path: str | os.PathLike[str]) -> list[AgentRun]:

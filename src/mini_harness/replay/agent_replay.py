@@ -10,7 +10,6 @@ messages that differ (usually a tool result that changed) say why.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 
 import attrs
@@ -31,10 +30,10 @@ from mini_harness.errors import counted
 from mini_harness.events import Event, EventSink, JsonValue, ModelRequested
 from mini_harness.replay.agent_fold import AgentRun
 from mini_harness.replay.continuation import continued_config
+from mini_harness.replay.rerun import diff, json_lines, safe_to_repeat
 from mini_harness.runtime.dispatch import Approver, ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
 
-_INDENTED = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 RERUN = "re-run"
 SERVED = "served"
 NOT_RUN = "not-run"
@@ -61,7 +60,7 @@ class AgentReplay:
     `diverged_at` the first that did not (None: none did), with `explanation` and `diffs`
     saying what differs. `record_ended` is set when the run asked for a step the record has
     no answer for. `stopped_at` is the step and request the replay could not answer from
-    the record; `live` the outcome of the live continuation from there, if there was one.
+    the record (where a live continuation goes on).
     """
 
     run: AgentRun
@@ -72,7 +71,6 @@ class AgentReplay:
     diffs: list[str] = attrs.Factory(list)
     record_ended: bool = False
     stopped_at: tuple[int, ModelRequest] | None = None
-    live: AgentOutcome | None = None
 
     @property
     def summary(self) -> str:
@@ -86,33 +84,38 @@ class _Stopped(ModelError):
     """The replay stops here (divergence, or the end of the record)."""
 
 
-class RequestHashes:
-    """A sink that keeps the `requestHash` of the last ModelRequested (and drops the rest):
-    the hash the loop computed for the request it is about to send."""
+class RecordedRun(SilentReporter):
+    """The recorded run, standing in for what the live run had.
 
-    def __init__(self) -> None:
-        self.last: str | None = None
+    As the model it answers each request with the response recorded for its step, after
+    checking that the request is the recorded one: the `requestHash` the loop recorded for
+    it (heard as the replay's event sink, which keeps no event) is the recorded one. As the
+    loop's reporter (saying nothing) it hears how each call got its result, and `serve`
+    answers, from the record, the calls the replay may not run again.
+    """
 
-    def emit(self, event: Event) -> None:
-        if isinstance(event, ModelRequested):
-            self.last = event.request_hash
-
-
-class RecordedModel:
-    """Answers each request with the response recorded for its step, after checking that the
-    request is the recorded one: the hash the loop recorded for it (`hashes`) is the
-    recorded `requestHash`."""
-
-    def __init__(self, run: AgentRun, replay: AgentReplay, hashes: RequestHashes) -> None:
-        self.run = run
+    def __init__(
+        self, replay: AgentReplay, registry: ToolRegistry, on_call: Callable[[ReplayedCall], None]
+    ) -> None:
+        self.run = run = replay.run
         self.replay = replay
-        self.hashes = hashes
+        self.registry = registry
+        self.on_call = on_call
+        self.last_hash: str | None = None  # of the request the loop is about to send
         self.name = f"transcript:{run.run_id}"
         self.model = str(run.model.get("name", ""))
         self._next = 0
+        self._served: set[tuple[int, str]] = set()
+        self._recorded = {
+            (step.step, call.tool_use_id): call for step in run.steps for call in step.calls
+        }
 
     def __repr__(self) -> str:
-        return f"<RecordedModel(run={self.run.run_id!r}, step={self._next})>"
+        return f"<RecordedRun(run={self.run.run_id!r}, step={self._next})>"
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, ModelRequested):
+            self.last_hash = event.request_hash
 
     def complete(
         self,
@@ -128,7 +131,7 @@ class RecordedModel:
             replay.stopped_at = (replay.identical_through + 1, request)
             raise _Stopped("invalid_response", f"the record has no step {index + 1}")
         recorded = self.run.steps[index]
-        if self.hashes.last != recorded.recorded_hash:
+        if self.last_hash != recorded.recorded_hash:
             replay.diverged_at = recorded.step
             replay.stopped_at = (recorded.step, request)
             replay.explanation, replay.diffs = explain(recorded.request, request)
@@ -142,24 +145,45 @@ class RecordedModel:
             on_text(recorded.response.message.content)
         return recorded.response
 
+    def _add(self, call: ReplayedCall) -> None:
+        self.replay.calls.append(call)
+        self.on_call(call)
+
+    def recorded(self, step: int, call: ToolCall) -> Message | None:
+        found = self._recorded.get((step, call.id))
+        return found.result_message(call) if found is not None else None
+
+    def serve(self, step: int, call: ToolCall) -> ToolOutcome | None:
+        if safe_to_repeat(self.registry, call.name):
+            return None
+        recorded = self.recorded(step, call)
+        self._served.add((step, call.id))
+        reason = f"{call.name} is not marked readOnlyHint or idempotentHint"
+        if recorded is None:  # the recorded run never got to it
+            text = f"Tool {call.name} was not run: it has side effects and no recorded result"
+            self._add(ReplayedCall(step, call, NOT_RUN, False, reason))
+            return call_outcome(call, error=("cancelled", text))
+        self._add(ReplayedCall(step, call, SERVED, True, reason))
+        if recorded.is_error:
+            return ToolOutcome(call, recorded, error=recorded.content)
+        return ToolOutcome(call, recorded, output=orjson.loads(recorded.content))
+
+    def tool_done(self, step: int, outcome: ToolOutcome) -> None:
+        if (step, outcome.call.id) in self._served:
+            return
+        recorded = self.recorded(step, outcome.call)
+        self._add(ReplayedCall(step, outcome.call, RERUN, recorded == outcome.message))
+
 
 def explain(recorded: ModelRequest, rebuilt: ModelRequest) -> tuple[str, list[str]]:
     """Why two requests differ: a sentence, and a unified diff per differing message."""
-    diffs = []
-    for index, (old, new) in enumerate(zip(recorded.messages, rebuilt.messages, strict=False)):
-        if old != new:
-            diffs.append(message_diff(index, old, new))
+    pairs = list(zip(recorded.messages, rebuilt.messages, strict=False))
+    diffs = [message_diff(index, old, new) for index, (old, new) in enumerate(pairs) if old != new]
     if diffs:
-        changed = [m for m, n in zip(recorded.messages, rebuilt.messages, strict=False) if m != n]
-        results = [m for m in changed if m.role == "tool"]
-        differing = (
-            counted(len(results), "tool result")
-            if len(results) == len(changed)
-            else counted(len(changed), "message")
-        )
+        changed = [old for old, new in pairs if old != new]
+        noun = "tool result" if all(m.role == "tool" for m in changed) else "message"
         verb = "differs" if len(changed) == 1 else "differ"
-        what = f"{differing} {verb} from the recorded ones"
-        return what, diffs
+        return f"{counted(len(changed), noun)} {verb} from the recorded ones", diffs
     if len(recorded.messages) != len(rebuilt.messages):
         return (
             f"the request has {len(rebuilt.messages)} messages, "
@@ -179,14 +203,7 @@ def explain(recorded: ModelRequest, rebuilt: ModelRequest) -> tuple[str, list[st
 def message_diff(index: int, old: Message, new: Message) -> str:
     """A unified diff of two messages' text (JSON results indented), headed by what they are."""
     label = f"{old.name} result ({old.tool_call_id})" if old.role == "tool" else old.role
-    lines = difflib.unified_diff(
-        _shown(old.content),
-        _shown(new.content),
-        fromfile=f"recorded message {index + 1}: {label}",
-        tofile=f"re-run message {index + 1}: {label}",
-        lineterm="",
-    )
-    return "\n".join(lines)
+    return diff(_shown(old.content), _shown(new.content), f"message {index + 1}: {label}")
 
 
 def _shown(text: str) -> list[str]:
@@ -194,73 +211,7 @@ def _shown(text: str) -> list[str]:
         value: JsonValue = orjson.loads(text)
     except orjson.JSONDecodeError:
         return text.splitlines()
-    return (
-        orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode().splitlines()
-    )
-
-
-class _CallWatcher:
-    """Serves the calls the replay may not run again; records how each call got its result."""
-
-    def __init__(
-        self,
-        run: AgentRun,
-        replay: AgentReplay,
-        registry: ToolRegistry,
-        allow: bool,
-        on_call: Callable[[ReplayedCall], None],
-    ) -> None:
-        self.run = run
-        self.replay = replay
-        self.registry = registry
-        self.allow = allow
-        self.on_call = on_call
-        self._served: set[tuple[int, str]] = set()
-
-    def _add(self, call: ReplayedCall) -> None:
-        self.replay.calls.append(call)
-        self.on_call(call)
-
-    def recorded(self, step: int, call: ToolCall) -> Message | None:
-        for number in self.run.steps:
-            if number.step == step:
-                for recorded in number.calls:
-                    if recorded.tool_use_id == call.id:
-                        return recorded.result_message(call)
-        return None
-
-    def serve(self, step: int, call: ToolCall) -> ToolOutcome | None:
-        tool = self.registry.get(call.name)
-        hints = tool.definition.annotations if tool is not None else None
-        if self.allow or tool is None or (hints is not None and hints.safe_to_repeat):
-            return None
-        recorded = self.recorded(step, call)
-        self._served.add((step, call.id))
-        reason = f"{call.name} is not marked readOnlyHint or idempotentHint"
-        if recorded is None:  # the recorded run never got to it
-            text = f"Tool {call.name} was not run: it has side effects and no recorded result"
-            self._add(ReplayedCall(step, call, NOT_RUN, False, reason))
-            return call_outcome(call, error=("cancelled", text))
-        self._add(ReplayedCall(step, call, SERVED, True, reason))
-        if recorded.is_error:
-            return ToolOutcome(call, recorded, error=recorded.content)
-        return ToolOutcome(call, recorded, output=orjson.loads(recorded.content))
-
-    def done(self, step: int, outcome: ToolOutcome) -> None:
-        if (step, outcome.call.id) in self._served:
-            return
-        recorded = self.recorded(step, outcome.call)
-        self._add(ReplayedCall(step, outcome.call, RERUN, recorded == outcome.message))
-
-
-class _Watching(SilentReporter):
-    """Hears of each call's outcome for the watcher; says nothing else."""
-
-    def __init__(self, watcher: _CallWatcher) -> None:
-        self.watcher = watcher
-
-    def tool_done(self, step: int, outcome: ToolOutcome) -> None:
-        self.watcher.done(step, outcome)
+    return json_lines(value)
 
 
 def replay_agent_run(
@@ -276,18 +227,12 @@ def replay_agent_run(
     replay = AgentReplay(run)
     if not run.steps:
         return replay
-    watcher = _CallWatcher(run, replay, registry, allow_side_effects, on_call)
+    model = RecordedRun(replay, registry, on_call)
+    served = None if allow_side_effects else model.serve
     # One request more than the record has: a run that stopped with tool results not yet
     # sent asks for it, and learns that the record ends there.
-    config = attrs.evolve(continued_config(run, stream=False), max_steps=len(run.steps) + 1)
-    hashes = RequestHashes()
-    loop = AgentLoop(
-        ToolRuntime(registry, hashes),
-        RecordedModel(run, replay, hashes),
-        config,
-        _Watching(watcher),
-        served=watcher.serve,
-    )
+    config = continued_config(run, max_steps=len(run.steps) + 1, stream=False)
+    loop = AgentLoop(ToolRuntime(registry, model), model, config, model, served=served)
     loop.run(Opening(run.steps[0].request.messages))
     return replay
 
@@ -310,6 +255,4 @@ def continue_live(  # noqa: PLR0917 - the pieces of one continuation
     step, request = replay.stopped_at
     opening = Opening(request.messages, forked_from={"runId": replay.run.run_id, "step": step})
     runtime = ToolRuntime(registry, sink, approver=approver)
-    outcome = AgentLoop(runtime, provider, config, reporter).run(opening)
-    replay.live = outcome
-    return outcome
+    return AgentLoop(runtime, provider, config, reporter).run(opening)

@@ -13,18 +13,14 @@ from mini_harness.agent.context import system_message
 from mini_harness.agent.loop import DEFAULT_MAX_STEPS, DEFAULT_PARAMS, AgentConfig, Opening
 from mini_harness.agent.provider import Message
 from mini_harness.agent.resume import (
-    RecordedCall,
     ResumeError,
     ResumePlan,
     check_history,
     plan_fork,
     plan_resume,
 )
+from mini_harness.errors import counted
 from mini_harness.replay.agent_fold import AgentRun
-
-
-def _find(runs: list[AgentRun], run_id: str) -> AgentRun | None:
-    return next((run for run in runs if run.run_id == run_id), None)
 
 
 def resume_plan(
@@ -39,9 +35,10 @@ def resume_plan(
     A run that stopped before its first request continues where its own origin stood
     (with the calls it dispatched meanwhile), or, with no origin, from its task.
     """
+    by_id = {each.run_id: each for each in runs}
     chain = [run]
     while not chain[-1].steps and chain[-1].resumed_from is not None:
-        origin = _find(runs, str(chain[-1].resumed_from.get("runId")))
+        origin = by_id.get(str(chain[-1].resumed_from.get("runId")))
         if origin is None:
             raise ResumeError(
                 f"run {chain[-1].run_id} made no request and the run it continues "
@@ -55,7 +52,7 @@ def resume_plan(
         )
     # Later runs of the chain dispatched some of the base's leftover calls: theirs count.
     later = [call for link in reversed(chain[:-1]) for call in link.opening_calls]
-    every_call = [call for link in chain for call in _all_calls(link)]
+    every_call = [call for link in chain for call in link.calls]
     if base.steps:
         last = base.steps[-1]
         request: list[Message] = list(last.request.messages)
@@ -75,21 +72,13 @@ def resume_plan(
     )
     matched = {call.call_id for call in calls}
     extra = tuple(c for c in every_call if not c.ended and c.call_id not in matched)
-    problems = check_history([*plan.opening.history, *_placeholders(plan.opening)])
-    if problems:  # never send a history a provider refuses
+    # Never send a history a provider refuses: checked with stand-ins for the results the
+    # pending calls will get.
+    pending = [Message("tool", "", tool_call_id=c.id, name=c.name) for c, _ in plan.opening.pending]
+    problems = check_history([*plan.opening.history, *pending])
+    if problems:
         raise ResumeError(f"cannot rebuild a valid history for run {run.run_id}: {problems[0]}")
     return ResumePlan(plan.opening, plan.to_close + extra)
-
-
-def _all_calls(run: AgentRun) -> list[RecordedCall]:
-    return [*run.opening_calls, *(call for step in run.steps for call in step.calls)]
-
-
-def _placeholders(opening: Opening) -> list[Message]:
-    """Stand-ins for the results the pending calls will get (to check the history)."""
-    return [
-        Message("tool", "", tool_call_id=call.id, name=call.name) for call, _ in opening.pending
-    ]
 
 
 def fork_opening(run: AgentRun, step: int, instruction: str | None = None) -> Opening:
@@ -150,7 +139,8 @@ def run_tree_lines(runs: list[AgentRun]) -> list[str]:
             link = f"{how}: "
         else:
             link = f"{how} of {parent} (not in this transcript): "
-        lines.append(f"{'  ' * depth}{link}{run.run_id} ({_ended(run)})")
+        ended = f"{counted(len(run.steps), 'step')}, {run.stop_reason or 'unfinished'}"
+        lines.append(f"{'  ' * depth}{link}{run.run_id} ({ended})")
         for child in children.get(run.run_id, []):
             add(child, depth + 1)
 
@@ -160,17 +150,7 @@ def run_tree_lines(runs: list[AgentRun]) -> list[str]:
 
 
 def _origin(run: AgentRun) -> tuple[str, str | None]:
-    if run.resumed_from is not None:
-        return f"resumed after step {run.resumed_from.get('step')}", str(
-            run.resumed_from.get("runId")
-        )
-    if run.forked_from is not None:
-        return f"forked before step {run.forked_from.get('step')}", str(
-            run.forked_from.get("runId")
-        )
+    for how, link in (("resumed after", run.resumed_from), ("forked before", run.forked_from)):
+        if link is not None:
+            return f"{how} step {link.get('step')}", str(link.get("runId"))
     return "", None
-
-
-def _ended(run: AgentRun) -> str:
-    steps = f"{len(run.steps)} step{'' if len(run.steps) == 1 else 's'}"
-    return f"{steps}, {run.stop_reason or 'unfinished'}"

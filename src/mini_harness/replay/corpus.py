@@ -19,7 +19,6 @@ from typing import Literal, TypeVar
 import attrs
 
 from mini_harness.events import JsonObject, JsonValue
-from mini_harness.replay.agent_tap import AgentFigures
 from mini_harness.replay.corpus_summary import (
     EXIT_CODES,
     FOLD,
@@ -36,7 +35,7 @@ from mini_harness.replay.corpus_summary import (
     summarize_batch,
     summarize_file,
 )
-from mini_harness.replay.model import OUTCOMES
+from mini_harness.replay.model import OUTCOMES, AgentFigures
 
 PERCENTILES = (50, 95, 99)
 BATCH_FILES = 64

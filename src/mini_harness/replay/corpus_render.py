@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from mini_harness.errors import counted
-from mini_harness.replay.agent_tap import AgentFigures
 from mini_harness.replay.corpus import PROBLEMS, UNREADABLE, CorpusReport, ToolReport
 from mini_harness.replay.corpus_summary import FileSummary
+from mini_harness.replay.model import AgentFigures
 
 _STATUS_WIDTH = len(UNREADABLE)
 

@@ -17,8 +17,8 @@ import attrs
 
 from mini_harness.errors import MiniHarnessError
 from mini_harness.events import JsonObject, JsonValue
-from mini_harness.replay.agent_tap import AgentFigures, TappedFold
-from mini_harness.replay.model import FAILED, IN_DOUBT, CallRecord, RerunOutcome
+from mini_harness.replay.fold import TranscriptFold
+from mini_harness.replay.model import FAILED, IN_DOUBT, AgentFigures, CallRecord, RerunOutcome
 from mini_harness.replay.rerun import TranscriptRerun
 from mini_harness.runtime import ToolRegistry
 from mini_harness.transcripts.verify import verify_transcript
@@ -211,7 +211,7 @@ def summarize_batch(paths: Sequence[str], options: SummaryOptions) -> SummaryMer
 
 
 def _fold(path: str, options: SummaryOptions, summary: FileSummary) -> None:
-    fold = TappedFold(path, summary.agent)
+    fold = TranscriptFold(path)
     items: Iterable[object] = fold
     if options.rerun is not None:
         summary.rerun = {}
@@ -225,6 +225,7 @@ def _fold(path: str, options: SummaryOptions, summary: FileSummary) -> None:
             summary.add_call(item.call)
             assert summary.rerun is not None
             add_counts(summary.rerun, {item.outcome: 1})
+    summary.agent = fold.agent
     totals = fold.totals()
     summary.events = totals.events
     summary.runs = totals.runs

@@ -7,13 +7,14 @@ of runs and call ids (to catch reused ids), never with the size of the events.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
 
 from mini_harness.errors import ReplayError
 from mini_harness.events import (
+    ApprovalDecided,
     JsonValue,
     ModelRequested,
     ModelResponded,
@@ -30,6 +31,7 @@ from mini_harness.replay.model import (
     FAILED,
     IN_DOUBT,
     SUCCEEDED,
+    AgentFigures,
     CallList,
     CallRecord,
     FoldResult,
@@ -95,10 +97,11 @@ class TranscriptFold:
     """Iterate a transcript as RunInfo (when a run starts) and CallRecord (when a call ends).
 
     Calls still open at the end of the file are yielded last, as in-doubt. After (or during)
-    iteration, `summaries()`, `problems()` and `totals()` describe what was read so far;
-    `result()` collects everything into a FoldResult. `run` selects one run by 1-based
-    index (all digits) or by run id / id prefix (the first run it matches). `path` may be
-    a FIFO or "-" (standard input): it is read once, front to back.
+    iteration, `summaries()`, `problems()` and `totals()` describe what was read so far,
+    `agent` counts agent runs by how they ended and model usage, `decisions` holds the
+    approval decisions; `result()` collects everything into a FoldResult. `run` selects one
+    run by 1-based index (all digits) or by run id / id prefix (the first run it matches).
+    `path` may be a FIFO or "-" (standard input): it is read once, front to back.
     """
 
     def __init__(
@@ -117,18 +120,14 @@ class TranscriptFold:
         self._selected: str | None = None
         self._extra_problems: list[LogProblem] = []
         self._unknown = 0
+        self.decisions: list[ApprovalDecided] = []  # every approval decision, in file order
         self._agent_protocol = RunProtocol()
+        self.agent = AgentFigures()  # counted always: a few numbers
         # Agent runs are rebuilt (for their context reports) only when reports are asked for.
         self._agent_folder = AgentRunFolder() if context_reports else None
-        self._agent_runs: list[AgentRun] | None = None
 
     def __repr__(self) -> str:
         return f"<TranscriptFold(path={str(self.path)!r}, offset={self.offset})>"
-
-    @property
-    def selected_run(self) -> RunInfo | None:
-        state = self._runs.get(self._selected) if self._selected else None
-        return state.info if state else None
 
     def __iter__(self) -> Iterator[RunInfo | CallRecord]:
         # Once per line of files with millions of lines: a call's two events take the
@@ -136,6 +135,7 @@ class TranscriptFold:
         runs = self._runs
         inputs = self._inputs
         called = self._protocol.called
+        agent_runs = self._agent_protocol  # agent runs and model requests in doubt
         agent_folder = self._agent_folder
         for record in self.reader:
             self.offset = record.offset
@@ -156,18 +156,22 @@ class TranscriptFold:
                 if started is not None:
                     yield started
             elif isinstance(event, RunStarted):
-                if event.run_id in self._runs:
-                    message = f"run {event.run_id} is started again"
-                    self._extra_problems.append(LogProblem("protocol", record.line, message))
-                else:
-                    yield from self._run_started(record.line, event)
-                if event.task is not None:
-                    self._agent_event(record.line, record.seq, event)
-            elif isinstance(event, (ModelRequested, ModelResponded, RunFinished)):
-                self._agent_event(record.line, record.seq, event)
+                started = self._run_started(record.line, record.seq, event)
+                if started is not None:
+                    yield started
+            elif isinstance(event, ModelRequested):
+                agent_runs.requested(record.line, record.seq, event.run_id, event.request_id)
+            elif isinstance(event, ModelResponded):
+                agent_runs.responded(event.request_id)
+                self.agent.responded(event.usage)
+            elif isinstance(event, RunFinished):
+                agent_runs.finished(event.run_id)
+                self.agent.run_finished(event.run_id, event.stop_reason)
             elif isinstance(event, TranscriptStarted):
                 if record.line == 1:
                     self.transcript_id = event.transcript_id
+            elif isinstance(event, ApprovalDecided):
+                self.decisions.append(event)
             elif isinstance(event, UnknownEvent):
                 self._unknown += 1
         if self.reader.empty:
@@ -177,34 +181,31 @@ class TranscriptFold:
         yield from self._in_doubt()
         for opened in self._agent_protocol.in_doubt():
             self._extra_problems.append(LogProblem("in-doubt", opened.line, opened.message()))
-        if agent_folder is not None:
-            self._agent_runs = agent_folder.finish()
+        self.agent.close()
         self.finished = True
         if self.selection is not None and self._selected is None:
             wanted = self.selection or '""'
             raise ReplayError(f"{self.path} has no run {wanted} ({self._listing()})")
 
-    def _agent_event(
-        self, line: int, seq: int, event: RunStarted | ModelRequested | ModelResponded | RunFinished
-    ) -> None:
-        """Agent runs and their requests open and end (what is open at the end is in doubt)."""
-        protocol = self._agent_protocol
-        if isinstance(event, RunStarted):
-            resumed = getattr(event, "resumed_from", None)
-            continues = resumed.get("runId") if isinstance(resumed, dict) else None
-            protocol.started(line, seq, event.run_id, continues)
-        elif isinstance(event, ModelRequested):
-            protocol.requested(line, seq, event.run_id, event.request_id)
-        elif isinstance(event, ModelResponded):
-            protocol.responded(event.request_id)
-        else:
-            protocol.finished(event.run_id)
+    def _run_started(self, line: int, seq: int, event: RunStarted) -> RunInfo | None:
+        """Fold a RunStarted; the run's RunInfo if it is new and shown."""
+        if event.task is not None:  # an agent run: it must end, as a call must
+            resumed = event.resumed_from.get("runId") if event.resumed_from else None
+            self._agent_protocol.started(line, seq, event.run_id, resumed)
+            self.agent.run_started(event.run_id)
+        if event.run_id in self._runs:
+            message = f"run {event.run_id} is started again"
+            self._extra_problems.append(LogProblem("protocol", line, message))
+            return None
+        tools = tuple(tool for tool in event.tools if isinstance(tool, dict))
+        info = RunInfo(len(self._runs) + 1, event.run_id, event.harness, event.ts, line, tools)
+        return info if self._add_run(info) else None
 
     def agent_runs(self) -> list[AgentRun]:
         """The agent runs, rebuilt request by request (after the fold; with context_reports)."""
-        if self._agent_runs is None:
+        if self._agent_folder is None or not self.finished:
             raise ReplayError("agent runs are rebuilt only by a finished fold with context_reports")
-        return self._agent_runs
+        return list(self._agent_folder.runs.values())
 
     def _listing(self, shown: int = 10) -> str:
         """`it has 2 runs: 1 <id>, 2 <id>`, the first `shown` of them."""
@@ -220,7 +221,7 @@ class TranscriptFold:
         message = f"ToolCalled for run {event.run_id}, with no RunStarted"
         self._extra_problems.append(LogProblem("protocol", line, message))
         info = RunInfo(len(self._runs) + 1, event.run_id, "", event.ts, line, ())
-        return next(iter(self._add_run(info)), None)
+        return info if self._add_run(info) else None
 
     def _ended(self, line: int, seq: int, event: ToolSucceeded | ToolFailed) -> CallRecord | None:
         """Fold a terminal event; the call it ends, if it ends one and its run is shown."""
@@ -230,9 +231,12 @@ class TranscriptFold:
             return None
         state = self._runs[opened.run_id]
         tool_input = self._inputs.pop(opened.call_id)
+        effects = None
         if isinstance(event, ToolSucceeded):
             state.succeeded += 1
             status, output, error = SUCCEEDED, event.output, None
+            if event.effects:
+                effects = list(event.effects)
         else:
             state.failed += 1
             status, output, error = FAILED, None, wire_value(event.error)
@@ -248,6 +252,7 @@ class TranscriptFold:
             output,
             error,
             event.duration_ms,
+            effects,
         )
         if self.context_reports:
             state.count_tokens(call)
@@ -258,31 +263,25 @@ class TranscriptFold:
             state = self._runs[opened.run_id]
             state.in_doubt += 1
             if self._shows(opened.run_id):
-                tool_input = self._inputs[opened.call_id]
                 yield CallRecord(
                     state.info.index,
                     opened.run_id,
                     opened.call_id,
                     opened.name,
-                    tool_input,
+                    self._inputs[opened.call_id],
                     IN_DOUBT,
                     opened.line,
                 )
 
-    def _run_started(self, line: int, event: RunStarted) -> Iterator[RunInfo]:
-        tools = tuple(tool for tool in event.tools if isinstance(tool, dict))
-        index = len(self._runs) + 1
-        yield from self._add_run(RunInfo(index, event.run_id, event.harness, event.ts, line, tools))
-
-    def _add_run(self, info: RunInfo) -> Iterator[RunInfo]:
+    def _add_run(self, info: RunInfo) -> bool:
+        """Fold a run's start; whether the run is shown."""
         state = _RunState(info)
         if self.context_reports:
             state.tool_tokens = estimate_tokens(pretty_json(list(info.tools)))
         self._runs[info.run_id] = state
         if self._selected is None and self._selects(info):
             self._selected = info.run_id
-        if self.selection is None or self._selected == info.run_id:
-            yield info
+        return self._shows(info.run_id)
 
     def _shows(self, run_id: str) -> bool:
         return self.selection is None or run_id == self._selected
@@ -328,10 +327,10 @@ class TranscriptFold:
     def result(self) -> FoldResult:
         """Read the whole transcript and collect what it says (one record per call, held
         compactly: see CallList)."""
-        calls = CallList()
-        for item in self:
-            if type(item) is CallRecord:
-                calls.append(item)
+        return self.found(CallList(item for item in self if type(item) is CallRecord))
+
+    def found(self, calls: Sequence[CallRecord]) -> FoldResult:
+        """What the fold found so far, with `calls` (those it yielded)."""
         return FoldResult(
             path=str(self.path),
             transcript_id=self.transcript_id,
@@ -350,3 +349,11 @@ def fold_transcript(
     Raises a TranscriptError if the file cannot be read, ReplayError if `run` matches none.
     """
     return TranscriptFold(path, run=run, context_reports=context_reports).result()
+
+
+def fold_effects(path: str | os.PathLike[str]) -> tuple[list[CallRecord], list[ApprovalDecided]]:
+    """The calls that changed files (with their `effects`) and every approval decision, in
+    file order. Raises a TranscriptError if the file cannot be read."""
+    fold = TranscriptFold(path)
+    calls = [item for item in fold if type(item) is CallRecord and item.effects]
+    return calls, fold.decisions

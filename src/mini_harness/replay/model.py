@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import array
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
@@ -68,6 +69,7 @@ class CallRecord:
     output: JsonValue = None
     error: JsonObject | None = None
     duration_ms: float | None = None
+    effects: list[JsonObject] | None = None  # the files a succeeded call changed
 
     def to_json(self) -> JsonObject:
         out: JsonObject = {
@@ -119,6 +121,7 @@ class CallList(Sequence[CallRecord]):
                 call.output,
                 call.error,
                 call.duration_ms,
+                call.effects,
             )
         )
         self._ends.append(len(self._data))
@@ -154,6 +157,66 @@ class CallList(Sequence[CallRecord]):
 
     def __repr__(self) -> str:
         return f"<CallList(calls={len(self)})>"
+
+
+USAGE_KEYS = ("inputTokens", "outputTokens", "cachedTokens")
+UNFINISHED = "unfinished"
+"""The stop reason shown for an agent run with no RunFinished (the process died)."""
+
+
+@attrs.define
+class AgentFigures:
+    """Agent runs by stop reason and summed model usage, for one file or a corpus.
+
+    A usage count (`ModelResponded.usage`, as on the wire) is taken when it is a number,
+    zero otherwise (null when the provider did not say), so transcripts without agent runs
+    simply report none.
+    """
+
+    stop_reasons: Counter[str] = attrs.Factory(Counter)
+    responses: int = 0
+    usage: Counter[str] = attrs.Factory(lambda: Counter(dict.fromkeys(USAGE_KEYS, 0)))
+    _open_runs: set[str] = attrs.Factory(set)
+
+    @property
+    def runs(self) -> int:
+        return sum(self.stop_reasons.values())
+
+    def run_started(self, run_id: str) -> None:
+        """An agent run (a RunStarted with a task) began."""
+        self._open_runs.add(run_id)
+
+    def run_finished(self, run_id: str, stop_reason: str) -> None:
+        self._open_runs.discard(run_id)
+        self.stop_reasons[stop_reason] += 1
+
+    def responded(self, usage: JsonObject) -> None:
+        """A model response; its `usage` counts are added when they are numbers."""
+        self.responses += 1
+        for key in USAGE_KEYS:
+            count = usage.get(key)
+            if isinstance(count, int | float) and not isinstance(count, bool):
+                self.usage[key] += int(count)
+
+    def close(self) -> None:
+        """At the end of a file: agent runs that never finished count as unfinished."""
+        if self._open_runs:
+            self.stop_reasons[UNFINISHED] += len(self._open_runs)
+            self._open_runs.clear()
+
+    def merge(self, other: AgentFigures) -> None:
+        self.stop_reasons.update(other.stop_reasons)
+        self.responses += other.responses
+        self.usage.update(other.usage)
+
+    def to_json(self) -> JsonObject:
+        reasons: JsonObject = {name: self.stop_reasons[name] for name in sorted(self.stop_reasons)}
+        return {
+            "runs": self.runs,
+            "byStopReason": reasons,
+            "modelResponses": self.responses,
+            "usage": {key: self.usage[key] for key in USAGE_KEYS},
+        }
 
 
 @attrs.frozen

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from mini_harness.errors import counted
+from mini_harness.events import ApprovalDecided
 from mini_harness.replay.model import (
     DIVERGED,
     FAILED,
@@ -50,10 +49,9 @@ def drift_line(drift: Drift) -> str:
 
 
 def summary_lines(
-    runs: Iterable[RunSummary], problems: Iterable[LogProblem], *, context_reports: bool
+    runs: list[RunSummary], problems: list[LogProblem], *, context_reports: bool
 ) -> list[str]:
     lines = ["", "Runs:"]
-    runs = list(runs)
     if not runs:
         lines.append("  (no runs)")
     for run in runs:
@@ -65,7 +63,6 @@ def summary_lines(
         for run in runs:
             lines += ["", f"Context report, run {run.info.index} ({run.info.run_id}):"]
             lines += (run.context_report or "").splitlines()
-    problems = list(problems)
     if problems:
         lines += ["", "Problems with the log:"]
         lines += [f"  [{problem.kind}] {problem.describe()}" for problem in problems]
@@ -73,14 +70,12 @@ def summary_lines(
 
 
 def totals_line(totals: Totals, problems: int) -> str:
-    runs = "1 run" if totals.runs == 1 else f"{totals.runs} runs"
-    calls = "1 call" if totals.calls == 1 else f"{totals.calls} calls"
     found = (
         "no problems in the log" if not problems else f"{counted(problems, 'problem')} in the log"
     )
     line = (
-        f"{runs}, {calls}: {totals.succeeded} succeeded, {totals.failed} failed, "
-        f"{totals.in_doubt} in doubt; {found}"
+        f"{counted(totals.runs, 'run')}, {counted(totals.calls, 'call')}: "
+        f"{totals.succeeded} succeeded, {totals.failed} failed, {totals.in_doubt} in doubt; {found}"
     )
     if totals.unknown_events:
         line += f"; {counted(totals.unknown_events, 'event')} of unknown types skipped"
@@ -90,3 +85,27 @@ def totals_line(totals: Totals, problems: int) -> str:
 def rerun_line(counts: dict[str, int], drifted: int) -> str:
     parts = ", ".join(f"{counts.get(name, 0)} {name}" for name in OUTCOMES)
     return f"Re-run: {parts}; {counted(drifted, 'tool definition')} drifted"
+
+
+def effects_lines(calls: list[CallRecord], decisions: list[ApprovalDecided]) -> list[str]:
+    """The --effects report: each call that changed files with its paths, then each approval
+    decision."""
+    lines = [] if calls else ["No recorded file effects."]
+    for call in calls:
+        lines.append(f"Call {call.call_id} ({call.name}, line {call.end_line}):")
+        for effect in call.effects or ():
+            before, after = effect.get("before"), effect.get("after")
+            change = "added" if before is None else "deleted" if after is None else "modified"
+            lines.append(f"  {change:<8} {effect.get('path')}  {_short(before)} -> {_short(after)}")
+    if decisions:
+        lines.append("Approval decisions:")
+    for decision in decisions:
+        rule = f" ({decision.rule})" if decision.rule else ""
+        lines.append(
+            f"  {decision.call_id} {decision.name}: {decision.decision} by {decision.by}{rule}"
+        )
+    return lines
+
+
+def _short(digest: object) -> str:
+    return "absent" if digest is None else str(digest)[:12]

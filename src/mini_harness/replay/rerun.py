@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
 from collections.abc import Iterator
 
+import attrs
 import orjson
 
 from mini_harness.errors import ToolCallError
@@ -22,14 +22,13 @@ from mini_harness.replay.model import (
     SUCCEEDED,
     CallRecord,
     Drift,
-    FoldResult,
     RerunOutcome,
     RerunReport,
     RunInfo,
 )
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
-from mini_harness.transcripts.limits import OMITTED_KEY, is_omitted
+from mini_harness.transcripts.limits import OMITTED_KEY, is_omitted, omitted_marker
 from mini_harness.transcripts.redaction import REDACTED
 
 _DIFF_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
@@ -56,11 +55,18 @@ def json_equal(a: JsonValue, b: JsonValue) -> bool:
 
 def json_diff(call: CallRecord, recorded: JsonValue, current: JsonValue) -> str:
     """A unified diff of two values as sorted, indented JSON, headed by the call it is about."""
-    old = orjson.dumps(recorded, option=_DIFF_OPTIONS).decode().splitlines()
-    new = orjson.dumps(current, option=_DIFF_OPTIONS).decode().splitlines()
-    label = f"{call.call_id} ({call.name})"
+    return diff(json_lines(recorded), json_lines(current), f"{call.call_id} ({call.name})")
+
+
+def json_lines(value: JsonValue) -> list[str]:
+    """A value as sorted, indented JSON, line by line: what a diff compares."""
+    return orjson.dumps(value, option=_DIFF_OPTIONS).decode().splitlines()
+
+
+def diff(recorded: list[str], rerun: list[str], what: str) -> str:
+    """A unified diff of the recorded and the re-run lines of `what`."""
     lines = difflib.unified_diff(
-        old, new, fromfile=f"recorded {label}", tofile=f"re-run {label}", lineterm=""
+        recorded, rerun, fromfile=f"recorded {what}", tofile=f"re-run {what}", lineterm=""
     )
     return "\n".join(lines)
 
@@ -85,17 +91,6 @@ def definition_drift(info: RunInfo, registry: ToolRegistry) -> list[Drift]:
     return found
 
 
-def _mentions(value: JsonValue, text: str) -> bool:
-    """Whether `text` occurs in any string of `value`, keys included."""
-    if isinstance(value, str):
-        return text in value
-    if isinstance(value, dict):
-        return any(text in key or _mentions(item, text) for key, item in value.items())
-    if isinstance(value, list):
-        return any(_mentions(item, text) for item in value)
-    return False
-
-
 def unrecorded_input(call: CallRecord) -> str | None:
     """Why the call's input cannot be sent again, or None when it was recorded whole.
 
@@ -105,23 +100,16 @@ def unrecorded_input(call: CallRecord) -> str | None:
     """
     if is_omitted(call.input):
         return "input not recorded: capped"
-    # "[REDACTED" also finds the numbered keys (`[REDACTED-2]`) redaction makes unique.
-    if _mentions(call.input, REDACTED[:-1]):
+    # "[REDACTED" also finds the numbered keys (`[REDACTED-2]`) redaction makes unique. In
+    # compact JSON it can only stand inside a string (a key or a value): JSON escapes none
+    # of its characters, and no JSON value starts with "R" (after an array's "[").
+    if REDACTED[:-1].encode() in orjson.dumps(call.input):
         return "input not recorded: redacted"
     return None
 
 
-def _marker_of(value: JsonValue, recorded: JsonObject) -> JsonObject:
-    """The size-and-hash marker `value` would have been recorded as, beside `recorded`."""
-    encoded = orjson.dumps(value)
-    return {
-        OMITTED_KEY: recorded[OMITTED_KEY],
-        "bytes": len(encoded),
-        "sha256": hashlib.sha256(encoded).hexdigest(),
-    }
-
-
-def _safe_to_repeat(registry: ToolRegistry, name: str) -> bool:
+def safe_to_repeat(registry: ToolRegistry, name: str) -> bool:
+    """Whether the current registry marks the tool readOnlyHint or idempotentHint."""
     tool = registry.get(name)
     # A tool that is gone cannot run: dispatching it only records unknown_tool.
     if tool is None:
@@ -130,6 +118,7 @@ def _safe_to_repeat(registry: ToolRegistry, name: str) -> bool:
     return hints is not None and hints.safe_to_repeat
 
 
+@attrs.define
 class TranscriptRerun:
     """Iterate a transcript as RunInfo, Drift and RerunOutcome items while re-running it.
 
@@ -139,20 +128,14 @@ class TranscriptRerun:
     that would run now. In-doubt calls are skipped (nothing to compare with).
     """
 
-    def __init__(
-        self,
-        fold: TranscriptFold,
-        registry: ToolRegistry,
-        *,
-        allow_side_effects: bool = False,
-        sink: EventSink | None = None,
-    ) -> None:
-        self.fold = fold
-        self.registry = registry
-        self.allow_side_effects = allow_side_effects
-        self.sink = sink
-        self._runtimes: dict[str, ToolRuntime] = {}
-        self._drifted: set[tuple[str, str, tuple[str, ...]]] = set()
+    fold: TranscriptFold
+    registry: ToolRegistry
+    allow_side_effects: bool = attrs.field(default=False, kw_only=True)
+    sink: EventSink | None = attrs.field(default=None, kw_only=True)
+    _runtimes: dict[str, ToolRuntime] = attrs.field(factory=dict, init=False, repr=False)
+    _drifted: set[tuple[str, str, tuple[str, ...]]] = attrs.field(
+        factory=set, init=False, repr=False
+    )
 
     def __iter__(self) -> Iterator[RunInfo | Drift | RerunOutcome]:
         for item in self.fold:
@@ -172,7 +155,7 @@ class TranscriptRerun:
         unrecorded = unrecorded_input(call)
         if unrecorded is not None:
             return RerunOutcome(call, SKIPPED, unrecorded)
-        if not self.allow_side_effects and not _safe_to_repeat(self.registry, call.name):
+        if not self.allow_side_effects and not safe_to_repeat(self.registry, call.name):
             reason = (
                 f"{call.name} is not marked readOnlyHint or idempotentHint "
                 "(--allow-side-effects runs it)"
@@ -189,16 +172,14 @@ class TranscriptRerun:
         current = orjson.loads(orjson.dumps(result.output))
         if call.status != SUCCEEDED:
             return RerunOutcome(call, NOW_SUCCEEDS, None, current)
-        recorded = call.output
+        recorded, compared = call.output, current
         if isinstance(recorded, dict) and is_omitted(recorded):
             # Too large to record: the marker's size and SHA-256 are what can be compared.
-            marker = _marker_of(current, recorded)
-            if json_equal(recorded, marker):
-                return RerunOutcome(call, MATCHED, None, current)
-            return RerunOutcome(call, DIVERGED, None, current, json_diff(call, recorded, marker))
-        if json_equal(recorded, current):
+            marker = omitted_marker(orjson.dumps(current), 0)
+            compared = {**marker, OMITTED_KEY: recorded[OMITTED_KEY]}
+        if json_equal(recorded, compared):
             return RerunOutcome(call, MATCHED, None, current)
-        return RerunOutcome(call, DIVERGED, None, current, json_diff(call, recorded, current))
+        return RerunOutcome(call, DIVERGED, None, current, json_diff(call, recorded, compared))
 
     def _compare_failure(self, call: CallRecord, error: JsonObject) -> RerunOutcome:
         reason = f"{error['kind']}: {error['message']}"
@@ -212,24 +193,11 @@ class TranscriptRerun:
 
     def report(self) -> RerunReport:
         """Run everything and collect the report (one object per call)."""
-        outcomes: list[RerunOutcome] = []
-        drift: list[Drift] = []
-        for item in self:
-            if isinstance(item, RerunOutcome):
-                outcomes.append(item)
-            elif isinstance(item, Drift):
-                drift.append(item)
-        fold = self.fold
-        calls = tuple(outcome.call for outcome in outcomes)
-        result = FoldResult(
-            path=str(fold.path),
-            transcript_id=fold.transcript_id,
-            runs=tuple(fold.summaries()),
-            calls=calls,
-            problems=tuple(fold.problems()),
-            totals=fold.totals(),
-        )
-        return RerunReport(result, tuple(outcomes), tuple(drift))
+        items = list(self)
+        outcomes = [item for item in items if isinstance(item, RerunOutcome)]
+        drift = tuple(item for item in items if isinstance(item, Drift))
+        found = self.fold.found(tuple(outcome.call for outcome in outcomes))
+        return RerunReport(found, tuple(outcomes), drift)
 
 
 def rerun_transcript(
