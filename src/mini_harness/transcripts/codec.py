@@ -15,13 +15,12 @@ from mini_harness.events import (
     MAX_JSON_DEPTH,
     Event,
     JsonObject,
-    ToolError,
     ToolFailed,
     UnknownEvent,
     event_type,
 )
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than, nested_too_deep
-from mini_harness.transcripts.fields import FieldError, camel, structure, structurer
+from mini_harness.transcripts.fields import FieldError, camel, structurer, wire_value
 
 _T = TypeVar("_T")
 
@@ -41,36 +40,19 @@ def line_hash(line: bytes) -> str:
     return _sha256(line).digest()[:HASH_BYTES].hex()
 
 
-# (attribute, wire key) per class, computed once: the single place the names are mapped.
-_WIRE_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
-    cls: tuple((f.name, camel(f.name)) for f in attrs.fields(cls) if f.name != "ts")
-    for cls in (*KNOWN_EVENT_TYPES, ToolError)
+# Per class, computed once from its declaration: its wire keys (all but ts) in order, one
+# getter for all their values (a tuple: every class has at least two fields besides ts), so
+# a line's object is built in two C calls, and the keys of its optional fields (default
+# None), left off a line when not set, so that lines of events that do not use them are as
+# they were before the fields existed.
+_WIRE: dict[type, tuple[tuple[str, ...], operator.attrgetter[Any], tuple[str, ...]]] = {
+    cls: (
+        tuple(camel(f.name) for f in attrs.fields(cls) if f.name != "ts"),
+        operator.attrgetter(*(f.name for f in attrs.fields(cls) if f.name != "ts")),
+        tuple(camel(f.name) for f in attrs.fields(cls) if f.default is None),
+    )
+    for cls in KNOWN_EVENT_TYPES
 }
-# Per class, its wire keys in order and one getter for all their values (a tuple: every
-# class has at least two fields besides ts), so a line's object is built in two C calls.
-_WIRE_GETTERS: dict[type, tuple[tuple[str, ...], operator.attrgetter[Any]]] = {
-    cls: (tuple(key for _, key in fields), operator.attrgetter(*(attr for attr, _ in fields)))
-    for cls, fields in _WIRE_FIELDS.items()
-}
-_ERROR_FIELDS = _WIRE_FIELDS[ToolError]
-_OPTIONAL_FIELDS: dict[type, frozenset[str]] = {
-    cls: frozenset(f.name for f in attrs.fields(cls) if f.default is None) for cls in _WIRE_FIELDS
-}
-# Optional fields (default None) are left off a line when not set, so lines of events that
-# do not use them are as they were before the fields existed.
-_OPTIONAL_KEYS: dict[type, tuple[str, ...]] = {
-    cls: tuple(key for attr, key in fields if attr in _OPTIONAL_FIELDS[cls])
-    for cls, fields in _WIRE_FIELDS.items()
-}
-
-
-def _error_json(error: ToolError) -> JsonObject:
-    out: JsonObject = {}
-    for attr, key in _ERROR_FIELDS:
-        value = getattr(error, attr)
-        if value is not None:
-            out[key] = value
-    return out
 
 
 def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
@@ -82,11 +64,11 @@ def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
         for key, value in event.data.items():
             out.setdefault(key, value)
         return out
-    keys, values = _WIRE_GETTERS[type(event)]
+    keys, values, optional = _WIRE[type(event)]
     out.update(zip(keys, values(event), strict=True))
     if type(event) is ToolFailed:
-        out["error"] = _error_json(event.error)
-    for key in _OPTIONAL_KEYS[type(event)]:
+        out["error"] = wire_value(event.error)
+    for key in optional:
         if out[key] is None:
             del out[key]
     return out
@@ -153,8 +135,9 @@ def load_line(line: bytes) -> JsonObject:
 def decode_object(cls: type[_T], data: JsonObject) -> _T:
     """An instance of the attrs class `cls` from its JSON object (wire keys); DecodeError
     says which field is wrong and why, e.g. `expected a string @ $.runId`."""
+    target: Any = cls  # functools.cache takes it as a Hashable
     try:
-        decoded: _T = structure(cls, data)
+        decoded: _T = structurer(target)(data)
     except FieldError as exc:
         raise DecodeError(f"{exc.reason} @ ${exc.path}") from None
     return decoded

@@ -281,9 +281,3 @@ def _decode_nested(cls: Any, value: Any) -> Any:
     if type(value) is not dict:
         raise FieldError("expected an object")
     return structurer(cls)(value)
-
-
-def structure(cls: Any, data: JsonObject) -> Any:
-    """An instance of the attrs class `cls` from its JSON object; FieldError says where and
-    why not (its `path` is like `.error.message`)."""
-    return structurer(cls)(data)

@@ -7,7 +7,9 @@ reading stops at the bound.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
@@ -79,22 +81,15 @@ class BoundedLines:
         device may never end, so there reading stops)."""
         hasher = hashlib.sha256()
         length = 0
-        for piece in pieces:
-            hasher.update(piece)
-            if self.tap is not None:
-                self.tap.update(piece)
-            length += len(piece)
-        ended = pieces[-1][-1:] == b"\n"
-        pieces.clear()  # held no longer than hashing them takes
-        if ended:
-            return LongLine(length, hasher, True)
-        if not self.regular:
-            return LongLine(length, hasher, None)
-        while piece := self.handle.readline(_CHUNK):
+        # Only the last of `pieces` may end the line; each is held no longer than hashing
+        # it takes.
+        held = (pieces.pop(0) for _ in range(len(pieces)))
+        rest = iter(functools.partial(self.handle.readline, _CHUNK), b"")
+        for piece in itertools.chain(held, rest if self.regular else ()):
             hasher.update(piece)
             if self.tap is not None:
                 self.tap.update(piece)
             length += len(piece)
             if piece[-1:] == b"\n":
                 return LongLine(length, hasher, True)
-        return LongLine(length, hasher, False)
+        return LongLine(length, hasher, False if self.regular else None)
