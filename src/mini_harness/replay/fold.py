@@ -161,10 +161,9 @@ class TranscriptFold:
                     self._extra_problems.append(LogProblem("protocol", record.line, message))
                 else:
                     yield from self._run_started(record.line, event)
-                if event.task is not None:
-                    self._agent_event(record.line, record.seq, event)
+                self._agent_protocol.feed(record.line, record.seq, event)
             elif isinstance(event, (ModelRequested, ModelResponded, RunFinished)):
-                self._agent_event(record.line, record.seq, event)
+                self._agent_protocol.feed(record.line, record.seq, event)
             elif isinstance(event, TranscriptStarted):
                 if record.line == 1:
                     self.transcript_id = event.transcript_id
@@ -183,22 +182,6 @@ class TranscriptFold:
         if self.selection is not None and self._selected is None:
             wanted = self.selection or '""'
             raise ReplayError(f"{self.path} has no run {wanted} ({self._listing()})")
-
-    def _agent_event(
-        self, line: int, seq: int, event: RunStarted | ModelRequested | ModelResponded | RunFinished
-    ) -> None:
-        """Agent runs and their requests open and end (what is open at the end is in doubt)."""
-        protocol = self._agent_protocol
-        if isinstance(event, RunStarted):
-            resumed = getattr(event, "resumed_from", None)
-            continues = resumed.get("runId") if isinstance(resumed, dict) else None
-            protocol.started(line, seq, event.run_id, continues)
-        elif isinstance(event, ModelRequested):
-            protocol.requested(line, seq, event.run_id, event.request_id)
-        elif isinstance(event, ModelResponded):
-            protocol.responded(event.request_id)
-        else:
-            protocol.finished(event.run_id)
 
     def agent_runs(self) -> list[AgentRun]:
         """The agent runs, rebuilt request by request (after the fold; with context_reports)."""

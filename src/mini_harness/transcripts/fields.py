@@ -54,7 +54,6 @@ class WireField:
     check: Check  # any other value: converted, or FieldError says why not
     default: Callable[[], Any] | None  # for an absent field; None: the field is required
     keyword: bool  # passed by keyword (a kw_only attribute)
-    nullable: bool  # null is a value of the field (its annotation admits None)
 
 
 def _any(value: Any) -> Any:
@@ -159,10 +158,6 @@ def _none() -> None:
     return None
 
 
-def _admits_none(tp: Any) -> bool:
-    return tp is Any or (get_origin(tp) in {Union, UnionType} and type(None) in get_args(tp))
-
-
 @functools.cache
 def wire_fields(cls: type) -> tuple[WireField, ...]:
     """The fields of an attrs class as they are read from a line, in declaration order."""
@@ -174,7 +169,6 @@ def wire_fields(cls: type) -> tuple[WireField, ...]:
             *_field_type(hints[field.name]),
             _default(field),
             field.kw_only,
-            _admits_none(hints[field.name]),
         )
         for field in attrs.fields(cls)
         if field.init
@@ -198,7 +192,7 @@ def structurer(cls: type) -> Callable[[JsonObject], Any]:
         namespace[f"exact{index}"] = field.exact
         value = f"v{index}"
         settle = f"{value} = settle(field{index}, {value})"
-        if field.nullable and field.default is _none:  # absent or null: None, as it is
+        if field.default is _none:  # optional: absent or null is None, as it is
             body.append(f"    {value} = get({field.key!r})")
             if field.check is not _any:
                 test = f"{value} is not None and type({value}) is not exact{index}"

@@ -16,7 +16,7 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import attrs
 
@@ -60,24 +60,6 @@ class TranscriptRecord:
 
 
 @attrs.frozen
-class TornTail:
-    """Bytes after the last good line that do not form an event: a crash mid-write."""
-
-    line: int
-    offset: int
-    length: int
-    reason: str
-    sha256: str | None = None  # of the tail's bytes, streamed (never held)
-
-    def describe(self) -> str:
-        return (
-            f"torn tail at line {self.line}, byte {self.offset}: {self.length} "
-            f"{'byte' if self.length == 1 else 'bytes'} "
-            f"({self.reason})"
-        )
-
-
-@attrs.frozen
 class DamagedLine:
     """A bad line with good lines after it (only kept when reading with salvage=True)."""
 
@@ -88,6 +70,19 @@ class DamagedLine:
 
     def describe(self) -> str:
         return f"line {self.line} (byte {self.offset}) is damaged: {self.reason}"
+
+
+@attrs.frozen
+class TornTail(DamagedLine):
+    """Bytes after the last good line that do not form an event: a crash mid-write."""
+
+    sha256: str | None = None  # of the tail's bytes, streamed (never held)
+
+    def describe(self) -> str:
+        return (
+            f"torn tail at line {self.line}, byte {self.offset}: {self.length} "
+            f"{'byte' if self.length == 1 else 'bytes'} ({self.reason})"
+        )
 
 
 @attrs.frozen
@@ -193,6 +188,12 @@ class TranscriptReader:
         number = 0
         # Bad lines not yet known to be mid-file, and the hash of the bytes from the first.
         pending: list[DamagedLine] = []
+
+        def bad(hasher: Any, length: int, reason: str) -> None:
+            if not pending:
+                lines.tap = hasher
+            pending.append(DamagedLine(number, start, length, reason))
+
         for raw in lines:
             number += 1
             start = offset
@@ -207,14 +208,12 @@ class TranscriptReader:
                         f"{MAX_LINE_BYTES} bytes; {self.name} is not a regular file, so "
                         "reading stops here",
                     )
-                if not pending:
-                    lines.tap = raw.hasher
-                reason = (
-                    f"longer than {MAX_LINE_BYTES} bytes"
-                    if raw.terminated
-                    else "no newline at end of file"
+                too_long = f"longer than {MAX_LINE_BYTES} bytes"
+                bad(
+                    raw.hasher,
+                    raw.length,
+                    too_long if raw.terminated else "no newline at end of file",
                 )
-                pending.append(DamagedLine(number, start, raw.length, reason))
                 continue
             if number == 1 and lines.bom:
                 self.bom = True
@@ -224,9 +223,7 @@ class TranscriptReader:
             if pending:  # a torn tail may be under way: lines.tap hashes it whole
                 lines.tap.update(raw)
             if raw[-1] != NEWLINE:  # raw is never empty
-                if not pending:
-                    lines.tap = sha256(raw)
-                pending.append(DamagedLine(number, start, len(raw), "no newline at end of file"))
+                bad(sha256(raw), len(raw), "no newline at end of file")
                 break
             body = raw[:-1]
             if body[-1:] == b"\r":
@@ -244,9 +241,7 @@ class TranscriptReader:
                     data = self._upcast_line(upcast, data)
                 seq, prev, event = decode_wire(data)
             except DecodeError as exc:
-                if not pending:
-                    lines.tap = sha256(raw)
-                pending.append(DamagedLine(number, start, len(raw), _with_hint(str(exc), body)))
+                bad(sha256(raw), len(raw), _with_hint(str(exc), body))
                 continue
             if pending:  # not checked against the line before: the chain restarts here
                 if not self._salvage:
