@@ -18,12 +18,12 @@ from mini_harness.events import JsonValue
 from mini_harness.runtime import MemorySink, ToolRegistry, ToolResult, ToolRuntime
 from mini_harness.testing.cli_outcome import CliOutcome, invoke, run_process
 from mini_harness.testing.normalize import Normalization, mask_prev
+from mini_harness.testing.plugin import UPDATE_FLAG
 from mini_harness.transcripts import JsonlTranscript, encode_line, line_hash
 
 if TYPE_CHECKING:
     import click
 
-UPDATE_FLAG = "--update-goldens"
 _FALSE = {"", "0", "false", "no", "off"}
 
 
@@ -55,14 +55,16 @@ class GoldenSession:
             return str(path)
 
     def claim(self, path: Path, nodeid: str) -> None:
-        """Refuse a second check of one golden file in a run: two tests would overwrite it."""
-        owner = self._checked.setdefault(path, nodeid)
-        if owner != nodeid:
-            pytest.fail(
-                f"golden file {self.show(path)} is checked by {owner} and by {nodeid}: "
-                "give one of the checks its own name=",
-                pytrace=False,
-            )
+        """Refuse a second check of one golden file in a run: it would overwrite the first."""
+        owner = self._checked.get(path)
+        if owner == nodeid:
+            why = f"twice in {nodeid}: give the second check its own name="
+        elif owner is not None:
+            why = f"by {owner} and by {nodeid}: give one of the checks its own name="
+        else:
+            self._checked[path] = nodeid
+            return
+        pytest.fail(f"golden file {self.show(path)} is checked {why}", pytrace=False)
 
 
 class GoldenRuntime(ToolRuntime):
@@ -87,6 +89,7 @@ def golden_base_name(node_name: str, class_name: str | None) -> str:
     return name
 
 
+@attrs.define(kw_only=True, repr=False)
 class Golden:
     """Compare what a test produced with golden files in `directory`.
 
@@ -94,25 +97,17 @@ class Golden:
     `.jsonl` for transcripts. `normalization` may be replaced or extended per test.
     """
 
-    def __init__(
-        self,
-        *,
-        session: GoldenSession,
-        directory: Path,
-        base_name: str,
-        nodeid: str,
-        tmp_path: Path,
-        normalization: Normalization,
-    ) -> None:
-        self.session = session
-        self.directory = directory
-        self.base_name = base_name
-        self.nodeid = nodeid
-        self.tmp_path = tmp_path
-        self.normalization = normalization
-        self.transcript_path = tmp_path / "golden-transcript.jsonl"
-        self._log: JsonlTranscript | None = None
-        self._checked: set[Path] = set()
+    session: GoldenSession
+    directory: Path
+    base_name: str
+    nodeid: str
+    tmp_path: Path
+    normalization: Normalization
+    _log: JsonlTranscript | None = attrs.field(default=None, init=False)
+
+    @property
+    def transcript_path(self) -> Path:
+        return self.tmp_path / "golden-transcript.jsonl"
 
     def __repr__(self) -> str:
         return f"<Golden({self.session.show(self.path('txt'))!r})>"
@@ -210,13 +205,6 @@ class Golden:
     def _compare(self, path: Path, obtained: str, *, transcript: bool) -> None:
         __tracebackhide__ = True
         session = self.session
-        if path in self._checked:
-            pytest.fail(
-                f"golden file {session.show(path)} is checked twice in {self.nodeid}: "
-                "give the second check its own name=",
-                pytrace=False,
-            )
-        self._checked.add(path)
         session.claim(path, self.nodeid)
         obtained_path = path.with_name(path.name + ".obtained")
         expected = path.read_text(encoding="utf-8") if path.exists() else None
