@@ -6,9 +6,8 @@ import os
 from pathlib import Path
 
 from mini_harness.errors import TranscriptFormatError
-from mini_harness.events import FORMAT_VERSION, TRANSCRIPT_FORMAT, TranscriptStarted
-from mini_harness.transcripts.codec import DecodeError, decode_line, load_line
-from mini_harness.transcripts.upcast import UPCASTERS
+from mini_harness.events import FORMAT_VERSION
+from mini_harness.transcripts.reader import NO_VERSION, HeaderError, read_header
 
 _HEAD_BYTES = 64 * 1024
 # The start of every header line a writer makes: the envelope is never redacted.
@@ -39,39 +38,19 @@ def check_first_line(fd: int, path: str | os.PathLike[str]) -> None:
     else:
         first = head[len(_BOM) : newline] if head.startswith(_BOM) else head[:newline]
         try:
-            header = decode_line(first).event
-            data = load_line(first)  # the keys as written, before defaults fill them in
-        except DecodeError:
-            header, data = None, {}
-        version = data.get("version")
-        if isinstance(header, TranscriptStarted) and data.get("format") == TRANSCRIPT_FORMAT:
-            # As the readers check it: a version is required, and it must be one the
-            # readers can upcast to the current one (older files keep taking appends).
-            if type(version) is int and _readable(version):
-                return
+            read_header(first)  # as the readers check it: older files keep taking appends
+        except HeaderError as exc:
             shown = Path(path)
-            if type(version) is not int:
-                why = "line 1 has no format version"
-            else:
+            if exc.version is not None:
                 raise TranscriptFormatError(
                     str(shown),
-                    f"{shown} uses transcript format version {version}; this mini-harness "
+                    f"{shown} uses transcript format version {exc.version}; this mini-harness "
                     f"reads and writes versions 1 to {FORMAT_VERSION}: refusing to write to it",
-                )
+                ) from None
+            why = exc.why if exc.why == NO_VERSION else "line 1 is not TranscriptStarted"
         else:
-            why = "line 1 is not TranscriptStarted"
+            return
     shown = Path(path)
     raise TranscriptFormatError(
         str(shown), f"{shown} is not a mini-harness transcript ({why}); refusing to write to it"
     )
-
-
-def _readable(version: int) -> bool:
-    """Whether readers take lines of `version`: the current one, or one they upcast."""
-    if version > FORMAT_VERSION:
-        return False
-    try:
-        UPCASTERS.chain(version)
-    except LookupError:
-        return False
-    return True

@@ -25,7 +25,6 @@ from mini_harness.events import (
     FORMAT_VERSION,
     TRANSCRIPT_FORMAT,
     Event,
-    JsonObject,
     TranscriptStarted,
 )
 from mini_harness.transcripts.codec import HASH_BYTES, DecodeError, decode_wire, load_line
@@ -41,6 +40,7 @@ from mini_harness.transcripts.upcast import UPCASTERS, Upcaster, Upcasters
 NEWLINE = ord("\n")
 STDIN = "-"
 """The path that names standard input."""
+NO_VERSION = "line 1 has no format version"
 
 
 @attrs.define
@@ -132,7 +132,6 @@ class TranscriptReader:
         self.offset = 0  # just past the last line read
         self._salvage = salvage
         self._upcasters = upcasters
-        self._version = FORMAT_VERSION
 
     def __repr__(self) -> str:
         return f"<TranscriptReader(path={self.name!r}, records_read={self.records_read})>"
@@ -237,9 +236,7 @@ class TranscriptReader:
                 if number == 1:
                     upcast = self._header(body)
                 data = load_line(body)
-                if upcast is not None:
-                    data = self._upcast_line(upcast, data)
-                seq, prev, event = decode_wire(data)
+                seq, prev, event = decode_wire(data if upcast is None else upcast(data))
             except DecodeError as exc:
                 bad(sha256(raw), len(raw), _with_hint(str(exc), body))
                 continue
@@ -296,44 +293,53 @@ class TranscriptReader:
     def _header(self, body: bytes) -> Upcaster | None:
         """Line 1: check it is a transcript of a version we can read; the upcaster it needs."""
         try:
-            data = load_line(body)
-        except DecodeError as exc:
-            raise self._not_a_transcript(f"line 1: {_with_hint(str(exc), body)}") from None
-        version = data.get("version")
-        if data.get("type") != "TranscriptStarted" or data.get("format") != TRANSCRIPT_FORMAT:
-            raise self._not_a_transcript("line 1 is not TranscriptStarted")
-        if type(version) is not int:
-            raise self._not_a_transcript("line 1 has no format version")
-        if version > FORMAT_VERSION:
+            return read_header(body, self._upcasters)
+        except HeaderError as exc:
+            if exc.version is None:
+                raise self._not_a_transcript(exc.why) from None
+            if exc.version > FORMAT_VERSION:
+                why = (
+                    f"; this mini-harness reads up to version {FORMAT_VERSION}: upgrade "
+                    "mini-harness to read it"
+                )
+            else:
+                why = ", which this mini-harness cannot upcast to the current version"
             raise TranscriptFormatError(
-                str(self.path),
-                f"{self.name} uses transcript format version {version}; this mini-harness "
-                f"reads up to version {FORMAT_VERSION}: upgrade mini-harness to read it",
-            )
-        try:
-            upcast = self._upcasters.chain(version)
-        except LookupError:
-            raise TranscriptFormatError(
-                str(self.path),
-                f"{self.name} uses transcript format version {version}, which this "
-                "mini-harness cannot upcast to the current version",
+                str(self.path), f"{self.name} uses transcript format version {exc.version}{why}"
             ) from None
-        try:
-            self._version = version
-            _, _, event = decode_wire(data if upcast is None else self._upcast_line(upcast, data))
-        except DecodeError as exc:
-            raise self._not_a_transcript(f"line 1: {exc}") from None
-        if not isinstance(event, TranscriptStarted):
-            raise self._not_a_transcript("line 1 is not TranscriptStarted")
-        return upcast
 
-    def _upcast_line(self, upcast: Upcaster, data: JsonObject) -> JsonObject:
-        try:
-            return upcast(dict(data))
-        except Exception as exc:  # an upcaster's failure is this line's failure, not ours
-            raise DecodeError(
-                f"cannot upcast from format version {self._version}: {exc!r}"
-            ) from None
+
+class HeaderError(Exception):
+    """Line 1 is not a header readers take: `why`, or its `version` is one they cannot read."""
+
+    def __init__(self, why: str, version: int | None = None) -> None:
+        super().__init__(why)
+        self.why = why
+        self.version = version
+
+
+def read_header(body: bytes, upcasters: Upcasters = UPCASTERS) -> Upcaster | None:
+    """Check that line 1 (without its newline) is a TranscriptStarted of a version readers
+    take; return the upcaster its file's lines need (None for the current version)."""
+    try:
+        data = load_line(body)
+    except DecodeError as exc:
+        raise HeaderError(f"line 1: {_with_hint(str(exc), body)}") from None
+    version = data.get("version")
+    if data.get("type") != "TranscriptStarted" or data.get("format") != TRANSCRIPT_FORMAT:
+        raise HeaderError("line 1 is not TranscriptStarted")
+    if type(version) is not int:
+        raise HeaderError(NO_VERSION)
+    try:
+        upcast = upcasters.chain(version)
+        _, _, event = decode_wire(data if upcast is None else upcast(data))
+    except LookupError:
+        raise HeaderError("unreadable version", version) from None
+    except DecodeError as exc:
+        raise HeaderError(f"line 1: {exc}") from None
+    if not isinstance(event, TranscriptStarted):
+        raise HeaderError("line 1 is not TranscriptStarted")
+    return upcast
 
 
 def _with_hint(reason: str, body: bytes) -> str:

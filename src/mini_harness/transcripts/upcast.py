@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mini_harness.events import FORMAT_VERSION, JsonObject
+from mini_harness.transcripts.codec import DecodeError
 
 Upcaster = Callable[[JsonObject], JsonObject]
 
@@ -36,13 +37,16 @@ class Upcasters:
         self._steps[from_version] = step
 
     def chain(self, version: int) -> Upcaster | None:
-        """The function that brings a `version` line to the current version.
+        """The function that brings a `version` line to the current version (a step's
+        failure is the line's DecodeError).
 
-        None if the version is current (nothing to do); raises LookupError naming the first
-        missing step if an older version cannot be brought up.
+        None if the version is current (nothing to do); raises LookupError if the version is
+        newer, or naming the first missing step if an older version cannot be brought up.
         """
         if version == self.current:
             return None
+        if version > self.current:
+            raise LookupError(version)
         steps = []
         for step_from in range(version, self.current):
             step = self._steps.get(step_from)
@@ -51,8 +55,12 @@ class Upcasters:
             steps.append(step)
 
         def upcast(data: JsonObject) -> JsonObject:
-            for step in steps:
-                data = step(data)
+            data = dict(data)  # a step may change the object it is given
+            try:
+                for step in steps:
+                    data = step(data)
+            except Exception as exc:  # an upcaster's failure is this line's failure, not ours
+                raise DecodeError(f"cannot upcast from format version {version}: {exc!r}") from None
             return data
 
         return upcast
