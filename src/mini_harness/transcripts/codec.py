@@ -87,7 +87,7 @@ def refuse_non_json(obj: object) -> None:
 
 def encode_line(event: Event, seq: int, prev: str | None) -> bytes:
     """One compact JSON line, without the trailing newline."""
-    return orjson.dumps(event_to_wire(event, seq, prev), default=refuse_non_json, option=STRICT)
+    return encode_wire(event_to_wire(event, seq, prev))
 
 
 def encode_wire(wire: JsonObject) -> bytes:
@@ -95,6 +95,8 @@ def encode_wire(wire: JsonObject) -> bytes:
     return orjson.dumps(wire, default=refuse_non_json, option=STRICT)
 
 
+ENVELOPE = frozenset({"type", "seq", "ts", "prev"})
+"""The keys every line has (prev on all but the first), whatever its event."""
 EVENT_CLASSES: dict[str, type] = {cls.__name__: cls for cls in KNOWN_EVENT_TYPES}
 """Event types by wire name: the classes of `mini_harness.events.Event`."""
 
@@ -164,7 +166,7 @@ def decode_wire(data: JsonObject) -> tuple[int, str | None, Event]:
     if structure_event is None:
         cls = EVENT_CLASSES.get(kind)
         if cls is None:
-            payload = {k: v for k, v in data.items() if k not in _ENVELOPE}
+            payload = {k: v for k, v in data.items() if k not in ENVELOPE}
             return seq, prev, UnknownEvent(type=kind, ts=data["ts"], data=payload)
         structure_event = _EVENT_STRUCTURERS[kind] = structurer(cls)
     try:
@@ -173,9 +175,19 @@ def decode_wire(data: JsonObject) -> tuple[int, str | None, Event]:
         raise DecodeError(f"invalid {kind}: {exc.reason} @ ${exc.path}") from None
 
 
-_ENVELOPE = frozenset({"type", "seq", "ts", "prev"})
-
-
 def decode_line(line: bytes) -> WireLine:
     """Parse and type one line (without its newline); DecodeError says what is wrong."""
     return WireLine(*decode_wire(load_line(line)))
+
+
+def with_hint(reason: str, body: bytes) -> str:
+    """Say so when a bad line looks like a piece of pretty-printed JSON."""
+    stripped = body.strip()
+    if reason.startswith("not JSON") and (
+        stripped in {b"{", b"[", b"}", b"]", b"},", b"],"} or body[:1] in {b" ", b"\t"}
+    ):
+        return (
+            f"{reason}; it looks like pretty-printed JSON, but a transcript holds one compact "
+            "JSON object per line"
+        )
+    return reason

@@ -74,26 +74,25 @@ class CallProtocol:
         call (the call is as its ToolCalled recorded it), and is reported.
         """
         opened = self.open_calls.pop(call_id, None)
-        if opened is not None:
-            if run_id != opened.run_id:
-                message = (
-                    f"{kind} for call {call_id} is in run {run_id}, but its ToolCalled "
-                    f"is in run {opened.run_id}"
-                )
-                self.problems.append(ProtocolProblem(line, seq, call_id, message))
-            elif name != opened.name:
-                message = (
-                    f"{kind} for call {call_id} names tool {name}, but its ToolCalled "
-                    f"names {opened.name}"
-                )
-                self.problems.append(ProtocolProblem(line, seq, call_id, message))
-            return opened
-        if call_id in self.seen:  # seen and not open: it ended
-            message = f"{kind} for call {call_id}, which already ended"
+        if opened is None:
+            ended = call_id in self.seen  # seen and not open: it ended
+            message = f"{kind} for call {call_id}, which " + (
+                "already ended" if ended else "has no ToolCalled"
+            )
+        elif run_id != opened.run_id:
+            message = (
+                f"{kind} for call {call_id} is in run {run_id}, but its ToolCalled "
+                f"is in run {opened.run_id}"
+            )
+        elif name != opened.name:
+            message = (
+                f"{kind} for call {call_id} names tool {name}, but its ToolCalled "
+                f"names {opened.name}"
+            )
         else:
-            message = f"{kind} for call {call_id}, which has no ToolCalled"
+            return opened
         self.problems.append(ProtocolProblem(line, seq, call_id, message))
-        return None
+        return opened
 
     def in_doubt(self) -> list[OpenCall]:
         """Calls with a ToolCalled and no terminal event, in the order they began."""

@@ -23,11 +23,16 @@ import attrs
 from mini_harness.errors import TranscriptCorruptError, TranscriptError, TranscriptFormatError
 from mini_harness.events import (
     FORMAT_VERSION,
-    TRANSCRIPT_FORMAT,
     Event,
     TranscriptStarted,
 )
-from mini_harness.transcripts.codec import HASH_BYTES, DecodeError, decode_wire, load_line
+from mini_harness.transcripts.codec import (
+    HASH_BYTES,
+    DecodeError,
+    decode_wire,
+    load_line,
+    with_hint,
+)
 from mini_harness.transcripts.lines import (
     BOM,
     HEADER_LINE_BYTES,
@@ -35,12 +40,11 @@ from mini_harness.transcripts.lines import (
     BoundedLines,
     LongLine,
 )
-from mini_harness.transcripts.upcast import UPCASTERS, Upcaster, Upcasters
+from mini_harness.transcripts.upcast import UPCASTERS, HeaderError, Upcaster, Upcasters, read_header
 
 NEWLINE = ord("\n")
 STDIN = "-"
 """The path that names standard input."""
-NO_VERSION = "line 1 has no format version"
 
 
 @attrs.define
@@ -129,7 +133,6 @@ class TranscriptReader:
         self.header: TranscriptStarted | None = None
         self.head_hash: str | None = None
         self.records_read = 0
-        self.offset = 0  # just past the last line read
         self._salvage = salvage
         self._upcasters = upcasters
 
@@ -218,7 +221,6 @@ class TranscriptReader:
                 self.bom = True
                 start = offset = len(BOM)
             offset += len(raw)
-            self.offset = offset
             if pending:  # a torn tail may be under way: lines.tap hashes it whole
                 lines.tap.update(raw)
             if raw[-1] != NEWLINE:  # raw is never empty
@@ -238,7 +240,7 @@ class TranscriptReader:
                 data = load_line(body)
                 seq, prev, event = decode_wire(data if upcast is None else upcast(data))
             except DecodeError as exc:
-                bad(sha256(raw), len(raw), _with_hint(str(exc), body))
+                bad(sha256(raw), len(raw), with_hint(str(exc), body))
                 continue
             if pending:  # not checked against the line before: the chain restarts here
                 if not self._salvage:
@@ -307,52 +309,6 @@ class TranscriptReader:
             raise TranscriptFormatError(
                 str(self.path), f"{self.name} uses transcript format version {exc.version}{why}"
             ) from None
-
-
-class HeaderError(Exception):
-    """Line 1 is not a header readers take: `why`, or its `version` is one they cannot read."""
-
-    def __init__(self, why: str, version: int | None = None) -> None:
-        super().__init__(why)
-        self.why = why
-        self.version = version
-
-
-def read_header(body: bytes, upcasters: Upcasters = UPCASTERS) -> Upcaster | None:
-    """Check that line 1 (without its newline) is a TranscriptStarted of a version readers
-    take; return the upcaster its file's lines need (None for the current version)."""
-    try:
-        data = load_line(body)
-    except DecodeError as exc:
-        raise HeaderError(f"line 1: {_with_hint(str(exc), body)}") from None
-    version = data.get("version")
-    if data.get("type") != "TranscriptStarted" or data.get("format") != TRANSCRIPT_FORMAT:
-        raise HeaderError("line 1 is not TranscriptStarted")
-    if type(version) is not int:
-        raise HeaderError(NO_VERSION)
-    try:
-        upcast = upcasters.chain(version)
-        _, _, event = decode_wire(data if upcast is None else upcast(data))
-    except LookupError:
-        raise HeaderError("unreadable version", version) from None
-    except DecodeError as exc:
-        raise HeaderError(f"line 1: {exc}") from None
-    if not isinstance(event, TranscriptStarted):
-        raise HeaderError("line 1 is not TranscriptStarted")
-    return upcast
-
-
-def _with_hint(reason: str, body: bytes) -> str:
-    """Say so when a bad line looks like a piece of pretty-printed JSON."""
-    stripped = body.strip()
-    if reason.startswith("not JSON") and (
-        stripped in {b"{", b"[", b"}", b"]", b"},", b"],"} or body[:1] in {b" ", b"\t"}
-    ):
-        return (
-            f"{reason}; it looks like pretty-printed JSON, but a transcript holds one compact "
-            "JSON object per line"
-        )
-    return reason
 
 
 def read_transcript(path: str | os.PathLike[str]) -> list[TranscriptRecord]:
