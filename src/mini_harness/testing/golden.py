@@ -19,7 +19,7 @@ from mini_harness.runtime import MemorySink, ToolRegistry, ToolResult, ToolRunti
 from mini_harness.testing.cli_outcome import CliOutcome, invoke, run_process
 from mini_harness.testing.normalize import Normalization, mask_prev
 from mini_harness.testing.plugin import UPDATE_FLAG
-from mini_harness.transcripts import JsonlTranscript, encode_line, line_hash
+from mini_harness.transcripts import JsonlTranscript, encode_line
 
 if TYPE_CHECKING:
     import click
@@ -261,11 +261,5 @@ def _diff(expected: str, obtained: str, *, transcript: bool) -> str:
 
 
 def _memory_bytes(sink: MemorySink) -> bytes:
-    """A MemorySink's events as the JSONL a transcript file would hold."""
-    out: list[bytes] = []
-    prev: str | None = None
-    for record in sink:
-        line = encode_line(record.event, record.seq, prev)
-        out.append(line + b"\n")
-        prev = line_hash(line)
-    return b"".join(out)
+    """A MemorySink's events as JSONL lines (without `prev`: normalization chains them)."""
+    return b"".join(encode_line(record.event, record.seq, None) + b"\n" for record in sink)

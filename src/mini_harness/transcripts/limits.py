@@ -15,15 +15,6 @@ OMITTED_KEY = "$omitted"
 MESSAGE_KEEP_CHARS = 1000
 
 
-def omitted_marker(encoded: bytes, cap: int) -> JsonObject:
-    """What stands in for a value whose compact JSON encoding is `encoded`."""
-    return {
-        OMITTED_KEY: f"value over the {cap}-byte event size cap",
-        "bytes": len(encoded),
-        "sha256": hashlib.sha256(encoded).hexdigest(),
-    }
-
-
 def is_omitted(value: object) -> bool:
     """True for a marker written in place of an oversize value."""
     return isinstance(value, dict) and OMITTED_KEY in value and "sha256" in value
@@ -40,7 +31,12 @@ def shrink_wire(wire: JsonObject, cap: int) -> bool:
     shrunk = False
     for key in ("input", "output"):
         if key in wire and wire["type"] in {"ToolCalled", "ToolSucceeded"}:
-            wire[key] = omitted_marker(orjson.dumps(wire[key]), cap)
+            encoded = orjson.dumps(wire[key])
+            wire[key] = {
+                OMITTED_KEY: f"value over the {cap}-byte event size cap",
+                "bytes": len(encoded),
+                "sha256": hashlib.sha256(encoded).hexdigest(),
+            }
             shrunk = True
     name = wire.get("name")
     if isinstance(name, str) and len(name) > MESSAGE_KEEP_CHARS:
