@@ -180,31 +180,31 @@ def structurer(cls: type) -> Callable[[JsonObject], Any]:
     """The function that makes a `cls` from its JSON object, derived from `wire_fields`.
 
     Generated once per class (as attrs generates `__init__`), as direct as a hand-written
-    decoder: per field one `get` and one test of its type (none for a JsonValue field, and
-    an absent optional field is its None as it is); everything else goes through `_settle`.
-    Raises FieldError with the field's path.
+    decoder: per field one lookup (a required one by subscript: its absence is the one
+    KeyError) and one test of its type (none for a JsonValue field, and an absent optional
+    field is its None as it is); everything else goes through `_settle`. Raises FieldError
+    with the field's path.
     """
     fields = wire_fields(cls)
-    namespace: dict[str, Any] = {"MISSING": _MISSING, "settle": _settle}
-    body = ["def structure(data):", "    get = data.get"]
+    namespace: dict[str, Any] = {"MISSING": _MISSING, "settle": _settle, "missing": _missing}
+    body = ["def structure(data):", "    get = data.get", "    try:"]
     for index, field in enumerate(fields):
         namespace[f"field{index}"] = field
         namespace[f"exact{index}"] = field.exact
         value = f"v{index}"
-        settle = f"{value} = settle(field{index}, {value})"
+        test: str | None = f"type({value}) is not exact{index}"
         if field.default is _none:  # optional: absent or null is None, as it is
-            body.append(f"    {value} = get({field.key!r})")
-            if field.check is not _any:
-                test = f"{value} is not None and type({value}) is not exact{index}"
-                body.append(f"    if {test}: {settle}")
-        else:
-            body.append(f"    {value} = get({field.key!r}, MISSING)")
-            test = (
-                f"{value} is MISSING"
-                if field.check is _any
-                else f"type({value}) is not exact{index}"
-            )
-            body.append(f"    if {test}: {settle}")
+            body.append(f"        {value} = get({field.key!r})")
+            test = None if field.check is _any else f"{value} is not None and {test}"
+        elif field.default is None:  # required: an absent one is the KeyError below
+            body.append(f"        {value} = data[{field.key!r}]")
+            test = None if field.check is _any else test
+        else:  # an absent one takes its default
+            body.append(f"        {value} = get({field.key!r}, MISSING)")
+            test = f"{value} is MISSING" if field.check is _any else test
+        if test is not None:
+            body.append(f"        if {test}: {value} = settle(field{index}, {value})")
+    body += ["    except KeyError as exc:", "        missing(exc)"]
     body += _construction(cls, fields, namespace)
     exec("\n".join(body), namespace)  # noqa: S102 - source built above from the field table
     structure: Callable[[JsonObject], Any] = namespace["structure"]
@@ -244,12 +244,15 @@ def _construction(cls: type, fields: tuple[WireField, ...], namespace: dict[str,
     return lines
 
 
+def _missing(exc: KeyError) -> None:
+    """A required field is absent: the key `data[key]` did not find."""
+    raise FieldError("required field missing", f".{exc.args[0]}") from None
+
+
 def _settle(field: WireField, value: Any) -> Any:
     """A field's value that is not simply of its type: converted, defaulted, or refused."""
-    if value is _MISSING:
-        if field.default is None:
-            raise FieldError("required field missing", f".{field.key}")
-        return field.default()
+    if value is _MISSING:  # only a field with a default is looked up with MISSING
+        return field.default()  # type: ignore[misc]
     try:
         return field.check(value)
     except FieldError as exc:
