@@ -24,6 +24,8 @@ from mini_harness.transcripts.fields import FieldError, camel, structurer, wire_
 
 _T = TypeVar("_T")
 
+BOM = b"\xef\xbb\xbf"
+"""A UTF-8 byte order mark, which other tools put before line 1: not part of the line."""
 HASH_HEX_DIGITS = 32
 """`prev` is the first 128 bits of SHA-256 of the previous line, in lowercase hex."""
 _sha256 = hashlib.sha256

@@ -19,8 +19,7 @@ from pathlib import Path
 
 from mini_harness.errors import TranscriptFormatError
 from mini_harness.events import FORMAT_VERSION, TRANSCRIPT_FORMAT, JsonObject, TranscriptStarted
-from mini_harness.transcripts.codec import DecodeError, decode_wire, load_line, with_hint
-from mini_harness.transcripts.lines import BOM
+from mini_harness.transcripts.codec import BOM, DecodeError, decode_wire, load_line, with_hint
 
 Upcaster = Callable[[JsonObject], JsonObject]
 
