@@ -1,4 +1,5 @@
-"""The `golden` fixture's object: record or run, normalize, compare with a file, update."""
+"""The `golden` fixture's object: record or run (a runtime, or the CLI with its output
+rendered as one text), normalize, compare with a file, update."""
 
 from __future__ import annotations
 
@@ -6,23 +7,24 @@ import difflib
 import hashlib
 import os
 import re
-from collections.abc import Mapping
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
+import click
 import pytest
+from click.testing import CliRunner
 
 from mini_harness.errors import ToolCallError
 from mini_harness.events import JsonValue
 from mini_harness.runtime import MemorySink, ToolRegistry, ToolResult, ToolRuntime
-from mini_harness.testing.cli_outcome import CliOutcome, invoke, run_process
 from mini_harness.testing.normalize import Normalization, mask_prev
 from mini_harness.testing.plugin import UPDATE_FLAG
 from mini_harness.transcripts import JsonlTranscript, encode_line
-
-if TYPE_CHECKING:
-    import click
 
 _FALSE = {"", "0", "false", "no", "off"}
 
@@ -30,6 +32,109 @@ _FALSE = {"", "0", "false", "no", "off"}
 def running_in_ci(environ: Mapping[str, str] = os.environ) -> bool:
     """True when `CI` is set to anything but an empty, 0, false, no or off value."""
     return environ.get("CI", "").strip().lower() not in _FALSE
+
+
+@attrs.frozen
+class CliOutcome:
+    """What a command printed and how it exited."""
+
+    prog: str
+    args: tuple[str, ...]
+    stdout: str
+    stderr: str
+    exit_code: int
+
+    def render(self) -> str:
+        """The command line, stdout, stderr and exit code as one text; streams kept exact."""
+        parts = [f"$ {shlex.join((self.prog, *self.args))}\n"]
+        for label, text in (("stdout", self.stdout), ("stderr", self.stderr)):
+            if not text:
+                parts.append(f"--- {label} (empty)\n")
+            elif text.endswith("\n"):
+                parts.append(f"--- {label}\n{text}")
+            else:
+                parts.append(f"--- {label} (no newline at end)\n{text}\n")
+        parts.append(f"--- exit code {self.exit_code}\n")
+        return "".join(parts)
+
+
+def invoke(
+    command: click.Command,
+    args: Sequence[str],
+    *,
+    prog: str,
+    input: str | None = None,
+    env: Mapping[str, str | None] | None = None,
+) -> CliOutcome:
+    """Run `command` with CliRunner; an unexpected exception propagates with its traceback.
+
+    COLUMNS is 80 unless `env` says otherwise, so that help text wraps the same everywhere.
+    """
+    result = CliRunner().invoke(
+        command,
+        list(args),
+        input=input,
+        env={"COLUMNS": "80", **(env or {})},
+        catch_exceptions=False,
+        prog_name=prog,
+    )
+    return CliOutcome(
+        prog=prog,
+        args=tuple(args),
+        stdout=result.stdout,
+        stderr=result.stderr,
+        exit_code=result.exit_code,
+    )
+
+
+_RUN_AT_80_COLUMNS = """
+import runpy, sys
+import click.formatting
+click.formatting.FORCED_WIDTH = 80
+sys.argv[0] = "mini-harness"
+runpy.run_module("mini_harness", run_name="__main__", alter_sys=True)
+"""
+
+
+def run_process(
+    args: Sequence[str],
+    *,
+    prog: str,
+    input: str | None = None,
+    env: Mapping[str, str | None] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> CliOutcome:
+    """Run `python -m mini_harness ARGS` in a child process, as a user's shell would.
+
+    The child sees this process's import path (so `--registry` can name a module the tests
+    import) and UTF-8 streams, and wraps help text at 80 columns whatever the terminal, as
+    `invoke` does; `env` adds to that (None removes a variable).
+    """
+    child_env = dict(os.environ)
+    child_env.update(
+        PYTHONIOENCODING="utf-8",
+        PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+    )
+    for key, value in (env or {}).items():
+        if value is None:
+            child_env.pop(key, None)
+        else:
+            child_env[key] = value
+    done = subprocess.run(  # noqa: S603 - our own interpreter and module, no shell
+        [sys.executable, "-c", _RUN_AT_80_COLUMNS, *args],
+        input=(input or "").encode(),
+        capture_output=True,
+        env=child_env,
+        cwd=cwd,
+        check=False,
+    )
+    return CliOutcome(
+        prog=prog,
+        args=tuple(args),
+        stdout=done.stdout.decode("utf-8", errors="replace"),
+        stderr=done.stderr.decode("utf-8", errors="replace"),
+        exit_code=done.returncode,
+    )
 
 
 @attrs.define
