@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from mini_harness import ToolRegistry
+from mini_harness import ToolRegistry, ToolRuntime
+from mini_harness.transcripts import JsonlTranscript
 from tests.transcripts.corpus import write_corpus
 
 
@@ -14,3 +15,14 @@ def _corpus(tmp_path: Path, registry: ToolRegistry) -> list[Path]:
     directory = tmp_path / "corpus"
     directory.mkdir()
     return write_corpus(directory, registry)
+
+
+@pytest.fixture(name="log")
+def _log(tmp_path: Path, registry: ToolRegistry) -> Path:
+    """A clean transcript: header, one run of three echo calls (8 lines)."""
+    path = tmp_path / "t.jsonl"
+    with JsonlTranscript(path) as sink:
+        runtime = ToolRuntime(registry, sink)
+        for text in ("a", "b", "c"):
+            runtime.dispatch("echo", {"text": text})
+    return path

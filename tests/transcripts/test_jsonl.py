@@ -21,17 +21,6 @@ from mini_harness.events import FORMAT_VERSION, ToolCalled, ToolSucceeded
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, line_hash, read_transcript
 
 
-@pytest.fixture(name="log")
-def _log(tmp_path: Path, registry: ToolRegistry) -> Path:
-    """A transcript with one run of three echo calls."""
-    path = tmp_path / "t.jsonl"
-    with JsonlTranscript(path) as sink:
-        runtime = ToolRuntime(registry, sink)
-        for text in ("a", "b", "c"):
-            runtime.dispatch("echo", {"text": text})
-    return path
-
-
 def _lines(path: Path) -> list[bytes]:
     return path.read_bytes().splitlines(keepends=True)
 

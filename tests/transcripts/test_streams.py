@@ -34,17 +34,6 @@ def run(*args: str, stdin: bytes | None = None) -> Result:
     return CliRunner().invoke(cli, list(args), input=stdin)
 
 
-@pytest.fixture(name="log")
-def _log(tmp_path: Path, registry: ToolRegistry) -> Path:
-    """A clean transcript: header, one run, three calls (8 lines)."""
-    path = tmp_path / "t.jsonl"
-    with JsonlTranscript(path) as sink:
-        runtime = ToolRuntime(registry, sink)
-        for text in ("a", "b", "c"):
-            runtime.dispatch("echo", {"text": text})
-    return path
-
-
 @pytest.fixture(name="fifo")
 def _fifo(tmp_path: Path, log: Path) -> Iterator[Path]:
     """A FIFO that a thread fills with the transcript once a reader opens it."""

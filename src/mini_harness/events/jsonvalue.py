@@ -25,7 +25,7 @@ REPR_LIMIT = 2000
 
 TEXT_LIMIT = 1_000_000
 """The most characters of an exception's text put in a message (a transcript line caps
-what it records further, keeping the start and the size: see transcripts/limits.py)."""
+what it records further, keeping the start and the size: see transcripts/codec.py)."""
 
 # Refuse everything orjson would otherwise turn into JSON on its own (dataclasses,
 # datetimes, subclasses): a tool's output must already be plain JSON.

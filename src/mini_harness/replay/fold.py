@@ -160,12 +160,12 @@ class TranscriptFold:
                 if started is not None:
                     yield started
             elif isinstance(event, ModelRequested):
-                agent_runs.requested(record.line, record.seq, event.run_id, event.request_id)
+                agent_runs.feed(record.line, record.seq, event)
             elif isinstance(event, ModelResponded):
-                agent_runs.responded(event.request_id)
+                agent_runs.feed(record.line, record.seq, event)
                 self.agent.responded(event.usage)
             elif isinstance(event, RunFinished):
-                agent_runs.finished(event.run_id)
+                agent_runs.feed(record.line, record.seq, event)
                 self.agent.run_finished(event.run_id, event.stop_reason)
             elif isinstance(event, TranscriptStarted):
                 if record.line == 1:
@@ -190,9 +190,8 @@ class TranscriptFold:
     def _run_started(self, line: int, seq: int, event: RunStarted) -> RunInfo | None:
         """Fold a RunStarted; the run's RunInfo if it is new and shown."""
         if event.task is not None:  # an agent run: it must end, as a call must
-            resumed = event.resumed_from.get("runId") if event.resumed_from else None
-            self._agent_protocol.started(line, seq, event.run_id, resumed)
             self.agent.run_started(event.run_id)
+        self._agent_protocol.feed(line, seq, event)
         if event.run_id in self._runs:
             message = f"run {event.run_id} is started again"
             self._extra_problems.append(LogProblem("protocol", line, message))

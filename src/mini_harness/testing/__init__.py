@@ -6,8 +6,7 @@ entry point; the `golden` fixture it offers is a `Golden`.
 
 from __future__ import annotations
 
-from mini_harness.testing.cli_outcome import CliOutcome
-from mini_harness.testing.golden import Golden, GoldenRuntime
+from mini_harness.testing.golden import CliOutcome, Golden, GoldenRuntime
 from mini_harness.testing.normalize import (
     DURATION_PLACEHOLDER,
     TS_PLACEHOLDER,

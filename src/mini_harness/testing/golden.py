@@ -1,4 +1,5 @@
-"""The `golden` fixture's object: record or run, normalize, compare with a file, update."""
+"""The `golden` fixture's object: record or run (a runtime, or the CLI with its output
+rendered as one text), normalize, compare with a file, update."""
 
 from __future__ import annotations
 
@@ -6,30 +7,134 @@ import difflib
 import hashlib
 import os
 import re
-from collections.abc import Mapping
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
+import click
 import pytest
+from click.testing import CliRunner
 
 from mini_harness.errors import ToolCallError
 from mini_harness.events import JsonValue
 from mini_harness.runtime import MemorySink, ToolRegistry, ToolResult, ToolRuntime
-from mini_harness.testing.cli_outcome import CliOutcome, invoke, run_process
 from mini_harness.testing.normalize import Normalization, mask_prev
-from mini_harness.transcripts import JsonlTranscript, encode_line, line_hash
+from mini_harness.testing.plugin import UPDATE_FLAG
+from mini_harness.transcripts import JsonlTranscript, encode_line
 
-if TYPE_CHECKING:
-    import click
-
-UPDATE_FLAG = "--update-goldens"
 _FALSE = {"", "0", "false", "no", "off"}
 
 
 def running_in_ci(environ: Mapping[str, str] = os.environ) -> bool:
     """True when `CI` is set to anything but an empty, 0, false, no or off value."""
     return environ.get("CI", "").strip().lower() not in _FALSE
+
+
+@attrs.frozen
+class CliOutcome:
+    """What a command printed and how it exited."""
+
+    prog: str
+    args: tuple[str, ...]
+    stdout: str
+    stderr: str
+    exit_code: int
+
+    def render(self) -> str:
+        """The command line, stdout, stderr and exit code as one text; streams kept exact."""
+        parts = [f"$ {shlex.join((self.prog, *self.args))}\n"]
+        for label, text in (("stdout", self.stdout), ("stderr", self.stderr)):
+            if not text:
+                parts.append(f"--- {label} (empty)\n")
+            elif text.endswith("\n"):
+                parts.append(f"--- {label}\n{text}")
+            else:
+                parts.append(f"--- {label} (no newline at end)\n{text}\n")
+        parts.append(f"--- exit code {self.exit_code}\n")
+        return "".join(parts)
+
+
+def invoke(
+    command: click.Command,
+    args: Sequence[str],
+    *,
+    prog: str,
+    input: str | None = None,
+    env: Mapping[str, str | None] | None = None,
+) -> CliOutcome:
+    """Run `command` with CliRunner; an unexpected exception propagates with its traceback.
+
+    COLUMNS is 80 unless `env` says otherwise, so that help text wraps the same everywhere.
+    """
+    result = CliRunner().invoke(
+        command,
+        list(args),
+        input=input,
+        env={"COLUMNS": "80", **(env or {})},
+        catch_exceptions=False,
+        prog_name=prog,
+    )
+    return CliOutcome(
+        prog=prog,
+        args=tuple(args),
+        stdout=result.stdout,
+        stderr=result.stderr,
+        exit_code=result.exit_code,
+    )
+
+
+_RUN_AT_80_COLUMNS = """
+import runpy, sys
+import click.formatting
+click.formatting.FORCED_WIDTH = 80
+sys.argv[0] = "mini-harness"
+runpy.run_module("mini_harness", run_name="__main__", alter_sys=True)
+"""
+
+
+def run_process(
+    args: Sequence[str],
+    *,
+    prog: str,
+    input: str | None = None,
+    env: Mapping[str, str | None] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> CliOutcome:
+    """Run `python -m mini_harness ARGS` in a child process, as a user's shell would.
+
+    The child sees this process's import path (so `--registry` can name a module the tests
+    import) and UTF-8 streams, and wraps help text at 80 columns whatever the terminal, as
+    `invoke` does; `env` adds to that (None removes a variable).
+    """
+    child_env = dict(os.environ)
+    child_env.update(
+        PYTHONIOENCODING="utf-8",
+        PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+    )
+    for key, value in (env or {}).items():
+        if value is None:
+            child_env.pop(key, None)
+        else:
+            child_env[key] = value
+    done = subprocess.run(  # noqa: S603 - our own interpreter and module, no shell
+        [sys.executable, "-c", _RUN_AT_80_COLUMNS, *args],
+        input=(input or "").encode(),
+        capture_output=True,
+        env=child_env,
+        cwd=cwd,
+        check=False,
+    )
+    return CliOutcome(
+        prog=prog,
+        args=tuple(args),
+        stdout=done.stdout.decode("utf-8", errors="replace"),
+        stderr=done.stderr.decode("utf-8", errors="replace"),
+        exit_code=done.returncode,
+    )
 
 
 @attrs.define
@@ -55,14 +160,16 @@ class GoldenSession:
             return str(path)
 
     def claim(self, path: Path, nodeid: str) -> None:
-        """Refuse a second check of one golden file in a run: two tests would overwrite it."""
-        owner = self._checked.setdefault(path, nodeid)
-        if owner != nodeid:
-            pytest.fail(
-                f"golden file {self.show(path)} is checked by {owner} and by {nodeid}: "
-                "give one of the checks its own name=",
-                pytrace=False,
-            )
+        """Refuse a second check of one golden file in a run: it would overwrite the first."""
+        owner = self._checked.get(path)
+        if owner == nodeid:
+            why = f"twice in {nodeid}: give the second check its own name="
+        elif owner is not None:
+            why = f"by {owner} and by {nodeid}: give one of the checks its own name="
+        else:
+            self._checked[path] = nodeid
+            return
+        pytest.fail(f"golden file {self.show(path)} is checked {why}", pytrace=False)
 
 
 class GoldenRuntime(ToolRuntime):
@@ -87,6 +194,7 @@ def golden_base_name(node_name: str, class_name: str | None) -> str:
     return name
 
 
+@attrs.define(kw_only=True, repr=False)
 class Golden:
     """Compare what a test produced with golden files in `directory`.
 
@@ -94,27 +202,18 @@ class Golden:
     `.jsonl` for transcripts. `normalization` may be replaced or extended per test.
     """
 
-    def __init__(
-        self,
-        *,
-        session: GoldenSession,
-        directory: Path,
-        base_name: str,
-        nodeid: str,
-        tmp_path: Path,
-        normalization: Normalization,
-        command: click.Command | None = None,
-    ) -> None:
-        self.session = session
-        self.directory = directory
-        self.base_name = base_name
-        self.nodeid = nodeid
-        self.tmp_path = tmp_path
-        self.normalization = normalization
-        self.command = command
-        self.transcript_path = tmp_path / "golden-transcript.jsonl"
-        self._log: JsonlTranscript | None = None
-        self._checked: set[Path] = set()
+    session: GoldenSession
+    directory: Path
+    base_name: str
+    nodeid: str
+    tmp_path: Path
+    normalization: Normalization
+    command: click.Command | None = None
+    _log: JsonlTranscript | None = attrs.field(default=None, init=False)
+
+    @property
+    def transcript_path(self) -> Path:
+        return self.tmp_path / "golden-transcript.jsonl"
 
     def __repr__(self) -> str:
         return f"<Golden({self.session.show(self.path('txt'))!r})>"
@@ -214,13 +313,6 @@ class Golden:
     def _compare(self, path: Path, obtained: str, *, transcript: bool) -> None:
         __tracebackhide__ = True
         session = self.session
-        if path in self._checked:
-            pytest.fail(
-                f"golden file {session.show(path)} is checked twice in {self.nodeid}: "
-                "give the second check its own name=",
-                pytrace=False,
-            )
-        self._checked.add(path)
         session.claim(path, self.nodeid)
         obtained_path = path.with_name(path.name + ".obtained")
         expected = path.read_text(encoding="utf-8") if path.exists() else None
@@ -277,11 +369,5 @@ def _diff(expected: str, obtained: str, *, transcript: bool) -> str:
 
 
 def _memory_bytes(sink: MemorySink) -> bytes:
-    """A MemorySink's events as the JSONL a transcript file would hold."""
-    out: list[bytes] = []
-    prev: str | None = None
-    for record in sink:
-        line = encode_line(record.event, record.seq, prev)
-        out.append(line + b"\n")
-        prev = line_hash(line)
-    return b"".join(out)
+    """A MemorySink's events as JSONL lines (without `prev`: normalization chains them)."""
+    return b"".join(encode_line(record.event, record.seq, None) + b"\n" for record in sink)

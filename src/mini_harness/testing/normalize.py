@@ -39,17 +39,6 @@ class NormalizationError(ValueError):
 
 
 @attrs.frozen
-class Scrub:
-    """A regular expression replaced in text and in every string of a transcript."""
-
-    pattern: re.Pattern[str]
-    replacement: str
-
-    def apply(self, text: str) -> str:
-        return self.pattern.sub(self.replacement, text)
-
-
-@attrs.frozen
 class VolatileField:
     """A JSON key whose value is replaced wherever it appears in a transcript line."""
 
@@ -70,7 +59,7 @@ class Normalization:
     """
 
     paths: tuple[tuple[str, str], ...] = ()
-    scrubs: tuple[Scrub, ...] = ()
+    scrubs: tuple[tuple[re.Pattern[str], str], ...] = ()  # (pattern, replacement)
     fields: tuple[VolatileField, ...] = ()
     hex_ids: bool = True
 
@@ -83,7 +72,7 @@ class Normalization:
     def with_scrub(self, pattern: str | re.Pattern[str], replacement: str) -> Normalization:
         """Replace every match of `pattern` with `replacement` (`re.sub` syntax)."""
         compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
-        return attrs.evolve(self, scrubs=(*self.scrubs, Scrub(compiled, replacement)))
+        return attrs.evolve(self, scrubs=(*self.scrubs, (compiled, replacement)))
 
     def with_field(
         self, key: str, placeholder: str | None = None, *, numbered: bool = False
@@ -103,8 +92,8 @@ class Normalization:
         """Paths and user scrubs: what applies to text and to strings inside transcripts."""
         for path, placeholder in sorted(self.paths, key=lambda p: -len(p[0])):
             text = text.replace(path, placeholder)
-        for scrub in self.scrubs:
-            text = scrub.apply(text)
+        for pattern, replacement in self.scrubs:
+            text = pattern.sub(replacement, text)
         return text
 
     def text(self, text: str) -> str:

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from mini_harness.transcripts.codec import (
+    DEFAULT_MAX_EVENT_BYTES,
     DecodeError,
     decode_line,
     encode_line,
     event_to_wire,
+    is_omitted,
     line_hash,
 )
-from mini_harness.transcripts.limits import DEFAULT_MAX_EVENT_BYTES, is_omitted
-from mini_harness.transcripts.lines import MAX_LINE_BYTES
 from mini_harness.transcripts.protocol import CallProtocol, OpenCall, ProtocolProblem
 from mini_harness.transcripts.reader import (
+    MAX_LINE_BYTES,
     DamagedLine,
     IntegrityProblem,
     TornTail,

@@ -1,4 +1,5 @@
-"""The wire format: events to JSON lines and back. Field names are camelCase on the wire."""
+"""The wire format: events to JSON lines and back (field names are camelCase on the wire),
+and the per-event size cap, under which a value too large for a line becomes a marker."""
 
 from __future__ import annotations
 
@@ -15,16 +16,17 @@ from mini_harness.events import (
     MAX_JSON_DEPTH,
     Event,
     JsonObject,
-    ToolError,
     ToolFailed,
     UnknownEvent,
     event_type,
 )
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than, nested_too_deep
-from mini_harness.transcripts.fields import FieldError, camel, structure, structurer
+from mini_harness.transcripts.fields import FieldError, camel, structurer, wire_value
 
 _T = TypeVar("_T")
 
+BOM = b"\xef\xbb\xbf"
+"""A UTF-8 byte order mark, which other tools put before line 1: not part of the line."""
 HASH_HEX_DIGITS = 32
 """`prev` is the first 128 bits of SHA-256 of the previous line, in lowercase hex."""
 _sha256 = hashlib.sha256
@@ -41,36 +43,19 @@ def line_hash(line: bytes) -> str:
     return _sha256(line).digest()[:HASH_BYTES].hex()
 
 
-# (attribute, wire key) per class, computed once: the single place the names are mapped.
-_WIRE_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
-    cls: tuple((f.name, camel(f.name)) for f in attrs.fields(cls) if f.name != "ts")
-    for cls in (*KNOWN_EVENT_TYPES, ToolError)
+# Per class, computed once from its declaration: its wire keys (all but ts) in order, one
+# getter for all their values (a tuple: every class has at least two fields besides ts), so
+# a line's object is built in two C calls, and the keys of its optional fields (default
+# None), left off a line when not set, so that lines of events that do not use them are as
+# they were before the fields existed.
+_WIRE: dict[type, tuple[tuple[str, ...], operator.attrgetter[Any], tuple[str, ...]]] = {
+    cls: (
+        tuple(camel(f.name) for f in attrs.fields(cls) if f.name != "ts"),
+        operator.attrgetter(*(f.name for f in attrs.fields(cls) if f.name != "ts")),
+        tuple(camel(f.name) for f in attrs.fields(cls) if f.default is None),
+    )
+    for cls in KNOWN_EVENT_TYPES
 }
-# Per class, its wire keys in order and one getter for all their values (a tuple: every
-# class has at least two fields besides ts), so a line's object is built in two C calls.
-_WIRE_GETTERS: dict[type, tuple[tuple[str, ...], operator.attrgetter[Any]]] = {
-    cls: (tuple(key for _, key in fields), operator.attrgetter(*(attr for attr, _ in fields)))
-    for cls, fields in _WIRE_FIELDS.items()
-}
-_ERROR_FIELDS = _WIRE_FIELDS[ToolError]
-_OPTIONAL_FIELDS: dict[type, frozenset[str]] = {
-    cls: frozenset(f.name for f in attrs.fields(cls) if f.default is None) for cls in _WIRE_FIELDS
-}
-# Optional fields (default None) are left off a line when not set, so lines of events that
-# do not use them are as they were before the fields existed.
-_OPTIONAL_KEYS: dict[type, tuple[str, ...]] = {
-    cls: tuple(key for attr, key in fields if attr in _OPTIONAL_FIELDS[cls])
-    for cls, fields in _WIRE_FIELDS.items()
-}
-
-
-def _error_json(error: ToolError) -> JsonObject:
-    out: JsonObject = {}
-    for attr, key in _ERROR_FIELDS:
-        value = getattr(error, attr)
-        if value is not None:
-            out[key] = value
-    return out
 
 
 def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
@@ -82,11 +67,11 @@ def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
         for key, value in event.data.items():
             out.setdefault(key, value)
         return out
-    keys, values = _WIRE_GETTERS[type(event)]
+    keys, values, optional = _WIRE[type(event)]
     out.update(zip(keys, values(event), strict=False))  # one field list: never unequal
     if type(event) is ToolFailed:
-        out["error"] = _error_json(event.error)
-    for key in _OPTIONAL_KEYS[type(event)]:
+        out["error"] = wire_value(event.error)
+    for key in optional:
         if out[key] is None:
             del out[key]
     return out
@@ -105,7 +90,7 @@ def refuse_non_json(obj: object) -> None:
 
 def encode_line(event: Event, seq: int, prev: str | None) -> bytes:
     """One compact JSON line, without the trailing newline."""
-    return orjson.dumps(event_to_wire(event, seq, prev), default=refuse_non_json, option=STRICT)
+    return encode_wire(event_to_wire(event, seq, prev))
 
 
 def encode_wire(wire: JsonObject) -> bytes:
@@ -113,6 +98,67 @@ def encode_wire(wire: JsonObject) -> bytes:
     return orjson.dumps(wire, default=refuse_non_json, option=STRICT)
 
 
+DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024
+"""4 MiB per line: far above any sensible tool result, far below what breaks line readers."""
+
+OMITTED_KEY = "$omitted"
+MESSAGE_KEEP_CHARS = 1000
+
+
+def is_omitted(value: object) -> bool:
+    """True for a marker written in place of an oversize value."""
+    return isinstance(value, dict) and OMITTED_KEY in value and "sha256" in value
+
+
+def omitted_marker(encoded: bytes, cap: int) -> JsonObject:
+    """What stands in for a value whose compact JSON encoding is `encoded`."""
+    return {
+        OMITTED_KEY: f"value over the {cap}-byte event size cap",
+        "bytes": len(encoded),
+        "sha256": hashlib.sha256(encoded).hexdigest(),
+    }
+
+
+def shrink_wire(wire: JsonObject, cap: int) -> bool:
+    """Replace the large payload of one line's JSON object in place; False if it has none.
+
+    ToolCalled's `input` and ToolSucceeded's `output` become a marker carrying the size and
+    SHA-256 of their compact JSON; a ToolFailed `error` keeps its kind and the start of its
+    message; a tool name over MESSAGE_KEEP_CHARS keeps its start. Other events have no
+    payload that may be dropped.
+    """
+    shrunk = False
+    for key in ("input", "output"):
+        if key in wire and wire["type"] in {"ToolCalled", "ToolSucceeded"}:
+            wire[key] = omitted_marker(orjson.dumps(wire[key]), cap)
+            shrunk = True
+    name = wire.get("name")
+    if isinstance(name, str) and len(name) > MESSAGE_KEEP_CHARS:
+        # A tool name that long was never registered (the call fails as unknown_tool), but
+        # its call is recorded all the same: the name keeps its start and says its size.
+        size = len(name.encode("utf-8", "surrogatepass"))
+        wire["name"] = (
+            f"{name[:MESSAGE_KEEP_CHARS]} [... name of {size} bytes cut: over the {cap}-byte "
+            "event size cap]"
+        )
+        shrunk = True
+    error = wire.get("error")
+    if wire["type"] == "ToolFailed" and isinstance(error, dict):
+        size = len(orjson.dumps(error))
+        message = str(error.get("message", ""))[:MESSAGE_KEEP_CHARS]
+        kept: JsonObject = {
+            "kind": error.get("kind"),
+            "message": f"{message} [... error of {size} bytes cut: over the {cap}-byte "
+            "event size cap]",
+        }
+        kept.update({k: error[k] for k in ("path", "type") if k in error})
+        wire["error"] = kept
+        shrunk = True
+    return shrunk
+
+
+ENVELOPE = frozenset({"type", "seq", "ts", "prev"})
+"""The keys every line has (prev on all but the first), whatever its event."""
 EVENT_CLASSES: dict[str, type] = {cls.__name__: cls for cls in KNOWN_EVENT_TYPES}
 """Event types by wire name: the classes of `mini_harness.events.Event`."""
 
@@ -153,8 +199,9 @@ def load_line(line: bytes) -> JsonObject:
 def decode_object(cls: type[_T], data: JsonObject) -> _T:
     """An instance of the attrs class `cls` from its JSON object (wire keys); DecodeError
     says which field is wrong and why, e.g. `expected a string @ $.runId`."""
+    target: Any = cls  # functools.cache takes it as a Hashable
     try:
-        decoded: _T = structure(cls, data)
+        decoded: _T = structurer(target)(data)
     except FieldError as exc:
         raise DecodeError(f"{exc.reason} @ ${exc.path}") from None
     return decoded
@@ -181,7 +228,7 @@ def decode_wire(data: JsonObject) -> tuple[int, str | None, Event]:
     if structure_event is None:
         cls = EVENT_CLASSES.get(kind)
         if cls is None:
-            payload = {k: v for k, v in data.items() if k not in _ENVELOPE}
+            payload = {k: v for k, v in data.items() if k not in ENVELOPE}
             return seq, prev, UnknownEvent(type=kind, ts=data["ts"], data=payload)
         structure_event = _EVENT_STRUCTURERS[kind] = structurer(cls)
     try:
@@ -190,9 +237,19 @@ def decode_wire(data: JsonObject) -> tuple[int, str | None, Event]:
         raise DecodeError(f"invalid {kind}: {exc.reason} @ ${exc.path}") from None
 
 
-_ENVELOPE = frozenset({"type", "seq", "ts", "prev"})
-
-
 def decode_line(line: bytes) -> WireLine:
     """Parse and type one line (without its newline); DecodeError says what is wrong."""
     return WireLine(*decode_wire(load_line(line)))
+
+
+def with_hint(reason: str, body: bytes) -> str:
+    """Say so when a bad line looks like a piece of pretty-printed JSON."""
+    stripped = body.strip()
+    if reason.startswith("not JSON") and (
+        stripped in {b"{", b"[", b"}", b"]", b"},", b"],"} or body[:1] in {b" ", b"\t"}
+    ):
+        return (
+            f"{reason}; it looks like pretty-printed JSON, but a transcript holds one compact "
+            "JSON object per line"
+        )
+    return reason

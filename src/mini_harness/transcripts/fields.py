@@ -54,7 +54,6 @@ class WireField:
     check: Check  # any other value: converted, or FieldError says why not
     default: Callable[[], Any] | None  # for an absent field; None: the field is required
     keyword: bool  # passed by keyword (a kw_only attribute)
-    nullable: bool  # null is a value of the field (its annotation admits None)
 
 
 def _any(value: Any) -> Any:
@@ -159,10 +158,6 @@ def _none() -> None:
     return None
 
 
-def _admits_none(tp: Any) -> bool:
-    return tp is Any or (get_origin(tp) in {Union, UnionType} and type(None) in get_args(tp))
-
-
 @functools.cache
 def wire_fields(cls: type) -> tuple[WireField, ...]:
     """The fields of an attrs class as they are read from a line, in declaration order."""
@@ -174,7 +169,6 @@ def wire_fields(cls: type) -> tuple[WireField, ...]:
             *_field_type(hints[field.name]),
             _default(field),
             field.kw_only,
-            _admits_none(hints[field.name]),
         )
         for field in attrs.fields(cls)
         if field.init
@@ -186,31 +180,31 @@ def structurer(cls: type) -> Callable[[JsonObject], Any]:
     """The function that makes a `cls` from its JSON object, derived from `wire_fields`.
 
     Generated once per class (as attrs generates `__init__`), as direct as a hand-written
-    decoder: per field one `get` and one test of its type (none for a JsonValue field, and
-    an absent optional field is its None as it is); everything else goes through `_settle`.
-    Raises FieldError with the field's path.
+    decoder: per field one lookup (a required one by subscript: its absence is the one
+    KeyError) and one test of its type (none for a JsonValue field, and an absent optional
+    field is its None as it is); everything else goes through `_settle`. Raises FieldError
+    with the field's path.
     """
     fields = wire_fields(cls)
-    namespace: dict[str, Any] = {"MISSING": _MISSING, "settle": _settle}
-    body = ["def structure(data):", "    get = data.get"]
+    namespace: dict[str, Any] = {"MISSING": _MISSING, "settle": _settle, "missing": _missing}
+    body = ["def structure(data):", "    get = data.get", "    try:"]
     for index, field in enumerate(fields):
         namespace[f"field{index}"] = field
         namespace[f"exact{index}"] = field.exact
         value = f"v{index}"
-        settle = f"{value} = settle(field{index}, {value})"
-        if field.nullable and field.default is _none:  # absent or null: None, as it is
-            body.append(f"    {value} = get({field.key!r})")
-            if field.check is not _any:
-                test = f"{value} is not None and type({value}) is not exact{index}"
-                body.append(f"    if {test}: {settle}")
-        else:
-            body.append(f"    {value} = get({field.key!r}, MISSING)")
-            test = (
-                f"{value} is MISSING"
-                if field.check is _any
-                else f"type({value}) is not exact{index}"
-            )
-            body.append(f"    if {test}: {settle}")
+        test: str | None = f"type({value}) is not exact{index}"
+        if field.default is _none:  # optional: absent or null is None, as it is
+            body.append(f"        {value} = get({field.key!r})")
+            test = None if field.check is _any else f"{value} is not None and {test}"
+        elif field.default is None:  # required: an absent one is the KeyError below
+            body.append(f"        {value} = data[{field.key!r}]")
+            test = None if field.check is _any else test
+        else:  # an absent one takes its default
+            body.append(f"        {value} = get({field.key!r}, MISSING)")
+            test = f"{value} is MISSING" if field.check is _any else test
+        if test is not None:
+            body.append(f"        if {test}: {value} = settle(field{index}, {value})")
+    body += ["    except KeyError as exc:", "        missing(exc)"]
     body += _construction(cls, fields, namespace)
     exec("\n".join(body), namespace)  # noqa: S102 - source built above from the field table
     structure: Callable[[JsonObject], Any] = namespace["structure"]
@@ -250,12 +244,15 @@ def _construction(cls: type, fields: tuple[WireField, ...], namespace: dict[str,
     return lines
 
 
+def _missing(exc: KeyError) -> None:
+    """A required field is absent: the key `data[key]` did not find."""
+    raise FieldError("required field missing", f".{exc.args[0]}") from None
+
+
 def _settle(field: WireField, value: Any) -> Any:
     """A field's value that is not simply of its type: converted, defaulted, or refused."""
-    if value is _MISSING:
-        if field.default is None:
-            raise FieldError("required field missing", f".{field.key}")
-        return field.default()
+    if value is _MISSING:  # only a field with a default is looked up with MISSING
+        return field.default()  # type: ignore[misc]
     try:
         return field.check(value)
     except FieldError as exc:
@@ -281,9 +278,3 @@ def _decode_nested(cls: Any, value: Any) -> Any:
     if type(value) is not dict:
         raise FieldError("expected an object")
     return structurer(cls)(value)
-
-
-def structure(cls: Any, data: JsonObject) -> Any:
-    """An instance of the attrs class `cls` from its JSON object; FieldError says where and
-    why not (its `path` is like `.error.message`)."""
-    return structurer(cls)(data)

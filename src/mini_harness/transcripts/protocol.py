@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import attrs
 
-TERMINAL_TYPES = frozenset({"ToolSucceeded", "ToolFailed"})
+from mini_harness.events import ModelRequested, ModelResponded, RunFinished, RunStarted
+
+AgentRunEvent = RunStarted | ModelRequested | ModelResponded | RunFinished
 
 
 @attrs.frozen
@@ -72,26 +74,25 @@ class CallProtocol:
         call (the call is as its ToolCalled recorded it), and is reported.
         """
         opened = self.open_calls.pop(call_id, None)
-        if opened is not None:
-            if run_id != opened.run_id:
-                message = (
-                    f"{kind} for call {call_id} is in run {run_id}, but its ToolCalled "
-                    f"is in run {opened.run_id}"
-                )
-                self.problems.append(ProtocolProblem(line, seq, call_id, message))
-            elif name != opened.name:
-                message = (
-                    f"{kind} for call {call_id} names tool {name}, but its ToolCalled "
-                    f"names {opened.name}"
-                )
-                self.problems.append(ProtocolProblem(line, seq, call_id, message))
-            return opened
-        if call_id in self.seen:  # seen and not open: it ended
-            message = f"{kind} for call {call_id}, which already ended"
+        if opened is None:
+            ended = call_id in self.seen  # seen and not open: it ended
+            message = f"{kind} for call {call_id}, which " + (
+                "already ended" if ended else "has no ToolCalled"
+            )
+        elif run_id != opened.run_id:
+            message = (
+                f"{kind} for call {call_id} is in run {run_id}, but its ToolCalled "
+                f"is in run {opened.run_id}"
+            )
+        elif name != opened.name:
+            message = (
+                f"{kind} for call {call_id} names tool {name}, but its ToolCalled "
+                f"names {opened.name}"
+            )
         else:
-            message = f"{kind} for call {call_id}, which has no ToolCalled"
+            return opened
         self.problems.append(ProtocolProblem(line, seq, call_id, message))
-        return None
+        return opened
 
     def in_doubt(self) -> list[OpenCall]:
         """Calls with a ToolCalled and no terminal event, in the order they began."""
@@ -127,22 +128,24 @@ class RunProtocol:
         self.runs: dict[str, OpenRun] = {}
         self.requests: dict[str, OpenRun] = {}
 
-    def started(self, line: int, seq: int, run_id: str, continues: str | None) -> None:
-        """An agent run began; `continues` is the run it resumes, if it resumes one."""
-        if continues is not None:
-            self._end_run(continues)
-        self.runs[run_id] = OpenRun(line, seq, run_id)
+    def feed(self, line: int, seq: int, event: AgentRunEvent) -> None:
+        """Take an agent run's event, in file order (a RunStarted without a task, a CLI
+        call's run, is not an agent run)."""
+        if isinstance(event, RunStarted):
+            if event.task is not None:
+                continues = (event.resumed_from or {}).get("runId")
+                if type(continues) is str:
+                    self._end(continues)
+                self.runs[event.run_id] = OpenRun(line, seq, event.run_id)
+        elif isinstance(event, ModelRequested):
+            self.requests[event.request_id] = OpenRun(line, seq, event.run_id, event.request_id)
+        elif isinstance(event, ModelResponded):
+            self.requests.pop(event.request_id, None)
+        else:
+            self._end(event.run_id)
 
-    def requested(self, line: int, seq: int, run_id: str, request_id: str) -> None:
-        self.requests[request_id] = OpenRun(line, seq, run_id, request_id)
-
-    def responded(self, request_id: str) -> None:
-        self.requests.pop(request_id, None)
-
-    def finished(self, run_id: str) -> None:
-        self._end_run(run_id)
-
-    def _end_run(self, run_id: str) -> None:
+    def _end(self, run_id: str) -> None:
+        """A run ended: it, and every request of it still unanswered."""
         self.runs.pop(run_id, None)
         for request_id in [r for r, o in self.requests.items() if o.run_id == run_id]:
             del self.requests[request_id]

@@ -4,43 +4,117 @@ The one reading path: every reader of transcripts (verify, repair, the fold, gol
 checks) iterates a TranscriptReader, which types each line with the codec's one decoder.
 Memory stays bounded whatever the file holds: a line is held only up to MAX_LINE_BYTES;
 a longer one (a torn tail of a gigabyte, a symlink to /dev/zero) is counted and hashed as
-it streams by, never held whole.
+it streams by, never held whole; in a pipe or device, where it may never end, reading
+stops at the bound.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import itertools
 import os
 import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import attrs
 
 from mini_harness.errors import TranscriptCorruptError, TranscriptError, TranscriptFormatError
-from mini_harness.events import (
-    FORMAT_VERSION,
-    TRANSCRIPT_FORMAT,
-    Event,
-    JsonObject,
-    TranscriptStarted,
-)
-from mini_harness.transcripts.codec import HASH_BYTES, DecodeError, decode_wire, load_line
-from mini_harness.transcripts.lines import (
+from mini_harness.events import FORMAT_VERSION, Event, TranscriptStarted
+from mini_harness.transcripts.codec import (
     BOM,
-    HEADER_LINE_BYTES,
-    MAX_LINE_BYTES,
-    BoundedLines,
-    LongLine,
+    HASH_BYTES,
+    DecodeError,
+    decode_wire,
+    load_line,
+    with_hint,
 )
-from mini_harness.transcripts.upcast import UPCASTERS, Upcaster, Upcasters
+from mini_harness.transcripts.upcast import UPCASTERS, HeaderError, Upcaster, Upcasters, read_header
 
 NEWLINE = ord("\n")
 STDIN = "-"
 """The path that names standard input."""
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest line a reader holds (64 MiB, 16 times the writer's default event cap); a
+longer line is a bad line, streamed past in bounded memory."""
+HEADER_LINE_BYTES = 64 * 1024
+"""The longest first line: a TranscriptStarted header is about 150 bytes."""
+_CHUNK = 1024 * 1024
+
+
+@attrs.frozen
+class LongLine:
+    """A line longer than the reader holds: its length, hash and whether it ended."""
+
+    length: int
+    hasher: Any  # hashlib's sha256 object over the bytes read
+    terminated: bool | None  # None: not known, reading stopped (a stream that may not end)
+
+
+class BoundedLines:
+    """The lines of a byte stream, each held up to a bound; longer ones are LongLine.
+
+    `tap`, when set, is a hash object fed every byte of a long line as it streams by: the
+    reader sets it while a torn tail may be under way, so the tail is hashed whole.
+    """
+
+    def __init__(self, handle: BinaryIO, *, regular: bool) -> None:
+        self.handle = handle
+        self.regular = regular
+        self.tap: Any = None
+        self.bom = False  # whether line 1 began with a UTF-8 BOM (not part of the line)
+
+    def __iter__(self) -> Iterator[bytes | LongLine]:
+        readline = self.handle.readline
+        raw = readline(HEADER_LINE_BYTES)
+        if len(raw) == HEADER_LINE_BYTES and raw[-1:] != b"\n":
+            yield self._long([raw])
+            raw = readline(_CHUNK)
+        elif raw.startswith(BOM):
+            self.bom = True
+            raw = raw[len(BOM) :]
+        while raw:
+            if len(raw) == _CHUNK and raw[-1:] != b"\n":
+                yield self._gather(raw)
+            else:
+                yield raw
+            raw = readline(_CHUNK)
+
+    def _gather(self, first: bytes) -> bytes | LongLine:
+        """A line longer than one chunk: joined if it ends within the bound, else long."""
+        pieces = [first]
+        size = len(first)
+        while size <= MAX_LINE_BYTES:
+            piece = self.handle.readline(_CHUNK)
+            pieces.append(piece)
+            size += len(piece)
+            if piece[-1:] != b"\n" and len(piece) == _CHUNK:
+                continue
+            if size <= MAX_LINE_BYTES:
+                return b"".join(pieces)
+        return self._long(pieces)
+
+    def _long(self, pieces: list[bytes]) -> LongLine:
+        """Count and hash the rest of a line over the bound (only in a file: a pipe or a
+        device may never end, so there reading stops)."""
+        hasher = hashlib.sha256()
+        length = 0
+        # Only the last of `pieces` may end the line; each is held no longer than hashing
+        # it takes.
+        held = (pieces.pop(0) for _ in range(len(pieces)))
+        rest = iter(functools.partial(self.handle.readline, _CHUNK), b"")
+        for piece in itertools.chain(held, rest if self.regular else ()):
+            hasher.update(piece)
+            if self.tap is not None:
+                self.tap.update(piece)
+            length += len(piece)
+            if piece[-1:] == b"\n":
+                return LongLine(length, hasher, True)
+        return LongLine(length, hasher, False if self.regular else None)
 
 
 @attrs.define
@@ -60,24 +134,6 @@ class TranscriptRecord:
 
 
 @attrs.frozen
-class TornTail:
-    """Bytes after the last good line that do not form an event: a crash mid-write."""
-
-    line: int
-    offset: int
-    length: int
-    reason: str
-    sha256: str | None = None  # of the tail's bytes, streamed (never held)
-
-    def describe(self) -> str:
-        return (
-            f"torn tail at line {self.line}, byte {self.offset}: {self.length} "
-            f"{'byte' if self.length == 1 else 'bytes'} "
-            f"({self.reason})"
-        )
-
-
-@attrs.frozen
 class DamagedLine:
     """A bad line with good lines after it (only kept when reading with salvage=True)."""
 
@@ -88,6 +144,19 @@ class DamagedLine:
 
     def describe(self) -> str:
         return f"line {self.line} (byte {self.offset}) is damaged: {self.reason}"
+
+
+@attrs.frozen
+class TornTail(DamagedLine):
+    """Bytes after the last good line that do not form an event: a crash mid-write."""
+
+    sha256: str | None = None  # of the tail's bytes, streamed (never held)
+
+    def describe(self) -> str:
+        return (
+            f"torn tail at line {self.line}, byte {self.offset}: {self.length} "
+            f"{'byte' if self.length == 1 else 'bytes'} ({self.reason})"
+        )
 
 
 @attrs.frozen
@@ -134,10 +203,8 @@ class TranscriptReader:
         self.header: TranscriptStarted | None = None
         self.head_hash: str | None = None
         self.records_read = 0
-        self.offset = 0  # just past the last line read
         self._salvage = salvage
         self._upcasters = upcasters
-        self._version = FORMAT_VERSION
 
     def __repr__(self) -> str:
         return f"<TranscriptReader(path={self.name!r}, records_read={self.records_read})>"
@@ -193,6 +260,12 @@ class TranscriptReader:
         number = 0
         # Bad lines not yet known to be mid-file, and the hash of the bytes from the first.
         pending: list[DamagedLine] = []
+
+        def bad(hasher: Any, length: int, reason: str) -> None:
+            if not pending:
+                lines.tap = hasher
+            pending.append(DamagedLine(number, start, length, reason))
+
         for raw in lines:
             number += 1
             start = offset
@@ -207,26 +280,21 @@ class TranscriptReader:
                         f"{MAX_LINE_BYTES} bytes; {self.name} is not a regular file, so "
                         "reading stops here",
                     )
-                if not pending:
-                    lines.tap = raw.hasher
-                reason = (
-                    f"longer than {MAX_LINE_BYTES} bytes"
-                    if raw.terminated
-                    else "no newline at end of file"
+                too_long = f"longer than {MAX_LINE_BYTES} bytes"
+                bad(
+                    raw.hasher,
+                    raw.length,
+                    too_long if raw.terminated else "no newline at end of file",
                 )
-                pending.append(DamagedLine(number, start, raw.length, reason))
                 continue
             if number == 1 and lines.bom:
                 self.bom = True
                 start = offset = len(BOM)
             offset += len(raw)
-            self.offset = offset
             if pending:  # a torn tail may be under way: lines.tap hashes it whole
                 lines.tap.update(raw)
             if raw[-1] != NEWLINE:  # raw is never empty
-                if not pending:
-                    lines.tap = sha256(raw)
-                pending.append(DamagedLine(number, start, len(raw), "no newline at end of file"))
+                bad(sha256(raw), len(raw), "no newline at end of file")
                 break
             body = raw[:-1]
             if body[-1:] == b"\r":
@@ -240,13 +308,9 @@ class TranscriptReader:
                 if number == 1:
                     upcast = self._header(body)
                 data = load_line(body)
-                if upcast is not None:
-                    data = self._upcast_line(upcast, data)
-                seq, prev, event = decode_wire(data)
+                seq, prev, event = decode_wire(data if upcast is None else upcast(data))
             except DecodeError as exc:
-                if not pending:
-                    lines.tap = sha256(raw)
-                pending.append(DamagedLine(number, start, len(raw), _with_hint(str(exc), body)))
+                bad(sha256(raw), len(raw), with_hint(str(exc), body))
                 continue
             if pending:  # not checked against the line before: the chain restarts here
                 if not self._salvage:
@@ -301,57 +365,20 @@ class TranscriptReader:
     def _header(self, body: bytes) -> Upcaster | None:
         """Line 1: check it is a transcript of a version we can read; the upcaster it needs."""
         try:
-            data = load_line(body)
-        except DecodeError as exc:
-            raise self._not_a_transcript(f"line 1: {_with_hint(str(exc), body)}") from None
-        version = data.get("version")
-        if data.get("type") != "TranscriptStarted" or data.get("format") != TRANSCRIPT_FORMAT:
-            raise self._not_a_transcript("line 1 is not TranscriptStarted")
-        if type(version) is not int:
-            raise self._not_a_transcript("line 1 has no format version")
-        if version > FORMAT_VERSION:
+            return read_header(body, self._upcasters)
+        except HeaderError as exc:
+            if exc.version is None:
+                raise self._not_a_transcript(exc.why) from None
+            if exc.version > FORMAT_VERSION:
+                why = (
+                    f"; this mini-harness reads up to version {FORMAT_VERSION}: upgrade "
+                    "mini-harness to read it"
+                )
+            else:
+                why = ", which this mini-harness cannot upcast to the current version"
             raise TranscriptFormatError(
-                str(self.path),
-                f"{self.name} uses transcript format version {version}; this mini-harness "
-                f"reads up to version {FORMAT_VERSION}: upgrade mini-harness to read it",
-            )
-        try:
-            upcast = self._upcasters.chain(version)
-        except LookupError:
-            raise TranscriptFormatError(
-                str(self.path),
-                f"{self.name} uses transcript format version {version}, which this "
-                "mini-harness cannot upcast to the current version",
+                str(self.path), f"{self.name} uses transcript format version {exc.version}{why}"
             ) from None
-        try:
-            self._version = version
-            _, _, event = decode_wire(data if upcast is None else self._upcast_line(upcast, data))
-        except DecodeError as exc:
-            raise self._not_a_transcript(f"line 1: {exc}") from None
-        if not isinstance(event, TranscriptStarted):
-            raise self._not_a_transcript("line 1 is not TranscriptStarted")
-        return upcast
-
-    def _upcast_line(self, upcast: Upcaster, data: JsonObject) -> JsonObject:
-        try:
-            return upcast(dict(data))
-        except Exception as exc:  # an upcaster's failure is this line's failure, not ours
-            raise DecodeError(
-                f"cannot upcast from format version {self._version}: {exc!r}"
-            ) from None
-
-
-def _with_hint(reason: str, body: bytes) -> str:
-    """Say so when a bad line looks like a piece of pretty-printed JSON."""
-    stripped = body.strip()
-    if reason.startswith("not JSON") and (
-        stripped in {b"{", b"[", b"}", b"]", b"},", b"],"} or body[:1] in {b" ", b"\t"}
-    ):
-        return (
-            f"{reason}; it looks like pretty-printed JSON, but a transcript holds one compact "
-            "JSON object per line"
-        )
-    return reason
 
 
 def read_transcript(path: str | os.PathLike[str]) -> list[TranscriptRecord]:

@@ -11,12 +11,9 @@ import attrs
 
 from mini_harness.errors import RedactionError
 from mini_harness.events import JsonObject
+from mini_harness.transcripts.codec import ENVELOPE
 
 REDACTED = "[REDACTED]"
-
-# The envelope is never redacted: a secret that happens to equal a type name or a hash
-# must not make the line unreadable or break the chain.
-_ENVELOPE = frozenset({"type", "seq", "ts", "prev"})
 
 
 @attrs.frozen
@@ -85,9 +82,10 @@ class Redactor:
         return self._regex.sub(REDACTED, text)
 
     def redact_wire(self, wire: JsonObject) -> JsonObject:
-        """A copy of one line's JSON object with every payload string redacted."""
+        """A copy of one line's JSON object with every payload string redacted (never the
+        envelope: a secret equal to a type name or a hash must not break the line or chain)."""
         return {
-            key: value if key in _ENVELOPE else self._value(value) for key, value in wire.items()
+            key: value if key in ENVELOPE else self._value(value) for key, value in wire.items()
         }
 
     def _value(self, value: Any) -> Any:

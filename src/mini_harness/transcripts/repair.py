@@ -58,7 +58,13 @@ def repair_transcript(
         raise TranscriptError(str(log), f"cannot read transcript {log}: no such file")
     before = verify_transcript(log)  # refuses what is not a transcript before we touch it
     if before.damaged:
-        return RepairReport((), (), _damage_refusal(before), before)
+        first = before.damaged[0]
+        refusal = (
+            f"line {first.line} (byte {first.offset}) is damaged and valid lines follow it; "
+            "repair never rewrites the middle of a transcript: restore it from a copy, or keep "
+            "it as is (readers that salvage skip damaged lines)"
+        )
+        return RepairReport((), (), refusal, before)
     # No header (an empty file, or one cut while its first line was written): nothing has
     # a version yet, and the writer refuses content that is not a cut header on its own.
     if before.version is not None and before.version != FORMAT_VERSION:
@@ -87,12 +93,3 @@ def repair_transcript(
                 )
                 closed.append(call)
     return RepairReport(tuple(quarantined), tuple(closed), None, verify_transcript(log))
-
-
-def _damage_refusal(report: VerifyReport) -> str:
-    first = report.damaged[0]
-    return (
-        f"line {first.line} (byte {first.offset}) is damaged and valid lines follow it; repair "
-        "never rewrites the middle of a transcript: restore it from a copy, or keep it as is "
-        "(readers that salvage skip damaged lines)"
-    )

@@ -148,11 +148,10 @@ def verify_transcript(
     protocol = CallProtocol()
     agent_runs = RunProtocol()
     unknown: Counter[str] = Counter()
-    runs = calls = lines = 0
+    runs = calls = 0
     last_seq: int | None = None
     head_line: int | None = None
     for record in reader:
-        lines += 1
         if record.hash == head:
             head_line = record.line
         last_seq = record.seq
@@ -167,14 +166,9 @@ def verify_transcript(
             )
         elif isinstance(event, RunStarted):
             runs += 1
-            if event.task is not None:
-                agent_runs.started(record.line, record.seq, event.run_id, _resumes(event))
-        elif isinstance(event, ModelRequested):
-            agent_runs.requested(record.line, record.seq, event.run_id, event.request_id)
-        elif isinstance(event, ModelResponded):
-            agent_runs.responded(event.request_id)
-        elif isinstance(event, RunFinished):
-            agent_runs.finished(event.run_id)
+            agent_runs.feed(record.line, record.seq, event)
+        elif isinstance(event, ModelRequested | ModelResponded | RunFinished):
+            agent_runs.feed(record.line, record.seq, event)
         elif isinstance(event, UnknownEvent):
             unknown[event.type] += 1
         elif isinstance(event, TranscriptStarted) and record.line != 1:
@@ -188,7 +182,7 @@ def verify_transcript(
         path=reader.name,
         transcript_id=header.transcript_id if header else None,
         version=header.version if header else None,
-        lines=lines,
+        lines=reader.records_read,
         last_seq=last_seq,
         runs=runs,
         calls=calls,
@@ -207,12 +201,3 @@ def verify_transcript(
         expected_head=head,
         head_line=head_line,
     )
-
-
-def _resumes(event: RunStarted) -> str | None:
-    """The run a RunStarted continues (its `resumedFrom`), if it continues one."""
-    resumed = getattr(event, "resumed_from", None)
-    if isinstance(resumed, dict):
-        run_id = resumed.get("runId")
-        return run_id if isinstance(run_id, str) else None
-    return None

@@ -18,17 +18,18 @@ from mini_harness.errors import (
 )
 from mini_harness.events import Event, RunStarted, TranscriptStarted, event_type, new_id
 from mini_harness.transcripts.codec import (
+    DEFAULT_MAX_EVENT_BYTES,
     DecodeError,
     decode_line,
     encode_line,
     encode_wire,
     event_to_wire,
     line_hash,
+    shrink_wire,
 )
-from mini_harness.transcripts.first_line import check_first_line
-from mini_harness.transcripts.limits import DEFAULT_MAX_EVENT_BYTES, shrink_wire
 from mini_harness.transcripts.redaction import Redactor
 from mini_harness.transcripts.tail import Quarantined, copy_aside, last_newline, sync_directory
+from mini_harness.transcripts.upcast import check_first_line
 
 FsyncMode = Literal["always", "batch", "never"]
 FSYNC_MODES: tuple[str, ...] = get_args(FsyncMode)
@@ -45,7 +46,7 @@ class JsonlTranscript:
     tail left by a crash (an unterminated line, NULs, lines that are not events) is copied
     to `<path>.torn-<offset>` and cut off under the lock before the next append
     (`quarantined` lists what was set aside). A file that is not a transcript this version
-    writes is refused when it is opened (see first_line.py).
+    writes is refused when it is opened (see upcast.check_first_line).
 
     One runtime (and writer) per process: a writer used in a child of `os.fork` notices the
     new process id on its next append and opens the file again, so the child never shares
