@@ -5,13 +5,16 @@ from __future__ import annotations
 from mini_harness.errors import WorkspaceError
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools.apply_patch import ApplyPatch
-from mini_harness.tools.coding_definitions import (
+from mini_harness.tools.definitions import (
     APPLY_PATCH,
     GIT_DIFF,
     GIT_STATUS,
+    LIST_FILES,
+    READ_FILE,
+    SEARCH_TEXT,
+    SKIPPED_DIRS,
     run_command_definition,
 )
-from mini_harness.tools.definitions import LIST_FILES, READ_FILE, SEARCH_TEXT, SKIPPED_DIRS
 from mini_harness.tools.echo import ECHO, echo
 from mini_harness.tools.git_tools import GitDiff, GitRunner, GitStatus
 from mini_harness.tools.list_files import ListFiles

@@ -16,19 +16,18 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any
 
 import attrs
 
 from mini_harness.errors import WorkspaceError
 from mini_harness.events import JsonObject
 from mini_harness.runtime.effects import WithEffects
+from mini_harness.tools.definitions import RUN_DEFAULT_TIMEOUT
 from mini_harness.tools.file_effects import MAX_TRACKED_FILES, changes, snapshot
 from mini_harness.tools.process import DEFAULT_MAX_OUTPUT, run_bounded
 from mini_harness.tools.workspace import Workspace
 
-DEFAULT_TIMEOUT: Final = 60.0
-MAX_TIMEOUT: Final = 600.0
 # Variables that look like credentials never reach a command, whatever the settings say.
 SECRET_NAME = re.compile(
     r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY)", re.IGNORECASE
@@ -112,7 +111,7 @@ class RunCommand:
         if any("\0" in arg for arg in argv):
             raise WorkspaceError(".", "argv holds a NUL byte")
         cwd = self.workspace.locate_dir(tool_input.get("cwd", ".")).real
-        timeout = float(tool_input.get("timeout", DEFAULT_TIMEOUT))
+        timeout = float(tool_input.get("timeout", RUN_DEFAULT_TIMEOUT))
         env = scrubbed_environment(os.environ, self.redacted_names)
         root = str(self.workspace.root)
         before = snapshot(root, self.max_tracked_files)
