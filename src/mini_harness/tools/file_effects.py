@@ -43,14 +43,11 @@ def _key(info: os.stat_result) -> _StatKey:
 
 
 def _sha256(path: str) -> str | None:
-    digest = hashlib.sha256()
     try:
         with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+            return hashlib.file_digest(handle, "sha256").hexdigest()
     except OSError:  # unreadable: treated as absent
         return None
-    return digest.hexdigest()
 
 
 def snapshot(

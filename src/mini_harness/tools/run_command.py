@@ -13,7 +13,6 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -40,16 +39,12 @@ def bubblewrap() -> str | None:
     found = shutil.which("bwrap")
     if found is None:
         return None
+    probe = [found, "--ro-bind", "/", "/", "--unshare-net", "--die-with-parent", "true"]
     try:
-        probe = subprocess.run(  # noqa: S603 - a fixed argv
-            [found, "--ro-bind", "/", "/", "--unshare-net", "--die-with-parent", "true"],
-            capture_output=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        finished = run_bounded(probe, cwd="/", env=os.environ, timeout=10)
+    except OSError:
         return None
-    return found if probe.returncode == 0 else None
+    return found if finished.exit_code == 0 else None
 
 
 def sandbox_argv(
