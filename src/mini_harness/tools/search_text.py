@@ -19,9 +19,8 @@ from mini_harness.tools.definitions import DEFAULT_MAX_FILE_BYTES
 from mini_harness.tools.definitions import SEARCH_DEFAULT_MAX_RESULTS as DEFAULT_MAX_RESULTS
 from mini_harness.tools.definitions import SEARCH_TEXT as SEARCH_TEXT  # noqa: PLC0414 (re-export)
 from mini_harness.tools.globs import PathGlob
-from mini_harness.tools.list_files import UndecodableCount
 from mini_harness.tools.patterns import compile_pattern
-from mini_harness.tools.walk import WalkEntry, walk_files
+from mini_harness.tools.walk import WalkEntry, WalkSkips, walk_files
 from mini_harness.tools.workspace import (
     FileRefusedError,
     Workspace,
@@ -230,9 +229,9 @@ class SearchText:
         limit = tool_input.get("maxResults", DEFAULT_MAX_RESULTS)
         matches: list[JsonObject] = []
         searched = skipped = 0
-        undecodable = UndecodableCount()
+        skips = WalkSkips()
         truncated = False
-        for entry in self._files(tool_input.get("path", "."), undecodable):
+        for entry in self._files(tool_input.get("path", "."), skips):
             if clock is not None:
                 clock.check()
                 clock.path = entry.path
@@ -260,12 +259,12 @@ class SearchText:
             "filesSearched": searched,
             "filesSkipped": skipped,
         }
-        return undecodable.report(output)
+        return skips.report(output)
 
-    def _files(self, path: str, undecodable: UndecodableCount) -> Iterator[WalkEntry]:
+    def _files(self, path: str, skips: WalkSkips) -> Iterator[WalkEntry]:
         top = self.workspace.locate(path)
         if stat.S_ISDIR(top.mode):
-            yield from walk_files(self.workspace, top, sizes=False, on_undecodable=undecodable.add)
+            yield from walk_files(self.workspace, top, skips, sizes=False)
             return
         found = self.workspace.locate_file(path)
         name = found.relative.rpartition("/")[2]

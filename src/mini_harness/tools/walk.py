@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import attrs
 
+from mini_harness.events import JsonObject
 from mini_harness.tools.definitions import SKIPPED_DIRS
 from mini_harness.tools.globs import IgnoreFile, is_ignored
 from mini_harness.tools.workspace import (
@@ -38,6 +39,25 @@ class WalkEntry:
     below: str  # relative to the walked directory; what a glob is matched against
     real: str  # the file to open (a symlink already resolved)
     size: int  # -1 when the walk was asked not to stat files
+
+
+@attrs.define
+class WalkSkips:
+    """What a walk left out that its caller reports: the directories `max_depth` kept
+    closed (workspace-relative, ending in "/") and how many names were not UTF-8."""
+
+    deeper_dirs: list[str] = attrs.Factory(list)
+    undecodable: int = 0
+
+    def report(self, output: JsonObject) -> JsonObject:
+        """`output` with `skippedUndecodable` added, only when something was skipped.
+
+        Left out otherwise, so the outputs of ordinary workspaces stay as they were
+        (transcripts recorded before keep matching on re-run).
+        """
+        if self.undecodable:
+            output["skippedUndecodable"] = self.undecodable
+        return output
 
 
 def _load_ignore(workspace: Workspace, real_dir: str, base: str) -> IgnoreFile | None:
@@ -136,18 +156,16 @@ class _Frame:
 def walk_files(
     workspace: Workspace,
     top: Location,
+    skips: WalkSkips,
     *,
     max_depth: int | None = None,
-    on_deeper_dir: Callable[[str], None] | None = None,
-    on_undecodable: Callable[[], None] | None = None,
     sizes: bool = True,
 ) -> Iterator[WalkEntry]:
     """Regular files below `top` in path order (component by component), depth-first.
 
     `max_depth` 1 yields only the files directly in `top`; directories that the limit
-    keeps closed are reported to `on_deeper_dir` as workspace-relative paths. Each entry
-    skipped for a name that is not UTF-8 is reported to `on_undecodable`. With `sizes`
-    false, regular files are not stat'ed (a reader learns the size from fstat).
+    keeps closed, and entries skipped for a name that is not UTF-8, go into `skips`. With
+    `sizes` false, regular files are not stat'ed (a reader learns the size from fstat).
 
     Directories are opened by descriptor, each relative to its parent with O_NOFOLLOW, so
     a directory swapped for a symlink between a check and the listing is never entered.
@@ -177,14 +195,7 @@ def walk_files(
             if entry is None:
                 stack.pop().close()
                 continue
-            found = _visit(
-                workspace,
-                frame,
-                entry,
-                max_depth=max_depth,
-                on_deeper_dir=on_deeper_dir,
-                on_undecodable=on_undecodable,
-            )
+            found = _visit(workspace, frame, entry, skips, max_depth)
             if isinstance(found, _Frame):
                 stack.append(found)
             elif found is not None:
@@ -204,10 +215,8 @@ def _visit(
     workspace: Workspace,
     frame: _Frame,
     entry: os.DirEntry[str],
-    *,
+    skips: WalkSkips,
     max_depth: int | None,
-    on_deeper_dir: Callable[[str], None] | None,
-    on_undecodable: Callable[[], None] | None,
 ) -> WalkEntry | _Frame | None:
     """What one directory entry contributes: a file, a directory to enter, or nothing."""
     name = entry.name
@@ -215,8 +224,7 @@ def _visit(
         return None  # a directory, or in a git worktree a file pointing at one
     # os.scandir hands undecodable bytes over as lone surrogates (surrogateescape).
     if not name.isascii() and not decodable_path(name):
-        if on_undecodable is not None:
-            on_undecodable()
+        skips.undecodable += 1
         return None
     real_rel = frame.real_prefix + name
     real = os.path.join(frame.real_dir, name)
@@ -231,8 +239,7 @@ def _visit(
             if name in SKIPPED_DIRS or is_ignored(frame.ignores, real_rel, is_dir=True):
                 return None
             if max_depth is not None and frame.depth >= max_depth:
-                if on_deeper_dir is not None:
-                    on_deeper_dir(shown + "/")
+                skips.deeper_dirs.append(shown + "/")
                 return None
             if frame.fd is None:
                 return None  # not reached: entries come from an open directory
