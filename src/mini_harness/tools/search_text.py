@@ -20,6 +20,7 @@ from mini_harness.tools.definitions import SEARCH_DEFAULT_MAX_RESULTS as DEFAULT
 from mini_harness.tools.definitions import SEARCH_TEXT as SEARCH_TEXT  # noqa: PLC0414 (re-export)
 from mini_harness.tools.globs import PathGlob
 from mini_harness.tools.patterns import compile_pattern
+from mini_harness.tools.read_file import decode_text
 from mini_harness.tools.walk import WalkEntry, WalkSkips, walk_files
 from mini_harness.tools.workspace import (
     FileRefusedError,
@@ -101,22 +102,15 @@ class RegexClock:
 def literal_finder(query: str, *, case_sensitive: bool) -> Finder:
     """A function giving the (start, end) of the first occurrence at or after a position.
 
-    A literal cannot backtrack: `str.find`, or `re` on the escaped query to ignore case.
+    A literal cannot backtrack: `re` on the escaped query, in the caller's thread.
     """
-    if case_sensitive:
+    literal = re.compile(re.escape(query), 0 if case_sensitive else re.IGNORECASE)
 
-        def find_literal(text: str, pos: int) -> tuple[int, int] | None:
-            start = text.find(query, pos)
-            return None if start < 0 else (start, start + len(query))
-
-        return find_literal
-    literal = re.compile(re.escape(query), re.MULTILINE | re.IGNORECASE)
-
-    def find_escaped(text: str, pos: int) -> tuple[int, int] | None:
+    def find_literal(text: str, pos: int) -> tuple[int, int] | None:
         found = literal.search(text, pos)
         return None if found is None else found.span()
 
-    return find_escaped
+    return find_literal
 
 
 def pattern_finder(pattern: regex_engine.Pattern[str], clock: RegexClock) -> Finder:
@@ -278,11 +272,6 @@ class SearchText:
             data = read_regular(entry.real, self.max_file_bytes, inside=self.workspace.contains)
         except (OSError, FileRefusedError):
             return None
-        if b"\0" in data:
-            return None
-        if not data.isascii():  # ASCII is UTF-8; anything else must prove it is
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError:
-                return None
-        return data
+        if data.isascii() and b"\0" not in data:
+            return data  # ASCII is UTF-8 text; anything else must prove it is, as read_file's
+        return data if decode_text(data) is not None else None
