@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import os
 import signal
 import sys
@@ -151,11 +152,7 @@ async def serve_stdio(runtime: ToolRuntime) -> str:
             # stdin open) with the guard that answers what the SDK would drop, and one
             # writer for the SDK's answers and the guard's.
             wire = Wire(wire_out)
-
-            async def guarded_call(name: str, arguments: JsonValue) -> JsonObject:
-                return await call_result(runtime, name, arguments)
-
-            lines = cast(Any, GuardedLines(wire_in, wire, guarded_call))
+            lines = cast(Any, GuardedLines(wire_in, wire, functools.partial(call_result, runtime)))
             async with stdio_server(stdin=lines, stdout=cast(Any, wire)) as streams:
                 read_stream, write_stream = streams
                 # fd 1 points at stderr while serving, but Python's own buffered

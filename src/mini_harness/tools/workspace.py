@@ -51,21 +51,19 @@ def decodable_path(path: str) -> bool:
     return True
 
 
+_KINDS = {
+    stat.S_IFREG: "regular file",
+    stat.S_IFDIR: "directory",
+    stat.S_IFIFO: "FIFO (named pipe)",
+    stat.S_IFCHR: "character device",
+    stat.S_IFBLK: "block device",
+    stat.S_IFSOCK: "socket",
+}
+
+
 def file_kind(mode: int) -> str:
     """What kind of file a stat mode describes, in words for error messages."""
-    if stat.S_ISREG(mode):
-        return "regular file"
-    if stat.S_ISDIR(mode):
-        return "directory"
-    if stat.S_ISFIFO(mode):
-        return "FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "character device"
-    if stat.S_ISBLK(mode):
-        return "block device"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return "special file"
+    return _KINDS.get(stat.S_IFMT(mode), "special file")
 
 
 class FileRefusedError(Exception):
