@@ -191,7 +191,9 @@ def _claimed_wire() -> Iterator[tuple[int, int]]:
     try:
         yield wire_in, wire_out
     finally:
-        os.set_blocking(wire_in, True)  # the descriptor may be a terminal shared with a shell
+        # The descriptors may be a terminal shared with a shell.
+        os.set_blocking(wire_in, True)
+        os.set_blocking(wire_out, True)
         os.dup2(wire_in, 0)
         os.dup2(wire_out, 1)
         os.close(wire_in)

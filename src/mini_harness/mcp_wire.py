@@ -88,13 +88,15 @@ def error_response(request_id: JsonValue, code: int, message: str) -> bytes:
 class Wire:
     """The client's end of standard output: whole lines, one writer at a time.
 
-    Both the SDK's writer and the guard write here; each line is written whole under a lock
-    (from a worker thread, so a client that reads slowly does not stall the event loop).
+    Both the SDK's writer and the guard write here, straight from the event loop: the
+    descriptor is non-blocking, and when the client reads slowly a writer waits for the
+    pipe to take more, holding the lock so lines never interleave.
     """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._lock = asyncio.Lock()
+        os.set_blocking(fd, False)
 
     async def write(self, text: str) -> int:
         await self.send(text.encode("utf-8", errors="replace"))
@@ -105,12 +107,26 @@ class Wire:
 
     async def send(self, data: bytes) -> None:
         async with self._lock:
-            await asyncio.to_thread(self._write_all, data)
+            view = memoryview(data)
+            while view:
+                try:
+                    view = view[os.write(self._fd, view) :]
+                except BlockingIOError:
+                    await self._writable()
 
-    def _write_all(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
+    async def _writable(self) -> None:
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            if not ready.done():  # the callback runs until removed
+                ready.set_result(None)
+
+        loop.add_writer(self._fd, wake)
+        try:
+            await ready
+        finally:
+            loop.remove_writer(self._fd)
 
 
 CallTool = Callable[[str, JsonValue], Awaitable[JsonObject]]
