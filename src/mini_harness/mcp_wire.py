@@ -15,7 +15,6 @@ import asyncio
 import json
 import os
 import re
-import selectors
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -112,21 +111,7 @@ class Wire:
                 try:
                     view = view[os.write(self._fd, view) :]
                 except BlockingIOError:
-                    await self._writable()
-
-    async def _writable(self) -> None:
-        loop = asyncio.get_running_loop()
-        ready: asyncio.Future[None] = loop.create_future()
-
-        def wake() -> None:
-            if not ready.done():  # the callback runs until removed
-                ready.set_result(None)
-
-        loop.add_writer(self._fd, wake)
-        try:
-            await ready
-        finally:
-            loop.remove_writer(self._fd)
+                    await _ready(self._fd, write=True)
 
 
 CallTool = Callable[[str, JsonValue], Awaitable[JsonObject]]
@@ -298,33 +283,37 @@ async def _lines(fd: int) -> AsyncIterator[bytes | Overlong]:
 
 
 async def _chunks(fd: int) -> AsyncIterator[bytes]:
-    """What arrives on `fd`, read without a thread so cancelling is instant."""
-    if not _pollable(fd):
-        # A regular file or /dev/null: nothing to wait for, every read returns at once.
-        while chunk := os.read(fd, _CHUNK):
-            yield chunk
-        return
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
-    pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
-    transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
-    )
-    try:
-        while chunk := await reader.read(_CHUNK):
-            yield chunk
-    finally:
-        transport.close()
-
-
-def _pollable(fd: int) -> bool:
-    """True for pipes, sockets and terminals: descriptors the event loop can wait on."""
-    with selectors.DefaultSelector() as selector:
+    """What arrives on `fd`, read from the event loop without a thread, so cancelling is
+    instant. A regular file or /dev/null never makes a read wait."""
+    os.set_blocking(fd, False)
+    while True:
         try:
-            selector.register(fd, selectors.EVENT_READ)
-        except (OSError, ValueError):
-            return False
-    return True
+            chunk = os.read(fd, _CHUNK)
+        except BlockingIOError:
+            await _ready(fd, write=False)
+            continue
+        if not chunk:
+            return
+        yield chunk
+
+
+async def _ready(fd: int, *, write: bool) -> None:
+    """Wait until `fd` (a pipe, socket or terminal) can be written, or read, at once."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():  # the callback runs until removed
+            ready.set_result(None)
+
+    watch, unwatch = (
+        (loop.add_writer, loop.remove_writer) if write else (loop.add_reader, loop.remove_reader)
+    )
+    watch(fd, wake)
+    try:
+        await ready
+    finally:
+        unwatch(fd)
 
 
 def _warn(message: str) -> None:
