@@ -114,43 +114,24 @@ def open_directory(workspace: Workspace, real: str) -> int:
     return fd
 
 
-def _sorted_entries(dir_fd: int | None) -> list[os.DirEntry[str]]:
-    if dir_fd is None:
-        return []
-    try:
-        with os.scandir(dir_fd) as scan:
-            return sorted(scan, key=lambda entry: entry.name)
-    except OSError:
-        return []  # unreadable directory: nothing we may list
-
-
-def _open_inner(name: str, dir_fd: int) -> int | None:
-    try:
-        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return None  # gone, unreadable, or swapped for a symlink since scandir saw it
-
-
 @attrs.define
 class _Frame:
     """One open directory of the walk: its descriptor, entries and where it sits."""
 
-    fd: int | None  # None: it could not be opened, so it lists nothing
+    fd: int
     ignores: list[IgnoreFile]
     prefix: str  # as shown: workspace-relative through the caller's spelling of `top`
-    real_dir: str  # the resolved directory, for the paths handed to readers
     real_prefix: str  # workspace-relative, resolved: what .gitignore rules match
     below_prefix: str  # relative to `top`: what a glob matches
     depth: int
     entries: Iterator[os.DirEntry[str]] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self.entries = iter(_sorted_entries(self.fd))
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
+        try:
+            with os.scandir(self.fd) as scan:
+                self.entries = iter(sorted(scan, key=lambda entry: entry.name))
+        except OSError:
+            self.entries = iter(())  # unreadable directory: nothing we may list
 
 
 def walk_files(
@@ -174,26 +155,17 @@ def walk_files(
     # The real relative path keeps .gitignore bases right when `top` is reached via a link.
     top_real = workspace.relative(top.real)
     try:
-        top_fd: int | None = open_directory(workspace, top.real)
+        top_fd = open_directory(workspace, top.real)
     except OSError:
-        top_fd = None
-    stack = [
-        _Frame(
-            top_fd,
-            ignores,
-            "" if top.relative == "." else top.relative + "/",
-            top.real,
-            "" if top_real == "." else top_real + "/",
-            "",
-            1,
-        )
-    ]
+        return  # gone, or swapped for a symlink since it was checked: nothing to list
+    shown = "" if top.relative == "." else top.relative + "/"
+    stack = [_Frame(top_fd, ignores, shown, "" if top_real == "." else top_real + "/", "", 1)]
     try:
         while stack:
             frame = stack[-1]
             entry = next(frame.entries, None)
             if entry is None:
-                stack.pop().close()
+                os.close(stack.pop().fd)
                 continue
             found = _visit(workspace, frame, entry, skips, max_depth)
             if isinstance(found, _Frame):
@@ -208,7 +180,7 @@ def walk_files(
                 yield found
     finally:
         for frame in stack:
-            frame.close()
+            os.close(frame.fd)
 
 
 def _visit(
@@ -227,7 +199,7 @@ def _visit(
         skips.undecodable += 1
         return None
     real_rel = frame.real_prefix + name
-    real = os.path.join(frame.real_dir, name)
+    real = os.path.join(workspace.root, real_rel)
     shown, below = frame.prefix + name, frame.below_prefix + name
     try:
         if entry.is_symlink():
@@ -241,18 +213,13 @@ def _visit(
             if max_depth is not None and frame.depth >= max_depth:
                 skips.deeper_dirs.append(shown + "/")
                 return None
-            if frame.fd is None:
-                return None  # not reached: entries come from an open directory
             inner = _load_ignore(workspace, real, real_rel)
-            return _Frame(
-                _open_inner(name, frame.fd),
-                [*frame.ignores, inner] if inner is not None else frame.ignores,
-                shown + "/",
-                real,
-                real_rel + "/",
-                below + "/",
-                frame.depth + 1,
-            )
+            try:
+                fd = os.open(name, _DIR_FLAGS, dir_fd=frame.fd)
+            except OSError:
+                return None  # gone, unreadable, or swapped for a symlink since scandir saw it
+            ignores = [*frame.ignores, inner] if inner is not None else frame.ignores
+            return _Frame(fd, ignores, shown + "/", real_rel + "/", below + "/", frame.depth + 1)
         if not entry.is_file(follow_symlinks=False):
             return None  # FIFO, socket, device: never listed, never opened
     except OSError:
