@@ -28,6 +28,7 @@ from mini_harness.mcp_server import list_tools_result
 from mini_harness.runtime import ToolAnnotations, ToolDefinition, ToolRuntime
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import CallProtocol, TranscriptReader, TranscriptRecord
+from tests.mcp_client import RawClient
 
 SERVER = [sys.executable, "-m", "mini_harness", "mcp"]
 
@@ -190,75 +191,6 @@ class TestOfficialClient:
         assert "Re-run: 4 matched, 0 diverged, 0 now-fails, 0 now-succeeds, 0 skipped" in (
             rerun.stdout
         )
-
-
-class RawClient:
-    """Line-by-line JSON-RPC over a server subprocess's pipes, with a deadline on every read."""
-
-    def __init__(self, args: list[str], cwd: Path, root_args: tuple[str, ...] = ()) -> None:
-        # Clients start servers with block-buffered stdout; keep stray print()s buffered.
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-        self.process = subprocess.Popen(
-            [*SERVER[:-1], *root_args, SERVER[-1], *args],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        self.next_id = 0
-
-    def send(self, method: str, params: dict[str, Any] | None = None) -> int:
-        self.next_id += 1
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.notify_raw(message)
-        return self.next_id
-
-    def notify_raw(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(orjson.dumps(message) + b"\n")
-        self.process.stdin.flush()
-
-    def receive(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line.endswith(b"\n"), f"no response; stderr: {self.stderr()}"
-        message: dict[str, Any] = orjson.loads(line)
-        return message
-
-    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        request_id = self.send(method, params)
-        message = self.receive()
-        assert message["id"] == request_id
-        return message
-
-    def handshake(self) -> None:
-        init = self.request(
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw-test", "version": "0"},
-            },
-        )
-        assert init["result"]["serverInfo"]["name"] == "mini-harness"
-        self.notify_raw({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def stderr(self) -> str:
-        if self.process.poll() is None:
-            return "(still running)"
-        assert self.process.stderr is not None
-        return self.process.stderr.read().decode()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
-            if stream is not None:
-                stream.close()
 
 
 @pytest.fixture(name="client_factory")
