@@ -24,7 +24,6 @@ from mini_harness.tools.workspace import (
     FileRefusedError,
     Workspace,
     quote_path,
-    read_regular,
 )
 
 MAX_FILE_BYTES: Final = 8 << 20
@@ -196,7 +195,7 @@ class ApplyPatch:
     def _read(self, path: str, real: str) -> bytes:
         shown = quote_path(path)
         try:
-            data = read_regular(real, MAX_FILE_BYTES, inside=self.workspace.contains)
+            data = self.workspace.read(real, MAX_FILE_BYTES)
         except FileRefusedError as exc:
             reason = (
                 f"is over {MAX_FILE_BYTES:,} bytes"

@@ -16,7 +16,6 @@ from mini_harness.tools.workspace import (
     FileRefusedError,
     Workspace,
     quote_path,
-    read_regular,
 )
 
 
@@ -53,7 +52,7 @@ class ReadFile:
         if found.size > self.max_bytes:
             raise self._too_large(path, found.size)
         try:
-            data = read_regular(found.real, self.max_bytes, inside=self.workspace.contains)
+            data = self.workspace.read(found.real, self.max_bytes)
         except FileRefusedError as exc:
             if exc.size is not None:
                 raise self._too_large(path, exc.size) from None

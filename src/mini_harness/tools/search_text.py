@@ -26,7 +26,6 @@ from mini_harness.tools.workspace import (
     FileRefusedError,
     Workspace,
     quote_path,
-    read_regular,
 )
 
 LINE_TEXT_LIMIT: Final = 300  # longer lines are cut to a window around the match
@@ -269,7 +268,7 @@ class SearchText:
         if entry.size > self.max_file_bytes:
             return None
         try:
-            data = read_regular(entry.real, self.max_file_bytes, inside=self.workspace.contains)
+            data = self.workspace.read(entry.real, self.max_file_bytes)
         except (OSError, FileRefusedError):
             return None
         if data.isascii() and b"\0" not in data:

@@ -25,7 +25,6 @@ from mini_harness.tools.workspace import (
     Location,
     Workspace,
     decodable_path,
-    read_regular,
 )
 
 _IGNORE_FILE_MAX_BYTES = 1 << 20
@@ -70,7 +69,7 @@ def _load_ignore(workspace: Workspace, real_dir: str, base: str) -> IgnoreFile |
     if not workspace.contains(path):
         return None
     try:
-        raw = read_regular(path, _IGNORE_FILE_MAX_BYTES, inside=workspace.contains)
+        raw = workspace.read(path, _IGNORE_FILE_MAX_BYTES)
     except (OSError, FileRefusedError):
         return None
     ignore = IgnoreFile.parse(base, raw.decode("utf-8", errors="replace"))

@@ -9,12 +9,12 @@ URL decoding, so `%2e%2e` is a file name, not `..`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import posixpath
 import stat
-from collections.abc import Callable
 from pathlib import Path
 from typing import TypeAlias
 
@@ -78,48 +78,6 @@ class FileRefusedError(Exception):
         self.outside = outside
 
 
-def _opened_path(fd: int) -> str | None:
-    """Where an open file really is, when the system can tell (Linux: /proc/self/fd)."""
-    try:
-        return os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return None
-
-
-def read_regular(path: str, max_size: int, *, inside: Callable[[str], bool] | None = None) -> bytes:
-    """Read a regular file of at most `max_size` bytes without blocking or following links.
-
-    Raises OSError from the system, or FileRefusedError with `kind` (not a regular file),
-    `size` (larger than `max_size`) or `outside` (`inside` rejects where the open file
-    really is: a directory on the way was swapped for a symlink after the path was
-    checked).
-    """
-    fd = os.open(path, _OPEN_FLAGS)
-    try:
-        if inside is not None:
-            opened = _opened_path(fd)
-            if opened is not None and not inside(opened):
-                raise FileRefusedError(outside=True)
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise FileRefusedError(kind=file_kind(info.st_mode))
-        if info.st_size > max_size:
-            raise FileRefusedError(size=info.st_size)
-        # Ask for one byte more than fstat promised: a short read is the end of the file,
-        # a full one means it grew since, and the loop reads on up to the limit.
-        want = info.st_size + 1
-        chunks = [os.read(fd, want)]
-        while len(chunks[-1]) == want and sum(map(len, chunks)) <= max_size:
-            want = 1 << 16
-            chunks.append(os.read(fd, want))
-        data = b"".join(chunks)
-        if len(data) > max_size:
-            raise FileRefusedError(size=len(data))
-        return data
-    finally:
-        os.close(fd)
-
-
 @attrs.frozen
 class Location:
     """A checked path: normalised as given ("." for the root), resolved, and its stat."""
@@ -161,6 +119,40 @@ class Workspace:
     def relative(self, real: str) -> str:
         """The workspace-relative posix form of a resolved path inside the workspace."""
         return Path(os.path.relpath(real, self.root)).as_posix()
+
+    def read(self, real: str, max_size: int) -> bytes:
+        """Read the regular file `real` (resolved, inside the workspace) of at most
+        `max_size` bytes, without blocking or following links.
+
+        Raises OSError from the system, or FileRefusedError with `kind` (not a regular
+        file), `size` (larger than `max_size`) or `outside` (the open file really is
+        outside: a directory on the way was swapped for a symlink after the path was
+        checked).
+        """
+        fd = os.open(real, _OPEN_FLAGS)
+        try:
+            # Where the open file really is, when the system can tell (Linux: /proc/self/fd).
+            with contextlib.suppress(OSError):
+                if not self.contains(os.readlink(f"/proc/self/fd/{fd}")):
+                    raise FileRefusedError(outside=True)
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise FileRefusedError(kind=file_kind(info.st_mode))
+            if info.st_size > max_size:
+                raise FileRefusedError(size=info.st_size)
+            # Ask for one byte more than fstat promised: a short read is the end of the
+            # file, a full one means it grew since, and the loop reads on up to the limit.
+            want = info.st_size + 1
+            chunks = [os.read(fd, want)]
+            while len(chunks[-1]) == want and sum(map(len, chunks)) <= max_size:
+                want = 1 << 16
+                chunks.append(os.read(fd, want))
+            data = b"".join(chunks)
+            if len(data) > max_size:
+                raise FileRefusedError(size=len(data))
+            return data
+        finally:
+            os.close(fd)
 
     def locate(self, path: str) -> Location:
         """Check `path` and stat what it names; raise WorkspaceError saying why not."""
