@@ -149,7 +149,7 @@ class TestSizeLimit:
 
     def test_the_reader_holds_the_limit_on_its_own(self, tmp_path: Path) -> None:
         """Workspace.read, which every tool reads through, takes exactly max_size bytes and
-        refuses one more (read_file's own size check runs before it and would hide it)."""
+        refuses one more."""
         path = tmp_path / "f.txt"
         path.write_bytes(b"x" * 100)
         assert len(Workspace(tmp_path).read(str(path), 100)) == 100

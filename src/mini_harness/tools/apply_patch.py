@@ -128,9 +128,7 @@ class ApplyPatch:
         except PatchSyntaxError as exc:
             raise WorkspaceError(".", f"Not a patch apply_patch can use: {exc}") from None
         targets = [self._target(patch) for patch in patches]
-        new_contents: list[bytes | None] = []
-        for target in targets:
-            new_contents.append(self._patched(target))
+        new_contents = [self._patched(target) for target in targets]
         effects = self._commit(targets, new_contents)
         files = [
             {

@@ -24,7 +24,7 @@ from mini_harness.events import JsonObject
 from mini_harness.runtime.effects import WithEffects
 from mini_harness.tools.definitions import RUN_DEFAULT_TIMEOUT
 from mini_harness.tools.file_effects import MAX_TRACKED_FILES, changes, snapshot
-from mini_harness.tools.process import DEFAULT_MAX_OUTPUT, run_bounded
+from mini_harness.tools.process import run_bounded
 from mini_harness.tools.workspace import Workspace
 
 # Variables that look like credentials never reach a command, whatever the settings say.
@@ -92,7 +92,6 @@ class RunCommand:
     workspace: Workspace
     sandbox: str | None  # the bwrap program, or None: commands run unsandboxed
     redacted_names: tuple[str, ...] = ()
-    max_output: int = DEFAULT_MAX_OUTPUT
     max_tracked_files: int = MAX_TRACKED_FILES
 
     def __call__(self, tool_input: dict[str, Any]) -> JsonObject | WithEffects:
@@ -115,9 +114,7 @@ class RunCommand:
             if self.sandbox is not None:
                 command = sandbox_argv(self.sandbox, self.workspace, cwd, argv, scratch)
             try:
-                finished = run_bounded(
-                    command, cwd=cwd, env=env, timeout=timeout, max_output=self.max_output
-                )
+                finished = run_bounded(command, cwd=cwd, env=env, timeout=timeout)
             except OSError as exc:
                 message = f"Cannot run {argv[0]!r}: {exc.strerror or exc}"
                 raise WorkspaceError(".", message) from None

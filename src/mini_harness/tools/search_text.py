@@ -265,8 +265,6 @@ class SearchText:
 
     def _read(self, entry: WalkEntry) -> bytes | None:
         """The bytes of a UTF-8 text file, or None when it is skipped (large, binary, gone)."""
-        if entry.size > self.max_file_bytes:
-            return None
         try:
             data = self.workspace.read(entry.real, self.max_file_bytes)
         except (OSError, FileRefusedError):
