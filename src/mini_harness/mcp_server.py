@@ -36,11 +36,6 @@ SERVER_NAME = "mini-harness"
 # --- result shapes (plain JSON, no SDK needed) ----------------------------------------
 
 
-def render_text(output: JsonValue) -> str:
-    """The text rendering of a tool output: compact JSON, whatever the output's type."""
-    return orjson.dumps(output).decode()
-
-
 def success_result(output: JsonValue) -> JsonObject:
     """A `tools/call` result for a successful dispatch.
 
@@ -48,15 +43,17 @@ def success_result(output: JsonValue) -> JsonObject:
     2026-07-28 allows nothing else there, so other outputs (strings, numbers, arrays,
     null) travel as the text rendering alone rather than wrapped in an invented object.
     """
-    result: JsonObject = {"content": [{"type": "text", "text": render_text(output)}]}
+    # The text rendering is compact JSON, whatever the output's type.
+    result: JsonObject = {"content": [{"type": "text", "text": orjson.dumps(output).decode()}]}
     if isinstance(output, dict):
         result["structuredContent"] = output
     return result
 
 
-def error_result(error: ToolCallError) -> JsonObject:
+def error_result(error: ToolCallError | str) -> JsonObject:
     """A `tools/call` result for a recorded failure: our message, so the model can react."""
-    return {"content": [{"type": "text", "text": error.message}], "isError": True}
+    message = error if isinstance(error, str) else error.message
+    return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
 def list_tools_result(runtime: ToolRuntime) -> JsonObject:
@@ -82,8 +79,7 @@ async def call_result(runtime: ToolRuntime, name: str, arguments: JsonValue) -> 
         # The transcript could not be written: the server cannot keep its promise.
         raise GuardError(INTERNAL_ERROR, exc.message) from None
     except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
-        message = f"Tool {name} ended the call: {type(exc).__name__}"
-        return {"content": [{"type": "text", "text": message}], "isError": True}
+        return error_result(f"Tool {name} ended the call: {type(exc).__name__}")
     return success_result(result.output)
 
 
