@@ -199,11 +199,9 @@ class SearchText:
         )
         worker.start()
         worker.join(max(clock.remaining(), 0.0))
-        if not outcome:
-            raise SearchBudgetError(query, self.regex_budget, clock.path)
-        result = outcome[0]
-        if isinstance(result, _OutOfBudget):
+        if not outcome or isinstance(outcome[0], _OutOfBudget):
             raise SearchBudgetError(query, self.regex_budget, clock.path) from None
+        result = outcome[0]
         if isinstance(result, BaseException):
             raise result
         return result

@@ -167,14 +167,10 @@ class Workspace:
             raise WorkspaceError(
                 path, f"Path {shown} is absolute; use a path relative to the workspace root"
             )
-        depth = 0
-        for part in path.split("/"):
-            if part == "..":
-                depth -= 1
-                if depth < 0:
-                    raise WorkspaceError(path, f"Path {shown} leads outside the workspace")
-            elif part not in ("", "."):
-                depth += 1
+        # Shown paths keep the caller's spelling (a link's name, not its target).
+        normal = posixpath.normpath(path or ".")
+        if normal == ".." or normal.startswith("../"):
+            raise WorkspaceError(path, f"Path {shown} leads outside the workspace")
         real = os.path.realpath(os.path.join(self.root, path))
         if not self.contains(real):
             raise WorkspaceError(
@@ -184,8 +180,7 @@ class Workspace:
             info = os.stat(real)
         except OSError as exc:
             raise WorkspaceError(path, _os_problem(shown, exc)) from None
-        # Shown paths keep the caller's spelling (a link's name, not its target).
-        return Location(posixpath.normpath(path or "."), real, info.st_mode, info.st_size)
+        return Location(normal, real, info.st_mode, info.st_size)
 
     def locate_dir(self, path: str) -> Location:
         found = self.locate(path)
