@@ -27,7 +27,7 @@ from mini_harness.events import RunStarted, ToolCalled, ToolFailed, ToolSucceede
 from mini_harness.mcp_server import list_tools_result
 from mini_harness.runtime import ToolAnnotations, ToolDefinition, ToolRuntime
 from mini_harness.tools import default_registry
-from mini_harness.transcripts import CallProtocol, TranscriptReader, TranscriptRecord
+from mini_harness.transcripts import TranscriptReader, TranscriptRecord, verify_transcript
 from tests.mcp_client import RawClient
 
 SERVER = [sys.executable, "-m", "mini_harness", "mcp"]
@@ -88,21 +88,6 @@ def call_events(records: list[TranscriptRecord]) -> list[tuple[str, str, str | N
         elif isinstance(event, ToolFailed):
             out.append(("ToolFailed", event.name, event.error.kind))
     return out
-
-
-def in_doubt(records: list[TranscriptRecord]) -> list[str]:
-    protocol = CallProtocol()
-    for record in records:
-        event = record.event
-        if isinstance(event, ToolCalled):
-            protocol.called(record.line, record.seq, event.run_id, event.call_id, event.name)
-        elif isinstance(event, ToolSucceeded | ToolFailed):
-            kind = type(event).__name__
-            protocol.finished(
-                record.line, record.seq, kind, event.call_id, event.run_id, event.name
-            )
-    assert protocol.problems == []
-    return [call.call_id for call in protocol.in_doubt()]
 
 
 async def sdk_session(log: Path, errlog: Path) -> dict[str, Any]:
@@ -170,7 +155,7 @@ class TestOfficialClient:
             ("ToolFailed", "nope", "unknown_tool"),
         ]
         assert {r.event.run_id for r in records if hasattr(r.event, "run_id")} == {runs[0].run_id}
-        assert in_doubt(records) == []
+        assert verify_transcript(log).problems() == []  # nothing in doubt, nothing broken
         stderr = errlog.read_text()
         assert "Traceback" not in stderr
         assert stderr.splitlines()[-1] == "[mini-harness] MCP session ended (end of input)"
@@ -240,7 +225,7 @@ class TestShutdown:
             ("ToolCalled", "wait", None),
             ("ToolFailed", "wait", "cancelled"),
         ]
-        assert in_doubt(records) == []
+        assert verify_transcript(log).problems() == []  # nothing in doubt, nothing broken
 
     def test_sigterm_during_a_sync_tool(self, tmp_path: Path, client_factory: Any) -> None:
         """A sync tool that sleeps blocks nothing: pings are answered and SIGTERM cancels it."""
