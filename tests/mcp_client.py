@@ -1,4 +1,5 @@
-"""A raw JSON-RPC client for `mini-harness mcp`: lines over a server subprocess's pipes."""
+"""What the MCP server tests share: a raw JSON-RPC client over a server subprocess's pipes,
+and a user registry of tools that misbehave in every way a session must survive."""
 
 from __future__ import annotations
 
@@ -14,6 +15,64 @@ from typing import Any
 import orjson
 
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+# A user registry for --registry: the built-in echo plus tools that fail, wait, print,
+# return something other than an object, or end the call with SystemExit / GeneratorExit.
+TEST_TOOLS = """
+import asyncio
+import os
+import time
+
+from mini_harness.tools import default_registry
+
+
+def registry():
+    tools = default_registry()
+    anything = {"type": "object"}
+
+    async def wait(data):
+        await asyncio.sleep(data["seconds"])
+        return {"waited": data["seconds"]}
+
+    def nap(data):
+        time.sleep(data["seconds"])
+        return {"napped": data["seconds"]}
+
+    def boom(data):
+        raise ValueError("boom")
+
+    def leave(data):
+        raise SystemExit(3)
+
+    async def async_generator_exit(data):
+        raise GeneratorExit
+
+    def generator_exit(data):
+        raise GeneratorExit
+
+    def chatty(data):
+        print("print() from a tool")
+        os.write(1, b"os.write(1) from a tool\\n")
+        return {"said": 2}
+
+    tools.add("wait", wait, description="Sleeps.", input_schema=anything)
+    tools.add("nap", nap, description="Sleeps in sync code.", input_schema=anything)
+    tools.add("nap1", nap, description="Naps, 1 s limit.", input_schema=anything, timeout=1)
+    tools.add("boom", boom, description="Always raises.", input_schema=anything)
+    tools.add("nan", lambda data: {"v": float("nan")}, description="NaN.", input_schema=anything)
+    tools.add("letters", lambda data: list(data["word"]), description="", input_schema=anything)
+    tools.add("chatty", chatty, description="Prints to stdout.", input_schema=anything)
+    tools.add("leave", leave, description="Raises SystemExit.", input_schema=anything)
+    tools.add("agenexit", async_generator_exit, description="GeneratorExit.", input_schema=anything)
+    tools.add("genexit", generator_exit, description="GeneratorExit.", input_schema=anything)
+    return tools
+"""
+
+
+def registry_options(where: Path) -> list[str]:
+    """Write TEST_TOOLS into `where`; the server options that load it."""
+    (where / "testtools.py").write_text(TEST_TOOLS)
+    return ["--registry", "testtools:registry"]
 
 
 class RawClient:

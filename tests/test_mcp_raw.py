@@ -13,34 +13,7 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 from mini_harness.mcp_wire import MAX_LINE_BYTES
 from mini_harness.transcripts import TranscriptReader
-from tests.mcp_client import RawClient
-
-EXITING_TOOLS = """
-import asyncio
-
-from mini_harness.tools import default_registry
-
-
-def registry():
-    tools = default_registry()
-    anything = {"type": "object"}
-
-    def leave(data):
-        raise SystemExit(3)
-
-    async def async_generator_exit(data):
-        raise GeneratorExit
-
-    def generator_exit(data):
-        raise GeneratorExit
-
-    tools.add("leave", leave, description="Raises SystemExit.", input_schema=anything)
-    tools.add(
-        "agenexit", async_generator_exit, description="Async GeneratorExit.", input_schema=anything
-    )
-    tools.add("genexit", generator_exit, description="GeneratorExit.", input_schema=anything)
-    return tools
-"""
+from tests.mcp_client import RawClient, registry_options
 
 
 def call(request_id: Any, arguments: str, name: str = "echo") -> bytes:
@@ -171,8 +144,7 @@ class TestExitingHandlers:
     def test_a_handler_exit_ends_the_call_not_the_session(self, tmp_path: Path, tool: str) -> None:
         """A handler raising SystemExit or GeneratorExit gets an isError result; the server
         answers the next call and ends normally at end of input."""
-        (tmp_path / "exiting_tools.py").write_text(EXITING_TOOLS)
-        session = RawClient(["--registry", "exiting_tools:registry"], tmp_path)
+        session = RawClient(registry_options(tmp_path), tmp_path)
         try:
             session.handshake()
             session.write(call(3, "{}", name=tool))

@@ -28,49 +28,9 @@ from mini_harness.mcp_server import list_tools_result
 from mini_harness.runtime import ToolAnnotations, ToolDefinition, ToolRuntime
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import TranscriptReader, TranscriptRecord, verify_transcript
-from tests.mcp_client import RawClient
+from tests.mcp_client import RawClient, registry_options
 
 SERVER = [sys.executable, "-m", "mini_harness", "mcp"]
-
-# A user registry for --registry: the built-in echo plus tools that fail, wait, print, or
-# return something other than an object.
-TEST_TOOLS = """
-import asyncio
-import os
-import time
-
-from mini_harness.tools import default_registry
-
-
-def registry():
-    tools = default_registry()
-    anything = {"type": "object"}
-
-    async def wait(data):
-        await asyncio.sleep(data["seconds"])
-        return {"waited": data["seconds"]}
-
-    def nap(data):
-        time.sleep(data["seconds"])
-        return {"napped": data["seconds"]}
-
-    def boom(data):
-        raise ValueError("boom")
-
-    def chatty(data):
-        print("print() from a tool")
-        os.write(1, b"os.write(1) from a tool\\n")
-        return {"said": 2}
-
-    tools.add("wait", wait, description="Sleeps.", input_schema=anything)
-    tools.add("nap", nap, description="Sleeps in sync code.", input_schema=anything)
-    tools.add("nap1", nap, description="Naps, 1 s limit.", input_schema=anything, timeout=1)
-    tools.add("boom", boom, description="Always raises.", input_schema=anything)
-    tools.add("nan", lambda data: {"v": float("nan")}, description="NaN.", input_schema=anything)
-    tools.add("letters", lambda data: list(data["word"]), description="", input_schema=anything)
-    tools.add("chatty", chatty, description="Prints to stdout.", input_schema=anything)
-    return tools
-"""
 
 
 def read_log(path: Path) -> tuple[list[TranscriptRecord], TranscriptReader]:
@@ -202,9 +162,8 @@ def wait_for(predicate: Any, timeout: float = 5.0) -> None:
 class TestShutdown:
     def test_sigterm(self, tmp_path: Path, client_factory: Any) -> None:
         """SIGTERM with stdin open and a call running: exit 0 at once, that call cancelled."""
-        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
         log = tmp_path / "t.jsonl"
-        client = client_factory("--log", str(log), "--registry", "testtools:registry")
+        client = client_factory("--log", str(log), *registry_options(tmp_path))
         client.handshake()
         result = client.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
         assert result["result"]["structuredContent"] == {"text": "hi"}
@@ -229,9 +188,8 @@ class TestShutdown:
 
     def test_sigterm_during_a_sync_tool(self, tmp_path: Path, client_factory: Any) -> None:
         """A sync tool that sleeps blocks nothing: pings are answered and SIGTERM cancels it."""
-        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
         log = tmp_path / "t.jsonl"
-        client = client_factory("--log", str(log), "--registry", "testtools:registry")
+        client = client_factory("--log", str(log), *registry_options(tmp_path))
         client.handshake()
         client.send("tools/call", {"name": "nap", "arguments": {"seconds": 60}})
         wait_for(lambda: log.read_bytes().count(b'"ToolCalled"') == 1)
@@ -254,9 +212,8 @@ class TestShutdown:
         self, tmp_path: Path, client_factory: Any
     ) -> None:
         """After a sync tool times out, closing stdin ends the server without waiting for it."""
-        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
         log = tmp_path / "t.jsonl"
-        client = client_factory("--log", str(log), "--registry", "testtools:registry")
+        client = client_factory("--log", str(log), *registry_options(tmp_path))
         client.handshake()
         reply = client.request("tools/call", {"name": "nap1", "arguments": {"seconds": 20}})
         assert reply["result"]["content"] == [
@@ -278,9 +235,8 @@ class TestShutdown:
 
     def test_eof_ends_the_session(self, tmp_path: Path, client_factory: Any) -> None:
         """Closing stdin ends the session with exit 0; what tools print goes to stderr only."""
-        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
         log = tmp_path / "t.jsonl"
-        client = client_factory("--log", str(log), "--registry", "testtools:registry")
+        client = client_factory("--log", str(log), *registry_options(tmp_path))
         client.handshake()
         client.request("tools/list")
         said = client.request("tools/call", {"name": "chatty", "arguments": {}})
@@ -329,8 +285,7 @@ class TestShutdown:
 def _session(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """One initialised server shared by the wire tests (starting one costs ~1 s)."""
     where = tmp_path_factory.mktemp("raw")
-    (where / "testtools.py").write_text(TEST_TOOLS)
-    client = RawClient(["--registry", "testtools:registry"], where)
+    client = RawClient(registry_options(where), where)
     client.handshake()
     yield client
     client.stop()

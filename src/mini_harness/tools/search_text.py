@@ -87,12 +87,9 @@ class RegexClock:
     deadline: float  # time.monotonic()
     path: str = "."
 
-    def remaining(self) -> float:
-        return self.deadline - time.monotonic()
-
     def check(self) -> float:
         """The seconds left; _OutOfBudget when none are."""
-        left = self.remaining()
+        left = self.deadline - time.monotonic()
         if left <= 0:
             raise _OutOfBudget
         return left
@@ -198,7 +195,7 @@ class SearchText:
             target=context.run, args=(search,), name="search_text regex", daemon=True
         )
         worker.start()
-        worker.join(max(clock.remaining(), 0.0))
+        worker.join(max(clock.deadline - time.monotonic(), 0.0))
         if not outcome or isinstance(outcome[0], _OutOfBudget):
             raise SearchBudgetError(query, self.regex_budget, clock.path) from None
         result = outcome[0]
