@@ -3,11 +3,6 @@ id gets an answer, whatever it holds, and the session survives it."""
 
 from __future__ import annotations
 
-import os
-import select
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,45 +13,7 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 from mini_harness.mcp_wire import MAX_LINE_BYTES
 from mini_harness.transcripts import TranscriptReader
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-
-EXITING_TOOLS = """
-import asyncio
-
-from mini_harness.tools import default_registry
-
-
-def registry():
-    tools = default_registry()
-    anything = {"type": "object"}
-
-    def leave(data):
-        raise SystemExit(3)
-
-    async def async_generator_exit(data):
-        raise GeneratorExit
-
-    def generator_exit(data):
-        raise GeneratorExit
-
-    tools.add("leave", leave, description="Raises SystemExit.", input_schema=anything)
-    tools.add(
-        "agenexit", async_generator_exit, description="Async GeneratorExit.", input_schema=anything
-    )
-    tools.add("genexit", generator_exit, description="GeneratorExit.", input_schema=anything)
-    return tools
-"""
+from tests.mcp_client import RawClient, registry_options
 
 
 def call(request_id: Any, arguments: str, name: str = "echo") -> bytes:
@@ -72,68 +29,11 @@ def call(request_id: Any, arguments: str, name: str = "echo") -> bytes:
     )
 
 
-class RawSession:
-    """A server process and the raw lines exchanged with it."""
-
-    def __init__(self, tmp_path: Path, *args: str) -> None:
-        self.log = tmp_path / "t.jsonl"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mini_harness", "mcp", "--log", str(self.log), *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=tmp_path,
-        )
-        self._buffer = b""
-
-    def send(self, *lines: bytes | dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        for line in lines:
-            data = line if isinstance(line, bytes) else orjson.dumps(line)
-            self.proc.stdin.write(data + b"\n")
-        self.proc.stdin.flush()
-
-    def initialize(self) -> None:
-        self.send(INITIALIZE, INITIALIZED)
-        assert "result" in self.receive(1)[0]
-
-    def receive(self, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
-        """The next `count` answers; fails if they do not come within `timeout` seconds."""
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout
-        while self._buffer.count(b"\n") < count:
-            left = deadline - time.monotonic()
-            assert left > 0, f"no answer within {timeout} s; got {self._buffer[:200]!r}"
-            ready, _, _ = select.select([fd], [], [], left)
-            if ready:
-                chunk = os.read(fd, 1 << 16)
-                assert chunk, f"the server ended; stderr: {self.finish()[1]!r}"
-                self._buffer += chunk
-        lines = self._buffer.split(b"\n")
-        self._buffer = b"\n".join(lines[count:])
-        return [orjson.loads(line) for line in lines[:count]]
-
-    def finish(self) -> tuple[int, str]:
-        """Close the input; the exit code and stderr."""
-        assert self.proc.stdin is not None
-        assert self.proc.stderr is not None
-        if not self.proc.stdin.closed:
-            self.proc.stdin.close()
-        self.proc.wait(timeout=60)
-        return self.proc.returncode, self.proc.stderr.read().decode()
-
-    def events(self) -> list[dict[str, Any]]:
-        return [orjson.loads(line) for line in self.log.read_bytes().splitlines()]
-
-
 @pytest.fixture(name="session")
 def _session(tmp_path: Path) -> Any:
-    session = RawSession(tmp_path)
-    yield session
-    if session.proc.poll() is None:
-        session.proc.kill()
-        session.proc.wait()
+    client = RawClient(["--log", str(tmp_path / "t.jsonl")], tmp_path)
+    yield client
+    client.stop()
 
 
 def error_of(answer: dict[str, Any]) -> tuple[Any, int, str]:
@@ -151,85 +51,88 @@ class TestBadToolInput:
             pytest.param('{"text":"a","n":' + "7" * 10_000 + "}", id="10000-digits"),
         ],
     )
-    def test_is_an_error_result_and_recorded(self, session: RawSession, arguments: str) -> None:
+    def test_is_an_error_result_and_recorded(
+        self, session: RawClient, arguments: str, tmp_path: Path
+    ) -> None:
         """Input no tool can take is answered with an isError result, and recorded."""
-        session.initialize()
-        session.send(call(5, arguments))
-        (answer,) = session.receive(1)
+        session.handshake()
+        session.write(call(5, arguments))
+        answer = session.receive()
         assert answer["id"] == 5
         assert answer["result"]["isError"] is True
         assert answer["result"]["content"][0]["text"].startswith("Invalid input for echo")
-        session.send(call(6, '{"text":"still here"}'))
-        assert session.receive(1)[0]["result"]["structuredContent"] == {"text": "still here"}
+        session.write(call(6, '{"text":"still here"}'))
+        assert session.receive()["result"]["structuredContent"] == {"text": "still here"}
         assert session.finish()[0] == 0
-        types = [event["type"] for event in session.events()]
+        log = tmp_path / "t.jsonl"
+        types = [orjson.loads(line)["type"] for line in log.read_bytes().splitlines()]
         assert types[-4:] == ["ToolCalled", "ToolFailed", "ToolCalled", "ToolSucceeded"]
-        assert TranscriptReader(session.log).problems == []
+        assert TranscriptReader(log).problems == []
 
 
 class TestMalformedRequests:
-    def test_params_as_a_list(self, session: RawSession) -> None:
+    def test_params_as_a_list(self, session: RawClient) -> None:
         """`params` given as a list is -32602 for that id."""
-        session.initialize()
-        session.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": [1]})
-        assert error_of(session.receive(1)[0]) == (
+        session.handshake()
+        session.write({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": [1]})
+        assert error_of(session.receive()) == (
             7,
             -32602,
             "Invalid params: params must be an object",
         )
 
-    def test_another_jsonrpc_version(self, session: RawSession) -> None:
+    def test_another_jsonrpc_version(self, session: RawClient) -> None:
         """`"jsonrpc": "1.0"` is -32600 for that id."""
-        session.initialize()
-        session.send({"jsonrpc": "1.0", "id": "a", "method": "tools/list"})
-        assert error_of(session.receive(1)[0]) == (
+        session.handshake()
+        session.write({"jsonrpc": "1.0", "id": "a", "method": "tools/list"})
+        assert error_of(session.receive()) == (
             "a",
             -32600,
             'Invalid Request: "jsonrpc" must be "2.0"',
         )
 
     @pytest.mark.parametrize("request_id", [1.5, {"o": 1}, True, None])
-    def test_ids_that_cannot_be_used(self, session: RawSession, request_id: Any) -> None:
+    def test_ids_that_cannot_be_used(self, session: RawClient, request_id: Any) -> None:
         """An id that is not a string or an integer is -32600 with a null id."""
-        session.initialize()
-        session.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/list"})
-        assert error_of(session.receive(1)[0]) == (
+        session.handshake()
+        session.write({"jsonrpc": "2.0", "id": request_id, "method": "tools/list"})
+        assert error_of(session.receive()) == (
             None,
             -32600,
             "Invalid Request: id must be a string or an integer",
         )
-        session.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-        assert session.receive(1)[0]["id"] == 2
+        session.write({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert session.receive()["id"] == 2
 
     @pytest.mark.parametrize("line", [b"hello", b'{"jsonrpc":"2.0","id":9,', b"NaN"])
-    def test_lines_that_are_not_json(self, session: RawSession, line: bytes) -> None:
+    def test_lines_that_are_not_json(self, session: RawClient, line: bytes) -> None:
         """A line that is not JSON is -32700 with a null id, as JSON-RPC 2.0 asks."""
-        session.initialize()
-        session.send(line)
-        answer_id, code, message = error_of(session.receive(1)[0])
+        session.handshake()
+        session.write(line)
+        answer_id, code, message = error_of(session.receive())
         assert (answer_id, code) == (None, -32700)
         assert message.startswith("Parse error: ")
 
-    def test_a_line_over_the_limit(self, session: RawSession) -> None:
+    def test_a_line_over_the_limit(self, session: RawClient) -> None:
         """A line longer than MAX_LINE_BYTES is -32600 for its id, and the session goes on."""
-        session.initialize()
+        session.handshake()
         text = "x" * MAX_LINE_BYTES
-        session.send(call(11, orjson.dumps({"text": text}).decode()))
-        assert error_of(session.receive(1, timeout=120)[0]) == (
+        session.write(call(11, orjson.dumps({"text": text}).decode()))
+        assert error_of(session.receive(timeout=120)) == (
             11,
             -32600,
             f"Invalid Request: line longer than the limit of {MAX_LINE_BYTES} bytes",
         )
-        session.send(call(12, '{"text":"after"}'))
-        assert session.receive(1)[0]["id"] == 12
+        session.write(call(12, '{"text":"after"}'))
+        assert session.receive()["id"] == 12
         code, stderr = session.finish()
         assert code == 0
         assert f"skipped an input line longer than {MAX_LINE_BYTES} bytes" in stderr
 
-    def test_a_call_before_initialize(self, session: RawSession) -> None:
+    def test_a_call_before_initialize(self, session: RawClient) -> None:
         """tools/call before initialize says the session is not initialised."""
-        session.send(call(1, '{"text":"early"}'))
-        assert error_of(session.receive(1)[0]) == (
+        session.write(call(1, '{"text":"early"}'))
+        assert error_of(session.receive()) == (
             1,
             -32600,
             "Invalid Request: the session is not initialised: send initialize before tools/call",
@@ -241,20 +144,17 @@ class TestExitingHandlers:
     def test_a_handler_exit_ends_the_call_not_the_session(self, tmp_path: Path, tool: str) -> None:
         """A handler raising SystemExit or GeneratorExit gets an isError result; the server
         answers the next call and ends normally at end of input."""
-        (tmp_path / "exiting_tools.py").write_text(EXITING_TOOLS)
-        session = RawSession(tmp_path, "--registry", "exiting_tools:registry")
+        session = RawClient(registry_options(tmp_path), tmp_path)
         try:
-            session.initialize()
-            session.send(call(3, "{}", name=tool))
-            (answer,) = session.receive(1)
+            session.handshake()
+            session.write(call(3, "{}", name=tool))
+            answer = session.receive()
             assert answer["id"] == 3
             assert answer["result"]["isError"] is True
-            session.send(call(4, '{"text":"next"}'))
-            assert session.receive(1)[0]["result"]["structuredContent"] == {"text": "next"}
+            session.write(call(4, '{"text":"next"}'))
+            assert session.receive()["result"]["structuredContent"] == {"text": "next"}
             code, stderr = session.finish()
             assert code == 0, stderr
             assert "Traceback" not in stderr
         finally:
-            if session.proc.poll() is None:
-                session.proc.kill()
-                session.proc.wait()
+            session.stop()

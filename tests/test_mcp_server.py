@@ -27,49 +27,10 @@ from mini_harness.events import RunStarted, ToolCalled, ToolFailed, ToolSucceede
 from mini_harness.mcp_server import list_tools_result
 from mini_harness.runtime import ToolAnnotations, ToolDefinition, ToolRuntime
 from mini_harness.tools import default_registry
-from mini_harness.transcripts import CallProtocol, TranscriptReader, TranscriptRecord
+from mini_harness.transcripts import TranscriptReader, TranscriptRecord, verify_transcript
+from tests.mcp_client import RawClient, registry_options
 
 SERVER = [sys.executable, "-m", "mini_harness", "mcp"]
-
-# A user registry for --registry: the built-in echo plus tools that fail, wait, print, or
-# return something other than an object.
-TEST_TOOLS = """
-import asyncio
-import os
-import time
-
-from mini_harness.tools import default_registry
-
-
-def registry():
-    tools = default_registry()
-    anything = {"type": "object"}
-
-    async def wait(data):
-        await asyncio.sleep(data["seconds"])
-        return {"waited": data["seconds"]}
-
-    def nap(data):
-        time.sleep(data["seconds"])
-        return {"napped": data["seconds"]}
-
-    def boom(data):
-        raise ValueError("boom")
-
-    def chatty(data):
-        print("print() from a tool")
-        os.write(1, b"os.write(1) from a tool\\n")
-        return {"said": 2}
-
-    tools.add("wait", wait, description="Sleeps.", input_schema=anything)
-    tools.add("nap", nap, description="Sleeps in sync code.", input_schema=anything)
-    tools.add("nap1", nap, description="Naps, 1 s limit.", input_schema=anything, timeout=1)
-    tools.add("boom", boom, description="Always raises.", input_schema=anything)
-    tools.add("nan", lambda data: {"v": float("nan")}, description="NaN.", input_schema=anything)
-    tools.add("letters", lambda data: list(data["word"]), description="", input_schema=anything)
-    tools.add("chatty", chatty, description="Prints to stdout.", input_schema=anything)
-    return tools
-"""
 
 
 def read_log(path: Path) -> tuple[list[TranscriptRecord], TranscriptReader]:
@@ -87,21 +48,6 @@ def call_events(records: list[TranscriptRecord]) -> list[tuple[str, str, str | N
         elif isinstance(event, ToolFailed):
             out.append(("ToolFailed", event.name, event.error.kind))
     return out
-
-
-def in_doubt(records: list[TranscriptRecord]) -> list[str]:
-    protocol = CallProtocol()
-    for record in records:
-        event = record.event
-        if isinstance(event, ToolCalled):
-            protocol.called(record.line, record.seq, event.run_id, event.call_id, event.name)
-        elif isinstance(event, ToolSucceeded | ToolFailed):
-            kind = type(event).__name__
-            protocol.finished(
-                record.line, record.seq, kind, event.call_id, event.run_id, event.name
-            )
-    assert protocol.problems == []
-    return [call.call_id for call in protocol.in_doubt()]
 
 
 async def sdk_session(log: Path, errlog: Path) -> dict[str, Any]:
@@ -169,7 +115,7 @@ class TestOfficialClient:
             ("ToolFailed", "nope", "unknown_tool"),
         ]
         assert {r.event.run_id for r in records if hasattr(r.event, "run_id")} == {runs[0].run_id}
-        assert in_doubt(records) == []
+        assert verify_transcript(log).problems() == []  # nothing in doubt, nothing broken
         stderr = errlog.read_text()
         assert "Traceback" not in stderr
         assert stderr.splitlines()[-1] == "[mini-harness] MCP session ended (end of input)"
@@ -190,75 +136,6 @@ class TestOfficialClient:
         assert "Re-run: 4 matched, 0 diverged, 0 now-fails, 0 now-succeeds, 0 skipped" in (
             rerun.stdout
         )
-
-
-class RawClient:
-    """Line-by-line JSON-RPC over a server subprocess's pipes, with a deadline on every read."""
-
-    def __init__(self, args: list[str], cwd: Path, root_args: tuple[str, ...] = ()) -> None:
-        # Clients start servers with block-buffered stdout; keep stray print()s buffered.
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-        self.process = subprocess.Popen(
-            [*SERVER[:-1], *root_args, SERVER[-1], *args],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        self.next_id = 0
-
-    def send(self, method: str, params: dict[str, Any] | None = None) -> int:
-        self.next_id += 1
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.notify_raw(message)
-        return self.next_id
-
-    def notify_raw(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(orjson.dumps(message) + b"\n")
-        self.process.stdin.flush()
-
-    def receive(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line.endswith(b"\n"), f"no response; stderr: {self.stderr()}"
-        message: dict[str, Any] = orjson.loads(line)
-        return message
-
-    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        request_id = self.send(method, params)
-        message = self.receive()
-        assert message["id"] == request_id
-        return message
-
-    def handshake(self) -> None:
-        init = self.request(
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw-test", "version": "0"},
-            },
-        )
-        assert init["result"]["serverInfo"]["name"] == "mini-harness"
-        self.notify_raw({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def stderr(self) -> str:
-        if self.process.poll() is None:
-            return "(still running)"
-        assert self.process.stderr is not None
-        return self.process.stderr.read().decode()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
-            if stream is not None:
-                stream.close()
 
 
 @pytest.fixture(name="client_factory")
@@ -285,9 +162,8 @@ def wait_for(predicate: Any, timeout: float = 5.0) -> None:
 class TestShutdown:
     def test_sigterm(self, tmp_path: Path, client_factory: Any) -> None:
         """SIGTERM with stdin open and a call running: exit 0 at once, that call cancelled."""
-        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
         log = tmp_path / "t.jsonl"
-        client = client_factory("--log", str(log), "--registry", "testtools:registry")
+        client = client_factory("--log", str(log), *registry_options(tmp_path))
         client.handshake()
         result = client.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
         assert result["result"]["structuredContent"] == {"text": "hi"}
@@ -308,13 +184,12 @@ class TestShutdown:
             ("ToolCalled", "wait", None),
             ("ToolFailed", "wait", "cancelled"),
         ]
-        assert in_doubt(records) == []
+        assert verify_transcript(log).problems() == []  # nothing in doubt, nothing broken
 
     def test_sigterm_during_a_sync_tool(self, tmp_path: Path, client_factory: Any) -> None:
         """A sync tool that sleeps blocks nothing: pings are answered and SIGTERM cancels it."""
-        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
         log = tmp_path / "t.jsonl"
-        client = client_factory("--log", str(log), "--registry", "testtools:registry")
+        client = client_factory("--log", str(log), *registry_options(tmp_path))
         client.handshake()
         client.send("tools/call", {"name": "nap", "arguments": {"seconds": 60}})
         wait_for(lambda: log.read_bytes().count(b'"ToolCalled"') == 1)
@@ -337,9 +212,8 @@ class TestShutdown:
         self, tmp_path: Path, client_factory: Any
     ) -> None:
         """After a sync tool times out, closing stdin ends the server without waiting for it."""
-        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
         log = tmp_path / "t.jsonl"
-        client = client_factory("--log", str(log), "--registry", "testtools:registry")
+        client = client_factory("--log", str(log), *registry_options(tmp_path))
         client.handshake()
         reply = client.request("tools/call", {"name": "nap1", "arguments": {"seconds": 20}})
         assert reply["result"]["content"] == [
@@ -361,9 +235,8 @@ class TestShutdown:
 
     def test_eof_ends_the_session(self, tmp_path: Path, client_factory: Any) -> None:
         """Closing stdin ends the session with exit 0; what tools print goes to stderr only."""
-        (tmp_path / "testtools.py").write_text(TEST_TOOLS)
         log = tmp_path / "t.jsonl"
-        client = client_factory("--log", str(log), "--registry", "testtools:registry")
+        client = client_factory("--log", str(log), *registry_options(tmp_path))
         client.handshake()
         client.request("tools/list")
         said = client.request("tools/call", {"name": "chatty", "arguments": {}})
@@ -412,8 +285,7 @@ class TestShutdown:
 def _session(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """One initialised server shared by the wire tests (starting one costs ~1 s)."""
     where = tmp_path_factory.mktemp("raw")
-    (where / "testtools.py").write_text(TEST_TOOLS)
-    client = RawClient(["--registry", "testtools:registry"], where)
+    client = RawClient(registry_options(where), where)
     client.handshake()
     yield client
     client.stop()

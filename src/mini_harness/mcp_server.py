@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import os
 import signal
 import sys
@@ -35,11 +36,6 @@ SERVER_NAME = "mini-harness"
 # --- result shapes (plain JSON, no SDK needed) ----------------------------------------
 
 
-def render_text(output: JsonValue) -> str:
-    """The text rendering of a tool output: compact JSON, whatever the output's type."""
-    return orjson.dumps(output).decode()
-
-
 def success_result(output: JsonValue) -> JsonObject:
     """A `tools/call` result for a successful dispatch.
 
@@ -47,15 +43,17 @@ def success_result(output: JsonValue) -> JsonObject:
     2026-07-28 allows nothing else there, so other outputs (strings, numbers, arrays,
     null) travel as the text rendering alone rather than wrapped in an invented object.
     """
-    result: JsonObject = {"content": [{"type": "text", "text": render_text(output)}]}
+    # The text rendering is compact JSON, whatever the output's type.
+    result: JsonObject = {"content": [{"type": "text", "text": orjson.dumps(output).decode()}]}
     if isinstance(output, dict):
         result["structuredContent"] = output
     return result
 
 
-def error_result(error: ToolCallError) -> JsonObject:
+def error_result(error: ToolCallError | str) -> JsonObject:
     """A `tools/call` result for a recorded failure: our message, so the model can react."""
-    return {"content": [{"type": "text", "text": error.message}], "isError": True}
+    message = error if isinstance(error, str) else error.message
+    return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
 def list_tools_result(runtime: ToolRuntime) -> JsonObject:
@@ -81,8 +79,7 @@ async def call_result(runtime: ToolRuntime, name: str, arguments: JsonValue) -> 
         # The transcript could not be written: the server cannot keep its promise.
         raise GuardError(INTERNAL_ERROR, exc.message) from None
     except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
-        message = f"Tool {name} ended the call: {type(exc).__name__}"
-        return {"content": [{"type": "text", "text": message}], "isError": True}
+        return error_result(f"Tool {name} ended the call: {type(exc).__name__}")
     return success_result(result.output)
 
 
@@ -151,11 +148,7 @@ async def serve_stdio(runtime: ToolRuntime) -> str:
             # stdin open) with the guard that answers what the SDK would drop, and one
             # writer for the SDK's answers and the guard's.
             wire = Wire(wire_out)
-
-            async def guarded_call(name: str, arguments: JsonValue) -> JsonObject:
-                return await call_result(runtime, name, arguments)
-
-            lines = cast(Any, GuardedLines(wire_in, wire, guarded_call))
+            lines = cast(Any, GuardedLines(wire_in, wire, functools.partial(call_result, runtime)))
             async with stdio_server(stdin=lines, stdout=cast(Any, wire)) as streams:
                 read_stream, write_stream = streams
                 # fd 1 points at stderr while serving, but Python's own buffered
@@ -194,7 +187,9 @@ def _claimed_wire() -> Iterator[tuple[int, int]]:
     try:
         yield wire_in, wire_out
     finally:
-        os.set_blocking(wire_in, True)  # the descriptor may be a terminal shared with a shell
+        # The descriptors may be a terminal shared with a shell.
+        os.set_blocking(wire_in, True)
+        os.set_blocking(wire_out, True)
         os.dup2(wire_in, 0)
         os.dup2(wire_out, 1)
         os.close(wire_in)

@@ -15,7 +15,6 @@ import asyncio
 import json
 import os
 import re
-import selectors
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -88,13 +87,15 @@ def error_response(request_id: JsonValue, code: int, message: str) -> bytes:
 class Wire:
     """The client's end of standard output: whole lines, one writer at a time.
 
-    Both the SDK's writer and the guard write here; each line is written whole under a lock
-    (from a worker thread, so a client that reads slowly does not stall the event loop).
+    Both the SDK's writer and the guard write here, straight from the event loop: the
+    descriptor is non-blocking, and when the client reads slowly a writer waits for the
+    pipe to take more, holding the lock so lines never interleave.
     """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._lock = asyncio.Lock()
+        os.set_blocking(fd, False)
 
     async def write(self, text: str) -> int:
         await self.send(text.encode("utf-8", errors="replace"))
@@ -105,12 +106,12 @@ class Wire:
 
     async def send(self, data: bytes) -> None:
         async with self._lock:
-            await asyncio.to_thread(self._write_all, data)
-
-    def _write_all(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
+            view = memoryview(data)
+            while view:
+                try:
+                    view = view[os.write(self._fd, view) :]
+                except BlockingIOError:
+                    await _ready(self._fd, write=True)
 
 
 CallTool = Callable[[str, JsonValue], Awaitable[JsonObject]]
@@ -282,33 +283,37 @@ async def _lines(fd: int) -> AsyncIterator[bytes | Overlong]:
 
 
 async def _chunks(fd: int) -> AsyncIterator[bytes]:
-    """What arrives on `fd`, read without a thread so cancelling is instant."""
-    if not _pollable(fd):
-        # A regular file or /dev/null: nothing to wait for, every read returns at once.
-        while chunk := os.read(fd, _CHUNK):
-            yield chunk
-        return
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
-    pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
-    transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
-    )
-    try:
-        while chunk := await reader.read(_CHUNK):
-            yield chunk
-    finally:
-        transport.close()
-
-
-def _pollable(fd: int) -> bool:
-    """True for pipes, sockets and terminals: descriptors the event loop can wait on."""
-    with selectors.DefaultSelector() as selector:
+    """What arrives on `fd`, read from the event loop without a thread, so cancelling is
+    instant. A regular file or /dev/null never makes a read wait."""
+    os.set_blocking(fd, False)
+    while True:
         try:
-            selector.register(fd, selectors.EVENT_READ)
-        except (OSError, ValueError):
-            return False
-    return True
+            chunk = os.read(fd, _CHUNK)
+        except BlockingIOError:
+            await _ready(fd, write=False)
+            continue
+        if not chunk:
+            return
+        yield chunk
+
+
+async def _ready(fd: int, *, write: bool) -> None:
+    """Wait until `fd` (a pipe, socket or terminal) can be written, or read, at once."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():  # the callback runs until removed
+            ready.set_result(None)
+
+    watch, unwatch = (
+        (loop.add_writer, loop.remove_writer) if write else (loop.add_reader, loop.remove_reader)
+    )
+    watch(fd, wake)
+    try:
+        await ready
+    finally:
+        unwatch(fd)
 
 
 def _warn(message: str) -> None:

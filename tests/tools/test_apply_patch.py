@@ -46,11 +46,6 @@ def _ws(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture(name="sink")
-def _sink() -> MemorySink:
-    return MemorySink()
-
-
 @pytest.fixture(name="runtime")
 def _runtime(ws: Path, sink: MemorySink) -> ToolRuntime:
     registry = ToolRegistry()

@@ -16,7 +16,7 @@ from mini_harness import MemorySink, ToolCallError, ToolRuntime
 from mini_harness.errors import WorkspaceError
 from mini_harness.events import ToolCalled, ToolFailed
 from mini_harness.tools import Workspace, default_registry
-from mini_harness.tools.workspace import FileRefusedError, file_kind, quote_path, read_regular
+from mini_harness.tools.workspace import FileRefusedError, file_kind, quote_path
 
 # (path, the end of the message) for paths every tool must refuse.
 HOSTILE: list[tuple[str, str]] = [
@@ -178,13 +178,13 @@ class TestSpecialFiles:
     def test_fifo_swapped_in_after_the_check_does_not_block(self, root: Path) -> None:
         """Opening is non-blocking, so a FIFO that replaced a checked file is refused."""
         with pytest.raises(FileRefusedError) as caught:
-            no_hang(read_regular, str(root / "pipe"), 1000)
+            no_hang(Workspace(root).read, str(root / "pipe"), 1000)
         assert caught.value.kind == "FIFO (named pipe)"
 
     def test_symlink_swapped_in_after_the_check_is_not_followed(self, root: Path) -> None:
         """The final open does not follow a symlink that appeared after resolution."""
         with pytest.raises(OSError, match="Too many levels of symbolic links"):
-            read_regular(str(root / "link_outside"), 1000)
+            Workspace(root).read(str(root / "link_outside"), 1000)
 
     @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
     def test_directory_swapped_for_a_link_after_the_check_is_caught(self, root: Path) -> None:
@@ -192,7 +192,7 @@ class TestSpecialFiles:
         workspace = Workspace(root)
         opened_through_link = str(root / "link_outside_dir" / "secret.txt")
         with pytest.raises(FileRefusedError) as caught:
-            read_regular(opened_through_link, 1000, inside=workspace.contains)
+            workspace.read(opened_through_link, 1000)
         assert caught.value.outside is True
 
     def test_planted_gitignore_fifo_or_link_is_ignored(self, tmp_path: Path) -> None:
@@ -285,6 +285,7 @@ class TestResolver:
         """The size fstat gave is a hint: a file longer than it is read on, whole up to the
         limit, and refused past it."""
         path = tmp_path / "f.txt"
+        workspace = Workspace(tmp_path)
         real_fstat = os.fstat
 
         def stale_fstat(fd: int) -> os.stat_result:
@@ -295,15 +296,15 @@ class TestResolver:
         monkeypatch.setattr(os, "fstat", stale_fstat)
         data = bytes(range(256)) * 1000
         path.write_bytes(data)
-        assert read_regular(str(path), len(data)) == data
+        assert workspace.read(str(path), len(data)) == data
         with pytest.raises(FileRefusedError) as caught:
-            read_regular(str(path), len(data) - 1)
+            workspace.read(str(path), len(data) - 1)
         assert caught.value.size == len(data)
         # The reads stop exactly at the limit (11 bytes asked, then 64 KiB): one more
         # read must still find the bytes past it.
         limit = 11 + (1 << 16)
         with pytest.raises(FileRefusedError) as caught:
-            read_regular(str(path), limit)
+            workspace.read(str(path), limit)
         assert caught.value.size == 11 + 2 * (1 << 16)
 
 

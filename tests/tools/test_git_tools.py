@@ -14,7 +14,7 @@ from mini_harness import MemorySink, ToolRuntime
 from mini_harness.errors import ToolHandlerError
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
-from mini_harness.tools.git_tools import GitDiff, GitRunner, GitStatus
+from mini_harness.tools.git_tools import Git
 from mini_harness.tools.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -89,9 +89,9 @@ class TestGitStatus:
 
     def test_timeout_is_an_error(self, repo: Path) -> None:
         """git that does not answer in time fails the call and says after how long."""
-        runner = GitRunner(Workspace(repo), timeout=0.000001)
+        git = Git(Workspace(repo), timeout=0.000001)
         with pytest.raises(Exception, match="did not finish within"):
-            GitStatus(runner)({})
+            git.status({})
 
 
 class TestGitDiff:
@@ -128,7 +128,7 @@ class TestGitDiff:
     def test_large_output_is_bounded(self, repo: Path) -> None:
         """A diff larger than the limit keeps its head and tail and says it was truncated."""
         (repo / "a.txt").write_text("".join(f"line {i}\n" for i in range(5000)))
-        out = GitDiff(GitRunner(Workspace(repo), max_output=2000))({})
+        out = Git(Workspace(repo), max_output=2000).diff({})
         assert out["truncated"] is True
         assert "bytes left out" in out["diff"]
         assert len(out["diff"]) < 2200

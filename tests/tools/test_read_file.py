@@ -7,7 +7,7 @@ import pytest
 
 from mini_harness import ToolHandlerError, ToolRuntime
 from mini_harness.tools.read_file import split_lines
-from mini_harness.tools.workspace import FileRefusedError, read_regular
+from mini_harness.tools.workspace import FileRefusedError, Workspace
 
 APP = "import os\n\ndef main():\n    return 'needle'\n"
 
@@ -148,14 +148,14 @@ class TestSizeLimit:
         )
 
     def test_the_reader_holds_the_limit_on_its_own(self, tmp_path: Path) -> None:
-        """read_regular, which every tool reads through, takes exactly max_size bytes and
-        refuses one more (read_file's own size check runs before it and would hide it)."""
+        """Workspace.read, which every tool reads through, takes exactly max_size bytes and
+        refuses one more."""
         path = tmp_path / "f.txt"
         path.write_bytes(b"x" * 100)
-        assert len(read_regular(str(path), 100)) == 100
+        assert len(Workspace(tmp_path).read(str(path), 100)) == 100
         path.write_bytes(b"x" * 101)
         with pytest.raises(FileRefusedError) as caught:
-            read_regular(str(path), 100)
+            Workspace(tmp_path).read(str(path), 100)
         assert caught.value.size == 101
 
 

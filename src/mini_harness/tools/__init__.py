@@ -5,15 +5,18 @@ from __future__ import annotations
 from mini_harness.errors import WorkspaceError
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools.apply_patch import ApplyPatch
-from mini_harness.tools.coding_definitions import (
+from mini_harness.tools.definitions import (
     APPLY_PATCH,
     GIT_DIFF,
     GIT_STATUS,
+    LIST_FILES,
+    READ_FILE,
+    SEARCH_TEXT,
+    SKIPPED_DIRS,
     run_command_definition,
 )
-from mini_harness.tools.definitions import LIST_FILES, READ_FILE, SEARCH_TEXT, SKIPPED_DIRS
 from mini_harness.tools.echo import ECHO, echo
-from mini_harness.tools.git_tools import GitDiff, GitRunner, GitStatus
+from mini_harness.tools.git_tools import Git
 from mini_harness.tools.list_files import ListFiles
 from mini_harness.tools.read_file import ReadFile
 from mini_harness.tools.run_command import RunCommand, bubblewrap
@@ -62,9 +65,9 @@ def register_coding_tools(
         raise WorkspaceError(
             ".", "A sandbox was required, but bubblewrap (Debian package bubblewrap) cannot run"
         )
-    runner = GitRunner(bound)
-    registry.register(GIT_STATUS, GitStatus(runner))
-    registry.register(GIT_DIFF, GitDiff(runner))
+    git = Git(bound)
+    registry.register(GIT_STATUS, git.status)
+    registry.register(GIT_DIFF, git.diff)
     registry.register(APPLY_PATCH, ApplyPatch(bound))
     registry.register(
         run_command_definition(sandboxed=bwrap is not None),

@@ -24,7 +24,6 @@ from mini_harness.tools.workspace import (
     FileRefusedError,
     Workspace,
     quote_path,
-    read_regular,
 )
 
 MAX_FILE_BYTES: Final = 8 << 20
@@ -129,9 +128,7 @@ class ApplyPatch:
         except PatchSyntaxError as exc:
             raise WorkspaceError(".", f"Not a patch apply_patch can use: {exc}") from None
         targets = [self._target(patch) for patch in patches]
-        new_contents: list[bytes | None] = []
-        for target in targets:
-            new_contents.append(self._patched(target))
+        new_contents = [self._patched(target) for target in targets]
         effects = self._commit(targets, new_contents)
         files = [
             {
@@ -196,7 +193,7 @@ class ApplyPatch:
     def _read(self, path: str, real: str) -> bytes:
         shown = quote_path(path)
         try:
-            data = read_regular(real, MAX_FILE_BYTES, inside=self.workspace.contains)
+            data = self.workspace.read(real, MAX_FILE_BYTES)
         except FileRefusedError as exc:
             reason = (
                 f"is over {MAX_FILE_BYTES:,} bytes"

@@ -43,22 +43,17 @@ def _key(info: os.stat_result) -> _StatKey:
 
 
 def _sha256(path: str) -> str | None:
-    digest = hashlib.sha256()
     try:
         with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+            return hashlib.file_digest(handle, "sha256").hexdigest()
     except OSError:  # unreadable: treated as absent
         return None
-    return digest.hexdigest()
 
 
-def snapshot(
-    root: str, max_files: int = MAX_TRACKED_FILES, max_bytes: int = MAX_TRACKED_BYTES
-) -> Snapshot | None:
+def snapshot(root: str, max_files: int = MAX_TRACKED_FILES) -> Snapshot | None:
     """Every tracked file's stat data and hash, or None when the workspace is too big."""
     files = _files(root)
-    if len(files) > max_files or sum(info.st_size for info in files.values()) > max_bytes:
+    if len(files) > max_files or sum(i.st_size for i in files.values()) > MAX_TRACKED_BYTES:
         return None
     return {
         rel: (_key(info), _sha256(os.path.join(root, rel))) for rel, info in sorted(files.items())

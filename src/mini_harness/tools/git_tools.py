@@ -63,14 +63,38 @@ def git_environment(workspace: Workspace) -> dict[str, str]:
 
 
 @attrs.frozen
-class GitRunner:
-    """Runs one read-only git command in a workspace, with every code-running setting off."""
+class Git:
+    """The git_status and git_diff handlers (the methods `status` and `diff`), bound to one
+    workspace: read-only git with every code-running setting off."""
 
     workspace: Workspace
     timeout: float = GIT_TIMEOUT
     max_output: int = DEFAULT_MAX_OUTPUT
 
-    def run(self, args: list[str], max_output: int | None = None) -> tuple[str, bool]:
+    def status(self, tool_input: dict[str, Any]) -> JsonObject:
+        spec = self.pathspec(tool_input.get("path"))
+        text, truncated = self.run(
+            ["status", "--porcelain=v1", "--branch", "--ignore-submodules=all", *spec]
+        )
+        lines = text.splitlines()
+        branch = lines[0][3:] if lines and lines[0].startswith("## ") else None
+        entries = [
+            {"status": line[:2], "path": line[3:]}
+            for line in lines[1 if branch is not None else 0 :]
+            if len(line) > 3 and not line.startswith("[...")
+        ]
+        return {"branch": branch, "entries": entries, "clean": not entries, "truncated": truncated}
+
+    def diff(self, tool_input: dict[str, Any]) -> JsonObject:
+        spec = self.pathspec(tool_input.get("path"))
+        args = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all"]
+        if tool_input.get("staged", False):
+            args.append("--cached")
+        text, truncated = self.run([*args, *spec])
+        return {"diff": text, "empty": not text, "truncated": truncated}
+
+    def run(self, args: list[str]) -> tuple[str, bool]:
+        """git's bounded stdout for `args` and whether it was truncated; GitError if it fails."""
         env = git_environment(self.workspace)
         base = ["git", "--no-pager"]
         for setting in _SAFE_CONFIG:
@@ -81,7 +105,7 @@ class GitRunner:
             cwd=str(self.workspace.root),
             env=env,
             timeout=self.timeout,
-            max_output=max_output or self.max_output,
+            max_output=self.max_output,
         )
         command = "git " + args[0]
         if finished.timed_out:
@@ -136,39 +160,3 @@ class GitRunner:
         if not self.workspace.contains(real):
             raise WorkspaceError(path, f"Path {quote_path(path)} leads outside the workspace")
         return ["--", f":(literal){self.workspace.relative(real)}"]
-
-
-@attrs.frozen
-class GitStatus:
-    """The git_status handler."""
-
-    runner: GitRunner
-
-    def __call__(self, tool_input: dict[str, Any]) -> JsonObject:
-        spec = self.runner.pathspec(tool_input.get("path"))
-        text, truncated = self.runner.run(
-            ["status", "--porcelain=v1", "--branch", "--ignore-submodules=all", *spec]
-        )
-        lines = text.splitlines()
-        branch = lines[0][3:] if lines and lines[0].startswith("## ") else None
-        entries = [
-            {"status": line[:2], "path": line[3:]}
-            for line in lines[1 if branch is not None else 0 :]
-            if len(line) > 3 and not line.startswith("[...")
-        ]
-        return {"branch": branch, "entries": entries, "clean": not entries, "truncated": truncated}
-
-
-@attrs.frozen
-class GitDiff:
-    """The git_diff handler."""
-
-    runner: GitRunner
-
-    def __call__(self, tool_input: dict[str, Any]) -> JsonObject:
-        spec = self.runner.pathspec(tool_input.get("path"))
-        args = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all"]
-        if tool_input.get("staged", False):
-            args.append("--cached")
-        text, truncated = self.runner.run([*args, *spec])
-        return {"diff": text, "empty": not text, "truncated": truncated}

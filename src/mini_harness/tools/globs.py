@@ -126,12 +126,9 @@ class IgnoreRule:
 
 
 def _trim_trailing_spaces(line: str) -> str:
-    end = len(line)
-    while end > 0 and line[end - 1] == " ":
-        if end >= 2 and line[end - 2] == "\\":
-            break
-        end -= 1
-    return line[:end]
+    trimmed = line.rstrip(" ")
+    # An escaped space ("\\ ") stays, with the backslash that escapes it.
+    return trimmed + " " if trimmed.endswith("\\") and trimmed != line else trimmed
 
 
 def parse_rule(line: str) -> IgnoreRule | None:

@@ -9,28 +9,8 @@ import attrs
 from mini_harness.events import JsonObject
 from mini_harness.tools.definitions import LIST_DEFAULT_MAX_RESULTS as DEFAULT_MAX_RESULTS
 from mini_harness.tools.globs import PathGlob
-from mini_harness.tools.walk import walk_files
+from mini_harness.tools.walk import WalkSkips, walk_files
 from mini_harness.tools.workspace import Workspace
-
-
-@attrs.define
-class UndecodableCount:
-    """How many entries a walk skipped because their names are not UTF-8."""
-
-    skipped: int = 0
-
-    def add(self) -> None:
-        self.skipped += 1
-
-    def report(self, output: JsonObject) -> JsonObject:
-        """`output` with `skippedUndecodable` added, only when something was skipped.
-
-        Left out otherwise, so the outputs of ordinary workspaces stay as they were
-        (transcripts recorded before keep matching on re-run).
-        """
-        if self.skipped:
-            output["skippedUndecodable"] = self.skipped
-        return output
 
 
 @attrs.frozen
@@ -44,17 +24,10 @@ class ListFiles:
         glob = tool_input.get("glob")
         matcher = PathGlob(glob) if glob is not None else None
         limit = tool_input.get("maxResults", DEFAULT_MAX_RESULTS)
-        deeper: list[str] = []
-        undecodable = UndecodableCount()
+        skips = WalkSkips()
         files: list[JsonObject] = []
         truncated = False
-        for entry in walk_files(
-            self.workspace,
-            top,
-            max_depth=tool_input.get("maxDepth"),
-            on_deeper_dir=deeper.append,
-            on_undecodable=undecodable.add,
-        ):
+        for entry in walk_files(self.workspace, top, skips, max_depth=tool_input.get("maxDepth")):
             if matcher is not None and not matcher.matches(entry.below):
                 continue
             if len(files) == limit:
@@ -66,6 +39,6 @@ class ListFiles:
             "files": files,
             "count": len(files),
             "truncated": truncated,
-            "deeperDirs": deeper,
+            "deeperDirs": skips.deeper_dirs,
         }
-        return undecodable.report(output)
+        return skips.report(output)

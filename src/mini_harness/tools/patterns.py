@@ -40,7 +40,8 @@ def compile_pattern(query: str, *, case_sensitive: bool) -> regex_engine.Pattern
     if not case_sensitive:
         flags |= regex_engine.IGNORECASE
     try:
-        if program_size(query, flags) > MAX_PROGRAM_SIZE:
+        # Parsing raises the engine's `error` for a malformed pattern, as compiling would.
+        if _unrolled_size(_parse(query, flags)) > MAX_PROGRAM_SIZE:
             raise InvalidPatternError(
                 query,
                 f"Regular expression {shown} is too large: with its counted repetitions "
@@ -55,15 +56,6 @@ def compile_pattern(query: str, *, case_sensitive: bool) -> regex_engine.Pattern
     except (regex_engine.error, ValueError, OverflowError) as exc:
         # ValueError: flags the dialect cannot take, such as (?V1) or (?L).
         raise InvalidPatternError(query, f"Invalid regular expression {shown}: {exc}") from None
-
-
-def program_size(query: str, flags: int) -> int:
-    """How many items the engine's program for `query` holds once each counted repetition
-    is written out, counted up to just past MAX_PROGRAM_SIZE.
-
-    Raises the engine's `error` for a malformed pattern, as compiling would.
-    """
-    return _unrolled_size(_parse(query, flags))
 
 
 def _parse(query: str, flags: int) -> Any:
@@ -83,8 +75,10 @@ def _parse(query: str, flags: int) -> Any:
 
 
 def _unrolled_size(node: Any) -> int:
-    """One item per node, one per character of a string, each repeated body counted as
-    many times as its repetition's minimum (the part the engine writes out)."""
+    """How many items the engine's program for a parse tree holds once each counted
+    repetition is written out, counted up to just past MAX_PROGRAM_SIZE: one item per
+    node, one per character of a string, each repeated body counted as many times as its
+    repetition's minimum (the part the engine writes out)."""
     size = 1
     if isinstance(node, _parser.String):
         size += len(node.characters)

@@ -16,7 +16,6 @@ from mini_harness.tools.workspace import (
     FileRefusedError,
     Workspace,
     quote_path,
-    read_regular,
 )
 
 
@@ -41,22 +40,23 @@ def decode_text(data: bytes) -> str | None:
 
 @attrs.frozen
 class ReadFile:
-    """The read_file handler, bound to one workspace and a size limit."""
+    """The read_file handler, bound to one workspace."""
 
     workspace: Workspace
-    max_bytes: int = DEFAULT_MAX_BYTES
 
     def __call__(self, tool_input: dict[str, Any]) -> JsonObject:
         path: str = tool_input["path"]
         shown = quote_path(path)
         found = self.workspace.locate_file(path)
-        if found.size > self.max_bytes:
-            raise self._too_large(path, found.size)
         try:
-            data = read_regular(found.real, self.max_bytes, inside=self.workspace.contains)
+            data = self.workspace.read(found.real, DEFAULT_MAX_BYTES)
         except FileRefusedError as exc:
             if exc.size is not None:
-                raise self._too_large(path, exc.size) from None
+                raise WorkspaceError(
+                    path,
+                    f"File {shown} is {exc.size:,} bytes, over read_file's limit of "
+                    f"{DEFAULT_MAX_BYTES:,} bytes",
+                ) from None
             if exc.outside:
                 raise WorkspaceError(
                     path, f"Path {shown} changed to lead outside the workspace while being read"
@@ -93,10 +93,3 @@ class ReadFile:
             "totalLines": total,
             "truncated": end < total,
         }
-
-    def _too_large(self, path: str, size: int) -> WorkspaceError:
-        return WorkspaceError(
-            path,
-            f"File {quote_path(path)} is {size:,} bytes, over read_file's limit of "
-            f"{self.max_bytes:,} bytes",
-        )

@@ -13,22 +13,20 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any
 
 import attrs
 
 from mini_harness.errors import WorkspaceError
 from mini_harness.events import JsonObject
 from mini_harness.runtime.effects import WithEffects
+from mini_harness.tools.definitions import RUN_DEFAULT_TIMEOUT
 from mini_harness.tools.file_effects import MAX_TRACKED_FILES, changes, snapshot
-from mini_harness.tools.process import DEFAULT_MAX_OUTPUT, run_bounded
+from mini_harness.tools.process import run_bounded
 from mini_harness.tools.workspace import Workspace
 
-DEFAULT_TIMEOUT: Final = 60.0
-MAX_TIMEOUT: Final = 600.0
 # Variables that look like credentials never reach a command, whatever the settings say.
 SECRET_NAME = re.compile(
     r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY)", re.IGNORECASE
@@ -41,16 +39,12 @@ def bubblewrap() -> str | None:
     found = shutil.which("bwrap")
     if found is None:
         return None
+    probe = [found, "--ro-bind", "/", "/", "--unshare-net", "--die-with-parent", "true"]
     try:
-        probe = subprocess.run(  # noqa: S603 - a fixed argv
-            [found, "--ro-bind", "/", "/", "--unshare-net", "--die-with-parent", "true"],
-            capture_output=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        finished = run_bounded(probe, cwd="/", env=os.environ, timeout=10)
+    except OSError:
         return None
-    return found if probe.returncode == 0 else None
+    return found if finished.exit_code == 0 else None
 
 
 def sandbox_argv(
@@ -98,7 +92,6 @@ class RunCommand:
     workspace: Workspace
     sandbox: str | None  # the bwrap program, or None: commands run unsandboxed
     redacted_names: tuple[str, ...] = ()
-    max_output: int = DEFAULT_MAX_OUTPUT
     max_tracked_files: int = MAX_TRACKED_FILES
 
     def __call__(self, tool_input: dict[str, Any]) -> JsonObject | WithEffects:
@@ -112,7 +105,7 @@ class RunCommand:
         if any("\0" in arg for arg in argv):
             raise WorkspaceError(".", "argv holds a NUL byte")
         cwd = self.workspace.locate_dir(tool_input.get("cwd", ".")).real
-        timeout = float(tool_input.get("timeout", DEFAULT_TIMEOUT))
+        timeout = float(tool_input.get("timeout", RUN_DEFAULT_TIMEOUT))
         env = scrubbed_environment(os.environ, self.redacted_names)
         root = str(self.workspace.root)
         before = snapshot(root, self.max_tracked_files)
@@ -121,9 +114,7 @@ class RunCommand:
             if self.sandbox is not None:
                 command = sandbox_argv(self.sandbox, self.workspace, cwd, argv, scratch)
             try:
-                finished = run_bounded(
-                    command, cwd=cwd, env=env, timeout=timeout, max_output=self.max_output
-                )
+                finished = run_bounded(command, cwd=cwd, env=env, timeout=timeout)
             except OSError as exc:
                 message = f"Cannot run {argv[0]!r}: {exc.strerror or exc}"
                 raise WorkspaceError(".", message) from None

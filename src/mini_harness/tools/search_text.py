@@ -19,14 +19,13 @@ from mini_harness.tools.definitions import DEFAULT_MAX_FILE_BYTES
 from mini_harness.tools.definitions import SEARCH_DEFAULT_MAX_RESULTS as DEFAULT_MAX_RESULTS
 from mini_harness.tools.definitions import SEARCH_TEXT as SEARCH_TEXT  # noqa: PLC0414 (re-export)
 from mini_harness.tools.globs import PathGlob
-from mini_harness.tools.list_files import UndecodableCount
 from mini_harness.tools.patterns import compile_pattern
-from mini_harness.tools.walk import WalkEntry, walk_files
+from mini_harness.tools.read_file import decode_text
+from mini_harness.tools.walk import WalkEntry, WalkSkips, walk_files
 from mini_harness.tools.workspace import (
     FileRefusedError,
     Workspace,
     quote_path,
-    read_regular,
 )
 
 LINE_TEXT_LIMIT: Final = 300  # longer lines are cut to a window around the match
@@ -88,12 +87,9 @@ class RegexClock:
     deadline: float  # time.monotonic()
     path: str = "."
 
-    def remaining(self) -> float:
-        return self.deadline - time.monotonic()
-
     def check(self) -> float:
         """The seconds left; _OutOfBudget when none are."""
-        left = self.remaining()
+        left = self.deadline - time.monotonic()
         if left <= 0:
             raise _OutOfBudget
         return left
@@ -102,22 +98,15 @@ class RegexClock:
 def literal_finder(query: str, *, case_sensitive: bool) -> Finder:
     """A function giving the (start, end) of the first occurrence at or after a position.
 
-    A literal cannot backtrack: `str.find`, or `re` on the escaped query to ignore case.
+    A literal cannot backtrack: `re` on the escaped query, in the caller's thread.
     """
-    if case_sensitive:
+    literal = re.compile(re.escape(query), 0 if case_sensitive else re.IGNORECASE)
 
-        def find_literal(text: str, pos: int) -> tuple[int, int] | None:
-            start = text.find(query, pos)
-            return None if start < 0 else (start, start + len(query))
-
-        return find_literal
-    literal = re.compile(re.escape(query), re.MULTILINE | re.IGNORECASE)
-
-    def find_escaped(text: str, pos: int) -> tuple[int, int] | None:
+    def find_literal(text: str, pos: int) -> tuple[int, int] | None:
         found = literal.search(text, pos)
         return None if found is None else found.span()
 
-    return find_escaped
+    return find_literal
 
 
 def pattern_finder(pattern: regex_engine.Pattern[str], clock: RegexClock) -> Finder:
@@ -206,12 +195,10 @@ class SearchText:
             target=context.run, args=(search,), name="search_text regex", daemon=True
         )
         worker.start()
-        worker.join(max(clock.remaining(), 0.0))
-        if not outcome:
-            raise SearchBudgetError(query, self.regex_budget, clock.path)
-        result = outcome[0]
-        if isinstance(result, _OutOfBudget):
+        worker.join(max(clock.deadline - time.monotonic(), 0.0))
+        if not outcome or isinstance(outcome[0], _OutOfBudget):
             raise SearchBudgetError(query, self.regex_budget, clock.path) from None
+        result = outcome[0]
         if isinstance(result, BaseException):
             raise result
         return result
@@ -230,9 +217,9 @@ class SearchText:
         limit = tool_input.get("maxResults", DEFAULT_MAX_RESULTS)
         matches: list[JsonObject] = []
         searched = skipped = 0
-        undecodable = UndecodableCount()
+        skips = WalkSkips()
         truncated = False
-        for entry in self._files(tool_input.get("path", "."), undecodable):
+        for entry in self._files(tool_input.get("path", "."), skips):
             if clock is not None:
                 clock.check()
                 clock.path = entry.path
@@ -260,12 +247,12 @@ class SearchText:
             "filesSearched": searched,
             "filesSkipped": skipped,
         }
-        return undecodable.report(output)
+        return skips.report(output)
 
-    def _files(self, path: str, undecodable: UndecodableCount) -> Iterator[WalkEntry]:
+    def _files(self, path: str, skips: WalkSkips) -> Iterator[WalkEntry]:
         top = self.workspace.locate(path)
         if stat.S_ISDIR(top.mode):
-            yield from walk_files(self.workspace, top, sizes=False, on_undecodable=undecodable.add)
+            yield from walk_files(self.workspace, top, skips, sizes=False)
             return
         found = self.workspace.locate_file(path)
         name = found.relative.rpartition("/")[2]
@@ -273,17 +260,10 @@ class SearchText:
 
     def _read(self, entry: WalkEntry) -> bytes | None:
         """The bytes of a UTF-8 text file, or None when it is skipped (large, binary, gone)."""
-        if entry.size > self.max_file_bytes:
-            return None
         try:
-            data = read_regular(entry.real, self.max_file_bytes, inside=self.workspace.contains)
+            data = self.workspace.read(entry.real, self.max_file_bytes)
         except (OSError, FileRefusedError):
             return None
-        if b"\0" in data:
-            return None
-        if not data.isascii():  # ASCII is UTF-8; anything else must prove it is
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError:
-                return None
-        return data
+        if data.isascii() and b"\0" not in data:
+            return data  # ASCII is UTF-8 text; anything else must prove it is, as read_file's
+        return data if decode_text(data) is not None else None

@@ -138,7 +138,10 @@ def _parse_hunks(lines: list[str], i: int) -> tuple[int, list[Hunk]]:
         old_no_nl = new_no_nl = False
         last = ""
         i += 1
-        while i < len(lines) and (len(old) < old_count or len(new) < new_count):
+        # A "\ No newline at end of file" marker may also follow the hunk's last line.
+        while i < len(lines) and (
+            len(old) < old_count or len(new) < new_count or lines[i].startswith("\\")
+        ):
             body = lines[i]
             tag, content = (body[:1], body[1:]) if body else (" ", "")
             if tag == " ":
@@ -165,11 +168,6 @@ def _parse_hunks(lines: list[str], i: int) -> tuple[int, list[Hunk]]:
                 f"hunk {header!r}: expected {old_count} old and {new_count} new lines, "
                 f"got {len(old)} and {len(new)}"
             )
-        # "\ No newline at end of file" after the last old/new line of the file.
-        while i < len(lines) and lines[i].startswith("\\"):
-            old_no_nl = old_no_nl or last in (" ", "-")
-            new_no_nl = new_no_nl or last in (" ", "+")
-            i += 1
         hunks.append(
             Hunk(
                 number=len(hunks) + 1,

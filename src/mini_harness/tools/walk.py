@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import attrs
 
+from mini_harness.events import JsonObject
 from mini_harness.tools.definitions import SKIPPED_DIRS
 from mini_harness.tools.globs import IgnoreFile, is_ignored
 from mini_harness.tools.workspace import (
@@ -24,7 +25,6 @@ from mini_harness.tools.workspace import (
     Location,
     Workspace,
     decodable_path,
-    read_regular,
 )
 
 _IGNORE_FILE_MAX_BYTES = 1 << 20
@@ -40,6 +40,25 @@ class WalkEntry:
     size: int  # -1 when the walk was asked not to stat files
 
 
+@attrs.define
+class WalkSkips:
+    """What a walk left out that its caller reports: the directories `max_depth` kept
+    closed (workspace-relative, ending in "/") and how many names were not UTF-8."""
+
+    deeper_dirs: list[str] = attrs.Factory(list)
+    undecodable: int = 0
+
+    def report(self, output: JsonObject) -> JsonObject:
+        """`output` with `skippedUndecodable` added, only when something was skipped.
+
+        Left out otherwise, so the outputs of ordinary workspaces stay as they were
+        (transcripts recorded before keep matching on re-run).
+        """
+        if self.undecodable:
+            output["skippedUndecodable"] = self.undecodable
+        return output
+
+
 def _load_ignore(workspace: Workspace, real_dir: str, base: str) -> IgnoreFile | None:
     """The rules of `real_dir`'s .gitignore; none when it is missing or not a plain file.
 
@@ -50,7 +69,7 @@ def _load_ignore(workspace: Workspace, real_dir: str, base: str) -> IgnoreFile |
     if not workspace.contains(path):
         return None
     try:
-        raw = read_regular(path, _IGNORE_FILE_MAX_BYTES, inside=workspace.contains)
+        raw = workspace.read(path, _IGNORE_FILE_MAX_BYTES)
     except (OSError, FileRefusedError):
         return None
     ignore = IgnoreFile.parse(base, raw.decode("utf-8", errors="replace"))
@@ -94,60 +113,39 @@ def open_directory(workspace: Workspace, real: str) -> int:
     return fd
 
 
-def _sorted_entries(dir_fd: int | None) -> list[os.DirEntry[str]]:
-    if dir_fd is None:
-        return []
-    try:
-        with os.scandir(dir_fd) as scan:
-            return sorted(scan, key=lambda entry: entry.name)
-    except OSError:
-        return []  # unreadable directory: nothing we may list
-
-
-def _open_inner(name: str, dir_fd: int) -> int | None:
-    try:
-        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return None  # gone, unreadable, or swapped for a symlink since scandir saw it
-
-
 @attrs.define
 class _Frame:
     """One open directory of the walk: its descriptor, entries and where it sits."""
 
-    fd: int | None  # None: it could not be opened, so it lists nothing
+    fd: int
     ignores: list[IgnoreFile]
     prefix: str  # as shown: workspace-relative through the caller's spelling of `top`
-    real_dir: str  # the resolved directory, for the paths handed to readers
     real_prefix: str  # workspace-relative, resolved: what .gitignore rules match
     below_prefix: str  # relative to `top`: what a glob matches
     depth: int
     entries: Iterator[os.DirEntry[str]] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self.entries = iter(_sorted_entries(self.fd))
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
+        try:
+            with os.scandir(self.fd) as scan:
+                self.entries = iter(sorted(scan, key=lambda entry: entry.name))
+        except OSError:
+            self.entries = iter(())  # unreadable directory: nothing we may list
 
 
 def walk_files(
     workspace: Workspace,
     top: Location,
+    skips: WalkSkips,
     *,
     max_depth: int | None = None,
-    on_deeper_dir: Callable[[str], None] | None = None,
-    on_undecodable: Callable[[], None] | None = None,
     sizes: bool = True,
 ) -> Iterator[WalkEntry]:
     """Regular files below `top` in path order (component by component), depth-first.
 
     `max_depth` 1 yields only the files directly in `top`; directories that the limit
-    keeps closed are reported to `on_deeper_dir` as workspace-relative paths. Each entry
-    skipped for a name that is not UTF-8 is reported to `on_undecodable`. With `sizes`
-    false, regular files are not stat'ed (a reader learns the size from fstat).
+    keeps closed, and entries skipped for a name that is not UTF-8, go into `skips`. With
+    `sizes` false, regular files are not stat'ed (a reader learns the size from fstat).
 
     Directories are opened by descriptor, each relative to its parent with O_NOFOLLOW, so
     a directory swapped for a symlink between a check and the listing is never entered.
@@ -156,35 +154,19 @@ def walk_files(
     # The real relative path keeps .gitignore bases right when `top` is reached via a link.
     top_real = workspace.relative(top.real)
     try:
-        top_fd: int | None = open_directory(workspace, top.real)
+        top_fd = open_directory(workspace, top.real)
     except OSError:
-        top_fd = None
-    stack = [
-        _Frame(
-            top_fd,
-            ignores,
-            "" if top.relative == "." else top.relative + "/",
-            top.real,
-            "" if top_real == "." else top_real + "/",
-            "",
-            1,
-        )
-    ]
+        return  # gone, or swapped for a symlink since it was checked: nothing to list
+    shown = "" if top.relative == "." else top.relative + "/"
+    stack = [_Frame(top_fd, ignores, shown, "" if top_real == "." else top_real + "/", "", 1)]
     try:
         while stack:
             frame = stack[-1]
             entry = next(frame.entries, None)
             if entry is None:
-                stack.pop().close()
+                os.close(stack.pop().fd)
                 continue
-            found = _visit(
-                workspace,
-                frame,
-                entry,
-                max_depth=max_depth,
-                on_deeper_dir=on_deeper_dir,
-                on_undecodable=on_undecodable,
-            )
+            found = _visit(workspace, frame, entry, skips, max_depth)
             if isinstance(found, _Frame):
                 stack.append(found)
             elif found is not None:
@@ -197,17 +179,15 @@ def walk_files(
                 yield found
     finally:
         for frame in stack:
-            frame.close()
+            os.close(frame.fd)
 
 
 def _visit(
     workspace: Workspace,
     frame: _Frame,
     entry: os.DirEntry[str],
-    *,
+    skips: WalkSkips,
     max_depth: int | None,
-    on_deeper_dir: Callable[[str], None] | None,
-    on_undecodable: Callable[[], None] | None,
 ) -> WalkEntry | _Frame | None:
     """What one directory entry contributes: a file, a directory to enter, or nothing."""
     name = entry.name
@@ -215,11 +195,10 @@ def _visit(
         return None  # a directory, or in a git worktree a file pointing at one
     # os.scandir hands undecodable bytes over as lone surrogates (surrogateescape).
     if not name.isascii() and not decodable_path(name):
-        if on_undecodable is not None:
-            on_undecodable()
+        skips.undecodable += 1
         return None
     real_rel = frame.real_prefix + name
-    real = os.path.join(frame.real_dir, name)
+    real = os.path.join(workspace.root, real_rel)
     shown, below = frame.prefix + name, frame.below_prefix + name
     try:
         if entry.is_symlink():
@@ -231,21 +210,15 @@ def _visit(
             if name in SKIPPED_DIRS or is_ignored(frame.ignores, real_rel, is_dir=True):
                 return None
             if max_depth is not None and frame.depth >= max_depth:
-                if on_deeper_dir is not None:
-                    on_deeper_dir(shown + "/")
+                skips.deeper_dirs.append(shown + "/")
                 return None
-            if frame.fd is None:
-                return None  # not reached: entries come from an open directory
             inner = _load_ignore(workspace, real, real_rel)
-            return _Frame(
-                _open_inner(name, frame.fd),
-                [*frame.ignores, inner] if inner is not None else frame.ignores,
-                shown + "/",
-                real,
-                real_rel + "/",
-                below + "/",
-                frame.depth + 1,
-            )
+            try:
+                fd = os.open(name, _DIR_FLAGS, dir_fd=frame.fd)
+            except OSError:
+                return None  # gone, unreadable, or swapped for a symlink since scandir saw it
+            ignores = [*frame.ignores, inner] if inner is not None else frame.ignores
+            return _Frame(fd, ignores, shown + "/", real_rel + "/", below + "/", frame.depth + 1)
         if not entry.is_file(follow_symlinks=False):
             return None  # FIFO, socket, device: never listed, never opened
     except OSError:

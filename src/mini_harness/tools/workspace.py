@@ -9,12 +9,12 @@ URL decoding, so `%2e%2e` is a file name, not `..`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import posixpath
 import stat
-from collections.abc import Callable
 from pathlib import Path
 from typing import TypeAlias
 
@@ -51,21 +51,19 @@ def decodable_path(path: str) -> bool:
     return True
 
 
+_KINDS = {
+    stat.S_IFREG: "regular file",
+    stat.S_IFDIR: "directory",
+    stat.S_IFIFO: "FIFO (named pipe)",
+    stat.S_IFCHR: "character device",
+    stat.S_IFBLK: "block device",
+    stat.S_IFSOCK: "socket",
+}
+
+
 def file_kind(mode: int) -> str:
     """What kind of file a stat mode describes, in words for error messages."""
-    if stat.S_ISREG(mode):
-        return "regular file"
-    if stat.S_ISDIR(mode):
-        return "directory"
-    if stat.S_ISFIFO(mode):
-        return "FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "character device"
-    if stat.S_ISBLK(mode):
-        return "block device"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return "special file"
+    return _KINDS.get(stat.S_IFMT(mode), "special file")
 
 
 class FileRefusedError(Exception):
@@ -78,48 +76,6 @@ class FileRefusedError(Exception):
         self.kind = kind
         self.size = size
         self.outside = outside
-
-
-def _opened_path(fd: int) -> str | None:
-    """Where an open file really is, when the system can tell (Linux: /proc/self/fd)."""
-    try:
-        return os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return None
-
-
-def read_regular(path: str, max_size: int, *, inside: Callable[[str], bool] | None = None) -> bytes:
-    """Read a regular file of at most `max_size` bytes without blocking or following links.
-
-    Raises OSError from the system, or FileRefusedError with `kind` (not a regular file),
-    `size` (larger than `max_size`) or `outside` (`inside` rejects where the open file
-    really is: a directory on the way was swapped for a symlink after the path was
-    checked).
-    """
-    fd = os.open(path, _OPEN_FLAGS)
-    try:
-        if inside is not None:
-            opened = _opened_path(fd)
-            if opened is not None and not inside(opened):
-                raise FileRefusedError(outside=True)
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise FileRefusedError(kind=file_kind(info.st_mode))
-        if info.st_size > max_size:
-            raise FileRefusedError(size=info.st_size)
-        # Ask for one byte more than fstat promised: a short read is the end of the file,
-        # a full one means it grew since, and the loop reads on up to the limit.
-        want = info.st_size + 1
-        chunks = [os.read(fd, want)]
-        while len(chunks[-1]) == want and sum(map(len, chunks)) <= max_size:
-            want = 1 << 16
-            chunks.append(os.read(fd, want))
-        data = b"".join(chunks)
-        if len(data) > max_size:
-            raise FileRefusedError(size=len(data))
-        return data
-    finally:
-        os.close(fd)
 
 
 @attrs.frozen
@@ -164,6 +120,40 @@ class Workspace:
         """The workspace-relative posix form of a resolved path inside the workspace."""
         return Path(os.path.relpath(real, self.root)).as_posix()
 
+    def read(self, real: str, max_size: int) -> bytes:
+        """Read the regular file `real` (resolved, inside the workspace) of at most
+        `max_size` bytes, without blocking or following links.
+
+        Raises OSError from the system, or FileRefusedError with `kind` (not a regular
+        file), `size` (larger than `max_size`) or `outside` (the open file really is
+        outside: a directory on the way was swapped for a symlink after the path was
+        checked).
+        """
+        fd = os.open(real, _OPEN_FLAGS)
+        try:
+            # Where the open file really is, when the system can tell (Linux: /proc/self/fd).
+            with contextlib.suppress(OSError):
+                if not self.contains(os.readlink(f"/proc/self/fd/{fd}")):
+                    raise FileRefusedError(outside=True)
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise FileRefusedError(kind=file_kind(info.st_mode))
+            if info.st_size > max_size:
+                raise FileRefusedError(size=info.st_size)
+            # Ask for one byte more than fstat promised: a short read is the end of the
+            # file, a full one means it grew since, and the loop reads on up to the limit.
+            want = info.st_size + 1
+            chunks = [os.read(fd, want)]
+            while len(chunks[-1]) == want and sum(map(len, chunks)) <= max_size:
+                want = 1 << 16
+                chunks.append(os.read(fd, want))
+            data = b"".join(chunks)
+            if len(data) > max_size:
+                raise FileRefusedError(size=len(data))
+            return data
+        finally:
+            os.close(fd)
+
     def locate(self, path: str) -> Location:
         """Check `path` and stat what it names; raise WorkspaceError saying why not."""
         shown = quote_path(path)
@@ -177,14 +167,10 @@ class Workspace:
             raise WorkspaceError(
                 path, f"Path {shown} is absolute; use a path relative to the workspace root"
             )
-        depth = 0
-        for part in path.split("/"):
-            if part == "..":
-                depth -= 1
-                if depth < 0:
-                    raise WorkspaceError(path, f"Path {shown} leads outside the workspace")
-            elif part not in ("", "."):
-                depth += 1
+        # Shown paths keep the caller's spelling (a link's name, not its target).
+        normal = posixpath.normpath(path or ".")
+        if normal == ".." or normal.startswith("../"):
+            raise WorkspaceError(path, f"Path {shown} leads outside the workspace")
         real = os.path.realpath(os.path.join(self.root, path))
         if not self.contains(real):
             raise WorkspaceError(
@@ -194,8 +180,7 @@ class Workspace:
             info = os.stat(real)
         except OSError as exc:
             raise WorkspaceError(path, _os_problem(shown, exc)) from None
-        # Shown paths keep the caller's spelling (a link's name, not its target).
-        return Location(posixpath.normpath(path or "."), real, info.st_mode, info.st_size)
+        return Location(normal, real, info.st_mode, info.st_size)
 
     def locate_dir(self, path: str) -> Location:
         found = self.locate(path)
