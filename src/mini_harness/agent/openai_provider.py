@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from mini_harness.agent.provider import Message, ModelRequest, ModelResponse, Usage
+from mini_harness.agent.provider import FINISH_REASONS, Message, ModelRequest, ModelResponse, Usage
 from mini_harness.agent.sdk_provider import (
     ResponseParts,
     SdkProvider,
@@ -27,14 +27,6 @@ from mini_harness.runtime.definitions import ToolDefinition
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
     from openai.types.completion_usage import CompletionUsage
-
-_FINISH = {
-    "stop": "stop",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "length": "length",
-    "content_filter": "content_filter",
-}
 
 # Neutral parameter names (camelCase, as recorded) and their Chat Completions names.
 _PARAMS = {"temperature": "temperature", "maxTokens": "max_tokens", "topP": "top_p", "stop": "stop"}
@@ -70,12 +62,11 @@ def to_wire_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
 
 
 def finish_reason(wire: str | None, has_tool_calls: bool) -> str:
-    """The neutral finish reason; a "stop" that carries tool calls is a tool-call stop
-    (some servers say "stop" there)."""
-    reason = _FINISH.get(wire or "", "other")
-    if has_tool_calls and reason == "stop":
+    """The neutral finish reason: the API's own name, the legacy "function_call" and a
+    "stop" that carries tool calls (some servers say "stop" there) read as "tool_calls"."""
+    if wire == "function_call" or (wire == "stop" and has_tool_calls):
         return "tool_calls"
-    return reason
+    return wire if wire is not None and wire in FINISH_REASONS else "other"
 
 
 def usage_of(usage: CompletionUsage | None) -> Usage:

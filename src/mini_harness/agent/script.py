@@ -44,7 +44,7 @@ def _usage(path: str, where: str, data: object) -> Usage:
         return Usage()
     if not isinstance(data, dict):
         raise _fail(path, where, "usage must be an object")
-    for key in ("inputTokens", "outputTokens", "cachedTokens"):
+    for key in Usage.KEYS:
         value = data.get(key)
         if value is not None and (type(value) is not int or value < 0):
             raise _fail(path, f"{where}.usage.{key}", "must be a whole number")
