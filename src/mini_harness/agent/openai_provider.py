@@ -8,6 +8,7 @@ responses report usage too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import openai
@@ -19,7 +20,6 @@ from mini_harness.agent.sdk_provider import (
     arguments_text,
     checked_text,
     invalid_response,
-    observed_http_client,
     wire_params,
 )
 from mini_harness.runtime.definitions import ToolDefinition
@@ -102,26 +102,10 @@ class OpenAICompatibleProvider(SdkProvider):
 
     sdk_error = openai.OpenAIError
     stream_arguments = {"stream": True, "stream_options": {"include_usage": True}}  # noqa: RUF012
+    provider_name = "openai-compatible"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str,
-        api_key: str,
-        max_retries: int = 2,
-        timeout: float = 120.0,
-    ) -> None:
-        client = openai.OpenAI(
-            base_url=base_url,
-            api_key=api_key,
-            max_retries=max_retries,
-            timeout=timeout,
-            http_client=observed_http_client(timeout),
-        )
-        super().__init__(
-            model, f"openai-compatible:{model}", api_key, client.chat.completions.create
-        )
+    def _connect(self, **settings: Any) -> Callable[..., Any]:
+        return openai.OpenAI(**settings).chat.completions.create
 
     def _arguments(self, request: ModelRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {

@@ -324,18 +324,35 @@ class SdkProvider(abc.ABC):
     """A model behind an official SDK: the request is sent with each attempt observed,
     and whatever goes wrong is raised as ModelError with the key redacted.
 
-    A provider converts the request to the SDK's arguments for `create` (its SDK's
-    create function) and reads a whole response or a stream into ResponseParts.
+    A provider makes its SDK's client and gives its create function (`_connect`),
+    converts the request to that function's arguments and reads a whole response or a
+    stream into ResponseParts. The SDK retries up to `max_retries` times; `timeout` is
+    in seconds.
     """
 
     sdk_error: ClassVar[type[Exception]]  # the root of the SDK's exceptions
     stream_arguments: ClassVar[dict[str, Any]]  # what asks `create` for a stream
+    provider_name: ClassVar[str]  # the provider's name is `<provider_name>:<model>`
 
-    def __init__(self, model: str, name: str, api_key: str, create: Callable[..., Any]) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        max_retries: int = 2,
+        timeout: float = 120.0,
+    ) -> None:
         self.model = model
-        self.name = name
+        self.name = f"{self.provider_name}:{model}"
         self._api_key = api_key
-        self._create = create
+        self._create = self._connect(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout=timeout,
+            http_client=observed_http_client(timeout),
+        )
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}(model={self.model!r})>"
@@ -365,6 +382,10 @@ class SdkProvider(abc.ABC):
             raise log.failure("invalid_response", f"{message} ({_detail(error)})") from None
         finally:
             _CURRENT.reset(token)
+
+    @abc.abstractmethod
+    def _connect(self, **settings: Any) -> Callable[..., Any]:
+        """The SDK's create function, of a client made with these settings."""
 
     @abc.abstractmethod
     def _arguments(self, request: ModelRequest) -> dict[str, Any]:
