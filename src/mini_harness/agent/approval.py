@@ -228,20 +228,13 @@ class PolicyApprover:
     _session: dict[tuple[str, str], str] = attrs.field(factory=dict, alias="_session")
 
     def __call__(self, call: PendingCall) -> str | None:
-        decision, by, rule, reason = self._decide(call)
+        decided = self._decide(call)
         call.sink.emit(
             ApprovalDecided(
-                call.timestamp(),
-                call.run_id,
-                call.call_id,
-                call.definition.name,
-                decision,
-                by,
-                rule,
-                reason,
+                call.timestamp(), call.run_id, call.call_id, call.definition.name, *decided
             )
         )
-        return reason
+        return decided[-1]
 
     def _decide(self, call: PendingCall) -> tuple[str, str, str | None, str | None]:
         """The decision, who made it, the rule that did, and (when denied) the reason the
