@@ -115,11 +115,9 @@ class ScriptProvider:
         self.name = f"script:{self.path}"
         self.model = Path(self.path).name
         try:
-            raw = Path(self.path).read_bytes()
+            data = orjson.loads(Path(self.path).read_bytes())
         except OSError as exc:
             raise ScriptError(f"script {self.path} cannot be read: {exc.strerror}") from None
-        try:
-            data = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise ScriptError(f"script {self.path} is not valid JSON ({exc})") from None
         self.responses = parse_script(self.path, data)
