@@ -271,11 +271,14 @@ def trim_to_budget(
     current = list(messages)
     before = tokens = request_tokens(current)
     replaced: list[JsonObject] = []
-    index = 0
+    trimmable = (
+        index
+        for index, message in enumerate(messages[:trimmable_before])
+        if message.role == "tool" and not message.content.startswith(TRIMMED_PREFIX)
+    )
     while tokens > budget:
-        while index < trimmable_before and not _trimmable(current[index]):
-            index += 1
-        if index >= trimmable_before:
+        index = next(trimmable, None)
+        if index is None:
             return None
         message = current[index]
         dropped = estimate_tokens(message.content)
@@ -291,9 +294,4 @@ def trim_to_budget(
             }
         )
         tokens = request_tokens(current)
-        index += 1
     return Trim(tuple(current), tuple(replaced), before, tokens)
-
-
-def _trimmable(message: Message) -> bool:
-    return message.role == "tool" and not message.content.startswith(TRIMMED_PREFIX)

@@ -251,10 +251,6 @@ def observed_http_client(timeout: float) -> httpx2.Client:
     )
 
 
-UNREADABLE = (AttributeError, TypeError, KeyError, ValueError)
-"""What reading an SDK's unvalidated response object raises when the body had another shape."""
-
-
 def checked_text(value: object) -> str:
     """A text field of a response: a string, or "" when absent; anything else is a
     malformed response (raised as a ValueError, which becomes invalid_response)."""
@@ -375,7 +371,7 @@ class SdkProvider(abc.ABC):
                 return self._read_stream(stream, ResponseParts(on_text))
         except (self.sdk_error, httpx2.HTTPError, httpx2.StreamError) as error:
             raise log.final_failure(error) from None
-        except UNREADABLE as error:
+        except (AttributeError, TypeError, KeyError, ValueError) as error:
             # The SDKs do not validate bodies: a 200 that is not a response (a proxy's
             # HTML page, a body of the wrong shape) fails while being read.
             message = "The model server's response is not in the expected format"
