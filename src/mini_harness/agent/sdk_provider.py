@@ -238,19 +238,6 @@ class _ObservedBody(httpx2.SyncByteStream):
         self._inner.close()
 
 
-def observed_http_client(timeout: float) -> httpx2.Client:
-    """An httpx2 client for an SDK whose every attempt is noted in the current AttemptLog.
-
-    Proxy variables are not read (a proxy transport would bypass the observation).
-    """
-    return httpx2.Client(
-        transport=ObservingTransport(httpx2.HTTPTransport()),
-        timeout=timeout,
-        follow_redirects=True,
-        trust_env=False,
-    )
-
-
 def checked_text(value: object) -> str:
     """A text field of a response: a string, or "" when absent; anything else is a
     malformed response (raised as a ValueError, which becomes invalid_response)."""
@@ -342,12 +329,19 @@ class SdkProvider(abc.ABC):
         self.model = model
         self.name = f"{self.provider_name}:{model}"
         self._api_key = api_key
+        # Proxy variables are not read (a proxy transport would bypass the observation).
+        http_client = httpx2.Client(
+            transport=ObservingTransport(httpx2.HTTPTransport()),
+            timeout=timeout,
+            follow_redirects=True,
+            trust_env=False,
+        )
         self._create = self._connect(
             api_key=api_key,
             base_url=base_url,
             max_retries=max_retries,
             timeout=timeout,
-            http_client=observed_http_client(timeout),
+            http_client=http_client,
         )
 
     def __repr__(self) -> str:
