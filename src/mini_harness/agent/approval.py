@@ -76,10 +76,9 @@ class PolicyRule:
         parts = [f'tool "{self.tool}"'] if self.tool != "*" else []
         if self.command is not None:
             parts.append(f'command "{shlex.join(self.command)}"')
-        if self.read_only is not None:
-            parts.append(f"readOnly {str(self.read_only).lower()}")
-        if self.destructive is not None:
-            parts.append(f"destructive {str(self.destructive).lower()}")
+        for key, value in (("readOnly", self.read_only), ("destructive", self.destructive)):
+            if value is not None:
+                parts.append(f"{key} {str(value).lower()}")
         where = f" ({', '.join(parts)})" if parts else ""
         return f"{self.source}{where}: {self.decision}"
 

@@ -44,7 +44,6 @@ def render_call(definition: ToolDefinition, tool_input: JsonValue, rule: str) ->
     """The text a person approves: the diff of a patch, the argv of a command, else the input."""
     name = definition.name
     head = f"[mini-harness] Approval needed: {name} (rule: {rule})"
-    body: str
     if name == "apply_patch" and isinstance(tool_input, dict) and "patch" in tool_input:
         body = _bounded(str(tool_input["patch"]))
     elif name == "run_command" and isinstance(tool_input, dict) and "argv" in tool_input:
