@@ -136,8 +136,7 @@ class AnthropicProvider(SdkProvider):
 
     def _arguments(self, request: ModelRequest) -> dict[str, Any]:
         system, messages = to_wire(request.messages)
-        kwargs: dict[str, Any] = {"max_tokens": DEFAULT_MAX_TOKENS}
-        kwargs.update(wire_params(request.params, _PARAMS))
+        kwargs = {"max_tokens": DEFAULT_MAX_TOKENS, **wire_params(request.params, _PARAMS)}
         # anthropic 2.x's create() no longer takes these as arguments: they go in the body.
         body = {key: kwargs.pop(key) for key in _BODY_ONLY if key in kwargs}
         if body:
