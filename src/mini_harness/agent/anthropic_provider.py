@@ -8,7 +8,7 @@ blocks in a user message, consecutive ones merged, so roles keep alternating.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import anthropic
@@ -19,7 +19,6 @@ from mini_harness.agent.sdk_provider import (
     SdkProvider,
     arguments_object,
     checked_text,
-    observed_http_client,
     wire_params,
 )
 from mini_harness.runtime.definitions import ToolDefinition
@@ -130,30 +129,14 @@ class AnthropicProvider(SdkProvider):
 
     sdk_error = anthropic.AnthropicError
     stream_arguments = {"stream": True}  # noqa: RUF012
+    provider_name = "anthropic"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str,
-        base_url: str | None = None,
-        max_retries: int = 2,
-        timeout: float = 120.0,
-    ) -> None:
-        client = anthropic.Anthropic(
-            api_key=api_key,
-            base_url=base_url,
-            max_retries=max_retries,
-            timeout=timeout,
-            http_client=observed_http_client(timeout),
-            open_telemetry=False,
-        )
-        super().__init__(model, f"anthropic:{model}", api_key, client.messages.create)
+    def _connect(self, **settings: Any) -> Callable[..., Any]:
+        return anthropic.Anthropic(**settings, open_telemetry=False).messages.create
 
     def _arguments(self, request: ModelRequest) -> dict[str, Any]:
         system, messages = to_wire(request.messages)
-        kwargs: dict[str, Any] = {"max_tokens": DEFAULT_MAX_TOKENS}
-        kwargs.update(wire_params(request.params, _PARAMS))
+        kwargs = {"max_tokens": DEFAULT_MAX_TOKENS, **wire_params(request.params, _PARAMS)}
         # anthropic 2.x's create() no longer takes these as arguments: they go in the body.
         body = {key: kwargs.pop(key) for key in _BODY_ONLY if key in kwargs}
         if body:

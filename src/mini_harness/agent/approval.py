@@ -76,10 +76,9 @@ class PolicyRule:
         parts = [f'tool "{self.tool}"'] if self.tool != "*" else []
         if self.command is not None:
             parts.append(f'command "{shlex.join(self.command)}"')
-        if self.read_only is not None:
-            parts.append(f"readOnly {str(self.read_only).lower()}")
-        if self.destructive is not None:
-            parts.append(f"destructive {str(self.destructive).lower()}")
+        for key, value in (("readOnly", self.read_only), ("destructive", self.destructive)):
+            if value is not None:
+                parts.append(f"{key} {str(value).lower()}")
         where = f" ({', '.join(parts)})" if parts else ""
         return f"{self.source}{where}: {self.decision}"
 
@@ -153,50 +152,43 @@ class ApprovalPolicy:
 
 def parse_rules(data: Mapping[str, Any], source: str) -> tuple[PolicyRule, ...]:
     """The rules of a parsed policy file; PolicyError names the rule and key at fault."""
+
+    def refused(where: str, why: str) -> PolicyError:
+        return PolicyError(source, f"{where}: {why}")
+
     unknown = set(data) - {"rules"}
     if unknown:
-        raise PolicyError(source, f"{source}: unknown top-level key {sorted(unknown)[0]!r}")
+        raise refused(source, f"unknown top-level key {sorted(unknown)[0]!r}")
     raw = data.get("rules", [])
     if not isinstance(raw, list):
-        raise PolicyError(source, f"{source}: `rules` must be an array of tables ([[rules]])")
+        raise refused(source, "`rules` must be an array of tables ([[rules]])")
     rules: list[PolicyRule] = []
     for number, entry in enumerate(raw, 1):
         where = f"{source} rule {number}"
         if not isinstance(entry, dict):
-            raise PolicyError(source, f"{where}: must be a table")
+            raise refused(where, "must be a table")
         extra = set(entry) - _RULE_KEYS
         if extra:
-            raise PolicyError(
-                source,
-                f"{where}: unknown key {sorted(extra)[0]!r} (use {', '.join(sorted(_RULE_KEYS))})",
-            )
+            keys = ", ".join(sorted(_RULE_KEYS))
+            raise refused(where, f"unknown key {sorted(extra)[0]!r} (use {keys})")
         decision = entry.get("decision")
         if decision not in DECISIONS:
-            raise PolicyError(
-                source, f"{where}: decision must be one of {', '.join(DECISIONS)}, not {decision!r}"
+            raise refused(
+                where, f"decision must be one of {', '.join(DECISIONS)}, not {decision!r}"
             )
         tool = entry.get("tool", "*")
         command = entry.get("command")
         for key, value, kind in (("tool", tool, str), ("command", command, str | None)):
             if not isinstance(value, kind):
-                raise PolicyError(source, f"{where}: {key} must be a string")
+                raise refused(where, f"{key} must be a string")
         words = tuple(shlex.split(command)) if command is not None else None
         if words == ():
-            raise PolicyError(source, f"{where}: command must not be empty")
-        hints = {key: entry.get(key) for key in ("readOnly", "destructive")}
-        for key, value in hints.items():
+            raise refused(where, "command must not be empty")
+        read_only, destructive = entry.get("readOnly"), entry.get("destructive")
+        for key, value in (("readOnly", read_only), ("destructive", destructive)):
             if value is not None and not isinstance(value, bool):
-                raise PolicyError(source, f"{where}: {key} must be true or false")
-        rules.append(
-            PolicyRule(
-                decision,
-                where,
-                tool=tool,
-                command=words,
-                read_only=hints["readOnly"],
-                destructive=hints["destructive"],
-            )
-        )
+                raise refused(where, f"{key} must be true or false")
+        rules.append(PolicyRule(decision, where, tool, words, read_only, destructive))
     return tuple(rules)
 
 
@@ -235,20 +227,13 @@ class PolicyApprover:
     _session: dict[tuple[str, str], str] = attrs.field(factory=dict, alias="_session")
 
     def __call__(self, call: PendingCall) -> str | None:
-        decision, by, rule, reason = self._decide(call)
+        decided = self._decide(call)
         call.sink.emit(
             ApprovalDecided(
-                call.timestamp(),
-                call.run_id,
-                call.call_id,
-                call.definition.name,
-                decision,
-                by,
-                rule,
-                reason,
+                call.timestamp(), call.run_id, call.call_id, call.definition.name, *decided
             )
         )
-        return reason
+        return decided[-1]
 
     def _decide(self, call: PendingCall) -> tuple[str, str, str | None, str | None]:
         """The decision, who made it, the rule that did, and (when denied) the reason the

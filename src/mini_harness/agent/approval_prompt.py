@@ -15,14 +15,8 @@ from mini_harness.runtime.definitions import ToolDefinition
 Answer = Literal["yes", "no", "session"]
 MAX_SHOWN_LINES: Final = 200
 MAX_SHOWN_CHARS: Final = 32_000
-_ANSWERS: Final[dict[str, Answer]] = {
-    "y": "yes",
-    "yes": "yes",
-    "n": "no",
-    "no": "no",
-    "s": "session",
-    "session": "session",
-}
+_ANSWERS: Final[tuple[Answer, ...]] = ("yes", "no", "session")
+"""Each answer is typed as its word or its first letter."""
 QUESTION: Final = "[mini-harness] Allow? [y]es / [n]o / [s]ession (yes for this session): "
 
 
@@ -50,7 +44,6 @@ def render_call(definition: ToolDefinition, tool_input: JsonValue, rule: str) ->
     """The text a person approves: the diff of a patch, the argv of a command, else the input."""
     name = definition.name
     head = f"[mini-harness] Approval needed: {name} (rule: {rule})"
-    body: str
     if name == "apply_patch" and isinstance(tool_input, dict) and "patch" in tool_input:
         body = _bounded(str(tool_input["patch"]))
     elif name == "run_command" and isinstance(tool_input, dict) and "argv" in tool_input:
@@ -83,10 +76,11 @@ class TerminalPrompter:
             if not line:
                 self.writer.write("\n")
                 return "no"
-            answer = _ANSWERS.get(line.strip().lower())
+            word = line.strip().lower()
+            answer = next((a for a in _ANSWERS if word in (a, a[0])), None)
             if answer is not None:
                 return answer
-            if not line.strip():
+            if not word:
                 return "no"
         return "no"
 

@@ -76,25 +76,20 @@ def load_project_rules(
     """
     root = workspace.resolve()
     here = (cwd or root).resolve()
-    try:
-        relative = here.relative_to(root)
-    except ValueError:
-        relative = Path()
-    directories = [root]
-    for part in relative.parts:
-        directories.append(directories[-1] / part)
+    below = here.relative_to(root).parts if here.is_relative_to(root) else ()
     found = []
-    for directory in directories:
-        candidate = directory / RULES_FILE_NAME
+    for depth in range(len(below) + 1):
+        candidate = root.joinpath(*below[:depth], RULES_FILE_NAME)
         shown = candidate.relative_to(root).as_posix()
         try:
             data = _read_rules_file(candidate, root)
             if data is None:
                 continue
             text = data.decode("utf-8")
-        except (_RulesRefused, OSError, UnicodeDecodeError) as exc:
+        except (OSError, UnicodeDecodeError) as exc:
             if warn is not None:
-                warn(f"project rules {shown} skipped: {_refusal(exc)}")
+                why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc.strerror
+                warn(f"project rules {shown} skipped: {why or exc}")
             continue
         found.append(
             ProjectRules(path=shown, sha256=hashlib.sha256(data).hexdigest(), content=text)
@@ -102,55 +97,40 @@ def load_project_rules(
     return tuple(found)
 
 
-class _RulesRefused(Exception):
-    """Internal: a rules file that is not read, and why."""
-
-
-def _refusal(exc: Exception) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return "not UTF-8 text"
-    if isinstance(exc, OSError):
-        return exc.strerror or str(exc)
-    return str(exc)
-
-
-def _inside(path: str, root: Path) -> bool:
-    return Path(path) == root or Path(path).is_relative_to(root)
+class _RulesRefusedError(OSError):
+    """Internal: a rules file that is not read, and why (as its message)."""
 
 
 def _read_rules_file(candidate: Path, root: Path) -> bytes | None:
-    """The bytes of one rules file, None when there is none; _RulesRefused or OSError
-    when it may not or cannot be read. Opened without following a link or waiting on a
-    FIFO, checked to be a regular file inside `root`, read up to MAX_RULES_BYTES."""
+    """The bytes of one rules file, None when there is none; OSError when it may not or
+    cannot be read. Opened without following a link or waiting on a FIFO, checked to be a
+    regular file inside `root`, read up to MAX_RULES_BYTES."""
     try:
         os.lstat(candidate)
     except FileNotFoundError:
         return None
     real = os.path.realpath(candidate)
-    if not _inside(real, root):
-        raise _RulesRefused("a symlink leading outside the workspace")
+    outside = _RulesRefusedError("a symlink leading outside the workspace")
+    if not Path(real).is_relative_to(root):
+        raise outside
     fd = os.open(real, _OPEN_FLAGS)
     try:
         try:  # where the open file really is: a directory swapped for a link since
             opened = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
             opened = real
-        if not _inside(opened, root):
-            raise _RulesRefused("a symlink leading outside the workspace")
+        if not Path(opened).is_relative_to(root):
+            raise outside
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise _RulesRefused("not a regular file")
-        data = b""
-        while len(data) <= MAX_RULES_BYTES:
-            chunk = os.read(fd, MAX_RULES_BYTES + 1 - len(data))
-            if not chunk:
-                break
-            data += chunk
+            raise _RulesRefusedError("not a regular file")
+        with open(fd, "rb", closefd=False) as file:
+            data = file.read(MAX_RULES_BYTES + 1)
     finally:
         os.close(fd)
     if len(data) > MAX_RULES_BYTES:
         size = max(info.st_size, len(data))
-        raise _RulesRefused(
+        raise _RulesRefusedError(
             f"{size:,} bytes, more than the {MAX_RULES_BYTES:,} bytes project rules may have"
         )
     return data
@@ -291,11 +271,14 @@ def trim_to_budget(
     current = list(messages)
     before = tokens = request_tokens(current)
     replaced: list[JsonObject] = []
-    index = 0
+    trimmable = (
+        index
+        for index, message in enumerate(messages[:trimmable_before])
+        if message.role == "tool" and not message.content.startswith(TRIMMED_PREFIX)
+    )
     while tokens > budget:
-        while index < trimmable_before and not _trimmable(current[index]):
-            index += 1
-        if index >= trimmable_before:
+        index = next(trimmable, None)
+        if index is None:
             return None
         message = current[index]
         dropped = estimate_tokens(message.content)
@@ -311,9 +294,4 @@ def trim_to_budget(
             }
         )
         tokens = request_tokens(current)
-        index += 1
     return Trim(tuple(current), tuple(replaced), before, tokens)
-
-
-def _trimmable(message: Message) -> bool:
-    return message.role == "tool" and not message.content.startswith(TRIMMED_PREFIX)

@@ -110,12 +110,7 @@ class AgentOutcome:
 
 
 class _Stop(Exception):
-    """Internal: the run stops with this reason (and error text)."""
-
-    def __init__(self, reason: str, error: str) -> None:
-        super().__init__(error)
-        self.reason = reason
-        self.error = error
+    """Internal: the run stops; its arguments are the stop reason and the error text."""
 
 
 class AgentLoop:
@@ -188,7 +183,7 @@ class AgentLoop:
                     final_text = message.content
                 self._act_all((call, steps) for call in message.tool_calls)
         except _Stop as stop:
-            reason, error = stop.reason, stop.error
+            reason, error = stop.args
             if reason == "budget":
                 steps -= 1  # that request was never sent
         except KeyboardInterrupt:

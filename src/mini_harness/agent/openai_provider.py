@@ -8,18 +8,18 @@ responses report usage too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import openai
 
-from mini_harness.agent.provider import Message, ModelRequest, ModelResponse, Usage
+from mini_harness.agent.provider import FINISH_REASONS, Message, ModelRequest, ModelResponse, Usage
 from mini_harness.agent.sdk_provider import (
     ResponseParts,
     SdkProvider,
     arguments_text,
     checked_text,
     invalid_response,
-    observed_http_client,
     wire_params,
 )
 from mini_harness.runtime.definitions import ToolDefinition
@@ -27,14 +27,6 @@ from mini_harness.runtime.definitions import ToolDefinition
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
     from openai.types.completion_usage import CompletionUsage
-
-_FINISH = {
-    "stop": "stop",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "length": "length",
-    "content_filter": "content_filter",
-}
 
 # Neutral parameter names (camelCase, as recorded) and their Chat Completions names.
 _PARAMS = {"temperature": "temperature", "maxTokens": "max_tokens", "topP": "top_p", "stop": "stop"}
@@ -70,12 +62,11 @@ def to_wire_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
 
 
 def finish_reason(wire: str | None, has_tool_calls: bool) -> str:
-    """The neutral finish reason; a "stop" that carries tool calls is a tool-call stop
-    (some servers say "stop" there)."""
-    reason = _FINISH.get(wire or "", "other")
-    if has_tool_calls and reason == "stop":
+    """The neutral finish reason: the API's own name, the legacy "function_call" and a
+    "stop" that carries tool calls (some servers say "stop" there) read as "tool_calls"."""
+    if wire == "function_call" or (wire == "stop" and has_tool_calls):
         return "tool_calls"
-    return reason
+    return wire if wire is not None and wire in FINISH_REASONS else "other"
 
 
 def usage_of(usage: CompletionUsage | None) -> Usage:
@@ -111,26 +102,10 @@ class OpenAICompatibleProvider(SdkProvider):
 
     sdk_error = openai.OpenAIError
     stream_arguments = {"stream": True, "stream_options": {"include_usage": True}}  # noqa: RUF012
+    provider_name = "openai-compatible"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str,
-        api_key: str,
-        max_retries: int = 2,
-        timeout: float = 120.0,
-    ) -> None:
-        client = openai.OpenAI(
-            base_url=base_url,
-            api_key=api_key,
-            max_retries=max_retries,
-            timeout=timeout,
-            http_client=observed_http_client(timeout),
-        )
-        super().__init__(
-            model, f"openai-compatible:{model}", api_key, client.chat.completions.create
-        )
+    def _connect(self, **settings: Any) -> Callable[..., Any]:
+        return openai.OpenAI(**settings).chat.completions.create
 
     def _arguments(self, request: ModelRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {

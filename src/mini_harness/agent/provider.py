@@ -10,7 +10,7 @@ loop's.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, Protocol
+from typing import ClassVar, Literal, Protocol
 
 import attrs
 
@@ -97,21 +97,15 @@ class Usage:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None
+    KEYS: ClassVar[tuple[str, ...]] = ("inputTokens", "outputTokens", "cachedTokens")
+    """The counts' keys as recorded, in the order of the fields."""
 
     def to_json(self) -> JsonObject:
-        return {
-            "inputTokens": self.input_tokens,
-            "outputTokens": self.output_tokens,
-            "cachedTokens": self.cached_tokens,
-        }
+        return dict(zip(self.KEYS, attrs.astuple(self), strict=True))
 
     @classmethod
     def from_json(cls, data: JsonObject) -> Usage:
-        return cls(
-            input_tokens=data.get("inputTokens"),
-            output_tokens=data.get("outputTokens"),
-            cached_tokens=data.get("cachedTokens"),
-        )
+        return cls(*(data.get(key) for key in cls.KEYS))
 
     def __add__(self, more: Usage) -> Usage:
         """Both counts summed; a count nobody reported stays None."""
@@ -119,11 +113,7 @@ class Usage:
         def plus(a: int | None, b: int | None) -> int | None:
             return b if a is None else a if b is None else a + b
 
-        return Usage(
-            plus(self.input_tokens, more.input_tokens),
-            plus(self.output_tokens, more.output_tokens),
-            plus(self.cached_tokens, more.cached_tokens),
-        )
+        return Usage(*map(plus, attrs.astuple(self), attrs.astuple(more)))
 
 
 @attrs.frozen

@@ -13,8 +13,6 @@ import importlib.util
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-import attrs
-
 from mini_harness.agent.provider import (
     Message,
     ModelError,
@@ -75,41 +73,14 @@ class MockProvider:
         )
 
 
-@attrs.frozen
-class _Remote:
-    """Where a remote provider's key, base URL and default model come from."""
-
-    wire: str  # "openai" or "anthropic": which SDK speaks to it
-    key_variable: str | None
-    base_url_variable: str
-    default_base_url: str | None
-    default_model: str
-
-
-_REMOTES = {
-    "deepseek": _Remote(
-        "openai",
-        "DEEPSEEK_API_KEY",
-        "DEEPSEEK_BASE_URL",
-        "https://api.deepseek.com",
-        "deepseek-v4-flash",
-    ),
-    "openai": _Remote(
-        "openai",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "https://api.openai.com/v1",
-        "gpt-4o-mini",
-    ),
+# Each remote provider: the prefix of its variables (PREFIX_API_KEY, PREFIX_BASE_URL), its
+# default base URL and its default model.
+_REMOTES: dict[str, tuple[str, str | None, str]] = {
+    "deepseek": ("DEEPSEEK", "https://api.deepseek.com", "deepseek-v4-flash"),
+    "openai": ("OPENAI", "https://api.openai.com/v1", "gpt-4o-mini"),
     # A local or third-party server: OPENAI_BASE_URL is required, a key is optional.
-    "openai-compatible": _Remote("openai", None, "OPENAI_BASE_URL", None, "gpt-4o-mini"),
-    "anthropic": _Remote(
-        "anthropic",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-        "https://api.anthropic.com",
-        "claude-haiku-4-5",
-    ),
+    "openai-compatible": ("OPENAI", None, "gpt-4o-mini"),
+    "anthropic": ("ANTHROPIC", "https://api.anthropic.com", "claude-haiku-4-5"),
 }
 
 
@@ -126,8 +97,7 @@ def choose_provider(model_spec: str | None, env: Mapping[str, str]) -> ModelProv
     """
     if model_spec is None:
         for provider in ("deepseek", "openai", "anthropic"):
-            variable = _REMOTES[provider].key_variable
-            if variable and _setting(env, variable):
+            if _setting(env, f"{_REMOTES[provider][0]}_API_KEY"):
                 return _remote(provider, None, env)
         return MockProvider("mock")
     provider, _, model = model_spec.partition(":")
@@ -148,25 +118,23 @@ def choose_provider(model_spec: str | None, env: Mapping[str, str]) -> ModelProv
 
 
 def _remote(provider: str, model: str | None, env: Mapping[str, str]) -> ModelProvider:
-    remote = _REMOTES[provider]
-    model = model or _setting(env, "MINI_HARNESS_MODEL") or remote.default_model
-    base_url = _setting(env, remote.base_url_variable) or remote.default_base_url
-    if base_url is None and provider == "openai-compatible":
-        raise ProviderSetupError(
-            "--model openai-compatible:MODEL needs OPENAI_BASE_URL (the server's URL, "
-            "e.g. http://127.0.0.1:8000/v1)"
-        )
-    if remote.key_variable is None:
-        # Local servers (vLLM, Ollama, llama.cpp) usually take any key or none.
-        api_key = _setting(env, "OPENAI_API_KEY") or "unused"
-    else:
-        key = _setting(env, remote.key_variable)
-        if key is None:
+    prefix, default_base_url, default_model = _REMOTES[provider]
+    model = model or _setting(env, "MINI_HARNESS_MODEL") or default_model
+    base_url = _setting(env, f"{prefix}_BASE_URL") or default_base_url
+    api_key = _setting(env, f"{prefix}_API_KEY")
+    if provider == "openai-compatible":
+        if base_url is None:
             raise ProviderSetupError(
-                f"The {provider} provider needs {remote.key_variable} in the environment"
+                "--model openai-compatible:MODEL needs OPENAI_BASE_URL (the server's URL, "
+                "e.g. http://127.0.0.1:8000/v1)"
             )
-        api_key = key
-    sdk = remote.wire
+        # Local servers (vLLM, Ollama, llama.cpp) usually take any key or none.
+        api_key = api_key or "unused"
+    elif api_key is None:
+        raise ProviderSetupError(
+            f"The {provider} provider needs {prefix}_API_KEY in the environment"
+        )
+    sdk = "anthropic" if provider == "anthropic" else "openai"
     if importlib.util.find_spec(sdk) is None:
         raise ProviderSetupError(
             f"The {provider} provider needs the {sdk} SDK: pip install 'mini-harness[{sdk}]'"

@@ -44,7 +44,7 @@ def _usage(path: str, where: str, data: object) -> Usage:
         return Usage()
     if not isinstance(data, dict):
         raise _fail(path, where, "usage must be an object")
-    for key in ("inputTokens", "outputTokens", "cachedTokens"):
+    for key in Usage.KEYS:
         value = data.get(key)
         if value is not None and (type(value) is not int or value < 0):
             raise _fail(path, f"{where}.usage.{key}", "must be a whole number")
@@ -115,11 +115,9 @@ class ScriptProvider:
         self.name = f"script:{self.path}"
         self.model = Path(self.path).name
         try:
-            raw = Path(self.path).read_bytes()
+            data = orjson.loads(Path(self.path).read_bytes())
         except OSError as exc:
             raise ScriptError(f"script {self.path} cannot be read: {exc.strerror}") from None
-        try:
-            data = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise ScriptError(f"script {self.path} is not valid JSON ({exc})") from None
         self.responses = parse_script(self.path, data)

@@ -238,23 +238,6 @@ class _ObservedBody(httpx2.SyncByteStream):
         self._inner.close()
 
 
-def observed_http_client(timeout: float) -> httpx2.Client:
-    """An httpx2 client for an SDK whose every attempt is noted in the current AttemptLog.
-
-    Proxy variables are not read (a proxy transport would bypass the observation).
-    """
-    return httpx2.Client(
-        transport=ObservingTransport(httpx2.HTTPTransport()),
-        timeout=timeout,
-        follow_redirects=True,
-        trust_env=False,
-    )
-
-
-UNREADABLE = (AttributeError, TypeError, KeyError, ValueError)
-"""What reading an SDK's unvalidated response object raises when the body had another shape."""
-
-
 def checked_text(value: object) -> str:
     """A text field of a response: a string, or "" when absent; anything else is a
     malformed response (raised as a ValueError, which becomes invalid_response)."""
@@ -324,18 +307,42 @@ class SdkProvider(abc.ABC):
     """A model behind an official SDK: the request is sent with each attempt observed,
     and whatever goes wrong is raised as ModelError with the key redacted.
 
-    A provider converts the request to the SDK's arguments for `create` (its SDK's
-    create function) and reads a whole response or a stream into ResponseParts.
+    A provider makes its SDK's client and gives its create function (`_connect`),
+    converts the request to that function's arguments and reads a whole response or a
+    stream into ResponseParts. The SDK retries up to `max_retries` times; `timeout` is
+    in seconds.
     """
 
     sdk_error: ClassVar[type[Exception]]  # the root of the SDK's exceptions
     stream_arguments: ClassVar[dict[str, Any]]  # what asks `create` for a stream
+    provider_name: ClassVar[str]  # the provider's name is `<provider_name>:<model>`
 
-    def __init__(self, model: str, name: str, api_key: str, create: Callable[..., Any]) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        max_retries: int = 2,
+        timeout: float = 120.0,
+    ) -> None:
         self.model = model
-        self.name = name
+        self.name = f"{self.provider_name}:{model}"
         self._api_key = api_key
-        self._create = create
+        # Proxy variables are not read (a proxy transport would bypass the observation).
+        http_client = httpx2.Client(
+            transport=ObservingTransport(httpx2.HTTPTransport()),
+            timeout=timeout,
+            follow_redirects=True,
+            trust_env=False,
+        )
+        self._create = self._connect(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout=timeout,
+            http_client=http_client,
+        )
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}(model={self.model!r})>"
@@ -358,13 +365,17 @@ class SdkProvider(abc.ABC):
                 return self._read_stream(stream, ResponseParts(on_text))
         except (self.sdk_error, httpx2.HTTPError, httpx2.StreamError) as error:
             raise log.final_failure(error) from None
-        except UNREADABLE as error:
+        except (AttributeError, TypeError, KeyError, ValueError) as error:
             # The SDKs do not validate bodies: a 200 that is not a response (a proxy's
             # HTML page, a body of the wrong shape) fails while being read.
             message = "The model server's response is not in the expected format"
             raise log.failure("invalid_response", f"{message} ({_detail(error)})") from None
         finally:
             _CURRENT.reset(token)
+
+    @abc.abstractmethod
+    def _connect(self, **settings: Any) -> Callable[..., Any]:
+        """The SDK's create function, of a client made with these settings."""
 
     @abc.abstractmethod
     def _arguments(self, request: ModelRequest) -> dict[str, Any]:
