@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import operator
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import attrs
 import orjson
@@ -22,8 +22,6 @@ from mini_harness.events import (
 )
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than, nested_too_deep
 from mini_harness.transcripts.fields import FieldError, camel, structurer, wire_value
-
-_T = TypeVar("_T")
 
 BOM = b"\xef\xbb\xbf"
 """A UTF-8 byte order mark, which other tools put before line 1: not part of the line."""
@@ -194,17 +192,6 @@ def load_line(line: bytes) -> JsonObject:
     ):
         raise DecodeError(TOO_DEEP)
     return data
-
-
-def decode_object(cls: type[_T], data: JsonObject) -> _T:
-    """An instance of the attrs class `cls` from its JSON object (wire keys); DecodeError
-    says which field is wrong and why, e.g. `expected a string @ $.runId`."""
-    target: Any = cls  # functools.cache takes it as a Hashable
-    try:
-        decoded: _T = structurer(target)(data)
-    except FieldError as exc:
-        raise DecodeError(f"{exc.reason} @ ${exc.path}") from None
-    return decoded
 
 
 def decode_wire(data: JsonObject) -> tuple[int, str | None, Event]:

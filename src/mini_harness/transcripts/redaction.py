@@ -92,14 +92,13 @@ class Redactor:
         if isinstance(value, str):
             return self.redact_text(value)
         if isinstance(value, dict):
-            out = {self.redact_text(k): self._value(v) for k, v in value.items()}
-            return out if len(out) == len(value) else self._object(value)
+            return self._object(value)
         if isinstance(value, list | tuple):
             return [self._value(item) for item in value]
         return value
 
     def _object(self, value: dict[str, Any]) -> dict[str, Any]:
-        """Redact an object some of whose keys became equal: number the redacted ones
+        """Redact an object's keys and values; keys that became equal are numbered
         (`[REDACTED-2]`, ...) so that no value is dropped."""
         keys = [self.redact_text(k) for k in value]
         taken = {new for old, new in zip(value, keys, strict=True) if new == old}

@@ -67,11 +67,6 @@ class VerifyReport:
     def ok(self) -> bool:
         return not self.problems()
 
-    @property
-    def only_torn_tail(self) -> bool:
-        """True when the one thing wrong is a torn tail (what a crash mid-write leaves)."""
-        return self.torn_tail is not None and len(self.problems()) == 1
-
     def problems(self) -> list[str]:
         """One line per problem, in file order within each kind."""
         out: list[str] = []
