@@ -199,6 +199,19 @@ class JsonlTranscript:
         flock, an lseek (to learn whether another writer moved the file), one write, and
         unlock; an fsync follows, outside the lock, when the mode asks for one.
         """
+        self._locked(event)
+
+    emit = append
+
+    def recover(self) -> list[Quarantined]:
+        """Under the lock, quarantine a torn or garbage tail now; return what was set aside."""
+        before = len(self.quarantined)
+        self._locked(None)
+        return self.quarantined[before:]
+
+    def _locked(self, event: Event | None) -> None:
+        """Under the thread lock and the file's: learn where the file ends if it moved (or
+        always, to recover), write `event` if given; then sync as the mode asks."""
         if self._pid != os.getpid():  # the check of _check_process, without a call
             self._check_process()
         with self._lock:
@@ -208,8 +221,10 @@ class JsonlTranscript:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 size = os.lseek(fd, 0, os.SEEK_END)  # the file's size, cheaper than fstat
-                if size != self._end:  # another writer moved it, or it is new to us
+                if size != self._end or event is None:  # another writer moved it, or new to us
                     self._resync(size)
+                if event is None:
+                    return
                 if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
                     # A new file's header: at the time of the event it comes before.
                     self._write_event(TranscriptStarted(ts=event.ts, transcript_id=new_id()))
@@ -218,23 +233,6 @@ class JsonlTranscript:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             if self.fsync != "never":
                 self._after_write()
-
-    emit = append
-
-    def recover(self) -> list[Quarantined]:
-        """Under the lock, quarantine a torn or garbage tail now; return what was set aside."""
-        self._check_process()
-        with self._lock:
-            fd = self._fd
-            if fd < 0:
-                self._closed()
-            before = len(self.quarantined)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                self._resync(os.lseek(fd, 0, os.SEEK_END))
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            return self.quarantined[before:]
 
     def _after_write(self) -> None:
         now = time.monotonic()
