@@ -26,13 +26,6 @@ from mini_harness.testing.normalize import Normalization, mask_prev
 from mini_harness.testing.plugin import UPDATE_FLAG
 from mini_harness.transcripts import JsonlTranscript, encode_line
 
-_FALSE = {"", "0", "false", "no", "off"}
-
-
-def running_in_ci(environ: Mapping[str, str] = os.environ) -> bool:
-    """True when `CI` is set to anything but an empty, 0, false, no or off value."""
-    return environ.get("CI", "").strip().lower() not in _FALSE
-
 
 @attrs.frozen
 class CliOutcome:
