@@ -21,7 +21,6 @@ from mini_harness.transcripts.codec import (
     DEFAULT_MAX_EVENT_BYTES,
     DecodeError,
     decode_line,
-    encode_line,
     encode_wire,
     event_to_wire,
     line_hash,
@@ -57,7 +56,7 @@ class JsonlTranscript:
     after the last sync, and in `close()` (no timer: an idle writer stays unsynced until
     then); "never" leaves it to the OS. A sync never happens under the file's lock. A
     failed fsync makes the writer unusable: it is never retried. `max_event_bytes` caps one
-    line (see limits.py); `redactor` rewrites secrets.
+    line (see codec.shrink_wire); `redactor` rewrites secrets.
     """
 
     def __init__(
@@ -254,13 +253,11 @@ class JsonlTranscript:
         learns the file's state under the lock.
         """
         seq = self._next_seq
+        wire = event_to_wire(event, seq, self._prev)
+        if self._redactor is not None:
+            wire = self._redactor.redact_wire(wire)
         try:
-            if self._redactor is None:
-                line = encode_line(event, seq, self._prev)
-            else:
-                line = encode_wire(
-                    self._redactor.redact_wire(event_to_wire(event, seq, self._prev))
-                )
+            line = encode_wire(wire)
         except TypeError as exc:  # orjson.JSONEncodeError: bytes, lone surrogates, objects
             raise TranscriptWriteError(
                 str(self.path),
@@ -268,8 +265,16 @@ class JsonlTranscript:
             ) from None
         # The cap guards against tool payloads; a run's tool definitions come from the
         # developer's own code and replay needs them whole, so RunStarted is never capped.
-        if len(line) > self.max_event_bytes and not isinstance(event, RunStarted):
-            line = self._capped(event, seq, len(line))
+        # Over it, the large payload is replaced by a marker (see codec.shrink_wire).
+        size = len(line)
+        if size > self.max_event_bytes and not isinstance(event, RunStarted):
+            line = encode_wire(wire) if shrink_wire(wire, self.max_event_bytes) else b""
+            if not line or len(line) > self.max_event_bytes:
+                raise TranscriptWriteError(
+                    str(self.path),
+                    f"cannot record {event_type(event)} in {self.path}: its line is {size} "
+                    f"bytes, over the {self.max_event_bytes}-byte event size cap",
+                )
         data = line + b"\n"
         try:
             written = os.write(self._fd, data)
@@ -288,20 +293,6 @@ class JsonlTranscript:
         self._next_seq = seq + 1
         if isinstance(event, TranscriptStarted):
             self.transcript_id = event.transcript_id
-
-    def _capped(self, event: Event, seq: int, size: int) -> bytes:
-        """The line with its large payload replaced by a marker (see limits.py)."""
-        wire = event_to_wire(event, seq, self._prev)
-        if self._redactor is not None:
-            wire = self._redactor.redact_wire(wire)
-        line = encode_wire(wire) if shrink_wire(wire, self.max_event_bytes) else b""
-        if not line or len(line) > self.max_event_bytes:
-            raise TranscriptWriteError(
-                str(self.path),
-                f"cannot record {event_type(event)} in {self.path}: its line is {size} bytes, "
-                f"over the {self.max_event_bytes}-byte event size cap",
-            )
-        return line
 
     # --- learning where the file ends ------------------------------------------------
 
