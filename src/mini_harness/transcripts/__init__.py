@@ -11,7 +11,6 @@ from mini_harness.transcripts.codec import (
     is_omitted,
     line_hash,
 )
-from mini_harness.transcripts.protocol import CallProtocol
 from mini_harness.transcripts.reader import (
     MAX_LINE_BYTES,
     TornTail,
@@ -22,7 +21,7 @@ from mini_harness.transcripts.reader import (
 from mini_harness.transcripts.redaction import REDACTED, Redactor
 from mini_harness.transcripts.repair import RepairReport, repair_transcript
 from mini_harness.transcripts.upcast import Upcasters
-from mini_harness.transcripts.verify import VerifyReport, verify_transcript
+from mini_harness.transcripts.verify import CallProtocol, VerifyReport, verify_transcript
 from mini_harness.transcripts.writer import DEFAULT_FSYNC, JsonlTranscript
 
 __all__ = [
