@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from mini_harness.transcripts.codec import (
     DEFAULT_MAX_EVENT_BYTES,
+    REDACTED,
     DecodeError,
+    Redactor,
     decode_line,
     encode_line,
     event_to_wire,
@@ -18,7 +20,6 @@ from mini_harness.transcripts.reader import (
     TranscriptRecord,
     read_transcript,
 )
-from mini_harness.transcripts.redaction import REDACTED, Redactor
 from mini_harness.transcripts.repair import RepairReport, repair_transcript
 from mini_harness.transcripts.upcast import Upcasters
 from mini_harness.transcripts.verify import CallProtocol, VerifyReport, verify_transcript

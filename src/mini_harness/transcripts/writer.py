@@ -20,13 +20,13 @@ from mini_harness.events import Event, RunStarted, TranscriptStarted, event_type
 from mini_harness.transcripts.codec import (
     DEFAULT_MAX_EVENT_BYTES,
     DecodeError,
+    Redactor,
     decode_line,
     encode_wire,
     event_to_wire,
     line_hash,
     shrink_wire,
 )
-from mini_harness.transcripts.redaction import Redactor
 from mini_harness.transcripts.tail import Quarantined, copy_aside, last_newline, sync_directory
 from mini_harness.transcripts.upcast import check_first_line
 
