@@ -230,19 +230,11 @@ class Golden:
         __tracebackhide__ = True
         self._compare(self.path("txt", name), self.normalization.text(text), transcript=False)
 
-    def check_cli(
-        self,
-        *args: str,
-        name: str | None = None,
-        command: click.Command | None = None,
-        prog: str = "mini-harness",
-        input: str | None = None,
-        env: Mapping[str, str | None] | None = None,
-        cwd: str | os.PathLike[str] | None = None,
-    ) -> CliOutcome:
-        """Run the CLI and compare its rendered output (command, streams, exit code)."""
+    def check_cli(self, *args: str, name: str | None = None, **options: Any) -> CliOutcome:
+        """Run the CLI as `cli` does (it takes the same options) and compare its rendered
+        output (command, streams, exit code) with `<base>[.name].txt`."""
         __tracebackhide__ = True
-        outcome = self.cli(*args, command=command, prog=prog, input=input, env=env, cwd=cwd)
+        outcome = self.cli(*args, **options)
         self.check_text(outcome.render(), name=name)
         return outcome
 

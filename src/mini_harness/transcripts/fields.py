@@ -76,9 +76,6 @@ def _float(value: Any) -> float:
 
 
 def _optional(check: Check) -> Check:
-    if check is _any:
-        return _any
-
     def optional(value: Any) -> Any:
         return None if value is None else check(value)
 
@@ -89,8 +86,6 @@ def _sequence(exact: type, check: Check, make: type) -> Check:
     def sequence(value: Any) -> Any:
         if type(value) is not list:
             raise FieldError("expected an array")
-        if check is _any:
-            return make(value)
         out = []
         for index, element in enumerate(value):
             if type(element) is exact:

@@ -335,9 +335,9 @@ class TranscriptReader:
             yield TranscriptRecord(number, start, seq, prev, prev_hash, event)
         if pending:
             first = pending[0]
-            digest = lines.tap.hexdigest() if lines.tap is not None else None
+            length = offset - first.offset
             self.torn_tail = TornTail(
-                first.line, first.offset, offset - first.offset, first.reason, digest
+                first.line, first.offset, length, first.reason, lines.tap.hexdigest()
             )
 
     def _header(self, body: bytes) -> Upcaster | None:

@@ -305,10 +305,8 @@ def verify_transcript(
             protocol.finished(
                 record.line, record.seq, kind, event.call_id, event.run_id, event.name
             )
-        elif isinstance(event, RunStarted):
-            runs += 1
-            agent_runs.feed(record.line, record.seq, event)
-        elif isinstance(event, ModelRequested | ModelResponded | RunFinished):
+        elif isinstance(event, AgentRunEvent):
+            runs += 1 if isinstance(event, RunStarted) else 0
             agent_runs.feed(record.line, record.seq, event)
         elif isinstance(event, UnknownEvent):
             unknown[event.type] += 1
