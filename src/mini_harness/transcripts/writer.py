@@ -185,11 +185,6 @@ class JsonlTranscript:
             os.close(fd)
         raise TranscriptWriteError(str(self.path), self._fatal) from None
 
-    def _closed(self) -> NoReturn:
-        raise TranscriptWriteError(
-            str(self.path), self._fatal or f"transcript {self.path} is closed"
-        )
-
     # --- appending ------------------------------------------------------------------
 
     def append(self, event: Event) -> None:
@@ -215,8 +210,9 @@ class JsonlTranscript:
             self._check_process()
         with self._lock:
             fd = self._fd
-            if fd < 0:
-                self._closed()
+            if fd < 0:  # closed, or stopped by a failure (which it says)
+                closed = self._fatal or f"transcript {self.path} is closed"
+                raise TranscriptWriteError(str(self.path), closed)
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 size = os.lseek(fd, 0, os.SEEK_END)  # the file's size, cheaper than fstat
