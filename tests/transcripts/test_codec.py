@@ -36,8 +36,8 @@ from mini_harness.transcripts import (
     decode_line,
     encode_line,
 )
-from mini_harness.transcripts.codec import decode_object, decode_wire, load_line
-from mini_harness.transcripts.fields import wire_fields
+from mini_harness.transcripts.codec import decode_wire, load_line
+from mini_harness.transcripts.fields import FieldError, structurer, wire_fields
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False,
@@ -257,9 +257,9 @@ class Counted:
 class TestDeclaredClasses:
     def test_a_validator_of_the_declaration_runs_when_decoding(self) -> None:
         """A declared class's own validator checks a decoded value as it checks a built one."""
-        assert decode_object(Counted, {"ts": "t", "count": 2}) == Counted("t", 2)
+        assert structurer(Counted)({"ts": "t", "count": 2}) == Counted("t", 2)
         with pytest.raises(ValueError, match="count"):
-            decode_object(Counted, {"ts": "t", "count": -1})
+            structurer(Counted)({"ts": "t", "count": -1})
 
     def test_nested_values_decode_from_the_declaration(self) -> None:
         """Nested attrs values, tuples of them and literals decode with no code of their own."""
@@ -267,7 +267,7 @@ class TestDeclaredClasses:
                 "messages": [{"role": "user", "content": "hi"},
                              {"role": "assistant", "content": "yo",
                               "usage": {"inputTokens": 1}}]}  # fmt: skip
-        assert decode_object(Declared, data) == Declared(
+        assert structurer(Declared)(data) == Declared(
             "t",
             "r",
             (Message("user", "hi"), Message("assistant", "yo", Usage(1, 0))),
@@ -277,7 +277,7 @@ class TestDeclaredClasses:
     def test_absent_optional_fields_take_their_defaults(self) -> None:
         """A field added later with a default leaves older lines readable."""
         data = {"ts": "t", "runId": "r", "messages": [], "usage": {"inputTokens": 0}}
-        decoded = decode_object(Declared, data)
+        decoded = structurer(Declared)(data)
         assert (decoded.stop_reason, decoded.tags, decoded.extra) == (None, (), {})
 
     @pytest.mark.parametrize(
@@ -294,9 +294,9 @@ class TestDeclaredClasses:
     def test_nested_problems_say_where(self, change: JsonObject, message: str) -> None:
         """A wrong value deep inside says its whole path."""
         data = {"ts": "t", "runId": "r", "messages": [], "usage": {"inputTokens": 0}, **change}
-        with pytest.raises(DecodeError) as caught:
-            decode_object(Declared, data)
-        assert str(caught.value) == message
+        with pytest.raises(FieldError) as caught:
+            structurer(Declared)(data)
+        assert f"{caught.value.reason} @ ${caught.value.path}" == message
 
 
 def _nested(depth: int) -> bytes:

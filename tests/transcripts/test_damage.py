@@ -71,7 +71,9 @@ class TestGarbageTails:
         size = log.stat().st_size
         with log.open("ab") as handle:
             handle.write(b"\0" * 4096)
-        assert verify_transcript(log).only_torn_tail
+        report = verify_transcript(log)
+        assert report.torn_tail is not None
+        assert report.problems() == [report.torn_tail.describe()]
         result = repair_transcript(log)
         assert [(q.offset, q.length) for q in result.quarantined] == [(size, 4096)]
         assert result.quarantined[0].path.read_bytes() == b"\0" * 4096

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from mini_harness.transcripts.protocol import CallProtocol
+from mini_harness.transcripts.verify import CallProtocol
 
 
 def _feed(steps: list[tuple[str, str]]) -> CallProtocol:

@@ -48,8 +48,8 @@ from mini_harness.runtime.context import (
 )
 from mini_harness.runtime.results import display_failure, display_result
 from mini_harness.transcripts.fields import wire_value
-from mini_harness.transcripts.protocol import CallProtocol, RunProtocol
 from mini_harness.transcripts.reader import TranscriptReader
+from mini_harness.transcripts.verify import CallProtocol, RunProtocol
 
 
 @attrs.define

@@ -28,8 +28,7 @@ from mini_harness.replay.model import (
 )
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
-from mini_harness.transcripts.codec import OMITTED_KEY, is_omitted, omitted_marker
-from mini_harness.transcripts.redaction import REDACTED
+from mini_harness.transcripts.codec import OMITTED_KEY, REDACTED, is_omitted, omitted_marker
 
 _DIFF_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 

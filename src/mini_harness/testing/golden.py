@@ -10,7 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +25,6 @@ from mini_harness.runtime import MemorySink, ToolRegistry, ToolResult, ToolRunti
 from mini_harness.testing.normalize import Normalization, mask_prev
 from mini_harness.testing.plugin import UPDATE_FLAG
 from mini_harness.transcripts import JsonlTranscript, encode_line
-
-_FALSE = {"", "0", "false", "no", "off"}
-
-
-def running_in_ci(environ: Mapping[str, str] = os.environ) -> bool:
-    """True when `CI` is set to anything but an empty, 0, false, no or off value."""
-    return environ.get("CI", "").strip().lower() not in _FALSE
 
 
 @attrs.frozen
@@ -58,35 +51,6 @@ class CliOutcome:
         return "".join(parts)
 
 
-def invoke(
-    command: click.Command,
-    args: Sequence[str],
-    *,
-    prog: str,
-    input: str | None = None,
-    env: Mapping[str, str | None] | None = None,
-) -> CliOutcome:
-    """Run `command` with CliRunner; an unexpected exception propagates with its traceback.
-
-    COLUMNS is 80 unless `env` says otherwise, so that help text wraps the same everywhere.
-    """
-    result = CliRunner().invoke(
-        command,
-        list(args),
-        input=input,
-        env={"COLUMNS": "80", **(env or {})},
-        catch_exceptions=False,
-        prog_name=prog,
-    )
-    return CliOutcome(
-        prog=prog,
-        args=tuple(args),
-        stdout=result.stdout,
-        stderr=result.stderr,
-        exit_code=result.exit_code,
-    )
-
-
 _RUN_AT_80_COLUMNS = """
 import runpy, sys
 import click.formatting
@@ -94,47 +58,6 @@ click.formatting.FORCED_WIDTH = 80
 sys.argv[0] = "mini-harness"
 runpy.run_module("mini_harness", run_name="__main__", alter_sys=True)
 """
-
-
-def run_process(
-    args: Sequence[str],
-    *,
-    prog: str,
-    input: str | None = None,
-    env: Mapping[str, str | None] | None = None,
-    cwd: str | os.PathLike[str] | None = None,
-) -> CliOutcome:
-    """Run `python -m mini_harness ARGS` in a child process, as a user's shell would.
-
-    The child sees this process's import path (so `--registry` can name a module the tests
-    import) and UTF-8 streams, and wraps help text at 80 columns whatever the terminal, as
-    `invoke` does; `env` adds to that (None removes a variable).
-    """
-    child_env = dict(os.environ)
-    child_env.update(
-        PYTHONIOENCODING="utf-8",
-        PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
-    )
-    for key, value in (env or {}).items():
-        if value is None:
-            child_env.pop(key, None)
-        else:
-            child_env[key] = value
-    done = subprocess.run(  # noqa: S603 - our own interpreter and module, no shell
-        [sys.executable, "-c", _RUN_AT_80_COLUMNS, *args],
-        input=(input or "").encode(),
-        capture_output=True,
-        env=child_env,
-        cwd=cwd,
-        check=False,
-    )
-    return CliOutcome(
-        prog=prog,
-        args=tuple(args),
-        stdout=done.stdout.decode("utf-8", errors="replace"),
-        stderr=done.stderr.decode("utf-8", errors="replace"),
-        exit_code=done.returncode,
-    )
 
 
 @attrs.define
@@ -147,10 +70,6 @@ class GoldenSession:
     created: list[Path] = attrs.Factory(list)
     updated: list[Path] = attrs.Factory(list)
     _checked: dict[Path, str] = attrs.Factory(dict)
-
-    @property
-    def may_write(self) -> bool:
-        return self.update and not self.ci
 
     def show(self, path: Path) -> str:
         """A path relative to the rootdir when it is inside it."""
@@ -252,12 +171,48 @@ class Golden:
         env: Mapping[str, str | None] | None = None,
         cwd: str | os.PathLike[str] | None = None,
     ) -> CliOutcome:
-        """Run a click `command` (default: the `golden_command` fixture's) in-process, or
-        the mini-harness CLI in a child process when there is none."""
+        """Run a click `command` (default: the `golden_command` fixture's) in-process with
+        click's CliRunner, or else the mini-harness CLI in a child process.
+
+        In-process, an unexpected exception propagates with its traceback. The child
+        (`python -m mini_harness ARGS`, as a user's shell would run it) sees this process's
+        import path (so `--registry` can name a module the tests import) and UTF-8 streams.
+        Either way help text wraps at 80 columns whatever the terminal; `env` adds to the
+        environment (None removes a variable).
+        """
         command = command or self.command
-        if command is None:
-            return run_process(args, prog=prog, input=input, env=env, cwd=cwd)
-        return invoke(command, args, prog=prog, input=input, env=env)
+        if command is not None:
+            result = CliRunner().invoke(
+                command,
+                list(args),
+                input=input,
+                env={"COLUMNS": "80", **(env or {})},
+                catch_exceptions=False,
+                prog_name=prog,
+            )
+            return CliOutcome(prog, args, result.stdout, result.stderr, result.exit_code)
+        child_env = dict(os.environ)
+        child_env.update(
+            PYTHONIOENCODING="utf-8",
+            PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+        )
+        for key, value in (env or {}).items():
+            if value is None:
+                child_env.pop(key, None)
+            else:
+                child_env[key] = value
+        done = subprocess.run(  # noqa: S603 - our own interpreter and module, no shell
+            [sys.executable, "-c", _RUN_AT_80_COLUMNS, *args],
+            input=(input or "").encode(),
+            capture_output=True,
+            env=child_env,
+            cwd=cwd,
+            check=False,
+        )
+        stdout, stderr = (
+            out.decode("utf-8", errors="replace") for out in (done.stdout, done.stderr)
+        )
+        return CliOutcome(prog, args, stdout, stderr, done.returncode)
 
     # --- checking -------------------------------------------------------------------
 
@@ -271,19 +226,11 @@ class Golden:
         __tracebackhide__ = True
         self._compare(self.path("txt", name), self.normalization.text(text), transcript=False)
 
-    def check_cli(
-        self,
-        *args: str,
-        name: str | None = None,
-        command: click.Command | None = None,
-        prog: str = "mini-harness",
-        input: str | None = None,
-        env: Mapping[str, str | None] | None = None,
-        cwd: str | os.PathLike[str] | None = None,
-    ) -> CliOutcome:
-        """Run the CLI and compare its rendered output (command, streams, exit code)."""
+    def check_cli(self, *args: str, name: str | None = None, **options: Any) -> CliOutcome:
+        """Run the CLI as `cli` does (it takes the same options) and compare its rendered
+        output (command, streams, exit code) with `<base>[.name].txt`."""
         __tracebackhide__ = True
-        outcome = self.cli(*args, command=command, prog=prog, input=input, env=env, cwd=cwd)
+        outcome = self.cli(*args, **options)
         self.check_text(outcome.render(), name=name)
         return outcome
 
@@ -319,13 +266,12 @@ class Golden:
         if expected == obtained:
             obtained_path.unlink(missing_ok=True)
             return
-        if session.may_write:
-            path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if session.update and not session.ci:  # goldens are never written in CI
             path.write_text(obtained, encoding="utf-8", newline="")
             obtained_path.unlink(missing_ok=True)
             (session.created if expected is None else session.updated).append(path)
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
         obtained_path.write_text(obtained, encoding="utf-8", newline="")
         shown, shown_obtained = session.show(path), session.show(obtained_path)
         if expected is None:

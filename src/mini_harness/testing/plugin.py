@@ -6,6 +6,7 @@ heavier than pytest is imported only when a test asks for `golden`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,11 +35,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from mini_harness.testing.golden import GoldenSession, running_in_ci
+    from mini_harness.testing.golden import GoldenSession
 
-    config.stash[_SESSION] = GoldenSession(
-        update=bool(config.getoption(UPDATE_FLAG)), ci=running_in_ci(), root=config.rootpath
-    )
+    # In CI when `CI` is set to anything but an empty, 0, false, no or off value.
+    ci = os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no", "off"}
+    update = bool(config.getoption(UPDATE_FLAG))
+    config.stash[_SESSION] = GoldenSession(update=update, ci=ci, root=config.rootpath)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

@@ -4,51 +4,35 @@ from __future__ import annotations
 
 from mini_harness.transcripts.codec import (
     DEFAULT_MAX_EVENT_BYTES,
+    REDACTED,
     DecodeError,
+    Redactor,
     decode_line,
     encode_line,
     event_to_wire,
     is_omitted,
     line_hash,
 )
-from mini_harness.transcripts.protocol import CallProtocol, OpenCall, ProtocolProblem
 from mini_harness.transcripts.reader import (
     MAX_LINE_BYTES,
-    DamagedLine,
-    IntegrityProblem,
     TornTail,
     TranscriptReader,
     TranscriptRecord,
     read_transcript,
 )
-from mini_harness.transcripts.redaction import REDACTED, Redactor
 from mini_harness.transcripts.repair import RepairReport, repair_transcript
-from mini_harness.transcripts.tail import Quarantined
-from mini_harness.transcripts.upcast import UPCASTERS, Upcasters
-from mini_harness.transcripts.verify import VerifyReport, verify_transcript
-from mini_harness.transcripts.writer import (
-    DEFAULT_FSYNC,
-    FSYNC_MODES,
-    FsyncMode,
-    JsonlTranscript,
-)
+from mini_harness.transcripts.upcast import Upcasters
+from mini_harness.transcripts.verify import CallProtocol, VerifyReport, verify_transcript
+from mini_harness.transcripts.writer import DEFAULT_FSYNC, JsonlTranscript
 
 __all__ = [
     "DEFAULT_FSYNC",
     "DEFAULT_MAX_EVENT_BYTES",
-    "FSYNC_MODES",
     "MAX_LINE_BYTES",
     "REDACTED",
-    "UPCASTERS",
     "CallProtocol",
-    "DamagedLine",
     "DecodeError",
-    "FsyncMode",
-    "IntegrityProblem",
     "JsonlTranscript",
-    "OpenCall",
-    "ProtocolProblem",
-    "Quarantined",
     "Redactor",
     "RepairReport",
     "TornTail",

@@ -53,7 +53,7 @@ class WireField:
     exact: type  # a value of exactly this type is taken as is
     check: Check  # any other value: converted, or FieldError says why not
     default: Callable[[], Any] | None  # for an absent field; None: the field is required
-    keyword: bool  # passed by keyword (a kw_only attribute)
+    alias: str  # the name `__init__` takes it by
 
 
 def _any(value: Any) -> Any:
@@ -76,9 +76,6 @@ def _float(value: Any) -> float:
 
 
 def _optional(check: Check) -> Check:
-    if check is _any:
-        return _any
-
     def optional(value: Any) -> Any:
         return None if value is None else check(value)
 
@@ -89,8 +86,6 @@ def _sequence(exact: type, check: Check, make: type) -> Check:
     def sequence(value: Any) -> Any:
         if type(value) is not list:
             raise FieldError("expected an array")
-        if check is _any:
-            return make(value)
         out = []
         for index, element in enumerate(value):
             if type(element) is exact:
@@ -168,7 +163,7 @@ def wire_fields(cls: type) -> tuple[WireField, ...]:
             field.name,
             *_field_type(hints[field.name]),
             _default(field),
-            field.kw_only,
+            field.alias,
         )
         for field in attrs.fields(cls)
         if field.init
@@ -230,11 +225,8 @@ def _construction(cls: type, fields: tuple[WireField, ...], namespace: dict[str,
     )
     namespace["cls"] = cls
     if not direct:
-        args = [
-            f"{field.attr}=v{index}" if field.keyword else f"v{index}"
-            for index, field in enumerate(fields)
-        ]
-        return [f"    return cls({', '.join(args)})"]
+        args = ", ".join(f"{field.alias}=v{index}" for index, field in enumerate(fields))
+        return [f"    return cls({args})"]
     namespace["new"] = object.__new__
     lines = ["    made = new(cls)"]
     for index, field in enumerate(fields):

@@ -72,39 +72,28 @@ class BoundedLines:
         readline = self.handle.readline
         raw = readline(HEADER_LINE_BYTES)
         if len(raw) == HEADER_LINE_BYTES and raw[-1:] != b"\n":
-            yield self._long([raw])
-            raw = readline(_CHUNK)
-        elif raw.startswith(BOM):
+            yield LongLine(len(raw), None, None)  # line 1 is a header: the reader refuses it
+            return
+        if raw.startswith(BOM):
             self.bom = True
             raw = raw[len(BOM) :]
         while raw:
-            if len(raw) == _CHUNK and raw[-1:] != b"\n":
-                yield self._gather(raw)
-            else:
-                yield raw
+            yield self._gather(raw) if len(raw) == _CHUNK and raw[-1:] != b"\n" else raw
             raw = readline(_CHUNK)
 
     def _gather(self, first: bytes) -> bytes | LongLine:
-        """A line longer than one chunk: joined if it ends within the bound, else long."""
+        """A line longer than one chunk: joined if it ends within the bound; else counted
+        and hashed to its end as it streams by (only in a file: a pipe or a device may never
+        end, so there reading stops), each piece held no longer than hashing it takes."""
         pieces = [first]
         size = len(first)
-        while size <= MAX_LINE_BYTES:
-            piece = self.handle.readline(_CHUNK)
-            pieces.append(piece)
-            size += len(piece)
-            if piece[-1:] != b"\n" and len(piece) == _CHUNK:
-                continue
-            if size <= MAX_LINE_BYTES:
-                return b"".join(pieces)
-        return self._long(pieces)
-
-    def _long(self, pieces: list[bytes]) -> LongLine:
-        """Count and hash the rest of a line over the bound (only in a file: a pipe or a
-        device may never end, so there reading stops)."""
+        while size <= MAX_LINE_BYTES and pieces[-1][-1:] != b"\n" and len(pieces[-1]) == _CHUNK:
+            pieces.append(self.handle.readline(_CHUNK))
+            size += len(pieces[-1])
+        if size <= MAX_LINE_BYTES:
+            return b"".join(pieces)
         hasher = hashlib.sha256()
         length = 0
-        # Only the last of `pieces` may end the line; each is held no longer than hashing
-        # it takes.
         held = (pieces.pop(0) for _ in range(len(pieces)))
         rest = iter(functools.partial(self.handle.readline, _CHUNK), b"")
         for piece in itertools.chain(held, rest if self.regular else ()):
@@ -251,7 +240,7 @@ class TranscriptReader:
 
     def _records(self, lines: BoundedLines) -> Iterator[TranscriptRecord]:  # noqa: PLR0915
         # This loop runs once per line of files with millions of lines: the common case is
-        # a few comparisons, and every problem goes to code of its own.
+        # a few comparisons, and a bad line goes to code of its own.
         sha256 = hashlib.sha256
         upcast = None
         expected_seq = 0
@@ -280,11 +269,11 @@ class TranscriptReader:
                         f"{MAX_LINE_BYTES} bytes; {self.name} is not a regular file, so "
                         "reading stops here",
                     )
-                too_long = f"longer than {MAX_LINE_BYTES} bytes"
+                reason = "no newline at end of file"
                 bad(
                     raw.hasher,
                     raw.length,
-                    too_long if raw.terminated else "no newline at end of file",
+                    f"longer than {MAX_LINE_BYTES} bytes" if raw.terminated else reason,
                 )
                 continue
             if number == 1 and lines.bom:
@@ -326,8 +315,17 @@ class TranscriptReader:
                 self.damaged.extend(pending)
                 pending.clear()
                 lines.tap = None
-            elif (seq != expected_seq or prev != prev_hash) and number > 1:
-                self._chain_problem(number, start, seq, prev, expected_seq, prev_hash)
+            elif number > 1:
+                if seq != expected_seq:
+                    message = f"seq {seq}, expected {expected_seq}"
+                    self.problems.append(IntegrityProblem(number, start, seq, message))
+                if prev != prev_hash:
+                    message = (
+                        "prev is missing"
+                        if prev is None
+                        else "prev does not match the hash of the line before"
+                    )
+                    self.problems.append(IntegrityProblem(number, start, seq, message))
             prev_hash = sha256(body).digest()[:HASH_BYTES].hex()  # line_hash(body), inlined
             expected_seq = seq + 1
             self.records_read += 1
@@ -337,30 +335,10 @@ class TranscriptReader:
             yield TranscriptRecord(number, start, seq, prev, prev_hash, event)
         if pending:
             first = pending[0]
-            digest = lines.tap.hexdigest() if lines.tap is not None else None
+            length = offset - first.offset
             self.torn_tail = TornTail(
-                first.line, first.offset, offset - first.offset, first.reason, digest
+                first.line, first.offset, length, first.reason, lines.tap.hexdigest()
             )
-
-    def _chain_problem(  # noqa: PLR0917 - internal, the slow path of one loop
-        self,
-        number: int,
-        start: int,
-        seq: int,
-        prev: str | None,
-        expected_seq: int,
-        prev_hash: str | None,
-    ) -> None:
-        if seq != expected_seq:
-            message = f"seq {seq}, expected {expected_seq}"
-            self.problems.append(IntegrityProblem(number, start, seq, message))
-        if prev != prev_hash:
-            message = (
-                "prev is missing"
-                if prev is None
-                else "prev does not match the hash of the line before"
-            )
-            self.problems.append(IntegrityProblem(number, start, seq, message))
 
     def _header(self, body: bytes) -> Upcaster | None:
         """Line 1: check it is a transcript of a version we can read; the upcaster it needs."""

@@ -13,10 +13,9 @@ import attrs
 
 from mini_harness.errors import TranscriptError
 from mini_harness.events import FORMAT_VERSION, ToolError, ToolFailed, utc_timestamp
-from mini_harness.transcripts.protocol import OpenCall
 from mini_harness.transcripts.reader import STDIN
 from mini_harness.transcripts.tail import Quarantined
-from mini_harness.transcripts.verify import VerifyReport, verify_transcript
+from mini_harness.transcripts.verify import OpenCall, VerifyReport, verify_transcript
 from mini_harness.transcripts.writer import JsonlTranscript
 
 INTERRUPTED_MESSAGE = (

@@ -122,7 +122,7 @@ _HEADER_START = b'{"type":"TranscriptStarted",'
 _JUNK = b"\0 \t\r\n"
 
 
-def check_first_line(fd: int, path: str | os.PathLike[str]) -> None:
+def check_first_line(fd: int, path: Path) -> None:
     """Before a writer appends: raise TranscriptFormatError unless the file open at `fd` may
     be appended to.
 
@@ -143,21 +143,19 @@ def check_first_line(fd: int, path: str | os.PathLike[str]) -> None:
             return
         why = "it has no TranscriptStarted line"
     else:
-        first = head[len(BOM) : newline] if head.startswith(BOM) else head[:newline]
         try:
-            read_header(first)  # as the readers check it: older files keep taking appends
+            # As the readers check it: older files keep taking appends.
+            read_header(head[:newline].removeprefix(BOM))
         except HeaderError as exc:
-            shown = Path(path)
             if exc.version is not None:
                 raise TranscriptFormatError(
-                    str(shown),
-                    f"{shown} uses transcript format version {exc.version}; this mini-harness "
+                    str(path),
+                    f"{path} uses transcript format version {exc.version}; this mini-harness "
                     f"reads and writes versions 1 to {FORMAT_VERSION}: refusing to write to it",
                 ) from None
             why = exc.why if exc.why == NO_VERSION else "line 1 is not TranscriptStarted"
         else:
             return
-    shown = Path(path)
     raise TranscriptFormatError(
-        str(shown), f"{shown} is not a mini-harness transcript ({why}); refusing to write to it"
+        str(path), f"{path} is not a mini-harness transcript ({why}); refusing to write to it"
     )

@@ -20,14 +20,13 @@ from mini_harness.events import Event, RunStarted, TranscriptStarted, event_type
 from mini_harness.transcripts.codec import (
     DEFAULT_MAX_EVENT_BYTES,
     DecodeError,
+    Redactor,
     decode_line,
-    encode_line,
     encode_wire,
     event_to_wire,
     line_hash,
     shrink_wire,
 )
-from mini_harness.transcripts.redaction import Redactor
 from mini_harness.transcripts.tail import Quarantined, copy_aside, last_newline, sync_directory
 from mini_harness.transcripts.upcast import check_first_line
 
@@ -57,7 +56,7 @@ class JsonlTranscript:
     after the last sync, and in `close()` (no timer: an idle writer stays unsynced until
     then); "never" leaves it to the OS. A sync never happens under the file's lock. A
     failed fsync makes the writer unusable: it is never retried. `max_event_bytes` caps one
-    line (see limits.py); `redactor` rewrites secrets.
+    line (see codec.shrink_wire); `redactor` rewrites secrets.
     """
 
     def __init__(
@@ -186,11 +185,6 @@ class JsonlTranscript:
             os.close(fd)
         raise TranscriptWriteError(str(self.path), self._fatal) from None
 
-    def _closed(self) -> NoReturn:
-        raise TranscriptWriteError(
-            str(self.path), self._fatal or f"transcript {self.path} is closed"
-        )
-
     # --- appending ------------------------------------------------------------------
 
     def append(self, event: Event) -> None:
@@ -199,17 +193,33 @@ class JsonlTranscript:
         flock, an lseek (to learn whether another writer moved the file), one write, and
         unlock; an fsync follows, outside the lock, when the mode asks for one.
         """
+        self._locked(event)
+
+    emit = append
+
+    def recover(self) -> list[Quarantined]:
+        """Under the lock, quarantine a torn or garbage tail now; return what was set aside."""
+        before = len(self.quarantined)
+        self._locked(None)
+        return self.quarantined[before:]
+
+    def _locked(self, event: Event | None) -> None:
+        """Under the thread lock and the file's: learn where the file ends if it moved (or
+        always, to recover), write `event` if given; then sync as the mode asks."""
         if self._pid != os.getpid():  # the check of _check_process, without a call
             self._check_process()
         with self._lock:
             fd = self._fd
-            if fd < 0:
-                self._closed()
+            if fd < 0:  # closed, or stopped by a failure (which it says)
+                closed = self._fatal or f"transcript {self.path} is closed"
+                raise TranscriptWriteError(str(self.path), closed)
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 size = os.lseek(fd, 0, os.SEEK_END)  # the file's size, cheaper than fstat
-                if size != self._end:  # another writer moved it, or it is new to us
+                if size != self._end or event is None:  # another writer moved it, or new to us
                     self._resync(size)
+                if event is None:
+                    return
                 if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
                     # A new file's header: at the time of the event it comes before.
                     self._write_event(TranscriptStarted(ts=event.ts, transcript_id=new_id()))
@@ -218,23 +228,6 @@ class JsonlTranscript:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             if self.fsync != "never":
                 self._after_write()
-
-    emit = append
-
-    def recover(self) -> list[Quarantined]:
-        """Under the lock, quarantine a torn or garbage tail now; return what was set aside."""
-        self._check_process()
-        with self._lock:
-            fd = self._fd
-            if fd < 0:
-                self._closed()
-            before = len(self.quarantined)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                self._resync(os.lseek(fd, 0, os.SEEK_END))
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            return self.quarantined[before:]
 
     def _after_write(self) -> None:
         now = time.monotonic()
@@ -256,13 +249,11 @@ class JsonlTranscript:
         learns the file's state under the lock.
         """
         seq = self._next_seq
+        wire = event_to_wire(event, seq, self._prev)
+        if self._redactor is not None:
+            wire = self._redactor.redact_wire(wire)
         try:
-            if self._redactor is None:
-                line = encode_line(event, seq, self._prev)
-            else:
-                line = encode_wire(
-                    self._redactor.redact_wire(event_to_wire(event, seq, self._prev))
-                )
+            line = encode_wire(wire)
         except TypeError as exc:  # orjson.JSONEncodeError: bytes, lone surrogates, objects
             raise TranscriptWriteError(
                 str(self.path),
@@ -270,8 +261,16 @@ class JsonlTranscript:
             ) from None
         # The cap guards against tool payloads; a run's tool definitions come from the
         # developer's own code and replay needs them whole, so RunStarted is never capped.
-        if len(line) > self.max_event_bytes and not isinstance(event, RunStarted):
-            line = self._capped(event, seq, len(line))
+        # Over it, the large payload is replaced by a marker (see codec.shrink_wire).
+        size = len(line)
+        if size > self.max_event_bytes and not isinstance(event, RunStarted):
+            line = encode_wire(wire) if shrink_wire(wire, self.max_event_bytes) else b""
+            if not line or len(line) > self.max_event_bytes:
+                raise TranscriptWriteError(
+                    str(self.path),
+                    f"cannot record {event_type(event)} in {self.path}: its line is {size} "
+                    f"bytes, over the {self.max_event_bytes}-byte event size cap",
+                )
         data = line + b"\n"
         try:
             written = os.write(self._fd, data)
@@ -290,20 +289,6 @@ class JsonlTranscript:
         self._next_seq = seq + 1
         if isinstance(event, TranscriptStarted):
             self.transcript_id = event.transcript_id
-
-    def _capped(self, event: Event, seq: int, size: int) -> bytes:
-        """The line with its large payload replaced by a marker (see limits.py)."""
-        wire = event_to_wire(event, seq, self._prev)
-        if self._redactor is not None:
-            wire = self._redactor.redact_wire(wire)
-        line = encode_wire(wire) if shrink_wire(wire, self.max_event_bytes) else b""
-        if not line or len(line) > self.max_event_bytes:
-            raise TranscriptWriteError(
-                str(self.path),
-                f"cannot record {event_type(event)} in {self.path}: its line is {size} bytes, "
-                f"over the {self.max_event_bytes}-byte event size cap",
-            )
-        return line
 
     # --- learning where the file ends ------------------------------------------------
 
