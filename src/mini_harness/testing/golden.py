@@ -226,11 +226,20 @@ class Golden:
         __tracebackhide__ = True
         self._compare(self.path("txt", name), self.normalization.text(text), transcript=False)
 
-    def check_cli(self, *args: str, name: str | None = None, **options: Any) -> CliOutcome:
-        """Run the CLI as `cli` does (it takes the same options) and compare its rendered
-        output (command, streams, exit code) with `<base>[.name].txt`."""
+    def check_cli(
+        self,
+        *args: str,
+        name: str | None = None,
+        command: click.Command | None = None,
+        prog: str = "mini-harness",
+        input: str | None = None,
+        env: Mapping[str, str | None] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> CliOutcome:
+        """Run the CLI as `cli` does and compare its rendered output (command, streams, exit
+        code) with `<base>[.name].txt`."""
         __tracebackhide__ = True
-        outcome = self.cli(*args, **options)
+        outcome = self.cli(*args, command=command, prog=prog, input=input, env=env, cwd=cwd)
         self.check_text(outcome.render(), name=name)
         return outcome
 
