@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from mini_harness import MemorySink, ToolCallError, ToolRuntime
 from mini_harness.errors import WorkspaceError
 from mini_harness.events import ToolCalled, ToolFailed
+from mini_harness.runtime.confined import FileRefusedError, file_kind
 from mini_harness.tools import Workspace, default_registry
-from mini_harness.tools.workspace import FileRefusedError, file_kind, quote_path
+from mini_harness.tools.workspace import quote_path
 
 # (path, the end of the message) for paths every tool must refuse.
 HOSTILE: list[tuple[str, str]] = [

@@ -6,8 +6,9 @@ from typing import Any
 import pytest
 
 from mini_harness import ToolHandlerError, ToolRuntime
+from mini_harness.runtime.confined import FileRefusedError
 from mini_harness.tools.read_file import split_lines
-from mini_harness.tools.workspace import FileRefusedError, Workspace
+from mini_harness.tools.workspace import Workspace
 
 APP = "import os\n\ndef main():\n    return 'needle'\n"
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import orjson
 
 from mini_harness.agent.provider import Message, ModelRequest
 from mini_harness.events import JsonObject, JsonValue
+from mini_harness.runtime.confined import FileRefusedError, read_confined
 from mini_harness.runtime.context import (
     ContextPart,
     estimate_tokens,
@@ -35,14 +35,6 @@ DEFAULT_SYSTEM_PROMPT = (
 RULES_FILE_NAME = "AGENTS.md"
 MAX_RULES_BYTES = 256 * 1024
 """The largest project rules file read (256 KiB); a larger one is skipped with a warning."""
-# O_NONBLOCK: a FIFO named AGENTS.md must not block the open; O_NOFOLLOW: the path was
-# resolved already, so a symlink there now was swapped in since.
-_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
 MANUAL_TOOL_RESULT_PREFIX = "Result of the tool run before this task:\n"
 """The user message that carries a `--tool` result starts with this (the report shows it
 as the Tool result part)."""
@@ -103,37 +95,23 @@ class _RulesRefusedError(OSError):
 
 def _read_rules_file(candidate: Path, root: Path) -> bytes | None:
     """The bytes of one rules file, None when there is none; OSError when it may not or
-    cannot be read. Opened without following a link or waiting on a FIFO, checked to be a
-    regular file inside `root`, read up to MAX_RULES_BYTES."""
+    cannot be read (read_confined: no link followed, no FIFO waited on, a regular file
+    inside `root`, up to MAX_RULES_BYTES)."""
     try:
         os.lstat(candidate)
     except FileNotFoundError:
         return None
-    real = os.path.realpath(candidate)
-    outside = _RulesRefusedError("a symlink leading outside the workspace")
-    if not Path(real).is_relative_to(root):
-        raise outside
-    fd = os.open(real, _OPEN_FLAGS)
     try:
-        try:  # where the open file really is: a directory swapped for a link since
-            opened = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            opened = real
-        if not Path(opened).is_relative_to(root):
-            raise outside
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _RulesRefusedError("not a regular file")
-        with open(fd, "rb", closefd=False) as file:
-            data = file.read(MAX_RULES_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_RULES_BYTES:
-        size = max(info.st_size, len(data))
+        return read_confined(os.path.realpath(candidate), str(root), MAX_RULES_BYTES)
+    except FileRefusedError as refused:
+        if refused.outside:
+            raise _RulesRefusedError("a symlink leading outside the workspace") from None
+        if refused.kind is not None:
+            raise _RulesRefusedError("not a regular file") from None
         raise _RulesRefusedError(
-            f"{size:,} bytes, more than the {MAX_RULES_BYTES:,} bytes project rules may have"
-        )
-    return data
+            f"{refused.size:,} bytes, more than the {MAX_RULES_BYTES:,} bytes project rules "
+            "may have"
+        ) from None
 
 
 def rules_text(rules: Sequence[ProjectRules]) -> str:

@@ -8,12 +8,12 @@ import attrs
 
 from mini_harness.errors import WorkspaceError
 from mini_harness.events import JsonObject
+from mini_harness.runtime.confined import FileRefusedError
 from mini_harness.tools.definitions import (
     DEFAULT_LINE_LIMIT,
     DEFAULT_MAX_BYTES,
 )
 from mini_harness.tools.workspace import (
-    FileRefusedError,
     Workspace,
     quote_path,
 )

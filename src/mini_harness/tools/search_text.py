@@ -15,6 +15,7 @@ import regex as regex_engine
 
 from mini_harness.errors import MiniHarnessError
 from mini_harness.events import JsonObject
+from mini_harness.runtime.confined import FileRefusedError
 from mini_harness.tools.definitions import DEFAULT_MAX_FILE_BYTES
 from mini_harness.tools.definitions import SEARCH_DEFAULT_MAX_RESULTS as DEFAULT_MAX_RESULTS
 from mini_harness.tools.definitions import SEARCH_TEXT as SEARCH_TEXT  # noqa: PLC0414 (re-export)
@@ -23,7 +24,6 @@ from mini_harness.tools.patterns import compile_pattern
 from mini_harness.tools.read_file import decode_text
 from mini_harness.tools.walk import WalkEntry, WalkSkips, walk_files
 from mini_harness.tools.workspace import (
-    FileRefusedError,
     Workspace,
     quote_path,
 )

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 import attrs
 
 from mini_harness.events import JsonObject
+from mini_harness.runtime.confined import FileRefusedError
 from mini_harness.tools.definitions import SKIPPED_DIRS
 from mini_harness.tools.globs import IgnoreFile, is_ignored
 from mini_harness.tools.workspace import (
-    FileRefusedError,
     Location,
     Workspace,
     decodable_path,

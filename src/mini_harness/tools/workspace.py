@@ -9,7 +9,6 @@ URL decoding, so `%2e%2e` is a file name, not `..`.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
@@ -22,15 +21,7 @@ import attrs
 import orjson
 
 from mini_harness.errors import WorkspaceError
-
-# O_NONBLOCK: opening a FIFO that was swapped in after the type check must not block.
-# O_NOFOLLOW: the path was resolved already, so a symlink here was swapped in since.
-_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
+from mini_harness.runtime.confined import file_kind, inside, read_confined
 
 
 def quote_path(path: str) -> str:
@@ -49,33 +40,6 @@ def decodable_path(path: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-_KINDS = {
-    stat.S_IFREG: "regular file",
-    stat.S_IFDIR: "directory",
-    stat.S_IFIFO: "FIFO (named pipe)",
-    stat.S_IFCHR: "character device",
-    stat.S_IFBLK: "block device",
-    stat.S_IFSOCK: "socket",
-}
-
-
-def file_kind(mode: int) -> str:
-    """What kind of file a stat mode describes, in words for error messages."""
-    return _KINDS.get(stat.S_IFMT(mode), "special file")
-
-
-class FileRefusedError(Exception):
-    """Internal: a file turned out not to be readable text material (wrong kind, too big)."""
-
-    def __init__(
-        self, *, kind: str | None = None, size: int | None = None, outside: bool = False
-    ) -> None:
-        super().__init__(kind or (f"{size} bytes" if size is not None else "outside"))
-        self.kind = kind
-        self.size = size
-        self.outside = outside
 
 
 @attrs.frozen
@@ -113,8 +77,7 @@ class Workspace:
 
     def contains(self, real: str) -> bool:
         """True when the resolved path `real` is the root or below it."""
-        root = str(self.root)
-        return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+        return inside(real, str(self.root))
 
     def relative(self, real: str) -> str:
         """The workspace-relative posix form of a resolved path inside the workspace."""
@@ -122,37 +85,8 @@ class Workspace:
 
     def read(self, real: str, max_size: int) -> bytes:
         """Read the regular file `real` (resolved, inside the workspace) of at most
-        `max_size` bytes, without blocking or following links.
-
-        Raises OSError from the system, or FileRefusedError with `kind` (not a regular
-        file), `size` (larger than `max_size`) or `outside` (the open file really is
-        outside: a directory on the way was swapped for a symlink after the path was
-        checked).
-        """
-        fd = os.open(real, _OPEN_FLAGS)
-        try:
-            # Where the open file really is, when the system can tell (Linux: /proc/self/fd).
-            with contextlib.suppress(OSError):
-                if not self.contains(os.readlink(f"/proc/self/fd/{fd}")):
-                    raise FileRefusedError(outside=True)
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise FileRefusedError(kind=file_kind(info.st_mode))
-            if info.st_size > max_size:
-                raise FileRefusedError(size=info.st_size)
-            # Ask for one byte more than fstat promised: a short read is the end of the
-            # file, a full one means it grew since, and the loop reads on up to the limit.
-            want = info.st_size + 1
-            chunks = [os.read(fd, want)]
-            while len(chunks[-1]) == want and sum(map(len, chunks)) <= max_size:
-                want = 1 << 16
-                chunks.append(os.read(fd, want))
-            data = b"".join(chunks)
-            if len(data) > max_size:
-                raise FileRefusedError(size=len(data))
-            return data
-        finally:
-            os.close(fd)
+        `max_size` bytes, without blocking or following links (see read_confined)."""
+        return read_confined(real, str(self.root), max_size)
 
     def locate(self, path: str) -> Location:
         """Check `path` and stat what it names; raise WorkspaceError saying why not."""
