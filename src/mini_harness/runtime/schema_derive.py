@@ -65,21 +65,13 @@ class Field:
 
 
 class UnsupportedAnnotation(Exception):
-    """Why an annotation has no schema, and where inside the parameter it sits."""
+    """Why an annotation has no schema, and where inside the parameter it sits.
 
-    def __init__(
-        self, detail: str, context: tuple[str, ...] = (), member: str | None = None
-    ) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.context = context
-        self.member = member  # the outermost property it sits in (a parameter's name)
+    `member` is the outermost property it sits in (a parameter's name)."""
 
-    def inside(self, where: str, member: str) -> UnsupportedAnnotation:
-        return UnsupportedAnnotation(self.detail, (where, *self.context), member)
-
-    def __str__(self) -> str:
-        return ": ".join((*self.context, self.detail))
+    def __init__(self, message: str, member: str | None = None) -> None:
+        super().__init__(message)
+        self.member = member
 
 
 @attrs.frozen
@@ -151,7 +143,11 @@ def schema_for(tp: object, stack: tuple[type, ...] = ()) -> JsonObject:
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return _enum_schema(tp)
     if origin is Literal:
-        return _literal_schema(tp, args)
+        if not all(value is None or type(value) in (str, int, bool) for value in args):
+            raise UnsupportedAnnotation(
+                f"{type_name(tp)}: Literal values must be str, int, bool or None"
+            )
+        return _choices(args)
     if origin is Union or origin is types.UnionType:
         members = [a for a in args if a is not _NoneType]
         if len(members) != 1 or len(members) == len(args):
@@ -211,15 +207,6 @@ def _choices(values: Sequence[object]) -> JsonObject:
     if len(kinds) == 1:
         return {"type": kinds.pop(), "enum": list(values)}
     return {"enum": list(values)}
-
-
-def _literal_schema(tp: object, values: tuple[object, ...]) -> JsonObject:
-    for value in values:
-        if not (value is None or type(value) in (str, int, bool)):
-            raise UnsupportedAnnotation(
-                f"{type_name(tp)}: Literal values must be str, int, bool or None"
-            )
-    return _choices(values)
 
 
 def _enum_schema(tp: type[enum.Enum]) -> JsonObject:
@@ -340,7 +327,7 @@ def object_schema(
         try:
             prop = schema_for(member.annotation, stack)
         except UnsupportedAnnotation as exc:
-            raise exc.inside(f"{where}{member.name}", member.name) from None
+            raise UnsupportedAnnotation(f"{where}{member.name}: {exc}", member.name) from None
         if member.description and not _explicit_description(member.annotation):
             prop = {**prop, "description": member.description}
         if member.default is not attrs.NOTHING:

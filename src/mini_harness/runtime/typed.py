@@ -21,7 +21,7 @@ import cattrs.v
 from mini_harness.errors import RejectedInputError, SchemaDerivationError, Violation
 from mini_harness.events import JsonObject
 from mini_harness.runtime.definitions import ToolAnnotations, ToolDefinition
-from mini_harness.runtime.docstrings import class_docstring, parse_docstring
+from mini_harness.runtime.docstrings import parse_docstring
 from mini_harness.runtime.schema_derive import (
     Member,
     UnsupportedAnnotation,
@@ -160,9 +160,10 @@ def derive_tool(
             input_schema = class_schema(record)
         except UnsupportedAnnotation as exc:
             _refuse(tool, f"parameter {single.name}: {exc}", single.name)
-        input_schema.pop("description", None)  # it is the tool's, said once
-        summary = summary or parse_docstring(class_docstring(record)).summary
-        call = _call_with_instance(tool, func, _CONVERTER.get_structure_hook(record), record)
+        described = input_schema.pop("description", "")  # it is the tool's, said once
+        summary = summary or described
+        hook = _CONVERTER.get_structure_hook(record)
+        call = _call_with_instance(tool, func, lambda data: hook(data, record))
     else:
         members = [
             Member(
@@ -228,17 +229,18 @@ def _rejected(tool: str, where: list[str | int], exc: Exception) -> RejectedInpu
     return RejectedInputError(tool, violation.full_message, path=shown, violations=[violation])
 
 
-def _call_with_instance(
-    tool: str, func: Callable[..., Any], hook: Callable[[Any, Any], Any], cls: type
-) -> Callable[[Any], Any]:
-    def call(data: Any) -> Any:
-        try:
-            instance = hook(data, cls)
-        except Exception as exc:
-            raise _rejected(tool, [], exc) from exc
-        return func(instance)
+def _structured(tool: str, where: list[str | int], convert: Structure, value: Any) -> Any:
+    """`convert(value)`; what it refuses is the call's invalid input."""
+    try:
+        return convert(value)
+    except Exception as exc:
+        raise _rejected(tool, where, exc) from exc
 
-    return call
+
+def _call_with_instance(
+    tool: str, func: Callable[..., Any], convert: Structure
+) -> Callable[[Any], Any]:
+    return lambda data: func(_structured(tool, [], convert, data))
 
 
 def _call_with_keywords(
@@ -253,10 +255,7 @@ def _call_with_keywords(
         kwargs = dict(data)
         for pname, convert in converting:
             if pname in kwargs:
-                try:
-                    kwargs[pname] = convert(kwargs[pname])
-                except Exception as exc:
-                    raise _rejected(tool, [pname], exc) from exc
+                kwargs[pname] = _structured(tool, [pname], convert, kwargs[pname])
         return func(**kwargs)
 
     return call
