@@ -28,31 +28,29 @@ class ToolResult:
         return display_result(self.name, self.input, self.output, self.duration_ms)
 
 
-def round_half_up(value: float) -> int:
-    return math.floor(value + 0.5)
-
-
 def display_result(
     name: str, tool_input: JsonValue, output: JsonValue, duration_ms: float
 ) -> JsonObject:
     """A successful call as the CLI shows it (and as replay rebuilds it from the events)."""
-    return {
-        "name": name,
-        "input": tool_input,
-        "output": output,
-        "durationMs": round_half_up(duration_ms),
-    }
+    return _shown(name, tool_input, "output", output, duration_ms)
 
 
 def display_failure(
     name: str, tool_input: JsonValue, error: JsonObject, duration_ms: float
 ) -> JsonObject:
     """A failed call in the same shape, with the recorded `error` where the output would be."""
+    return _shown(name, tool_input, "error", error, duration_ms)
+
+
+def _shown(
+    name: str, tool_input: JsonValue, key: str, value: JsonValue, duration_ms: float
+) -> JsonObject:
+    # durationMs rounded half-up to whole milliseconds.
     return {
         "name": name,
         "input": tool_input,
-        "error": error,
-        "durationMs": round_half_up(duration_ms),
+        key: value,
+        "durationMs": math.floor(duration_ms + 0.5),
     }
 
 
