@@ -40,7 +40,6 @@ from mini_harness.events import (
 )
 from mini_harness.events.jsonvalue import TooDeepError, bounded_repr, bounded_str
 from mini_harness.runtime.definitions import ToolDefinition
-from mini_harness.runtime.effects import WithEffects
 from mini_harness.runtime.handler_threads import (
     HandlerTimeout,
     call_in_thread,
@@ -48,7 +47,7 @@ from mini_harness.runtime.handler_threads import (
     sync_off_loop,
 )
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
-from mini_harness.runtime.results import ToolResult, recordable
+from mini_harness.runtime.results import ToolResult, WithEffects, recordable
 
 # What a plain handler returns: never awaitable, so dispatch skips the awaitable check.
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})

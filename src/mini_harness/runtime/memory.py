@@ -21,8 +21,8 @@ class Recorded:
 class MemorySink:
     """Keeps events in a list; numbers them like a transcript file does, header included."""
 
-    def __init__(self, transcript_id: str | None = None) -> None:
-        self.transcript_id = transcript_id or new_id()
+    def __init__(self) -> None:
+        self.transcript_id = new_id()
         self._events: list[Event] = []
         self._lock = threading.Lock()
 
