@@ -1,10 +1,12 @@
 """Events: what dispatch and approval record. Plain values; the transcript layer gives them
-`seq` and `prev`."""
+`seq` and `prev`. The sinks that need no file are here too: NullSink and MemorySink."""
 
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Iterator
 from typing import Protocol, TypeAlias, get_args
 
 import attrs
@@ -220,3 +222,42 @@ class NullSink:
 
     def emit(self, event: Event) -> None:
         return None
+
+
+@attrs.frozen
+class Recorded:
+    """An event with the position its sink gave it."""
+
+    seq: int
+    event: Event
+
+
+class MemorySink:
+    """Keeps events in a list; numbers them like a transcript file does, header included."""
+
+    def __init__(self) -> None:
+        self.transcript_id = new_id()
+        self._events: list[Event] = []
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<MemorySink(transcript_id={self.transcript_id!r}, events={len(self._events)})>"
+
+    def emit(self, event: Event) -> None:
+        with self._lock:
+            if not self._events and not isinstance(event, TranscriptStarted):
+                self._events.append(
+                    TranscriptStarted(ts=event.ts, transcript_id=self.transcript_id)
+                )
+            self._events.append(event)
+
+    def __iter__(self) -> Iterator[Recorded]:
+        return (Recorded(seq, event) for seq, event in enumerate(list(self._events)))
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    @property
+    def events(self) -> list[Event]:
+        """The events emitted so far, header included, in order."""
+        return list(self._events)
