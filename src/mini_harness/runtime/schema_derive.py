@@ -81,7 +81,7 @@ class Member:
     name: str
     annotation: Any
     required: bool
-    default: Any = attrs.NOTHING  # the default as JSON; NOTHING when none can be shown
+    default: Any = attrs.NOTHING  # shown in the schema when it is plain JSON
     description: str | None = None
 
 
@@ -273,29 +273,6 @@ def _apply_metadata(schema: JsonObject, meta: object) -> JsonObject:
     return out
 
 
-def class_members(cls: type) -> list[Member]:
-    """The init fields of an attrs class or dataclass, described by `Attributes:`."""
-    try:
-        hints = typing.get_type_hints(cls, include_extras=True)
-    except NameError as exc:
-        raise UnsupportedAnnotation(
-            f"cannot resolve the annotations of {cls.__qualname__}: {exc}"
-        ) from None
-    docs = parse_docstring(class_docstring(cls)).entries
-    fields: Sequence[Any] = attrs.fields(cls) if attrs.has(cls) else dataclasses.fields(cls)
-    return [
-        Member(
-            field.name,
-            hints.get(field.name, Any),
-            required=_no_default(field),
-            default=json_default(field.default),
-            description=docs.get(field.name),
-        )
-        for field in fields
-        if field.init
-    ]
-
-
 def _no_default(field: Any) -> bool:
     """An attrs or dataclass field with neither a default nor a factory (attrs keeps its
     Factory in `default`)."""
@@ -308,9 +285,27 @@ def class_schema(cls: type, stack: tuple[type, ...] = ()) -> JsonObject:
     """An object schema from a class's init fields; refuses a class that contains itself."""
     if cls in stack:
         raise UnsupportedAnnotation(f"class {cls.__qualname__} contains itself (not supported)")
-    summary = parse_docstring(class_docstring(cls)).summary
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except NameError as exc:
+        raise UnsupportedAnnotation(
+            f"cannot resolve the annotations of {cls.__qualname__}: {exc}"
+        ) from None
+    doc = parse_docstring(class_docstring(cls))  # the summary, and `Attributes:` per field
+    fields: Sequence[Any] = attrs.fields(cls) if attrs.has(cls) else dataclasses.fields(cls)
+    members = [
+        Member(
+            field.name,
+            hints.get(field.name, Any),
+            required=_no_default(field),
+            default=field.default,
+            description=doc.entries.get(field.name),
+        )
+        for field in fields
+        if field.init
+    ]
     return object_schema(
-        class_members(cls), summary or None, (*stack, cls), where=f"field {cls.__qualname__}."
+        members, doc.summary or None, (*stack, cls), where=f"field {cls.__qualname__}."
     )
 
 
@@ -330,8 +325,9 @@ def object_schema(
             raise UnsupportedAnnotation(f"{where}{member.name}: {exc}", member.name) from None
         if member.description and not _explicit_description(member.annotation):
             prop = {**prop, "description": member.description}
-        if member.default is not attrs.NOTHING:
-            prop = {**prop, "default": member.default}
+        default = json_default(member.default)
+        if default is not attrs.NOTHING:
+            prop = {**prop, "default": default}
         properties[member.name] = prop
     schema: JsonObject = {"type": "object"}
     if description:

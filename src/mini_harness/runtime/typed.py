@@ -27,7 +27,6 @@ from mini_harness.runtime.schema_derive import (
     UnsupportedAnnotation,
     class_schema,
     is_record_class,
-    json_default,
     object_schema,
     schema_for,
     unwrap_annotated,
@@ -170,7 +169,7 @@ def derive_tool(
                 p.name,
                 hints[p.name],
                 required=p.default is inspect.Parameter.empty,
-                default=json_default(p.default),  # NOTHING for Parameter.empty
+                default=p.default,
                 description=doc.entries.get(p.name),
             )
             for p in params
