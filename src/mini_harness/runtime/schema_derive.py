@@ -1,13 +1,16 @@
 """Python annotations -> JSON Schema 2020-12, for tools defined from typed functions.
 
 Nested classes are inlined (no `$ref`), which every model API reads; a class that
-contains itself therefore has no schema and is refused.
+contains itself therefore has no schema and is refused. Descriptions come from
+Google-style docstrings: the summary a model reads and per-name entries.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import inspect
+import re
 import types
 import typing
 from collections.abc import Sequence
@@ -17,7 +20,6 @@ import attrs
 import jsonschema_rs
 
 from mini_harness.events import JsonObject, NotJsonError, check_json
-from mini_harness.runtime.docstrings import class_docstring, parse_docstring
 
 _NoneType = type(None)
 _NUMERIC = (
@@ -32,7 +34,8 @@ _LENGTH = {
     "array": ("minItems", "maxItems"),
     "object": ("minProperties", "maxProperties"),
 }
-_SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+# bool before int: True is an int too.
+_SCALARS: dict[Any, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
 
 def _optional_number(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -83,6 +86,66 @@ class Member:
     required: bool
     default: Any = attrs.NOTHING  # shown in the schema when it is plain JSON
     description: str | None = None
+
+
+# Section headers end the summary; only `Args:` and `Attributes:` entries are collected.
+_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Attributes|Returns?|Yields?|Raises|"
+    r"Examples?|Notes?|See Also|Warnings?|Todo)\s*:\s*$",
+    re.IGNORECASE,
+)
+_ENTRY_SECTIONS = {"args", "arguments", "parameters", "params", "attributes"}
+_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+@attrs.frozen
+class Docstring:
+    """`summary`: text before the first section; `entries`: name -> description."""
+
+    summary: str = ""
+    entries: dict[str, str] = attrs.field(factory=dict)
+
+
+def parse_docstring(doc: str | None) -> Docstring:
+    """Split a Google-style docstring into its summary and its Args/Attributes entries."""
+    summary: list[str] = []
+    entries: dict[str, str] = {}
+    section: str | None = None
+    entry_indent: int | None = None
+    current: str | None = None
+    for line in inspect.cleandoc(doc or "").splitlines():
+        indent = len(line) - len(line.lstrip())
+        text = line.strip()
+        header = _SECTION.match(line) if indent == 0 else None
+        if header:
+            section = header.group(1).lower()
+            entry_indent = None
+            current = None
+            continue
+        if section is None:
+            summary.append(line)
+            continue
+        if section not in _ENTRY_SECTIONS or not text:
+            continue
+        if entry_indent is None:
+            entry_indent = indent
+        match = _ENTRY.match(text) if indent == entry_indent else None
+        if match:
+            current = match.group(1)
+            entries[current] = match.group(2).strip()
+        elif current is not None and indent > (entry_indent or 0):
+            entries[current] = f"{entries[current]} {text}".strip()
+    return Docstring(summary="\n".join(summary).strip(), entries=entries)
+
+
+def class_docstring(cls: type) -> str | None:
+    """The class's own docstring; None for the one dataclasses invent (`P(x: int)`)."""
+    doc = cls.__dict__.get("__doc__")
+    if not isinstance(doc, str):
+        return None
+    if "__dataclass_fields__" in cls.__dict__ and doc.startswith(f"{cls.__name__}("):
+        return None
+    return doc
 
 
 def type_name(tp: object) -> str:
@@ -191,15 +254,10 @@ def nullable(schema: JsonObject) -> JsonObject:
 
 
 def _json_type(value: object) -> str:
+    """The JSON type of a Literal's or an enum's value (None, bool, int, float or str)."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return "string"
+    return next(name for kind, name in _SCALARS.items() if isinstance(value, kind))
 
 
 def _choices(values: Sequence[object]) -> JsonObject:

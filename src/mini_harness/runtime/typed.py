@@ -21,13 +21,13 @@ import cattrs.v
 from mini_harness.errors import RejectedInputError, SchemaDerivationError, Violation
 from mini_harness.events import JsonObject
 from mini_harness.runtime.definitions import ToolAnnotations, ToolDefinition
-from mini_harness.runtime.docstrings import parse_docstring
 from mini_harness.runtime.schema_derive import (
     Member,
     UnsupportedAnnotation,
     class_schema,
     is_record_class,
     object_schema,
+    parse_docstring,
     schema_for,
     unwrap_annotated,
 )
