@@ -45,8 +45,8 @@ Structure = Callable[[Any], Any]
 
 
 def _is_plain(tp: object, plain: frozenset[object]) -> bool:
-    """True when JSON values of `tp` need no conversion in this direction."""
-    tp = unwrap_annotated(tp)
+    """True when JSON values of `tp` (stripped of Annotated) need no conversion in this
+    direction."""
     if tp is None or (isinstance(tp, type) and tp in plain):
         return True
     origin = get_origin(tp)
@@ -64,12 +64,11 @@ def _is_plain(tp: object, plain: frozenset[object]) -> bool:
 
 def _structurer(tp: object) -> Structure | None:
     """A one-argument function turning validated JSON into a `tp`; None if it is one already."""
+    tp = _strip_annotated(tp)  # cattrs hashes types; Annotated metadata need not be hashable
     if _is_plain(tp, _PLAIN_INPUT):
         return None
-    bare = unwrap_annotated(tp)
-    if bare is int or bare is float:
-        return bare  # validated: int(2.0) -> 2, float(3) -> 3.0, never a bool or a str
-    tp = _strip_annotated(tp)  # cattrs hashes types; Annotated metadata need not be hashable
+    if tp is int or tp is float:
+        return tp  # validated: int(2.0) -> 2, float(3) -> 3.0, never a bool or a str
     hook = _CONVERTER.get_structure_hook(tp)
     return lambda value: hook(value, tp)
 
@@ -204,7 +203,7 @@ def _output(hints: dict[str, Any], tool: str) -> tuple[JsonObject | None, Struct
             tool, f"the return annotation: {exc} (annotate with Any to skip the schema)", "return"
         )
     output_schema = schema if schema.get("type") == "object" else None
-    if returned is not Any and _is_plain(returned, _PLAIN_OUTPUT):
+    if returned is not Any and _is_plain(_strip_annotated(returned), _PLAIN_OUTPUT):
         return output_schema, None
     # By the value's own type, not the annotation: a subclass must not lose its fields.
     return output_schema, _CONVERTER.unstructure
