@@ -99,15 +99,11 @@ class HandlerThreads:
         while True:
             job = jobs.get()
             with self._lock:
-                self._idle -= 1
                 self._queued -= 1
-                run = job.state == _QUEUED
-                if run:
-                    job.state = _RUNNING
-                else:
-                    self._idle += 1
-            if not run:
-                continue
+                if job.state != _QUEUED:  # dropped by its caller: this thread stays idle
+                    continue
+                self._idle -= 1
+                job.state = _RUNNING
             try:
                 job.value = job.func(job.arg)
             except BaseException as exc:  # handed to the caller by job.result()
