@@ -21,18 +21,25 @@ import jsonschema_rs
 
 from mini_harness.events import JsonObject, NotJsonError, check_json
 
-_NoneType = type(None)
-_NUMERIC = (
+_NUMBER_KEYWORDS = (
     ("ge", "minimum"),
     ("gt", "exclusiveMinimum"),
     ("le", "maximum"),
     ("lt", "exclusiveMaximum"),
     ("multiple_of", "multipleOf"),
 )
-_LENGTH = {
-    "string": ("minLength", "maxLength"),
-    "array": ("minItems", "maxItems"),
-    "object": ("minProperties", "maxProperties"),
+# Each Field constraint: what it applies to (for the error) and its keyword per JSON type.
+_CONSTRAINTS: dict[str, tuple[str, dict[str, str]]] = {
+    **{attr: ("numbers", {"integer": key, "number": key}) for attr, key in _NUMBER_KEYWORDS},
+    "min_length": (
+        "one of str, list or dict",
+        {"string": "minLength", "array": "minItems", "object": "minProperties"},
+    ),
+    "max_length": (
+        "one of str, list or dict",
+        {"string": "maxLength", "array": "maxItems", "object": "maxProperties"},
+    ),
+    "pattern": ("strings", {"string": "pattern"}),
 }
 # bool before int: True is an int too.
 _SCALARS: dict[Any, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
@@ -199,7 +206,7 @@ def schema_for(tp: object, stack: tuple[type, ...] = ()) -> JsonObject:
         return schema
     if tp is Any:
         return {}
-    if tp is None or tp is _NoneType:
+    if tp is None or tp is types.NoneType:
         return {"type": "null"}
     if isinstance(tp, type) and tp in _SCALARS:  # a type: hashing a generic may fail
         return {"type": _SCALARS[tp]}
@@ -212,7 +219,7 @@ def schema_for(tp: object, stack: tuple[type, ...] = ()) -> JsonObject:
             )
         return _choices(args)
     if origin is Union or origin is types.UnionType:
-        members = [a for a in args if a is not _NoneType]
+        members = [a for a in args if a is not types.NoneType]
         if len(members) != 1 or len(members) == len(args):
             raise UnsupportedAnnotation(
                 f"unsupported union {type_name(tp)} (only T | None is supported)"
@@ -301,33 +308,21 @@ def _apply_metadata(schema: JsonObject, meta: object) -> JsonObject:
     if meta.description is not None:
         out["description"] = meta.description
     kinds = _types_of(schema)
-    for attr, keyword in _NUMERIC:
+    for attr, (applies, keywords) in _CONSTRAINTS.items():
         value = getattr(meta, attr)
         if value is None:
             continue
-        if not kinds & {"integer", "number"}:
-            raise UnsupportedAnnotation(f"Field({attr}=...) applies to numbers only")
-        out[keyword] = value
-    for attr, index in (("min_length", 0), ("max_length", 1)):
-        value = getattr(meta, attr)
-        if value is None:
-            continue
-        sized = [kind for kind in _LENGTH if kind in kinds]
-        if len(sized) != 1:
-            raise UnsupportedAnnotation(
-                f"Field({attr}=...) applies to one of str, list or dict only"
-            )
-        out[_LENGTH[sized[0]][index]] = value
+        chosen = {keywords[kind] for kind in kinds if kind in keywords}
+        if len(chosen) != 1:
+            raise UnsupportedAnnotation(f"Field({attr}=...) applies to {applies} only")
+        out[chosen.pop()] = value
     if meta.pattern is not None:
-        if "string" not in kinds:
-            raise UnsupportedAnnotation("Field(pattern=...) applies to strings only")
         try:
             jsonschema_rs.validator_for({"pattern": meta.pattern})
         except (jsonschema_rs.ValidationError, ValueError):
             raise UnsupportedAnnotation(
                 f"Field(pattern={meta.pattern!r}) is not a valid regular expression"
             ) from None
-        out["pattern"] = meta.pattern
     return out
 
 

@@ -33,12 +33,11 @@ from mini_harness.runtime.schema_derive import (
 )
 from mini_harness.runtime.validation import display_path
 
-_NoneType = type(None)
 _CONVERTER = cattrs.Converter()
 # Values of these types come out of validated JSON exactly as the function wants them.
-_PLAIN_INPUT = frozenset({str, bool, _NoneType, Any, list, dict})
+_PLAIN_INPUT = frozenset({str, bool, types.NoneType, Any, list, dict})
 # Values of these types are JSON already when a function returns them.
-_PLAIN_OUTPUT = frozenset({str, bool, _NoneType, int, float})
+_PLAIN_OUTPUT = frozenset({str, bool, types.NoneType, int, float})
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 
 Structure = Callable[[Any], Any]
