@@ -232,11 +232,9 @@ class ToolRuntime:
             output = output.output
         try:
             check_json(output)
-        except TooDeepError as exc:
-            message = f"Tool {name} returned a value {exc}"
-            self._fail(call_id, name, start, InvalidOutputError(name, message))
-        except NotJsonError as exc:
-            message = f"Tool {name} returned a value that is not JSON: {exc}"
+        except NotJsonError as exc:  # a TooDeepError says "nested deeper than ..." itself
+            how = exc if isinstance(exc, TooDeepError) else f"that is not JSON: {exc}"
+            message = f"Tool {name} returned a value {how}"
             self._fail(call_id, name, start, InvalidOutputError(name, message))
         duration = _elapsed_ms(start, self._monotonic_ns())
         if os.getpid() == self._pid:  # not in a child a handler forked (see the class)

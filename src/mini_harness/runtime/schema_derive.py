@@ -180,9 +180,8 @@ def is_record_class(tp: object) -> bool:
 
 
 def unwrap_annotated(tp: object) -> object:
-    while get_origin(tp) is Annotated:
-        tp = get_args(tp)[0]
-    return tp
+    """`tp` without its Annotated layer (Python flattens nested ones into one)."""
+    return get_args(tp)[0] if get_origin(tp) is Annotated else tp
 
 
 def _explicit_description(tp: object) -> bool:
