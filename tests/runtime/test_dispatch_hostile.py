@@ -27,7 +27,7 @@ from mini_harness.events import (
     ToolSucceeded,
 )
 from mini_harness.replay import fold_transcript, rerun_transcript
-from mini_harness.runtime.effects import WithEffects
+from mini_harness.runtime.results import WithEffects
 from mini_harness.transcripts import JsonlTranscript, read_transcript, verify_transcript
 
 OBJECT = {"type": "object"}

@@ -16,7 +16,7 @@ from mini_harness import (
     ToolRegistry,
     ToolRuntime,
 )
-from mini_harness.runtime.docstrings import parse_docstring
+from mini_harness.runtime.schema_derive import parse_docstring
 from mini_harness.runtime.typed import derive_tool
 
 

@@ -21,7 +21,7 @@ from mini_harness.replay.fold import fold_effects
 from mini_harness.replay.model import CallRecord
 from mini_harness.replay.render import effects_lines
 from mini_harness.runtime import ToolRegistry, ToolRuntime
-from mini_harness.runtime.effects import sha256_of
+from mini_harness.runtime.results import sha256_of
 from mini_harness.tools import register_coding_tools
 from mini_harness.tools.apply_patch import apply_hunks
 from mini_harness.tools.unified_diff import parse_patch, reverse_patch

@@ -13,22 +13,20 @@ from mini_harness.events.jsonvalue import (
     NotJsonError,
     check_json,
 )
-from mini_harness.events.model import (
-    ContextTrimmed,
-    ModelFailed,
-    ModelRequested,
-    ModelResponded,
-    RunFinished,
-)
 from mini_harness.events.vocabulary import (
     FORMAT_VERSION,
     KNOWN_EVENT_TYPES,
     TRANSCRIPT_FORMAT,
     ApprovalDecided,
     ApprovalRequested,
+    ContextTrimmed,
     Event,
     EventSink,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
     NullSink,
+    RunFinished,
     RunStarted,
     ToolCalled,
     ToolError,

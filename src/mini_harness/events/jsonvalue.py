@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any, TypeAlias
 
 import orjson
@@ -97,31 +98,28 @@ def nested_too_deep(value: object, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
-def bounded_repr(value: object, limit: int = REPR_LIMIT) -> str:
-    """repr(value) for a message: at most about `limit` characters, and never an exception.
+def bounded_repr(value: object) -> str:
+    """repr(value) for a message: at most about REPR_LIMIT characters, and never an exception.
 
     A repr that raises (a broken `__repr__`, an integer past Python's digit limit, a value
     nested past the recursion limit) is replaced by a description of the value's type.
     """
     if isinstance(value, int) and value.bit_length() > _SHOWN_INT_BITS:
         return f"<{type(value).__name__} of {value.bit_length()} bits>"
+    return _bounded(value, repr, REPR_LIMIT)
+
+
+def bounded_str(value: object) -> str:
+    """str(value) (e.g. an exception's message) under the same guarantees as bounded_repr,
+    at most about TEXT_LIMIT characters."""
+    return _bounded(value, str, TEXT_LIMIT)
+
+
+def _bounded(value: object, show: Callable[[object], str], limit: int) -> str:
     try:
-        text = repr(value)
+        text = show(value)
     except Exception:
-        return f"<{_type_name(value)} object (its repr failed)>"
-    return _bounded(text, limit)
-
-
-def bounded_str(value: object, limit: int = TEXT_LIMIT) -> str:
-    """str(value) (e.g. an exception's message) under the same guarantees as bounded_repr."""
-    try:
-        text = str(value)
-    except Exception:
-        return f"<{_type_name(value)} object (its str failed)>"
-    return _bounded(text, limit)
-
-
-def _bounded(text: str, limit: int) -> str:
+        return f"<{_type_name(value)} object (its {show.__name__} failed)>"
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... [{len(text)} characters]"
@@ -157,7 +155,7 @@ def _describe(value: object, path: str) -> str | None:
         for key, item in value.items():
             if not isinstance(key, str):
                 return f"{path}: key {bounded_repr(key)} is not a string"
-            found = _describe(item, f"{path}.{_bounded(key, REPR_LIMIT)}")
+            found = _describe(item, f"{path}.{_bounded(key, str, REPR_LIMIT)}")
             if found:
                 return found
         return None

@@ -5,10 +5,10 @@ Typed tools (`ToolRegistry.tool`, cattrs) load when the first typed tool is regi
 
 from __future__ import annotations
 
+from mini_harness.events.vocabulary import MemorySink
 from mini_harness.runtime.context import dispatch_context, estimate_tokens, render_context_report
 from mini_harness.runtime.definitions import ToolAnnotations, ToolDefinition
 from mini_harness.runtime.dispatch import ToolRuntime
-from mini_harness.runtime.memory import MemorySink
 from mini_harness.runtime.registry import ToolRegistry
 from mini_harness.runtime.results import ToolResult, display_failure, display_result
 from mini_harness.runtime.schema_derive import Field

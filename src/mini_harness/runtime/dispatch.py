@@ -40,7 +40,6 @@ from mini_harness.events import (
 )
 from mini_harness.events.jsonvalue import TooDeepError, bounded_repr, bounded_str
 from mini_harness.runtime.definitions import ToolDefinition
-from mini_harness.runtime.effects import WithEffects
 from mini_harness.runtime.handler_threads import (
     HandlerTimeout,
     call_in_thread,
@@ -48,7 +47,7 @@ from mini_harness.runtime.handler_threads import (
     sync_off_loop,
 )
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
-from mini_harness.runtime.results import ToolResult, recordable
+from mini_harness.runtime.results import ToolResult, WithEffects, recordable
 
 # What a plain handler returns: never awaitable, so dispatch skips the awaitable check.
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
@@ -233,11 +232,9 @@ class ToolRuntime:
             output = output.output
         try:
             check_json(output)
-        except TooDeepError as exc:
-            message = f"Tool {name} returned a value {exc}"
-            self._fail(call_id, name, start, InvalidOutputError(name, message))
-        except NotJsonError as exc:
-            message = f"Tool {name} returned a value that is not JSON: {exc}"
+        except NotJsonError as exc:  # a TooDeepError says "nested deeper than ..." itself
+            how = exc if isinstance(exc, TooDeepError) else f"that is not JSON: {exc}"
+            message = f"Tool {name} returned a value {how}"
             self._fail(call_id, name, start, InvalidOutputError(name, message))
         duration = _elapsed_ms(start, self._monotonic_ns())
         if os.getpid() == self._pid:  # not in a child a handler forked (see the class)
@@ -261,9 +258,8 @@ class ToolRuntime:
             reason = self.approver(pending) if self.approver is not None else None
         except Exception as exc:  # an approver that breaks must never let the call run
             reason = f"Approval of {tool.name} failed ({type(exc).__name__}: {exc}); it did not run"
-        except BaseException:  # Ctrl-C at a prompt: the call still gets its terminal event
-            cancelled = ToolCancelledError(tool.name, f"Tool {tool.name} cancelled")
-            self._record_failure(call_id, tool.name, start, cancelled)
+        except BaseException as exc:  # Ctrl-C at a prompt: the call still gets its terminal event
+            self._raised(call_id, tool, start, exc, HandlerTimeout)
             raise
         if reason is not None:
             self._fail(call_id, tool.name, start, ToolDeniedError(tool.name, reason))
@@ -278,30 +274,22 @@ class ToolRuntime:
         error.call_id = call_id
         if os.getpid() != self._pid:  # in a child a handler forked: the parent's call
             return
-        detail = ToolError(kind=error.kind, message=recordable(error.message))
-        if isinstance(error, InvalidInputError):
-            detail = attrs.evolve(
-                detail,
-                path=recordable(error.path),
-                violations=tuple(v.to_json() for v in error.violations) or None,
-            )
-        elif isinstance(error, ToolHandlerError):
-            detail = attrs.evolve(detail, type=recordable(error.error_type))
-        self.sink.emit(
-            ToolFailed(
-                ts=self._timestamp(),
-                run_id=self.run_id,
-                call_id=call_id,
-                name=name,
-                error=detail,
-                duration_ms=duration,
-            )
+        invalid = error if isinstance(error, InvalidInputError) else None
+        violations = tuple(v.to_json() for v in invalid.violations) if invalid else ()
+        detail = ToolError(
+            error.kind,
+            recordable(error.message),
+            path=recordable(invalid.path) if invalid else None,
+            type=recordable(error.error_type) if isinstance(error, ToolHandlerError) else None,
+            violations=violations or None,
         )
+        self.sink.emit(ToolFailed(self._timestamp(), self.run_id, call_id, name, detail, duration))
 
-    def _handler_raised(
+    def _raised(
         self, call_id: str, tool: RegisteredTool, start: int, exc: BaseException, timeout: type
     ) -> None:
-        """Record how a handler's exception ends its call, and raise the ToolCallError.
+        """Record how a handler's (or an approver's) exception ends its call, and raise the
+        ToolCallError.
 
         `timeout` is the exception class a timeout arrives as. A typed tool refusing its own
         input is invalid input (from a nested call, a failure). An exception that must
@@ -348,7 +336,7 @@ class ToolRuntime:
             else:
                 output = call_in_thread(tool.handler, tool_input, tool.timeout)
         except BaseException as exc:
-            self._handler_raised(call_id, tool, start, exc, HandlerTimeout)
+            self._raised(call_id, tool, start, exc, HandlerTimeout)
             raise
         return self._succeed(call_id, name, tool_input, start, output)
 
@@ -367,7 +355,7 @@ class ToolRuntime:
                     sync_off_loop(tool.handler, tool_input), tool.timeout
                 )
         except BaseException as exc:
-            self._handler_raised(call_id, tool, start, exc, TimeoutError)
+            self._raised(call_id, tool, start, exc, TimeoutError)
             raise
         return self._succeed(call_id, name, tool_input, start, output)
 

@@ -12,29 +12,25 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 MAX_HANDLER_THREADS = 32
 """Threads that may run handlers at once; more calls wait for one to be free."""
 
 _QUEUED, _RUNNING, _ABANDONED, _DROPPED, _DONE = range(5)
 
 
+@attrs.define(eq=False)
 class HandlerJob:
     """`func(arg)` given to the threads; `abandon()` when its caller stops waiting."""
 
-    def __init__(
-        self,
-        func: Callable[[Any], object],
-        arg: object,
-        deliver: Callable[[], None] | None,
-        pool: HandlerThreads,
-    ) -> None:
-        self.func = func
-        self.arg = arg
-        self.deliver = deliver
-        self.state = _QUEUED
-        self.value: object = None
-        self.error: BaseException | None = None  # what func raised, for the caller
-        self._pool = pool
+    func: Callable[[Any], object]
+    arg: object
+    deliver: Callable[[], None] | None
+    _pool: HandlerThreads
+    state: int = _QUEUED
+    value: object = None
+    error: BaseException | None = None  # what func raised, for the caller
 
     def result(self) -> object:
         """What `func(arg)` returned; raises what it raised."""
@@ -103,15 +99,11 @@ class HandlerThreads:
         while True:
             job = jobs.get()
             with self._lock:
-                self._idle -= 1
                 self._queued -= 1
-                run = job.state == _QUEUED
-                if run:
-                    job.state = _RUNNING
-                else:
-                    self._idle += 1
-            if not run:
-                continue
+                if job.state != _QUEUED:  # dropped by its caller: this thread stays idle
+                    continue
+                self._idle -= 1
+                job.state = _RUNNING
             try:
                 job.value = job.func(job.arg)
             except BaseException as exc:  # handed to the caller by job.result()

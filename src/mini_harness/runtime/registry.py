@@ -81,12 +81,7 @@ class ToolRegistry:
         timeout: float | None = None,
     ) -> RegisteredTool:
         """Shorthand for register(ToolDefinition(...), handler)."""
-        definition = ToolDefinition(
-            name=name,
-            description=description,
-            input_schema=input_schema,
-            annotations=annotations,
-        )
+        definition = ToolDefinition(name, description, input_schema, annotations)
         return self.register(definition, handler, timeout=timeout)
 
     @overload

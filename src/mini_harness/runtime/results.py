@@ -1,12 +1,43 @@
-"""What a dispatch returns and how the CLI and replay show a call: one shape for both."""
+"""What a handler and a dispatch return, and how the CLI and replay show a call.
+
+A handler that changes files returns `WithEffects(output, effects)`; dispatch records the
+output as usual and the effects beside it, each path with the sha256 of its bytes before
+and after the call (None for a file that was absent).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import attrs
 
 from mini_harness.events import JsonObject, JsonValue
+
+
+def sha256_of(data: bytes | None) -> str | None:
+    """The hex sha256 of a file's bytes, or None for a file that does not exist."""
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+@attrs.frozen
+class FileEffect:
+    """One path a call changed: its sha256 before and after (None: absent)."""
+
+    path: str
+    before: str | None
+    after: str | None
+
+    def to_json(self) -> JsonObject:
+        return {"path": self.path, "before": self.before, "after": self.after}
+
+
+@attrs.frozen
+class WithEffects:
+    """A handler's output together with the file effects dispatch records for it."""
+
+    output: JsonValue
+    effects: tuple[FileEffect, ...]
 
 
 # Without slots: a frozen attrs class with a __dict__ fills it directly, while a slotted
@@ -28,31 +59,29 @@ class ToolResult:
         return display_result(self.name, self.input, self.output, self.duration_ms)
 
 
-def round_half_up(value: float) -> int:
-    return math.floor(value + 0.5)
-
-
 def display_result(
     name: str, tool_input: JsonValue, output: JsonValue, duration_ms: float
 ) -> JsonObject:
     """A successful call as the CLI shows it (and as replay rebuilds it from the events)."""
-    return {
-        "name": name,
-        "input": tool_input,
-        "output": output,
-        "durationMs": round_half_up(duration_ms),
-    }
+    return _shown(name, tool_input, "output", output, duration_ms)
 
 
 def display_failure(
     name: str, tool_input: JsonValue, error: JsonObject, duration_ms: float
 ) -> JsonObject:
     """A failed call in the same shape, with the recorded `error` where the output would be."""
+    return _shown(name, tool_input, "error", error, duration_ms)
+
+
+def _shown(
+    name: str, tool_input: JsonValue, key: str, value: JsonValue, duration_ms: float
+) -> JsonObject:
+    # durationMs rounded half-up to whole milliseconds.
     return {
         "name": name,
         "input": tool_input,
-        "error": error,
-        "durationMs": round_half_up(duration_ms),
+        key: value,
+        "durationMs": math.floor(duration_ms + 0.5),
     }
 
 

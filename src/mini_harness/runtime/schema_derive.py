@@ -1,13 +1,16 @@
 """Python annotations -> JSON Schema 2020-12, for tools defined from typed functions.
 
 Nested classes are inlined (no `$ref`), which every model API reads; a class that
-contains itself therefore has no schema and is refused.
+contains itself therefore has no schema and is refused. Descriptions come from
+Google-style docstrings: the summary a model reads and per-name entries.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import inspect
+import re
 import types
 import typing
 from collections.abc import Sequence
@@ -17,22 +20,29 @@ import attrs
 import jsonschema_rs
 
 from mini_harness.events import JsonObject, NotJsonError, check_json
-from mini_harness.runtime.docstrings import class_docstring, parse_docstring
 
-_NoneType = type(None)
-_NUMERIC = (
+_NUMBER_KEYWORDS = (
     ("ge", "minimum"),
     ("gt", "exclusiveMinimum"),
     ("le", "maximum"),
     ("lt", "exclusiveMaximum"),
     ("multiple_of", "multipleOf"),
 )
-_LENGTH = {
-    "string": ("minLength", "maxLength"),
-    "array": ("minItems", "maxItems"),
-    "object": ("minProperties", "maxProperties"),
+# Each Field constraint: what it applies to (for the error) and its keyword per JSON type.
+_CONSTRAINTS: dict[str, tuple[str, dict[str, str]]] = {
+    **{attr: ("numbers", {"integer": key, "number": key}) for attr, key in _NUMBER_KEYWORDS},
+    "min_length": (
+        "one of str, list or dict",
+        {"string": "minLength", "array": "minItems", "object": "minProperties"},
+    ),
+    "max_length": (
+        "one of str, list or dict",
+        {"string": "maxLength", "array": "maxItems", "object": "maxProperties"},
+    ),
+    "pattern": ("strings", {"string": "pattern"}),
 }
-_SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+# bool before int: True is an int too.
+_SCALARS: dict[Any, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
 
 def _optional_number(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -65,21 +75,13 @@ class Field:
 
 
 class UnsupportedAnnotation(Exception):
-    """Why an annotation has no schema, and where inside the parameter it sits."""
+    """Why an annotation has no schema, and where inside the parameter it sits.
 
-    def __init__(
-        self, detail: str, context: tuple[str, ...] = (), member: str | None = None
-    ) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.context = context
-        self.member = member  # the outermost property it sits in (a parameter's name)
+    `member` is the outermost property it sits in (a parameter's name)."""
 
-    def inside(self, where: str, member: str) -> UnsupportedAnnotation:
-        return UnsupportedAnnotation(self.detail, (where, *self.context), member)
-
-    def __str__(self) -> str:
-        return ": ".join((*self.context, self.detail))
+    def __init__(self, message: str, member: str | None = None) -> None:
+        super().__init__(message)
+        self.member = member
 
 
 @attrs.frozen
@@ -89,8 +91,68 @@ class Member:
     name: str
     annotation: Any
     required: bool
-    default: Any = attrs.NOTHING  # the default as JSON; NOTHING when none can be shown
+    default: Any = attrs.NOTHING  # shown in the schema when it is plain JSON
     description: str | None = None
+
+
+# Section headers end the summary; only `Args:` and `Attributes:` entries are collected.
+_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Attributes|Returns?|Yields?|Raises|"
+    r"Examples?|Notes?|See Also|Warnings?|Todo)\s*:\s*$",
+    re.IGNORECASE,
+)
+_ENTRY_SECTIONS = {"args", "arguments", "parameters", "params", "attributes"}
+_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+@attrs.frozen
+class Docstring:
+    """`summary`: text before the first section; `entries`: name -> description."""
+
+    summary: str = ""
+    entries: dict[str, str] = attrs.field(factory=dict)
+
+
+def parse_docstring(doc: str | None) -> Docstring:
+    """Split a Google-style docstring into its summary and its Args/Attributes entries."""
+    summary: list[str] = []
+    entries: dict[str, str] = {}
+    section: str | None = None
+    entry_indent: int | None = None
+    current: str | None = None
+    for line in inspect.cleandoc(doc or "").splitlines():
+        indent = len(line) - len(line.lstrip())
+        text = line.strip()
+        header = _SECTION.match(line) if indent == 0 else None
+        if header:
+            section = header.group(1).lower()
+            entry_indent = None
+            current = None
+            continue
+        if section is None:
+            summary.append(line)
+            continue
+        if section not in _ENTRY_SECTIONS or not text:
+            continue
+        if entry_indent is None:
+            entry_indent = indent
+        match = _ENTRY.match(text) if indent == entry_indent else None
+        if match:
+            current = match.group(1)
+            entries[current] = match.group(2).strip()
+        elif current is not None and indent > (entry_indent or 0):
+            entries[current] = f"{entries[current]} {text}".strip()
+    return Docstring(summary="\n".join(summary).strip(), entries=entries)
+
+
+def class_docstring(cls: type) -> str | None:
+    """The class's own docstring; None for the one dataclasses invent (`P(x: int)`)."""
+    doc = cls.__dict__.get("__doc__")
+    if not isinstance(doc, str):
+        return None
+    if "__dataclass_fields__" in cls.__dict__ and doc.startswith(f"{cls.__name__}("):
+        return None
+    return doc
 
 
 def type_name(tp: object) -> str:
@@ -118,9 +180,8 @@ def is_record_class(tp: object) -> bool:
 
 
 def unwrap_annotated(tp: object) -> object:
-    while get_origin(tp) is Annotated:
-        tp = get_args(tp)[0]
-    return tp
+    """`tp` without its Annotated layer (Python flattens nested ones into one)."""
+    return get_args(tp)[0] if get_origin(tp) is Annotated else tp
 
 
 def _explicit_description(tp: object) -> bool:
@@ -144,16 +205,20 @@ def schema_for(tp: object, stack: tuple[type, ...] = ()) -> JsonObject:
         return schema
     if tp is Any:
         return {}
-    if tp is None or tp is _NoneType:
+    if tp is None or tp is types.NoneType:
         return {"type": "null"}
     if isinstance(tp, type) and tp in _SCALARS:  # a type: hashing a generic may fail
         return {"type": _SCALARS[tp]}
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return _enum_schema(tp)
     if origin is Literal:
-        return _literal_schema(tp, args)
+        if not all(value is None or type(value) in (str, int, bool) for value in args):
+            raise UnsupportedAnnotation(
+                f"{type_name(tp)}: Literal values must be str, int, bool or None"
+            )
+        return _choices(args)
     if origin is Union or origin is types.UnionType:
-        members = [a for a in args if a is not _NoneType]
+        members = [a for a in args if a is not types.NoneType]
         if len(members) != 1 or len(members) == len(args):
             raise UnsupportedAnnotation(
                 f"unsupported union {type_name(tp)} (only T | None is supported)"
@@ -195,15 +260,10 @@ def nullable(schema: JsonObject) -> JsonObject:
 
 
 def _json_type(value: object) -> str:
+    """The JSON type of a Literal's or an enum's value (None, bool, int, float or str)."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return "string"
+    return next(name for kind, name in _SCALARS.items() if isinstance(value, kind))
 
 
 def _choices(values: Sequence[object]) -> JsonObject:
@@ -211,15 +271,6 @@ def _choices(values: Sequence[object]) -> JsonObject:
     if len(kinds) == 1:
         return {"type": kinds.pop(), "enum": list(values)}
     return {"enum": list(values)}
-
-
-def _literal_schema(tp: object, values: tuple[object, ...]) -> JsonObject:
-    for value in values:
-        if not (value is None or type(value) in (str, int, bool)):
-            raise UnsupportedAnnotation(
-                f"{type_name(tp)}: Literal values must be str, int, bool or None"
-            )
-    return _choices(values)
 
 
 def _enum_schema(tp: type[enum.Enum]) -> JsonObject:
@@ -256,57 +307,22 @@ def _apply_metadata(schema: JsonObject, meta: object) -> JsonObject:
     if meta.description is not None:
         out["description"] = meta.description
     kinds = _types_of(schema)
-    for attr, keyword in _NUMERIC:
+    for attr, (applies, keywords) in _CONSTRAINTS.items():
         value = getattr(meta, attr)
         if value is None:
             continue
-        if not kinds & {"integer", "number"}:
-            raise UnsupportedAnnotation(f"Field({attr}=...) applies to numbers only")
-        out[keyword] = value
-    for attr, index in (("min_length", 0), ("max_length", 1)):
-        value = getattr(meta, attr)
-        if value is None:
-            continue
-        sized = [kind for kind in _LENGTH if kind in kinds]
-        if len(sized) != 1:
-            raise UnsupportedAnnotation(
-                f"Field({attr}=...) applies to one of str, list or dict only"
-            )
-        out[_LENGTH[sized[0]][index]] = value
+        chosen = {keywords[kind] for kind in kinds if kind in keywords}
+        if len(chosen) != 1:
+            raise UnsupportedAnnotation(f"Field({attr}=...) applies to {applies} only")
+        out[chosen.pop()] = value
     if meta.pattern is not None:
-        if "string" not in kinds:
-            raise UnsupportedAnnotation("Field(pattern=...) applies to strings only")
         try:
             jsonschema_rs.validator_for({"pattern": meta.pattern})
         except (jsonschema_rs.ValidationError, ValueError):
             raise UnsupportedAnnotation(
                 f"Field(pattern={meta.pattern!r}) is not a valid regular expression"
             ) from None
-        out["pattern"] = meta.pattern
     return out
-
-
-def class_members(cls: type) -> list[Member]:
-    """The init fields of an attrs class or dataclass, described by `Attributes:`."""
-    try:
-        hints = typing.get_type_hints(cls, include_extras=True)
-    except NameError as exc:
-        raise UnsupportedAnnotation(
-            f"cannot resolve the annotations of {cls.__qualname__}: {exc}"
-        ) from None
-    docs = parse_docstring(class_docstring(cls)).entries
-    fields: Sequence[Any] = attrs.fields(cls) if attrs.has(cls) else dataclasses.fields(cls)
-    return [
-        Member(
-            field.name,
-            hints.get(field.name, Any),
-            required=_no_default(field),
-            default=json_default(field.default),
-            description=docs.get(field.name),
-        )
-        for field in fields
-        if field.init
-    ]
 
 
 def _no_default(field: Any) -> bool:
@@ -321,9 +337,27 @@ def class_schema(cls: type, stack: tuple[type, ...] = ()) -> JsonObject:
     """An object schema from a class's init fields; refuses a class that contains itself."""
     if cls in stack:
         raise UnsupportedAnnotation(f"class {cls.__qualname__} contains itself (not supported)")
-    summary = parse_docstring(class_docstring(cls)).summary
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except NameError as exc:
+        raise UnsupportedAnnotation(
+            f"cannot resolve the annotations of {cls.__qualname__}: {exc}"
+        ) from None
+    doc = parse_docstring(class_docstring(cls))  # the summary, and `Attributes:` per field
+    fields: Sequence[Any] = attrs.fields(cls) if attrs.has(cls) else dataclasses.fields(cls)
+    members = [
+        Member(
+            field.name,
+            hints.get(field.name, Any),
+            required=_no_default(field),
+            default=field.default,
+            description=doc.entries.get(field.name),
+        )
+        for field in fields
+        if field.init
+    ]
     return object_schema(
-        class_members(cls), summary or None, (*stack, cls), where=f"field {cls.__qualname__}."
+        members, doc.summary or None, (*stack, cls), where=f"field {cls.__qualname__}."
     )
 
 
@@ -340,11 +374,12 @@ def object_schema(
         try:
             prop = schema_for(member.annotation, stack)
         except UnsupportedAnnotation as exc:
-            raise exc.inside(f"{where}{member.name}", member.name) from None
+            raise UnsupportedAnnotation(f"{where}{member.name}: {exc}", member.name) from None
         if member.description and not _explicit_description(member.annotation):
             prop = {**prop, "description": member.description}
-        if member.default is not attrs.NOTHING:
-            prop = {**prop, "default": member.default}
+        default = json_default(member.default)
+        if default is not attrs.NOTHING:
+            prop = {**prop, "default": default}
         properties[member.name] = prop
     schema: JsonObject = {"type": "object"}
     if description:

@@ -21,33 +21,31 @@ import cattrs.v
 from mini_harness.errors import RejectedInputError, SchemaDerivationError, Violation
 from mini_harness.events import JsonObject
 from mini_harness.runtime.definitions import ToolAnnotations, ToolDefinition
-from mini_harness.runtime.docstrings import class_docstring, parse_docstring
 from mini_harness.runtime.schema_derive import (
     Member,
     UnsupportedAnnotation,
     class_schema,
     is_record_class,
-    json_default,
     object_schema,
+    parse_docstring,
     schema_for,
     unwrap_annotated,
 )
 from mini_harness.runtime.validation import display_path
 
-_NoneType = type(None)
 _CONVERTER = cattrs.Converter()
 # Values of these types come out of validated JSON exactly as the function wants them.
-_PLAIN_INPUT = frozenset({str, bool, _NoneType, Any, list, dict})
+_PLAIN_INPUT = frozenset({str, bool, types.NoneType, Any, list, dict})
 # Values of these types are JSON already when a function returns them.
-_PLAIN_OUTPUT = frozenset({str, bool, _NoneType, int, float})
+_PLAIN_OUTPUT = frozenset({str, bool, types.NoneType, int, float})
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 
 Structure = Callable[[Any], Any]
 
 
 def _is_plain(tp: object, plain: frozenset[object]) -> bool:
-    """True when JSON values of `tp` need no conversion in this direction."""
-    tp = unwrap_annotated(tp)
+    """True when JSON values of `tp` (stripped of Annotated) need no conversion in this
+    direction."""
     if tp is None or (isinstance(tp, type) and tp in plain):
         return True
     origin = get_origin(tp)
@@ -65,12 +63,11 @@ def _is_plain(tp: object, plain: frozenset[object]) -> bool:
 
 def _structurer(tp: object) -> Structure | None:
     """A one-argument function turning validated JSON into a `tp`; None if it is one already."""
+    tp = _strip_annotated(tp)  # cattrs hashes types; Annotated metadata need not be hashable
     if _is_plain(tp, _PLAIN_INPUT):
         return None
-    bare = unwrap_annotated(tp)
-    if bare is int or bare is float:
-        return bare  # validated: int(2.0) -> 2, float(3) -> 3.0, never a bool or a str
-    tp = _strip_annotated(tp)  # cattrs hashes types; Annotated metadata need not be hashable
+    if tp is int or tp is float:
+        return tp  # validated: int(2.0) -> 2, float(3) -> 3.0, never a bool or a str
     hook = _CONVERTER.get_structure_hook(tp)
     return lambda value: hook(value, tp)
 
@@ -160,16 +157,17 @@ def derive_tool(
             input_schema = class_schema(record)
         except UnsupportedAnnotation as exc:
             _refuse(tool, f"parameter {single.name}: {exc}", single.name)
-        input_schema.pop("description", None)  # it is the tool's, said once
-        summary = summary or parse_docstring(class_docstring(record)).summary
-        call = _call_with_instance(tool, func, _CONVERTER.get_structure_hook(record), record)
+        described = input_schema.pop("description", "")  # it is the tool's, said once
+        summary = summary or described
+        hook = _CONVERTER.get_structure_hook(record)
+        call = _call_with_instance(tool, func, lambda data: hook(data, record))
     else:
         members = [
             Member(
                 p.name,
                 hints[p.name],
                 required=p.default is inspect.Parameter.empty,
-                default=json_default(p.default),  # NOTHING for Parameter.empty
+                default=p.default,
                 description=doc.entries.get(p.name),
             )
             for p in params
@@ -204,7 +202,7 @@ def _output(hints: dict[str, Any], tool: str) -> tuple[JsonObject | None, Struct
             tool, f"the return annotation: {exc} (annotate with Any to skip the schema)", "return"
         )
     output_schema = schema if schema.get("type") == "object" else None
-    if returned is not Any and _is_plain(returned, _PLAIN_OUTPUT):
+    if returned is not Any and _is_plain(_strip_annotated(returned), _PLAIN_OUTPUT):
         return output_schema, None
     # By the value's own type, not the annotation: a subclass must not lose its fields.
     return output_schema, _CONVERTER.unstructure
@@ -228,17 +226,18 @@ def _rejected(tool: str, where: list[str | int], exc: Exception) -> RejectedInpu
     return RejectedInputError(tool, violation.full_message, path=shown, violations=[violation])
 
 
-def _call_with_instance(
-    tool: str, func: Callable[..., Any], hook: Callable[[Any, Any], Any], cls: type
-) -> Callable[[Any], Any]:
-    def call(data: Any) -> Any:
-        try:
-            instance = hook(data, cls)
-        except Exception as exc:
-            raise _rejected(tool, [], exc) from exc
-        return func(instance)
+def _structured(tool: str, where: list[str | int], convert: Structure, value: Any) -> Any:
+    """`convert(value)`; what it refuses is the call's invalid input."""
+    try:
+        return convert(value)
+    except Exception as exc:
+        raise _rejected(tool, where, exc) from exc
 
-    return call
+
+def _call_with_instance(
+    tool: str, func: Callable[..., Any], convert: Structure
+) -> Callable[[Any], Any]:
+    return lambda data: func(_structured(tool, [], convert, data))
 
 
 def _call_with_keywords(
@@ -253,10 +252,7 @@ def _call_with_keywords(
         kwargs = dict(data)
         for pname, convert in converting:
             if pname in kwargs:
-                try:
-                    kwargs[pname] = convert(kwargs[pname])
-                except Exception as exc:
-                    raise _rejected(tool, [pname], exc) from exc
+                kwargs[pname] = _structured(tool, [pname], convert, kwargs[pname])
         return func(**kwargs)
 
     return call

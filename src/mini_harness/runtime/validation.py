@@ -35,6 +35,10 @@ def _refuse_remote(uri: str) -> NoReturn:
     raise ValueError(f"{uri} is not fetched")
 
 
+def _invalid(tool: str, detail: str) -> InvalidSchemaError:
+    return InvalidSchemaError(tool, f"Invalid input schema for tool {tool}: {detail}")
+
+
 def _remote(tool: str, keyword: str, uri: str) -> RemoteSchemaError:
     return RemoteSchemaError(
         tool,
@@ -44,39 +48,25 @@ def _remote(tool: str, keyword: str, uri: str) -> RemoteSchemaError:
     )
 
 
-def _check_meta_schema(tool: str, schema: JsonObject) -> None:
-    """Refuse a root "$schema" that jsonschema-rs would fetch to check the schema against."""
-    if "$schema" not in schema:
-        return
-    meta = schema["$schema"]
-    if not isinstance(meta, str):
-        raise InvalidSchemaError(
-            tool, f'Invalid input schema for tool {tool}: "$schema" must be a string'
-        )
-    if meta.removesuffix("#") not in _KNOWN_META_SCHEMAS:
-        raise _remote(tool, '"$schema"', meta)
-
-
 def compile_schema(tool: str, schema: object) -> Any:
     """Check `schema` and compile it once; raise InvalidSchemaError naming the tool."""
     if not isinstance(schema, dict):
-        raise InvalidSchemaError(tool, f"Invalid input schema for tool {tool}: not an object")
+        raise _invalid(tool, "not an object")
     if schema.get("type") != "object":
-        raise InvalidSchemaError(
-            tool, f'Invalid input schema for tool {tool}: root must have "type": "object"'
-        )
-    _check_meta_schema(tool, schema)
+        raise _invalid(tool, 'root must have "type": "object"')
+    # A root "$schema" jsonschema-rs does not carry would be fetched to check the schema.
+    meta = schema.get("$schema")
+    if "$schema" in schema and not isinstance(meta, str):
+        raise _invalid(tool, '"$schema" must be a string')
+    if isinstance(meta, str) and meta.removesuffix("#") not in _KNOWN_META_SCHEMAS:
+        raise _remote(tool, '"$schema"', meta)
     try:
         jsonschema_rs.meta.validate(schema)
     except jsonschema_rs.ValidationError as exc:
         where = "/".join(str(part) for part in exc.instance_path)
-        raise InvalidSchemaError(
-            tool,
-            f"Invalid input schema for tool {tool}: {exc.message}"
-            + (f" (at /{where})" if where else ""),
-        ) from None
+        raise _invalid(tool, exc.message + (f" (at /{where})" if where else "")) from None
     except (ValueError, TypeError) as exc:  # not a JSON document at all
-        raise InvalidSchemaError(tool, f"Invalid input schema for tool {tool}: {exc}") from None
+        raise _invalid(tool, str(exc)) from None
     try:
         return jsonschema_rs.validator_for(schema, retriever=_refuse_remote)
     except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
@@ -84,7 +74,7 @@ def compile_schema(tool: str, schema: object) -> Any:
         unresolved = _UNRESOLVED.match(first)
         if unresolved:
             raise _remote(tool, "a reference", unresolved["uri"]) from None
-        raise InvalidSchemaError(tool, f"Invalid input schema for tool {tool}: {first}") from None
+        raise _invalid(tool, first) from None
 
 
 def display_path(tool: str, parts: Iterable[str | int]) -> str:
@@ -123,7 +113,18 @@ def _simple_types(context: Sequence[Sequence[Any]]) -> list[str] | None:
     return wanted
 
 
-_COMPARED = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
+# Keywords whose message is a fixed text and the one value jsonschema-rs reports for them.
+_QUOTED = {
+    "minimum": ("expected a number >=", "limit"),
+    "maximum": ("expected a number <=", "limit"),
+    "exclusiveMinimum": ("expected a number >", "limit"),
+    "exclusiveMaximum": ("expected a number <", "limit"),
+    "required": ("missing required property", "property"),
+    "const": ("expected", "expected_value"),
+    "multipleOf": ("expected a multiple of", "multiple_of"),
+    "pattern": ("expected a string matching", "pattern"),
+    "format": ("expected a string in format", "format"),
+}
 # What a size keyword bounds, and the noun it counts (with its plural when not noun + "s").
 _SIZES: dict[str, tuple[str, str, str | None]] = {
     "minLength": ("a string of at least", "character", None),
@@ -147,25 +148,16 @@ def describe(error: Any) -> str:
     name = kind.name
     if name in _FIXED:
         return _FIXED[name]
-    if name in _COMPARED:
-        return f"expected a number {_COMPARED[name]} {_quote(kind.limit)}"
+    if name in _QUOTED:
+        text, attribute = _QUOTED[name]
+        return f"{text} {_quote(getattr(kind, attribute))}"
     if name == "type":
         return f"expected {' or '.join(kind.types)}"
-    if name == "required":
-        return f"missing required property {_quote(kind.property)}"
     if name == "enum":
         return f"expected one of {_quote_list(kind.options)}"
-    if name == "const":
-        return f"expected {_quote(kind.expected_value)}"
-    if name == "multipleOf":
-        return f"expected a multiple of {_quote(kind.multiple_of)}"
     if name in _SIZES:
         what, one, many = _SIZES[name]
         return f"expected {what} {counted(kind.limit, one, many)}"
-    if name == "pattern":
-        return f"expected a string matching {_quote(kind.pattern)}"
-    if name == "format":
-        return f"expected a string in format {_quote(kind.format)}"
     if name in {"additionalProperties", "unevaluatedProperties"}:
         extra = list(kind.unexpected)
         noun = "property" if len(extra) == 1 else "properties"

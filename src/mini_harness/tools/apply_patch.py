@@ -18,7 +18,7 @@ import attrs
 
 from mini_harness.errors import WorkspaceError
 from mini_harness.runtime.confined import FileRefusedError
-from mini_harness.runtime.effects import FileEffect, WithEffects, sha256_of
+from mini_harness.runtime.results import FileEffect, WithEffects, sha256_of
 from mini_harness.tools.read_file import decode_text
 from mini_harness.tools.unified_diff import FilePatch, Hunk, PatchSyntaxError, parse_patch
 from mini_harness.tools.workspace import (

@@ -13,7 +13,7 @@ import os
 import stat
 from typing import Final, TypeAlias
 
-from mini_harness.runtime.effects import FileEffect
+from mini_harness.runtime.results import FileEffect
 from mini_harness.tools.definitions import SKIPPED_DIRS
 
 MAX_TRACKED_FILES: Final = 10_000

@@ -21,7 +21,7 @@ import attrs
 
 from mini_harness.errors import WorkspaceError
 from mini_harness.events import JsonObject
-from mini_harness.runtime.effects import WithEffects
+from mini_harness.runtime.results import WithEffects
 from mini_harness.tools.definitions import RUN_DEFAULT_TIMEOUT
 from mini_harness.tools.file_effects import MAX_TRACKED_FILES, changes, snapshot
 from mini_harness.tools.process import run_bounded
