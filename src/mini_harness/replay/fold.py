@@ -39,6 +39,8 @@ from mini_harness.replay.model import (
     RunInfo,
     RunSummary,
     Totals,
+    names_run,
+    no_run_error,
 )
 from mini_harness.runtime.context import (
     ContextRow,
@@ -184,8 +186,8 @@ class TranscriptFold:
         self.agent.close()
         self.finished = True
         if self.selection is not None and self._selected is None:
-            wanted = self.selection or '""'
-            raise ReplayError(f"{self.path} has no run {wanted} ({self._listing()})")
+            listed = [(state.info.index, run_id) for run_id, state in runs.items()]
+            raise no_run_error(self.path, self.selection, listed)
 
     def _run_started(self, line: int, seq: int, event: RunStarted) -> RunInfo | None:
         """Fold a RunStarted; the run's RunInfo if it is new and shown."""
@@ -205,15 +207,6 @@ class TranscriptFold:
         if self._agent_folder is None or not self.finished:
             raise ReplayError("agent runs are rebuilt only by a finished fold with context_reports")
         return list(self._agent_folder.runs.values())
-
-    def _listing(self, shown: int = 10) -> str:
-        """`it has 2 runs: 1 <id>, 2 <id>`, the first `shown` of them."""
-        runs = [f"{state.info.index} {run_id}" for run_id, state in self._runs.items()]
-        if not runs:
-            return "it has no runs"
-        more = f", and {len(runs) - shown} more" if len(runs) > shown else ""
-        noun = "run" if len(runs) == 1 else "runs"
-        return f"it has {len(runs)} {noun}: {', '.join(runs[:shown])}{more}"
 
     def _implicit_run(self, line: int, event: ToolCalled) -> RunInfo | None:
         """Start the run a ToolCalled names when no RunStarted did; its RunInfo if shown."""
@@ -278,20 +271,12 @@ class TranscriptFold:
         if self.context_reports:
             state.tool_tokens = estimate_tokens(pretty_json(list(info.tools)))
         self._runs[info.run_id] = state
-        if self._selected is None and self._selects(info):
+        if self._selected is None and names_run(self.selection, info.index, info.run_id):
             self._selected = info.run_id
         return self._shows(info.run_id)
 
     def _shows(self, run_id: str) -> bool:
         return self.selection is None or run_id == self._selected
-
-    def _selects(self, info: RunInfo) -> bool:
-        wanted = self.selection
-        if not wanted:  # None selects every run; "" selects none
-            return False
-        if wanted.isdigit():
-            return info.index == int(wanted)
-        return info.run_id.startswith(wanted)
 
     # --- what was found so far --------------------------------------------------------
 
