@@ -16,25 +16,23 @@ import click
 import orjson
 
 from mini_harness.cli.output import BadUsage, error, info
-from mini_harness.errors import MiniHarnessError
-from mini_harness.replay.agent_fold import AgentRun, fold_agent_runs
+from mini_harness.replay.agent_fold import AgentRun
 from mini_harness.replay.agent_replay import AgentReplay, ReplayedCall, replay_agent_run
 from mini_harness.replay.continuation import run_tree_lines
+from mini_harness.replay.fold import TranscriptFold
 from mini_harness.runtime import ToolRegistry
 
 _DIFF_INDENT = "    "
 
 
 def agent_runs_of(path: str, run: str | None) -> list[AgentRun]:
-    """The agent runs `replay --rerun` should replay: the one `--run` names (a 1-based
-    index among all the file's runs, or an id or its prefix), else all of them; empty when
-    PATH holds none (or `--run` names a tool run), so that the tool re-run takes it."""
-    runs = fold_agent_runs(path)
-    if run is None:
-        return runs
-    if run.isdigit():
-        return [found for found in runs if found.index == int(run)]
-    return [found for found in runs if found.run_id.startswith(run)][:1]
+    """The agent runs `replay --rerun` should replay: the run `--run` selects, as the fold
+    does, else all of them; empty when PATH holds none (or `--run` names a tool run), so
+    that the tool re-run takes it. A ReplayError when `--run` names no run."""
+    fold = TranscriptFold(path, run=run, agent_runs=True)
+    for _item in fold:
+        pass
+    return [found for found in fold.agent_runs() if fold.shows(found.run_id)]
 
 
 def rerun_agent_runs(
@@ -173,26 +171,25 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
 _ORIGIN_KEYS = (b'"resumedFrom":', b'"forkedFrom":')
 
 
-def print_run_tree(path: str) -> None:
-    """After a fold: the tree of agent runs that continue or fork each other, if any.
-
-    Only a transcript that holds one of those links is folded again for it: finding the
-    key's bytes costs far less than decoding the lines."""
-    if not os.path.isfile(path):  # a pipe or standard input was read once, by the fold
-        return
+def links_runs(path: str) -> bool:
+    """Whether the file PATH names a run that another continues or forks (its agent runs
+    are then worth rebuilding for the tree): finding the keys' bytes costs far less than
+    decoding the lines. False for a pipe or standard input, which can be read only once."""
+    if not os.path.isfile(path):
+        return False
     try:
         with (
             open(path, "rb") as handle,
             mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
         ):
-            linked = any(data.find(key) >= 0 for key in _ORIGIN_KEYS)
+            return any(data.find(key) >= 0 for key in _ORIGIN_KEYS)
     except (OSError, ValueError):  # an empty file cannot be mapped
-        return
-    if not linked:
-        return
-    try:
-        lines = run_tree_lines(fold_agent_runs(path))
-    except MiniHarnessError:  # a damaged file: the fold above has said what is wrong
-        return
+        return False
+
+
+def print_run_tree(fold: TranscriptFold) -> None:
+    """After a fold that rebuilt its agent runs: the tree of those that continue or fork
+    each other, if any."""
+    lines = run_tree_lines(fold.agent_runs())
     if lines:
         click.echo("\n".join(lines))

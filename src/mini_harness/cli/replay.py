@@ -7,7 +7,7 @@ import os
 import click
 
 from mini_harness.cli import BadUsage, info, root_workspace
-from mini_harness.cli.agent_replay import print_run_tree, rerun_agent_runs
+from mini_harness.cli.agent_replay import links_runs, print_run_tree, rerun_agent_runs
 from mini_harness.cli.coding import print_effects
 from mini_harness.cli.corpus import corpus_options, replay_corpus, wants_corpus
 from mini_harness.cli.log_options import opened_log
@@ -146,13 +146,15 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     (path,) = paths
     if log is not None and _same_file(log, path):
         raise BadUsage("--log must name a new file, not the transcript being replayed")
-    fold = TranscriptFold(path, run=run, context_reports=context_report)
+    # The text report ends with the tree of agent runs that continue each other, if any.
+    tree = not rerun and not as_json and links_runs(path)
+    fold = TranscriptFold(path, run=run, context_reports=context_report, agent_runs=tree)
     output = JsonOutput if as_json else TextOutput
     out = output(fold, rerun=rerun, registry_spec=registry, step=step)
     if not rerun:
         code = drive(fold, iter(fold), out)
-        if not as_json and code != 130:
-            print_run_tree(path)
+        if tree and code != 130:
+            print_run_tree(fold)
         raise click.exceptions.Exit(code)
     tools = registry_from(registry) if registry else agent_registry(workspace)
     # Agent runs are replayed offline with their recorded model answers (cli/agent_replay.py).

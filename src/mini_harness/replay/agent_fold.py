@@ -75,7 +75,6 @@ class AgentRun:
     resumed_from: JsonObject | None = None
     forked_from: JsonObject | None = None
     budget: int | None = None
-    index: int = 0  # 1-based position among all the runs of the file, tool runs included
     opening_calls: list[RecordedCall] = attrs.Factory(list)
 
     @property
@@ -115,14 +114,12 @@ class AgentRunFolder:
     """Folds agent runs event by event into `runs` (tool runs are passed over)."""
 
     runs: dict[str, AgentRun] = attrs.Factory(dict)
-    started: int = 0  # runs of every kind, as `replay --run INDEX` counts them
     requests: dict[str, AgentStep] = attrs.Factory(dict)
     calls: dict[str, tuple[list[RecordedCall], int]] = attrs.Factory(dict)  # call id -> where
     pending_trims: dict[str, list[JsonObject]] = attrs.Factory(dict)
 
     def add(self, event: Event) -> None:
         if isinstance(event, RunStarted):
-            self.started += 1
             if event.task is not None:
                 self.runs[event.run_id] = AgentRun(
                     run_id=event.run_id,
@@ -134,7 +131,6 @@ class AgentRunFolder:
                     tools=event.tools,
                     resumed_from=event.resumed_from,
                     forked_from=event.forked_from,
-                    index=self.started,
                 )
             return
         run = self.runs.get(getattr(event, "run_id", ""))

@@ -102,12 +102,19 @@ class TranscriptFold:
     iteration, `summaries()`, `problems()` and `totals()` describe what was read so far,
     `agent` counts agent runs by how they ended and model usage, `decisions` holds the
     approval decisions; `result()` collects everything into a FoldResult. `run` selects one
-    run by 1-based index (all digits) or by run id / id prefix (the first run it matches).
-    `path` may be a FIFO or "-" (standard input): it is read once, front to back.
+    run by 1-based index (all digits) or by run id / id prefix (the first run it matches:
+    see names_run). With `agent_runs` (implied by `context_reports`) the agent runs are
+    rebuilt in the same pass (`agent_runs()`). `path` may be a FIFO or "-" (standard
+    input): it is read once, front to back.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, run: str | None = None, context_reports: bool = False
+        self,
+        path: str | os.PathLike[str],
+        *,
+        run: str | None = None,
+        context_reports: bool = False,
+        agent_runs: bool = False,
     ) -> None:
         self.path = Path(path)
         self.reader = TranscriptReader(path)
@@ -125,8 +132,8 @@ class TranscriptFold:
         self.decisions: list[ApprovalDecided] = []  # every approval decision, in file order
         self._agent_protocol = RunProtocol()
         self.agent = AgentFigures()  # counted always: a few numbers
-        # Agent runs are rebuilt (for their context reports) only when reports are asked for.
-        self._agent_folder = AgentRunFolder() if context_reports else None
+        # Agent runs (their requests and histories) are rebuilt only when asked for.
+        self._agent_folder = AgentRunFolder() if context_reports or agent_runs else None
 
     def __repr__(self) -> str:
         return f"<TranscriptFold(path={str(self.path)!r}, offset={self.offset})>"
@@ -203,9 +210,9 @@ class TranscriptFold:
         return info if self._add_run(info) else None
 
     def agent_runs(self) -> list[AgentRun]:
-        """The agent runs, rebuilt request by request (after the fold; with context_reports)."""
+        """The agent runs, rebuilt request by request (after the fold; with agent_runs)."""
         if self._agent_folder is None or not self.finished:
-            raise ReplayError("agent runs are rebuilt only by a finished fold with context_reports")
+            raise ReplayError("agent runs are rebuilt only by a finished fold with agent_runs")
         return list(self._agent_folder.runs.values())
 
     def _implicit_run(self, line: int, event: ToolCalled) -> RunInfo | None:
@@ -248,13 +255,13 @@ class TranscriptFold:
         )
         if self.context_reports:
             state.count_tokens(call)
-        return call if self.selection is None or opened.run_id == self._selected else None
+        return call if self.shows(opened.run_id) else None
 
     def _in_doubt(self) -> Iterator[CallRecord]:
         for opened in self._protocol.in_doubt():
             state = self._runs[opened.run_id]
             state.in_doubt += 1
-            if self._shows(opened.run_id):
+            if self.shows(opened.run_id):
                 yield CallRecord(
                     state.info.index,
                     opened.run_id,
@@ -273,9 +280,10 @@ class TranscriptFold:
         self._runs[info.run_id] = state
         if self._selected is None and names_run(self.selection, info.index, info.run_id):
             self._selected = info.run_id
-        return self._shows(info.run_id)
+        return self.shows(info.run_id)
 
-    def _shows(self, run_id: str) -> bool:
+    def shows(self, run_id: str) -> bool:
+        """Whether run `run_id` is shown: every run is, unless `run` selects one."""
         return self.selection is None or run_id == self._selected
 
     # --- what was found so far --------------------------------------------------------
@@ -284,7 +292,7 @@ class TranscriptFold:
         return [
             state.summary(self.context_reports)
             for run_id, state in self._runs.items()
-            if self._shows(run_id)
+            if self.shows(run_id)
         ]
 
     def problems(self) -> list[LogProblem]:
@@ -298,7 +306,7 @@ class TranscriptFold:
         return sorted(found, key=lambda problem: problem.line)
 
     def totals(self) -> Totals:
-        states = [state for run_id, state in self._runs.items() if self._shows(run_id)]
+        states = [state for run_id, state in self._runs.items() if self.shows(run_id)]
         return Totals(
             events=self.reader.records_read,
             runs=len(states),
