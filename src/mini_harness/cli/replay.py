@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from mini_harness.cli import BadUsage, info, root_workspace
@@ -14,6 +12,7 @@ from mini_harness.cli.log_options import opened_log
 from mini_harness.cli.options import SingleOption, typed, workspace_option
 from mini_harness.cli.registry_spec import agent_registry, registry_from
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
+from mini_harness.cli.view import same_file
 from mini_harness.replay import TranscriptFold, TranscriptRerun
 
 
@@ -144,7 +143,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
             refused=refused,
         )
     (path,) = paths
-    if log is not None and _same_file(log, path):
+    if log is not None and same_file(log, path):
         raise BadUsage("--log must name a new file, not the transcript being replayed")
     # The text report ends with the tree of agent runs that continue each other, if any.
     tree = not rerun and not as_json and links_runs(path)
@@ -175,10 +174,3 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     if log is not None:
         info(f"Re-run recorded in {log}")
     raise click.exceptions.Exit(code)
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)

@@ -85,7 +85,7 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     from mini_harness.replay.view_page import render_page, step_contexts
 
     target = Path(output) if output is not None else default_output(path)
-    if path != "-" and _same_file(target, Path(path)):
+    if path != "-" and same_file(target, path):
         raise BadUsage("the page would overwrite the transcript: give -o FILE.html")
     if not rerun:
         for flag, value in (
@@ -142,7 +142,8 @@ def _rerun(
     return rerun_transcript(path, tools, allow_side_effects=allow_side_effects)
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether both name one existing file (what cannot be found is not the same file)."""
     try:
         return os.path.samefile(a, b)
     except OSError:
