@@ -18,7 +18,7 @@ import attrs
 
 from mini_harness.agent.loop import Opening
 from mini_harness.agent.provider import Message, ToolCall
-from mini_harness.agent.tool_results import call_outcome
+from mini_harness.agent.reporting import call_outcome
 from mini_harness.errors import MiniHarnessError
 from mini_harness.events import JsonObject, JsonValue, ToolError, ToolFailed, utc_timestamp
 

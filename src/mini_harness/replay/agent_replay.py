@@ -24,8 +24,7 @@ from mini_harness.agent.provider import (
     ModelResponse,
     ToolCall,
 )
-from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome
-from mini_harness.agent.tool_results import call_outcome
+from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome, call_outcome
 from mini_harness.errors import counted
 from mini_harness.events import Event, EventSink, JsonValue, ModelRequested
 from mini_harness.replay.agent_fold import AgentRun
