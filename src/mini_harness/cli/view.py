@@ -10,6 +10,7 @@ import click
 
 from mini_harness.cli import BadUsage, error, info, root_workspace
 from mini_harness.cli.options import SingleOption
+from mini_harness.replay.model import DIFFERING, differing
 
 if TYPE_CHECKING:
     from mini_harness.events import Event
@@ -117,19 +118,15 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
 
         if not webbrowser.open(target.resolve().as_uri()):
             error(f"no web browser could be started; open {target} yourself")
-    differing = _differing(reruns) if reruns is not None else ""
+    differs = (
+        differing({name: reruns.count(name) for name in DIFFERING}) if reruns is not None else ""
+    )
     if timeline.problems:
         error(f"{len(timeline.problems)} problem(s) in {timeline.path}")
         raise click.exceptions.Exit(1)
-    if differing:
-        error(f"re-run differs from the record: {differing}")
+    if differs:
+        error(f"re-run differs from the record: {differs}")
         raise click.exceptions.Exit(1)
-
-
-def _differing(report: RerunReport) -> str:
-    """`1 diverged, 2 now-fails`: the re-run outcomes that differ from the record."""
-    counts = {name: report.count(name) for name in ("diverged", "now-fails", "now-succeeds")}
-    return ", ".join(f"{count} {name}" for name, count in counts.items() if count)
 
 
 def _rerun(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import array
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import overload
 
 import attrs
@@ -24,6 +24,13 @@ NOW_FAILS = "now-fails"
 NOW_SUCCEEDS = "now-succeeds"
 SKIPPED = "skipped"
 OUTCOMES = (MATCHED, DIVERGED, NOW_FAILS, NOW_SUCCEEDS, SKIPPED)
+DIFFERING = (DIVERGED, NOW_FAILS, NOW_SUCCEEDS)
+"""The re-run outcomes that differ from the record: each fails a replay."""
+
+
+def differing(counts: Mapping[str, int]) -> str:
+    """`1 diverged, 2 now-fails`: the differing outcomes among `counts` ("" when none)."""
+    return ", ".join(f"{counts[name]} {name}" for name in DIFFERING if counts.get(name))
 
 
 @attrs.frozen
@@ -389,5 +396,4 @@ class RerunReport:
     @property
     def ok(self) -> bool:
         """Every re-run call matched or was skipped, and the log has no problem."""
-        differing = (DIVERGED, NOW_FAILS, NOW_SUCCEEDS)
-        return self.fold.ok and not any(item.outcome in differing for item in self.outcomes)
+        return self.fold.ok and not any(item.outcome in DIFFERING for item in self.outcomes)
