@@ -15,12 +15,17 @@ from typing import Any
 import click
 import orjson
 
+from mini_harness.agent.loop import AgentLoop, Opening
+from mini_harness.agent.providers import choose_provider
+from mini_harness.cli.agent import PrintingReporter, exit_code
+from mini_harness.cli.coding import make_approver
+from mini_harness.cli.log_options import opened_log
 from mini_harness.cli.output import BadUsage, error, info
 from mini_harness.replay.agent_fold import AgentRun
 from mini_harness.replay.agent_replay import AgentReplay, ReplayedCall, replay_agent_run
-from mini_harness.replay.continuation import run_tree_lines
+from mini_harness.replay.continuation import continued_config, run_tree_lines
 from mini_harness.replay.fold import TranscriptFold
-from mini_harness.runtime import ToolRegistry
+from mini_harness.runtime import ToolRegistry, ToolRuntime
 
 _DIFF_INDENT = "    "
 
@@ -124,17 +129,9 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
     log: str | None,
     as_json: bool,
 ) -> int:
-    # Imported here: only a live continuation needs the agent loop and the providers.
-    from mini_harness.agent.providers import choose_provider
-    from mini_harness.cli.agent import PrintingReporter, exit_code
-    from mini_harness.cli.coding import make_approver
-    from mini_harness.cli.log_options import opened_log
-    from mini_harness.replay.agent_replay import continue_live
-    from mini_harness.replay.continuation import continued_config
-
     provider = choose_provider(live_model or None, os.environ)
     assert replay.stopped_at is not None  # the caller checked
-    step = replay.stopped_at[0]
+    step, request = replay.stopped_at
     target = log or path
     printer = PrintingReporter(provider.name)
     if not as_json:
@@ -143,19 +140,12 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
             f"{replay.run.run_id}"
         )
     config = continued_config(replay.run, stream=not as_json)
-    # The live model's calls pass the workspace's approval policy, as in `run` (`ask`).
-    approver = make_approver(os.curdir, "ask")
+    # A new run that names the replayed run and step; the live model's calls pass the
+    # workspace's approval policy, as in `run` (`ask`).
+    opening = Opening(request.messages, forked_from={"runId": replay.run.run_id, "step": step})
     with opened_log(target, {}) as sink:
-        outcome = continue_live(
-            replay,
-            registry,
-            provider,
-            sink,
-            config,
-            None if as_json else printer,
-            approver=approver,
-        )
-    assert outcome is not None  # stopped_at is set
+        runtime = ToolRuntime(registry, sink, approver=make_approver(os.curdir, "ask"))
+        outcome = AgentLoop(runtime, provider, config, None if as_json else printer).run(opening)
     if as_json:
         live = {
             "runId": outcome.run_id,
