@@ -21,23 +21,12 @@ from mini_harness.cli.agent import PrintingReporter, exit_code
 from mini_harness.cli.coding import make_approver
 from mini_harness.cli.log_options import opened_log
 from mini_harness.cli.output import BadUsage, error, info
-from mini_harness.replay.agent_fold import AgentRun
 from mini_harness.replay.agent_replay import AgentReplay, ReplayedCall, replay_agent_run
 from mini_harness.replay.continuation import continued_config, run_tree_lines
-from mini_harness.replay.fold import TranscriptFold
+from mini_harness.replay.fold import TranscriptFold, fold_agent_runs
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 
 _DIFF_INDENT = "    "
-
-
-def agent_runs_of(path: str, run: str | None) -> list[AgentRun]:
-    """The agent runs `replay --rerun` should replay: the run `--run` selects, as the fold
-    does, else all of them; empty when PATH holds none (or `--run` names a tool run), so
-    that the tool re-run takes it. A ReplayError when `--run` names no run."""
-    fold = TranscriptFold(path, run=run, agent_runs=True)
-    for _item in fold:
-        pass
-    return [found for found in fold.agent_runs() if fold.shows(found.run_id)]
 
 
 def rerun_agent_runs(
@@ -54,7 +43,8 @@ def rerun_agent_runs(
     the first one that stops early. Returns the exit code (1 if a run diverged and was not
     continued, else 0; a live continuation's code is that of `run`), or None when there
     are no agent runs to replay (the call-by-call re-run takes the file)."""
-    runs = agent_runs_of(path, run)
+    # The run `--run` selects, else all; none when it names a tool run or PATH has none.
+    runs = fold_agent_runs(path, run=run)
     if not runs and live_model is not None:
         raise BadUsage("--live-model needs an agent run")
     if not runs:

@@ -22,8 +22,9 @@ from mini_harness.cli.options import option_group, workspace_option
 from mini_harness.cli.output import info
 from mini_harness.cli.registry_spec import agent_tools
 from mini_harness.events import EventSink
-from mini_harness.replay.agent_fold import AgentRun, fold_agent_runs, select_agent_run
+from mini_harness.replay.agent_fold import AgentRun, select_agent_run
 from mini_harness.replay.continuation import continued_config, fork_opening, resume_plan
+from mini_harness.replay.fold import fold_agent_runs
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 
 _continue_options = option_group(

@@ -26,7 +26,7 @@ from mini_harness.events import (
     TranscriptStarted,
     UnknownEvent,
 )
-from mini_harness.replay.agent_fold import AgentRun, AgentRunFolder
+from mini_harness.replay.agent_fold import AgentRun, AgentRunFolder, select_agent_run
 from mini_harness.replay.model import (
     FAILED,
     IN_DOUBT,
@@ -341,6 +341,24 @@ def fold_transcript(
     Raises a TranscriptError if the file cannot be read, ReplayError if `run` matches none.
     """
     return TranscriptFold(path, run=run, context_reports=context_reports).result()
+
+
+def fold_agent_runs(path: str | os.PathLike[str], *, run: str | None = None) -> list[AgentRun]:
+    """The agent runs of a transcript, in the order they started (tool runs are passed
+    over); with `run`, only the run it selects, if that is an agent run. Raises a
+    TranscriptError if the file cannot be read, ReplayError if `run` matches none."""
+    fold = TranscriptFold(path, run=run, agent_runs=True)
+    for _item in fold:
+        pass
+    return [found for found in fold.agent_runs() if fold.shows(found.run_id)]
+
+
+def agent_context_report(
+    path: str | os.PathLike[str], *, step: int | None = None, run_id: str | None = None
+) -> str:
+    """`replay PATH --context-report [--step N]` for an agent run: the report of step N's
+    request (default: the last), byte-identical to what the live run printed."""
+    return select_agent_run(fold_agent_runs(path), run_id).context_report(step)
 
 
 def fold_effects(path: str | os.PathLike[str]) -> tuple[list[CallRecord], list[ApprovalDecided]]:
