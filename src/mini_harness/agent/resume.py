@@ -44,15 +44,12 @@ class RecordedCall:
     def result_message(self, call: ToolCall) -> Message:
         """The tool result the model got (or, in doubt, gets) for `call`."""
         if not self.ended:
-            return call_outcome(call, error=("interrupted", interrupted_text(self.name))).message
+            text = INTERRUPTED_RESULT.format(name=self.name)
+            return call_outcome(call, error=("interrupted", text)).message
         if self.error is not None:
             error = (str(self.error.get("kind")), str(self.error.get("message")))
             return call_outcome(call, error=error).message
         return call_outcome(call, output=self.output).message
-
-
-def interrupted_text(name: str) -> str:
-    return INTERRUPTED_RESULT.format(name=name)
 
 
 def check_history(messages: Sequence[Message]) -> list[str]:

@@ -15,7 +15,7 @@ import attrs
 from mini_harness.agent.context import system_message
 from mini_harness.agent.loop import DEFAULT_MAX_STEPS, DEFAULT_PARAMS, AgentConfig, Opening
 from mini_harness.agent.provider import Message, ToolCall
-from mini_harness.agent.resume import RecordedCall, check_history, interrupted_text
+from mini_harness.agent.resume import INTERRUPTED_RESULT, RecordedCall, check_history
 from mini_harness.errors import MiniHarnessError, counted
 from mini_harness.events import ToolError, ToolFailed, utc_timestamp
 from mini_harness.replay.agent_fold import AgentRun
@@ -42,7 +42,7 @@ class ResumePlan:
                 run_id=call.run_id,
                 call_id=call.call_id,
                 name=call.name,
-                error=ToolError(kind="interrupted", message=interrupted_text(call.name)),
+                error=ToolError("interrupted", INTERRUPTED_RESULT.format(name=call.name)),
                 duration_ms=0.0,  # unknown: the run ended before measuring it
             )
             for call in self.to_close
