@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from mini_harness.cli import BadUsage, error, info, root_workspace
-from mini_harness.cli.options import SingleOption
+from mini_harness.cli.options import SingleOption, typed
 from mini_harness.replay.model import DIFFERING, differing
 
 if TYPE_CHECKING:
@@ -89,13 +89,10 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     if path != "-" and same_file(target, path):
         raise BadUsage("the page would overwrite the transcript: give -o FILE.html")
     if not rerun:
-        for flag, value in (
-            ("--registry", registry),
-            ("--workspace", workspace),
-            ("--allow-side-effects", allow_side_effects),
-        ):
-            if value:
-                raise BadUsage(f"{flag} needs --rerun")
+        ctx = click.get_current_context()
+        for name in ("registry", "workspace", "allow_side_effects"):
+            if ctx.params[name]:
+                raise BadUsage(f"{typed(ctx, name)} needs --rerun")
     elif path == "-":
         raise BadUsage("--rerun reads the transcript a second time: give a file, not -")
     events: list[Event] = []
