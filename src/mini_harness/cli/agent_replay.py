@@ -8,7 +8,6 @@ as a new run (`forkedFrom`) appended to PATH (or written to `--log OUT`).
 
 from __future__ import annotations
 
-import mmap
 import os
 from typing import Any
 
@@ -22,11 +21,9 @@ from mini_harness.cli.coding import make_approver
 from mini_harness.cli.log_options import opened_log
 from mini_harness.cli.output import BadUsage, error, info
 from mini_harness.replay.agent_replay import AgentReplay, ReplayedCall, replay_agent_run
-from mini_harness.replay.continuation import continued_config, run_tree_lines
-from mini_harness.replay.fold import TranscriptFold, fold_agent_runs
+from mini_harness.replay.continuation import continued_config
+from mini_harness.replay.fold import fold_agent_runs
 from mini_harness.runtime import ToolRegistry, ToolRuntime
-
-_DIFF_INDENT = "    "
 
 
 def rerun_agent_runs(
@@ -68,7 +65,7 @@ def rerun_agent_runs(
         elif replay.diverged_at is not None:
             error(replay.summary)
             for diff in replay.diffs:
-                click.echo("\n".join(_DIFF_INDENT + line for line in diff.splitlines()))
+                click.echo("\n".join("    " + line for line in diff.splitlines()))
         else:
             info(replay.summary)
         if replay.diverged_at is not None:
@@ -146,30 +143,3 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
     else:
         info(f"Transcript: {target} (run {outcome.run_id})")
     return exit_code(outcome, printer)
-
-
-_ORIGIN_KEYS = (b'"resumedFrom":', b'"forkedFrom":')
-
-
-def links_runs(path: str) -> bool:
-    """Whether the file PATH names a run that another continues or forks (its agent runs
-    are then worth rebuilding for the tree): finding the keys' bytes costs far less than
-    decoding the lines. False for a pipe or standard input, which can be read only once."""
-    if not os.path.isfile(path):
-        return False
-    try:
-        with (
-            open(path, "rb") as handle,
-            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
-        ):
-            return any(data.find(key) >= 0 for key in _ORIGIN_KEYS)
-    except (OSError, ValueError):  # an empty file cannot be mapped
-        return False
-
-
-def print_run_tree(fold: TranscriptFold) -> None:
-    """After a fold that rebuilt its agent runs: the tree of those that continue or fork
-    each other, if any."""
-    lines = run_tree_lines(fold.agent_runs())
-    if lines:
-        click.echo("\n".join(lines))
