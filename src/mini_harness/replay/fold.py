@@ -15,7 +15,6 @@ import attrs
 from mini_harness.errors import ReplayError
 from mini_harness.events import (
     ApprovalDecided,
-    JsonObject,
     JsonValue,
     ModelRequested,
     ModelResponded,
@@ -207,7 +206,8 @@ class TranscriptFold:
             self._extra_problems.append(LogProblem("protocol", line, message))
             return None
         tools = tuple(tool for tool in event.tools if isinstance(tool, dict))
-        return self._add_run(event.run_id, event.harness, event.ts, line, tools)
+        info = RunInfo(len(self._runs) + 1, event.run_id, event.harness, event.ts, line, tools)
+        return info if self._add_run(info) else None
 
     def agent_runs(self) -> list[AgentRun]:
         """The agent runs, rebuilt request by request (after the fold; with agent_runs)."""
@@ -219,7 +219,8 @@ class TranscriptFold:
         """Start the run a ToolCalled names when no RunStarted did; its RunInfo if shown."""
         message = f"ToolCalled for run {event.run_id}, with no RunStarted"
         self._extra_problems.append(LogProblem("protocol", line, message))
-        return self._add_run(event.run_id, "", event.ts, line, ())
+        info = RunInfo(len(self._runs) + 1, event.run_id, "", event.ts, line, ())
+        return info if self._add_run(info) else None
 
     def _ended(self, line: int, seq: int, event: ToolSucceeded | ToolFailed) -> CallRecord | None:
         """Fold a terminal event; the call it ends, if it ends one and its run is shown."""
@@ -271,18 +272,15 @@ class TranscriptFold:
                     opened.line,
                 )
 
-    def _add_run(
-        self, run_id: str, harness: str, ts: str, line: int, tools: tuple[JsonObject, ...]
-    ) -> RunInfo | None:
-        """Fold a run's start; its RunInfo if the run is shown."""
-        info = RunInfo(len(self._runs) + 1, run_id, harness, ts, line, tools)
+    def _add_run(self, info: RunInfo) -> bool:
+        """Fold a run's start; whether the run is shown."""
         state = _RunState(info)
         if self.context_reports:
             state.tool_tokens = estimate_tokens(pretty_json(list(info.tools)))
         self._runs[info.run_id] = state
         if self._selected is None and names_run(self.selection, info.index, info.run_id):
             self._selected = info.run_id
-        return info if self.shows(run_id) else None
+        return self.shows(info.run_id)
 
     def shows(self, run_id: str) -> bool:
         """Whether run `run_id` is shown: every run is, unless `run` selects one."""
