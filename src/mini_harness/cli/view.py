@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from mini_harness.cli import BadUsage, error, info, root_workspace
 from mini_harness.cli.options import SingleOption, typed
+from mini_harness.cli.registry_spec import chosen_registry
+from mini_harness.events import Event
+from mini_harness.replay import rerun_transcript
 from mini_harness.replay.model import DIFFERING, differing
-
-if TYPE_CHECKING:
-    from mini_harness.events import Event
-    from mini_harness.replay import RerunReport
+from mini_harness.replay.timeline import read_timeline
+from mini_harness.replay.view_page import render_page, step_contexts
 
 
 def default_output(path: str) -> Path:
@@ -82,9 +82,6 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     to the damage and names the problem) or a re-run call differs; 2 it cannot be read as
     a transcript, or the page cannot be written.
     """
-    from mini_harness.replay.timeline import read_timeline
-    from mini_harness.replay.view_page import render_page, step_contexts
-
     target = Path(output) if output is not None else default_output(path)
     if path != "-" and same_file(target, path):
         raise BadUsage("the page would overwrite the transcript: give -o FILE.html")
@@ -99,7 +96,10 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     timeline = read_timeline(path, events=events)
     contexts = step_contexts(events)
     del events
-    reruns = _rerun(path, registry, workspace, allow_side_effects) if rerun else None
+    reruns = None
+    if rerun:
+        tools = chosen_registry(registry, workspace or (None if registry else root_workspace()))
+        reruns = rerun_transcript(path, tools, allow_side_effects=allow_side_effects)
     page = render_page(timeline, contexts, reruns)
     try:
         target.write_text(page, encoding="utf-8")
@@ -111,7 +111,7 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     for problem in timeline.problems:
         info(f"Problem: [{problem.kind}] {problem.describe()}")
     if open_page:
-        import webbrowser
+        import webbrowser  # only to open the page
 
         if not webbrowser.open(target.resolve().as_uri()):
             error(f"no web browser could be started; open {target} yourself")
@@ -124,16 +124,6 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     if differs:
         error(f"re-run differs from the record: {differs}")
         raise click.exceptions.Exit(1)
-
-
-def _rerun(
-    path: str, registry: str | None, workspace: str | None, allow_side_effects: bool
-) -> RerunReport:
-    from mini_harness.cli.registry_spec import chosen_registry
-    from mini_harness.replay import rerun_transcript
-
-    tools = chosen_registry(registry, workspace or (None if registry else root_workspace()))
-    return rerun_transcript(path, tools, allow_side_effects=allow_side_effects)
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:
