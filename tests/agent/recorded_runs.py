@@ -14,7 +14,8 @@ from click.testing import CliRunner, Result
 
 from mini_harness.agent.resume import check_history
 from mini_harness.cli import cli
-from mini_harness.replay.agent_fold import AgentRun, fold_agent_runs
+from mini_harness.replay.agent_fold import AgentRun
+from mini_harness.replay.fold import fold_agent_runs
 
 NO_KEYS: dict[str, str | None] = dict.fromkeys(
     ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MINI_HARNESS_MODEL")

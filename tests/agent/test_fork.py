@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mini_harness.replay.agent_fold import fold_agent_runs
+from mini_harness.replay.fold import fold_agent_runs
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import assert_valid_histories, invoke, write_script
 

@@ -20,7 +20,8 @@ from mini_harness.events import (
     RunStarted,
     ToolCalled,
 )
-from mini_harness.replay.agent_fold import fold_agent_events, fold_agent_runs
+from mini_harness.replay.agent_fold import fold_agent_events
+from mini_harness.replay.fold import fold_agent_runs
 from mini_harness.runtime import MemorySink, ToolRuntime
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, verify_transcript

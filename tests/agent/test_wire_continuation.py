@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mini_harness.replay.agent_fold import fold_agent_runs
+from mini_harness.replay.fold import fold_agent_runs
 from tests.agent.recorded_runs import cut_after, invoke
 from tests.agent.wire_servers import OpenAIWireServer, Turn
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mini_harness.events import Event
-from mini_harness.replay.agent_fold import fold_agent_runs
+from mini_harness.replay.fold import fold_agent_runs
 from mini_harness.replay.timeline import read_timeline
 from mini_harness.replay.view_page import step_contexts
 from tests.replay.timeline_fixtures import record_agent_run, tool_events, write

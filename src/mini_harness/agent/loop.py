@@ -33,8 +33,7 @@ from mini_harness.agent.provider import (
     ToolCall,
     Usage,
 )
-from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome
-from mini_harness.agent.tool_results import call_outcome
+from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome, call_outcome
 from mini_harness.errors import ToolCallError
 from mini_harness.events import (
     ContextTrimmed,

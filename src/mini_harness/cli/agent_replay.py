@@ -8,33 +8,22 @@ as a new run (`forkedFrom`) appended to PATH (or written to `--log OUT`).
 
 from __future__ import annotations
 
-import mmap
 import os
 from typing import Any
 
 import click
 import orjson
 
+from mini_harness.agent.loop import AgentLoop, Opening
+from mini_harness.agent.providers import choose_provider
+from mini_harness.cli.agent import PrintingReporter, exit_code
+from mini_harness.cli.coding import make_approver
+from mini_harness.cli.log_options import opened_log
 from mini_harness.cli.output import BadUsage, error, info
-from mini_harness.errors import MiniHarnessError
-from mini_harness.replay.agent_fold import AgentRun, fold_agent_runs
 from mini_harness.replay.agent_replay import AgentReplay, ReplayedCall, replay_agent_run
-from mini_harness.replay.continuation import run_tree_lines
-from mini_harness.runtime import ToolRegistry
-
-_DIFF_INDENT = "    "
-
-
-def agent_runs_of(path: str, run: str | None) -> list[AgentRun]:
-    """The agent runs `replay --rerun` should replay: the one `--run` names (a 1-based
-    index among all the file's runs, or an id or its prefix), else all of them; empty when
-    PATH holds none (or `--run` names a tool run), so that the tool re-run takes it."""
-    runs = fold_agent_runs(path)
-    if run is None:
-        return runs
-    if run.isdigit():
-        return [found for found in runs if found.index == int(run)]
-    return [found for found in runs if found.run_id.startswith(run)][:1]
+from mini_harness.replay.continuation import continued_config
+from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.runtime import ToolRegistry, ToolRuntime
 
 
 def rerun_agent_runs(
@@ -51,7 +40,8 @@ def rerun_agent_runs(
     the first one that stops early. Returns the exit code (1 if a run diverged and was not
     continued, else 0; a live continuation's code is that of `run`), or None when there
     are no agent runs to replay (the call-by-call re-run takes the file)."""
-    runs = agent_runs_of(path, run)
+    # The run `--run` selects, else all; none when it names a tool run or PATH has none.
+    runs = fold_agent_runs(path, run=run)
     if not runs and live_model is not None:
         raise BadUsage("--live-model needs an agent run")
     if not runs:
@@ -75,7 +65,7 @@ def rerun_agent_runs(
         elif replay.diverged_at is not None:
             error(replay.summary)
             for diff in replay.diffs:
-                click.echo("\n".join(_DIFF_INDENT + line for line in diff.splitlines()))
+                click.echo("\n".join("    " + line for line in diff.splitlines()))
         else:
             info(replay.summary)
         if replay.diverged_at is not None:
@@ -126,17 +116,9 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
     log: str | None,
     as_json: bool,
 ) -> int:
-    # Imported here: only a live continuation needs the agent loop and the providers.
-    from mini_harness.agent.providers import choose_provider
-    from mini_harness.cli.agent import PrintingReporter, exit_code
-    from mini_harness.cli.coding import make_approver
-    from mini_harness.cli.log_options import opened_log
-    from mini_harness.replay.agent_replay import continue_live
-    from mini_harness.replay.continuation import continued_config
-
     provider = choose_provider(live_model or None, os.environ)
     assert replay.stopped_at is not None  # the caller checked
-    step = replay.stopped_at[0]
+    step, request = replay.stopped_at
     target = log or path
     printer = PrintingReporter(provider.name)
     if not as_json:
@@ -145,19 +127,12 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
             f"{replay.run.run_id}"
         )
     config = continued_config(replay.run, stream=not as_json)
-    # The live model's calls pass the workspace's approval policy, as in `run` (`ask`).
-    approver = make_approver(os.curdir, "ask")
+    # A new run that names the replayed run and step; the live model's calls pass the
+    # workspace's approval policy, as in `run` (`ask`).
+    opening = Opening(request.messages, forked_from={"runId": replay.run.run_id, "step": step})
     with opened_log(target, {}) as sink:
-        outcome = continue_live(
-            replay,
-            registry,
-            provider,
-            sink,
-            config,
-            None if as_json else printer,
-            approver=approver,
-        )
-    assert outcome is not None  # stopped_at is set
+        runtime = ToolRuntime(registry, sink, approver=make_approver(os.curdir, "ask"))
+        outcome = AgentLoop(runtime, provider, config, None if as_json else printer).run(opening)
     if as_json:
         live = {
             "runId": outcome.run_id,
@@ -168,31 +143,3 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
     else:
         info(f"Transcript: {target} (run {outcome.run_id})")
     return exit_code(outcome, printer)
-
-
-_ORIGIN_KEYS = (b'"resumedFrom":', b'"forkedFrom":')
-
-
-def print_run_tree(path: str) -> None:
-    """After a fold: the tree of agent runs that continue or fork each other, if any.
-
-    Only a transcript that holds one of those links is folded again for it: finding the
-    key's bytes costs far less than decoding the lines."""
-    if not os.path.isfile(path):  # a pipe or standard input was read once, by the fold
-        return
-    try:
-        with (
-            open(path, "rb") as handle,
-            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
-        ):
-            linked = any(data.find(key) >= 0 for key in _ORIGIN_KEYS)
-    except (OSError, ValueError):  # an empty file cannot be mapped
-        return
-    if not linked:
-        return
-    try:
-        lines = run_tree_lines(fold_agent_runs(path))
-    except MiniHarnessError:  # a damaged file: the fold above has said what is wrong
-        return
-    if lines:
-        click.echo("\n".join(lines))

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 
 import click
 
 from mini_harness.cli import BadUsage, info, root_workspace
-from mini_harness.cli.agent_replay import print_run_tree, rerun_agent_runs
+from mini_harness.cli.agent_replay import rerun_agent_runs
 from mini_harness.cli.coding import print_effects
 from mini_harness.cli.corpus import corpus_options, replay_corpus, wants_corpus
 from mini_harness.cli.log_options import opened_log
 from mini_harness.cli.options import SingleOption, typed, workspace_option
 from mini_harness.cli.registry_spec import agent_registry, registry_from
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
+from mini_harness.cli.view import same_file
 from mini_harness.replay import TranscriptFold, TranscriptRerun
+from mini_harness.replay.continuation import run_tree_lines
 
 
 @click.command(
@@ -144,15 +147,18 @@ def replay_command(  # noqa: PLR0917 - click passes each option
             refused=refused,
         )
     (path,) = paths
-    if log is not None and _same_file(log, path):
+    if log is not None and same_file(log, path):
         raise BadUsage("--log must name a new file, not the transcript being replayed")
-    fold = TranscriptFold(path, run=run, context_reports=context_report)
+    # The text report ends with the tree of agent runs that continue each other, if any.
+    tree = not rerun and not as_json and _links_runs(path)
+    fold = TranscriptFold(path, run=run, context_reports=context_report, agent_runs=tree)
     output = JsonOutput if as_json else TextOutput
     out = output(fold, rerun=rerun, registry_spec=registry, step=step)
     if not rerun:
         code = drive(fold, iter(fold), out)
-        if not as_json and code != 130:
-            print_run_tree(path)
+        lines = run_tree_lines(fold.agent_runs()) if tree and code != 130 else []
+        if lines:
+            click.echo("\n".join(lines))
         raise click.exceptions.Exit(code)
     tools = registry_from(registry) if registry else agent_registry(workspace)
     # Agent runs are replayed offline with their recorded model answers (cli/agent_replay.py).
@@ -175,8 +181,20 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     raise click.exceptions.Exit(code)
 
 
-def _same_file(a: str, b: str) -> bool:
+_ORIGIN_KEYS = (b'"resumedFrom":', b'"forkedFrom":')
+
+
+def _links_runs(path: str) -> bool:
+    """Whether the file PATH names a run that another continues or forks (its agent runs
+    are then worth rebuilding for the tree): finding the keys' bytes costs far less than
+    decoding the lines. False for a pipe or standard input, which can be read only once."""
+    if not os.path.isfile(path):
+        return False
     try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
+        with (
+            open(path, "rb") as handle,
+            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
+        ):
+            return any(data.find(key) >= 0 for key in _ORIGIN_KEYS)
+    except (OSError, ValueError):  # an empty file cannot be mapped
+        return False

@@ -24,12 +24,11 @@ from mini_harness.replay import (
     TranscriptFold,
     render,
 )
-from mini_harness.replay.model import DIVERGED, NOW_FAILS, NOW_SUCCEEDS
+from mini_harness.replay.model import differing
 
 PROGRESS_MIN_BYTES = 32 * 1024 * 1024
 """Files smaller than this finish too fast to need a progress bar."""
 _PROGRESS_EVERY = 4096  # items between progress checks
-_DIFFERING = (DIVERGED, NOW_FAILS, NOW_SUCCEEDS)  # re-run outcomes that fail the replay
 
 
 def drive(fold: TranscriptFold, items: Iterable[Any], out: TextOutput | JsonOutput) -> int:
@@ -158,8 +157,7 @@ class ReplayOutput:
         return None
 
     def exit_code(self, problems: int) -> int:
-        differing = sum(self.counts.get(name, 0) for name in _DIFFERING)
-        return 1 if problems or self.fold.totals().in_doubt or differing else 0
+        return 1 if problems or self.fold.totals().in_doubt or differing(self.counts) else 0
 
 
 class TextOutput(ReplayOutput):
@@ -217,9 +215,8 @@ class TextOutput(ReplayOutput):
         return code
 
     def explain(self, problems: int) -> str:
-        differing = {name: self.counts[name] for name in _DIFFERING if self.counts.get(name)}
-        if differing:
-            parts = ", ".join(f"{count} {name}" for name, count in differing.items())
+        parts = differing(self.counts)
+        if parts:
             hint = self.missing_registry()
             return f"re-run differs from the record: {parts}" + (f"; {hint}" if hint else "")
         in_doubt = self.fold.totals().in_doubt

@@ -22,8 +22,10 @@ from mini_harness.cli.options import option_group, workspace_option
 from mini_harness.cli.output import info
 from mini_harness.cli.registry_spec import agent_tools
 from mini_harness.events import EventSink
-from mini_harness.replay.agent_fold import AgentRun, fold_agent_runs, select_agent_run
+from mini_harness.replay.agent_fold import AgentRun, select_agent_run
 from mini_harness.replay.continuation import continued_config, fork_opening, resume_plan
+from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.replay.rerun import safe_to_repeat
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 
 _continue_options = option_group(
@@ -78,10 +80,9 @@ def resume_command(
         runs = fold_agent_runs(path)
         run = select_agent_run(runs, options["run_id"])
 
-        def repeatable(name: str) -> bool:
-            tool = registry.get(name)
-            hints = tool.definition.annotations if tool is not None else None
-            return retry_in_doubt and hints is not None and hints.safe_to_repeat
+        def repeatable(name: str) -> bool:  # a tool that is gone is not run again
+            known = registry.get(name) is not None
+            return retry_in_doubt and known and safe_to_repeat(registry, name)
 
         plan = resume_plan(runs, run, follow_up=follow_up, retry_in_doubt=repeatable)
         for event in plan.closing_events():

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from mini_harness.cli import BadUsage, error, info, root_workspace
-from mini_harness.cli.options import SingleOption
-
-if TYPE_CHECKING:
-    from mini_harness.events import Event
-    from mini_harness.replay import RerunReport
+from mini_harness.cli.options import SingleOption, typed
+from mini_harness.cli.registry_spec import chosen_registry
+from mini_harness.events import Event
+from mini_harness.replay import rerun_transcript
+from mini_harness.replay.model import DIFFERING, differing
+from mini_harness.replay.timeline import read_timeline
+from mini_harness.replay.view_page import render_page, step_contexts
 
 
 def default_output(path: str) -> Path:
@@ -81,27 +82,24 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     to the damage and names the problem) or a re-run call differs; 2 it cannot be read as
     a transcript, or the page cannot be written.
     """
-    from mini_harness.replay.timeline import read_timeline
-    from mini_harness.replay.view_page import render_page, step_contexts
-
     target = Path(output) if output is not None else default_output(path)
-    if path != "-" and _same_file(target, Path(path)):
+    if path != "-" and same_file(target, path):
         raise BadUsage("the page would overwrite the transcript: give -o FILE.html")
     if not rerun:
-        for flag, value in (
-            ("--registry", registry),
-            ("--workspace", workspace),
-            ("--allow-side-effects", allow_side_effects),
-        ):
-            if value:
-                raise BadUsage(f"{flag} needs --rerun")
+        ctx = click.get_current_context()
+        for name in ("registry", "workspace", "allow_side_effects"):
+            if ctx.params[name]:
+                raise BadUsage(f"{typed(ctx, name)} needs --rerun")
     elif path == "-":
         raise BadUsage("--rerun reads the transcript a second time: give a file, not -")
     events: list[Event] = []
     timeline = read_timeline(path, events=events)
     contexts = step_contexts(events)
     del events
-    reruns = _rerun(path, registry, workspace, allow_side_effects) if rerun else None
+    reruns = None
+    if rerun:
+        tools = chosen_registry(registry, workspace or (None if registry else root_workspace()))
+        reruns = rerun_transcript(path, tools, allow_side_effects=allow_side_effects)
     page = render_page(timeline, contexts, reruns)
     try:
         target.write_text(page, encoding="utf-8")
@@ -113,36 +111,23 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     for problem in timeline.problems:
         info(f"Problem: [{problem.kind}] {problem.describe()}")
     if open_page:
-        import webbrowser
+        import webbrowser  # only to open the page
 
         if not webbrowser.open(target.resolve().as_uri()):
             error(f"no web browser could be started; open {target} yourself")
-    differing = _differing(reruns) if reruns is not None else ""
+    differs = (
+        differing({name: reruns.count(name) for name in DIFFERING}) if reruns is not None else ""
+    )
     if timeline.problems:
         error(f"{len(timeline.problems)} problem(s) in {timeline.path}")
         raise click.exceptions.Exit(1)
-    if differing:
-        error(f"re-run differs from the record: {differing}")
+    if differs:
+        error(f"re-run differs from the record: {differs}")
         raise click.exceptions.Exit(1)
 
 
-def _differing(report: RerunReport) -> str:
-    """`1 diverged, 2 now-fails`: the re-run outcomes that differ from the record."""
-    counts = {name: report.count(name) for name in ("diverged", "now-fails", "now-succeeds")}
-    return ", ".join(f"{count} {name}" for name, count in counts.items() if count)
-
-
-def _rerun(
-    path: str, registry: str | None, workspace: str | None, allow_side_effects: bool
-) -> RerunReport:
-    from mini_harness.cli.registry_spec import chosen_registry
-    from mini_harness.replay import rerun_transcript
-
-    tools = chosen_registry(registry, workspace or (None if registry else root_workspace()))
-    return rerun_transcript(path, tools, allow_side_effects=allow_side_effects)
-
-
-def _same_file(a: Path, b: Path) -> bool:
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether both name one existing file (what cannot be found is not the same file)."""
     try:
         return os.path.samefile(a, b)
     except OSError:

@@ -8,7 +8,6 @@ against the recorded `requestHash`. Never calls a model or a tool.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 
 import attrs
@@ -34,7 +33,6 @@ from mini_harness.events import (
     ToolFailed,
     ToolSucceeded,
 )
-from mini_harness.transcripts.reader import TranscriptReader
 
 
 @attrs.define
@@ -75,7 +73,6 @@ class AgentRun:
     resumed_from: JsonObject | None = None
     forked_from: JsonObject | None = None
     budget: int | None = None
-    index: int = 0  # 1-based position among all the runs of the file, tool runs included
     opening_calls: list[RecordedCall] = attrs.Factory(list)
 
     @property
@@ -115,14 +112,12 @@ class AgentRunFolder:
     """Folds agent runs event by event into `runs` (tool runs are passed over)."""
 
     runs: dict[str, AgentRun] = attrs.Factory(dict)
-    started: int = 0  # runs of every kind, as `replay --run INDEX` counts them
     requests: dict[str, AgentStep] = attrs.Factory(dict)
     calls: dict[str, tuple[list[RecordedCall], int]] = attrs.Factory(dict)  # call id -> where
     pending_trims: dict[str, list[JsonObject]] = attrs.Factory(dict)
 
     def add(self, event: Event) -> None:
         if isinstance(event, RunStarted):
-            self.started += 1
             if event.task is not None:
                 self.runs[event.run_id] = AgentRun(
                     run_id=event.run_id,
@@ -134,7 +129,6 @@ class AgentRunFolder:
                     tools=event.tools,
                     resumed_from=event.resumed_from,
                     forked_from=event.forked_from,
-                    index=self.started,
                 )
             return
         run = self.runs.get(getattr(event, "run_id", ""))
@@ -201,11 +195,6 @@ def fold_agent_events(events: Iterable[Event]) -> list[AgentRun]:
     return list(folder.runs.values())
 
 
-def fold_agent_runs(path: str | os.PathLike[str]) -> list[AgentRun]:
-    """The agent runs of a transcript file (see fold_agent_events)."""
-    return fold_agent_events(record.event for record in TranscriptReader(path))
-
-
 def select_agent_run(runs: list[AgentRun], run_id: str | None = None) -> AgentRun:
     """The run `run_id` (a unique prefix is enough), or the last agent run."""
     if not runs:
@@ -218,11 +207,3 @@ def select_agent_run(runs: list[AgentRun], run_id: str | None = None) -> AgentRu
             f"no agent run {run_id!r}" if not matches else f"run id {run_id!r} is ambiguous"
         )
     return matches[0]
-
-
-def agent_context_report(
-    path: str | os.PathLike[str], *, step: int | None = None, run_id: str | None = None
-) -> str:
-    """`replay PATH --context-report [--step N]` for an agent run: the report of step N's
-    request (default: the last), byte-identical to what the live run printed."""
-    return select_agent_run(fold_agent_runs(path), run_id).context_report(step)

@@ -15,23 +15,21 @@ from collections.abc import Callable
 import attrs
 import orjson
 
-from mini_harness.agent.loop import AgentConfig, AgentLoop, AgentOutcome, Opening
+from mini_harness.agent.loop import AgentLoop, Opening
 from mini_harness.agent.provider import (
     Message,
     ModelError,
-    ModelProvider,
     ModelRequest,
     ModelResponse,
     ToolCall,
 )
-from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome
-from mini_harness.agent.tool_results import call_outcome
+from mini_harness.agent.reporting import SilentReporter, ToolOutcome, call_outcome
 from mini_harness.errors import counted
-from mini_harness.events import Event, EventSink, JsonValue, ModelRequested
+from mini_harness.events import Event, JsonValue, ModelRequested
 from mini_harness.replay.agent_fold import AgentRun
 from mini_harness.replay.continuation import continued_config
 from mini_harness.replay.rerun import diff, json_lines, safe_to_repeat
-from mini_harness.runtime.dispatch import Approver, ToolRuntime
+from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
 
 RERUN = "re-run"
@@ -235,24 +233,3 @@ def replay_agent_run(
     loop = AgentLoop(ToolRuntime(registry, model), model, config, model, served=served)
     loop.run(Opening(run.steps[0].request.messages))
     return replay
-
-
-def continue_live(  # noqa: PLR0917 - the pieces of one continuation
-    replay: AgentReplay,
-    registry: ToolRegistry,
-    provider: ModelProvider,
-    sink: EventSink,
-    config: AgentConfig,
-    reporter: LoopReporter | None = None,
-    *,
-    approver: Approver | None = None,
-) -> AgentOutcome | None:
-    """Go on from where the replay stopped, with a live model, as a new run recorded in
-    `sink` that names the replayed run and step (`forkedFrom`), its calls approved by
-    `approver`. None when the replay went through to its end with nothing to continue."""
-    if replay.stopped_at is None:
-        return None
-    step, request = replay.stopped_at
-    opening = Opening(request.messages, forked_from={"runId": replay.run.run_id, "step": step})
-    runtime = ToolRuntime(registry, sink, approver=approver)
-    return AgentLoop(runtime, provider, config, reporter).run(opening)

@@ -1,26 +1,52 @@
 """Resume and fork, read from the transcript: the opening of a run that continues another.
 
 The fold (agent_fold) rebuilds each run's requests and tool calls; this module picks the
-point to continue from and hands it to `mini_harness.agent.resume`, which decides what the
-new run starts with. Never calls a model or a tool.
+point to continue from and builds the opening of the new run, so that the history sent to
+the model is always valid: every tool call gets exactly one result. Never calls a model or
+a tool.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import attrs
+
 from mini_harness.agent.context import system_message
 from mini_harness.agent.loop import DEFAULT_MAX_STEPS, DEFAULT_PARAMS, AgentConfig, Opening
-from mini_harness.agent.provider import Message
-from mini_harness.agent.resume import (
-    ResumeError,
-    ResumePlan,
-    check_history,
-    plan_fork,
-    plan_resume,
-)
-from mini_harness.errors import counted
+from mini_harness.agent.provider import Message, ToolCall
+from mini_harness.agent.resume import INTERRUPTED_RESULT, RecordedCall, check_history
+from mini_harness.errors import MiniHarnessError, counted
+from mini_harness.events import ToolError, ToolFailed, utc_timestamp
 from mini_harness.replay.agent_fold import AgentRun
+
+
+class ResumeError(MiniHarnessError):
+    """A run cannot be continued as asked; the message says why."""
+
+
+@attrs.frozen
+class ResumePlan:
+    """How to continue a run: the opening of the new run, and the calls in doubt to close
+    (record as `interrupted`) before it starts."""
+
+    opening: Opening
+    to_close: tuple[RecordedCall, ...]
+
+    def closing_events(self) -> list[ToolFailed]:
+        """The terminal events that close the calls in doubt, to record before the new run
+        starts (each under its own run's id)."""
+        return [
+            ToolFailed(
+                ts=utc_timestamp(),
+                run_id=call.run_id,
+                call_id=call.call_id,
+                name=call.name,
+                error=ToolError("interrupted", INTERRUPTED_RESULT.format(name=call.name)),
+                duration_ms=0.0,  # unknown: the run ended before measuring it
+            )
+            for call in self.to_close
+        ]
 
 
 def resume_plan(
@@ -32,8 +58,14 @@ def resume_plan(
 ) -> ResumePlan:
     """How to continue `run` (one of `runs`, the agent runs of its transcript).
 
-    A run that stopped before its first request continues where its own origin stood
-    (with the calls it dispatched meanwhile), or, with no origin, from its task.
+    The new run starts from the last request sent and, if one came, its answer (none: the
+    request is in doubt and is sent again). Each tool call of the answer gets its recorded
+    result if it ended; if it is in doubt it is closed as interrupted and the model is told
+    so, unless `retry_in_doubt(name)` says to run it again; a call never begun is
+    dispatched by the new run. `follow_up` adds a user message; without one, a run whose
+    answer was final ends with that answer. A run that stopped before its first request
+    continues where its own origin stood (with the calls it dispatched meanwhile), or,
+    with no origin, from its task.
     """
     by_id = {each.run_id: each for each in runs}
     chain = [run]
@@ -52,47 +84,65 @@ def resume_plan(
         )
     # Later runs of the chain dispatched some of the base's leftover calls: theirs count.
     later = [call for link in reversed(chain[:-1]) for call in link.opening_calls]
-    every_call = [call for link in chain for call in link.calls]
     if base.steps:
         last = base.steps[-1]
-        request: list[Message] = list(last.request.messages)
+        history: list[Message] = list(last.request.messages)
         answer = last.response.message if last.response is not None else None
-        calls, step = [*last.calls, *later], last.step
+        calls, step = [*last.calls, *later], last.step if base is run else 0
     else:
-        request = [system_message(base.system_prompt, base.rules), Message("user", base.task)]
+        history = [system_message(base.system_prompt, base.rules), Message("user", base.task)]
         answer, calls, step = None, later, 0
-    plan = plan_resume(
-        run_id=run.run_id,
-        step=step if base is run else 0,
-        request=request,
-        answer=answer,
-        calls=calls,
-        follow_up=follow_up,
-        retry_in_doubt=retry_in_doubt,
-    )
-    matched = {call.call_id for call in calls}
-    extra = tuple(c for c in every_call if not c.ended and c.call_id not in matched)
+    sent = len(history)
+    pending: list[tuple[ToolCall, int]] = []
+    if answer is not None:
+        history.append(answer)  # as the loop keeps it: raw arguments and all
+        unused = list(calls)
+        for call in answer.tool_calls:
+            recorded = _take(unused, call.id)
+            # Never begun (or in doubt and to be retried): the new run dispatches it.
+            if pending or recorded is None or (not recorded.ended and retry_in_doubt(call.name)):
+                pending.append((call, step))
+            else:
+                history.append(recorded.result_message(call))
     # Never send a history a provider refuses: checked with stand-ins for the results the
     # pending calls will get.
-    pending = [Message("tool", "", tool_call_id=c.id, name=c.name) for c, _ in plan.opening.pending]
-    problems = check_history([*plan.opening.history, *pending])
+    stand_ins = [Message("tool", "", tool_call_id=c.id, name=c.name) for c, _ in pending]
+    problems = check_history([*history, *stand_ins])
     if problems:
         raise ResumeError(f"cannot rebuild a valid history for run {run.run_id}: {problems[0]}")
-    return ResumePlan(plan.opening, plan.to_close + extra)
+    opening = Opening(
+        tuple(history),
+        sent,
+        pending=tuple(pending),
+        follow_up=follow_up,
+        final_text=answer.content if answer is not None and not answer.tool_calls else None,
+        resumed_from={"runId": run.run_id, "step": step},
+    )
+    # The calls in doubt of the step it continues, then those left over by the chain.
+    matched = {call.call_id for call in calls}
+    every_call = [call for link in chain for call in link.calls]
+    extra = [c for c in every_call if not c.ended and c.call_id not in matched]
+    return ResumePlan(opening, (*(c for c in calls if not c.ended), *extra))
+
+
+def _take(calls: list[RecordedCall], tool_use_id: str) -> RecordedCall | None:
+    """The latest record of the call: a later run that retried it knows its fate best."""
+    for index in range(len(calls) - 1, -1, -1):
+        if calls[index].tool_use_id == tool_use_id:
+            return calls.pop(index)
+    return None
 
 
 def fork_opening(run: AgentRun, step: int, instruction: str | None = None) -> Opening:
-    """Branch `run` off before step `step`'s request, optionally adding `instruction`."""
+    """Branch `run` off before step `step`'s request (as it was sent), optionally adding
+    the user message `instruction`."""
     chosen = run.step_at(step)
     index = run.steps.index(chosen)
+    history = list(chosen.request.messages)
+    if instruction is not None:
+        history.append(Message("user", instruction))
     previous = len(run.steps[index - 1].request.messages) if index else 0
-    return plan_fork(
-        run_id=run.run_id,
-        step=step,
-        request=chosen.request.messages,
-        previous_request_size=previous,
-        instruction=instruction,
-    )
+    return Opening(tuple(history), previous, forked_from={"runId": run.run_id, "step": step})
 
 
 def continued_config(

@@ -26,7 +26,7 @@ from mini_harness.events import (
     TranscriptStarted,
     UnknownEvent,
 )
-from mini_harness.replay.agent_fold import AgentRun, AgentRunFolder
+from mini_harness.replay.agent_fold import AgentRun, AgentRunFolder, select_agent_run
 from mini_harness.replay.model import (
     FAILED,
     IN_DOUBT,
@@ -39,6 +39,8 @@ from mini_harness.replay.model import (
     RunInfo,
     RunSummary,
     Totals,
+    names_run,
+    no_run_error,
 )
 from mini_harness.runtime.context import (
     ContextRow,
@@ -100,12 +102,19 @@ class TranscriptFold:
     iteration, `summaries()`, `problems()` and `totals()` describe what was read so far,
     `agent` counts agent runs by how they ended and model usage, `decisions` holds the
     approval decisions; `result()` collects everything into a FoldResult. `run` selects one
-    run by 1-based index (all digits) or by run id / id prefix (the first run it matches).
-    `path` may be a FIFO or "-" (standard input): it is read once, front to back.
+    run by 1-based index (all digits) or by run id / id prefix (the first run it matches:
+    see names_run). With `agent_runs` (implied by `context_reports`) the agent runs are
+    rebuilt in the same pass (`agent_runs()`). `path` may be a FIFO or "-" (standard
+    input): it is read once, front to back.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, run: str | None = None, context_reports: bool = False
+        self,
+        path: str | os.PathLike[str],
+        *,
+        run: str | None = None,
+        context_reports: bool = False,
+        agent_runs: bool = False,
     ) -> None:
         self.path = Path(path)
         self.reader = TranscriptReader(path)
@@ -123,8 +132,8 @@ class TranscriptFold:
         self.decisions: list[ApprovalDecided] = []  # every approval decision, in file order
         self._agent_protocol = RunProtocol()
         self.agent = AgentFigures()  # counted always: a few numbers
-        # Agent runs are rebuilt (for their context reports) only when reports are asked for.
-        self._agent_folder = AgentRunFolder() if context_reports else None
+        # Agent runs (their requests and histories) are rebuilt only when asked for.
+        self._agent_folder = AgentRunFolder() if context_reports or agent_runs else None
 
     def __repr__(self) -> str:
         return f"<TranscriptFold(path={str(self.path)!r}, offset={self.offset})>"
@@ -184,8 +193,8 @@ class TranscriptFold:
         self.agent.close()
         self.finished = True
         if self.selection is not None and self._selected is None:
-            wanted = self.selection or '""'
-            raise ReplayError(f"{self.path} has no run {wanted} ({self._listing()})")
+            listed = [(state.info.index, run_id) for run_id, state in runs.items()]
+            raise no_run_error(self.path, self.selection, listed)
 
     def _run_started(self, line: int, seq: int, event: RunStarted) -> RunInfo | None:
         """Fold a RunStarted; the run's RunInfo if it is new and shown."""
@@ -201,19 +210,10 @@ class TranscriptFold:
         return info if self._add_run(info) else None
 
     def agent_runs(self) -> list[AgentRun]:
-        """The agent runs, rebuilt request by request (after the fold; with context_reports)."""
+        """The agent runs, rebuilt request by request (after the fold; with agent_runs)."""
         if self._agent_folder is None or not self.finished:
-            raise ReplayError("agent runs are rebuilt only by a finished fold with context_reports")
+            raise ReplayError("agent runs are rebuilt only by a finished fold with agent_runs")
         return list(self._agent_folder.runs.values())
-
-    def _listing(self, shown: int = 10) -> str:
-        """`it has 2 runs: 1 <id>, 2 <id>`, the first `shown` of them."""
-        runs = [f"{state.info.index} {run_id}" for run_id, state in self._runs.items()]
-        if not runs:
-            return "it has no runs"
-        more = f", and {len(runs) - shown} more" if len(runs) > shown else ""
-        noun = "run" if len(runs) == 1 else "runs"
-        return f"it has {len(runs)} {noun}: {', '.join(runs[:shown])}{more}"
 
     def _implicit_run(self, line: int, event: ToolCalled) -> RunInfo | None:
         """Start the run a ToolCalled names when no RunStarted did; its RunInfo if shown."""
@@ -255,13 +255,13 @@ class TranscriptFold:
         )
         if self.context_reports:
             state.count_tokens(call)
-        return call if self.selection is None or opened.run_id == self._selected else None
+        return call if self.shows(opened.run_id) else None
 
     def _in_doubt(self) -> Iterator[CallRecord]:
         for opened in self._protocol.in_doubt():
             state = self._runs[opened.run_id]
             state.in_doubt += 1
-            if self._shows(opened.run_id):
+            if self.shows(opened.run_id):
                 yield CallRecord(
                     state.info.index,
                     opened.run_id,
@@ -278,20 +278,13 @@ class TranscriptFold:
         if self.context_reports:
             state.tool_tokens = estimate_tokens(pretty_json(list(info.tools)))
         self._runs[info.run_id] = state
-        if self._selected is None and self._selects(info):
+        if self._selected is None and names_run(self.selection, info.index, info.run_id):
             self._selected = info.run_id
-        return self._shows(info.run_id)
+        return self.shows(info.run_id)
 
-    def _shows(self, run_id: str) -> bool:
+    def shows(self, run_id: str) -> bool:
+        """Whether run `run_id` is shown: every run is, unless `run` selects one."""
         return self.selection is None or run_id == self._selected
-
-    def _selects(self, info: RunInfo) -> bool:
-        wanted = self.selection
-        if not wanted:  # None selects every run; "" selects none
-            return False
-        if wanted.isdigit():
-            return info.index == int(wanted)
-        return info.run_id.startswith(wanted)
 
     # --- what was found so far --------------------------------------------------------
 
@@ -299,7 +292,7 @@ class TranscriptFold:
         return [
             state.summary(self.context_reports)
             for run_id, state in self._runs.items()
-            if self._shows(run_id)
+            if self.shows(run_id)
         ]
 
     def problems(self) -> list[LogProblem]:
@@ -313,7 +306,7 @@ class TranscriptFold:
         return sorted(found, key=lambda problem: problem.line)
 
     def totals(self) -> Totals:
-        states = [state for run_id, state in self._runs.items() if self._shows(run_id)]
+        states = [state for run_id, state in self._runs.items() if self.shows(run_id)]
         return Totals(
             events=self.reader.records_read,
             runs=len(states),
@@ -348,6 +341,24 @@ def fold_transcript(
     Raises a TranscriptError if the file cannot be read, ReplayError if `run` matches none.
     """
     return TranscriptFold(path, run=run, context_reports=context_reports).result()
+
+
+def fold_agent_runs(path: str | os.PathLike[str], *, run: str | None = None) -> list[AgentRun]:
+    """The agent runs of a transcript, in the order they started (tool runs are passed
+    over); with `run`, only the run it selects, if that is an agent run. Raises a
+    TranscriptError if the file cannot be read, ReplayError if `run` matches none."""
+    fold = TranscriptFold(path, run=run, agent_runs=True)
+    for _item in fold:
+        pass
+    return [found for found in fold.agent_runs() if fold.shows(found.run_id)]
+
+
+def agent_context_report(
+    path: str | os.PathLike[str], *, step: int | None = None, run_id: str | None = None
+) -> str:
+    """`replay PATH --context-report [--step N]` for an agent run: the report of step N's
+    request (default: the last), byte-identical to what the live run printed."""
+    return select_agent_run(fold_agent_runs(path), run_id).context_report(step)
 
 
 def fold_effects(path: str | os.PathLike[str]) -> tuple[list[CallRecord], list[ApprovalDecided]]:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import array
+import os
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import overload
 
 import attrs
 import orjson
 
+from mini_harness.errors import ReplayError, counted
 from mini_harness.events import JsonObject, JsonValue
 
 SUCCEEDED = "succeeded"
@@ -22,6 +24,13 @@ NOW_FAILS = "now-fails"
 NOW_SUCCEEDS = "now-succeeds"
 SKIPPED = "skipped"
 OUTCOMES = (MATCHED, DIVERGED, NOW_FAILS, NOW_SUCCEEDS, SKIPPED)
+DIFFERING = (DIVERGED, NOW_FAILS, NOW_SUCCEEDS)
+"""The re-run outcomes that differ from the record: each fails a replay."""
+
+
+def differing(counts: Mapping[str, int]) -> str:
+    """`1 diverged, 2 now-fails`: the differing outcomes among `counts` ("" when none)."""
+    return ", ".join(f"{counts[name]} {name}" for name in DIFFERING if counts.get(name))
 
 
 @attrs.frozen
@@ -48,6 +57,29 @@ class RunInfo:
             "line": self.line,
             "tools": self.tool_names,
         }
+
+
+def names_run(wanted: str | None, index: int, run_id: str) -> bool:
+    """Whether `--run WANTED` names run `index` (1-based, in file order) `run_id`: all
+    digits is an index, anything else a run id or its prefix (None and "" name none). The
+    first run of a file it names is the one selected."""
+    if not wanted:
+        return False
+    if wanted.isdigit():
+        return index == int(wanted)
+    return run_id.startswith(wanted)
+
+
+def no_run_error(
+    path: str | os.PathLike[str], wanted: str, runs: Sequence[tuple[int, str]]
+) -> ReplayError:
+    """`t.jsonl has no run 9 (it has 2 runs: 1 <id>, 2 <id>)`: `runs` (index and id) listed
+    up to ten."""
+    listing = ", ".join(f"{index} {run_id}" for index, run_id in runs[:10])
+    more = f", and {len(runs) - 10} more" if len(runs) > 10 else ""
+    has = f"it has {counted(len(runs), 'run')}: {listing}{more}" if runs else "it has no runs"
+    shown = wanted or '""'
+    return ReplayError(f"{path} has no run {shown} ({has})")
 
 
 @attrs.define
@@ -364,5 +396,4 @@ class RerunReport:
     @property
     def ok(self) -> bool:
         """Every re-run call matched or was skipped, and the log has no problem."""
-        differing = (DIVERGED, NOW_FAILS, NOW_SUCCEEDS)
-        return self.fold.ok and not any(item.outcome in differing for item in self.outcomes)
+        return self.fold.ok and not any(item.outcome in DIFFERING for item in self.outcomes)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import attrs
 import orjson
 
-from mini_harness.errors import ReplayError, counted
 from mini_harness.events import JsonObject, JsonValue
+from mini_harness.replay.model import names_run, no_run_error
 from mini_harness.replay.timeline import Call, Run, RunItem, Step, Timeline, Turn, events_of
 
 
@@ -74,19 +74,11 @@ def select(timeline: Timeline, selection: Selection) -> Timeline:
 
 
 def _find_run(timeline: Timeline, wanted: str) -> Run:
-    runs = [run for run, _depth in timeline.walk()]
-    runs.sort(key=lambda run: run.index)
+    runs = sorted((run for run, _depth in timeline.walk()), key=lambda run: run.index)
     for run in runs:
-        if (wanted.isdigit() and run.index == int(wanted)) or (
-            not wanted.isdigit() and wanted and run.run_id.startswith(wanted)
-        ):
+        if names_run(wanted, run.index, run.run_id):
             return run
-    listing = ", ".join(f"{run.index} {run.run_id}" for run in runs[:10])
-    more = f", and {len(runs) - 10} more" if len(runs) > 10 else ""
-    has = f"it has {counted(len(runs), 'run')}: {listing}{more}"
-    raise ReplayError(
-        f"{timeline.path} has no run {wanted or '(empty)'} ({has if runs else 'it has no runs'})"
-    )
+    raise no_run_error(timeline.path, wanted, [(run.index, run.run_id) for run in runs])
 
 
 def _prune(run: Run, selection: Selection) -> Run | None:
