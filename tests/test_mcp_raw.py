@@ -3,6 +3,7 @@ id gets an answer, whatever it holds, and the session survives it."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 from mini_harness.mcp_wire import MAX_LINE_BYTES
-from mini_harness.transcripts import TranscriptReader
+from mini_harness.transcripts import TranscriptReader, verify_transcript
 from tests.mcp_client import RawClient, registry_options
 
 
@@ -158,3 +159,46 @@ class TestExitingHandlers:
             assert "Traceback" not in stderr
         finally:
             session.stop()
+
+
+class TestSlowClients:
+    def test_answers_larger_than_the_pipe_reach_a_slow_reader_whole(
+        self, session: RawClient
+    ) -> None:
+        """Answers of 300 KB, from the SDK and from the guard alike, wait for a client that
+        reads late and arrive whole, one per line, none lost."""
+        session.handshake()
+        text = "x" * 300_000
+        sent = []
+        for request_id in range(10, 40):
+            if request_id % 2:  # a lone surrogate: answered by the guard
+                session.write(call(request_id, '{"text":"\\ud800' + text + '"}'))
+            else:
+                session.write(call(request_id, orjson.dumps({"text": text}).decode()))
+            sent.append(request_id)
+        time.sleep(1)  # nothing read yet: the pipe is full and the server waits
+        answers = [session.receive(timeout=60) for _ in sent]
+        assert sorted(answer["id"] for answer in answers) == sent
+        assert all(
+            answer["result"]["structuredContent"] == {"text": text}
+            for answer in answers
+            if answer["id"] % 2 == 0
+        )
+        assert session.finish()[0] == 0
+
+    def test_a_client_that_stops_reading_ends_the_session_without_a_traceback(
+        self, session: RawClient, tmp_path: Path
+    ) -> None:
+        """When the client closes its end while answers are pending (the guard's too), the
+        session ends as 'client closed its input', exit 0, with no traceback and a whole log."""
+        session.handshake()
+        session.write(call(2, orjson.dumps({"text": "y" * 2_000_000}).decode()))
+        time.sleep(0.5)
+        assert session.process.stdout is not None
+        session.process.stdout.close()  # the client stops reading mid-answer
+        session.write(call(3, '{"text":"\\ud800"}'), call(4, '{"text":"x"}'))
+        code, stderr = session.finish()
+        assert code == 0, stderr
+        assert "Traceback" not in stderr
+        assert "client closed its input" in stderr
+        assert verify_transcript(tmp_path / "t.jsonl").ok

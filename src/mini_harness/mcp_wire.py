@@ -126,10 +126,13 @@ class GuardedLines:
         self._call_tool = call_tool
         self._initialised = False
         self._calls: set[asyncio.Task[None]] = set()
+        self._unsent: OSError | None = None  # an answer of ours the client did not take
 
     async def __aiter__(self) -> AsyncIterator[str]:
         try:
             async for raw in _lines(self._fd):
+                if self._unsent is not None:  # the session ends as the SDK's writes end it
+                    raise self._unsent
                 if isinstance(raw, Overlong):
                     await self._overlong(raw)
                     continue
@@ -209,7 +212,10 @@ class GuardedLines:
             answer = error_response(request_id, exc.code, exc.message)
         except (TypeError, orjson.JSONEncodeError):
             answer = error_response(request_id, INTERNAL_ERROR, "the result cannot be encoded")
-        await self._wire.send(answer + b"\n")
+        try:
+            await self._wire.send(answer + b"\n")
+        except OSError as exc:  # no one awaits this task: the line loop raises it
+            self._unsent = exc
 
 
 class GuardError(Exception):

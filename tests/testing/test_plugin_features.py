@@ -163,6 +163,19 @@ class TestFeatures:
             ]
         )
 
+    def test_a_test_run_again_checks_its_golden_again(self, project: pytest.Pytester) -> None:
+        """A test run a second time in one session (as a rerun plugin does) checks its
+        golden again instead of failing as a second check."""
+        project.makeconftest(
+            CONFTEST
+            + "\n\nfrom _pytest.runner import runtestprotocol\n\n"
+            + "def pytest_runtest_protocol(item, nextitem):\n"
+            + "    runtestprotocol(item, nextitem=None, log=True)\n"
+            + "    runtestprotocol(item, nextitem=nextitem, log=True)\n"
+            + "    return True\n"
+        )
+        run(project, "--update-goldens", "-k", "test_paths").assert_outcomes(passed=2)
+
     def test_two_tests_one_golden(self, project: pytest.Pytester) -> None:
         """Two tests whose goldens would be one file fail instead of overwriting each other."""
         project.makepyfile(

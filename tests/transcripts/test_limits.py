@@ -211,6 +211,21 @@ class TestRedaction:
         assert b'"message":"Tool leak failed: RuntimeError: auth failed for [REDACTED]"' in raw
         assert verify_transcript(log).ok
 
+    def test_a_value_the_redactor_cannot_walk_is_refused_like_any_non_json(
+        self, tmp_path: Path
+    ) -> None:
+        """With a redactor, a value that is not JSON (a non-string key) is refused with the
+        writer's own error, and nothing is written."""
+        log = tmp_path / "t.jsonl"
+        redactor = Redactor.from_config(env_names=["API_TOKEN"], environ={"API_TOKEN": SECRET})
+        with JsonlTranscript(log, redactor=redactor) as sink:
+            sink.append(UnknownEvent("Note", TS, {"text": "before"}))
+            size = log.stat().st_size
+            with pytest.raises(TranscriptWriteError, match="cannot record ToolCalled"):
+                sink.append(ToolCalled(TS, "run", "c", "echo", {1: SECRET}))
+            assert log.stat().st_size == size
+        assert verify_transcript(log).ok
+
     def test_bad_patterns_are_refused(self) -> None:
         """A pattern that is not a regex, or that matches nothing at all, is refused."""
         with pytest.raises(RedactionError, match="not a valid regex"):

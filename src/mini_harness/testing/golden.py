@@ -78,15 +78,16 @@ class GoldenSession:
         except ValueError:
             return str(path)
 
-    def claim(self, path: Path, nodeid: str) -> None:
-        """Refuse a second check of one golden file in a run: it would overwrite the first."""
-        owner = self._checked.get(path)
-        if owner == nodeid:
+    def claim(self, path: Path, nodeid: str, mine: set[Path]) -> None:
+        """Refuse a second check of one golden file, which would overwrite the first: twice
+        in one test (`mine`: the files this run of the test checked) or by two tests."""
+        owner = self._checked.setdefault(path, nodeid)
+        if path in mine:
             why = f"twice in {nodeid}: give the second check its own name="
-        elif owner is not None:
+        elif owner != nodeid:
             why = f"by {owner} and by {nodeid}: give one of the checks its own name="
         else:
-            self._checked[path] = nodeid
+            mine.add(path)
             return
         pytest.fail(f"golden file {self.show(path)} is checked {why}", pytrace=False)
 
@@ -129,6 +130,7 @@ class Golden:
     normalization: Normalization
     command: click.Command | None = None
     _log: JsonlTranscript | None = attrs.field(default=None, init=False)
+    _claimed: set[Path] = attrs.field(factory=set, init=False)
 
     @property
     def transcript_path(self) -> Path:
@@ -269,7 +271,7 @@ class Golden:
     def _compare(self, path: Path, obtained: str, *, transcript: bool) -> None:
         __tracebackhide__ = True
         session = self.session
-        session.claim(path, self.nodeid)
+        session.claim(path, self.nodeid, self._claimed)
         obtained_path = path.with_name(path.name + ".obtained")
         expected = path.read_text(encoding="utf-8") if path.exists() else None
         if expected == obtained:

@@ -249,10 +249,10 @@ class JsonlTranscript:
         learns the file's state under the lock.
         """
         seq = self._next_seq
-        wire = event_to_wire(event, seq, self._prev)
-        if self._redactor is not None:
-            wire = self._redactor.redact_wire(wire)
         try:
+            wire = event_to_wire(event, seq, self._prev)
+            if self._redactor is not None:
+                wire = self._redactor.redact_wire(wire)
             line = encode_wire(wire)
         except TypeError as exc:  # orjson.JSONEncodeError: bytes, lone surrogates, objects
             raise TranscriptWriteError(
