@@ -63,7 +63,7 @@ test: $(STAMP) $(VENV)/.ray-installed $(VENV)/.browser-installed sandbox chromiu
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/pytest -q -n auto --dist loadfile
+	$(BIN)/pytest -q -n auto --dist worksteal
 
 # Rewrite the golden files under tests/golden after an intended change (never in CI).
 goldens: $(STAMP)

@@ -126,17 +126,19 @@ def fill(fd: int) -> None:
 
 
 class TestKillAndResume:
+    @pytest.mark.parametrize("phase", ["request", "tool", "between"])
     def test_kill_anywhere_then_resume(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, thorough: bool
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, thorough: bool, phase: str
     ) -> None:
-        """Killed during a request, during a tool or between them, every run resumes to a
-        final answer with no tool call run twice and valid histories."""
+        """Killed during a request, during a tool or between them (10 kills each; 50 with
+        --thorough), every run resumes to a final answer with no tool call run twice and
+        valid histories."""
         monkeypatch.chdir(tmp_path)
         spec, side_file, _ = counting_registry(tmp_path)
         model = write_script(tmp_path / "script.json", RESPONSES)
         server = OpenAIWireServer()
         with server:
-            self.kill_and_resume(tmp_path, spec, side_file, model, server, thorough)
+            self.kill_and_resume(tmp_path, spec, side_file, model, server, phase, thorough)
         assert server.rejections == []
 
     def kill_and_resume(
@@ -146,15 +148,15 @@ class TestKillAndResume:
         side_file: Path,
         model: str,
         server: OpenAIWireServer,
+        phase: str,
         thorough: bool,
     ) -> None:
         env: dict[str, str | None] = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.base_url}
         mini_harness = str(Path(sys.executable).parent / "mini-harness")
-        rounds = 150 if thorough else 30
+        rounds = 50 if thorough else 10
         seen: Counter[str] = Counter()
-        rng = random.Random(os.environ.get("KILL_SEED", "19"))
+        rng = random.Random(os.environ.get("KILL_SEED", "19") + phase)
         for number in range(rounds):
-            phase = ("request", "tool", "between")[number % 3]
             target = rng.choice(TARGETS[phase])
             log = tmp_path / f"kill-{number}.jsonl"
             side_file.unlink(missing_ok=True)
@@ -176,4 +178,4 @@ class TestKillAndResume:
                 assert_valid_histories(run)
             report = verify_transcript(log)
             assert (report.problems(), report.in_doubt) == ([], ()), (number, target)
-        assert set(seen) == {"request", "tool", "between"}, seen
+        assert seen[phase] > 0, seen  # the kills landed where they were aimed, some of them
