@@ -7,7 +7,12 @@ and compares outputs as JSON values.
 from __future__ import annotations
 
 from mini_harness.replay.corpus import CorpusReport, fold_corpus
-from mini_harness.replay.fold import TranscriptFold, fold_transcript
+from mini_harness.replay.fold import (
+    TranscriptFold,
+    agent_context_report,
+    fold_agent_runs,
+    fold_transcript,
+)
 from mini_harness.replay.model import (
     OUTCOMES,
     CallList,
@@ -44,7 +49,9 @@ __all__ = [
     "Totals",
     "TranscriptFold",
     "TranscriptRerun",
+    "agent_context_report",
     "definition_drift",
+    "fold_agent_runs",
     "fold_corpus",
     "fold_transcript",
     "json_diff",
