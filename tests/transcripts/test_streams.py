@@ -112,6 +112,20 @@ class TestStreams:
         assert "it is not a regular file" in result.stderr
         assert "no such file" not in result.stderr
 
+    def test_rerun_refuses_a_fifo(self, fifo: Path) -> None:
+        """`replay FIFO --rerun` would read the pipe twice: refused with exit 2, saying why,
+        instead of re-running an empty transcript."""
+        result = run("replay", str(fifo), "--rerun")
+        assert result.exit_code == 2
+        assert "a pipe can be read only once: save it to a file first" in result.stderr
+        assert result.stdout == ""
+
+    def test_rerun_refuses_standard_input(self, log: Path) -> None:
+        """`replay - --rerun` is refused the same way."""
+        result = run("replay", "-", "--rerun", stdin=log.read_bytes())
+        assert result.exit_code == 2
+        assert "--rerun cannot replay standard input" in result.stderr
+
     def test_repair_refuses_standard_input(self) -> None:
         """`transcript repair -` is refused the same way."""
         with pytest.raises(TranscriptError, match="standard input: it is not a regular file"):

@@ -160,6 +160,12 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         if lines:
             click.echo("\n".join(lines))
         raise click.exceptions.Exit(code)
+    if path == "-" or (os.path.exists(path) and not os.path.isfile(path)):
+        shown = "standard input" if path == "-" else path
+        raise BadUsage(
+            f"--rerun cannot replay {shown}: it reads the transcript twice (its agent runs, "
+            "then its calls), and a pipe can be read only once: save it to a file first"
+        )
     tools = registry_from(registry) if registry else agent_registry(workspace)
     # Agent runs are replayed offline with their recorded model answers (cli/agent_replay.py).
     agent_code = rerun_agent_runs(
