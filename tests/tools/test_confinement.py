@@ -430,3 +430,23 @@ class TestNoEscape:
                 shown = exc.kind
                 assert shown in ("handler_error", "invalid_input")
             assert "SECRET" not in shown
+
+
+class TestProtectedPaths:
+    def test_controls_are_protected_at_any_depth(self, tmp_path: Path) -> None:
+        """.git and .mini-harness entries, wherever they are, hold the agent's controls."""
+        workspace = Workspace(tmp_path)
+        root = str(workspace.root)
+        for relative in (".git", ".git/config", ".mini-harness/policy.toml", "sub/.git/hooks/x"):
+            assert workspace.protects(os.path.join(root, relative)), relative
+        for relative in ("src/app.py", ".github/workflows/ci.yml", "git", ".gitignore"):
+            assert not workspace.protects(os.path.join(root, relative)), relative
+
+    def test_the_open_transcript_and_its_sidecars_are_protected(self, tmp_path: Path) -> None:
+        """A transcript inside the workspace, and its torn-tail sidecars, are protected."""
+        workspace = Workspace(tmp_path, protected=(tmp_path / "logs" / "run.jsonl",))
+        logs = os.path.join(str(workspace.root), "logs")
+        assert workspace.protects(os.path.join(logs, "run.jsonl"))
+        assert workspace.protects(os.path.join(logs, "run.jsonl.torn-120"))
+        assert not workspace.protects(os.path.join(logs, "run.jsonl.bak"))
+        assert not workspace.protects(os.path.join(logs, "other.jsonl"))

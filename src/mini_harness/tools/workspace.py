@@ -61,11 +61,26 @@ def _resolve_root(root: str | os.PathLike[str]) -> Path:
     return real
 
 
+PROTECTED_NAMES = (".git", ".mini-harness")
+"""Directories (or files) in the workspace that hold the agent's own controls: the
+repository's configuration and hooks, the approval policy and project settings. Commands
+see them read-only and apply_patch refuses to change them, at any depth."""
+
+
+def _protected_paths(paths: tuple[str | os.PathLike[str], ...]) -> tuple[str, ...]:
+    return tuple(os.path.realpath(os.fspath(path)) for path in paths)
+
+
 @attrs.frozen
 class Workspace:
-    """The directory the file tools are confined to (resolved, symlinks included)."""
+    """The directory the file tools are confined to (resolved, symlinks included).
+
+    `protected` names further files the agent may read but never change, such as the
+    transcript the run is writing (with its `.torn-*` sidecars); see `protects`.
+    """
 
     root: Path = attrs.field(converter=_resolve_root)
+    protected: tuple[str, ...] = attrs.field(default=(), converter=_protected_paths)
 
     @classmethod
     def current(cls) -> Workspace:
@@ -78,6 +93,16 @@ class Workspace:
     def contains(self, real: str) -> bool:
         """True when the resolved path `real` is the root or below it."""
         return inside(real, str(self.root))
+
+    def protects(self, real: str) -> bool:
+        """True when the resolved path `real` is one of the agent's controls: inside a
+        `.git` or `.mini-harness` entry at any depth, or a protected file or one of its
+        `.torn-*` sidecars."""
+        if self.contains(real):
+            parts = Path(os.path.relpath(real, self.root)).parts
+            if any(part in PROTECTED_NAMES for part in parts):
+                return True
+        return any(real == path or real.startswith(f"{path}.torn-") for path in self.protected)
 
     def relative(self, real: str) -> str:
         """The workspace-relative posix form of a resolved path inside the workspace."""
