@@ -263,8 +263,9 @@ APPLY_PATCH: Final = ToolDefinition(
 )
 
 _SANDBOXED = (
-    "It runs in a bubblewrap sandbox: the workspace is writable, /tmp is private, the rest "
-    "of the system is read-only and there is no network."
+    "It runs in a bubblewrap sandbox with no capabilities: the workspace is writable "
+    "except .git, .mini-harness and the run's transcript, /tmp is private, the rest of the "
+    "system is read-only, and there is no network."
 )
 _UNSANDBOXED = (
     "No sandbox is available here (bubblewrap is not installed or cannot run): the command "
@@ -280,8 +281,9 @@ def run_command_definition(*, sandboxed: bool) -> ToolDefinition:
             "Run a program in the workspace, e.g. the tests: argv is the program and its "
             "arguments (no shell; set shell: true and pass one string to use /bin/sh). "
             "Returns exitCode, stdout and stderr (bounded: head and tail kept, `truncated` "
-            "says when the middle was left out) and timedOut. The environment has no API "
-            "keys or tokens; there is no stdin. " + (_SANDBOXED if sandboxed else _UNSANDBOXED)
+            "says when the middle was left out) and timedOut. The environment holds only "
+            "PATH, HOME, USER, the locale and the terminal type; there is no stdin. "
+            + (_SANDBOXED if sandboxed else _UNSANDBOXED)
         ),
         input_schema={
             "type": "object",
