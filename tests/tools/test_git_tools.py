@@ -15,6 +15,7 @@ from mini_harness.errors import ToolHandlerError
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
 from mini_harness.tools.git_tools import Git
+from mini_harness.tools.sandbox import bubblewrap
 from mini_harness.tools.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -49,10 +50,20 @@ def _repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "repo")
 
 
-def runtime_for(root: Path) -> ToolRuntime:
+def runtime_for(root: Path, *, sandbox: bool = False) -> ToolRuntime:
     registry = ToolRegistry()
-    register_coding_tools(registry, root, sandbox=False)
+    register_coding_tools(registry, root, sandbox=sandbox)
     return ToolRuntime(registry, MemorySink())
+
+
+MODES = [
+    pytest.param(False, id="unsandboxed"),
+    pytest.param(
+        True,
+        id="bubblewrap",
+        marks=pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here"),
+    ),
+]
 
 
 class TestGitStatus:
@@ -178,22 +189,168 @@ def plant_hostile_config(repo: Path, tmp_path: Path) -> Path:
     return marks
 
 
+def plant_filter_drivers(repo: Path, marker: Path) -> None:
+    """~400 filter drivers in .git/config, the one in the middle and one named `x=y`
+    writing `marker` (outside the workspace) when git runs them."""
+    drivers = []
+    for i in range(400):
+        clean = f"touch {marker}; cat" if i == 200 else "cat"
+        drivers.append(f'[filter "f{i}"]\n\tclean = {clean}\n\tsmudge = cat\n\trequired\n')
+        drivers.append(f"\tdescription = {'padding ' * 12}\n")
+    drivers.append(f'[filter "x=y"]\n\tclean = touch {marker}; cat\n\tprocess = touch {marker}\n')
+    with (repo / ".git" / "config").open("a") as config:
+        config.write("".join(drivers))
+    (repo / ".gitattributes").write_text("a.txt filter=f200\nb.txt filter=x=y\n")
+    for name in ("a.txt", "b.txt"):
+        os.utime(repo / name, (1, 1))
+
+
+class TestRepositoryConfigurationIsNeverRead:
+    @pytest.mark.parametrize("sandbox", MODES)
+    def test_many_filter_drivers_never_run(self, repo: Path, tmp_path: Path, sandbox: bool) -> None:
+        """However many filter drivers the configuration holds, and however they are
+        named, git_status and git_diff run none of them."""
+        marker = tmp_path / "marker"
+        plant_filter_drivers(repo, marker)
+        runtime = runtime_for(repo, sandbox=sandbox)
+        status = runtime.dispatch("git_status", {}).output
+        runtime.dispatch("git_diff", {})
+        runtime.dispatch("git_diff", {"staged": True})
+        assert not marker.exists()
+        assert {e["path"] for e in status["entries"]} >= {"a.txt", "b.txt"}
+
+    def test_the_planted_drivers_do_run_for_plain_git(self, repo: Path, tmp_path: Path) -> None:
+        """The same repository makes plain `git status` run a planted filter (the test
+        above bites)."""
+        marker = tmp_path / "marker"
+        plant_filter_drivers(repo, marker)
+        git(repo, "status", check=False)
+        assert marker.exists()
+
+    @pytest.mark.parametrize("sandbox", MODES)
+    def test_a_submodule_configuration_is_never_read(
+        self, repo: Path, tmp_path: Path, sandbox: bool
+    ) -> None:
+        """A submodule's own fsmonitor hook does not run: git never looks inside it."""
+        inner = make_repo(tmp_path / "inner")
+        git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "sub")
+        git(repo, "commit", "-qm", "submodule")
+        marker = tmp_path / "marker"
+        script = tmp_path / "fsmonitor"
+        script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+        script.chmod(0o755)
+        git(repo / "sub", "config", "core.fsmonitor", str(script))
+        (repo / "sub" / "a.txt").write_text("changed in the submodule\n")
+        runtime = runtime_for(repo, sandbox=sandbox)
+        runtime.dispatch("git_status", {})
+        runtime.dispatch("git_diff", {})
+        assert not marker.exists()
+
+    @pytest.mark.parametrize("sandbox", MODES)
+    def test_settings_that_describe_the_repository_are_kept(
+        self, tmp_path: Path, sandbox: bool
+    ) -> None:
+        """A SHA-256 repository is read, and core.fileMode=false still hides mode changes."""
+        root = tmp_path / "sha256"
+        root.mkdir()
+        git(root, "init", "-q", "--object-format=sha256", "-b", "main")
+        (root / "run.sh").write_text("echo\n")
+        git(root, "add", "run.sh")
+        git(root, "commit", "-qm", "start")
+        git(root, "config", "core.fileMode", "false")
+        (root / "run.sh").chmod(0o755)
+        out = runtime_for(root, sandbox=sandbox).dispatch("git_status", {}).output
+        assert out["clean"] is True
+        assert out["branch"] == "main"
+
+    @pytest.mark.parametrize("sandbox", MODES)
+    def test_diff_prefixes_are_gits_own(self, repo: Path, sandbox: bool) -> None:
+        """diff.mnemonicPrefix and diff.noprefix in the repository do not change the
+        a/ and b/ prefixes apply_patch reads."""
+        git(repo, "config", "diff.mnemonicPrefix", "true")
+        git(repo, "config", "diff.noprefix", "true")
+        diff = runtime_for(repo, sandbox=sandbox).dispatch("git_diff", {}).output["diff"]
+        assert diff.startswith("diff --git a/a.txt b/a.txt\n")
+        assert "--- a/a.txt\n+++ b/a.txt\n" in diff
+
+
+class TestRepositoryOutsideTheWorkspace:
+    @pytest.fixture(name="other")
+    def _other(self, tmp_path: Path) -> Path:
+        """Another repository, outside the workspace, with a committed secret."""
+        other = tmp_path / "other"
+        other.mkdir()
+        git(other, "init", "-q", "-b", "main")
+        (other / "secret.txt").write_text("other repository's secret\n")
+        git(other, "add", "secret.txt")
+        git(other, "commit", "-qm", "secret")
+        return other
+
+    @pytest.mark.parametrize("kind", ["gitdir-file", "symlink"])
+    def test_a_dot_git_leading_outside_is_refused(
+        self, tmp_path: Path, other: Path, kind: str
+    ) -> None:
+        """A `.git` file (`gitdir: ...`) or link to another repository is refused, and
+        nothing of that repository is shown."""
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        if kind == "symlink":
+            (ws / ".git").symlink_to(other / ".git")
+        else:
+            (ws / ".git").write_text(f"gitdir: {other / '.git'}\n")
+        for tool, tool_input in (
+            ("git_status", {}),
+            ("git_diff", {}),
+            ("git_diff", {"staged": True}),
+        ):
+            with pytest.raises(ToolHandlerError, match="leads outside the workspace") as raised:
+                runtime_for(ws).dispatch(tool, tool_input)
+            assert "secret" not in str(raised.value)
+
+    def test_a_gitdir_file_inside_the_workspace_works(self, tmp_path: Path) -> None:
+        """A `.git` file naming a git directory inside the workspace is followed."""
+        ws = make_repo(tmp_path / "ws")
+        (ws / ".git").rename(ws / ".real-git")
+        (ws / ".git").write_text("gitdir: .real-git\n")
+        out = runtime_for(ws).dispatch("git_diff", {}).output
+        assert "+TWO" in out["diff"]
+
+    def test_objects_leading_outside_are_refused(self, repo: Path, other: Path) -> None:
+        """An entry of the git directory linked outside, or an alternate object directory
+        outside, is refused."""
+        (repo / ".git" / "objects" / "info").mkdir(exist_ok=True)
+        (repo / ".git" / "objects" / "info" / "alternates").write_text(f"{other}/.git/objects\n")
+        with pytest.raises(ToolHandlerError, match="alternate object directory leads outside"):
+            runtime_for(repo).dispatch("git_diff", {"staged": True})
+        (repo / ".git" / "objects" / "info" / "alternates").unlink()
+        shutil.move(repo / ".git" / "refs", repo / "refs-moved")
+        (repo / ".git" / "refs").symlink_to(other / ".git" / "refs")
+        with pytest.raises(ToolHandlerError, match='"refs" entry leads outside'):
+            runtime_for(repo).dispatch("git_status", {})
+
+
 class TestHostileRepository:
-    def test_core_worktree_cannot_point_outside(self, repo: Path, tmp_path: Path) -> None:
+    @pytest.mark.parametrize("sandbox", MODES)
+    def test_core_worktree_cannot_point_outside(
+        self, repo: Path, tmp_path: Path, sandbox: bool
+    ) -> None:
         """A repository whose core.worktree names another directory still shows the workspace."""
         elsewhere = tmp_path / "elsewhere"
         elsewhere.mkdir()
         (elsewhere / "a.txt").write_text("secret from outside\n")
         git(repo, "config", "core.worktree", str(elsewhere))
-        diff = runtime_for(repo).dispatch("git_diff", {}).output["diff"]
+        diff = runtime_for(repo, sandbox=sandbox).dispatch("git_diff", {}).output["diff"]
         assert "secret from outside" not in diff
         assert "+TWO" in diff
         assert "secret from outside" in git(repo, "diff")  # plain git would show it
 
-    def test_no_configured_command_ever_runs(self, repo: Path, tmp_path: Path) -> None:
+    @pytest.mark.parametrize("sandbox", MODES)
+    def test_no_configured_command_ever_runs(
+        self, repo: Path, tmp_path: Path, sandbox: bool
+    ) -> None:
         """Pager, external diff, fsmonitor, textconv, diff drivers, filters, hooks: none run."""
         marks = plant_hostile_config(repo, tmp_path)
-        runtime = runtime_for(repo)
+        runtime = runtime_for(repo, sandbox=sandbox)
         runtime.dispatch("git_status", {})
         diff = runtime.dispatch("git_diff", {}).output
         runtime.dispatch("git_diff", {"staged": True})

@@ -66,7 +66,7 @@ def register_coding_tools(
     bwrap = bubblewrap() if sandbox is not False else None
     if sandbox and bwrap is None:
         raise WorkspaceError(".", NO_SANDBOX_MESSAGE)
-    git = Git(bound)
+    git = Git(bound, bwrap)
     registry.register(GIT_STATUS, git.status)
     registry.register(GIT_DIFF, git.diff)
     registry.register(APPLY_PATCH, ApplyPatch(bound))

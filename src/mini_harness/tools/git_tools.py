@@ -1,11 +1,11 @@
 """`git_status` and `git_diff`: read-only views of the workspace's repository.
 
-A repository's own configuration is untrusted input: it can name a pager, an external diff,
-an fsmonitor hook, textconv and filter commands, hooks. git runs here with a scrubbed
-environment (no system or global configuration, no GIT_* variables from the caller) and
-`-c` overrides that switch each of those off, including every filter driver the
-repository's configuration names. git never looks above the workspace root for a
-repository (GIT_CEILING_DIRECTORIES), and never takes optional locks (nothing is written).
+git never reads the repository's configuration (see git_dir): no setting of the
+repository, however large or oddly named, can make it run a command. It runs with an
+environment of its own (no system or global configuration, nothing from the caller but
+PATH), never looks above the workspace root for a repository, never takes optional locks
+(nothing is written), and where bubblewrap runs, inside the sandbox with the workspace
+read-only, no network and no host sockets.
 """
 
 from __future__ import annotations
@@ -15,43 +15,26 @@ from typing import Any, Final
 
 import attrs
 
-from mini_harness.errors import WorkspaceError
+from mini_harness.errors import GitError, WorkspaceError
 from mini_harness.events import JsonObject
-from mini_harness.tools.process import DEFAULT_MAX_OUTPUT, run_bounded
+from mini_harness.tools.git_dir import private_git_dir
+from mini_harness.tools.process import DEFAULT_MAX_OUTPUT
+from mini_harness.tools.sandbox import Bubblewrap, run_sandboxed
 from mini_harness.tools.workspace import Workspace, quote_path
 
 GIT_TIMEOUT: Final = 20.0
-_SAFE_CONFIG: Final = (
-    "core.pager=cat",
-    "core.fsmonitor=false",
-    "core.hooksPath=/dev/null",
-    "core.untrackedCache=false",
-    "core.attributesFile=/dev/null",
-    "core.askPass=",
-    "credential.helper=",
-    "protocol.allow=never",
-    "diff.external=",
-    "color.ui=false",
-    "status.submoduleSummary=false",
-    "diff.ignoreSubmodules=all",
-    "submodule.recurse=false",
-)
-
-
-class GitError(WorkspaceError):
-    """git could not answer (not a repository, a bad path, a timeout)."""
 
 
 def git_environment(workspace: Workspace) -> dict[str, str]:
-    """The whole environment git runs with: nothing from the caller but PATH and locale."""
+    """The environment git runs with (GIT_DIR aside): nothing from the caller but PATH."""
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LC_ALL": "C.UTF-8",
         "HOME": "/nonexistent",
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_ATTR_NOSYSTEM": "1",
         "GIT_CEILING_DIRECTORIES": str(workspace.root.parent),
-        # The work tree is the workspace, whatever core.worktree says (it could name /etc).
         "GIT_WORK_TREE": str(workspace.root),
         "GIT_OPTIONAL_LOCKS": "0",
         "GIT_TERMINAL_PROMPT": "0",
@@ -65,9 +48,10 @@ def git_environment(workspace: Workspace) -> dict[str, str]:
 @attrs.frozen
 class Git:
     """The git_status and git_diff handlers (the methods `status` and `diff`), bound to one
-    workspace: read-only git with every code-running setting off."""
+    workspace: read-only git that runs nothing the repository configures."""
 
     workspace: Workspace
+    sandbox: Bubblewrap | None = None
     timeout: float = GIT_TIMEOUT
     max_output: int = DEFAULT_MAX_OUTPUT
 
@@ -96,53 +80,27 @@ class Git:
     def run(self, args: list[str]) -> tuple[str, bool]:
         """git's bounded stdout for `args` and whether it was truncated; GitError if it fails."""
         env = git_environment(self.workspace)
-        base = ["git", "--no-pager"]
-        for setting in _SAFE_CONFIG:
-            base += ["-c", setting]
-        base += self._driver_overrides(env, base)
-        finished = run_bounded(
-            [*base, *args],
-            cwd=str(self.workspace.root),
-            env=env,
-            timeout=self.timeout,
-            max_output=self.max_output,
-        )
+        root = str(self.workspace.root)
         command = "git " + args[0]
+        with private_git_dir(self.workspace, env, self.timeout) as gitdir:
+            env["GIT_DIR"] = gitdir
+            finished = run_sandboxed(
+                self.sandbox,
+                ["git", "--no-pager", *args],
+                workspace=root,
+                cwd=root,
+                env=env,
+                timeout=self.timeout,
+                writable=False,
+                read_only=(os.path.dirname(gitdir),),
+                max_output=self.max_output,
+            )
         if finished.timed_out:
             raise GitError(".", f"{command} did not finish within {self.timeout:g} s")
         if finished.exit_code != 0:
             message = finished.stderr.text().strip()
-            if "not a git repository" in message:
-                raise GitError(
-                    ".",
-                    "The workspace is not a git repository (git looks in the workspace root "
-                    "only, never above it)",
-                )
             raise GitError(".", f"{command} failed: {message or f'exit {finished.exit_code}'}")
         return finished.stdout.text(), finished.stdout.truncated
-
-    def _driver_overrides(self, env: dict[str, str], base: list[str]) -> list[str]:
-        """`-c` settings that empty every filter driver the repository configures.
-
-        Reading configuration runs nothing; a filter with an empty command is skipped.
-        """
-        listed = run_bounded(
-            [*base, "config", "--null", "--get-regexp", r"^filter\."],
-            cwd=str(self.workspace.root),
-            env=env,
-            timeout=self.timeout,
-        )
-        drivers: set[str] = set()
-        for entry in listed.stdout.text().split("\0"):
-            key = entry.split("\n", 1)[0]
-            if key.count(".") >= 2:
-                drivers.add(key[len("filter.") : key.rindex(".")])
-        overrides: list[str] = []
-        for driver in sorted(drivers):
-            for part in ("clean", "smudge", "process"):
-                overrides += ["-c", f"filter.{driver}.{part}="]
-            overrides += ["-c", f"filter.{driver}.required=false"]
-        return overrides
 
     def pathspec(self, path: str | None) -> list[str]:
         """`-- :(literal)PATH` for a path checked against the workspace (it may be deleted)."""
