@@ -105,6 +105,56 @@ class TestGitStatus:
             git.status({})
 
 
+class TestStatusPaths:
+    def test_a_name_with_a_space_and_non_ascii_is_given_as_is(self, repo: Path) -> None:
+        """Paths are the file names, not git's C-quoted text, and feed back into git_diff."""
+        (repo / "d d").mkdir()
+        (repo / "d d" / "é.txt").write_text("one\n")
+        git(repo, "add", "d d/é.txt")
+        git(repo, "commit", "-qm", "named")
+        (repo / "d d" / "é.txt").write_text("two\n")
+        runtime = runtime_for(repo)
+        entries = runtime.dispatch("git_status", {}).output["entries"]
+        assert {"status": " M", "path": "d d/é.txt"} in entries
+        diff = runtime.dispatch("git_diff", {"path": "d d/é.txt"}).output["diff"]
+        assert "-one\n+two\n" in diff
+
+    def test_a_rename_names_both_paths(self, repo: Path) -> None:
+        """A staged rename is one entry with the new path and origPath, the old one."""
+        (repo / "c.txt").write_text("a file long enough to be found again\n")
+        git(repo, "add", "c.txt")
+        git(repo, "commit", "-qm", "c")
+        git(repo, "mv", "c.txt", "renamed c.txt")
+        entries = runtime_for(repo).dispatch("git_status", {}).output["entries"]
+        assert {"status": "R ", "path": "renamed c.txt", "origPath": "c.txt"} in entries
+        assert not any("->" in entry["path"] for entry in entries)
+
+    def test_a_cut_listing_holds_only_entries_git_printed(self, repo: Path) -> None:
+        """Over the output limit, status lists whole entries only (from the start) and says
+        it was truncated."""
+        names = {f"untracked-number-{i:04}.txt" for i in range(600)}
+        for name in names:
+            (repo / name).write_text("x\n")
+        out = Git(Workspace(repo), max_output=4000).status({})
+        assert out["truncated"] is True
+        paths = [entry["path"] for entry in out["entries"]]
+        assert paths
+        assert set(paths) <= names | {"a.txt", "b.txt", "new.txt"}
+        assert all(entry["status"] in (" M", "M ", "??") for entry in out["entries"])
+
+    def test_names_that_are_not_utf8_are_counted(self, repo: Path) -> None:
+        """An untracked file whose name is not UTF-8 is left out and counted, as the file
+        tools do."""
+        try:
+            with open(os.fsencode(repo) + b"/caf\xe9.txt", "wb") as latin1:
+                latin1.write(b"x\n")
+        except OSError as exc:
+            pytest.skip(f"this filesystem refuses names that are not UTF-8: {exc}")
+        out = runtime_for(repo).dispatch("git_status", {}).output
+        assert out["skippedUndecodable"] == 1
+        assert "new.txt" in [entry["path"] for entry in out["entries"]]
+
+
 class TestGitDiff:
     def test_shows_unstaged_changes(self, repo: Path) -> None:
         """The diff of the working tree is unified diff text of the changed file."""
@@ -125,10 +175,33 @@ class TestGitDiff:
         out = runtime_for(repo).dispatch("git_diff", {"path": "a.txt"}).output
         assert "deleted file mode" in out["diff"]
 
+    def test_path_in_a_deleted_directory(self, repo: Path) -> None:
+        """A file whose whole directory was deleted still shows its deletion, by its path
+        or by the directory's."""
+        (repo / "d").mkdir()
+        (repo / "d" / "x.txt").write_text("gone soon\n")
+        git(repo, "add", "d/x.txt")
+        git(repo, "commit", "-qm", "d")
+        shutil.rmtree(repo / "d")
+        runtime = runtime_for(repo)
+        for path in ("d/x.txt", "d"):
+            diff = runtime.dispatch("git_diff", {"path": path}).output["diff"]
+            assert "deleted file mode" in diff
+            assert "-gone soon\n" in diff
+
+    def test_bytes_that_are_not_utf8_are_said(self, repo: Path) -> None:
+        """A diff holding bytes that are not UTF-8 says so (they are shown as U+FFFD)."""
+        runtime = runtime_for(repo)
+        assert runtime.dispatch("git_diff", {}).output["invalidUtf8"] is False
+        (repo / "a.txt").write_bytes(b"one\ncaf\xe9\n")
+        out = runtime.dispatch("git_diff", {}).output
+        assert out["invalidUtf8"] is True
+        assert "+caf\ufffd\n" in out["diff"]
+
     def test_no_changes_is_empty(self, repo: Path) -> None:
         """An unchanged file's diff is empty and says so."""
         out = runtime_for(repo).dispatch("git_diff", {"path": "b.txt"}).output
-        assert out == {"diff": "", "empty": True, "truncated": False}
+        assert out == {"diff": "", "empty": True, "truncated": False, "invalidUtf8": False}
 
     @pytest.mark.parametrize("path", ["../outside.txt", "/etc/passwd", "a\0b"])
     def test_paths_outside_are_refused(self, repo: Path, path: str) -> None:
