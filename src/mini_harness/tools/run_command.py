@@ -124,7 +124,7 @@ class RunCommand:
         guarded = controls(self.workspace) if self.sandbox is not None else Controls((), ())
         before = snapshot(root, self.max_tracked_files)
         try:
-            with placeholders(guarded.missing):
+            with placeholders(guarded.missing) as stand_ins:
                 finished = run_sandboxed(
                     self.sandbox,
                     argv,
@@ -133,7 +133,7 @@ class RunCommand:
                     env=env,
                     timeout=timeout,
                     writable=True,
-                    read_only=(*guarded.existing, *guarded.missing),
+                    read_only=(*guarded.existing, *stand_ins),
                     limits=self.limits,
                 )
         except OSError as exc:

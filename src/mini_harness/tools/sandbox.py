@@ -265,17 +265,18 @@ class _SandboxInfo:
 
 
 @contextlib.contextmanager
-def placeholders(paths: Iterable[str]) -> Iterator[None]:
-    """Empty directories where bubblewrap will mount a read-only empty one (so that a
-    command cannot create a control such as `.mini-harness`), removed again afterwards if
-    still empty. Only called when the sandbox has ended, so nothing races the removal."""
-    made = []
+def placeholders(paths: Iterable[str]) -> Iterator[tuple[str, ...]]:
+    """Empty directories made where bubblewrap will mount them read-only (so that a command
+    cannot create a control such as `.mini-harness`), removed again afterwards if still
+    empty; yields those it made (where the user cannot make one, neither can a command).
+    Left only once the sandbox has ended, so nothing races the removal."""
+    made: list[str] = []
     try:
         for path in paths:
-            with contextlib.suppress(FileExistsError):
+            with contextlib.suppress(OSError):
                 os.mkdir(path)
                 made.append(path)
-        yield
+        yield tuple(made)
     finally:
         for path in made:
             with contextlib.suppress(OSError):
