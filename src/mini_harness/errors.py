@@ -208,6 +208,11 @@ class WorkspaceError(MiniHarnessError):
         self.path = path
 
 
+class GitError(WorkspaceError):
+    """git could not answer (not a repository, one leading outside the workspace, a
+    timeout)."""
+
+
 class InvalidPatternError(MiniHarnessError):
     """A search pattern is not a valid regular expression."""
 

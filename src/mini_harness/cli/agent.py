@@ -209,7 +209,7 @@ def run_command(task: tuple[str, ...], **options: Any) -> None:
     provider = choose_provider(options["model"], os.environ)
     system_prompt = _system_prompt(options["system_prompt_file"])
     redacted = tuple(options["redact_env"] or ())
-    tools = agent_tools(options["registry_spec"], workspace, redacted)
+    tools = agent_tools(options["registry_spec"], workspace, redacted, protected=(log,))
     approver = make_approver(workspace or os.curdir, options["approve"])
     rules = load_project_rules(Path(workspace or os.curdir), Path.cwd(), warn=warn)
     config = AgentConfig(

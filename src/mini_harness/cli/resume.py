@@ -74,7 +74,7 @@ def resume_command(
     Exit codes: as `run` (0 a final answer, 1 none, 2 usage, 130 interrupted).
     """
     _must_exist(path)
-    registry = _registry(options)
+    registry = _registry(options, path)
     with opened_log(path, options) as sink:
         _set_torn_tail_aside(sink)  # before the fold reads the file
         runs = fold_agent_runs(path)
@@ -125,7 +125,7 @@ def fork_command(
     _must_exist(path)
     run = select_agent_run(fold_agent_runs(path), options["run_id"])
     opening = fork_opening(run, at_step, instruction)
-    registry = _registry(options)
+    registry = _registry(options, path, log)
     target = log or path
     with opened_log(target, options) as sink:
         what = f"Forking run {run.run_id} before step {at_step}"
@@ -142,11 +142,12 @@ def _must_exist(path: str) -> None:
         raise click.UsageError(f"cannot read transcript {path}: no such file")
 
 
-def _registry(options: dict[str, Any]) -> ToolRegistry:
-    """The user's registry, or the built-in tools an agent run gets, as for `run`."""
+def _registry(options: dict[str, Any], *transcripts: str | None) -> ToolRegistry:
+    """The user's registry, or the built-in tools an agent run gets, as for `run`, with the
+    `transcripts` the run reads and writes out of their reach."""
     workspace = options["workspace"] or root_workspace()
     redacted = tuple(options["redact_env"] or ())
-    return agent_tools(options["registry_spec"], workspace, redacted)
+    return agent_tools(options["registry_spec"], workspace, redacted, protected=transcripts)
 
 
 def _run(  # noqa: PLR0917 - the pieces of one continued run
