@@ -81,7 +81,8 @@ class Opening:
     the step that made them: they are dispatched first, in order. Then `follow_up`, if
     given, is added as a user message. A run whose last answer was final (`final_text`)
     and that gets nothing new ends at once with that answer. `resumed_from` /
-    `forked_from` (`runId`, `step`) go into RunStarted.
+    `forked_from` (`runId`, `step`) go into RunStarted, and so does `unverified`: the
+    problems of a history that does not verify, continued anyway because the user said so.
     """
 
     history: tuple[Message, ...]
@@ -91,6 +92,7 @@ class Opening:
     final_text: str | None = None
     resumed_from: JsonObject | None = None
     forked_from: JsonObject | None = None
+    unverified: tuple[str, ...] | None = None
 
 
 @attrs.frozen
@@ -150,15 +152,7 @@ class AgentLoop:
         the log, then goes on up to the caller.
         """
         config, runtime = self.config, self.runtime
-        runtime.start(
-            task=config.task,
-            model={"provider": self.provider.name, "name": self.provider.model},
-            system_prompt=config.system_prompt,
-            project_rules=tuple(rule.to_json() for rule in config.rules),
-            max_steps=config.max_steps,
-            resumed_from=opening.resumed_from if opening else None,
-            forked_from=opening.forked_from if opening else None,
-        )
+        self.start(opening)
         self.history = [
             system_message(config.system_prompt, config.rules),
             Message("user", config.task),
@@ -200,6 +194,21 @@ class AgentLoop:
             last_request=self._last_request,
             last_input_tokens=self._last_input_tokens,
             error=error,
+        )
+
+    def start(self, opening: Opening | None = None) -> None:
+        """Record the run's RunStarted, if not yet (`run` does it first). A resume calls it
+        before `run`: that RunStarted claims the run it continues."""
+        config = self.config
+        self.runtime.start(
+            task=config.task,
+            model={"provider": self.provider.name, "name": self.provider.model},
+            system_prompt=config.system_prompt,
+            project_rules=tuple(rule.to_json() for rule in config.rules),
+            max_steps=config.max_steps,
+            resumed_from=opening.resumed_from if opening else None,
+            forked_from=opening.forked_from if opening else None,
+            unverified=opening.unverified if opening else None,
         )
 
     def _open(self, opening: Opening) -> str | None:
