@@ -57,7 +57,11 @@ def is_held(fd: int, run_id: str) -> bool:
     if _GETLK is None:
         return False
     query = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, _lock_byte(run_id), 1, 0)
-    return bool(_FLOCK.unpack(fcntl.fcntl(fd, _GETLK, query))[0] != fcntl.F_UNLCK)
+    try:
+        answer = fcntl.fcntl(fd, _GETLK, query)
+    except OSError:  # a file system without these locks: no writer can hold one either
+        return False
+    return bool(_FLOCK.unpack(answer)[0] != fcntl.F_UNLCK)
 
 
 def _lock_byte(run_id: str) -> int:
