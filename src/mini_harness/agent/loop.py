@@ -34,7 +34,8 @@ from mini_harness.agent.provider import (
     Usage,
 )
 from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome, call_outcome
-from mini_harness.errors import ToolCallError
+from mini_harness.agent.resume import call_ids, unique_call_ids
+from mini_harness.errors import EventTooLargeError, ToolCallError
 from mini_harness.events import (
     ContextTrimmed,
     JsonObject,
@@ -285,17 +286,20 @@ class AgentLoop:
         request = ModelRequest(tuple(self.history), tools, dict(config.params))
         request_id = new_id()
         self._hasher.add(self.history[self._hasher.count :])
-        self.runtime.sink.emit(
-            ModelRequested(
-                ts=utc_timestamp(),
-                run_id=self.runtime.run_id,
-                step=step,
-                request_id=request_id,
-                messages=tuple(m.to_json() for m in self.history[self._sent :]),
-                params=request.params,
-                request_hash=self._hasher.hexdigest(request.params, tools),
+        try:
+            self.runtime.sink.emit(
+                ModelRequested(
+                    ts=utc_timestamp(),
+                    run_id=self.runtime.run_id,
+                    step=step,
+                    request_id=request_id,
+                    messages=tuple(m.to_json() for m in self.history[self._sent :]),
+                    params=request.params,
+                    request_hash=self._hasher.hexdigest(request.params, tools),
+                )
             )
-        )
+        except EventTooLargeError as exc:  # a request is never sent unrecorded
+            raise _Stop("budget", f"the next request cannot be recorded: {exc.message}") from None
         self._sent = len(self.history)
         self._last_request, self._last_input_tokens = request, None
         response = self._complete(request, request_id, step)
@@ -353,18 +357,25 @@ class AgentLoop:
                 message = "interrupted"
             failed(ModelError("cancelled", message, attempt=attempts))
             raise
-        self.runtime.sink.emit(
-            ModelResponded(
-                ts=utc_timestamp(),
-                run_id=self.runtime.run_id,
-                request_id=request_id,
-                message=response.message.to_json(),
-                finish_reason=response.finish_reason,
-                usage=response.usage.to_json(),
-                duration_ms=_ms_since(started),
-                response_id=response.response_id,
+        # Each call gets an id of its own before anything records or dispatches it.
+        unique = unique_call_ids(response.message, call_ids(self.history))
+        response = attrs.evolve(response, message=unique)
+        try:
+            self.runtime.sink.emit(
+                ModelResponded(
+                    ts=utc_timestamp(),
+                    run_id=self.runtime.run_id,
+                    request_id=request_id,
+                    message=response.message.to_json(),
+                    finish_reason=response.finish_reason,
+                    usage=response.usage.to_json(),
+                    duration_ms=_ms_since(started),
+                    response_id=response.response_id,
+                )
             )
-        )
+        except EventTooLargeError as exc:  # an answer the log cannot hold is not acted on
+            failed(ModelError("response_too_large", exc.message, attempt=attempts))
+            raise _Stop("model_error", f"model answer not recorded: {exc.message}") from None
         self.reporter.response(step, response, streamed)
         return response
 
