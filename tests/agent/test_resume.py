@@ -301,9 +301,8 @@ class TestInDoubtCalls:
         monkeypatch.chdir(tmp_path)
         spec, side_file, _ = counting_registry(tmp_path)
         full, log = tmp_path / "full.jsonl", tmp_path / "t.jsonl"
-        looks = [{"toolCalls": [{"name": "look", "arguments": {"n": 1}},
-                                {"name": "look", "arguments": {"n": 2}}]},
-                 {"text": "Done."}]  # fmt: skip
+        both = [{"name": "look", "arguments": {"n": 1}}, {"name": "look", "arguments": {"n": 2}}]
+        looks: list[dict[str, Any]] = [{"toolCalls": both}, {"text": "Done."}]
         model = write_script(tmp_path / "script.json", looks)
         assert invoke(["run", "Task", "--model", model, "--registry", spec, "--log",
                        str(full)]).exit_code == 0  # fmt: skip
