@@ -129,6 +129,7 @@ def validate_anthropic_messages(messages: object) -> str | None:
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"
     expected: list[str] = []  # tool_use ids of the previous assistant turn
+    used: set[str] = set()  # every tool_use id so far: the API wants them unique
     for n, message in enumerate(messages):
         role = message.get("role") if isinstance(message, dict) else None
         if role not in ("user", "assistant"):
@@ -175,7 +176,10 @@ def validate_anthropic_messages(messages: object) -> str | None:
                     return f"messages.{n}.content.{k}.input: Input should be an object"
                 if block["id"] in expected:
                     return f"messages.{n}.content.{k}: duplicate tool_use id {block['id']!r}"
+                if block["id"] in used:
+                    return f"messages.{n}.content.{k}: `tool_use` ids must be unique"
                 expected.append(block["id"])
+                used.add(block["id"])
     if expected:
         return "tool_use ids were found without tool_result blocks immediately after: " + ", ".join(
             sorted(expected)

@@ -34,7 +34,8 @@ from mini_harness.agent.provider import (
     Usage,
 )
 from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome, call_outcome
-from mini_harness.errors import ToolCallError
+from mini_harness.agent.resume import call_ids, unique_call_ids
+from mini_harness.errors import EventTooLargeError, ToolCallError
 from mini_harness.events import (
     ContextTrimmed,
     JsonObject,
@@ -81,7 +82,8 @@ class Opening:
     the step that made them: they are dispatched first, in order. Then `follow_up`, if
     given, is added as a user message. A run whose last answer was final (`final_text`)
     and that gets nothing new ends at once with that answer. `resumed_from` /
-    `forked_from` (`runId`, `step`) go into RunStarted.
+    `forked_from` (`runId`, `step`) go into RunStarted, and so does `unverified`: the
+    problems of a history that does not verify, continued anyway because the user said so.
     """
 
     history: tuple[Message, ...]
@@ -91,6 +93,7 @@ class Opening:
     final_text: str | None = None
     resumed_from: JsonObject | None = None
     forked_from: JsonObject | None = None
+    unverified: tuple[str, ...] | None = None
 
 
 @attrs.frozen
@@ -150,15 +153,7 @@ class AgentLoop:
         the log, then goes on up to the caller.
         """
         config, runtime = self.config, self.runtime
-        runtime.start(
-            task=config.task,
-            model={"provider": self.provider.name, "name": self.provider.model},
-            system_prompt=config.system_prompt,
-            project_rules=tuple(rule.to_json() for rule in config.rules),
-            max_steps=config.max_steps,
-            resumed_from=opening.resumed_from if opening else None,
-            forked_from=opening.forked_from if opening else None,
-        )
+        self.start(opening)
         self.history = [
             system_message(config.system_prompt, config.rules),
             Message("user", config.task),
@@ -200,6 +195,21 @@ class AgentLoop:
             last_request=self._last_request,
             last_input_tokens=self._last_input_tokens,
             error=error,
+        )
+
+    def start(self, opening: Opening | None = None) -> None:
+        """Record the run's RunStarted, if not yet (`run` does it first). A resume calls it
+        before `run`: that RunStarted claims the run it continues."""
+        config = self.config
+        self.runtime.start(
+            task=config.task,
+            model={"provider": self.provider.name, "name": self.provider.model},
+            system_prompt=config.system_prompt,
+            project_rules=tuple(rule.to_json() for rule in config.rules),
+            max_steps=config.max_steps,
+            resumed_from=opening.resumed_from if opening else None,
+            forked_from=opening.forked_from if opening else None,
+            unverified=opening.unverified if opening else None,
         )
 
     def _open(self, opening: Opening) -> str | None:
@@ -276,17 +286,20 @@ class AgentLoop:
         request = ModelRequest(tuple(self.history), tools, dict(config.params))
         request_id = new_id()
         self._hasher.add(self.history[self._hasher.count :])
-        self.runtime.sink.emit(
-            ModelRequested(
-                ts=utc_timestamp(),
-                run_id=self.runtime.run_id,
-                step=step,
-                request_id=request_id,
-                messages=tuple(m.to_json() for m in self.history[self._sent :]),
-                params=request.params,
-                request_hash=self._hasher.hexdigest(request.params, tools),
+        try:
+            self.runtime.sink.emit(
+                ModelRequested(
+                    ts=utc_timestamp(),
+                    run_id=self.runtime.run_id,
+                    step=step,
+                    request_id=request_id,
+                    messages=tuple(m.to_json() for m in self.history[self._sent :]),
+                    params=request.params,
+                    request_hash=self._hasher.hexdigest(request.params, tools),
+                )
             )
-        )
+        except EventTooLargeError as exc:  # a request is never sent unrecorded
+            raise _Stop("budget", f"the next request cannot be recorded: {exc.message}") from None
         self._sent = len(self.history)
         self._last_request, self._last_input_tokens = request, None
         response = self._complete(request, request_id, step)
@@ -344,18 +357,25 @@ class AgentLoop:
                 message = "interrupted"
             failed(ModelError("cancelled", message, attempt=attempts))
             raise
-        self.runtime.sink.emit(
-            ModelResponded(
-                ts=utc_timestamp(),
-                run_id=self.runtime.run_id,
-                request_id=request_id,
-                message=response.message.to_json(),
-                finish_reason=response.finish_reason,
-                usage=response.usage.to_json(),
-                duration_ms=_ms_since(started),
-                response_id=response.response_id,
+        # Each call gets an id of its own before anything records or dispatches it.
+        unique = unique_call_ids(response.message, call_ids(self.history))
+        response = attrs.evolve(response, message=unique)
+        try:
+            self.runtime.sink.emit(
+                ModelResponded(
+                    ts=utc_timestamp(),
+                    run_id=self.runtime.run_id,
+                    request_id=request_id,
+                    message=response.message.to_json(),
+                    finish_reason=response.finish_reason,
+                    usage=response.usage.to_json(),
+                    duration_ms=_ms_since(started),
+                    response_id=response.response_id,
+                )
             )
-        )
+        except EventTooLargeError as exc:  # an answer the log cannot hold is not acted on
+            failed(ModelError("response_too_large", exc.message, attempt=attempts))
+            raise _Stop("model_error", f"model answer not recorded: {exc.message}") from None
         self.reporter.response(step, response, streamed)
         return response
 

@@ -24,7 +24,15 @@ FINISH_REASONS = frozenset({"stop", "tool_calls", "length", "content_filter", "o
 `stop`, `tool_use` is `tool_calls`, `max_tokens` is `length`)."""
 
 MODEL_ERROR_KINDS = frozenset(
-    {"rate_limited", "timeout", "http_error", "auth", "invalid_response", "cancelled"}
+    {
+        "rate_limited",
+        "timeout",
+        "http_error",
+        "auth",
+        "invalid_response",
+        "cancelled",
+        "response_too_large",  # an answer over the transcript's line cap: not acted on
+    }
 )
 
 

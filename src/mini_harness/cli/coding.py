@@ -16,6 +16,7 @@ from mini_harness.agent.approval_prompt import terminal_prompter
 from mini_harness.cli import BadUsage, fail, info
 from mini_harness.cli.log_options import opened_log
 from mini_harness.cli.options import F, workspace_option
+from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import PolicyError, ToolCallError
 from mini_harness.replay.fold import fold_effects
 from mini_harness.replay.model import CallRecord
@@ -92,12 +93,17 @@ def _find_call(path: str, call_id: str) -> CallRecord:
     type=click.Path(dir_okay=False),
     help="Record the undo in this transcript (default: append it to PATH as a new run).",
 )
-def undo_command(path: str, call_id: str, workspace: str, log: str | None) -> None:
+@allow_unverified_option
+def undo_command(
+    path: str, call_id: str, workspace: str, log: str | None, allow_unverified: bool
+) -> None:
     """Revert the patch an apply_patch call applied, when every file it changed still has
-    the sha256 the call left (else say which file moved on, and change nothing).
+    the sha256 the call left (else say which file moved on, and change nothing). PATH
+    must verify: an edited record could name any file.
 
     Exit codes: 0 reverted; 1 a file moved on or the reversal failed; 2 usage errors.
     """
+    unverified = verified_history(path, "undo", allow=allow_unverified)
     call = _find_call(path, call_id)
     root = os.path.realpath(workspace)
     moved = [
@@ -127,6 +133,7 @@ def undo_command(path: str, call_id: str, workspace: str, log: str | None) -> No
     try:
         with opened_log(log or path, {}) as sink:
             runtime = ToolRuntime(registry, sink)
+            runtime.start(unverified=unverified)
             result = runtime.dispatch("apply_patch", {"patch": reverse})
     except ToolCallError as exc:
         fail(f"Undo of call {call_id} failed: {exc.message}", 1)

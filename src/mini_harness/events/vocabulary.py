@@ -49,7 +49,9 @@ class RunStarted:
     the `project_rules` it loaded (`path`, `sha256`, `content`) and `max_steps`; a tool run
     leaves them out (None is not written). An agent run that continues another names it:
     `resumed_from` (`mini-harness resume`) or `forked_from` (`fork`, or an offline replay
-    going on with a live model), each `{"runId": ..., "step": N}`.
+    going on with a live model), each `{"runId": ..., "step": N}`. A run that acts on a
+    history that does not verify (resume, fork, undo with `--allow-unverified`) lists the
+    problems verify found in `unverified`.
     """
 
     ts: str
@@ -63,6 +65,7 @@ class RunStarted:
     max_steps: int | None = attrs.field(default=None, kw_only=True)
     resumed_from: JsonObject | None = attrs.field(default=None, kw_only=True)
     forked_from: JsonObject | None = attrs.field(default=None, kw_only=True)
+    unverified: tuple[str, ...] | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen

@@ -16,26 +16,24 @@ from mini_harness.agent.context import system_message
 from mini_harness.agent.loop import DEFAULT_MAX_STEPS, DEFAULT_PARAMS, AgentConfig, Opening
 from mini_harness.agent.provider import Message, ToolCall
 from mini_harness.agent.resume import INTERRUPTED_RESULT, RecordedCall, check_history
-from mini_harness.errors import MiniHarnessError, counted
+from mini_harness.errors import ResumeError, RunContinuedError, counted
 from mini_harness.events import ToolError, ToolFailed, utc_timestamp
 from mini_harness.replay.agent_fold import AgentRun
 
 
-class ResumeError(MiniHarnessError):
-    """A run cannot be continued as asked; the message says why."""
-
-
 @attrs.frozen
 class ResumePlan:
-    """How to continue a run: the opening of the new run, and the calls in doubt to close
-    (record as `interrupted`) before it starts."""
+    """How to continue a run: the opening of the new run, the calls in doubt to close
+    (record as `interrupted`) once it has started, and the runs whose events it was
+    planned from (`read`: the run, and the runs it continues when it made no request)."""
 
     opening: Opening
     to_close: tuple[RecordedCall, ...]
+    read: tuple[str, ...] = ()
 
     def closing_events(self) -> list[ToolFailed]:
-        """The terminal events that close the calls in doubt, to record before the new run
-        starts (each under its own run's id)."""
+        """The terminal events that close the calls in doubt, to record right after the new
+        run's RunStarted, which claims the run (each under its own run's id)."""
         return [
             ToolFailed(
                 ts=utc_timestamp(),
@@ -65,8 +63,12 @@ def resume_plan(
     dispatched by the new run. `follow_up` adds a user message; without one, a run whose
     answer was final ends with that answer. A run that stopped before its first request
     continues where its own origin stood (with the calls it dispatched meanwhile), or,
-    with no origin, from its task.
+    with no origin, from its task. A run that another run resumed already is not continued
+    again (RunContinuedError): forking it is the way to branch off.
     """
+    for other in runs:
+        if (other.resumed_from or {}).get("runId") == run.run_id:
+            raise RunContinuedError(run.run_id, other.run_id)
     by_id = {each.run_id: each for each in runs}
     chain = [run]
     while not chain[-1].steps and chain[-1].resumed_from is not None:
@@ -122,7 +124,8 @@ def resume_plan(
     matched = {call.call_id for call in calls}
     every_call = [call for link in chain for call in link.calls]
     extra = [c for c in every_call if not c.ended and c.call_id not in matched]
-    return ResumePlan(opening, (*(c for c in calls if not c.ended), *extra))
+    to_close = (*(c for c in calls if not c.ended), *extra)
+    return ResumePlan(opening, to_close, tuple(link.run_id for link in chain))
 
 
 def _take(calls: list[RecordedCall], tool_use_id: str) -> RecordedCall | None:

@@ -215,16 +215,7 @@ class VerifyReport:
 
     def problems(self) -> list[str]:
         """One line per problem, in file order within each kind."""
-        out: list[str] = []
-        if self.empty:
-            out.append("the file is empty: a transcript starts with its TranscriptStarted line")
-        if self.bom:
-            out.append("the file starts with a UTF-8 byte order mark (written by another tool)")
-        out += [d.describe() for d in self.damaged]
-        out += [
-            f"line {p.line} (seq {p.seq}, byte {p.offset}): {p.message}" for p in self.integrity
-        ]
-        out += [p.describe() for p in self.protocol]
+        out = self.damage()
         out += [
             f"line {c.line} (seq {c.seq}): call {c.call_id} ({c.name}) is in doubt: "
             "ToolCalled without a terminal event"
@@ -238,6 +229,22 @@ class VerifyReport:
                 f"the chain does not reach head {self.expected_head}: no line has that hash "
                 "(the file was edited or cut since the head was recorded)"
             )
+        return out
+
+    def damage(self) -> list[str]:
+        """The problems a crash does not leave (it leaves calls, requests and runs in doubt,
+        and a torn tail): damaged or edited lines, a broken chain, a broken call protocol.
+        What is said here makes the history unfit to act on (resume, fork, undo)."""
+        out: list[str] = []
+        if self.empty:
+            out.append("the file is empty: a transcript starts with its TranscriptStarted line")
+        if self.bom:
+            out.append("the file starts with a UTF-8 byte order mark (written by another tool)")
+        out += [d.describe() for d in self.damaged]
+        out += [
+            f"line {p.line} (seq {p.seq}, byte {p.offset}): {p.message}" for p in self.integrity
+        ]
+        out += [p.describe() for p in self.protocol]
         return out
 
     def notices(self) -> list[str]:
