@@ -11,6 +11,7 @@ import attrs
 
 from mini_harness.events import JsonValue
 from mini_harness.runtime.definitions import ToolDefinition
+from mini_harness.runtime.terminal import printable
 
 Answer = Literal["yes", "no", "session"]
 MAX_SHOWN_LINES: Final = 200
@@ -41,20 +42,23 @@ def _bounded(text: str) -> str:
 
 
 def render_call(definition: ToolDefinition, tool_input: JsonValue, rule: str) -> str:
-    """The text a person approves: the diff of a patch, the argv of a command, else the input."""
+    """The text a person approves: the diff of a patch, the argv of a command, else the input.
+
+    Control characters, escape sequences and bidirectional overrides in it are shown
+    escaped (see `printable`): what a model wrote can neither hide a line nor move one."""
     name = definition.name
     head = f"[mini-harness] Approval needed: {name} (rule: {rule})"
     if name == "apply_patch" and isinstance(tool_input, dict) and "patch" in tool_input:
-        body = _bounded(str(tool_input["patch"]))
+        body = _bounded(printable(str(tool_input["patch"])))
     elif name == "run_command" and isinstance(tool_input, dict) and "argv" in tool_input:
         argv = [str(arg) for arg in tool_input["argv"]]
         line = shlex.join(["/bin/sh", "-c", *argv] if tool_input.get("shell") else argv)
         hints = definition.annotations
         where = "unsandboxed" if hints is None or hints.open_world_hint else "sandboxed"
-        body = f"$ {line}\n(in {tool_input.get('cwd', '.')}, {where})"
+        body = _bounded(printable(f"$ {line}\n(in {tool_input.get('cwd', '.')}, {where})"))
     else:
-        body = _bounded(json.dumps(tool_input, indent=2, ensure_ascii=False))
-    return f"{head}\n{body}"
+        body = _bounded(printable(json.dumps(tool_input, indent=2, ensure_ascii=False)))
+    return f"{printable(head)}\n{body}"
 
 
 @attrs.frozen

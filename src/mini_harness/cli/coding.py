@@ -23,6 +23,7 @@ from mini_harness.replay.model import CallRecord
 from mini_harness.replay.render import effects_lines
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.runtime.results import sha256_of
+from mini_harness.runtime.terminal import printable
 from mini_harness.tools import register_coding_tools
 from mini_harness.tools.apply_patch import apply_hunks
 from mini_harness.tools.unified_diff import parse_patch, reverse_patch
@@ -59,7 +60,7 @@ def make_approver(workspace: str | os.PathLike[str], approve: str) -> PolicyAppr
 def print_effects(path: str) -> None:
     """Print the --effects report of a transcript."""
     for line in effects_lines(*fold_effects(path)):
-        click.echo(line)
+        click.echo(printable(line))
 
 
 def _current_hash(root: str, path: str) -> str | None:

@@ -20,11 +20,12 @@ from mini_harness.cli.registry_spec import chosen_registry
 from mini_harness.errors import OutputError
 from mini_harness.mcp_server import run_stdio
 from mini_harness.runtime import ToolRuntime
+from mini_harness.runtime.terminal import printable
 
 
 def _note(message: str) -> None:
     # stdout carries the protocol; everything we say goes to stderr.
-    click.echo(f"{PREFIX} {message}", err=True)
+    click.echo(f"{PREFIX} {printable(message)}", err=True)
 
 
 @click.command("mcp")

@@ -30,6 +30,7 @@ from mini_harness.replay.continuation import continued_config, fork_opening, res
 from mini_harness.replay.fold import fold_agent_runs
 from mini_harness.replay.rerun import safe_to_repeat
 from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.runtime.terminal import printable
 from mini_harness.transcripts import JsonlTranscript
 
 _continue_options = option_group(
@@ -206,6 +207,6 @@ def _run(  # noqa: PLR0917 - the pieces of one continued run
     else:
         if outcome.steps == 0 and outcome.final_text is not None:
             info("The run had already answered:")
-            click.echo(outcome.final_text)
+            click.echo(printable(outcome.final_text))
         info(f"Transcript: {path} (run {outcome.run_id})")
     raise click.exceptions.Exit(exit_code(outcome, printer))
