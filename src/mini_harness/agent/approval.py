@@ -11,8 +11,10 @@ With no terminal to ask on, `ask` is a denial. Every decision is recorded as eve
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
 import shlex
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,6 +36,8 @@ from mini_harness.runtime.definitions import ToolDefinition
 from mini_harness.runtime.dispatch import PendingCall
 
 POLICY_FILE: Final = ".mini-harness/policy.toml"
+MAX_POLICY_BYTES: Final = 1 << 20
+"""A policy file is a few rules: anything larger than this is refused, not read."""
 DECISIONS: Final = ("allow", "ask", "deny")
 APPROVE_MODES: Final = ("auto", "ask", "never")
 _RULE_KEYS: Final = frozenset({"tool", "command", "readOnly", "destructive", "decision"})
@@ -149,10 +153,12 @@ class Verdict:
 
 @attrs.frozen
 class ApprovalPolicy:
-    """The project's rules, then the defaults; `mode` is the --approve flag."""
+    """The project's rules, then the defaults; `mode` is the --approve flag; `sha256` the
+    hash of the policy file's bytes the rules were read from (None: not read from a file)."""
 
     rules: tuple[PolicyRule, ...] = ()
     mode: str = "ask"
+    sha256: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.mode not in APPROVE_MODES:
@@ -239,17 +245,60 @@ def parse_rules(data: Mapping[str, Any], source: str) -> tuple[PolicyRule, ...]:
 
 
 def load_policy(workspace_root: str | os.PathLike[str], mode: str = "ask") -> ApprovalPolicy:
-    """The workspace's policy file (if it has one) with the --approve mode."""
-    path = Path(workspace_root) / POLICY_FILE
+    """The workspace's policy file (if it has one) with the --approve mode, read once: the
+    rules and the file's sha256 (of no bytes when there is no file) are what a run keeps,
+    whatever happens to the file later. PolicyError names what is wrong with it."""
+    raw = read_policy_bytes(Path(workspace_root) / POLICY_FILE)
+    sha256 = hashlib.sha256(raw or b"").hexdigest()
+    if raw is None:
+        return ApprovalPolicy((), mode, sha256)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return ApprovalPolicy((), mode)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError(POLICY_FILE, f"{POLICY_FILE} cannot be read: {exc}") from None
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise PolicyError(POLICY_FILE, f"{POLICY_FILE} is not UTF-8 text: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError(POLICY_FILE, f"{POLICY_FILE} is not valid TOML: {exc}") from None
-    return ApprovalPolicy(parse_rules(data, POLICY_FILE), mode)
+    return ApprovalPolicy(parse_rules(data, POLICY_FILE), mode, sha256)
+
+
+_FILE_KINDS: Final = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFDIR: "a directory",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def read_policy_bytes(path: Path) -> bytes | None:
+    """The bytes of the policy file at `path`, None if there is none. Only a regular file
+    of at most MAX_POLICY_BYTES is read: a FIFO is never waited on (opened non-blocking),
+    a device such as /dev/zero never read from."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise PolicyError(POLICY_FILE, f"{POLICY_FILE} cannot be read: {exc.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _FILE_KINDS.get(stat.S_IFMT(mode), "a special file")
+            raise PolicyError(
+                POLICY_FILE, f"{POLICY_FILE} is {kind}, not a regular file: it was not read"
+            )
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(MAX_POLICY_BYTES + 1)
+    except OSError as exc:
+        raise PolicyError(POLICY_FILE, f"{POLICY_FILE} cannot be read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_POLICY_BYTES:
+        raise PolicyError(
+            POLICY_FILE,
+            f"{POLICY_FILE} is larger than {MAX_POLICY_BYTES:,} bytes: it was not read",
+        )
+    return data
 
 
 def _session_key(call: PendingCall) -> tuple[str, str]:
@@ -271,6 +320,11 @@ class PolicyApprover:
     policy: ApprovalPolicy
     prompter: Prompter | None = None
     _session: dict[tuple[str, str], str] = attrs.field(factory=dict, alias="_session")
+
+    @property
+    def policy_sha256(self) -> str | None:
+        """The hash of the policy file in force, which ToolRuntime records in RunStarted."""
+        return self.policy.sha256
 
     def __call__(self, call: PendingCall) -> str | None:
         decided = self._decide(call)

@@ -1,7 +1,9 @@
 """CLI pieces for the coding tools: `--approve`, `replay --effects`, and `undo`.
 
-`approve_option` and `make_approver` give a command the approval policy; `print_effects`
-is what `replay --effects` prints; `undo_command` reverts one applied patch.
+`approve_option` and `make_approver` give a command the approval policy (and
+`continued_approver` a resumed or forked run, checking that policy against the one the run
+started with); `print_effects` is what `replay --effects` prints; `undo_command` reverts
+one applied patch.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from pathlib import Path
 
 import click
 
-from mini_harness.agent.approval import PolicyApprover, load_policy
+from mini_harness.agent.approval import POLICY_FILE, PolicyApprover, load_policy
 from mini_harness.agent.approval_prompt import terminal_prompter
 from mini_harness.cli import BadUsage, fail, info
 from mini_harness.cli.log_options import opened_log
 from mini_harness.cli.options import F, workspace_option
+from mini_harness.cli.output import warn
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import PolicyError, ToolCallError
 from mini_harness.replay.fold import fold_effects
@@ -55,6 +58,50 @@ def make_approver(workspace: str | os.PathLike[str], approve: str) -> PolicyAppr
     except PolicyError as exc:
         raise BadUsage(exc.message) from None
     return PolicyApprover(policy, terminal_prompter())
+
+
+def accept_policy_option(func: F) -> F:
+    """The `--accept-policy` flag of resume and fork, passed as `accept_policy`."""
+    return click.option(
+        "--accept-policy",
+        is_flag=True,
+        help=f"Continue under the current {POLICY_FILE} when it differs from the one the "
+        "run started with (without it, such a run is not continued).",
+    )(func)
+
+
+def continued_approver(
+    workspace: str | os.PathLike[str],
+    approve: str,
+    run_id: str,
+    started_with: str | None,
+    *,
+    accept: bool,
+) -> PolicyApprover:
+    """The approver of a run that continues run `run_id`, which started under the policy
+    file with sha256 `started_with` (None: not recorded).
+
+    A policy file that changed since may have been changed by that run's model: without
+    `accept` (--accept-policy) it is a usage error naming both hashes, before anything is
+    written; with it, the current file is the policy, and the new run's RunStarted records
+    its hash beside the old run's.
+    """
+    approver = make_approver(workspace, approve)
+    now = approver.policy_sha256
+    if started_with is None:
+        warn(f"run {run_id} recorded no policy hash; continuing under the current {POLICY_FILE}")
+    elif now != started_with:
+        changed = (
+            f"{POLICY_FILE} changed since run {run_id} started "
+            f"(sha256 {started_with[:12]} then, {str(now)[:12]} now)"
+        )
+        if not accept:
+            raise BadUsage(
+                f"{changed}: the run's own calls may have changed it. Read it, then pass "
+                "--accept-policy to continue under it as it is now"
+            )
+        warn(f"{changed}; continuing under it as it is now (--accept-policy)")
+    return approver
 
 
 def print_effects(path: str) -> None:

@@ -72,6 +72,8 @@ class Approver(Protocol):
 
     ToolRuntime consults it (when it has one) after ToolCalled is recorded and the input
     validated, before the handler runs. A denial ends the call as ToolFailed, kind `denied`.
+    An approver that decides by a policy file says which in a `policy_sha256` attribute,
+    recorded in RunStarted.
     """
 
     def __call__(self, call: PendingCall) -> str | None: ...
@@ -148,12 +150,14 @@ class ToolRuntime:
             if self._started:
                 return
             self.tools_snapshot = tuple(self.registry.definitions_json())
+            policy = getattr(self.approver, "policy_sha256", None)
             self.sink.emit(
                 RunStarted(
                     ts=self._timestamp(),
                     run_id=self.run_id,
                     harness=__version__,
                     tools=self.tools_snapshot,
+                    policy_sha256=policy if isinstance(policy, str) else None,
                     **agent_fields,
                 )
             )
