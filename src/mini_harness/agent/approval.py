@@ -14,7 +14,6 @@ import fnmatch
 import hashlib
 import os
 import shlex
-import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,7 +21,8 @@ from typing import Any, Final
 
 import attrs
 
-from mini_harness.agent.approval_prompt import Prompter, render_call
+from mini_harness.agent.approval_prompt import Answer, AsyncPrompter, Prompter, render_call
+from mini_harness.agent.policy_file import POLICY_FILE, read_policy_bytes
 from mini_harness.agent.shell_commands import (
     CommandLine,
     Word,
@@ -35,9 +35,6 @@ from mini_harness.events import ApprovalDecided, ApprovalRequested, JsonValue
 from mini_harness.runtime.definitions import ToolDefinition
 from mini_harness.runtime.dispatch import PendingCall
 
-POLICY_FILE: Final = ".mini-harness/policy.toml"
-MAX_POLICY_BYTES: Final = 1 << 20
-"""A policy file is a few rules: anything larger than this is refused, not read."""
 DECISIONS: Final = ("allow", "ask", "deny")
 APPROVE_MODES: Final = ("auto", "ask", "never")
 _RULE_KEYS: Final = frozenset({"tool", "command", "readOnly", "destructive", "decision"})
@@ -261,51 +258,26 @@ def load_policy(workspace_root: str | os.PathLike[str], mode: str = "ask") -> Ap
     return ApprovalPolicy(parse_rules(data, POLICY_FILE), mode, sha256)
 
 
-_FILE_KINDS: Final = {
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFDIR: "a directory",
-    stat.S_IFSOCK: "a socket",
-}
-
-
-def read_policy_bytes(path: Path) -> bytes | None:
-    """The bytes of the policy file at `path`, None if there is none. Only a regular file
-    of at most MAX_POLICY_BYTES is read: a FIFO is never waited on (opened non-blocking),
-    a device such as /dev/zero never read from."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise PolicyError(POLICY_FILE, f"{POLICY_FILE} cannot be read: {exc.strerror}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = _FILE_KINDS.get(stat.S_IFMT(mode), "a special file")
-            raise PolicyError(
-                POLICY_FILE, f"{POLICY_FILE} is {kind}, not a regular file: it was not read"
-            )
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read(MAX_POLICY_BYTES + 1)
-    except OSError as exc:
-        raise PolicyError(POLICY_FILE, f"{POLICY_FILE} cannot be read: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_POLICY_BYTES:
-        raise PolicyError(
-            POLICY_FILE,
-            f"{POLICY_FILE} is larger than {MAX_POLICY_BYTES:,} bytes: it was not read",
-        )
-    return data
-
-
 def _session_key(call: PendingCall) -> tuple[str, str]:
     given = _argv(call.input)
     if call.definition.name == "run_command" and given and given[0] and not given[1]:
         return (call.definition.name, given[0][0])
     return (call.definition.name, "")
+
+
+Decided = tuple[str, str, str | None, str | None]
+"""An approval decision: the decision, who made it, the rule that did, and (when denied)
+the reason the model is given."""
+NO_TERMINAL: Final = ("no terminal", "there is no terminal to ask on")
+
+
+@attrs.frozen
+class Question:
+    """An `ask` to put to a person: exactly what they are shown, and the rule that asks."""
+
+    shown: str
+    rule: str
+    session_key: tuple[str, str]
 
 
 @attrs.define
@@ -327,17 +299,17 @@ class PolicyApprover:
         return self.policy.sha256
 
     def __call__(self, call: PendingCall) -> str | None:
-        decided = self._decide(call)
-        call.sink.emit(
-            ApprovalDecided(
-                call.timestamp(), call.run_id, call.call_id, call.definition.name, *decided
-            )
-        )
-        return decided[-1]
+        prompter = self.prompter
+        step = self.consider(call, NO_TERMINAL if prompter is None else None)
+        if isinstance(step, Question):
+            assert prompter is not None  # nothing is asked when no one can answer
+            step = self.answered(call, step, prompter.ask(step.shown))
+        return self.record(call, step)
 
-    def _decide(self, call: PendingCall) -> tuple[str, str, str | None, str | None]:
-        """The decision, who made it, the rule that did, and (when denied) the reason the
-        model is given."""
+    def consider(self, call: PendingCall, unable: tuple[str, str] | None) -> Decided | Question:
+        """The policy's decision, or for an `ask` the question, recorded as
+        ApprovalRequested. `unable` says why no one can be asked (a few words for the rule,
+        a phrase for the model), if no one can: then `ask` is a denial."""
         name = call.definition.name
         verdict = self.policy.decide(call.definition, call.input)
         if verdict.decision == "allow":
@@ -356,24 +328,71 @@ class PolicyApprover:
                 f"approved for the session at call {self._session[key]}",
                 None,
             )
-        if self.prompter is None:
+        if unable is not None:
             reason = (
-                f"Call to {name} needs approval ({verdict.rule}), but there is no terminal to "
-                "ask on, so it was denied. It did not run. The user can allow it with "
-                f"--approve auto or a rule in {POLICY_FILE}."
+                f"Call to {name} needs approval ({verdict.rule}), but {unable[1]}, so it was "
+                "denied. It did not run. The user can allow it with --approve auto or a rule in "
+                f"{POLICY_FILE}."
             )
-            return "denied", "policy", f"{verdict.rule}; no terminal", reason
+            return "denied", "policy", f"{verdict.rule}; {unable[0]}", reason
         shown = render_call(call.definition, call.input, verdict.rule)
         call.sink.emit(
             ApprovalRequested(
                 call.timestamp(), call.run_id, call.call_id, name, verdict.rule, shown
             )
         )
-        answer = self.prompter.ask(shown)
+        return Question(shown, verdict.rule, key)
+
+    def answered(self, call: PendingCall, question: Question, answer: Answer) -> Decided:
+        """The decision a person's answer to `question` makes."""
         if answer == "session":
-            self._session[key] = call.call_id
+            self._session[question.session_key] = call.call_id
             return "approved_for_session", "user", None, None
         if answer == "yes":
             return "approved", "user", None, None
+        name = call.definition.name
         reason = f"The user denied the call to {name}. It did not run; ask what they want instead."
         return "denied", "user", None, reason
+
+    def record(self, call: PendingCall, decided: Decided) -> str | None:
+        """Record ApprovalDecided; the reason the call is denied, or None to let it run."""
+        call.sink.emit(
+            ApprovalDecided(
+                call.timestamp(), call.run_id, call.call_id, call.definition.name, *decided
+            )
+        )
+        return decided[-1]
+
+
+@attrs.define
+class AsyncPolicyApprover:
+    """PolicyApprover's decisions, asking through an AsyncPrompter (an MCP client's user):
+    `dispatch_async` awaits the answer while its event loop goes on serving."""
+
+    policy: ApprovalPolicy
+    prompter: AsyncPrompter
+    _decider: PolicyApprover = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._decider = PolicyApprover(self.policy)
+
+    @property
+    def policy_sha256(self) -> str | None:
+        return self.policy.sha256
+
+    async def __call__(self, call: PendingCall) -> str | None:
+        step = self._decider.consider(call, self.prompter.unable())
+        if isinstance(step, Question):
+            try:
+                answer = await self.prompter.ask(step.shown)
+            except Exception as exc:  # no answer came: nobody decided to let it run
+                why = f"asking failed: {type(exc).__name__}"
+                name = call.definition.name
+                reason = (
+                    f"Call to {name} needs approval, but {why}, so it was denied. It did not run."
+                )
+                return self._decider.record(
+                    call, ("denied", "policy", f"{step.rule}; {why}", reason)
+                )
+            step = self._decider.answered(call, step, answer)
+        return self._decider.record(call, step)

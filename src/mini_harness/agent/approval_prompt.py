@@ -27,6 +27,17 @@ class Prompter(Protocol):
     def ask(self, shown: str) -> Answer: ...
 
 
+class AsyncPrompter(Protocol):
+    """Asks a person about one call from inside an event loop (an MCP client's user)."""
+
+    def unable(self) -> tuple[str, str] | None:
+        """Why no one can be asked now (a few words, and a phrase that ends "but ..."), or
+        None when someone can."""
+        ...
+
+    async def ask(self, shown: str) -> Answer: ...
+
+
 def _bounded(text: str) -> str:
     """At most MAX_SHOWN_LINES lines and MAX_SHOWN_CHARS characters, saying what was left out
     (the text is recorded in ApprovalRequested too: it must stay well under a line's cap)."""

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import click
 
-from mini_harness.agent.approval import POLICY_FILE, PolicyApprover, load_policy
+from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover, load_policy
 from mini_harness.agent.approval_prompt import terminal_prompter
+from mini_harness.agent.policy_file import POLICY_FILE
 from mini_harness.cli import BadUsage, fail, info
 from mini_harness.cli.log_options import opened_log
 from mini_harness.cli.options import F, workspace_option
@@ -38,7 +39,7 @@ APPROVE_HELP = (
 )
 
 
-def approve_option(func: F) -> F:
+def approve_option(func: F, help_text: str = APPROVE_HELP) -> F:
     """The `--approve auto|ask|never` option (default ask), passed as `approve`."""
     return click.option(
         "--approve",
@@ -46,18 +47,23 @@ def approve_option(func: F) -> F:
         type=click.Choice(["auto", "ask", "never"]),
         default="ask",
         show_default=True,
-        help=APPROVE_HELP,
+        help=help_text,
     )(func)
 
 
-def make_approver(workspace: str | os.PathLike[str], approve: str) -> PolicyApprover:
-    """The workspace's policy file with the --approve mode, prompting on stdin/stderr when
-    both are terminals. A policy file that cannot be used is a usage error (exit 2)."""
+def workspace_policy(workspace: str | os.PathLike[str], approve: str) -> ApprovalPolicy:
+    """The workspace's policy file with the --approve mode; a policy file that cannot be
+    used is a usage error (exit 2)."""
     try:
-        policy = load_policy(workspace, approve)
+        return load_policy(workspace, approve)
     except PolicyError as exc:
         raise BadUsage(exc.message) from None
-    return PolicyApprover(policy, terminal_prompter())
+
+
+def make_approver(workspace: str | os.PathLike[str], approve: str) -> PolicyApprover:
+    """The workspace's policy with the --approve mode, prompting on stdin/stderr when both
+    are terminals."""
+    return PolicyApprover(workspace_policy(workspace, approve), terminal_prompter())
 
 
 def accept_policy_option(func: F) -> F:
