@@ -9,8 +9,10 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover, load_policy
+from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover, PolicyRule, load_policy
 from mini_harness.cli import cli
 from mini_harness.events import ApprovalDecided
 from mini_harness.runtime import ToolDefinition, ToolRegistry, ToolRuntime
@@ -205,3 +207,28 @@ class TestThroughTheCli:
         assert (ws / "data.txt").read_text() == "keep me\n"
         decided = [r.event for r in read_transcript(log) if isinstance(r.event, ApprovalDecided)]
         assert [(d.decision, d.by) for d in decided] == [("denied", "policy")] * 4
+
+
+class TestHostileLines:
+    @pytest.mark.parametrize(
+        "line",
+        [
+            "nice " * 5000 + "rm data.txt",
+            "$(" * 3000 + "rm data.txt" + ")" * 3000,
+            "(" * 5000 + "rm data.txt" + ")" * 5000,
+            "sh -c " + "'sh -c " * 40 + "rm",
+            '"' * 10_001,
+        ],
+        ids=["wrappers", "substitutions", "subshells", "shells", "quotes"],
+    )
+    def test_deep_lines_ask_instead_of_failing(self, auto: ApprovalPolicy, line: str) -> None:
+        """However deep a line nests, it is decided (here: asked, firmly), never a crash."""
+        decision, _, firm = decide_line(auto, line)
+        assert (decision, firm) in {("ask", True), ("deny", False)}
+
+    @given(st.text(alphabet=st.sampled_from(list("rm ;|&$()`'\"\\{}<>\n-cx=*!")), max_size=60))
+    @settings(max_examples=300, deadline=None)
+    def test_any_line_is_decided(self, line: str) -> None:
+        """Any text is read without an exception: a deny, an ask or an allow."""
+        policy = ApprovalPolicy((PolicyRule("deny", "rule 1", "run_command", ("rm",)),), "auto")
+        assert decide_line(policy, line)[0] in {"allow", "ask", "deny"}

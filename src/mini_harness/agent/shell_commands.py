@@ -25,8 +25,9 @@ import tree_sitter
 import tree_sitter_bash
 
 _PARSER: Final = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-MAX_NESTING: Final = 8
-"""How many command strings inside command strings (`sh -c "eval '...'"`) are read."""
+MAX_NESTING: Final = 16
+"""How deep commands inside commands are followed: wrappers (`nice env ...`) and command
+strings (`sh -c "eval '...'"`); deeper than this cannot be told."""
 
 Word = str | None
 """A word as the shell will pass it, or None when an expansion decides it at run time."""
@@ -149,7 +150,7 @@ class _Reader:
 
     def read_line(self, line: str, depth: int) -> None:
         if depth > MAX_NESTING:
-            self.cannot_tell(f"command strings nested more than {MAX_NESTING} deep")
+            self.cannot_tell(f"commands nested more than {MAX_NESTING} deep")
             return
         tree = _PARSER.parse(line.encode("utf-8", "surrogatepass"))
         if tree.root_node.has_error:
@@ -163,6 +164,9 @@ class _Reader:
 
     def add(self, words: tuple[Word, ...], depth: int) -> None:
         """Add a command, then what it runs in turn (wrappers, shells, eval, find -exec)."""
+        if depth > MAX_NESTING:
+            self.cannot_tell(f"commands nested more than {MAX_NESTING} deep")
+            return
         self.commands.append(words)
         program = _program(words[0])
         if program is None:
@@ -263,7 +267,7 @@ class _Reader:
         if spec.joined_code:
             self._code(command, program, depth)
         else:
-            self.add(command, depth)
+            self.add(command, depth + 1)
 
     def _trap(self, words: tuple[Word, ...], depth: int) -> None:
         if words[:1] == ("--",):
@@ -278,10 +282,10 @@ class _Reader:
                 start = index + 1
             elif start is not None and word in (";", "+"):
                 if index > start:
-                    self.add(words[start:index], depth)
+                    self.add(words[start:index], depth + 1)
                 start = None
         if start is not None and start < len(words):
-            self.add(words[start:], depth)
+            self.add(words[start:], depth + 1)
 
 
 def _at(words: tuple[Word, ...], index: int) -> Word:
