@@ -28,6 +28,7 @@ from mini_harness.cli.output import BadUsage, error, info, warn
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.events import JsonObject
 from mini_harness.runtime import ToolRuntime
+from mini_harness.runtime.terminal import printable
 from mini_harness.transcripts import Redactor
 
 RESULT_WIDTH = 160
@@ -103,7 +104,7 @@ class PrintingReporter:
 
     def _print(self, text: str) -> None:
         if text:
-            click.echo(text, nl=False)
+            click.echo(printable(text), nl=False)
             self._line_open = not text.endswith("\n")
 
     def text(self, chunk: str) -> None:
@@ -124,7 +125,7 @@ class PrintingReporter:
             self._streaming, self._held, self._line_open = False, "", False
         elif response.message.content:
             info(self.header)
-            click.echo(self.shown(response.message.content))
+            click.echo(printable(self.shown(response.message.content)))
 
     def tool_called(self, step: int, call: Any) -> None:
         where = f"Step {step}" if step else "Before the task"  # step 0: --tool

@@ -24,6 +24,7 @@ from mini_harness.replay.agent_replay import AgentReplay, ReplayedCall, replay_a
 from mini_harness.replay.continuation import continued_config
 from mini_harness.replay.fold import fold_agent_runs
 from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.runtime.terminal import printable
 
 
 def rerun_agent_runs(
@@ -65,7 +66,7 @@ def rerun_agent_runs(
         elif replay.diverged_at is not None:
             error(replay.summary)
             for diff in replay.diffs:
-                click.echo("\n".join("    " + line for line in diff.splitlines()))
+                click.echo(printable("\n".join("    " + line for line in diff.splitlines())))
         else:
             info(replay.summary)
         if replay.diverged_at is not None:

@@ -14,11 +14,12 @@ from typing import Any, NoReturn
 import attrs
 import click
 
+from mini_harness.agent.approval import PolicyApprover
 from mini_harness.agent.loop import AgentLoop, Opening
 from mini_harness.agent.providers import choose_provider
 from mini_harness.cli import root_workspace
 from mini_harness.cli.agent import PrintingReporter, agent_options, exit_code, print_document
-from mini_harness.cli.coding import make_approver
+from mini_harness.cli.coding import accept_policy_option, continued_approver
 from mini_harness.cli.log_options import log_option, log_options, opened_log, warn_quarantined
 from mini_harness.cli.options import option_group, workspace_option
 from mini_harness.cli.output import info
@@ -30,6 +31,7 @@ from mini_harness.replay.continuation import continued_config, fork_opening, res
 from mini_harness.replay.fold import fold_agent_runs
 from mini_harness.replay.rerun import safe_to_repeat
 from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.runtime.terminal import printable
 from mini_harness.transcripts import JsonlTranscript
 
 _continue_options = option_group(
@@ -48,6 +50,7 @@ _continue_options = option_group(
     workspace_option("Root directory of the file tools (default: the current directory)."),
     agent_options,
     allow_unverified_option,
+    accept_policy_option,
 )
 """The options of resume and fork: which run, its step limit, and those of `run`."""
 
@@ -88,6 +91,7 @@ def resume_command(
         unverified = verified_history(path, "resume", allow=options["allow_unverified"])
         runs = fold_agent_runs(path)
         run = select_agent_run(runs, options["run_id"])
+        approver = _approver(options, run)
 
         def repeatable(name: str) -> bool:  # a tool that is gone is not run again
             known = registry.get(name) is not None
@@ -99,7 +103,10 @@ def resume_command(
         what = f"Resuming run {run.run_id} after step {origin.get('step')}"
         # Its RunStarted claims the run, under the file's lock, before anything is done.
         sink = transcript.continuing(run.run_id, since=since, read=plan.read)
-        _run(sink, registry, run, follow_up, opening, options, what, path, plan.closing_events())
+        _run(
+            sink, registry, approver, run, follow_up, opening, options, what, path,
+            plan.closing_events(),
+        )  # fmt: skip
 
 
 @click.command("fork", short_help="Branch an agent run off before a step, as a new run.")
@@ -134,11 +141,12 @@ def fork_command(
     unverified = verified_history(path, "fork", allow=options["allow_unverified"])
     run = select_agent_run(fold_agent_runs(path), options["run_id"])
     opening = attrs.evolve(fork_opening(run, at_step, instruction), unverified=unverified)
+    approver = _approver(options, run)
     registry = _registry(options, path, log)
     target = log or path
     with opened_log(target, options) as sink:
         what = f"Forking run {run.run_id} before step {at_step}"
-        _run(sink, registry, run, instruction, opening, options, what, target)
+        _run(sink, registry, approver, run, instruction, opening, options, what, target)
 
 
 def _recovered(log: EventSink) -> JsonlTranscript:
@@ -163,9 +171,22 @@ def _registry(options: dict[str, Any], *transcripts: str | None) -> ToolRegistry
     return agent_tools(options["registry_spec"], workspace, redacted, protected=transcripts)
 
 
+def _approver(options: dict[str, Any], run: AgentRun) -> PolicyApprover:
+    """The approval policy of the new run: the workspace's, checked against `run`'s."""
+    workspace = options["workspace"] or root_workspace() or os.curdir
+    return continued_approver(
+        workspace,
+        options["approve"],
+        run.run_id,
+        run.policy_sha256,
+        accept=options["accept_policy"],
+    )
+
+
 def _run(  # noqa: PLR0917 - the pieces of one continued run
     sink: EventSink,
     registry: ToolRegistry,
+    approver: PolicyApprover,
     run: AgentRun,
     task: str | None,
     opening: Opening,
@@ -186,8 +207,6 @@ def _run(  # noqa: PLR0917 - the pieces of one continued run
         max_steps=options["max_steps"],
         stream=not options["no_stream"] and not as_json,
     )
-    workspace = options["workspace"] or root_workspace()
-    approver = make_approver(workspace or os.curdir, options["approve"])
     runtime = ToolRuntime(registry, sink, approver=approver)
     loop = AgentLoop(runtime, provider, config, None if as_json else printer)
     loop.start(opening)
@@ -206,6 +225,6 @@ def _run(  # noqa: PLR0917 - the pieces of one continued run
     else:
         if outcome.steps == 0 and outcome.final_text is not None:
             info("The run had already answered:")
-            click.echo(outcome.final_text)
+            click.echo(printable(outcome.final_text))
         info(f"Transcript: {path} (run {outcome.run_id})")
     raise click.exceptions.Exit(exit_code(outcome, printer))

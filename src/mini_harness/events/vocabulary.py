@@ -51,7 +51,9 @@ class RunStarted:
     `resumed_from` (`mini-harness resume`) or `forked_from` (`fork`, or an offline replay
     going on with a live model), each `{"runId": ..., "step": N}`. A run that acts on a
     history that does not verify (resume, fork, undo with `--allow-unverified`) lists the
-    problems verify found in `unverified`.
+    problems verify found in `unverified`. A run decided by an approval policy records
+    `policy_sha256`, the SHA-256 of the policy file it read when it started (of no bytes
+    when the workspace has none).
     """
 
     ts: str
@@ -66,6 +68,7 @@ class RunStarted:
     resumed_from: JsonObject | None = attrs.field(default=None, kw_only=True)
     forked_from: JsonObject | None = attrs.field(default=None, kw_only=True)
     unverified: tuple[str, ...] | None = attrs.field(default=None, kw_only=True)
+    policy_sha256: str | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen

@@ -74,6 +74,7 @@ class AgentRun:
     forked_from: JsonObject | None = None
     budget: int | None = None
     opening_calls: list[RecordedCall] = attrs.Factory(list)
+    policy_sha256: str | None = None  # the approval policy file it started with
 
     @property
     def finished(self) -> bool:
@@ -129,6 +130,7 @@ class AgentRunFolder:
                     tools=event.tools,
                     resumed_from=event.resumed_from,
                     forked_from=event.forked_from,
+                    policy_sha256=event.policy_sha256,
                 )
             return
         run = self.runs.get(getattr(event, "run_id", ""))
