@@ -57,7 +57,7 @@ class AnthropicWireServer(WireServer):
                 )
             content.append({"type": "tool_use", "id": call_id, "name": name, "input": value})
         return {
-            "id": f"msg_{len(self.requests)}",
+            "id": turn.response_id or f"msg_{len(self.requests)}",
             "type": "message",
             "role": "assistant",
             "model": request["model"],
@@ -71,7 +71,8 @@ class AnthropicWireServer(WireServer):
         def event(name: str, data: JsonDict) -> bytes:
             return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
 
-        start = self.turn_json(Turn(input_tokens=turn.input_tokens), request)
+        opening = Turn(input_tokens=turn.input_tokens, response_id=turn.response_id)
+        start = self.turn_json(opening, request)
         start.update(content=[], stop_reason=None, usage={**self._usage(turn), "output_tokens": 1})
         out = [event("message_start", {"message": start}), event("ping", {})]
         # Each block: how it starts, its delta type and field, and the text streamed in it.

@@ -3,8 +3,7 @@
 A request is the whole conversation (system prompt first), the tool definitions and the
 parameters; a response is one assistant message, why it ended, and token usage. Each
 provider converts to and from its own wire format (OpenAI Chat Completions, Anthropic
-Messages, a script, the mock) and nothing else: retries are the SDK's, recording is the
-loop's.
+Messages, a script, the mock) and runs its own retries; recording is the loop's.
 """
 
 from __future__ import annotations
@@ -167,9 +166,9 @@ class ModelProvider(Protocol):
 
     `complete` sends one request. With `on_text`, text is streamed: each piece is passed
     as it arrives, and the returned response still holds the whole message. `on_retry` is
-    called with a ModelError for each failed attempt that will be retried (the SDK does the
-    retrying, with its backoff), so that every attempt can be recorded; the last failure is
-    raised as ModelError. Keys never appear in messages or errors.
+    called with a ModelError for each failed attempt that will be retried (the provider
+    does the retrying, with its backoff), so that every attempt can be recorded; the last
+    failure is raised as ModelError. Keys never appear in messages or errors.
     """
 
     name: str

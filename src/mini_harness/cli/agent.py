@@ -12,7 +12,7 @@ import orjson
 from mini_harness.agent.context import DEFAULT_SYSTEM_PROMPT, load_project_rules, request_parts
 from mini_harness.agent.context import context_report as render_report
 from mini_harness.agent.loop import AgentConfig, AgentLoop
-from mini_harness.agent.providers import choose_provider
+from mini_harness.agent.providers import choose_provider, provider_secrets
 from mini_harness.cli import root_workspace
 from mini_harness.cli.coding import approve_option, make_approver
 from mini_harness.cli.dispatch import parse_tool_input, read_tool_input, tool_options
@@ -86,9 +86,10 @@ def _system_prompt(path: str | None) -> str:
 class PrintingReporter:
     """Prints a run as it goes: each step's tool call and outcome, the model's text.
 
-    With a redactor (`--redact-env`, `--redact-pattern`) everything it prints is redacted
-    as the log is; streamed text is then printed a line at a time, so that a secret split
-    across chunks is still caught.
+    With a redactor (the provider's key, `--redact-env`, `--redact-pattern`) everything it
+    prints is redacted as the log is; streamed text is then printed a word at a time (a
+    line at a time with `--redact-pattern`), so that a secret split across chunks is
+    still caught.
     """
 
     def __init__(self, provider_name: str, redactor: Redactor | None = None) -> None:
@@ -114,8 +115,8 @@ class PrintingReporter:
         if self._redactor is None:
             self._print(chunk)
             return
-        done, newline, self._held = (self._held + chunk).rpartition("\n")
-        self._print(self.shown(done + newline))
+        shown, self._held = self._redactor.stream(self._held, chunk)
+        self._print(shown)
 
     def response(self, step: int, response: Any, streamed: bool) -> None:
         if self._streaming:
@@ -208,6 +209,7 @@ def run_command(task: tuple[str, ...], **options: Any) -> None:
         manual = (tool, parse_tool_input(read_tool_input(options["tool_input"])))
     workspace = options["workspace"] or root_workspace()
     provider = choose_provider(options["model"], os.environ)
+    keys = provider_secrets(provider)
     system_prompt = _system_prompt(options["system_prompt_file"])
     redacted = tuple(options["redact_env"] or ())
     tools = agent_tools(options["registry_spec"], workspace, redacted, protected=(log,))
@@ -222,8 +224,8 @@ def run_command(task: tuple[str, ...], **options: Any) -> None:
         stream=not options["no_stream"] and not as_json,
         manual_tool=manual,
     )
-    printer = PrintingReporter(provider.name, redactor_for(options))
-    with opened_log(log, options) as sink:  # a log that cannot be opened stops here
+    printer = PrintingReporter(provider.name, redactor_for(options, keys))
+    with opened_log(log, options, keys) as sink:  # a log that cannot be opened stops here
         if not as_json:
             info(printer.shown(f"Task: {task_text}"))
             info(f"Model provider: {provider.name}")

@@ -16,11 +16,18 @@ import click
 
 from mini_harness.agent.approval import PolicyApprover
 from mini_harness.agent.loop import AgentLoop, Opening
-from mini_harness.agent.providers import choose_provider
+from mini_harness.agent.provider import ModelProvider
+from mini_harness.agent.providers import choose_provider, provider_secrets
 from mini_harness.cli import root_workspace
 from mini_harness.cli.agent import PrintingReporter, agent_options, exit_code, print_document
 from mini_harness.cli.coding import accept_policy_option, continued_approver
-from mini_harness.cli.log_options import log_option, log_options, opened_log, warn_quarantined
+from mini_harness.cli.log_options import (
+    log_option,
+    log_options,
+    opened_log,
+    redactor_for,
+    warn_quarantined,
+)
 from mini_harness.cli.options import option_group, workspace_option
 from mini_harness.cli.output import info
 from mini_harness.cli.registry_spec import agent_tools
@@ -85,7 +92,9 @@ def resume_command(
     """
     _must_exist(path)
     registry = _registry(options, path)
-    with opened_log(path, options) as log:
+    provider = choose_provider(options["model"], os.environ)
+    keys = provider_secrets(provider)
+    with opened_log(path, options, keys) as log:
         transcript = _recovered(log)  # before anything reads the file
         since = transcript.end  # every run that resumes one after this is checked
         unverified = verified_history(path, "resume", allow=options["allow_unverified"])
@@ -104,7 +113,7 @@ def resume_command(
         # Its RunStarted claims the run, under the file's lock, before anything is done.
         sink = transcript.continuing(run.run_id, since=since, read=plan.read)
         _run(
-            sink, registry, approver, run, follow_up, opening, options, what, path,
+            sink, registry, approver, provider, run, follow_up, opening, options, what, path,
             plan.closing_events(),
         )  # fmt: skip
 
@@ -144,9 +153,13 @@ def fork_command(
     approver = _approver(options, run)
     registry = _registry(options, path, log)
     target = log or path
-    with opened_log(target, options) as sink:
+    provider = choose_provider(options["model"], os.environ)
+    keys = provider_secrets(provider)
+    with opened_log(target, options, keys) as sink:
         what = f"Forking run {run.run_id} before step {at_step}"
-        _run(sink, registry, approver, run, instruction, opening, options, what, target)
+        _run(
+            sink, registry, approver, provider, run, instruction, opening, options, what, target
+        )  # fmt: skip
 
 
 def _recovered(log: EventSink) -> JsonlTranscript:
@@ -187,6 +200,7 @@ def _run(  # noqa: PLR0917 - the pieces of one continued run
     sink: EventSink,
     registry: ToolRegistry,
     approver: PolicyApprover,
+    provider: ModelProvider,
     run: AgentRun,
     task: str | None,
     opening: Opening,
@@ -198,9 +212,9 @@ def _run(  # noqa: PLR0917 - the pieces of one continued run
     """Run the new run, continuing `run` with `task`, to its end and report it as `run`
     does. Its RunStarted comes first (for a resume, the claim), then the `closing` events
     of the calls in doubt it closes."""
-    provider = choose_provider(options["model"], os.environ)
     as_json = options["as_json"]
-    printer = PrintingReporter(provider.name)
+    keys = provider_secrets(provider)
+    printer = PrintingReporter(provider.name, redactor_for(options, keys))
     config = continued_config(
         run,
         task=task,
@@ -225,6 +239,6 @@ def _run(  # noqa: PLR0917 - the pieces of one continued run
     else:
         if outcome.steps == 0 and outcome.final_text is not None:
             info("The run had already answered:")
-            click.echo(printable(outcome.final_text))
+            click.echo(printable(printer.shown(outcome.final_text)))
         info(f"Transcript: {path} (run {outcome.run_id})")
     raise click.exceptions.Exit(exit_code(outcome, printer))
