@@ -32,6 +32,16 @@ class ToolError:
 
 
 @attrs.frozen
+class FileEffect:
+    """One file a call changed: its workspace-relative path and the hex sha256 of its bytes
+    before and after the call (None: the file did not exist)."""
+
+    path: str
+    before: str | None
+    after: str | None
+
+
+@attrs.frozen
 class TranscriptStarted:
     """The first line of every transcript file."""
 

@@ -27,7 +27,8 @@ from mini_harness.events import (
     redaction,
 )
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than, nested_too_deep
-from mini_harness.transcripts.fields import FieldError, camel, structurer, wire_value
+from mini_harness.events.wire import camel
+from mini_harness.transcripts.fields import FieldError, structurer, wire_value
 
 BOM = b"\xef\xbb\xbf"
 """A UTF-8 byte order mark, which other tools put before line 1: not part of the line."""

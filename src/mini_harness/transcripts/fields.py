@@ -18,12 +18,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 import attrs
 
 from mini_harness.events import JsonObject
-
-
-def camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
+from mini_harness.events.wire import camel
 
 _MISSING: Any = object()
 
