@@ -25,6 +25,7 @@ from mini_harness.events import (
     ToolSucceeded,
     TranscriptStarted,
     UnknownEvent,
+    to_wire,
 )
 from mini_harness.replay.agent_fold import AgentRun, AgentRunFolder, select_agent_run
 from mini_harness.replay.model import (
@@ -49,7 +50,6 @@ from mini_harness.runtime.context import (
     render_context_report,
 )
 from mini_harness.runtime.results import display_failure, display_result
-from mini_harness.transcripts.fields import wire_value
 from mini_harness.transcripts.reader import TranscriptReader
 from mini_harness.transcripts.verify import CallProtocol, RunProtocol
 
@@ -238,7 +238,7 @@ class TranscriptFold:
                 effects = list(event.effects)
         else:
             state.failed += 1
-            status, output, error = FAILED, None, wire_value(event.error)
+            status, output, error = FAILED, None, to_wire(event.error)
         call = CallRecord(
             state.info.index,
             opened.run_id,
