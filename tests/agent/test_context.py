@@ -19,9 +19,10 @@ from mini_harness.agent.context import (
     system_message,
     trim_to_budget,
 )
+from mini_harness.events import ToolDefinition
 from mini_harness.runtime.context import render_context_report
 
-TOOLS = ({"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}},)
+TOOLS = (ToolDefinition("echo", "Echo.", {"type": "object"}),)
 
 
 class TestProjectRules:
@@ -177,7 +178,8 @@ class TestRequestHash:
         messages = (Message("user", "a"), Message("assistant", "", tool_calls=(call,)))
         request = ModelRequest(messages, TOOLS, {"temperature": 0.2})
         canonical = orjson.dumps(
-            {"tools": list(TOOLS), "params": request.params,
+            {"tools": [{"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}}],
+             "params": request.params,
              "messages": [m.to_json() for m in messages]},
             option=orjson.OPT_SORT_KEYS,
         )  # fmt: skip

@@ -23,6 +23,7 @@ from mini_harness.events import (
     RunFinished,
     RunStarted,
     ToolCalled,
+    ToolDefinition,
     ToolError,
     ToolFailed,
     ToolSucceeded,
@@ -106,7 +107,7 @@ def _agent_run_events(ts: str, run: str) -> list[Event]:
 TS = "2026-01-02T03:04:05.123456Z"
 EVENTS = [
     TranscriptStarted(TS, transcript_id="t" * 32),
-    RunStarted(TS, "r" * 32, "0.1.0", ({"name": "echo", "inputSchema": {"type": "object"}},)),
+    RunStarted(TS, "r" * 32, "0.1.0", (ToolDefinition("echo", "", {"type": "object"}),)),
     ToolCalled(TS, "r" * 32, "c-1", "echo", {"text": ["a", 1, None, 2.5, True]}),
     ToolSucceeded(TS, "r" * 32, "c-1", "echo", {"text": "a"}, 0.021),
     ToolFailed(TS, "r" * 32, "c-2", "echo", ToolError("handler_error", "m", type="E"), 1.5),

@@ -18,7 +18,7 @@ import attrs
 import orjson
 
 from mini_harness.agent.provider import Message, ModelRequest
-from mini_harness.events import JsonObject, JsonValue
+from mini_harness.events import JsonObject, JsonValue, ToolDefinition, to_wire
 from mini_harness.runtime.confined import FileRefusedError, read_confined
 from mini_harness.runtime.context import (
     ContextPart,
@@ -143,7 +143,7 @@ def render_message(message: Message) -> str:
 def request_parts(
     system_prompt: str,
     rules: Sequence[ProjectRules],
-    tools: Sequence[JsonObject],
+    tools: Sequence[ToolDefinition],
     messages: Sequence[Message],
 ) -> list[ContextPart]:
     """The labelled parts of a request, in the report's order (empty parts left out)."""
@@ -157,7 +157,7 @@ def request_parts(
     parts = [ContextPart("System prompt", system_prompt)]
     if rules:
         parts.append(ContextPart("Project rules", rules_text(rules)))
-    parts.append(ContextPart("Tool definitions", pretty_json(list(tools))))
+    parts.append(ContextPart("Tool definitions", pretty_json(to_wire(tools))))
     parts.append(ContextPart("Conversation", "\n\n".join(conversation)))
     if tool_result is not None:
         parts.append(ContextPart("Tool result", tool_result))
@@ -187,6 +187,8 @@ class RequestHasher:
     def __init__(self) -> None:
         self._state = hashlib.sha256(b'{"messages":[')
         self.count = 0
+        # A run sends the same tools with every request: encoded once.
+        self._tools: tuple[Sequence[ToolDefinition], bytes] | None = None
 
     def __repr__(self) -> str:
         return f"<RequestHasher(messages={self.count})>"
@@ -198,13 +200,15 @@ class RequestHasher:
             self._state.update(orjson.dumps(message.to_json(), option=_SORTED))
             self.count += 1
 
-    def hexdigest(self, params: JsonObject, tools: Sequence[JsonObject]) -> str:
+    def hexdigest(self, params: JsonObject, tools: Sequence[ToolDefinition]) -> str:
         """The hash of the messages added so far with these params and tools."""
+        if self._tools is None or self._tools[0] is not tools:
+            self._tools = (tools, orjson.dumps(to_wire(tools), option=_SORTED))
         state = self._state.copy()
         state.update(b'],"params":')
         state.update(orjson.dumps(params, option=_SORTED))
         state.update(b',"tools":')
-        state.update(orjson.dumps(list(tools), option=_SORTED))
+        state.update(self._tools[1])
         state.update(b"}")
         return state.hexdigest()
 
@@ -231,7 +235,7 @@ def trim_to_budget(
     *,
     system_prompt: str,
     rules: Sequence[ProjectRules],
-    tools: Sequence[JsonObject],
+    tools: Sequence[ToolDefinition],
     budget: int,
     trimmable_before: int,
 ) -> Trim | None:

@@ -14,7 +14,7 @@ from typing import ClassVar, Literal, Protocol
 import attrs
 
 from mini_harness.errors import MiniHarnessError
-from mini_harness.events import JsonObject
+from mini_harness.events import JsonObject, ToolDefinition
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -130,7 +130,7 @@ class ModelRequest:
     and `maxTokens`. The model's name is the provider's, not a parameter."""
 
     messages: tuple[Message, ...]
-    tools: tuple[JsonObject, ...] = ()
+    tools: tuple[ToolDefinition, ...] = ()
     params: JsonObject = attrs.field(factory=dict)
 
 

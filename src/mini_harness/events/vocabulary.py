@@ -11,6 +11,7 @@ from typing import Protocol, TypeAlias, get_args
 
 import attrs
 
+from mini_harness.events.conversation import ToolDefinition
 from mini_harness.events.jsonvalue import JsonObject, JsonValue
 
 TRANSCRIPT_FORMAT = "mini-harness.transcript"
@@ -69,7 +70,7 @@ class RunStarted:
     ts: str
     run_id: str
     harness: str
-    tools: tuple[JsonObject, ...]
+    tools: tuple[ToolDefinition, ...]
     task: str | None = attrs.field(default=None, kw_only=True)
     model: JsonObject | None = attrs.field(default=None, kw_only=True)
     system_prompt: str | None = attrs.field(default=None, kw_only=True)

@@ -30,6 +30,7 @@ from mini_harness.events import (
     RunFinished,
     RunStarted,
     ToolCalled,
+    ToolDefinition,
     ToolFailed,
     ToolSucceeded,
 )
@@ -65,7 +66,7 @@ class AgentRun:
     system_prompt: str
     rules: tuple[ProjectRules, ...]
     max_steps: int | None
-    tools: tuple[JsonObject, ...]
+    tools: tuple[ToolDefinition, ...]
     steps: list[AgentStep] = attrs.Factory(list)
     stop_reason: str | None = None
     final_text: str | None = None

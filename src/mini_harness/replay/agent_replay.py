@@ -189,8 +189,8 @@ def explain(recorded: ModelRequest, rebuilt: ModelRequest) -> tuple[str, list[st
             [],
         )
     if recorded.tools != rebuilt.tools:
-        old_tools = {str(t.get("name")): t for t in recorded.tools}
-        new_tools = {str(t.get("name")): t for t in rebuilt.tools}
+        old_tools = {tool.name: tool for tool in recorded.tools}
+        new_tools = {tool.name: tool for tool in rebuilt.tools}
         names = sorted(
             n for n in old_tools.keys() | new_tools.keys() if old_tools.get(n) != new_tools.get(n)
         )

@@ -205,8 +205,9 @@ class TranscriptFold:
             message = f"run {event.run_id} is started again"
             self._extra_problems.append(LogProblem("protocol", line, message))
             return None
-        tools = tuple(tool for tool in event.tools if isinstance(tool, dict))
-        info = RunInfo(len(self._runs) + 1, event.run_id, event.harness, event.ts, line, tools)
+        info = RunInfo(
+            len(self._runs) + 1, event.run_id, event.harness, event.ts, line, event.tools
+        )
         return info if self._add_run(info) else None
 
     def agent_runs(self) -> list[AgentRun]:
@@ -276,7 +277,7 @@ class TranscriptFold:
         """Fold a run's start; whether the run is shown."""
         state = _RunState(info)
         if self.context_reports:
-            state.tool_tokens = estimate_tokens(pretty_json(list(info.tools)))
+            state.tool_tokens = estimate_tokens(pretty_json(to_wire(info.tools)))
         self._runs[info.run_id] = state
         if self._selected is None and names_run(self.selection, info.index, info.run_id):
             self._selected = info.run_id

@@ -12,7 +12,7 @@ import attrs
 import orjson
 
 from mini_harness.errors import ReplayError, counted
-from mini_harness.events import JsonObject, JsonValue
+from mini_harness.events import JsonObject, JsonValue, ToolDefinition
 
 SUCCEEDED = "succeeded"
 FAILED = "failed"
@@ -42,11 +42,11 @@ class RunInfo:
     harness: str
     started: str
     line: int
-    tools: tuple[JsonObject, ...]
+    tools: tuple[ToolDefinition, ...]
 
     @property
     def tool_names(self) -> list[str]:
-        return [str(tool.get("name")) for tool in self.tools]
+        return [tool.name for tool in self.tools]
 
     def to_json(self) -> JsonObject:
         return {
