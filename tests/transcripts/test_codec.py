@@ -16,6 +16,7 @@ from mini_harness.events import (
     ApprovalRequested,
     ContextTrimmed,
     Event,
+    FileEffect,
     JsonObject,
     ModelFailed,
     ModelRequested,
@@ -71,7 +72,7 @@ def _lines(tmp_path: Path, registry: ToolRegistry) -> list[bytes]:
                 continue
         sink.emit(ApprovalRequested("ts", runtime.run_id, "c9", "echo", "rule", "echo hi"))
         sink.emit(ApprovalDecided("ts", runtime.run_id, "c9", "echo", "approved", "user"))
-        effect = {"path": "a.txt", "before": None, "after": "ab" * 32}
+        effect = FileEffect("a.txt", None, "ab" * 32)
         sink.emit(ToolSucceeded("ts", runtime.run_id, "c9", "echo", {}, 1.0, effects=(effect,)))
         ts, run = "2026-01-02T03:04:05.123456Z", "a" * 32
         for event in _agent_run_events(ts, run):

@@ -106,9 +106,9 @@ class ToolSucceeded:
     name: str
     output: JsonValue
     duration_ms: float
-    # Files the call changed: {"path", "before", "after"} (sha256 hex, null: absent).
-    # Omitted from the line when None, so lines of calls that change nothing are as before.
-    effects: tuple[JsonObject, ...] | None = attrs.field(default=None, kw_only=True)
+    # The files the call changed. Omitted from the line when None, so lines of calls that
+    # change nothing are as before.
+    effects: tuple[FileEffect, ...] | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen

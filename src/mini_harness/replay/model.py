@@ -12,7 +12,7 @@ import attrs
 import orjson
 
 from mini_harness.errors import ReplayError, counted
-from mini_harness.events import JsonObject, JsonValue, ToolDefinition
+from mini_harness.events import FileEffect, JsonObject, JsonValue, ToolDefinition
 
 SUCCEEDED = "succeeded"
 FAILED = "failed"
@@ -101,7 +101,7 @@ class CallRecord:
     output: JsonValue = None
     error: JsonObject | None = None
     duration_ms: float | None = None
-    effects: list[JsonObject] | None = None  # the files a succeeded call changed
+    effects: list[FileEffect] | None = None  # the files a succeeded call changed
 
     def to_json(self) -> JsonObject:
         out: JsonObject = {
@@ -153,7 +153,7 @@ class CallList(Sequence[CallRecord]):
                 call.output,
                 call.error,
                 call.duration_ms,
-                call.effects,
+                None if call.effects is None else [attrs.astuple(e) for e in call.effects],
             )
         )
         self._ends.append(len(self._data))
@@ -162,6 +162,8 @@ class CallList(Sequence[CallRecord]):
         start = self._ends[index - 1] if index else 0
         row = orjson.loads(memoryview(self._data)[start : self._ends[index]])
         row[1] = self._run_ids[row[1]]
+        if row[11] is not None:
+            row[11] = [FileEffect(*effect) for effect in row[11]]
         return CallRecord(*row)
 
     def __len__(self) -> int:

@@ -239,7 +239,7 @@ class ToolRuntime:
         # A handler that changed files returns WithEffects: the effects go into the record.
         effects = None
         if type(output) is WithEffects:
-            effects = tuple(effect.to_json() for effect in output.effects)
+            effects = output.effects
             output = output.output
         try:
             check_json(output)
