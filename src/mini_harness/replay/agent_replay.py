@@ -101,7 +101,7 @@ class RecordedRun(SilentReporter):
         self.on_call = on_call
         self.last_hash: str | None = None  # of the request the loop is about to send
         self.name = f"transcript:{run.run_id}"
-        self.model = str(run.model.get("name", ""))
+        self.model = run.model.name if run.model is not None else ""
         self._next = 0
         self._served: set[tuple[int, str]] = set()
         self._recorded = {
