@@ -28,6 +28,7 @@ from mini_harness.errors import MiniHarnessError, OutputError, ToolCallError, Un
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.mcp_wire import INTERNAL_ERROR, INVALID_PARAMS, GuardedLines, GuardError, Wire
 from mini_harness.runtime import ToolRuntime
+from mini_harness.runtime.definitions import mcp_tool
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -113,8 +114,8 @@ def error_result(error: ToolCallError | str) -> JsonObject:
 
 
 def list_tools_result(runtime: ToolRuntime) -> JsonObject:
-    """The `tools/list` result: each definition exactly as `ToolDefinition.to_mcp()` gives it."""
-    return {"tools": [definition.to_mcp() for definition in runtime.registry.list()]}
+    """The `tools/list` result: each definition exactly as `mcp_tool` gives it."""
+    return {"tools": [mcp_tool(definition) for definition in runtime.registry.list()]}
 
 
 async def call_result(runtime: ToolRuntime, name: str, arguments: JsonValue) -> JsonObject:

@@ -59,9 +59,7 @@ class TestDuplicateToolCallIds:
             result = invoke(["run", "What is it?", "--model", model, "--log", str(log)], env)
             assert result.exit_code == 0, result.output
             assert (server.rejections, server.unused) == ([], 0)
-        answered = [
-            c["id"] for e in events(log, ModelResponded) for c in e.message.get("toolCalls", ())
-        ]
+        answered = [c.id for e in events(log, ModelResponded) for c in e.message.tool_calls]
         assert answered == ["dup", "dup-2"]
         called = [(e.name, e.tool_use_id) for e in events(log, ToolCalled)]
         assert called == [("list_files", "dup"), ("read_file", "dup-2")]
@@ -112,8 +110,8 @@ class TestAnswerOverTheLineCap:
         assert result.exit_code == 1, result.output
         assert "model answer not recorded" in result.output
         (failed,) = events(log, ModelFailed)
-        assert failed.error["kind"] == "response_too_large"
-        assert "over the 8192-byte event size cap" in str(failed.error["message"])
+        assert failed.error.kind == "response_too_large"
+        assert "over the 8192-byte event size cap" in failed.error.message
         (finished,) = events(log, RunFinished)
         assert finished.stop_reason == "model_error"
         assert events(log, ToolCalled) == []

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mini_harness.errors import RunContinuedError, RunInProgressError
-from mini_harness.events import RunFinished, RunStarted, utc_timestamp
+from mini_harness.events import RunFinished, RunOrigin, RunStarted, Usage, utc_timestamp
 from mini_harness.replay.fold import fold_agent_runs
 from mini_harness.transcripts import JsonlTranscript, verify_transcript
 from tests.agent.recorded_runs import (
@@ -143,7 +143,7 @@ class TestRacingResumes:
             assert executions(pending.side_file) == {"slow 2": 1}, (attempt, done)
             runs = fold_agent_runs(pending.log)
             resumed = [run for run in runs if run.resumed_from is not None]
-            assert resumed[0].resumed_from == {"runId": pending.run_id, "step": 2}
+            assert resumed[0].resumed_from == RunOrigin(pending.run_id, 2)
             assert all(run.stop_reason == "final" for run in runs[1:])
             assert verify_transcript(pending.log).problems() == []
 
@@ -157,7 +157,7 @@ class TestClaimUnderTheLock:
 
     def finished(self, run_id: str) -> RunFinished:
         return RunFinished(ts=utc_timestamp(), run_id=run_id, stop_reason="final",
-                           final_text="ok", steps=1, usage={})  # fmt: skip
+                           final_text="ok", steps=1, usage=Usage())  # fmt: skip
 
     @pytest.fixture(name="log")
     def _log(self, tmp_path: Path) -> Path:
@@ -178,15 +178,15 @@ class TestClaimUnderTheLock:
             since = first.end
             assert since == second.end == log.stat().st_size
             first.continuing(self.A, since=since).emit(
-                self.started(self.B, resumed_from={"runId": self.A, "step": 1})
+                self.started(self.B, resumed_from=RunOrigin(self.A, 1))
             )
             size = log.stat().st_size
             claim = second.continuing(self.A, since=since, read=[self.A])
             with pytest.raises(RunContinuedError) as refused:
-                claim.emit(self.started(self.C, resumed_from={"runId": self.A, "step": 1}))
+                claim.emit(self.started(self.C, resumed_from=RunOrigin(self.A, 1)))
             assert (refused.value.run_id, refused.value.by) == (self.A, self.B)
             assert log.stat().st_size == size
-            claim.emit(self.started(self.D, forked_from={"runId": self.A, "step": 1}))
+            claim.emit(self.started(self.D, forked_from=RunOrigin(self.A, 1)))
         assert verify_transcript(log).damage() == []
         assert [run.run_id for run in fold_agent_runs(log)] == [self.A, self.B, self.D]
 
@@ -200,15 +200,15 @@ class TestClaimUnderTheLock:
             since = other.end
             with pytest.raises(RunInProgressError, match="still running in another process"):
                 other.continuing(self.B, since=since).emit(
-                    self.started(self.C, resumed_from={"runId": self.B, "step": 0})
+                    self.started(self.C, resumed_from=RunOrigin(self.B, 0))
                 )
             running.emit(self.finished(self.B))
             with pytest.raises(RunInProgressError, match="recorded more events while"):
                 other.continuing(self.B, since=since, read=[self.B]).emit(
-                    self.started(self.C, resumed_from={"runId": self.B, "step": 0})
+                    self.started(self.C, resumed_from=RunOrigin(self.B, 0))
                 )
             other.recover()
             other.continuing(self.B, since=other.end, read=[self.B]).emit(
-                self.started(self.E, resumed_from={"runId": self.B, "step": 1})
+                self.started(self.E, resumed_from=RunOrigin(self.B, 1))
             )
-        assert fold_agent_runs(log)[-1].resumed_from == {"runId": self.B, "step": 1}
+        assert fold_agent_runs(log)[-1].resumed_from == RunOrigin(self.B, 1)

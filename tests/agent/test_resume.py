@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from mini_harness.agent.resume import INTERRUPTED_RESULT
+from mini_harness.events import RunOrigin
 from mini_harness.replay.fold import fold_agent_runs
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import (
@@ -79,7 +80,7 @@ class TestRebuiltHistory:
         result = recorded.resume(log)
         assert result.exit_code == 0, result.output
         resumed = new_run(log)
-        assert resumed.resumed_from == {"runId": recorded.run.run_id, "step": 2}
+        assert resumed.resumed_from == RunOrigin(recorded.run.run_id, 2)
         assert resumed.steps[0].recorded_hash == recorded.run.steps[2].recorded_hash
         assert (resumed.stop_reason, resumed.final_text) == ("final", "Done.")
         assert executions(recorded.side_file) == {}
@@ -175,7 +176,7 @@ class TestChains:
         result = recorded.resume(second)
         assert result.exit_code == 0, result.output
         runs = fold_agent_runs(second)
-        assert runs[-1].resumed_from == {"runId": runs[1].run_id, "step": 0}
+        assert runs[-1].resumed_from == RunOrigin(runs[1].run_id, 0)
         sent = runs[-1].steps[0].request.messages
         assert [m.content for m in sent[-2:]] == [INTERRUPTED_RESULT.format(name="slow")] * 2
         assert executions(recorded.side_file) == {"slow 3": 1}
@@ -210,7 +211,7 @@ class TestFinishedRuns:
         sent = resumed.steps[0].request.messages
         assert [m.role for m in sent[-2:]] == ["assistant", "user"]
         assert (sent[-2].content, sent[-1].content) == ("Done.", "Say more")
-        assert resumed.resumed_from == {"runId": recorded.run.run_id, "step": 3}
+        assert resumed.resumed_from == RunOrigin(recorded.run.run_id, 3)
 
     def test_answer_without_run_finished(self, recorded: Recorded, tmp_path: Path) -> None:
         """A run killed after its final answer was recorded ends with that answer, without
@@ -227,7 +228,7 @@ class TestFinishedRuns:
         for follow_up in ("One", "Two"):
             assert recorded.resume(recorded.full, follow_up).exit_code == 0
         runs = fold_agent_runs(recorded.full)
-        assert [run.resumed_from["runId"] if run.resumed_from else None for run in runs] == [
+        assert [run.resumed_from.run_id if run.resumed_from else None for run in runs] == [
             None,
             runs[0].run_id,
             runs[1].run_id,

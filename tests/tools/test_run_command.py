@@ -12,7 +12,7 @@ import pytest
 
 from mini_harness import MemorySink, ToolRuntime
 from mini_harness.errors import InvalidInputError, ToolHandlerError
-from mini_harness.events import ToolSucceeded
+from mini_harness.events import FileEffect, ToolSucceeded
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
 from mini_harness.tools.sandbox import PASSED_NAMES, bubblewrap
@@ -255,10 +255,10 @@ class TestEffects:
         assert isinstance(succeeded, ToolSucceeded)
         assert succeeded.effects is not None
         assert list(succeeded.effects) == [
-            {"path": "gone.txt", "before": sha(b"bye\n"), "after": None},
-            {"path": "hello.txt", "before": sha(b"hello\n"), "after": sha(b"hello\nmore\n")},
-            {"path": "made.txt", "before": None, "after": sha(b"new\n")},
-            {"path": "sub/x", "before": None, "after": sha(b"")},
+            FileEffect("gone.txt", sha(b"bye\n"), None),
+            FileEffect("hello.txt", sha(b"hello\n"), sha(b"hello\nmore\n")),
+            FileEffect("made.txt", None, sha(b"new\n")),
+            FileEffect("sub/x", None, sha(b"")),
         ]
 
     def test_a_command_that_changes_nothing_records_no_effects(self, ws: Path) -> None:

@@ -39,7 +39,7 @@ from mini_harness.agent.sdk_provider import (
     arguments_object,
     checked_text,
 )
-from mini_harness.runtime.definitions import ToolDefinition
+from mini_harness.runtime.definitions import anthropic_tool
 
 DEFAULT_MAX_TOKENS = 4096
 """Anthropic requires `max_tokens`; this is used when the request's params give none."""
@@ -182,10 +182,7 @@ class AnthropicProvider(SdkProvider[MessagesBody, WireMessage, RawMessageStreamE
     def _body(self, request: ModelRequest) -> MessagesBody:
         system, messages = to_wire(request.messages)
         # The tools' wire form is the definitions' own (`tools --format anthropic`).
-        tools = [
-            cast(ToolUnionParam, ToolDefinition.from_json(tool).to_anthropic())
-            for tool in request.tools
-        ]
+        tools = [cast(ToolUnionParam, anthropic_tool(tool)) for tool in request.tools]
         return MessagesBody(system, messages, tools, ModelParams.of(request.params))
 
     def _send_whole(self, body: MessagesBody) -> RawResponse[WireMessage]:

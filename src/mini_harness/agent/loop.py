@@ -18,7 +18,6 @@ import orjson
 
 from mini_harness.agent.context import (
     DEFAULT_SYSTEM_PROMPT,
-    ProjectRules,
     RequestHasher,
     manual_tool_message,
     system_message,
@@ -41,9 +40,13 @@ from mini_harness.events import (
     JsonObject,
     JsonValue,
     ModelFailed,
+    ModelFailure,
+    ModelIdentity,
     ModelRequested,
     ModelResponded,
+    ProjectRules,
     RunFinished,
+    RunOrigin,
     new_id,
     utc_timestamp,
 )
@@ -82,7 +85,7 @@ class Opening:
     the step that made them: they are dispatched first, in order. Then `follow_up`, if
     given, is added as a user message. A run whose last answer was final (`final_text`)
     and that gets nothing new ends at once with that answer. `resumed_from` /
-    `forked_from` (`runId`, `step`) go into RunStarted, and so does `unverified`: the
+    `forked_from` go into RunStarted, and so does `unverified`: the
     problems of a history that does not verify, continued anyway because the user said so.
     """
 
@@ -91,8 +94,8 @@ class Opening:
     pending: tuple[tuple[ToolCall, int], ...] = ()
     follow_up: str | None = None
     final_text: str | None = None
-    resumed_from: JsonObject | None = None
-    forked_from: JsonObject | None = None
+    resumed_from: RunOrigin | None = None
+    forked_from: RunOrigin | None = None
     unverified: tuple[str, ...] | None = None
 
 
@@ -203,9 +206,9 @@ class AgentLoop:
         config = self.config
         self.runtime.start(
             task=config.task,
-            model={"provider": self.provider.name, "name": self.provider.model},
+            model=ModelIdentity(self.provider.name, self.provider.model),
             system_prompt=config.system_prompt,
-            project_rules=tuple(rule.to_json() for rule in config.rules),
+            project_rules=config.rules,
             max_steps=config.max_steps,
             resumed_from=opening.resumed_from if opening else None,
             forked_from=opening.forked_from if opening else None,
@@ -230,7 +233,7 @@ class AgentLoop:
                 stop_reason=reason,
                 final_text=final_text,
                 steps=steps,
-                usage=self._usage.to_json(),
+                usage=self._usage,
             )
         )
 
@@ -293,7 +296,7 @@ class AgentLoop:
                     run_id=self.runtime.run_id,
                     step=step,
                     request_id=request_id,
-                    messages=tuple(m.to_json() for m in self.history[self._sent :]),
+                    messages=tuple(self.history[self._sent :]),
                     params=request.params,
                     request_hash=self._hasher.hexdigest(request.params, tools),
                 )
@@ -322,7 +325,7 @@ class AgentLoop:
                     ts=utc_timestamp(),
                     run_id=self.runtime.run_id,
                     request_id=request_id,
-                    error={"kind": error.kind, "status": error.status, "message": error.message},
+                    error=ModelFailure(error.kind, error.status, error.message),
                     attempt=error.attempt,
                     duration_ms=_ms_since(attempt_started),
                 )
@@ -366,9 +369,9 @@ class AgentLoop:
                     ts=utc_timestamp(),
                     run_id=self.runtime.run_id,
                     request_id=request_id,
-                    message=response.message.to_json(),
+                    message=response.message,
                     finish_reason=response.finish_reason,
-                    usage=response.usage.to_json(),
+                    usage=response.usage,
                     duration_ms=_ms_since(started),
                     response_id=response.response_id,
                 )

@@ -34,7 +34,7 @@ from mini_harness.agent.sdk_provider import (
     arguments_text,
     checked_text,
 )
-from mini_harness.runtime.definitions import ToolDefinition
+from mini_harness.runtime.definitions import openai_tool
 
 _T = TypeVar("_T")
 
@@ -139,10 +139,7 @@ class OpenAICompatibleProvider(SdkProvider[ChatBody, ChatCompletion, ChatComplet
 
     def _body(self, request: ModelRequest) -> ChatBody:
         # The tools' wire form is the definitions' own (what `tools --format openai` prints).
-        tools = [
-            cast(ChatCompletionToolUnionParam, ToolDefinition.from_json(tool).to_openai())
-            for tool in request.tools
-        ]
+        tools = [cast(ChatCompletionToolUnionParam, openai_tool(tool)) for tool in request.tools]
         return ChatBody(to_wire_messages(request.messages), tools, ModelParams.of(request.params))
 
     def _send_whole(self, body: ChatBody) -> RawResponse[ChatCompletion]:

@@ -26,7 +26,7 @@ from mini_harness.cli.log_options import (
 from mini_harness.cli.options import option_group, workspace_option
 from mini_harness.cli.output import BadUsage, error, info, warn
 from mini_harness.cli.registry_spec import agent_tools, registry_option
-from mini_harness.events import JsonObject
+from mini_harness.events import JsonObject, to_wire
 from mini_harness.runtime import ToolRuntime
 from mini_harness.runtime.terminal import printable
 from mini_harness.transcripts import Redactor
@@ -153,7 +153,7 @@ def print_document(outcome: Any, printer: PrintingReporter, **origin: Any) -> No
         "stopReason": outcome.stop_reason,
         "finalText": None if outcome.final_text is None else printer.shown(outcome.final_text),
         "steps": outcome.steps,
-        "usage": outcome.usage.to_json(),
+        "usage": to_wire(outcome.usage),
     }
     click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
 

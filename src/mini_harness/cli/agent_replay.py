@@ -20,6 +20,7 @@ from mini_harness.cli.agent import PrintingReporter, exit_code
 from mini_harness.cli.coding import make_approver
 from mini_harness.cli.log_options import opened_log, redactor_for
 from mini_harness.cli.output import BadUsage, error, info
+from mini_harness.events import RunOrigin
 from mini_harness.replay.agent_replay import AgentReplay, ReplayedCall, replay_agent_run
 from mini_harness.replay.continuation import continued_config
 from mini_harness.replay.fold import fold_agent_runs
@@ -131,7 +132,7 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
     config = continued_config(replay.run, stream=not as_json)
     # A new run that names the replayed run and step; the live model's calls pass the
     # workspace's approval policy, as in `run` (`ask`).
-    opening = Opening(request.messages, forked_from={"runId": replay.run.run_id, "step": step})
+    opening = Opening(request.messages, forked_from=RunOrigin(replay.run.run_id, step))
     with opened_log(target, {}, keys) as sink:
         runtime = ToolRuntime(registry, sink, approver=make_approver(os.curdir, "ask"))
         outcome = AgentLoop(runtime, provider, config, None if as_json else printer).run(opening)

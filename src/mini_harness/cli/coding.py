@@ -161,9 +161,9 @@ def undo_command(
     call = _find_call(path, call_id)
     root = os.path.realpath(workspace)
     moved = [
-        (effect["path"], now)
+        (effect.path, now)
         for effect in call.effects or ()
-        if (now := _current_hash(root, effect["path"])) != effect.get("after")
+        if (now := _current_hash(root, effect.path)) != effect.after
     ]
     if moved:
         changed, now = moved[0]
@@ -174,7 +174,7 @@ def undo_command(
         )
     reverse = reverse_patch(parse_patch(call.input["patch"]))
     # Check the reversal gives back exactly the recorded bytes before anything is written.
-    wanted = {effect["path"]: effect.get("before") for effect in call.effects or ()}
+    wanted = {effect.path: effect.before for effect in call.effects or ()}
     for patch in parse_patch(reverse):
         old = None if patch.old_path is None else Path(root, patch.old_path).read_bytes()
         current = "" if old is None else old.decode("utf-8")

@@ -32,7 +32,7 @@ from mini_harness.cli.options import option_group, workspace_option
 from mini_harness.cli.output import info
 from mini_harness.cli.registry_spec import agent_tools
 from mini_harness.cli.verified import allow_unverified_option, verified_history
-from mini_harness.events import EventSink, ToolFailed
+from mini_harness.events import EventSink, ToolFailed, to_wire
 from mini_harness.replay.agent_fold import AgentRun, select_agent_run
 from mini_harness.replay.continuation import continued_config, fork_opening, resume_plan
 from mini_harness.replay.fold import fold_agent_runs
@@ -108,8 +108,8 @@ def resume_command(
 
         plan = resume_plan(runs, run, follow_up=follow_up, retry_in_doubt=repeatable)
         opening = attrs.evolve(plan.opening, unverified=unverified)
-        origin = opening.resumed_from or {}
-        what = f"Resuming run {run.run_id} after step {origin.get('step')}"
+        origin = opening.resumed_from
+        what = f"Resuming run {run.run_id} after step {origin.step if origin else None}"
         # Its RunStarted claims the run, under the file's lock, before anything is done.
         sink = transcript.continuing(run.run_id, since=since, read=plan.read)
         _run(
@@ -234,7 +234,10 @@ def _run(  # noqa: PLR0917 - the pieces of one continued run
         info(f"Model provider: {provider.name}")
     outcome = loop.run(opening)
     if as_json:
-        origin = {"resumedFrom": opening.resumed_from, "forkedFrom": opening.forked_from}
+        origin = {
+            "resumedFrom": to_wire(opening.resumed_from),
+            "forkedFrom": to_wire(opening.forked_from),
+        }
         print_document(outcome, printer, **origin)
     else:
         if outcome.steps == 0 and outcome.final_text is not None:

@@ -17,7 +17,7 @@ from mini_harness.agent.loop import DEFAULT_MAX_STEPS, DEFAULT_PARAMS, AgentConf
 from mini_harness.agent.provider import Message, ToolCall
 from mini_harness.agent.resume import INTERRUPTED_RESULT, RecordedCall, check_history
 from mini_harness.errors import ResumeError, RunContinuedError, counted
-from mini_harness.events import ToolError, ToolFailed, utc_timestamp
+from mini_harness.events import RunOrigin, ToolError, ToolFailed, utc_timestamp
 from mini_harness.replay.agent_fold import AgentRun
 
 
@@ -67,16 +67,16 @@ def resume_plan(
     again (RunContinuedError): forking it is the way to branch off.
     """
     for other in runs:
-        if (other.resumed_from or {}).get("runId") == run.run_id:
+        if other.resumed_from is not None and other.resumed_from.run_id == run.run_id:
             raise RunContinuedError(run.run_id, other.run_id)
     by_id = {each.run_id: each for each in runs}
     chain = [run]
-    while not chain[-1].steps and chain[-1].resumed_from is not None:
-        origin = by_id.get(str(chain[-1].resumed_from.get("runId")))
+    while not chain[-1].steps and (link := chain[-1].resumed_from) is not None:
+        origin = by_id.get(link.run_id)
         if origin is None:
             raise ResumeError(
                 f"run {chain[-1].run_id} made no request and the run it continues "
-                f"({chain[-1].resumed_from.get('runId')}) is not in this transcript"
+                f"({link.run_id}) is not in this transcript"
             )
         chain.append(origin)
     base = chain[-1]
@@ -118,7 +118,7 @@ def resume_plan(
         pending=tuple(pending),
         follow_up=follow_up,
         final_text=answer.content if answer is not None and not answer.tool_calls else None,
-        resumed_from={"runId": run.run_id, "step": step},
+        resumed_from=RunOrigin(run.run_id, step),
     )
     # The calls in doubt of the step it continues, then those left over by the chain.
     matched = {call.call_id for call in calls}
@@ -145,7 +145,7 @@ def fork_opening(run: AgentRun, step: int, instruction: str | None = None) -> Op
     if instruction is not None:
         history.append(Message("user", instruction))
     previous = len(run.steps[index - 1].request.messages) if index else 0
-    return Opening(tuple(history), previous, forked_from={"runId": run.run_id, "step": step})
+    return Opening(tuple(history), previous, forked_from=RunOrigin(run.run_id, step))
 
 
 def continued_config(
@@ -205,5 +205,5 @@ def run_tree_lines(runs: list[AgentRun]) -> list[str]:
 def _origin(run: AgentRun) -> tuple[str, str | None]:
     for how, link in (("resumed after", run.resumed_from), ("forked before", run.forked_from)):
         if link is not None:
-            return f"{how} step {link.get('step')}", str(link.get("runId"))
+            return f"{how} step {link.step}", link.run_id
     return "", None

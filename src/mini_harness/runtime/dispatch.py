@@ -25,7 +25,6 @@ from mini_harness.errors import (
 )
 from mini_harness.events import (
     EventSink,
-    JsonObject,
     JsonValue,
     NotJsonError,
     NullSink,
@@ -121,7 +120,7 @@ class ToolRuntime:
         self._call_prefix = f"{self.run_id[:12]}-"
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        self.tools_snapshot: tuple[JsonObject, ...] = ()
+        self.tools_snapshot: tuple[ToolDefinition, ...] = ()
 
     def __repr__(self) -> str:
         return f"<ToolRuntime(run_id={self.run_id!r}, calls={self.calls})>"
@@ -151,7 +150,7 @@ class ToolRuntime:
         with self._lock:
             if self._started:
                 return
-            self.tools_snapshot = tuple(self.registry.definitions_json())
+            self.tools_snapshot = tuple(self.registry.list())
             policy = getattr(self.approver, "policy_sha256", None)
             self.sink.emit(
                 RunStarted(
@@ -240,7 +239,7 @@ class ToolRuntime:
         # A handler that changed files returns WithEffects: the effects go into the record.
         effects = None
         if type(output) is WithEffects:
-            effects = tuple(effect.to_json() for effect in output.effects)
+            effects = output.effects
             output = output.output
         try:
             check_json(output)

@@ -39,8 +39,7 @@ _FLOCK = struct.Struct("hhqqi4x")  # struct flock on 64-bit Linux; l_pid is 0 fo
 
 def resumes(event: RunStarted) -> str | None:
     """The id of the run `event` resumes, if it resumes one."""
-    run_id = (event.resumed_from or {}).get("runId")
-    return run_id if isinstance(run_id, str) else None
+    return event.resumed_from.run_id if event.resumed_from is not None else None
 
 
 def hold_run(fd: int, run_id: str, *, held: bool = True) -> None:

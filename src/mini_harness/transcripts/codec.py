@@ -5,7 +5,6 @@ redaction, which replaces secret values by `[REDACTED]` before a line is encoded
 from __future__ import annotations
 
 import hashlib
-import operator
 import os
 import re
 import string
@@ -21,13 +20,12 @@ from mini_harness.events import (
     MAX_JSON_DEPTH,
     Event,
     JsonObject,
-    ToolFailed,
     UnknownEvent,
-    event_type,
     redaction,
 )
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than, nested_too_deep
-from mini_harness.transcripts.fields import FieldError, camel, structurer, wire_value
+from mini_harness.events.wire import Encoder, encoder
+from mini_harness.transcripts.fields import FieldError, structurer
 
 BOM = b"\xef\xbb\xbf"
 """A UTF-8 byte order mark, which other tools put before line 1: not part of the line."""
@@ -47,38 +45,30 @@ def line_hash(line: bytes) -> str:
     return _sha256(line).digest()[:HASH_BYTES].hex()
 
 
-# Per class, computed once from its declaration: its wire keys (all but ts) in order, one
-# getter for all their values (a tuple: every class has at least two fields besides ts), so
-# a line's object is built in two C calls, and the keys of its optional fields (default
-# None), left off a line when not set, so that lines of events that do not use them are as
-# they were before the fields existed.
-_WIRE: dict[type, tuple[tuple[str, ...], operator.attrgetter[Any], tuple[str, ...]]] = {
-    cls: (
-        tuple(camel(f.name) for f in attrs.fields(cls) if f.name != "ts"),
-        operator.attrgetter(*(f.name for f in attrs.fields(cls) if f.name != "ts")),
-        tuple(camel(f.name) for f in attrs.fields(cls) if f.default is None),
-    )
-    for cls in KNOWN_EVENT_TYPES
+# Per event class, its name and the encoder of its fields but ts (events/wire.py: generated
+# from the declaration, nested payloads included), so a line's object is the envelope and
+# one call.
+_WIRE: dict[type, tuple[str, Encoder]] = {
+    cls: (cls.__name__, encoder(cls, frozenset({"ts"}))) for cls in KNOWN_EVENT_TYPES
 }
 
 
 def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
     """The JSON object of one line: type, seq, ts, prev (all but the first line), payload."""
-    out: JsonObject = {"type": event_type(event), "seq": seq, "ts": event.ts}
-    if prev is not None:
-        out["prev"] = prev
-    if isinstance(event, UnknownEvent):
-        for key, value in event.data.items():
+    found = _WIRE.get(type(event))
+    if found is None:  # an UnknownEvent: its payload as it was read
+        unknown: Any = event
+        out: JsonObject = {"type": unknown.type, "seq": seq, "ts": unknown.ts}
+        if prev is not None:
+            out["prev"] = prev
+        for key, value in unknown.data.items():
             out.setdefault(key, value)
         return out
-    keys, values, optional = _WIRE[type(event)]
-    out.update(zip(keys, values(event), strict=False))  # one field list: never unequal
-    if type(event) is ToolFailed:
-        out["error"] = wire_value(event.error)
-    for key in optional:
-        if out[key] is None:
-            del out[key]
-    return out
+    name, encode = found
+    out = {"type": name, "seq": seq, "ts": event.ts}
+    if prev is not None:
+        out["prev"] = prev
+    return encode(event, out)
 
 
 # A line holds plain JSON only: bytes, lone surrogates, dataclasses, datetimes and other

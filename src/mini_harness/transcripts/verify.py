@@ -159,9 +159,8 @@ class RunProtocol:
         call's run, is not an agent run)."""
         if isinstance(event, RunStarted):
             if event.task is not None:
-                continues = (event.resumed_from or {}).get("runId")
-                if type(continues) is str:
-                    self._end(continues)
+                if event.resumed_from is not None:
+                    self._end(event.resumed_from.run_id)
                 self.runs[event.run_id] = OpenRun(line, seq, event.run_id)
         elif isinstance(event, ModelRequested):
             self.requests[event.request_id] = OpenRun(line, seq, event.run_id, event.request_id)
