@@ -21,9 +21,9 @@ from mini_harness.cli.coding import make_approver
 from mini_harness.cli.log_options import opened_log, redactor_for
 from mini_harness.cli.output import BadUsage, error, info
 from mini_harness.events import RunOrigin
-from mini_harness.replay.agent_replay import AgentReplay, ReplayedCall, replay_agent_run
+from mini_harness.replay.agent_replay import AgentReplay, ReplayOutcome, replay_agent_run
 from mini_harness.replay.continuation import continued_config
-from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.replay.history import fold_agent_runs
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.runtime.terminal import printable
 
@@ -79,7 +79,7 @@ def rerun_agent_runs(
     return code
 
 
-def _print_call(call: ReplayedCall) -> None:
+def _print_call(call: ReplayOutcome) -> None:
     if call.how == "re-run":
         how = "re-run, same result" if call.same else "re-run, the result differs from the record"
     elif call.how == "served":

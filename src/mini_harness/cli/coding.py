@@ -22,8 +22,7 @@ from mini_harness.cli.options import F, workspace_option
 from mini_harness.cli.output import warn
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import PolicyError, ToolCallError
-from mini_harness.replay.fold import fold_effects
-from mini_harness.replay.model import CallRecord
+from mini_harness.replay.history import Call, fold_effects
 from mini_harness.replay.render import effects_lines
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.runtime.results import sha256_of
@@ -126,7 +125,7 @@ def _current_hash(root: str, path: str) -> str | None:
         return sha256_of(handle.read())
 
 
-def _find_call(path: str, call_id: str) -> CallRecord:
+def _find_call(path: str, call_id: str) -> Call:
     for call in fold_effects(path)[0]:
         if call.call_id == call_id:
             if call.name != "apply_patch" or not isinstance(call.input, dict):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import mmap
 import os
 
 import click
@@ -16,8 +15,7 @@ from mini_harness.cli.options import SingleOption, typed, workspace_option
 from mini_harness.cli.registry_spec import agent_registry, registry_from
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
 from mini_harness.cli.view import same_file
-from mini_harness.replay import TranscriptFold, TranscriptRerun
-from mini_harness.replay.continuation import run_tree_lines
+from mini_harness.replay import ContextReports, TranscriptFold, TranscriptRerun, render
 from mini_harness.runtime.terminal import printable
 
 
@@ -150,14 +148,14 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     (path,) = paths
     if log is not None and same_file(log, path):
         raise BadUsage("--log must name a new file, not the transcript being replayed")
-    # The text report ends with the tree of agent runs that continue each other, if any.
-    tree = not rerun and not as_json and _links_runs(path)
-    fold = TranscriptFold(path, run=run, context_reports=context_report, agent_runs=tree)
+    fold = TranscriptFold(path, run=run, requests=context_report)
     output = JsonOutput if as_json else TextOutput
-    out = output(fold, rerun=rerun, registry_spec=registry, step=step)
+    reports = ContextReports(step=step) if context_report else None
+    out = output(fold, rerun=rerun, registry_spec=registry, context_reports=reports)
     if not rerun:
         code = drive(fold, iter(fold), out)
-        lines = run_tree_lines(fold.agent_runs()) if tree and code != 130 else []
+        # The text report ends with the tree of agent runs that continue each other, if any.
+        lines = render.run_tree_lines(fold.history) if not as_json and code != 130 else []
         if lines:
             click.echo(printable("\n".join(lines)))
         raise click.exceptions.Exit(code)
@@ -186,22 +184,3 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     if log is not None:
         info(f"Re-run recorded in {log}")
     raise click.exceptions.Exit(code)
-
-
-_ORIGIN_KEYS = (b'"resumedFrom":', b'"forkedFrom":')
-
-
-def _links_runs(path: str) -> bool:
-    """Whether the file PATH names a run that another continues or forks (its agent runs
-    are then worth rebuilding for the tree): finding the keys' bytes costs far less than
-    decoding the lines. False for a pipe or standard input, which can be read only once."""
-    if not os.path.isfile(path):
-        return False
-    try:
-        with (
-            open(path, "rb") as handle,
-            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
-        ):
-            return any(data.find(key) >= 0 for key in _ORIGIN_KEYS)
-    except (OSError, ValueError):  # an empty file cannot be mapped
-        return False

@@ -33,9 +33,8 @@ from mini_harness.cli.output import info
 from mini_harness.cli.registry_spec import agent_tools
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.events import EventSink, ToolFailed, to_wire
-from mini_harness.replay.agent_fold import AgentRun, select_agent_run
 from mini_harness.replay.continuation import continued_config, fork_opening, resume_plan
-from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.replay.history import Run, read_history, select_agent_run
 from mini_harness.replay.rerun import safe_to_repeat
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.runtime.terminal import printable
@@ -98,8 +97,9 @@ def resume_command(
         transcript = _recovered(log)  # before anything reads the file
         since = transcript.end  # every run that resumes one after this is checked
         unverified = verified_history(path, "resume", allow=options["allow_unverified"])
-        runs = fold_agent_runs(path)
-        run = select_agent_run(runs, options["run_id"])
+        history = read_history(path, requests=True)
+        run = select_agent_run(history, options["run_id"])
+        runs = [each for each in history.runs if each.is_agent]
         approver = _approver(options, run)
 
         def repeatable(name: str) -> bool:  # a tool that is gone is not run again
@@ -148,7 +148,7 @@ def fork_command(
     """
     _must_exist(path)
     unverified = verified_history(path, "fork", allow=options["allow_unverified"])
-    run = select_agent_run(fold_agent_runs(path), options["run_id"])
+    run = select_agent_run(read_history(path, requests=True), options["run_id"])
     opening = attrs.evolve(fork_opening(run, at_step, instruction), unverified=unverified)
     approver = _approver(options, run)
     registry = _registry(options, path, log)
@@ -184,7 +184,7 @@ def _registry(options: dict[str, Any], *transcripts: str | None) -> ToolRegistry
     return agent_tools(options["registry_spec"], workspace, redacted, protected=transcripts)
 
 
-def _approver(options: dict[str, Any], run: AgentRun) -> PolicyApprover:
+def _approver(options: dict[str, Any], run: Run) -> PolicyApprover:
     """The approval policy of the new run: the workspace's, checked against `run`'s."""
     workspace = options["workspace"] or root_workspace() or os.curdir
     return continued_approver(
@@ -201,7 +201,7 @@ def _run(  # noqa: PLR0917 - the pieces of one continued run
     registry: ToolRegistry,
     approver: PolicyApprover,
     provider: ModelProvider,
-    run: AgentRun,
+    run: Run,
     task: str | None,
     opening: Opening,
     options: dict[str, Any],

@@ -12,7 +12,7 @@ from mini_harness.cli.options import SingleOption, typed
 from mini_harness.cli.registry_spec import chosen_registry
 from mini_harness.events import Event
 from mini_harness.replay import rerun_transcript
-from mini_harness.replay.model import DIFFERING, differing
+from mini_harness.replay.continuing.outcomes import DIFFERING, differing
 from mini_harness.replay.timeline import read_timeline
 from mini_harness.replay.view_page import render_page, step_contexts
 

@@ -1,4 +1,5 @@
-"""Replay: fold a transcript back into runs, calls and context reports; re-run its calls.
+"""Replay: a transcript read once into its history; views of it (the report, show,
+view); continuing a run from it (re-run, offline replay, resume, fork); corpora of many.
 
 A fold never calls a handler. A re-run dispatches recorded calls again against a registry
 and compares outputs as JSON values.
@@ -6,25 +7,29 @@ and compares outputs as JSON values.
 
 from __future__ import annotations
 
-from mini_harness.replay.corpus import CorpusReport, fold_corpus
-from mini_harness.replay.fold import (
-    TranscriptFold,
-    agent_context_report,
-    fold_agent_runs,
-    fold_transcript,
-)
-from mini_harness.replay.model import (
+from mini_harness.replay.continuing.outcomes import (
     OUTCOMES,
-    CallList,
-    CallRecord,
     Drift,
-    FoldResult,
-    LogProblem,
     RerunOutcome,
     RerunReport,
-    RunInfo,
-    RunSummary,
+)
+from mini_harness.replay.corpus import CorpusReport, fold_corpus
+from mini_harness.replay.history import (
+    AgentFigures,
+    Call,
+    CallList,
+    History,
+    LogProblem,
+    Run,
+    Step,
     Totals,
+    TranscriptFold,
+    fold_agent_runs,
+    fold_effects,
+    fold_transcript,
+    read_history,
+    select_agent_run,
+    select_run,
 )
 from mini_harness.replay.rerun import (
     TranscriptRerun,
@@ -33,28 +38,42 @@ from mini_harness.replay.rerun import (
     json_equal,
     rerun_transcript,
 )
+from mini_harness.replay.views.context import (
+    ContextReports,
+    agent_context_report,
+    agent_report,
+    context_reports,
+)
 
 __all__ = [
     "OUTCOMES",
+    "AgentFigures",
+    "Call",
     "CallList",
-    "CallRecord",
+    "ContextReports",
     "CorpusReport",
     "Drift",
-    "FoldResult",
+    "History",
     "LogProblem",
     "RerunOutcome",
     "RerunReport",
-    "RunInfo",
-    "RunSummary",
+    "Run",
+    "Step",
     "Totals",
     "TranscriptFold",
     "TranscriptRerun",
     "agent_context_report",
+    "agent_report",
+    "context_reports",
     "definition_drift",
     "fold_agent_runs",
     "fold_corpus",
+    "fold_effects",
     "fold_transcript",
     "json_diff",
     "json_equal",
+    "read_history",
     "rerun_transcript",
+    "select_agent_run",
+    "select_run",
 ]

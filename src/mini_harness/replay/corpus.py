@@ -20,6 +20,7 @@ from typing import Literal, TypeVar
 import attrs
 
 from mini_harness.events import JsonObject, JsonValue
+from mini_harness.replay.continuing.outcomes import OUTCOMES
 from mini_harness.replay.corpus_summary import (
     EXIT_CODES,
     FOLD,
@@ -36,7 +37,7 @@ from mini_harness.replay.corpus_summary import (
     summarize_batch,
     summarize_file,
 )
-from mini_harness.replay.model import OUTCOMES, AgentFigures
+from mini_harness.replay.history import AgentFigures
 
 PERCENTILES = (50, 95, 99)
 BATCH_FILES = 64

@@ -18,7 +18,7 @@ import attrs
 
 from mini_harness.errors import TranscriptCorruptError
 from mini_harness.events import Event, JsonObject, JsonValue
-from mini_harness.replay.model import FAILED, IN_DOUBT, SUCCEEDED, LogProblem
+from mini_harness.replay.history import FAILED, IN_DOUBT, SUCCEEDED, LogProblem
 from mini_harness.transcripts.codec import event_to_wire
 from mini_harness.transcripts.reader import TranscriptReader
 from mini_harness.transcripts.verify import CallProtocol

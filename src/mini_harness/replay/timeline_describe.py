@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from mini_harness.events import JsonObject
-from mini_harness.replay.model import FAILED, IN_DOUBT, SUCCEEDED
+from mini_harness.replay.history import FAILED, IN_DOUBT, SUCCEEDED
 from mini_harness.replay.timeline import Call, Run, Step, Timeline, objects
 
 ENVELOPE = frozenset({"type", "seq", "ts", "prev", "runId"})

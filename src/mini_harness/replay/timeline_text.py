@@ -10,7 +10,7 @@ import orjson
 from mini_harness.errors import counted
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.replay import timeline_describe as describe
-from mini_harness.replay.model import FAILED, IN_DOUBT, SUCCEEDED
+from mini_harness.replay.history import FAILED, IN_DOUBT, SUCCEEDED
 from mini_harness.replay.timeline import Call, Run, Step, Timeline, Turn
 from mini_harness.runtime.terminal import printable
 

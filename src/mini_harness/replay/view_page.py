@@ -25,7 +25,7 @@ from mini_harness.agent.context import render_message, request_parts
 from mini_harness.events import Event, JsonObject, JsonValue
 from mini_harness.replay import timeline_describe as describe
 from mini_harness.replay.agent_fold import fold_agent_events
-from mini_harness.replay.model import OUTCOMES, RerunOutcome, RerunReport
+from mini_harness.replay.continuing.outcomes import OUTCOMES, RerunOutcome, RerunReport
 from mini_harness.replay.timeline import Call, Run, Step, Timeline, Turn
 from mini_harness.runtime.context import estimate_tokens
 

@@ -17,6 +17,12 @@ from mini_harness.replay.history.figures import (
     Totals,
 )
 from mini_harness.replay.history.fold import FoldItem, TranscriptFold
+from mini_harness.replay.history.read import (
+    fold_agent_runs,
+    fold_effects,
+    fold_transcript,
+    read_history,
+)
 from mini_harness.replay.history.runs import History, Run, RunItem, Step
 from mini_harness.replay.history.select import (
     RUN_HELP,
@@ -48,6 +54,10 @@ __all__ = [
     "Totals",
     "TranscriptFold",
     "check_step",
+    "fold_agent_runs",
+    "fold_effects",
+    "fold_transcript",
+    "read_history",
     "select_agent_run",
     "select_run",
     "select_step",

@@ -137,7 +137,7 @@ class TranscriptFold:
                             event.step,
                         )
                         open_calls[event.call_id] = call
-                        if run.calls is not None:
+                        if run.keeps:
                             self._place(run, call, record)
                     elif detail:
                         self._item(run, record)  # a reused call id: shown as it is
@@ -231,8 +231,8 @@ class TranscriptFold:
     def _keep(self, run: Run) -> None:
         """Give `run` what its reader keeps of it: steps for an agent run whose requests
         are rebuilt, everything with the detail."""
-        if run.calls is None and (self.detail or (self.requests and run.is_agent)):
-            run.steps, run.calls, run.opening_calls = [], [], []
+        if self.detail or (self.requests and run.is_agent):
+            run.keep()
         if self.requests and run.is_agent and run.conversation is None:
             run.conversation = []
         if self.detail and run.items is None:
@@ -281,8 +281,6 @@ class TranscriptFold:
         """Keep a call in its run: in the step that made it (the run's latest request), or
         among the opening calls (made before the run's first request: `--tool`, or those a
         continued run had left over)."""
-        assert run.calls is not None
-        assert run.opening_calls is not None
         run.calls.append(call)
         if self.detail:
             call.records = [record, *self._waiting.pop(call.call_id, ())]

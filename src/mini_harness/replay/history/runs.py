@@ -4,12 +4,13 @@ and the figures a report needs. Built by the one fold (history/fold.py)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 import attrs
 
 from mini_harness.agent.context import request_hash
 from mini_harness.agent.provider import ModelRequest, ModelResponse
+from mini_harness.errors import ReplayError
 from mini_harness.events import (
     ApprovalDecided,
     JsonObject,
@@ -35,13 +36,17 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 
+T = TypeVar("T")
+
+
 @attrs.define(eq=False)
 class Step:
     """One step of an agent run: its model request (`requested`; None for a step seen
     only through calls dispatched before a continued run's first request), the response,
     each failed attempt, and the calls the step made.
 
-    `request` is the whole request rebuilt from the events (when the fold rebuilds them);
+    `request` is the whole request rebuilt from the events (when the fold rebuilds them:
+    else reading it is a ReplayError);
     `others` the step's other events as read (ContextTrimmed, unknown types) and `records`
     its model events as read, both kept only with the detail.
     """
@@ -51,7 +56,7 @@ class Step:
     response: ModelResponded | None = None
     failures: list[ModelFailed] = attrs.Factory(list)
     calls: list[Call] = attrs.Factory(list)
-    request: ModelRequest | None = None
+    rebuilt: ModelRequest | None = None
     others: list[TranscriptRecord] = attrs.Factory(list)
     records: list[TranscriptRecord] = attrs.Factory(list)
 
@@ -82,9 +87,16 @@ class Step:
         return self.requested.request_hash if self.requested is not None else None
 
     @property
+    def request(self) -> ModelRequest:
+        """Its whole request, as sent."""
+        if self.rebuilt is None:
+            raise ReplayError(f"the request of step {self.number} was not rebuilt")
+        return self.rebuilt
+
+    @property
     def hash_matches(self) -> bool:
         """Whether the rebuilt request hashes to the recorded `requestHash`."""
-        return self.request is not None and request_hash(self.request) == self.recorded_hash
+        return self.rebuilt is not None and request_hash(self.rebuilt) == self.recorded_hash
 
     def model_response(self) -> ModelResponse | None:
         """The response as the provider gave it to the loop."""
@@ -106,12 +118,12 @@ class Run:
     """A run from its RunStarted (or its first event, when that is missing) to its end.
 
     Always: what its RunStarted and RunFinished say (`started`, `finished`: typed), the
-    calls it made by how they ended and its model requests. When the fold keeps the
-    run's steps (agent runs whose requests are rebuilt, or every run with the detail):
-    `steps` (those with a model request), `calls` (every call, in the order begun) and
-    `opening_calls` (those before its first request). With the detail, `items` holds
-    everything in the order recorded (RunItem), and `records` its RunStarted and
-    RunFinished lines as read.
+    calls it made by how they ended and its model requests. When the fold `keeps` the
+    run (an agent run whose requests are rebuilt, or every run with the detail): `steps`
+    (those with a model request), `calls` (every call, in the order begun) and
+    `opening_calls` (those before its first request); reading them from a run not kept
+    is a ReplayError. With the detail, `items` holds everything in the order recorded
+    (RunItem), and `records` its RunStarted and RunFinished lines as read.
     """
 
     index: int  # 1-based, in the order runs started in the file
@@ -124,9 +136,9 @@ class Run:
     failed: int = 0
     in_doubt: int = 0
     requests: int = 0  # model requests made
-    steps: list[Step] | None = None
-    calls: list[Call] | None = None
-    opening_calls: list[Call] | None = None
+    _steps: list[Step] | None = attrs.field(default=None, init=False, repr=False)
+    _calls: list[Call] | None = attrs.field(default=None, init=False, repr=False)
+    _opening_calls: list[Call] | None = attrs.field(default=None, init=False, repr=False)
     conversation: list[Message] | None = None  # the messages so far, as rebuilt
     budget: int | None = None  # the context budget its trims recorded
     items: list[RunItem] | None = None
@@ -136,6 +148,37 @@ class Run:
 
     def __repr__(self) -> str:
         return f"<Run(index={self.index}, run_id={self.run_id!r})>"
+
+    @property
+    def keeps(self) -> bool:
+        """Whether its steps and calls are kept."""
+        return self._calls is not None
+
+    def keep(self) -> None:
+        """Keep its steps and calls from now on (the fold decides)."""
+        if self._calls is None:
+            self._steps, self._calls, self._opening_calls = [], [], []
+
+    def _kept(self, found: list[T] | None) -> list[T]:
+        if found is None:
+            raise ReplayError(f"the steps and calls of run {self.run_id} were not kept")
+        return found
+
+    @property
+    def steps(self) -> list[Step]:
+        """Its steps that made a model request, in order."""
+        return self._kept(self._steps)
+
+    @property
+    def calls(self) -> list[Call]:
+        """Every call it made, in the order they began."""
+        return self._kept(self._calls)
+
+    @property
+    def opening_calls(self) -> list[Call]:
+        """The calls it made before its first model request (`--tool`, or those a
+        continued run had left over)."""
+        return self._kept(self._opening_calls)
 
     @property
     def is_agent(self) -> bool:
@@ -212,8 +255,8 @@ class Run:
 
     @property
     def in_doubt_calls(self) -> list[Call]:
-        """The calls begun and never ended (with the run's calls kept)."""
-        return [call for call in self.calls or () if not call.ended]
+        """The calls begun and never ended."""
+        return [call for call in self.calls if not call.ended]
 
     def every_call(self) -> Iterator[Call]:
         """Its calls in the order they were recorded in its items (with the detail)."""
@@ -224,7 +267,7 @@ class Run:
                 yield from item.calls
 
     def step_numbers(self) -> list[int]:
-        return [step.number for step in self.steps or ()]
+        return [step.number for step in self.steps] if self.keeps else []
 
 
 @attrs.define(eq=False)
@@ -235,9 +278,9 @@ class History:
     run that resumes or forks another is a child of it, when that run is in the file);
     `selected` the run a `--run` named (None: every run is shown). `problems` are in line
     order; `decisions` every approval decision in file order. `calls`, when the reader
-    asked for them, holds every call of the runs shown in the order they ended (calls in
-    doubt last). With the detail, `others` are events of no run and `header_record` the
-    first line, as read.
+    asked for them (`fold_transcript`), holds every call of the runs shown in the order
+    they ended (calls in doubt last). With the detail, `others` are events of no run and
+    `header_record` the first line, as read.
     """
 
     path: str  # as given ("-" for standard input)
@@ -252,7 +295,7 @@ class History:
     events: int = 0
     unknown_events: int = 0
     head_hash: str | None = None
-    calls: Sequence[Call] | None = None
+    calls: Sequence[Call] = ()
     others: list[TranscriptRecord] = attrs.Factory(list)
     header_record: TranscriptRecord | None = None
 
@@ -297,6 +340,7 @@ class History:
             else:
                 self.roots.append(run)
 
+    @property
     def totals(self) -> Totals:
         runs = self.shown
         return Totals(
@@ -311,7 +355,7 @@ class History:
     @property
     def ok(self) -> bool:
         """No problem with the log and no call in doubt (failed calls are not log problems)."""
-        return not self.problems and self.totals().in_doubt == 0
+        return not self.problems and self.totals.in_doubt == 0
 
     def run_json(self, run: Run) -> JsonObject:
         """A run as `replay --json` writes it."""
@@ -333,10 +377,10 @@ class History:
         return {
             "path": self.path,
             "transcriptId": self.transcript_id,
-            "calls": [call.to_json() for call in self.calls or ()],
+            "calls": [call.to_json() for call in self.calls],
             "runs": [self.run_json(run) for run in self.shown],
             "problems": [problem.to_json() for problem in self.problems],
-            "totals": self.totals().to_json(),
+            "totals": self.totals.to_json(),
         }
 
 

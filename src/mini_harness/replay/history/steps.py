@@ -33,7 +33,7 @@ class StepFolder:
 
     def requested(self, record: TranscriptRecord, event: ModelRequested, run: Run) -> None:
         run.requests += 1
-        if run.steps is None:
+        if not run.keeps:
             return
         step = self.step(run, event.step, request=True)
         step.requested = event
@@ -41,14 +41,14 @@ class StepFolder:
             step.records.append(record)
         if run.conversation is not None:
             run.conversation.extend(event.messages)
-            step.request = ModelRequest(tuple(run.conversation), run.tools, event.params)
+            step.rebuilt = ModelRequest(tuple(run.conversation), run.tools, event.params)
         run.steps.append(step)
         self._asked[event.request_id] = step
 
     def answered(
         self, record: TranscriptRecord, event: ModelResponded | ModelFailed, run: Run
     ) -> None:
-        if run.steps is None:
+        if not run.keeps:
             return
         step = self._asked.get(event.request_id)
         if step is None:

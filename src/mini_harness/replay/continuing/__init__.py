@@ -1,0 +1,2 @@
+"""Continuing a run from its history: re-running its calls, replaying it offline,
+resuming and forking it."""
