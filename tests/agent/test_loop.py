@@ -23,7 +23,6 @@ from mini_harness.events import (
     ToolCalled,
 )
 from mini_harness.replay import fold_agent_runs
-from mini_harness.replay.agent_fold import fold_agent_events
 from mini_harness.runtime import MemorySink, ToolRuntime
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, verify_transcript
@@ -140,7 +139,9 @@ class TestScriptedRun:
 
 
 class TestFailedCalls:
-    def test_bad_calls_go_back_to_the_model(self, write_script: Script, workspace: Path) -> None:
+    def test_bad_calls_go_back_to_the_model(
+        self, tmp_path: Path, write_script: Script, workspace: Path
+    ) -> None:
         """Unknown tools, invalid input and unparsable arguments come back as error results."""
         script = write_script(
             [
@@ -155,9 +156,8 @@ class TestFailedCalls:
             ]
         )
         provider = RecordingProvider(ScriptProvider(script))
-        sink = MemorySink()
-        runtime = ToolRuntime(default_registry(workspace), sink)
-        outcome = AgentLoop(runtime, provider, AgentConfig(task="t")).run()
+        log = tmp_path / "t.jsonl"
+        outcome, _ = run_logged(log, workspace, provider)
         assert outcome.stop_reason == "final"
         results = [m for m in provider.requests[1].messages if m.role == "tool"]
         assert [(m.tool_call_id, m.is_error) for m in results] == [
@@ -165,7 +165,7 @@ class TestFailedCalls:
             ("call_1_2", True),
             ("call_1_3", True),
         ]
-        (run,) = fold_agent_events(sink.events)
+        (run,) = fold_agent_runs(log)
         assert [step.request for step in run.steps] == provider.requests
         assert results[0].content == "Unknown tool: nope"
         assert results[1].content == "Invalid input for read_file.path: expected string"

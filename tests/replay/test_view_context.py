@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mini_harness.events import Event
-from mini_harness.replay import agent_report, fold_agent_runs
-from mini_harness.replay.timeline import read_timeline
+from mini_harness.replay import agent_report, fold_agent_runs, read_history
 from mini_harness.replay.view_page import step_contexts
 from tests.replay.timeline_fixtures import record_agent_run, tool_events, write
 
@@ -20,9 +18,7 @@ def _agent_log(tmp_path: Path) -> Path:
 
 
 def contexts_of(path: Path) -> dict[tuple[str, int], object]:
-    events: list[Event] = []
-    read_timeline(path, events=events)
-    return step_contexts(events)
+    return step_contexts(read_history(path, requests=True, detail=True, damage=True))
 
 
 class TestStepContexts:

@@ -1,23 +1,36 @@
 """Filters over a timeline: one run, one step, tools by name, a status, a text to find.
 
-`--tool`, `--status` and `--grep` select items (tool calls and model turns); `--run` and
-`--step` select where to look. A run or step left with nothing selected is left out.
+A timeline is a history read with its detail. `--tool`, `--status` and `--grep` select
+items (tool calls and model turns); `--run` and `--step` select where to look, by the one
+rule (history/select.py). A run or step left with nothing selected is left out.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 import orjson
 
-from mini_harness.events import JsonObject, JsonValue
-from mini_harness.replay.model import names_run, no_run_error
-from mini_harness.replay.timeline import Call, Run, RunItem, Step, Timeline, Turn, events_of
+from mini_harness.events import ApprovalRequested, JsonObject, JsonValue, RunFinished, RunStarted
+from mini_harness.replay.history import (
+    Call,
+    History,
+    Run,
+    RunItem,
+    Step,
+    check_step,
+    select_run,
+)
+from mini_harness.transcripts import TranscriptRecord
+from mini_harness.transcripts.codec import event_to_wire
 
 
 @attrs.frozen
 class Selection:
-    """What to show. `run` is a 1-based index (all digits) or a run id (prefix); `grep`
-    is found in call inputs, outputs and errors and in model text, ignoring case."""
+    """What to show. `run` names a run by the one rule (an index or an id prefix); `step`
+    is a model step (1-based); `grep` is found in call inputs, outputs and errors and in
+    model text, ignoring case."""
 
     run: str | None = None
     step: int | None = None
@@ -37,13 +50,14 @@ class Selection:
     def call_matches(self, call: Call) -> bool:
         if self.tools and call.name not in self.tools:
             return False
-        shown = [event.get("shown") for event in call.approvals]
-        return self._matches(call.status, [call.input, call.output, call.error, *shown])
+        shown = [a.shown for a in call.approvals if isinstance(a, ApprovalRequested)]
+        error = call.error.message if call.error is not None else None
+        return self._matches(call.status, [call.input, call.output, error, *shown])
 
-    def turn_matches(self, turn: Turn) -> bool:
-        arguments = [call.get("arguments") for call in turn.tool_calls]
-        errors = [failure.get("error") for failure in turn.failures]
-        return not self.tools and self._matches(turn.status, [turn.text, *arguments, *errors])
+    def turn_matches(self, step: Step) -> bool:
+        arguments = [call.arguments for call in step.tool_calls]
+        errors = [failure.error.message for failure in step.failures]
+        return not self.tools and self._matches(step.status, [step.text, *arguments, *errors])
 
     def _matches(self, status: str, texts: list[JsonValue]) -> bool:
         """Whether an item that ended with `status` and holds `texts` is selected."""
@@ -59,32 +73,27 @@ class Selection:
         )
 
 
-def select(timeline: Timeline, selection: Selection) -> Timeline:
-    """A copy of `timeline` holding only what `selection` selects.
+def select(history: History, selection: Selection) -> History:
+    """A copy of `history`'s timeline holding only what `selection` selects.
 
-    Raises ReplayError when `selection.run` names no run.
+    Raises ReplayError when `selection.run` names no run or several, or no run shown
+    made step `selection.step`.
     """
     if not selection.narrows:
-        return timeline
-    roots = timeline.runs
+        return history
+    roots = history.roots
     if selection.run is not None:
-        roots = [_find_run(timeline, selection.run)]
+        roots = [select_run(history, selection.run)]
+    if selection.step is not None:
+        check_step(history.name, roots if selection.run else history.runs, selection.step)
     runs = [kept for run in roots if (kept := _prune(run, selection)) is not None]
-    return attrs.evolve(timeline, runs=runs, others=[])
-
-
-def _find_run(timeline: Timeline, wanted: str) -> Run:
-    runs = sorted((run for run, _depth in timeline.walk()), key=lambda run: run.index)
-    for run in runs:
-        if names_run(wanted, run.index, run.run_id):
-            return run
-    raise no_run_error(timeline.path, wanted, [(run.index, run.run_id) for run in runs])
+    return attrs.evolve(history, roots=runs, others=[])
 
 
 def _prune(run: Run, selection: Selection) -> Run | None:
     """The run with only the selected items (children pruned too); None if nothing is left."""
     items: list[RunItem] = []
-    for item in run.items:
+    for item in run.items or ():
         if isinstance(item, Step):
             step = _prune_step(item, selection)
             if step is not None:
@@ -100,7 +109,7 @@ def _prune(run: Run, selection: Selection) -> Run | None:
     narrowed = selection.narrows_items or selection.step is not None
     if narrowed and not items and not children:
         return None
-    return attrs.evolve(run, items=items, children=children)
+    return run.pruned(items, children)
 
 
 def _prune_step(step: Step, selection: Selection) -> Step | None:
@@ -108,20 +117,40 @@ def _prune_step(step: Step, selection: Selection) -> Step | None:
         return None
     if not selection.narrows_items:
         return step
-    turn = step.turn if step.turn is not None and selection.turn_matches(step.turn) else None
+    turn = step.requested is not None and selection.turn_matches(step)
     calls = [call for call in step.calls if selection.call_matches(call)]
-    if turn is None and not calls:
+    if not turn and not calls:
         return None
-    return attrs.evolve(step, turn=turn, calls=calls, others=[])
+    if turn:
+        return attrs.evolve(step, calls=calls, others=[])
+    return attrs.evolve(
+        step, requested=None, response=None, failures=[], records=[], calls=calls, others=[]
+    )
 
 
-def selected_events(timeline: Timeline, selection: Selection) -> list[JsonObject]:
-    """The wire events of a selected timeline, in file order: the header and the runs'
-    own events too unless only some items were asked for."""
-    others = () if selection.narrows else timeline.others
-    found = events_of((run for run, _depth in timeline.walk()), others)
+def _records(run: Run) -> Iterable[TranscriptRecord]:
+    yield from run.records or ()
+    for item in run.items or ():
+        if isinstance(item, Step):
+            yield from item.records
+            yield from item.others
+            for call in item.calls:
+                yield from call.records or ()
+        elif isinstance(item, Call):
+            yield from item.records or ()
+        else:
+            yield item
+
+
+def selected_events(history: History, selection: Selection) -> list[JsonObject]:
+    """The wire events of a selected timeline, in file order, exactly as their lines hold
+    them: the header and the runs' own events too unless only some items were asked for."""
+    found = [record for run, _depth in history.walk() for record in _records(run)]
+    if not selection.narrows:
+        found += history.others
+        if history.header_record is not None:
+            found.append(history.header_record)
     if selection.narrows_items or selection.step is not None:
-        return [e for e in found if e["type"] not in {"RunStarted", "RunFinished"}]
-    if selection.run is None and timeline.header is not None:
-        found.insert(0, timeline.header)
-    return found
+        found = [r for r in found if not isinstance(r.event, RunStarted | RunFinished)]
+    found.sort(key=lambda record: record.line)
+    return [event_to_wire(record.event, record.seq, record.prev) for record in found]

@@ -8,7 +8,14 @@ fields by name.
 
 from __future__ import annotations
 
-from mini_harness.replay.history.calls import FAILED, IN_DOUBT, SUCCEEDED, Call, CallList
+from mini_harness.replay.history.calls import (
+    FAILED,
+    IN_DOUBT,
+    SUCCEEDED,
+    Approval,
+    Call,
+    CallList,
+)
 from mini_harness.replay.history.figures import (
     CHAIN_KINDS,
     UNFINISHED,
@@ -25,7 +32,6 @@ from mini_harness.replay.history.read import (
 )
 from mini_harness.replay.history.runs import History, Run, RunItem, Step
 from mini_harness.replay.history.select import (
-    RUN_HELP,
     RunSelection,
     check_step,
     select_agent_run,
@@ -38,10 +44,10 @@ __all__ = [
     "CHAIN_KINDS",
     "FAILED",
     "IN_DOUBT",
-    "RUN_HELP",
     "SUCCEEDED",
     "UNFINISHED",
     "AgentFigures",
+    "Approval",
     "Call",
     "CallList",
     "FoldItem",

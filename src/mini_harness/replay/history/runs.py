@@ -3,6 +3,7 @@ and the figures a report needs. Built by the one fold (history/fold.py)."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
@@ -265,6 +266,18 @@ class Run:
                 yield item
             elif isinstance(item, Step):
                 yield from item.calls
+
+    def pruned(self, items: list[RunItem], children: list[Run]) -> Run:
+        """A copy of the run holding only `items` (some of its own) and `children`: its
+        steps and calls are those among the items."""
+        pruned = copy.copy(self)
+        pruned.items, pruned.children = items, children
+        steps = [item for item in items if isinstance(item, Step)]
+        pruned._steps = [step for step in steps if step.requested is not None]
+        pruned._calls = list(pruned.every_call())
+        kept = {id(call) for call in pruned._calls}
+        pruned._opening_calls = [call for call in self.opening_calls if id(call) in kept]
+        return pruned
 
     def step_numbers(self) -> list[int]:
         return [step.number for step in self.steps] if self.keeps else []

@@ -17,12 +17,6 @@ from mini_harness.replay.history.runs import History, Run, Step
 _LISTED = 10
 """How many runs an error lists (the rest are counted)."""
 
-RUN_HELP = (
-    "The run: its 1-based index in the file, or its id or a prefix of the id that no other "
-    "run shares."
-)
-"""What `--run` takes, said the same way in every command's --help."""
-
 
 class RunSelection:
     """Which run `--run WANTED` names, decided as the runs of a file go by (a fold offers
@@ -111,10 +105,8 @@ def select_step(run: Run, number: int) -> Step:
     raise ReplayError(f"run {run.run_id} has no step {number} ({step_range([run])})")
 
 
-def check_step(history: History, number: int) -> None:
-    """ReplayError unless some run shown made step `number` (for a filter over runs)."""
-    runs = history.shown
+def check_step(path: str, runs: Sequence[Run], number: int) -> None:
+    """ReplayError unless one of `runs` (of the transcript `path`) made step `number`."""
     if not any(number in run.step_numbers() for run in runs):
-        where = f"run {runs[0].run_id}" if len(runs) == 1 else f"no run of {history.name}"
-        verb = "has no" if len(runs) == 1 else "has"
-        raise ReplayError(f"{where} {verb} step {number} ({step_range(runs)})")
+        where = f"run {runs[0].run_id} has no" if len(runs) == 1 else f"no run of {path} has"
+        raise ReplayError(f"{where} step {number} ({step_range(runs)})")
