@@ -15,7 +15,8 @@ from mini_harness.cli.options import SingleOption, typed, workspace_option
 from mini_harness.cli.registry_spec import agent_registry, registry_from
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
 from mini_harness.cli.view import same_file
-from mini_harness.replay import ContextReports, TranscriptFold, TranscriptRerun, render
+from mini_harness.replay import ContextReports, Run, TranscriptFold, TranscriptRerun, render
+from mini_harness.replay.history import HeldItems
 from mini_harness.runtime.terminal import printable
 
 
@@ -148,7 +149,8 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     (path,) = paths
     if log is not None and same_file(log, path):
         raise BadUsage("--log must name a new file, not the transcript being replayed")
-    fold = TranscriptFold(path, run=run, requests=context_report)
+    # With --rerun, agent runs' requests are rebuilt for the offline replay.
+    fold = TranscriptFold(path, run=run, requests=context_report or rerun)
     output = JsonOutput if as_json else TextOutput
     reports = ContextReports(step=step) if context_report else None
     out = output(fold, rerun=rerun, registry_spec=registry, context_reports=reports)
@@ -159,17 +161,17 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         if lines:
             click.echo(printable("\n".join(lines)))
         raise click.exceptions.Exit(code)
-    if path == "-" or (os.path.exists(path) and not os.path.isfile(path)):
-        shown = "standard input" if path == "-" else path
+    if live_model and log is None and not os.path.isfile(path):
         raise BadUsage(
-            f"--rerun cannot replay {shown}: it reads the transcript twice (its agent runs, "
-            "then its calls), and a pipe can be read only once: save it to a file first"
+            "--live-model appends its new run to PATH, which is not a file here: "
+            "give --log OUT for it"
         )
     tools = registry_from(registry) if registry else agent_registry(workspace)
+    held = _read_once(fold)
     # Agent runs are replayed offline with their recorded model answers (cli/agent_replay.py).
     agent_code = rerun_agent_runs(
         path,
-        run,
+        fold.history.agent_runs(),
         tools,
         allow_side_effects=allow_side_effects,
         as_json=as_json,
@@ -179,8 +181,22 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     if agent_code is not None:
         raise click.exceptions.Exit(agent_code)
     with opened_log(log, {}) as sink:
-        runner = TranscriptRerun(fold, tools, allow_side_effects=allow_side_effects, sink=sink)
+        runner = TranscriptRerun(held, tools, allow_side_effects=allow_side_effects, sink=sink)
         code = drive(fold, iter(runner), out)
     if log is not None:
         info(f"Re-run recorded in {log}")
     raise click.exceptions.Exit(code)
+
+
+def _read_once(fold: TranscriptFold) -> HeldItems:
+    """Read the transcript once (a pipe will do), holding its items to re-run them call by
+    call when it has no agent run; once an agent run shows, the offline replay takes the
+    file, and nothing more is held."""
+    held = HeldItems()
+    holding = True
+    for item in fold:
+        if holding and isinstance(item, Run) and item.is_agent:
+            holding, held = False, HeldItems()
+        if holding:
+            held.add(item)
+    return held

@@ -25,6 +25,7 @@ from mini_harness.replay.history.figures import (
 )
 from mini_harness.replay.history.fold import FoldItem, TranscriptFold
 from mini_harness.replay.history.read import (
+    HeldItems,
     fold_agent_runs,
     fold_effects,
     fold_transcript,
@@ -51,6 +52,7 @@ __all__ = [
     "Call",
     "CallList",
     "FoldItem",
+    "HeldItems",
     "History",
     "LogProblem",
     "Run",

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 from mini_harness.events import ApprovalDecided
 from mini_harness.replay.history.calls import Call, CallList
-from mini_harness.replay.history.fold import TranscriptFold
+from mini_harness.replay.history.fold import FoldItem, TranscriptFold
 from mini_harness.replay.history.runs import History, Run
 
 
@@ -57,3 +58,34 @@ def fold_effects(path: str | os.PathLike[str]) -> tuple[list[Call], list[Approva
     fold = TranscriptFold(path)
     calls = [item for item in fold if type(item) is Call and item.effects]
     return calls, fold.history.decisions
+
+
+class HeldItems:
+    """The items of a fold (runs as they started, calls as they ended), held to be gone
+    through again once the whole file is read: the calls compactly (a CallList), so a
+    transcript read once, from a pipe, can still be re-run call by call."""
+
+    def __init__(self) -> None:
+        self._calls = CallList()
+        self._runs: list[tuple[int, Run]] = []  # each run, and how many calls came before it
+
+    def __repr__(self) -> str:
+        return f"<HeldItems(runs={len(self._runs)}, calls={len(self._calls)})>"
+
+    def add(self, item: FoldItem) -> None:
+        if isinstance(item, Run):
+            self._runs.append((len(self._calls), item))
+        else:
+            self._calls.append(item)
+
+    def __iter__(self) -> Iterator[FoldItem]:
+        runs = iter(self._runs)
+        pending = next(runs, None)
+        for index, call in enumerate(self._calls):
+            while pending is not None and pending[0] <= index:
+                yield pending[1]
+                pending = next(runs, None)
+            yield call
+        while pending is not None:
+            yield pending[1]
+            pending = next(runs, None)
