@@ -145,6 +145,16 @@ class TestStreams:
         assert result.exit_code == 0, result.output
         assert "replayed: identical through step 3" in result.stdout
 
+    @pytest.mark.parametrize("command", [["resume"], ["fork", "--at-step", "1"]])
+    def test_resume_and_fork_need_a_file(self, log: Path, command: list[str]) -> None:
+        """Resume and fork append to the transcript they continue and verify it first:
+        standard input is refused (exit 2), saying so, and not read."""
+        result = run(command[0], "-", *command[1:], stdin=log.read_bytes())
+        assert result.exit_code == 2
+        assert "cannot continue a run of standard input: it is not a regular file" in (
+            result.stderr
+        )
+
     def test_live_model_needs_a_file_to_append_to(self, log: Path) -> None:
         """--live-model of a pipe has no file to append its run to: it needs --log."""
         result = run("replay", "-", "--rerun", "--live-model", stdin=log.read_bytes())

@@ -14,6 +14,7 @@ from mini_harness.cli.log_options import opened_log
 from mini_harness.cli.options import SingleOption, typed, workspace_option
 from mini_harness.cli.registry_spec import agent_registry, registry_from
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
+from mini_harness.cli.run_selection import EVERY_RUN, RUN_HELP, STEP_HELP
 from mini_harness.cli.view import same_file
 from mini_harness.replay import ContextReports, Run, TranscriptFold, TranscriptRerun, render
 from mini_harness.replay.history import HeldItems
@@ -36,14 +37,14 @@ from mini_harness.runtime.terminal import printable
     cls=SingleOption,
     empty_ok=True,
     metavar="ID|INDEX",
-    help="Only this run: 1-based index or run id.",
+    help=f"Only this run. {RUN_HELP} {EVERY_RUN}",
 )
 @click.option(
     "--step",
     type=click.IntRange(min=1),
     metavar="N",
     help="With --context-report, an agent run's report for step N's request (default: the "
-    "last), as the live run printed it.",
+    f"last), as the live run printed it. {STEP_HELP}",
 )
 @click.option(
     "--effects",

@@ -31,6 +31,7 @@ from mini_harness.cli.log_options import (
 from mini_harness.cli.options import option_group, workspace_option
 from mini_harness.cli.output import info
 from mini_harness.cli.registry_spec import agent_tools
+from mini_harness.cli.run_selection import LAST_AGENT_RUN, RUN_HELP
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.events import EventSink, ToolFailed, to_wire
 from mini_harness.replay.continuation import continued_config, fork_opening, resume_plan
@@ -44,8 +45,8 @@ _continue_options = option_group(
     click.option(
         "--run",
         "run_id",
-        metavar="ID",
-        help="The run (id or prefix); default: the last agent run of the transcript.",
+        metavar="ID|INDEX",
+        help=f"The agent run. {RUN_HELP} {LAST_AGENT_RUN}",
     ),
     click.option(
         "--max-steps",
@@ -126,7 +127,8 @@ def resume_command(
     type=click.IntRange(min=1),
     required=True,
     metavar="N",
-    help="Branch off before step N's model request.",
+    help="Branch off before step N's model request (N counts the run's model requests from "
+    "1; a step it did not make is an error naming the steps it made).",
 )
 @_continue_options
 @log_option("Write the fork to this transcript instead of appending it to PATH.")
@@ -172,6 +174,14 @@ def _recovered(log: EventSink) -> JsonlTranscript:
 
 
 def _must_exist(path: str) -> None:
+    """PATH must be a transcript file: the new run is appended to it (a fork's, without
+    --log), and it is verified before its history is read."""
+    if path == "-" or (os.path.exists(path) and not os.path.isfile(path)):
+        shown = "standard input" if path == "-" else path
+        raise click.UsageError(
+            f"cannot continue a run of {shown}: it is not a regular file (the new run is "
+            "appended to the transcript, which is verified before its history is read)"
+        )
     if not os.path.isfile(path):
         raise click.UsageError(f"cannot read transcript {path}: no such file")
 

@@ -86,15 +86,19 @@ def select_agent_run(history: History, wanted: str | None = None) -> Run:
 
 
 def step_range(runs: Sequence[Run]) -> str:
-    """`its steps are 1 to 4` / `it made no model request`: what `runs` made, for errors."""
+    """`its steps are 1 to 4`, `it made only step 1`, `it made no model request`: the
+    steps `runs` made, for errors."""
+    one = len(runs) == 1
     numbers = sorted({number for run in runs for number in run.step_numbers()})
     if not numbers:
-        return "it made no model request" if len(runs) == 1 else "none made a model request"
+        return "it made no model request" if one else "none made a model request"
+    if len(numbers) == 1:
+        return f"{'it' if one else 'they'} made only step {numbers[0]}"
     if numbers == list(range(numbers[0], numbers[-1] + 1)):
-        span = f"{numbers[0]} to {numbers[-1]}" if len(numbers) > 1 else f"only {numbers[0]}"
+        span = f"{numbers[0]} to {numbers[-1]}"
     else:
         span = ", ".join(map(str, numbers))
-    return f"{'its' if len(runs) == 1 else 'their'} steps are {span}"
+    return f"{'its' if one else 'their'} steps are {span}"
 
 
 def select_step(run: Run, number: int) -> Step:
