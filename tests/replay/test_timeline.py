@@ -18,6 +18,7 @@ from mini_harness.transcripts import TranscriptRecord
 from tests.replay.timeline_fixtures import (
     AGENT,
     TOOLS,
+    TS,
     agent_events,
     chained,
     tool_events,
@@ -126,6 +127,13 @@ class TestToolRun:
         assert calls[1].error == ToolError(
             "invalid_input", "Invalid input for echo.text: expected string"
         )
+
+    def test_a_run_lasts_to_its_last_event(self) -> None:
+        """A run without RunFinished lasts from its RunStarted to its last event: here the
+        end of its last call."""
+        start, called, ended = tool_events()[:3]
+        events = [{**start, "ts": TS.format(1)}, called, {**ended, "ts": TS.format(4)}]
+        assert describe.run_ms(build(events).roots[0]) == 3000.0
 
     def test_protocol_problems(self) -> None:
         """A terminal event with no ToolCalled is a protocol problem, and is still shown."""

@@ -83,6 +83,8 @@ class TranscriptFold:
         self._runs: dict[str, Run] = {}
         self._shown: Run | None = None
         self._open: dict[str, Call] = {}  # calls begun and not ended (every call, with detail)
+        self._take = self._open.__getitem__ if detail else self._open.pop
+        self._every = self.selection is None  # every run is shown
         self._protocol = CallProtocol()
         self._agent_protocol = RunProtocol()
         self._steps = StepFolder(detail=detail)
@@ -100,7 +102,7 @@ class TranscriptFold:
 
     def shows(self, run: Run) -> bool:
         """Whether `run` is shown: every run is, unless `run=` selects one."""
-        return self.selection is None or run is self._shown
+        return self._every or run is self._shown
 
     def __iter__(self) -> Iterator[FoldItem]:
         # Once per line of files with millions of lines: a call's two events take the
@@ -118,6 +120,8 @@ class TranscriptFold:
                 if isinstance(event, (ToolSucceeded, ToolFailed)):
                     run = runs.get(event.run_id) or self._implicit(record, event.run_id)
                     ended = self._ended(record, event, run)
+                    if detail:
+                        run.last_ts = event.ts
                     if started:
                         yield from self._yield_started()
                     if ended is not None:
@@ -309,10 +313,11 @@ class TranscriptFold:
             if self.detail:
                 self._item(run, record)  # shown as it is
             return None
-        call = self._open[opened.call_id] if self.detail else self._open.pop(opened.call_id)
+        # With the detail, calls stay findable after they end (an approval may come late).
+        call = self._take(opened.call_id)
         # The call is as its ToolCalled recorded it, whatever run this event names.
         owner = self._runs[opened.run_id]
-        if type(event) is ToolSucceeded:
+        if isinstance(event, ToolSucceeded):
             owner.succeeded += 1
             call.status = SUCCEEDED
             call.output = event.output
@@ -320,12 +325,12 @@ class TranscriptFold:
         else:
             owner.failed += 1
             call.status = FAILED
-            call.error = event.error  # type: ignore[union-attr] # a ToolFailed
+            call.error = event.error
         call.end_line = record.line
         call.duration_ms = event.duration_ms
         if call.records is not None:
             call.records.append(record)
-        return call if self.shows(owner) else None
+        return call if self._every or owner is self._shown else None
 
     def _approval(
         self, record: TranscriptRecord, event: ApprovalRequested | ApprovalDecided

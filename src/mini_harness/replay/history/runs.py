@@ -137,6 +137,7 @@ class Run:
     failed: int = 0
     in_doubt: int = 0
     requests: int = 0  # model requests made
+    keeps: bool = attrs.field(default=False, init=False)  # its steps and calls are kept
     _steps: list[Step] | None = attrs.field(default=None, init=False, repr=False)
     _calls: list[Call] | None = attrs.field(default=None, init=False, repr=False)
     _opening_calls: list[Call] | None = attrs.field(default=None, init=False, repr=False)
@@ -150,15 +151,11 @@ class Run:
     def __repr__(self) -> str:
         return f"<Run(index={self.index}, run_id={self.run_id!r})>"
 
-    @property
-    def keeps(self) -> bool:
-        """Whether its steps and calls are kept."""
-        return self._calls is not None
-
     def keep(self) -> None:
         """Keep its steps and calls from now on (the fold decides)."""
-        if self._calls is None:
+        if not self.keeps:
             self._steps, self._calls, self._opening_calls = [], [], []
+            self.keeps = True
 
     def _kept(self, found: list[T] | None) -> list[T]:
         if found is None:
