@@ -13,8 +13,8 @@ from click.testing import CliRunner, Result
 
 from mini_harness.cli import cli
 from mini_harness.events import JsonObject
-from mini_harness.replay import view_page
-from mini_harness.replay.view_page import PAYLOAD_CAP, embed_json
+from mini_harness.replay.views import page as view_page
+from mini_harness.replay.views.page import PAYLOAD_CAP, embed_json
 from mini_harness.transcripts import line_hash
 from tests.replay.timeline_fixtures import TOOLS, chained, record_reads, tool_events, write
 from tests.streams import read_once

@@ -11,9 +11,9 @@ import pytest
 
 from mini_harness.errors import ReplayError, TranscriptFormatError
 from mini_harness.events import FileEffect, JsonObject, RunOrigin, ToolError, Usage
-from mini_harness.replay import timeline_describe as describe
 from mini_harness.replay.history import Call, History, Step, read_history
-from mini_harness.replay.timeline_select import Selection, select, selected_events
+from mini_harness.replay.views import describe
+from mini_harness.replay.views.filters import Selection, select, selected_events
 from mini_harness.transcripts import TranscriptRecord
 from tests.replay.timeline_fixtures import (
     AGENT,

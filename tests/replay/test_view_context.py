@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mini_harness.replay import agent_report, fold_agent_runs, read_history
-from mini_harness.replay.view_page import step_contexts
+from mini_harness.replay.views.page import step_contexts
 from tests.replay.timeline_fixtures import record_agent_run, tool_events, write
 
 

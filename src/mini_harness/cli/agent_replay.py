@@ -21,8 +21,8 @@ from mini_harness.cli.coding import make_approver
 from mini_harness.cli.log_options import opened_log, redactor_for
 from mini_harness.cli.output import BadUsage, error, info
 from mini_harness.events import RunOrigin
-from mini_harness.replay.agent_replay import AgentReplay, ReplayOutcome, replay_agent_run
-from mini_harness.replay.continuation import continued_config
+from mini_harness.replay.continuing.offline import AgentReplay, ReplayOutcome, replay_agent_run
+from mini_harness.replay.continuing.plans import continued_config
 from mini_harness.replay.history import Run
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.runtime.terminal import printable

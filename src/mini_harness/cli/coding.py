@@ -23,7 +23,7 @@ from mini_harness.cli.output import warn
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import PolicyError, ToolCallError
 from mini_harness.replay.history import Call, fold_effects
-from mini_harness.replay.render import effects_lines
+from mini_harness.replay.views.report import effects_lines
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.runtime.results import sha256_of
 from mini_harness.runtime.terminal import printable

@@ -16,8 +16,9 @@ from mini_harness.cli.registry_spec import agent_registry, registry_from
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
 from mini_harness.cli.run_selection import EVERY_RUN, RUN_HELP, STEP_HELP
 from mini_harness.cli.view import same_file
-from mini_harness.replay import ContextReports, Run, TranscriptFold, TranscriptRerun, render
+from mini_harness.replay import ContextReports, Run, TranscriptFold, TranscriptRerun
 from mini_harness.replay.history import HeldItems
+from mini_harness.replay.views import report
 from mini_harness.runtime.terminal import printable
 
 
@@ -158,7 +159,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     if not rerun:
         code = drive(fold, iter(fold), out)
         # The text report ends with the tree of agent runs that continue each other, if any.
-        lines = render.run_tree_lines(fold.history) if not as_json and code != 130 else []
+        lines = report.run_tree_lines(fold.history) if not as_json and code != 130 else []
         if lines:
             click.echo(printable("\n".join(lines)))
         raise click.exceptions.Exit(code)

@@ -21,9 +21,9 @@ from mini_harness.replay import (
     RerunOutcome,
     Run,
     TranscriptFold,
-    render,
 )
 from mini_harness.replay.continuing.outcomes import differing
+from mini_harness.replay.views import report
 from mini_harness.runtime.terminal import printable
 
 PROGRESS_MIN_BYTES = 32 * 1024 * 1024
@@ -185,31 +185,31 @@ class TextOutput(ReplayOutput):
         self.pending.clear()
 
     def run(self, item: Run) -> None:
-        self.write(render.run_line(item) + "\n")
+        self.write(report.run_line(item) + "\n")
 
     def call(self, item: Call) -> None:
         super().call(item)
         pending = self.pending
-        pending.append(render.call_line(item) + "\n")
+        pending.append(report.call_line(item) + "\n")
         if len(pending) >= 1024:
             self.flush()
 
     def outcome(self, item: RerunOutcome) -> None:
         super().outcome(item)
-        self.write("\n".join(render.outcome_lines(item)) + "\n")
+        self.write("\n".join(report.outcome_lines(item)) + "\n")
 
     def drift(self, item: Drift) -> None:
         super().drift(item)
-        self.write(render.drift_line(item) + "\n")
+        self.write(report.drift_line(item) + "\n")
 
     def finish(self, *, interrupted: bool) -> int:
         history = self.history
         problems = history.problems
-        lines = render.summary_lines(history.shown, problems, self.reports())
+        lines = report.summary_lines(history.shown, problems, self.reports())
         self.write("\n".join(lines) + "\n")
-        info(render.totals_line(history.totals, len(problems)))
+        info(report.totals_line(history.totals, len(problems)))
         if self.rerun:
-            info(render.rerun_line(self.counts, len(self.drifted)))
+            info(report.rerun_line(self.counts, len(self.drifted)))
         code = self.exit_code(len(problems))
         if code and not interrupted:
             error(self.explain(len(problems)))

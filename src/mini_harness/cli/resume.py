@@ -34,9 +34,9 @@ from mini_harness.cli.registry_spec import agent_tools
 from mini_harness.cli.run_selection import LAST_AGENT_RUN, RUN_HELP
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.events import EventSink, ToolFailed, to_wire
-from mini_harness.replay.continuation import continued_config, fork_opening, resume_plan
+from mini_harness.replay.continuing.plans import continued_config, fork_opening, resume_plan
+from mini_harness.replay.continuing.rerun import safe_to_repeat
 from mini_harness.replay.history import Run, read_history, select_agent_run
-from mini_harness.replay.rerun import safe_to_repeat
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.runtime.terminal import printable
 from mini_harness.transcripts import JsonlTranscript

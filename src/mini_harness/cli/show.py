@@ -79,7 +79,7 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     named) or breaks the call protocol; 2 it cannot be read as a transcript, or bad options.
     """
     from mini_harness.replay.history import read_history
-    from mini_harness.replay.timeline_select import Selection, select, selected_events
+    from mini_harness.replay.views.filters import Selection, select, selected_events
 
     selection = Selection(run=run, step=step, tools=tools, status=status, grep=grep)
     history = read_history(path, detail=True, damage=True)
@@ -97,7 +97,7 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
 
 
 def _print_text(history: History, *, full: bool) -> None:
-    from mini_harness.replay.timeline_text import TextStyle, counts_line, timeline_lines
+    from mini_harness.replay.views.text import TextStyle, counts_line, timeline_lines
 
     width = shutil.get_terminal_size((120, 24)).columns
     style = TextStyle(width=width, full=full, colour=use_colour(sys.stdout))
@@ -114,7 +114,7 @@ def _print_text(history: History, *, full: bool) -> None:
 
 def _report_problems(history: History, *, quiet: bool) -> int:
     """Name each problem of the log (on stderr with --json); 1 if there is any."""
-    from mini_harness.replay import timeline_describe as describe
+    from mini_harness.replay.views import describe
 
     problems = describe.problems(history)
     for problem in problems:

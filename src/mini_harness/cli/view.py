@@ -11,9 +11,9 @@ from mini_harness.cli import BadUsage, error, info, root_workspace
 from mini_harness.cli.options import SingleOption, typed
 from mini_harness.cli.registry_spec import chosen_registry
 from mini_harness.replay import TranscriptFold, TranscriptRerun
-from mini_harness.replay import timeline_describe as describe
 from mini_harness.replay.continuing.outcomes import DIFFERING, differing
-from mini_harness.replay.view_page import render_page, step_contexts
+from mini_harness.replay.views import describe
+from mini_harness.replay.views.page import render_page, step_contexts
 
 
 def default_output(path: str) -> Path:

@@ -13,6 +13,13 @@ from mini_harness.replay.continuing.outcomes import (
     RerunOutcome,
     RerunReport,
 )
+from mini_harness.replay.continuing.rerun import (
+    TranscriptRerun,
+    definition_drift,
+    json_diff,
+    json_equal,
+    rerun_transcript,
+)
 from mini_harness.replay.corpus import CorpusReport, fold_corpus
 from mini_harness.replay.history import (
     AgentFigures,
@@ -30,13 +37,6 @@ from mini_harness.replay.history import (
     read_history,
     select_agent_run,
     select_run,
-)
-from mini_harness.replay.rerun import (
-    TranscriptRerun,
-    definition_drift,
-    json_diff,
-    json_equal,
-    rerun_transcript,
 )
 from mini_harness.replay.views.context import (
     ContextReports,

@@ -22,9 +22,9 @@ import orjson
 
 from mini_harness.agent.context import render_message, request_parts
 from mini_harness.events import ApprovalRequested, ContextTrimmed, JsonObject, JsonValue, to_wire
-from mini_harness.replay import timeline_describe as describe
 from mini_harness.replay.continuing.outcomes import OUTCOMES, RerunOutcome, RerunReport
 from mini_harness.replay.history import Approval, Call, History, Run, Step
+from mini_harness.replay.views import describe
 from mini_harness.runtime.context import estimate_tokens
 from mini_harness.transcripts import TranscriptRecord
 
@@ -234,7 +234,7 @@ def render_page(
     history: History, context: dict[tuple[str, int], JsonValue], reruns: RerunReport | None
 ) -> str:
     """The whole HTML document for `history` (read with its detail; see page_data)."""
-    assets = resources.files("mini_harness.replay") / "view_assets"
+    assets = resources.files("mini_harness.replay.views") / "assets"
     template, style, script = (
         (assets / name).read_text(encoding="utf-8") for name in ("page.html", "view.css", "view.js")
     )

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from mini_harness.errors import MiniHarnessError
-from mini_harness.replay.corpus import (
+from mini_harness.replay.corpus.fold import (
     CorpusFile,
     CorpusReport,
     Progress,
@@ -22,7 +22,7 @@ from mini_harness.replay.corpus import (
     merged_report,
     missing_summaries,
 )
-from mini_harness.replay.corpus_summary import (
+from mini_harness.replay.corpus.summary import (
     FOLD,
     FileSummary,
     RegistryFactory,

@@ -10,8 +10,8 @@ import orjson
 
 from mini_harness.errors import counted
 from mini_harness.events import ContextTrimmed, JsonValue, Usage
-from mini_harness.replay import timeline_describe as describe
 from mini_harness.replay.history import FAILED, IN_DOUBT, SUCCEEDED, Call, History, Run, Step
+from mini_harness.replay.views import describe
 from mini_harness.runtime.terminal import printable
 from mini_harness.transcripts import TranscriptRecord
 

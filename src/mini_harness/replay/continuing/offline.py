@@ -26,9 +26,9 @@ from mini_harness.agent.provider import (
 from mini_harness.agent.reporting import SilentReporter, ToolOutcome, call_outcome
 from mini_harness.errors import counted
 from mini_harness.events import Event, JsonValue, ModelRequested
-from mini_harness.replay.continuation import continued_config
+from mini_harness.replay.continuing.plans import continued_config
+from mini_harness.replay.continuing.rerun import diff, json_lines, safe_to_repeat
 from mini_harness.replay.history import Call, Run
-from mini_harness.replay.rerun import diff, json_lines, safe_to_repeat
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
 

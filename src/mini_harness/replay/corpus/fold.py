@@ -21,7 +21,7 @@ import attrs
 
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.replay.continuing.outcomes import OUTCOMES
-from mini_harness.replay.corpus_summary import (
+from mini_harness.replay.corpus.summary import (
     EXIT_CODES,
     FOLD,
     OK,

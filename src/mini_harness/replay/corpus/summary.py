@@ -18,8 +18,8 @@ import attrs
 from mini_harness.errors import MiniHarnessError
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.replay.continuing.outcomes import DIFFERING, RerunOutcome
+from mini_harness.replay.continuing.rerun import TranscriptRerun
 from mini_harness.replay.history import FAILED, IN_DOUBT, AgentFigures, Call, TranscriptFold
-from mini_harness.replay.rerun import TranscriptRerun
 from mini_harness.runtime import ToolRegistry
 from mini_harness.transcripts.verify import verify_transcript
 
