@@ -1,5 +1,6 @@
-"""Replay: a transcript read once into its history; views of it (the report, show,
-view); continuing a run from it (re-run, offline replay, resume, fork); corpora of many.
+"""Replay: a transcript read once into its history (`history`); views of it: the replay
+report, show and view (`views`); continuing a run from it: re-run, offline replay,
+resume and fork (`continuing`); and corpora of many transcripts (`corpus`).
 
 A fold never calls a handler. A re-run dispatches recorded calls again against a registry
 and compares outputs as JSON values.
@@ -7,18 +8,23 @@ and compares outputs as JSON values.
 
 from __future__ import annotations
 
-from mini_harness.replay.continuing.outcomes import (
+from mini_harness.replay.continuing import (
     OUTCOMES,
+    AgentReplay,
     Drift,
+    ReplayOutcome,
     RerunOutcome,
     RerunReport,
-)
-from mini_harness.replay.continuing.rerun import (
+    ResumePlan,
     TranscriptRerun,
+    continued_config,
     definition_drift,
+    fork_opening,
     json_diff,
     json_equal,
+    replay_agent_run,
     rerun_transcript,
+    resume_plan,
 )
 from mini_harness.replay.corpus import CorpusReport, fold_corpus
 from mini_harness.replay.history import (
@@ -38,7 +44,7 @@ from mini_harness.replay.history import (
     select_agent_run,
     select_run,
 )
-from mini_harness.replay.views.context import (
+from mini_harness.replay.views import (
     ContextReports,
     agent_context_report,
     agent_report,
@@ -48,6 +54,7 @@ from mini_harness.replay.views.context import (
 __all__ = [
     "OUTCOMES",
     "AgentFigures",
+    "AgentReplay",
     "Call",
     "CallList",
     "ContextReports",
@@ -55,8 +62,10 @@ __all__ = [
     "Drift",
     "History",
     "LogProblem",
+    "ReplayOutcome",
     "RerunOutcome",
     "RerunReport",
+    "ResumePlan",
     "Run",
     "Step",
     "Totals",
@@ -65,15 +74,19 @@ __all__ = [
     "agent_context_report",
     "agent_report",
     "context_reports",
+    "continued_config",
     "definition_drift",
     "fold_agent_runs",
     "fold_corpus",
     "fold_effects",
     "fold_transcript",
+    "fork_opening",
     "json_diff",
     "json_equal",
     "read_history",
+    "replay_agent_run",
     "rerun_transcript",
+    "resume_plan",
     "select_agent_run",
     "select_run",
 ]
