@@ -4,9 +4,6 @@
 from __future__ import annotations
 
 from mini_harness.replay.corpus.fold import (
-    OK,
-    PROBLEMS,
-    UNREADABLE,
     CorpusFile,
     CorpusReport,
     ToolReport,
@@ -16,6 +13,7 @@ from mini_harness.replay.corpus.fold import (
     fold_files,
     is_corpus,
 )
+from mini_harness.replay.corpus.summary import OK, PROBLEMS, UNREADABLE
 
 __all__ = [
     "OK",

@@ -24,8 +24,6 @@ from mini_harness.replay.continuing.outcomes import OUTCOMES
 from mini_harness.replay.corpus.summary import (
     EXIT_CODES,
     FOLD,
-    OK,
-    PROBLEMS,
     STATUSES,
     UNREADABLE,
     FileSummary,
@@ -384,18 +382,3 @@ def shown_as(path: str, summary: FileSummary) -> FileSummary:
         summary.error = summary.error.replace(os.path.abspath(path), path)
     summary.path = path
     return summary
-
-
-__all__ = [
-    "OK",
-    "PROBLEMS",
-    "UNREADABLE",
-    "CorpusFile",
-    "CorpusReport",
-    "ToolReport",
-    "corpus_report",
-    "expand_paths",
-    "fold_corpus",
-    "fold_files",
-    "is_corpus",
-]
