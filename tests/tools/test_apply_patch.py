@@ -6,6 +6,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -311,20 +312,26 @@ class TestWriteFailures:
     def test_failed_write_puts_everything_back(
         self, ws: Path, runtime: ToolRuntime, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """When a later file cannot be written, files already replaced get their old bytes."""
+        """When a later file cannot be written, the files already replaced, added or deleted
+        get their old bytes and modes back."""
+        (ws / "notes.txt").chmod(0o640)
         before = snapshot(ws)
-        real_replace = os.replace
-        calls: list[str] = []
+        failed: list[str] = []
 
-        def failing_second_replace(src: str, dst: str) -> None:
-            calls.append(dst)
-            if len(calls) == 2:
-                raise OSError(28, "No space left on device")
-            real_replace(src, dst)
+        def failing(real: Callable[..., None]) -> Callable[..., None]:
+            def replace(src: object, dst: object, **kwargs: object) -> None:
+                if os.path.basename(str(dst)) == "app.py":
+                    failed.append(str(dst))
+                    raise OSError(28, "No space left on device")
+                real(src, dst, **kwargs)
 
-        monkeypatch.setattr(os, "replace", failing_second_replace)
+            return replace
+
+        monkeypatch.setattr(os, "replace", failing(os.replace))
+        monkeypatch.setattr(os, "rename", failing(os.rename))
+        patch = DELETE_NOTES + ADD_FILE + CHANGE_APP
         with pytest.raises(ToolHandlerError, match="No space left on device"):
-            runtime.dispatch("apply_patch", {"patch": CHANGE_APP + ADD_FILE + DELETE_NOTES})
+            runtime.dispatch("apply_patch", {"patch": patch})
         monkeypatch.undo()
-        assert len(calls) == 2
+        assert failed
         assert snapshot(ws) == before

@@ -7,13 +7,11 @@ import re
 
 import attrs
 
+from mini_harness.errors import PatchSyntaxError
+
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f"}
 DEV_NULL = "/dev/null"
-
-
-class PatchSyntaxError(ValueError):
-    """The text is not a unified diff this tool can apply; the message says where."""
 
 
 @attrs.frozen
