@@ -194,7 +194,7 @@ def append_race(tmp_path: Path, patches: int) -> tuple[int, int, list[str], int]
     workspace = tmp_path / "ws"
     workspace.mkdir()
     target = workspace / "f.txt"
-    target.write_text("head 0\n")
+    target.write_text("head 0\nbody\n")
     runtime = coding_runtime(workspace)
     stop = tmp_path / "stop"
     appender = subprocess.Popen(
@@ -209,7 +209,8 @@ def append_race(tmp_path: Path, patches: int) -> tuple[int, int, list[str], int]
         assert appender.stdout.readline() == "ready\n"
         for _ in range(patches):
             patch = (
-                f"--- a/f.txt\n+++ b/f.txt\n@@ -1,1 +1,1 @@\n-head {applied}\n+head {applied + 1}\n"
+                f"--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n-head {applied}\n"
+                f"+head {applied + 1}\n body\n"
             )
             try:
                 runtime.dispatch("apply_patch", {"patch": patch})
@@ -220,8 +221,10 @@ def append_race(tmp_path: Path, patches: int) -> tuple[int, int, list[str], int]
     finally:
         stop.touch()
         out, _ = appender.communicate(timeout=30)
-    assert all("changed while the patch was being applied" in m for m in refusals)
-    return applied, len(refusals), target.read_text().splitlines(), int(out.split()[-1])
+    assert all("changed while the patch was being applied" in m for m in refusals), set(refusals)
+    lines = target.read_text().splitlines()
+    assert lines[1] == "body"
+    return applied, len(refusals), lines[:1] + lines[2:], int(out.split()[-1])
 
 
 class TestPatchWhileAnotherProgramAppends:

@@ -1,100 +1,57 @@
 """`apply_patch`: a unified diff applied to the workspace, all or nothing.
 
-Every hunk of every file is checked against the files as they are before anything is
-written; the files are reached and written through directory descriptors
-(`patch_files`). A conflict changes nothing and says which file and hunk failed, with
-the file's current lines there.
+Every file of the patch is checked and its new content computed from the files as they
+are before anything is written (`patch_hunks` places the hunks as git does); then
+`patch_files` writes them through directory descriptors, or puts everything back. A
+conflict changes nothing and says which file and hunk failed, with the file's lines there.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+import stat
 from typing import Any, Final
 
 import attrs
 
 from mini_harness.errors import PatchConflictError, PatchSyntaxError, WorkspaceError
+from mini_harness.events import JsonObject
 from mini_harness.runtime.results import FileEffect, WithEffects, sha256_of
-from mini_harness.tools.patch_files import FileWrite, PatchTree, commit
+from mini_harness.tools.patch_files import FileWrite, Found, PatchTree, commit
+from mini_harness.tools.patch_hunks import apply_hunks
 from mini_harness.tools.read_file import decode_text
-from mini_harness.tools.unified_diff import FilePatch, Hunk, parse_patch
+from mini_harness.tools.unified_diff import EXECUTABLE, FilePatch, parse_patch
 from mini_harness.tools.workspace import Workspace, decodable_path, quote_path
 
 MAX_FILE_BYTES: Final = 8 << 20
-_CONTEXT_SHOWN: Final = 3
 
 
-def _numbered(lines: list[str], start: int, stop: int) -> str:
-    start = max(start, 0)
-    stop = min(stop, len(lines))
-    if start >= stop:
-        return "    (end of file)" if lines else "    (the file is empty)"
-    width = len(str(stop))
-    return "\n".join(
-        f"    {number:>{width}}| {lines[number - 1].removesuffix(chr(13))}"
-        for number in range(start + 1, stop + 1)
-    )
+@attrs.frozen
+class PlannedFile:
+    """What one file patch will do: its writes (two for a rename) and how it is reported."""
+
+    patch: FilePatch
+    action: str  # added, modified, deleted, renamed, copied
+    path: str
+    source: str | None  # the old path of a rename or copy
+    writes: tuple[FileWrite, ...]
+
+    def to_json(self) -> JsonObject:
+        shown: JsonObject = {"path": self.path, "action": self.action}
+        if self.source is not None:
+            shown["from"] = self.source
+        shown["hunks"] = len(self.patch.hunks)
+        return shown
 
 
-def _same(file_line: str, patch_line: str) -> bool:
-    return file_line.removesuffix("\r") == patch_line.removesuffix("\r")
-
-
-def _find(lines: list[str], old: tuple[str, ...], expected: int, earliest: int) -> int | None:
-    """Where `old` occurs in `lines` at or after `earliest`, nearest to `expected` first."""
-    last = len(lines) - len(old)
-    if last < earliest:
-        return None
-    expected = min(max(expected, earliest), last)
-    for distance in range(max(expected - earliest, last - expected) + 1):
-        for pos in (expected - distance, expected + distance):
-            if earliest <= pos <= last and all(
-                _same(lines[pos + k], line) for k, line in enumerate(old)
-            ):
-                return pos
-    return None
-
-
-def apply_hunks(shown: str, text: str, hunks: tuple[Hunk, ...]) -> str:
-    """`text` with every hunk applied; PatchConflictError names the first that does not fit."""
-    parts = text.split("\n")
-    final_newline = parts[-1] == ""
-    lines = parts[:-1] if final_newline else parts
-    if text == "":
-        lines, final_newline = [], True
-    crlf = bool(lines) and lines[0].endswith("\r")
-    offset = 0
-    earliest = 0
-    for hunk in hunks:
-        expected = hunk.old_start - 1 + offset if hunk.old_lines else hunk.old_start + offset
-        pos = _find(lines, hunk.old_lines, expected, earliest)
-        if pos is None:
-            raise _conflict(shown, hunk, lines, expected)
-        new = [line + "\r" if crlf and not line.endswith("\r") else line for line in hunk.new_lines]
-        reaches_end = pos + len(hunk.old_lines) == len(lines)
-        lines[pos : pos + len(hunk.old_lines)] = new
-        if reaches_end:
-            final_newline = not hunk.new_ends_without_newline
-        offset += len(hunk.new_lines) - len(hunk.old_lines)
-        earliest = pos + len(new)
-    if not lines:
-        return ""
-    return "\n".join(lines) + ("\n" if final_newline else "")
-
-
-def _conflict(shown: str, hunk: Hunk, lines: list[str], expected: int) -> PatchConflictError:
-    expects = "\n".join(f"    {line}" for line in hunk.old_lines) or "    (nothing)"
-    around = _numbered(
-        lines, expected - _CONTEXT_SHOWN, expected + len(hunk.old_lines) + _CONTEXT_SHOWN
-    )
-    message = (
-        f"Hunk {hunk.number} ({hunk.header}) of {quote_path(shown)} does not apply: its old "
-        f"lines are not in the file. Nothing was changed.\n"
-        f"The hunk expects, at line {expected + 1}:\n{expects}\n"
-        f"The file has there:\n{around}"
-    )
-    return PatchConflictError(shown, message)
+def _with_mode(perms: int, mode: int | None) -> int:
+    """Permission bits `perms` made executable (where readable) or not, as git's mode says."""
+    if mode is None:
+        return perms
+    if mode == EXECUTABLE:
+        return perms | (perms & 0o444) >> 2
+    return perms & ~0o111
 
 
 @attrs.frozen
@@ -111,18 +68,12 @@ class ApplyPatch:
         except PatchSyntaxError as exc:
             raise WorkspaceError(".", f"Not a patch apply_patch can use: {exc.message}") from None
         with PatchTree(self.workspace) as tree:
-            writes = [self._write(tree, patch) for patch in patches]
+            planned = self.plan(tree, patches)
+            writes = [write for item in planned for write in item.writes]
             commit(tree, writes, sync=self.sync)
-        files = [
-            {
-                "path": write.path,
-                "action": "added"
-                if write.found is None
-                else ("deleted" if write.new is None else "modified"),
-                "hunks": len(patch.hunks),
-            }
-            for write, patch in zip(writes, patches, strict=True)
-        ]
+            for write in writes:
+                if write.new is None:
+                    tree.remove_empty_directories(write.path)
         effects = tuple(
             FileEffect(
                 write.path,
@@ -131,7 +82,24 @@ class ApplyPatch:
             )
             for write in writes
         )
-        return WithEffects(output={"applied": True, "files": files}, effects=effects)
+        output = {"applied": True, "files": [item.to_json() for item in planned]}
+        return WithEffects(output=output, effects=effects)
+
+    def plan(self, tree: PatchTree, patches: tuple[FilePatch, ...]) -> list[PlannedFile]:
+        """What each file patch would write, computed from the files as they are now;
+        raises WorkspaceError or PatchConflictError when the patch cannot be applied."""
+        planned = [self._plan_file(tree, patch) for patch in patches]
+        seen: set[str] = set()
+        for item in planned:
+            for write in item.writes:
+                if write.path in seen:
+                    raise WorkspaceError(
+                        write.path,
+                        f"Not a patch apply_patch can use: file {quote_path(write.path)} "
+                        "appears twice in the patch",
+                    )
+                seen.add(write.path)
+        return planned
 
     # --- checking -------------------------------------------------------------
 
@@ -164,45 +132,70 @@ class ApplyPatch:
             )
         return normal
 
-    def _write(self, tree: PatchTree, patch: FilePatch) -> FileWrite:
-        if (
-            patch.old_path is not None
-            and patch.new_path is not None
-            and posixpath.normpath(patch.old_path) != posixpath.normpath(patch.new_path)
-        ):
-            raise WorkspaceError(
-                patch.path,
-                f"The patch renames {quote_path(patch.old_path)} to "
-                f"{quote_path(patch.path)}; write renames as a deletion and an addition",
-            )
-        path = self.checked_path(patch.path)
-        shown = quote_path(path)
+    def _read(self, tree: PatchTree, path: str) -> Found | None:
         found = tree.read(path, MAX_FILE_BYTES)
-        if patch.old_path is None and found is not None:
-            raise PatchConflictError(
-                path, f"The patch adds {shown}, but it exists already. Nothing was changed."
-            )
-        if patch.old_path is not None and found is None:
-            raise PatchConflictError(
-                path, f"The patch changes {shown}, but it does not exist. Nothing was changed."
-            )
         if found is not None and decode_text(found.data) is None:
-            raise WorkspaceError(path, f"File {shown} is binary; apply_patch changes text only")
-        old = None if found is None else found.data
-        return FileWrite(path, found, _patched(path, old, patch))
+            raise WorkspaceError(
+                path, f"File {quote_path(path)} is binary; apply_patch changes text only"
+            )
+        return found
 
+    def _plan_file(self, tree: PatchTree, patch: FilePatch) -> PlannedFile:
+        old = None if patch.old_path is None else self.checked_path(patch.old_path)
+        new = None if patch.new_path is None else self.checked_path(patch.new_path)
+        source = None if old is None else self._read(tree, old)
+        if old is not None and source is None:
+            raise PatchConflictError(
+                old,
+                f"The patch changes {quote_path(old)}, but it does not exist. Nothing was changed.",
+            )
+        if new is not None and new != old and self._read(tree, new) is not None:
+            raise PatchConflictError(
+                new,
+                f"The patch adds {quote_path(new)}, but it exists already. Nothing was changed.",
+            )
+        shown = new or old or ""
+        text = "" if source is None else source.data.decode("utf-8")
+        result = apply_hunks(shown, text, patch)
+        if new is None:
+            if result:
+                raise PatchConflictError(
+                    shown,
+                    f"The patch deletes {quote_path(shown)}, but lines the patch does not "
+                    "list would remain. Nothing was changed.",
+                )
+            assert old is not None
+            return PlannedFile(patch, "deleted", old, None, (FileWrite(old, source, None),))
+        content = result.encode("utf-8")
+        if source is None:
+            mode = 0o777 if patch.new_mode == EXECUTABLE else None  # less the umask
+            return PlannedFile(patch, "added", new, None, (FileWrite(new, None, content, mode),))
+        assert old is not None
+        perms = stat.S_IMODE(source.info.st_mode)
+        self._check_old_mode(old, perms, patch)
+        mode = _with_mode(perms, patch.new_mode)
+        if new == old:
+            if not patch.hunks and mode == perms:
+                raise PatchConflictError(
+                    new, f"The patch does not change {quote_path(new)}. Nothing was changed."
+                )
+            return PlannedFile(
+                patch, "modified", new, None, (FileWrite(new, source, content, mode),)
+            )
+        added = FileWrite(new, None, content, mode)
+        if patch.copy:
+            return PlannedFile(patch, "copied", new, old, (added,))
+        return PlannedFile(patch, "renamed", new, old, (FileWrite(old, source, None), added))
 
-def _patched(path: str, old: bytes | None, patch: FilePatch) -> bytes | None:
-    """The file's new bytes (None: deleted); raises PatchConflictError."""
-    old_text = "" if old is None else old.decode("utf-8")
-    bom = old_text.startswith("\ufeff")
-    new_text = apply_hunks(path, old_text.removeprefix("\ufeff"), patch.hunks)
-    if patch.new_path is None:
-        if new_text:
+    @staticmethod
+    def _check_old_mode(path: str, perms: int, patch: FilePatch) -> None:
+        if patch.old_mode is None or patch.new_mode is None or patch.old_mode == patch.new_mode:
+            return
+        is_executable = bool(perms & 0o111)
+        if is_executable != (patch.old_mode == EXECUTABLE):
+            state = "is executable" if is_executable else "is not executable"
             raise PatchConflictError(
                 path,
-                f"The patch deletes {quote_path(path)}, but lines the patch does "
-                "not list would remain. Nothing was changed.",
+                f"The patch changes the mode of {quote_path(path)} from {patch.old_mode:o} to "
+                f"{patch.new_mode:o}, but the file {state} already. Nothing was changed.",
             )
-        return None
-    return (("\ufeff" if bom else "") + new_text).encode("utf-8")

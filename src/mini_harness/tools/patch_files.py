@@ -33,6 +33,7 @@ from mini_harness.tools.workspace import Workspace, quote_path
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 _READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
+MAX_CARRIED: Final = 1 << 20  # appended bytes carried between an old file and its replacement
 _APPEND_FLAGS: Final = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | _CLOEXEC
 _NEW_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
 # Filesystems without hard links (or that refuse one here) fall back to plain renames.
@@ -92,6 +93,7 @@ class PatchTree:
     workspace: Workspace
     _dirs: dict[tuple[str, ...], int] = attrs.field(factory=dict, init=False)
     _files: list[int] = attrs.field(factory=list, init=False)
+    _read: dict[str, Found | None] = attrs.field(factory=dict, init=False)
 
     def __enter__(self) -> PatchTree:
         self._dirs[()] = os.open(self.workspace.root, _DIR_FLAGS)
@@ -129,7 +131,27 @@ class PatchTree:
         return fd
 
     def read(self, path: str, max_size: int) -> Found | None:
-        """The regular file at the checked relative `path`, or None when it is absent."""
+        """The regular file at the checked relative `path`, or None when it is absent
+        (read once: a second call returns what the first found)."""
+        if path not in self._read:
+            self._read[path] = self._read_file(path, max_size)
+        return self._read[path]
+
+    def remove_empty_directories(self, path: str) -> None:
+        """Remove the directories of `path` that are empty now, deepest first, as git does
+        when a directory's last file is deleted (never the workspace root)."""
+        parts = tuple(path.split("/")[:-1])
+        while parts:
+            parent = self._dirs.get(parts[:-1])
+            if parent is None:
+                return
+            try:
+                os.rmdir(parts[-1], dir_fd=parent)
+            except OSError:
+                return
+            parts = parts[:-1]
+
+    def _read_file(self, path: str, max_size: int) -> Found | None:
         *parents, name = path.split("/")
         dir_fd = self.directory(tuple(parents), path)
         if dir_fd is None:
@@ -298,6 +320,26 @@ def _carry_late_appends(item: _Placed) -> None:
             os.close(fd)
 
 
+def _carry_appends_back(item: _Placed) -> None:
+    """Before a replaced file is put back, lines appended to its replacement since the swap
+    are appended to it, so that putting it back does not lose them."""
+    new, kept = item.write.new, item.kept
+    if new is None or kept is None:
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(item.name, _READ_FLAGS, dir_fd=item.dir_fd)
+        try:
+            now = os.pread(fd, len(new) + MAX_CARRIED, 0)
+        finally:
+            os.close(fd)
+        if len(now) > len(new) and now.startswith(new):
+            out = os.open(kept, _APPEND_FLAGS, dir_fd=item.dir_fd)
+            try:
+                os.write(out, now[len(new) :])
+            finally:
+                os.close(out)
+
+
 def _place_new(staged: str, name: str, dir_fd: int, shown: str) -> None:
     """Give the staged file its name, never over a file that appeared meanwhile."""
     try:
@@ -344,6 +386,8 @@ def _roll_back(placed: list[_Placed], made: list[tuple[int, str]]) -> None:
             if item.kept is not None and item.kept_linked and not item.swapped:
                 os.unlink(item.kept, dir_fd=item.dir_fd)
             elif item.kept is not None:
+                if item.swapped:
+                    _carry_appends_back(item)
                 os.rename(item.kept, item.name, src_dir_fd=item.dir_fd, dst_dir_fd=item.dir_fd)
             elif item.swapped:
                 os.unlink(item.name, dir_fd=item.dir_fd)

@@ -1,0 +1,54 @@
+"""The patch that undoes an applied apply_patch call, checked before anything is written."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from mini_harness.errors import PatchConflictError, WorkspaceError
+from mini_harness.events import JsonValue
+from mini_harness.runtime.results import sha256_of
+from mini_harness.tools.apply_patch import MAX_FILE_BYTES, ApplyPatch
+from mini_harness.tools.patch_files import PatchTree
+from mini_harness.tools.patch_text import format_patch, reverse
+from mini_harness.tools.unified_diff import parse_patch
+from mini_harness.tools.workspace import Workspace, quote_path
+
+
+def patch_reversal(
+    workspace: Workspace, patch: str, effects: Sequence[Mapping[str, JsonValue]]
+) -> str:
+    """The patch text that undoes `patch`, which an apply_patch call applied with the
+    recorded `effects`. Every file the call changed must still have the sha256 the call
+    left, and the reversal must give back exactly the recorded `before` bytes; otherwise
+    WorkspaceError says which file and why (nothing is written here)."""
+    tool = ApplyPatch(workspace)
+    patches = parse_patch(patch)
+    with PatchTree(workspace) as tree:
+        for effect in effects:
+            path = str(effect["path"])
+            found = tree.read(tool.checked_path(path), MAX_FILE_BYTES)
+            now = sha256_of(None if found is None else found.data)
+            if now != effect.get("after"):
+                state = "is absent" if now is None else f"now has sha256 {now[:12]}"
+                raise WorkspaceError(path, f"{path} changed since (it {state})")
+        reversed_patches = []
+        for applied in reversed(patches):
+            copied = None
+            if applied.copy and applied.new_path is not None:
+                found = tree.read(tool.checked_path(applied.new_path), MAX_FILE_BYTES)
+                copied = None if found is None else found.data.decode("utf-8")
+            reversed_patches.append(reverse(applied, copied))
+    text = format_patch(tuple(reversed_patches))
+    wanted = {str(effect["path"]): effect.get("before") for effect in effects}
+    with PatchTree(workspace) as tree:
+        try:
+            planned = tool.plan(tree, parse_patch(text))
+        except PatchConflictError as exc:
+            raise WorkspaceError(exc.path, f"reversing it does not fit: {exc.message}") from None
+    for item in planned:
+        for write in item.writes:
+            if write.path not in wanted or sha256_of(write.new) != wanted[write.path]:
+                raise WorkspaceError(
+                    write.path, f"reversing {quote_path(write.path)} would not restore it"
+                )
+    return text
