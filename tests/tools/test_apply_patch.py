@@ -457,6 +457,11 @@ APPLIED_ONCE = [
         "--- a/e.txt\n+++ b/e.txt\n@@ -10 +10,2 @@\n line 10\n+line 11\n",
     ),
     (
+        "a short context that is found again further down (-U1)",
+        {"r.txt": b"a\nx\ny\nb\nx\ny\n"},
+        "--- a/r.txt\n+++ b/r.txt\n@@ -2,2 +2,3 @@\n x\n+z\n y\n",
+    ),
+    (
         "unix2dos",
         {"w.txt": b"a\nb\n"},
         "--- a/w.txt\n+++ b/w.txt\n@@ -1,2 +1,2 @@\n-a\n-b\n+a\r\n+b\r\n",

@@ -88,6 +88,15 @@ def apply_hunks(shown: str, text: str, patch: FilePatch) -> str:
             endings = "\r\n"
         if pos is None:
             raise _conflict(shown, hunk, lines, hunk.new_start - 1)
+        expected = max(hunk.new_start - 1, 0)
+        if (
+            pos != expected
+            and hunk.new_lines
+            and lines[expected : expected + len(hunk.new_lines)] == list(hunk.new_lines)
+        ):
+            # Its old lines only further away, its new lines right where it says: a second
+            # application, which a short context (-U1) would otherwise let through.
+            raise _conflict(shown, hunk, lines, expected, applied=True)
         lines[pos : pos + len(old)] = _replacement(lines, pos, hunk, endings)
     return bom + "".join(lines) if lines else ""
 
@@ -125,9 +134,21 @@ def _numbered(lines: list[str], start: int, stop: int) -> str:
 
 
 def _conflict(
-    shown: str, hunk: Hunk, lines: list[str], expected: int, *, unplaced: bool = False
+    shown: str,
+    hunk: Hunk,
+    lines: list[str],
+    expected: int,
+    *,
+    unplaced: bool = False,
+    applied: bool = False,
 ) -> PatchConflictError:
     where = f"Hunk {hunk.number} ({hunk.header}) of {quote_path(shown)}"
+    if applied:
+        return PatchConflictError(
+            shown,
+            f"{where} does not apply: it seems applied already (its new lines are at line "
+            f"{expected + 1}, its old lines only further away). Nothing was changed.",
+        )
     if unplaced:
         return PatchConflictError(
             shown,
