@@ -19,7 +19,7 @@ from mini_harness.errors import PatchConflictError, PatchSyntaxError, WorkspaceE
 from mini_harness.events import JsonObject
 from mini_harness.runtime.results import FileEffect, WithEffects, sha256_of
 from mini_harness.tools.patch_files import FileWrite, Found, PatchTree, commit
-from mini_harness.tools.patch_hunks import apply_hunks
+from mini_harness.tools.patch_hunks import BOM, apply_hunks
 from mini_harness.tools.read_file import decode_text
 from mini_harness.tools.unified_diff import EXECUTABLE, FilePatch, parse_patch
 from mini_harness.tools.workspace import Workspace, decodable_path, quote_path
@@ -132,30 +132,33 @@ class ApplyPatch:
             )
         return normal
 
-    def _read(self, tree: PatchTree, path: str) -> Found | None:
+    def _read(self, tree: PatchTree, path: str) -> tuple[Found | None, str]:
+        """The file at `path` (None: absent) and its text, with a BOM it starts with."""
         found = tree.read(path, MAX_FILE_BYTES)
-        if found is not None and decode_text(found.data) is None:
+        if found is None:
+            return None, ""
+        text = decode_text(found.data)
+        if text is None:
             raise WorkspaceError(
                 path, f"File {quote_path(path)} is binary; apply_patch changes text only"
             )
-        return found
+        return found, BOM + text if found.data.startswith(BOM.encode()) else text
 
     def _plan_file(self, tree: PatchTree, patch: FilePatch) -> PlannedFile:
         old = None if patch.old_path is None else self.checked_path(patch.old_path)
         new = None if patch.new_path is None else self.checked_path(patch.new_path)
-        source = None if old is None else self._read(tree, old)
+        source, text = (None, "") if old is None else self._read(tree, old)
         if old is not None and source is None:
             raise PatchConflictError(
                 old,
                 f"The patch changes {quote_path(old)}, but it does not exist. Nothing was changed.",
             )
-        if new is not None and new != old and self._read(tree, new) is not None:
+        if new is not None and new != old and self._read(tree, new)[0] is not None:
             raise PatchConflictError(
                 new,
                 f"The patch adds {quote_path(new)}, but it exists already. Nothing was changed.",
             )
         shown = new or old or ""
-        text = "" if source is None else source.data.decode("utf-8")
         result = apply_hunks(shown, text, patch)
         if new is None:
             if result:

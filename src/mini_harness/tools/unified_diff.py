@@ -263,25 +263,36 @@ def _git_section(lines: list[str], start: int, patches: list[FilePatch]) -> int:
 
 
 def _body(lines: list[str], i: int, old_count: int, new_count: int) -> tuple[list[str], int]:
-    """Each line of a hunk body as its tag and text (with its newline unless a marker
-    follows), and the index after the body."""
+    """The lines of a hunk body, each its tag and text with its newline unless a marker
+    follows, and the index after the body."""
     body: list[str] = []
     old = new = 0
-    while i < len(lines):
+    size = len(lines)
+    while i < size:
         line = lines[i]
-        if line.startswith("\\"):
+        tag = line[:1]
+        if tag == "\\":
             if not body:
                 raise PatchSyntaxError(f"line {i + 1}: a marker with no line before it")
-            body[-1] = body[-1].removesuffix("\n")
-        elif old >= old_count and new >= new_count:
+            body[-1] = body[-1][:-1]
+            i += 1
+            continue
+        if old >= old_count and new >= new_count:
             break
+        if tag == " ":
+            old += 1
+            new += 1
+        elif tag == "-":
+            old += 1
+        elif tag == "+":
+            new += 1
+        elif not line:  # an empty line: context whose space was trimmed
+            line = " "
+            old += 1
+            new += 1
         else:
-            tag = line[:1] or " "  # an empty line: context whose space was trimmed
-            if tag not in " -+":
-                break
-            body.append(f"{tag}{line[1:]}\n")
-            old += tag != "+"
-            new += tag != "-"
+            break
+        body.append(line + "\n")
         i += 1
     return body, i
 
@@ -296,13 +307,13 @@ def _parse_hunks(lines: list[str], i: int) -> tuple[int, list[Hunk]]:
         old_count = int(match[2]) if match[2] is not None else 1
         new_count = int(match[4]) if match[4] is not None else 1
         body, i = _body(lines, i + 1, old_count, new_count)
-        old = tuple(line[1:] for line in body if line[0] != "+")
-        new = tuple(line[1:] for line in body if line[0] != "-")
+        old = tuple([line[1:] for line in body if line[0] != "+"])
+        new = tuple([line[1:] for line in body if line[0] != "-"])
         if len(old) != old_count or len(new) != new_count:
             raise PatchSyntaxError(
                 f"hunk {header!r}: expected {old_count} old and {new_count} new lines, "
                 f"got {len(old)} and {len(new)}"
             )
-        tags = "".join(line[0] for line in body)
+        tags = "".join([line[0] for line in body])
         hunks.append(Hunk(len(hunks) + 1, header, int(match[1]), int(match[3]), tags, old, new))
     return i, hunks
