@@ -64,11 +64,17 @@ def tree_of(root: Path) -> Tree:
     return out
 
 
-def extract(repo: Path, commit: str, into: Path) -> None:
-    """The tree of `commit` written into the empty directory `into`."""
+def extract(repo: Path, commit: str, into: Path, paths: list[str] | None = None) -> None:
+    """The tree of `commit` (only those of `paths` it has, when given) written into the
+    new directory `into`."""
     into.mkdir(parents=True)
+    if paths is not None:
+        listed = git(repo, "ls-tree", "-r", "-z", "--name-only", commit, "--", *paths)
+        paths = [name.decode("utf-8", "surrogateescape") for name in listed.split(b"\0") if name]
+        if not paths:
+            return
     archive = into.parent / f"{into.name}.tar"
-    archive.write_bytes(git(repo, "archive", "--format=tar", commit))
+    archive.write_bytes(git(repo, "archive", "--format=tar", commit, *(paths or ())))
     with tarfile.open(archive) as tar:
         tar.extractall(into, filter="tar")
     archive.unlink()

@@ -210,3 +210,72 @@ def test_shapes_agree_with_git_apply(
     assert tally.second_refused == tally.undone == tally.reproduced
     if unified and not drift:
         assert tally.reproduced == len(SHAPES)
+
+
+def own_history(base: Path) -> Path | None:
+    """A clone of this project's own repository (no network: a local clone), or None
+    when the tests do not run from a git checkout."""
+    here = Path(__file__).resolve().parent
+    found = git(here, "rev-parse", "--git-common-dir", check=False)
+    if found.startswith(b"\0failed\0"):
+        return None
+    source = (here / found.decode().strip()).resolve()
+    clone = base / "history"
+    git(base, "clone", "-q", "--no-checkout", str(source), str(clone))
+    return clone
+
+
+def skipped_change(repo: Path, commit: str) -> bool:
+    """True for a commit that changes a symlink, a submodule or a binary file (apply_patch
+    refuses those)."""
+    raw = git(repo, "diff", "--raw", "--numstat", f"{commit}~1", commit).decode()
+    return any(
+        line.startswith("-\t-\t")
+        or (line.startswith(":") and ("120000" in line or "160000" in line))
+        for line in raw.splitlines()
+    )
+
+
+def run_history(tmp_path: Path, count: int | None, unified: int) -> tuple[Tally, int]:
+    """Each of the last `count` commits (all with None) of this project's history, its
+    `git diff` applied to its parent: (the tally, how many commits were skipped)."""
+    repo = own_history(tmp_path)
+    if repo is None:
+        pytest.skip("not run from a git checkout")
+    listing = ["rev-list", "--no-merges", "--min-parents=1", "HEAD"]
+    commits = git(repo, *listing, *(["-n", str(count)] if count else [])).decode().split()
+    tally, skipped = Tally(), 0
+    for index, commit in enumerate(commits):
+        if skipped_change(repo, commit):
+            skipped += 1
+            continue
+        work = tmp_path / str(index)
+        # Only the files the commit touches: the rest of the tree is not the patch's.
+        touched = git(repo, "diff", "--no-renames", "--name-only", "-z", f"{commit}~1", commit)
+        paths = [name.decode("utf-8", "surrogateescape") for name in touched.split(b"\0") if name]
+        extract(repo, f"{commit}~1", work / "before", paths)
+        extract(repo, commit, work / "after", paths)
+        patch = git(repo, "diff", f"-U{unified}", f"{commit}~1", commit)
+        if patch:
+            compare(work, commit[:12], work / "before", work / "after", patch, tally)
+        shutil.rmtree(work)
+    return tally, skipped
+
+
+def test_recent_history_agrees_with_git(tmp_path: Path) -> None:
+    """The last ten commits of this project reproduce git's trees, refuse a second
+    application and undo."""
+    tally, _ = run_history(tmp_path, 10, 3)
+    assert tally.problems == []
+    assert tally.reproduced == tally.second_refused == tally.undone == tally.patches
+
+
+@pytest.mark.thorough
+@pytest.mark.parametrize("unified", [3, 1])
+def test_all_history_agrees_with_git(tmp_path: Path, unified: int) -> None:
+    """Every commit of this project's history (without symlink or binary changes): the
+    tree git made, a second application refused, the undo giving the parent back."""
+    tally, skipped = run_history(tmp_path, None, unified)
+    print(f"\n-U{unified}: {tally}, skipped {skipped}")
+    assert tally.problems == []
+    assert tally.reproduced == tally.second_refused == tally.undone == tally.patches
