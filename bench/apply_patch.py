@@ -17,7 +17,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +107,7 @@ def measure(rounds: int, workdir: Path | None = None) -> dict[str, list[float]]:
     return out
 
 
-def rows(timings: dict[str, list[float]]) -> list[list[str]]:
+def rows(timings: dict[str, list[float]]) -> list[Sequence[str]]:
     return [
         [name, f"{statistics.median(values):.0f}", f"{min(values):.0f}"]
         for name, values in timings.items()

@@ -85,10 +85,21 @@ class ApplyPatch:
         output = {"applied": True, "files": [item.to_json() for item in planned]}
         return WithEffects(output=output, effects=effects)
 
-    def plan(self, tree: PatchTree, patches: tuple[FilePatch, ...]) -> list[PlannedFile]:
+    def plan(
+        self,
+        tree: PatchTree,
+        patches: tuple[FilePatch, ...],
+        placed: list[list[int]] | None = None,
+    ) -> list[PlannedFile]:
         """What each file patch would write, computed from the files as they are now;
-        raises WorkspaceError or PatchConflictError when the patch cannot be applied."""
-        planned = [self._plan_file(tree, patch) for patch in patches]
+        raises WorkspaceError or PatchConflictError when the patch cannot be applied.
+        With `placed`, where each file's hunks went (see apply_hunks) is appended to it."""
+        planned = []
+        for patch in patches:
+            positions: list[int] | None = None if placed is None else []
+            planned.append(self._plan_file(tree, patch, positions))
+            if placed is not None and positions is not None:
+                placed.append(positions)
         seen: set[str] = set()
         for item in planned:
             for write in item.writes:
@@ -144,7 +155,9 @@ class ApplyPatch:
             )
         return found, BOM + text if found.data.startswith(BOM.encode()) else text
 
-    def _plan_file(self, tree: PatchTree, patch: FilePatch) -> PlannedFile:
+    def _plan_file(
+        self, tree: PatchTree, patch: FilePatch, placed: list[int] | None = None
+    ) -> PlannedFile:
         old = None if patch.old_path is None else self.checked_path(patch.old_path)
         new = None if patch.new_path is None else self.checked_path(patch.new_path)
         source, text = (None, "") if old is None else self._read(tree, old)
@@ -159,7 +172,7 @@ class ApplyPatch:
                 f"The patch adds {quote_path(new)}, but it exists already. Nothing was changed.",
             )
         shown = new or old or ""
-        result = apply_hunks(shown, text, patch)
+        result = apply_hunks(shown, text, patch, placed)
         if new is None:
             if result:
                 raise PatchConflictError(

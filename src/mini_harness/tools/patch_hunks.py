@@ -45,7 +45,8 @@ def find_hunk(lines: list[str], old: list[str], hunk: Hunk) -> int | None:
     size, count = len(lines), len(old)
     if count > size:
         return None
-    at_start = hunk.old_start <= 1
+    # An insertion without context numbers the line it follows: "-1,0" is after line 1.
+    at_start = hunk.old_start <= (1 if old else 0)
     at_end = hunk.trailing == 0
     if at_start:
         start = 0
@@ -64,9 +65,11 @@ def find_hunk(lines: list[str], old: list[str], hunk: Hunk) -> int | None:
     return None
 
 
-def apply_hunks(shown: str, text: str, patch: FilePatch) -> str:
+def apply_hunks(shown: str, text: str, patch: FilePatch, placed: list[int] | None = None) -> str:
     """`text` with every hunk of `patch` applied; PatchConflictError names the first that
-    does not fit."""
+    does not fit. With `placed` (a reversal being worked out, whose result is checked by
+    its hash), where each hunk went is appended to it, and a hunk is not refused for
+    looking applied already or for lacking context."""
     mentions_bom = any(
         BOM in line for hunk in patch.hunks for line in (*hunk.old_lines, *hunk.new_lines)
     )
@@ -76,7 +79,7 @@ def apply_hunks(shown: str, text: str, patch: FilePatch) -> str:
         "\r" in line for hunk in patch.hunks for line in (*hunk.old_lines, *hunk.new_lines)
     )
     for hunk in patch.hunks:
-        if not hunk.old_lines and lines and hunk.new_start - 1 != len(lines):
+        if placed is None and not hunk.old_lines and lines and hunk.new_start - 1 != len(lines):
             # No line to find it by: only an append exactly where its numbers say (the
             # end, where git puts such a hunk) can be told from a second application.
             raise _conflict(shown, hunk, lines, hunk.new_start - 1, unplaced=True)
@@ -89,7 +92,9 @@ def apply_hunks(shown: str, text: str, patch: FilePatch) -> str:
         if pos is None:
             raise _conflict(shown, hunk, lines, hunk.new_start - 1)
         expected = max(hunk.new_start - 1, 0)
-        if (
+        if placed is not None:
+            placed.append(pos)
+        elif (
             pos != expected
             and hunk.new_lines
             and lines[expected : expected + len(hunk.new_lines)] == list(hunk.new_lines)

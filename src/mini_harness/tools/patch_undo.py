@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import attrs
+
 from mini_harness.errors import PatchConflictError, WorkspaceError
 from mini_harness.events import JsonValue
 from mini_harness.runtime.results import sha256_of
 from mini_harness.tools.apply_patch import MAX_FILE_BYTES, ApplyPatch
 from mini_harness.tools.patch_files import PatchTree
 from mini_harness.tools.patch_text import format_patch, reverse
-from mini_harness.tools.unified_diff import parse_patch
+from mini_harness.tools.unified_diff import FilePatch, parse_patch
 from mini_harness.tools.workspace import Workspace, quote_path
 
 
@@ -38,10 +40,15 @@ def patch_reversal(
                 found = tree.read(tool.checked_path(applied.new_path), MAX_FILE_BYTES)
                 copied = None if found is None else found.data.decode("utf-8")
             reversed_patches.append(reverse(applied, copied))
-    text = format_patch(tuple(reversed_patches))
+    # The forward hunks may have landed away from their numbers (the file had moved on,
+    # or git's rules put a contextless hunk at an end): each reversed hunk is numbered
+    # where it is found, so that apply_patch finds it there and nowhere else.
+    placed: list[list[int]] = []
     wanted = {str(effect["path"]): effect.get("before") for effect in effects}
     with PatchTree(workspace) as tree:
         try:
+            tool.plan(tree, tuple(reversed_patches), placed)
+            text = format_patch(tuple(map(_numbered_at, reversed_patches, placed)))
             planned = tool.plan(tree, parse_patch(text))
         except PatchConflictError as exc:
             raise WorkspaceError(exc.path, f"reversing it does not fit: {exc.message}") from None
@@ -52,3 +59,14 @@ def patch_reversal(
                     write.path, f"reversing {quote_path(write.path)} would not restore it"
                 )
     return text
+
+
+def _numbered_at(patch: FilePatch, positions: list[int]) -> FilePatch:
+    """`patch` with each hunk's new start set to where it was found (0-based positions)."""
+    return attrs.evolve(
+        patch,
+        hunks=tuple(
+            attrs.evolve(hunk, new_start=pos + 1) if hunk.new_lines else hunk
+            for hunk, pos in zip(patch.hunks, positions, strict=True)
+        ),
+    )
