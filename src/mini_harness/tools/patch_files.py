@@ -6,19 +6,19 @@ on the way is refused whether it leads inside, outside or nowhere, and a directo
 swapped for a link after it was opened is still the directory that is written. Nothing
 is opened, written, renamed or removed by a path from the root.
 
-Writing is three steps. Staging writes each new content to a temporary file beside its
-target. Swapping puts each one in place, keeping the replaced file under a spare name:
-right before, the target must still be the file that was read, with the same bytes (a
-writer that appended since makes the patch refuse instead of losing its lines), and right
-after, the kept file is checked once more. Only when every file is in place are the kept
-files removed; a failure anywhere renames them back, so each file returns with its own
-inode, mode and bytes.
-"""
+Writing is two steps. Staging writes each new content to a temporary file beside its
+target. Swapping renames each one over its target (a new file is linked, so that it never
+replaces one that appeared meanwhile): right before, the target must still be the file
+that was read, with the same bytes, and right after, the replaced file (still open) must
+still have them; a writer that appended in between makes the patch refuse instead of
+losing its lines. A failure anywhere puts every file back as it is now, with its mode."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import functools
+import itertools
 import os
 import secrets
 import stat
@@ -30,6 +30,7 @@ from mini_harness.errors import PatchConflictError, WorkspaceError
 from mini_harness.runtime.confined import file_kind
 from mini_harness.tools.workspace import Workspace, quote_path
 
+_SPARE_PREFIX: Final = secrets.token_hex(6)
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 _READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
@@ -40,8 +41,13 @@ _NEW_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOE
 _NO_LINKS: Final = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK, errno.EXDEV)
 
 
+_SPARE_NAMES = itertools.count()
+
+
 def _spare_name() -> str:
-    return f".mini-harness-{secrets.token_hex(6)}.tmp"
+    # Unpredictable per process, distinct per call: made with O_EXCL or link, which fail
+    # rather than follow or replace anything already there.
+    return f".mini-harness-{_SPARE_PREFIX}-{next(_SPARE_NAMES)}.tmp"
 
 
 @attrs.define(eq=False)
@@ -203,14 +209,12 @@ def _unreachable(shown: str, parts: tuple[str, ...], parent: int, exc: OSError) 
 
 @attrs.define
 class _Placed:
-    """One write in progress: its directory, staged file and, once swapped, the kept old."""
+    """One write in progress: its directory, its staged file, and whether it is in place."""
 
     write: FileWrite
     dir_fd: int
     name: str
     staged: str | None = None
-    kept: str | None = None  # the replaced file's spare name, until the end
-    kept_linked: bool = False  # kept is a second name: the first one still holds the file
     swapped: bool = False  # the name holds the new content (or, for a deletion, nothing)
 
 
@@ -236,10 +240,6 @@ def commit(tree: PatchTree, writes: list[FileWrite], *, sync: bool) -> None:
                 ".", f"The patch could not be written ({exc}); nothing was changed"
             ) from None
         raise
-    for item in placed:
-        if item.kept is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(item.kept, dir_fd=item.dir_fd)
     if sync:
         for dir_fd in {item.dir_fd for item in placed} | {parent for parent, _ in made}:
             with contextlib.suppress(OSError):
@@ -254,13 +254,19 @@ def _stage(item: _Placed, content: bytes, *, sync: bool) -> str:
     name = _spare_name()
     # A new file is created with its mode less the umask, as the system applies it; a
     # replaced file keeps its own permission bits (or those the patch gives it).
-    fd = os.open(name, _NEW_FLAGS, write.mode or 0o666, dir_fd=item.dir_fd)
+    if write.mode is not None:
+        mode = write.mode
+    elif write.found is not None:
+        mode = stat.S_IMODE(write.found.info.st_mode)
+    else:
+        mode = 0o666
+    fd = os.open(name, _NEW_FLAGS, mode & 0o777, dir_fd=item.dir_fd)
     try:
         view = memoryview(content)
         while view:
             view = view[os.write(fd, view) :]
-        if write.found is not None:
-            os.fchmod(fd, write.mode or stat.S_IMODE(write.found.info.st_mode))
+        if write.found is not None and (mode & ~0o777 or mode & _umask()):
+            os.fchmod(fd, mode)  # the umask took bits the file had
         if sync:
             os.fsync(fd)
     except OSError:
@@ -270,6 +276,20 @@ def _stage(item: _Placed, content: bytes, *, sync: bool) -> str:
     finally:
         os.close(fd)
     return name
+
+
+@functools.cache
+def _umask() -> int:
+    """The process's umask, read once where the system shows it (setting it to read it
+    would race other threads); all bits when it cannot be read (always fchmod)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o777
 
 
 def _swap(item: _Placed) -> None:
@@ -282,19 +302,15 @@ def _swap(item: _Placed) -> None:
         item.swapped = True
         return
     found.unchanged(write.path)
-    item.kept, item.kept_linked = _keep_aside(name, dir_fd)
     if item.staged is None:
         os.unlink(name, dir_fd=dir_fd)
     else:
         os.rename(item.staged, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         item.staged = None
     item.swapped = True
-    # The kept file must be the one read, still with its bytes: a writer between the
+    # The replaced file, still open, must still have the bytes read: a writer between the
     # check above and the swap would otherwise lose what it wrote.
-    kept = os.stat(item.kept, dir_fd=dir_fd, follow_symlinks=False)
-    if (kept.st_dev, kept.st_ino) != (found.info.st_dev, found.info.st_ino) or os.pread(
-        found.fd, len(found.data) + 1, 0
-    ) != found.data:
+    if os.pread(found.fd, len(found.data) + 1, 0) != found.data:
         raise PatchConflictError(
             write.path,
             f"File {quote_path(write.path)} changed while the patch was being applied "
@@ -320,24 +336,33 @@ def _carry_late_appends(item: _Placed) -> None:
             os.close(fd)
 
 
-def _carry_appends_back(item: _Placed) -> None:
-    """Before a replaced file is put back, lines appended to its replacement since the swap
-    are appended to it, so that putting it back does not lose them."""
-    new, kept = item.write.new, item.kept
-    if new is None or kept is None:
-        return
-    with contextlib.suppress(OSError):
+def _put_back(item: _Placed) -> None:
+    """Give a replaced or deleted file its name back: its bytes as they are now (read from
+    the descriptor still open on it, with any lines appended to its replacement since),
+    and its permission bits."""
+    found = item.write.found
+    assert found is not None
+    size = os.fstat(found.fd).st_size
+    content = os.pread(found.fd, max(size, len(found.data)) + 1, 0)
+    new = item.write.new
+    if new is not None:
         fd = os.open(item.name, _READ_FLAGS, dir_fd=item.dir_fd)
         try:
             now = os.pread(fd, len(new) + MAX_CARRIED, 0)
         finally:
             os.close(fd)
         if len(now) > len(new) and now.startswith(new):
-            out = os.open(kept, _APPEND_FLAGS, dir_fd=item.dir_fd)
-            try:
-                os.write(out, now[len(new) :])
-            finally:
-                os.close(out)
+            content += now[len(new) :]
+    spare = _spare_name()
+    fd = os.open(spare, _NEW_FLAGS, 0o600, dir_fd=item.dir_fd)
+    try:
+        view = memoryview(content)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fchmod(fd, stat.S_IMODE(found.info.st_mode))
+    finally:
+        os.close(fd)
+    os.rename(spare, item.name, src_dir_fd=item.dir_fd, dst_dir_fd=item.dir_fd)
 
 
 def _place_new(staged: str, name: str, dir_fd: int, shown: str) -> None:
@@ -366,31 +391,14 @@ def _place_new(staged: str, name: str, dir_fd: int, shown: str) -> None:
     os.unlink(staged, dir_fd=dir_fd)
 
 
-def _keep_aside(name: str, dir_fd: int) -> tuple[str, bool]:
-    """Give the file at `name` a spare name (its own is replaced next): a second link,
-    True, or where links cannot be made, the file renamed, False."""
-    spare = _spare_name()
-    try:
-        os.link(name, spare, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
-    except OSError as exc:
-        if exc.errno not in _NO_LINKS:
-            raise
-        os.rename(name, spare, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        return spare, False
-    return spare, True
-
-
 def _roll_back(placed: list[_Placed], made: list[tuple[int, str]]) -> None:
     for item in reversed(placed):
-        with contextlib.suppress(OSError):
-            if item.kept is not None and item.kept_linked and not item.swapped:
-                os.unlink(item.kept, dir_fd=item.dir_fd)
-            elif item.kept is not None:
-                if item.swapped:
-                    _carry_appends_back(item)
-                os.rename(item.kept, item.name, src_dir_fd=item.dir_fd, dst_dir_fd=item.dir_fd)
-            elif item.swapped:
-                os.unlink(item.name, dir_fd=item.dir_fd)
+        if item.swapped:
+            with contextlib.suppress(OSError):
+                if item.write.found is None:
+                    os.unlink(item.name, dir_fd=item.dir_fd)
+                else:
+                    _put_back(item)
         if item.staged is not None:
             with contextlib.suppress(OSError):
                 os.unlink(item.staged, dir_fd=item.dir_fd)

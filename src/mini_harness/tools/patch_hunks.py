@@ -70,14 +70,10 @@ def apply_hunks(shown: str, text: str, patch: FilePatch, placed: list[int] | Non
     does not fit. With `placed` (a reversal being worked out, whose result is checked by
     its hash), where each hunk went is appended to it, and a hunk is not refused for
     looking applied already or for lacking context."""
-    mentions_bom = any(
-        BOM in line for hunk in patch.hunks for line in (*hunk.old_lines, *hunk.new_lines)
-    )
-    bom = BOM if text.startswith(BOM) and not mentions_bom else ""
+    body = "".join("".join(hunk.old_lines) + "".join(hunk.new_lines) for hunk in patch.hunks)
+    bom = BOM if text.startswith(BOM) and BOM not in body else ""
     lines = split_lines(text.removeprefix(bom))
-    crlf_blind = not any(
-        "\r" in line for hunk in patch.hunks for line in (*hunk.old_lines, *hunk.new_lines)
-    )
+    crlf_blind = "\r" not in body
     for hunk in patch.hunks:
         if placed is None and not hunk.old_lines and lines and hunk.new_start - 1 != len(lines):
             # No line to find it by: only an append exactly where its numbers say (the

@@ -14,6 +14,7 @@ import attrs
 
 from mini_harness.errors import PatchSyntaxError
 
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
 _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f"}
 _ESCAPES.update({"v": "\v", "r": "\r"})
@@ -98,7 +99,9 @@ def unquote(name: str) -> str:
 
 def _quoted_token(text: str) -> tuple[str, str] | None:
     """(the quoted name at the start of `text`, the rest), or None when it has none."""
-    match = re.match(r'"(?:[^"\\]|\\.)*"', text)
+    if not text.startswith('"'):
+        return None
+    match = _QUOTED.match(text)
     return None if match is None else (match[0], text[match.end() :])
 
 
