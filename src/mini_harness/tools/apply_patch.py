@@ -2,7 +2,7 @@
 
 Every file of the patch is checked and its new content computed from the files as they
 are before anything is written (`patch_hunks` places the hunks as git does); then
-`patch_files` writes them through directory descriptors, or puts everything back. A
+`patch_writes` writes them through directory descriptors, or puts everything back. A
 conflict changes nothing and says which file and hunk failed, with the file's lines there.
 """
 
@@ -18,8 +18,9 @@ import attrs
 from mini_harness.errors import PatchConflictError, PatchSyntaxError, WorkspaceError
 from mini_harness.events import JsonObject
 from mini_harness.runtime.results import FileEffect, WithEffects, sha256_of
-from mini_harness.tools.patch_files import FileWrite, Found, PatchTree, commit
+from mini_harness.tools.patch_files import FileWrite, Found, PatchTree
 from mini_harness.tools.patch_hunks import BOM, apply_hunks
+from mini_harness.tools.patch_writes import commit
 from mini_harness.tools.read_file import decode_text
 from mini_harness.tools.unified_diff import EXECUTABLE, FilePatch, parse_patch
 from mini_harness.tools.workspace import Workspace, decodable_path, quote_path
