@@ -396,6 +396,12 @@ GIT_SHAPES = [
         {"d d/é.txt": (b"x\n", False)},
     ),
     (
+        "git's mnemonic prefixes (diff.mnemonicPrefix)",
+        {"m.txt": (b"a\nb\nc\n", False)},
+        "diff --git i/m.txt w/m.txt\n--- i/m.txt\n+++ w/m.txt\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",
+        {"m.txt": (b"a\nB\nc\n", False)},
+    ),
+    (
         "dos2unix",
         {"w.txt": (b"a\r\nb\r\n", False)},
         "--- a/w.txt\n+++ b/w.txt\n@@ -1,2 +1,2 @@\n-a\r\n-b\r\n+a\n+b\n",
