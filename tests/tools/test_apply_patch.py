@@ -235,6 +235,19 @@ class TestRefusals:
             runtime.dispatch("apply_patch", {"patch": moved})
         assert snapshot(ws) == before
 
+    def test_two_names_in_a_git_section_without_rename_lines_are_refused(
+        self, ws: Path, runtime: ToolRuntime
+    ) -> None:
+        """A git section whose ---/+++ name two files needs rename lines: without them it
+        is no silent rename (the approval prompt would not show one), and nothing changes."""
+        before = snapshot(ws)
+        moved = "diff --git a/notes.txt b/other.txt\n" + BAD_HUNK.replace(
+            "+++ b/notes.txt", "+++ b/other.txt"
+        )
+        with pytest.raises(ToolHandlerError, match="without git's `rename from`"):
+            runtime.dispatch("apply_patch", {"patch": moved})
+        assert snapshot(ws) == before
+
     def test_binary_patch_is_refused(self, runtime: ToolRuntime) -> None:
         """A git binary patch is refused with a message saying so."""
         patch = "diff --git a/x.png b/x.png\nBinary files a/x.png and b/x.png differ\n"

@@ -8,6 +8,7 @@ Paths lose their `a/` / `b/` (or any one-letter) prefix and git's C quoting.
 
 from __future__ import annotations
 
+import posixpath
 import re
 
 import attrs
@@ -124,7 +125,7 @@ def _plain_names(old_line: str, new_line: str, number: int) -> tuple[str | None,
     old, new = _header_name(old_line), _header_name(new_line)
     if old is None and new is None:
         raise PatchSyntaxError(f"line {number}: both sides are {DEV_NULL}")
-    if old is None or new is None or old == new:
+    if old is None or new is None or posixpath.normpath(old) == posixpath.normpath(new):
         return old, new
     if "/" in old and "/" in new and old.split("/", 1)[1] == new.split("/", 1)[1]:
         same = old.split("/", 1)[1]
@@ -166,9 +167,8 @@ def _mode(line: str, number: int) -> int:
 
 @attrs.define
 class _Section:
-    """What the headers of one file's section said so far."""
+    """What the headers of one file's git section said so far."""
 
-    git: bool
     old: str | None = None
     new: str | None = None
     old_mode: int | None = None
@@ -176,6 +176,7 @@ class _Section:
     created: bool = False
     deleted: bool = False
     copy: bool = False
+    moved: bool = False  # rename or copy lines were given
     names_given: bool = False  # by ---/+++ or rename/copy lines
 
 
@@ -212,7 +213,7 @@ def parse_patch(text: str) -> tuple[FilePatch, ...]:
 
 def _git_section(lines: list[str], start: int, patches: list[FilePatch]) -> int:
     names = _git_names(lines[start])
-    section = _Section(git=True)
+    section = _Section()
     i = start + 1
     while i < len(lines) and not lines[i].startswith(("diff --git ", "@@")):
         line = lines[i].rstrip("\r")
@@ -238,7 +239,7 @@ def _git_section(lines: list[str], start: int, patches: list[FilePatch]) -> int:
                     section.old = name
                 else:
                     section.new = name
-                section.names_given = True
+                section.names_given = section.moved = True
                 section.copy = section.copy or side == "copy"
         i += 1
     i, hunks = _parse_hunks(lines, i)
@@ -252,6 +253,16 @@ def _git_section(lines: list[str], start: int, patches: list[FilePatch]) -> int:
         section.new = None
     if section.old is None and section.new is None:
         raise PatchSyntaxError(f"line {start + 1}: both sides are {DEV_NULL}")
+    if (
+        section.old is not None
+        and section.new is not None
+        and posixpath.normpath(section.old) != posixpath.normpath(section.new)
+        and not section.moved
+    ):
+        raise PatchSyntaxError(
+            f"line {start + 1}: the section names two files ({section.old!r} and "
+            f"{section.new!r}) without git's `rename from` / `rename to` lines"
+        )
     patches.append(
         FilePatch(
             section.old,
@@ -277,7 +288,7 @@ def _body(lines: list[str], i: int, old_count: int, new_count: int) -> tuple[lis
         if tag == "\\":
             if not body:
                 raise PatchSyntaxError(f"line {i + 1}: a marker with no line before it")
-            body[-1] = body[-1][:-1]
+            body[-1] = body[-1].removesuffix("\n")
             i += 1
             continue
         if old >= old_count and new >= new_count:
