@@ -440,6 +440,12 @@ GIT_SHAPES = [
         {"b.txt": ("\ufeffONE\ntwo\n".encode(), False)},
     ),
     (
+        "a hunk at line 1 written without the file's BOM: the BOM is kept",
+        {"b.txt": ("\ufeffone\ntwo\n".encode(), False)},
+        "--- a/b.txt\n+++ b/b.txt\n@@ -1,2 +1,3 @@\n+zero\n one\n two\n",
+        {"b.txt": ("\ufeffzero\none\ntwo\n".encode(), False)},
+    ),
+    (
         "two equally good places: the lower one, as git and patch choose",
         {"t.txt": ((TWICE + "mid\n" + TWICE).encode(), False)},
         "--- a/t.txt\n+++ b/t.txt\n@@ -4,5 +4,5 @@\n a\n b\n-TARGET\n+CHANGED\n c\n d\n",
@@ -479,6 +485,11 @@ APPLIED_ONCE = [
         "a short context that is found again further down (-U1)",
         {"r.txt": b"a\nx\ny\nb\nx\ny\n"},
         "--- a/r.txt\n+++ b/r.txt\n@@ -2,2 +2,3 @@\n x\n+z\n y\n",
+    ),
+    (
+        "drop a repeated last line of a file with a BOM (-U0)",
+        {"b.txt": "\ufeffa\na\n".encode()},
+        "--- a/b.txt\n+++ b/b.txt\n@@ -2 +1,0 @@\n-a\n",
     ),
     (
         "unix2dos",

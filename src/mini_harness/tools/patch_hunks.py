@@ -6,8 +6,9 @@ places, the lower wins). A hunk that starts at line 1 (or 0) must match at the s
 the file, and one with no context after its last change must match at the end: this is
 what makes a second application of a patch fail. Lines must match exactly, with their
 line endings and a missing final newline; only a patch that has no `\\r` at all may also
-match a CRLF file's lines, its added lines then taking the file's CRLF. A UTF-8 BOM the
-patch does not mention is kept.
+match a CRLF file's lines, its added lines then taking the file's CRLF. A hunk at the
+start of a file written without the file's BOM (the patch has none) matches after it,
+and the BOM is kept.
 """
 
 from __future__ import annotations
@@ -71,20 +72,24 @@ def apply_hunks(shown: str, text: str, patch: FilePatch, placed: list[int] | Non
     its hash), where each hunk went is appended to it, and a hunk is not refused for
     looking applied already or for lacking context."""
     body = "".join("".join(hunk.old_lines) + "".join(hunk.new_lines) for hunk in patch.hunks)
-    bom = BOM if text.startswith(BOM) and BOM not in body else ""
-    lines = split_lines(text.removeprefix(bom))
+    bom_blind = text.startswith(BOM) and BOM not in body
     crlf_blind = "\r" not in body
+    lines = split_lines(text)
     for hunk in patch.hunks:
         if placed is None and not hunk.old_lines and lines and hunk.new_start - 1 != len(lines):
             # No line to find it by: only an append exactly where its numbers say (the
             # end, where git puts such a hunk) can be told from a second application.
             raise _conflict(shown, hunk, lines, hunk.new_start - 1, unplaced=True)
         old = list(hunk.old_lines)
-        pos = find_hunk(lines, old, hunk)
-        endings = None
-        if pos is None and crlf_blind and any(line.endswith("\r\n") for line in lines):
-            pos = find_hunk([_crlf_free(line) for line in lines], old, hunk)
-            endings = "\r\n"
+        pos, endings = _search(lines, old, hunk, crlf_blind)
+        unmarked = False
+        if pos is None and bom_blind and hunk.old_start <= 1 and lines[0].startswith(BOM):
+            # A hunk at the start written without the file's BOM: matched after it.
+            lines[0] = lines[0][1:]
+            pos, endings = _search(lines, old, hunk, crlf_blind)
+            unmarked = pos is not None
+            if not unmarked:
+                lines[0] = BOM + lines[0]
         if pos is None:
             raise _conflict(shown, hunk, lines, hunk.new_start - 1)
         expected = max(hunk.new_start - 1, 0)
@@ -99,7 +104,20 @@ def apply_hunks(shown: str, text: str, patch: FilePatch, placed: list[int] | Non
             # application, which a short context (-U1) would otherwise let through.
             raise _conflict(shown, hunk, lines, expected, applied=True)
         lines[pos : pos + len(old)] = _replacement(lines, pos, hunk, endings)
-    return bom + "".join(lines) if lines else ""
+        if unmarked and lines:
+            lines[0] = BOM + lines[0]
+    return "".join(lines)
+
+
+def _search(
+    lines: list[str], old: list[str], hunk: Hunk, crlf_blind: bool
+) -> tuple[int | None, str | None]:
+    """Where the hunk goes, and the line ending its added lines take (None: their own):
+    exactly, or for a patch without `\r`, in a CRLF file with its `\r` set aside."""
+    pos = find_hunk(lines, old, hunk)
+    if pos is None and crlf_blind and any(line.endswith("\r\n") for line in lines):
+        return find_hunk([_crlf_free(line) for line in lines], old, hunk), "\r\n"
+    return pos, None
 
 
 def _replacement(lines: list[str], pos: int, hunk: Hunk, endings: str | None) -> list[str]:
