@@ -33,6 +33,7 @@ def make_corpus(root: Path, files: int, events: int) -> int:
     from mini_harness.events import (
         RunStarted,
         ToolCalled,
+        ToolDefinition,
         ToolError,
         ToolFailed,
         ToolSucceeded,
@@ -43,7 +44,7 @@ def make_corpus(root: Path, files: int, events: int) -> int:
     root.mkdir(parents=True, exist_ok=True)
     per_file = max(4, events // files)
     rng = random.Random(7)
-    tools = ({"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}},)
+    tools = (ToolDefinition("echo", "Echo.", {"type": "object"}),)
     ts = "2026-01-01T00:00:00.000000Z"
     templates: list[tuple[bytes, int]] = []
     for index in range(min(TEMPLATES, files)):

@@ -70,9 +70,10 @@ def registry():
 
 
 def registry_options(where: Path) -> list[str]:
-    """Write TEST_TOOLS into `where`; the server options that load it."""
+    """Write TEST_TOOLS into `where`; the server options that load it (allowing its tools,
+    which say nothing of what they change: these tests are about the protocol)."""
     (where / "testtools.py").write_text(TEST_TOOLS)
-    return ["--registry", "testtools:registry"]
+    return ["--registry", "testtools:registry", "--approve", "auto"]
 
 
 class RawClient:

@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from mini_harness import ToolCallError, ToolRuntime, __version__
 from mini_harness.cli import cli
-from mini_harness.events import NullSink
+from mini_harness.events import NullSink, to_wire
 from mini_harness.runtime.context import estimate_tokens, pretty_json
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader
@@ -50,7 +50,7 @@ class TestSeedBehaviour:
         result = run("--context-report", "--tool", "echo", "--tool-input", HELLO)
         assert result.exit_code == 0
         # The definitions part is the default registry's tool list as the model sees it.
-        defs = estimate_tokens(pretty_json(default_registry().definitions_json()))
+        defs = estimate_tokens(pretty_json(to_wire(default_registry().list())))
         assert stable(result.stdout).splitlines()[4:] == [
             "",
             "Context Explorer",

@@ -88,7 +88,7 @@ class TestUndo:
         last = events[-1]
         assert isinstance(last, ToolSucceeded)
         assert last.effects is not None
-        assert {e["path"]: e["after"] for e in last.effects}["new.txt"] is None
+        assert {e.path: e.after for e in last.effects}["new.txt"] is None
 
     def test_a_file_that_moved_on_blocks_the_undo(
         self, applied: tuple[Path, Path, str, dict[str, bytes]]

@@ -67,7 +67,14 @@ class TestBadToolInput:
         assert session.finish()[0] == 0
         log = tmp_path / "t.jsonl"
         types = [orjson.loads(line)["type"] for line in log.read_bytes().splitlines()]
-        assert types[-4:] == ["ToolCalled", "ToolFailed", "ToolCalled", "ToolSucceeded"]
+        # The approval policy's decision comes before the call runs (echo: allowed).
+        assert types[-5:] == [
+            "ToolCalled",
+            "ToolFailed",
+            "ToolCalled",
+            "ApprovalDecided",
+            "ToolSucceeded",
+        ]
         assert TranscriptReader(log).problems == []
 
 

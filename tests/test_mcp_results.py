@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from mini_harness.cli import cli
 from mini_harness.errors import InvalidInputError, ToolHandlerError
 from mini_harness.mcp_server import error_result, list_tools_result, success_result
-from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.runtime import ToolRegistry, ToolRuntime, mcp_tool
 
 
 class TestResultShapes:
@@ -43,9 +43,9 @@ class TestResultShapes:
         assert error_result(crashed)["content"][0]["text"] == "Tool boom failed: ValueError: boom"
 
     def test_listing_is_the_registry_unchanged(self, registry: ToolRegistry) -> None:
-        """tools/list holds every definition exactly as ToolDefinition.to_mcp() renders it."""
+        """tools/list holds every definition exactly as mcp_tool renders it."""
         listing = list_tools_result(ToolRuntime(registry))
-        assert listing == {"tools": [d.to_mcp() for d in registry.list()]}
+        assert listing == {"tools": [mcp_tool(d) for d in registry.list()]}
         assert [t["name"] for t in listing["tools"]] == [d.name for d in registry.list()]
         (add,) = [t for t in listing["tools"] if t["name"] == "add"]
         assert add["annotations"] == {"readOnlyHint": True}

@@ -13,6 +13,8 @@ from typing import Any
 import orjson
 import pytest
 
+from mini_harness.runtime import mcp_tool
+
 pytest.importorskip(
     "mcp", reason="the mcp extra is not installed (pip install -e '.[dev,mcp]'); CI installs it"
 )
@@ -79,7 +81,7 @@ class TestOfficialClient:
         log, errlog = tmp_path / "t.jsonl", tmp_path / "stderr.txt"
         seen = anyio.run(sdk_session, log, errlog)
 
-        assert seen["tools"] == [d.to_mcp() for d in default_registry().list()]
+        assert seen["tools"] == [mcp_tool(d) for d in default_registry().list()]
 
         ok = seen["ok"]
         assert ok.is_error is False
@@ -103,7 +105,7 @@ class TestOfficialClient:
         assert reader.problems == []
         runs = [r.event for r in records if isinstance(r.event, RunStarted)]
         assert len(runs) == 1
-        assert list(runs[0].tools) == [d.to_json() for d in default_registry().list()]
+        assert list(runs[0].tools) == default_registry().list()
         assert call_events(records) == [
             ("ToolCalled", "echo", None),
             ("ToolSucceeded", "echo", None),
@@ -392,7 +394,7 @@ class TestListing:
         )
         listing = types.ListToolsResult.model_validate(list_tools_result(ToolRuntime(registry)))
         wire = listing.model_dump(by_alias=True, exclude_unset=True, mode="json")
-        assert wire["tools"] == [d.to_mcp() for d in registry.list()]
+        assert wire["tools"] == [mcp_tool(d) for d in registry.list()]
 
 
 class TestUsage:

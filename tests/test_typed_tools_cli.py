@@ -13,6 +13,7 @@ from click.testing import CliRunner, Result
 from mini_harness import Field, MemorySink, ToolRegistry, ToolRuntime
 from mini_harness.cli import cli
 from mini_harness.events import RunStarted
+from mini_harness.runtime import mcp_tool
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader
 
@@ -120,8 +121,8 @@ class TestRunStarted:
         ToolRuntime(typed_registry(), sink).start()
         started = sink.events[1]
         assert isinstance(started, RunStarted)
-        assert _area(list(started.tools))["inputSchema"] == AREA_INPUT
-        assert _area(list(started.tools))["outputSchema"] == AREA_OUTPUT
+        assert _area([mcp_tool(d) for d in started.tools])["inputSchema"] == AREA_INPUT
+        assert _area([mcp_tool(d) for d in started.tools])["outputSchema"] == AREA_OUTPUT
 
     def test_jsonl_transcript_round_trips_the_derived_schemas(self, tmp_path: Path) -> None:
         """A transcript read back has the same derived schemas in RunStarted."""
@@ -130,8 +131,8 @@ class TestRunStarted:
             ToolRuntime(typed_registry(), log).dispatch("area", {"width": 2})
         events = [record.event for record in TranscriptReader(path)]
         started = next(e for e in events if isinstance(e, RunStarted))
-        assert _area(list(started.tools))["inputSchema"] == AREA_INPUT
-        assert _area(list(started.tools))["outputSchema"] == AREA_OUTPUT
+        assert _area([mcp_tool(d) for d in started.tools])["inputSchema"] == AREA_INPUT
+        assert _area([mcp_tool(d) for d in started.tools])["outputSchema"] == AREA_OUTPUT
 
 
 class TestReadme:

@@ -40,6 +40,9 @@ from mini_harness.runtime import (
     ToolRegistry,
     ToolResult,
     ToolRuntime,
+    anthropic_tool,
+    mcp_tool,
+    openai_tool,
 )
 
 __all__ = [
@@ -74,4 +77,7 @@ __all__ = [
     "UnknownToolError",
     "WorkspaceError",
     "__version__",
+    "anthropic_tool",
+    "mcp_tool",
+    "openai_tool",
 ]

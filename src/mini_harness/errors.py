@@ -193,6 +193,42 @@ class TranscriptWriteError(TranscriptError):
     """Appending failed; the log was cut back to its last whole line, or marked unusable."""
 
 
+class EventTooLargeError(TranscriptWriteError):
+    """An event's line is over the writer's size cap and cannot be shrunk: nothing was
+    written, and the writer goes on."""
+
+
+class RunContinuedError(MiniHarnessError):
+    """Run `run_id` was already continued (resumed) by run `by`: a run is continued once."""
+
+    def __init__(self, run_id: str, by: str) -> None:
+        super().__init__(
+            f"run {run_id} was already resumed by run {by}, and a run is continued only "
+            f"once: resume run {by} instead, or branch run {run_id} off with "
+            f"`mini-harness fork --run {run_id} --at-step N`"
+        )
+        self.run_id = run_id
+        self.by = by
+
+
+class RunInProgressError(MiniHarnessError):
+    """Run `run_id` is still being written by another process (`changed`: it recorded more
+    while its history was read), so it cannot be continued now."""
+
+    def __init__(self, run_id: str, *, changed: bool) -> None:
+        what = (
+            "recorded more events while its history was being read"
+            if changed
+            else "is still running in another process"
+        )
+        super().__init__(
+            f"run {run_id} {what}: resume it once that process has ended "
+            "(a call still running looks exactly like one in doubt)"
+        )
+        self.run_id = run_id
+        self.changed = changed
+
+
 class RedactionError(MiniHarnessError):
     """A redaction setting cannot be used (e.g. a pattern that is not a valid regex)."""
 
@@ -217,6 +253,11 @@ class PatchConflictError(WorkspaceError):
     adds exists, a file changed while the patch was applied); nothing was changed."""
 
 
+class GitError(WorkspaceError):
+    """git could not answer (not a repository, one leading outside the workspace, a
+    timeout)."""
+
+
 class InvalidPatternError(MiniHarnessError):
     """A search pattern is not a valid regular expression."""
 
@@ -230,6 +271,10 @@ class InvalidPatternError(MiniHarnessError):
 
 class ReplayError(MiniHarnessError):
     """Replay could not start: a bad run selection, registry spec or output path."""
+
+
+class ResumeError(MiniHarnessError):
+    """A run cannot be continued as asked; the message says why."""
 
 
 class OutputError(Exception):

@@ -2,7 +2,8 @@
 
 One server process serves one MCP session, and one session is one run: `RunStarted` is
 recorded when serving begins and every `tools/call` appends `ToolCalled` and a terminal
-event through `ToolRuntime.dispatch_async`, exactly as the CLI does.
+event through `ToolRuntime.dispatch_async`, exactly as the CLI does. The runtime's
+approver decides each call; `ElicitingPrompter` lets it ask the client's user.
 
 The `mcp` SDK is an optional extra: only `build_server` and `serve_stdio` import it.
 """
@@ -11,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import fcntl
 import functools
 import os
 import signal
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import orjson
 
@@ -26,11 +28,66 @@ from mini_harness.errors import MiniHarnessError, OutputError, ToolCallError, Un
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.mcp_wire import INTERNAL_ERROR, INVALID_PARAMS, GuardedLines, GuardError, Wire
 from mini_harness.runtime import ToolRuntime
+from mini_harness.runtime.definitions import mcp_tool
 
 if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
 
 SERVER_NAME = "mini-harness"
+
+# The tools/call request being served, for the prompter that asks its client's user.
+_REQUEST: contextvars.ContextVar[ServerRequestContext[Any] | None] = contextvars.ContextVar(
+    "mini_harness_mcp_request", default=None
+)
+_CHOICES: Final = ("yes", "session", "no")
+APPROVAL_FORM: Final[JsonObject] = {
+    "type": "object",
+    "properties": {
+        "decision": {
+            "type": "string",
+            "title": "Run this call? (session: yes, and to the like for this session)",
+            "enum": list(_CHOICES),
+        }
+    },
+    "required": ["decision"],
+}
+"""The form an approval question is asked with (MCP elicitation, form mode)."""
+CANNOT_ASK: Final = (
+    "the MCP client cannot ask its user",
+    "the MCP client cannot ask its user (it does not support elicitation)",
+)
+
+
+class ElicitingPrompter:
+    """Asks the user of the MCP client whose tools/call is being decided, by elicitation:
+    the client shows them the call (escaped, as a terminal prompt would) and one choice.
+
+    A client that did not declare the elicitation capability (form mode) cannot be asked:
+    the approver then denies what it would have asked. Declining or dismissing the form is
+    a no.
+    """
+
+    def unable(self) -> tuple[str, str] | None:
+        request = _REQUEST.get()
+        if request is None or not request.session.can_send_request:
+            return CANNOT_ASK
+        declared = request.session.client_capabilities
+        elicitation = declared.elicitation if declared is not None else None
+        # An empty elicitation capability means form mode, as before modes were named.
+        if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+            return CANNOT_ASK
+        return None
+
+    async def ask(self, shown: str) -> Literal["yes", "no", "session"]:
+        request = _REQUEST.get()
+        if request is None:
+            return "no"
+        result = await request.session.elicit_form(
+            shown, APPROVAL_FORM, related_request_id=request.request_id
+        )
+        choice = (result.content or {}).get("decision") if result.action == "accept" else None
+        return "yes" if choice == "yes" else "session" if choice == "session" else "no"
 
 
 # --- result shapes (plain JSON, no SDK needed) ----------------------------------------
@@ -57,8 +114,8 @@ def error_result(error: ToolCallError | str) -> JsonObject:
 
 
 def list_tools_result(runtime: ToolRuntime) -> JsonObject:
-    """The `tools/list` result: each definition exactly as `ToolDefinition.to_mcp()` gives it."""
-    return {"tools": [definition.to_mcp() for definition in runtime.registry.list()]}
+    """The `tools/list` result: each definition exactly as `mcp_tool` gives it."""
+    return {"tools": [mcp_tool(definition) for definition in runtime.registry.list()]}
 
 
 async def call_result(runtime: ToolRuntime, name: str, arguments: JsonValue) -> JsonObject:
@@ -89,7 +146,6 @@ async def call_result(runtime: ToolRuntime, name: str, arguments: JsonValue) -> 
 def build_server(runtime: ToolRuntime) -> Server[Any]:
     """An MCP low-level server answering tools/list and tools/call from `runtime`."""
     from mcp import types
-    from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
 
@@ -106,10 +162,13 @@ def build_server(runtime: ToolRuntime) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         arguments: JsonValue = params.arguments if params.arguments is not None else {}
+        serving = _REQUEST.set(ctx)
         try:
             result = await call_result(runtime, params.name, arguments)
         except GuardError as exc:
             raise MCPError(exc.code, exc.message) from None
+        finally:
+            _REQUEST.reset(serving)
         return types.CallToolResult.model_validate(result)
 
     return Server(

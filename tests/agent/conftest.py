@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -8,6 +9,15 @@ import orjson
 import pytest
 
 from tests.agent.recorded_runs import LIST_READ_ANSWER, invoke, write_script
+
+
+@pytest.fixture(autouse=True)
+def _loopback_not_proxied(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loopback servers the tests start are reached directly, also on a machine whose
+    environment names a proxy (the providers' SDKs honour the proxy variables)."""
+    for name in ("NO_PROXY", "no_proxy"):
+        hosts = [os.environ.get(name, ""), "127.0.0.1", "localhost"]
+        monkeypatch.setenv(name, ",".join(host for host in hosts if host))
 
 
 @pytest.fixture(name="workspace")

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from mini_harness.events import RunOrigin
 from mini_harness.replay.fold import fold_agent_runs
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import (
@@ -140,7 +141,7 @@ class TestSideEffects:
         assert "diverged at step 3" in result.output
         assert "Live answer." in result.output
         original, live = fold_agent_runs(log)
-        assert live.forked_from == {"runId": original.run_id, "step": 3}
+        assert live.forked_from == RunOrigin(original.run_id, 3)
         sent = live.steps[0].request.messages
         assert "second version" in sent[-1].content
         assert verify_transcript(log).problems() == []

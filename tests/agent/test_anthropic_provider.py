@@ -46,7 +46,7 @@ class TestRequests:
             {"role": "user", "content": [{"type": "text", "text": "Echo hi."}]}
         ]
         assert first["tools"] == [
-            {"name": "echo", "description": "Echoes text.", "input_schema": ECHO["inputSchema"]}
+            {"name": "echo", "description": "Echoes text.", "input_schema": ECHO.input_schema}
         ]
         assert (first["max_tokens"], second["max_tokens"]) == (DEFAULT_MAX_TOKENS, 99)
         assert server.presented_key(server.requests[0].headers) == KEY

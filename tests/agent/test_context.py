@@ -11,7 +11,6 @@ import orjson
 from mini_harness.agent import Message, ModelRequest, ToolCall
 from mini_harness.agent.context import (
     MAX_RULES_BYTES,
-    ProjectRules,
     load_project_rules,
     manual_tool_message,
     request_hash,
@@ -19,9 +18,10 @@ from mini_harness.agent.context import (
     system_message,
     trim_to_budget,
 )
+from mini_harness.events import ProjectRules, ToolDefinition
 from mini_harness.runtime.context import render_context_report
 
-TOOLS = ({"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}},)
+TOOLS = (ToolDefinition("echo", "Echo.", {"type": "object"}),)
 
 
 class TestProjectRules:
@@ -177,8 +177,11 @@ class TestRequestHash:
         messages = (Message("user", "a"), Message("assistant", "", tool_calls=(call,)))
         request = ModelRequest(messages, TOOLS, {"temperature": 0.2})
         canonical = orjson.dumps(
-            {"tools": list(TOOLS), "params": request.params,
-             "messages": [m.to_json() for m in messages]},
+            {"tools": [{"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}}],
+             "params": request.params,
+             "messages": [{"role": "user", "content": "a"},
+                          {"role": "assistant", "content": "",
+                           "toolCalls": [{"id": "c", "name": "echo", "arguments": "{}"}]}]},
             option=orjson.OPT_SORT_KEYS,
         )  # fmt: skip
         assert request_hash(request) == hashlib.sha256(canonical).hexdigest()
@@ -202,11 +205,11 @@ class TestTrim:
             trimmable_before=len(messages) - 2,
         )  # fmt: skip
         assert trim is not None
-        assert [entry["index"] for entry in trim.replaced] == [3, 5]
+        assert [entry.index for entry in trim.replaced] == [3, 5]
         assert trim.messages[1] == Message("user", "task")
         assert trim.messages[-1] == messages[-1]
         assert trim.tokens_after <= 1_500 < trim.tokens_before
-        assert trim.messages[3].content == trim.replaced[0]["content"]
+        assert trim.messages[3].content == trim.replaced[0].content
 
     def test_already_fits(self) -> None:
         """A request within the budget is left alone."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from mini_harness.events import RunOrigin
 from mini_harness.replay.fold import fold_agent_runs
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import assert_valid_histories, invoke, write_script
@@ -21,7 +22,7 @@ class TestFork:
         result = fork(readme_run, "--at-step", "2")
         assert result.exit_code == 0, result.output
         original, forked = fold_agent_runs(readme_run)
-        assert forked.forked_from == {"runId": original.run_id, "step": 2}
+        assert forked.forked_from == RunOrigin(original.run_id, 2)
         assert forked.steps[0].recorded_hash == original.steps[1].recorded_hash
         assert forked.final_text == "Forked answer."
 
@@ -56,7 +57,7 @@ class TestFork:
         first = fold_agent_runs(readme_run)[1]
         assert fork(readme_run, "--at-step", "1", "Second.", "--run", first.run_id).exit_code == 0
         runs = fold_agent_runs(readme_run)
-        assert runs[2].forked_from == {"runId": first.run_id, "step": 1}
+        assert runs[2].forked_from == RunOrigin(first.run_id, 1)
         report = verify_transcript(readme_run)
         assert (report.problems(), report.in_doubt) == ([], ())
         for run in runs:

@@ -14,6 +14,8 @@ from mini_harness.agent.loop import AgentConfig, AgentLoop, AgentOutcome
 from mini_harness.agent.script import ScriptProvider
 from mini_harness.events import (
     ModelFailed,
+    ModelFailure,
+    ModelIdentity,
     ModelRequested,
     ModelResponded,
     RunFinished,
@@ -107,7 +109,7 @@ class TestScriptedRun:
         log = tmp_path / "t.jsonl"
         run_logged(log, workspace, ScriptProvider(write_script(LIST_READ_ANSWER)))
         requested = [e for e in events(log) if isinstance(e, ModelRequested)]
-        assert [[m["role"] for m in e.messages] for e in requested] == [
+        assert [[m.role for m in e.messages] for e in requested] == [
             ["system", "user"],
             ["assistant", "tool"],
             ["assistant", "tool"],
@@ -132,9 +134,9 @@ class TestScriptedRun:
         run_logged(log, workspace, ScriptProvider(script), rules=rules, max_steps=5)
         started = next(e for e in events(log) if isinstance(e, RunStarted))
         assert started.task == "What is this project?"
-        assert started.model == {"provider": f"script:{script}", "name": script.name}
+        assert started.model == ModelIdentity(f"script:{script}", script.name)
         assert started.max_steps == 5
-        assert started.project_rules == (rules[0].to_json(),)
+        assert started.project_rules == (rules[0],)
 
 
 class TestFailedCalls:
@@ -184,7 +186,7 @@ class TestFailedCalls:
         assistant = provider.requests[1].messages[2]
         assert assistant.tool_calls[0].arguments == raw
         responded = next(e for e in events(log) if isinstance(e, ModelResponded))
-        assert responded.message["toolCalls"][0]["arguments"] == raw
+        assert responded.message.tool_calls[0].arguments == raw
         called = next(e for e in events(log) if isinstance(e, ToolCalled))
         assert called.input == raw
 
@@ -224,7 +226,7 @@ class TestStops:
         assert outcome.error is not None
         assert "has 1 response; the run asked for response 2" in outcome.error
         failed = [e for e in events(log) if isinstance(e, ModelFailed)]
-        assert [f.error["kind"] for f in failed] == ["invalid_response"]
+        assert [f.error.kind for f in failed] == ["invalid_response"]
 
     def test_retries_are_recorded(self, tmp_path: Path, workspace: Path) -> None:
         """Each failed attempt the provider retried is recorded as ModelFailed."""
@@ -242,7 +244,7 @@ class TestStops:
         kinds = [type(e).__name__ for e in events(log)][2:]
         assert kinds == ["ModelRequested", "ModelFailed", "ModelResponded", "RunFinished"]
         failed = next(e for e in events(log) if isinstance(e, ModelFailed))
-        assert failed.error == {"kind": "rate_limited", "status": 429, "message": "slow down"}
+        assert failed.error == ModelFailure("rate_limited", 429, "slow down")
 
     def test_interrupt_during_request(self, tmp_path: Path, workspace: Path) -> None:
         """Ctrl-C while waiting for the model ends the run as cancelled, cleanly recorded."""
@@ -258,7 +260,7 @@ class TestStops:
         assert outcome.stop_reason == "cancelled"
         tail = events(log)[-2:]
         assert isinstance(tail[0], ModelFailed)
-        assert tail[0].error["kind"] == "cancelled"
+        assert tail[0].error.kind == "cancelled"
         assert isinstance(tail[1], RunFinished)
         assert tail[1].stop_reason == "cancelled"
         assert verify_transcript(log).ok
@@ -306,7 +308,7 @@ class TestStops:
             run_logged(log, workspace, Abrupt())
         failed, finished = events(log)[-2:]
         assert isinstance(failed, ModelFailed)
-        assert failed.error["kind"] == "cancelled"
+        assert failed.error.kind == "cancelled"
         assert isinstance(finished, RunFinished)
         assert finished.stop_reason == "cancelled"
         assert verify_transcript(log).ok

@@ -57,7 +57,7 @@ class TestRequests:
                 "function": {
                     "name": "echo",
                     "description": "Echoes text.",
-                    "parameters": ECHO["inputSchema"],
+                    "parameters": ECHO.input_schema,
                 },
             }
         ]

@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from mini_harness.agent.resume import INTERRUPTED_RESULT
+from mini_harness.events import RunOrigin
 from mini_harness.replay.fold import fold_agent_runs
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import (
@@ -79,7 +80,7 @@ class TestRebuiltHistory:
         result = recorded.resume(log)
         assert result.exit_code == 0, result.output
         resumed = new_run(log)
-        assert resumed.resumed_from == {"runId": recorded.run.run_id, "step": 2}
+        assert resumed.resumed_from == RunOrigin(recorded.run.run_id, 2)
         assert resumed.steps[0].recorded_hash == recorded.run.steps[2].recorded_hash
         assert (resumed.stop_reason, resumed.final_text) == ("final", "Done.")
         assert executions(recorded.side_file) == {}
@@ -175,7 +176,7 @@ class TestChains:
         result = recorded.resume(second)
         assert result.exit_code == 0, result.output
         runs = fold_agent_runs(second)
-        assert runs[-1].resumed_from == {"runId": runs[1].run_id, "step": 0}
+        assert runs[-1].resumed_from == RunOrigin(runs[1].run_id, 0)
         sent = runs[-1].steps[0].request.messages
         assert [m.content for m in sent[-2:]] == [INTERRUPTED_RESULT.format(name="slow")] * 2
         assert executions(recorded.side_file) == {"slow 3": 1}
@@ -210,7 +211,7 @@ class TestFinishedRuns:
         sent = resumed.steps[0].request.messages
         assert [m.role for m in sent[-2:]] == ["assistant", "user"]
         assert (sent[-2].content, sent[-1].content) == ("Done.", "Say more")
-        assert resumed.resumed_from == {"runId": recorded.run.run_id, "step": 3}
+        assert resumed.resumed_from == RunOrigin(recorded.run.run_id, 3)
 
     def test_answer_without_run_finished(self, recorded: Recorded, tmp_path: Path) -> None:
         """A run killed after its final answer was recorded ends with that answer, without
@@ -227,7 +228,7 @@ class TestFinishedRuns:
         for follow_up in ("One", "Two"):
             assert recorded.resume(recorded.full, follow_up).exit_code == 0
         runs = fold_agent_runs(recorded.full)
-        assert [run.resumed_from["runId"] if run.resumed_from else None for run in runs] == [
+        assert [run.resumed_from.run_id if run.resumed_from else None for run in runs] == [
             None,
             runs[0].run_id,
             runs[1].run_id,
@@ -290,3 +291,57 @@ class TestErrors:
         result = invoke(args)
         assert result.exit_code == 2
         assert message in result.output
+
+
+class TestInDoubtCalls:
+    def test_retry_never_repeats_a_finished_call(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With --retry-in-doubt, of two read-only calls of one answer only the one in doubt
+        runs again; the one that had finished keeps its recorded result."""
+        monkeypatch.chdir(tmp_path)
+        spec, side_file, _ = counting_registry(tmp_path)
+        full, log = tmp_path / "full.jsonl", tmp_path / "t.jsonl"
+        both = [{"name": "look", "arguments": {"n": 1}}, {"name": "look", "arguments": {"n": 2}}]
+        looks: list[dict[str, Any]] = [{"toolCalls": both}, {"text": "Done."}]
+        model = write_script(tmp_path / "script.json", looks)
+        assert invoke(["run", "Task", "--model", model, "--registry", spec, "--log",
+                       str(full)]).exit_code == 0  # fmt: skip
+        cut_after(full, log, "ToolCalled", 2)  # look 1 ended, look 2 in doubt
+        side_file.unlink()
+        rest = write_script(tmp_path / "rest.json", [{"text": "Done."}])
+        result = invoke(["resume", str(log), "--retry-in-doubt", "--model", rest,
+                         "--registry", spec])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert executions(side_file) == {"look 2": 1}
+        sent = new_run(log).steps[0].request.messages
+        assert [(m.tool_call_id, m.is_error) for m in sent[-2:]] == [
+            ("call_1_1", False),
+            ("call_1_2", False),
+        ]
+
+    def test_a_call_in_doubt_before_the_first_request_is_closed(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A run killed during its `--tool` call (before any request) resumes from its
+        task, and that call, outside any step, is closed as interrupted too."""
+        monkeypatch.chdir(tmp_path)
+        spec, side_file, _ = counting_registry(tmp_path)
+        full, log = tmp_path / "full.jsonl", tmp_path / "t.jsonl"
+        model = write_script(tmp_path / "script.json", [{"text": "Done."}])
+        assert invoke(["run", "Task", "--tool", "slow", "--tool-input", '{"n": 7}', "--model",
+                       model, "--registry", spec, "--log", str(full), "--approve",
+                       "auto"]).exit_code == 0  # fmt: skip
+        cut_after(full, log, "ToolCalled", 1)
+        call_id = verify_transcript(log).in_doubt[0].call_id
+        result = recorded_resume(log, spec, tmp_path)
+        assert result.exit_code == 0, result.output
+        assert f"Closed in-doubt call {call_id} (slow) as interrupted" in result.output
+        report = verify_transcript(log)
+        assert (report.problems(), report.in_doubt) == ([], ())
+        assert executions(side_file) == {"slow 7": 1}  # the first run's, never again
+
+
+def recorded_resume(log: Path, spec: str, directory: Path) -> Any:
+    rest = write_script(directory / "rest.json", [{"text": "Done."}])
+    return invoke(["resume", str(log), "--model", rest, "--registry", spec])

@@ -3,7 +3,9 @@ responses read back, every failed attempt reported, errors mapped, keys never sh
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import attrs
 import pytest
@@ -39,12 +41,21 @@ class Wire:
     malformed: tuple[Raw, ...]  # 200s whose JSON body has the wrong shape
 
     def provider(
-        self, *, max_retries: int = 2, timeout: float = 5.0, key: str = KEY
-    ) -> SdkProvider:
+        self,
+        *,
+        max_retries: int = 2,
+        timeout: float = 5.0,
+        key: str = KEY,
+        base_url: str | None = None,
+    ) -> SdkProvider[Any, Any, Any]:
+        """The provider of this format, for the server (or `base_url`: a URL on the server's
+        path that only a proxy can reach)."""
+        if base_url is not None:
+            base_url += self.server.prefix
         if isinstance(self.server, OpenAIWireServer):
             return OpenAICompatibleProvider(
                 "test-model",
-                base_url=self.server.base_url,
+                base_url=base_url or self.server.base_url,
                 api_key=key,
                 max_retries=max_retries,
                 timeout=timeout,
@@ -52,7 +63,7 @@ class Wire:
         return AnthropicProvider(
             "claude-test",
             api_key=key,
-            base_url=self.server.base_url,
+            base_url=base_url or self.server.base_url,
             max_retries=max_retries,
             timeout=timeout,
         )
@@ -93,6 +104,13 @@ class TestRequests:
         """A parameter the provider does not know is refused before anything is sent."""
         request = ModelRequest(TASK.messages, params={"temprature": 0.2})
         with pytest.raises(MiniHarnessError, match="Unknown model parameter 'temprature'"):
+            wire.provider().complete(request)
+        assert wire.server.requests == []
+
+    def test_parameter_of_the_wrong_type_is_a_clear_error(self, wire: Wire) -> None:
+        """A parameter value of the wrong type is refused before anything is sent."""
+        request = ModelRequest(TASK.messages, params={"maxTokens": "lots"})
+        with pytest.raises(MiniHarnessError, match="'maxTokens' must be a positive integer"):
             wire.provider().complete(request)
         assert wire.server.requests == []
 
@@ -142,6 +160,23 @@ class TestErrors:
         assert [(e.kind, e.status, e.attempt) for e in retries] == [("rate_limited", 429, 1)]
         assert "Rate limit reached, slow down" in retries[0].message
 
+    def test_retry_after_is_waited_for(self, wire: Wire) -> None:
+        """The wait a 429 asks for is kept before the next attempt."""
+        wire.server.script(Failure(429, "slow down", retry_after="0.6"), Turn(text="fine"))
+        started = time.monotonic()
+        assert wire.provider().complete(TASK).message.content == "fine"
+        assert 0.6 <= time.monotonic() - started < 3
+
+    def test_retry_after_too_long_is_not_waited_for(self, wire: Wire) -> None:
+        """A server that asks for more than a minute's wait gets no retry: the rate limit is
+        the final failure, at once."""
+        wire.server.script(Failure(429, "come back tomorrow", retry_after="86400"))
+        retries: list[ModelError] = []
+        with pytest.raises(ModelError, match="come back tomorrow") as raised:
+            wire.provider().complete(TASK, on_retry=retries.append)
+        assert (raised.value.kind, raised.value.attempt, retries) == ("rate_limited", 1, [])
+        assert len(wire.server.requests) == 1
+
     def test_server_errors_until_giving_up(self, wire: Wire) -> None:
         """Server errors: every retried attempt is reported, then the last one raises
         http_error with the server's message."""
@@ -174,17 +209,20 @@ class TestErrors:
             wire.provider(key=wrong).complete(TASK)
         assert (raised.value.kind, raised.value.status) == ("auth", 401)
         assert wrong not in str(raised.value)
-        assert "Incorrect API key provided: [redacted]" in raised.value.message
+        assert "Incorrect API key provided: [REDACTED]" in raised.value.message
 
     def test_key_never_appears_in_retries_or_the_final_error(self, wire: Wire) -> None:
-        """Even a server that puts the key in its error messages cannot leak it through us."""
-        wire.server.script(*[Failure(503, f"overloaded (key {KEY})")] * 2)
+        """Even a server that puts the key in its error messages, as is or upper-cased,
+        cannot leak it through us."""
+        wire.server.script(
+            Failure(503, f"overloaded (key {KEY})"), Failure(503, f"overloaded ({KEY.upper()})")
+        )
         retries: list[ModelError] = []
         with pytest.raises(ModelError) as raised:
             wire.provider(max_retries=1).complete(TASK, on_retry=retries.append)
         messages = [e.message for e in retries] + [raised.value.message, str(raised.value)]
         assert len(messages) == 3
-        assert all(KEY not in m and "[redacted]" in m for m in messages)
+        assert all(KEY.lower() not in m.lower() and "[REDACTED]" in m for m in messages)
 
     def test_stream_cut_mid_way_is_an_invalid_response(self, wire: Wire) -> None:
         """A stream that stops before its end is a clear invalid_response, after the text
@@ -207,6 +245,17 @@ class TestErrors:
 
         with pytest.raises(KeyboardInterrupt):
             wire.provider().complete(TASK, on_text=interrupt)
+
+    def test_a_bug_in_the_callers_code_is_not_a_model_error(self, wire: Wire) -> None:
+        """An error raised by our own code while a response is read (here the on_text
+        callback) reaches the caller as it is, not disguised as an invalid response."""
+        wire.server.script(Turn(text="some text"))
+
+        def broken(_: str) -> None:
+            raise TypeError("a bug in the printer")
+
+        with pytest.raises(TypeError, match="a bug in the printer"):
+            wire.provider().complete(TASK, on_text=broken)
 
     def test_body_cut_mid_way_is_retried_and_reported(self, wire: Wire) -> None:
         """A whole-JSON body that breaks off is retried by the SDK, and the attempt reported."""
@@ -253,3 +302,47 @@ class TestErrors:
         with pytest.raises(ModelError, match="Could not reach the model server") as raised:
             provider.complete(TASK)
         assert (raised.value.kind, raised.value.status) == ("http_error", None)
+
+
+class TestProxies:
+    """The SDKs' HTTP client reads the standard proxy variables, as for any user of the SDK."""
+
+    def test_http_proxy_carries_the_request(
+        self, wire: Wire, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With HTTP_PROXY set, the request goes to the proxy, which is asked for the whole
+        URL of a host the test machine cannot resolve (here the server plays the proxy)."""
+        host, port = wire.server.base_url.split("//")[1].split("/")[0].split(":")
+        monkeypatch.setenv("HTTP_PROXY", f"http://{host}:{port}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        wire.server.script(Turn(text="through the proxy"))
+        response = wire.provider(base_url="http://model.invalid").complete(TASK)
+        assert response.message.content == "through the proxy"
+        (request,) = wire.server.requests
+        assert request.path == f"http://model.invalid{type(wire.server).path}"
+
+    def test_https_proxy_is_asked_for_a_tunnel(
+        self, wire: Wire, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With HTTPS_PROXY set, an https server is reached through a tunnel the proxy is
+        asked for; a proxy that refuses it means the server cannot be reached."""
+        host, port = wire.server.base_url.split("//")[1].split("/")[0].split(":")
+        monkeypatch.setenv("HTTPS_PROXY", f"http://{host}:{port}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        with pytest.raises(ModelError, match="Could not reach the model server") as raised:
+            wire.provider(base_url="https://model.invalid", max_retries=0).complete(TASK)
+        assert raised.value.kind == "http_error"
+        assert [r.path for r in wire.server.requests] == ["model.invalid:443"]
+
+    def test_no_proxy_reaches_a_loopback_server_directly(
+        self, wire: Wire, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Proxy variables that point nowhere do not stop a server NO_PROXY names."""
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+            monkeypatch.setenv(name, "http://127.0.0.1:9")
+        monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+        wire.server.script(Turn(text="direct"))
+        assert wire.provider(max_retries=0).complete(TASK).message.content == "direct"
+        assert wire.server.requests[0].path == type(wire.server).path

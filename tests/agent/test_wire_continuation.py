@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import cut_after, invoke
-from tests.agent.wire_servers import OpenAIWireServer, Turn
+from tests.agent.wire_servers import Failure, OpenAIWireServer, Turn
 
 TURNS = (
     Turn(text="Looking.", tool_calls=(("c1", "list_files", "{}"),)),
@@ -70,3 +72,30 @@ class TestResumeThroughTheServer:
             assert server.rejections == []
             assert len(server.requests) == 1
         assert fold_agent_runs(log)[-1].final_text == "Resumed."
+
+
+class TestFaultsThroughTheServer:
+    def test_every_failed_attempt_is_recorded(self, readme_ws: Path, tmp_path: Path) -> None:
+        """A rate limit and a server error before the answer are each one ModelFailed, with
+        the server's status and message and the attempt's number; the log verifies."""
+        log = tmp_path / "t.jsonl"
+        with OpenAIWireServer() as server:
+            server.script(
+                Failure(429, "Rate limit reached"),
+                Failure(503, "Overloaded"),
+                Turn(text="Done."),
+            )
+            result = invoke(["run", "Go.", "--model", "openai:gpt-4o-mini", "--log", str(log)],
+                            env=server_env(server))  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert result.output.count("retrying") == 2
+        events = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+        failed = [(e["attempt"], e["error"]) for e in events if e["type"] == "ModelFailed"]
+        assert failed == [
+            (1, {"kind": "rate_limited", "status": 429,
+                 "message": "Model request failed with HTTP 429: Rate limit reached"}),
+            (2, {"kind": "http_error", "status": 503,
+                 "message": "Model request failed with HTTP 503: Overloaded"}),
+        ]  # fmt: skip
+        assert [e["type"] for e in events].count("ModelResponded") == 1
+        assert verify_transcript(log).problems() == []

@@ -57,7 +57,7 @@ class AnthropicWireServer(WireServer):
                 )
             content.append({"type": "tool_use", "id": call_id, "name": name, "input": value})
         return {
-            "id": f"msg_{len(self.requests)}",
+            "id": turn.response_id or f"msg_{len(self.requests)}",
             "type": "message",
             "role": "assistant",
             "model": request["model"],
@@ -71,7 +71,8 @@ class AnthropicWireServer(WireServer):
         def event(name: str, data: JsonDict) -> bytes:
             return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
 
-        start = self.turn_json(Turn(input_tokens=turn.input_tokens), request)
+        opening = Turn(input_tokens=turn.input_tokens, response_id=turn.response_id)
+        start = self.turn_json(opening, request)
         start.update(content=[], stop_reason=None, usage={**self._usage(turn), "output_tokens": 1})
         out = [event("message_start", {"message": start}), event("ping", {})]
         # Each block: how it starts, its delta type and field, and the text streamed in it.
@@ -129,6 +130,7 @@ def validate_anthropic_messages(messages: object) -> str | None:
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"
     expected: list[str] = []  # tool_use ids of the previous assistant turn
+    used: set[str] = set()  # every tool_use id so far: the API wants them unique
     for n, message in enumerate(messages):
         role = message.get("role") if isinstance(message, dict) else None
         if role not in ("user", "assistant"):
@@ -175,7 +177,10 @@ def validate_anthropic_messages(messages: object) -> str | None:
                     return f"messages.{n}.content.{k}.input: Input should be an object"
                 if block["id"] in expected:
                     return f"messages.{n}.content.{k}: duplicate tool_use id {block['id']!r}"
+                if block["id"] in used:
+                    return f"messages.{n}.content.{k}: `tool_use` ids must be unique"
                 expected.append(block["id"])
+                used.add(block["id"])
     if expected:
         return "tool_use ids were found without tool_result blocks immediately after: " + ", ".join(
             sorted(expected)

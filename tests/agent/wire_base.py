@@ -11,6 +11,7 @@ import threading
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -30,6 +31,7 @@ class Turn:
     cached_tokens: int | None = None
     piece: int = 4  # characters per streamed text or argument fragment
     cut_after: int | None = None
+    response_id: str | None = None  # default: the format's own, numbered by request
 
 
 @attrs.frozen
@@ -96,7 +98,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
         wire.requests.append(RecordedRequest(self.path, headers, body))
-        if self.path.split("?")[0] != wire.path:
+        # A client sent here as to a proxy names the whole URL (`http://host/v1/...`).
+        if urlsplit(self.path).path != wire.path:
             self._json(404, wire.error_body(404, f"no route for {self.path}"))
             return
         if wire.api_key is not None and wire.presented_key(headers) != wire.api_key:
@@ -141,6 +144,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self._stream(events, reply.cut_after)
             else:
                 self._turn_json(whole, reply.cut_after)
+
+    def do_CONNECT(self) -> None:
+        """A client that tunnels through a proxy asks for one: recorded, and refused (the
+        server speaks no TLS)."""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.server.wire.requests.append(RecordedRequest(self.path, headers, {}))
+        self.close_connection = True
+        self._json(502, {"error": {"message": "loopback server: no tunnels"}})
 
     def _json(self, status: int, body: JsonDict, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body).encode()

@@ -51,7 +51,7 @@ class OpenAIWireServer(WireServer):
                 for i, n, a in turn.tool_calls
             ]
         return {
-            "id": f"chatcmpl-{len(self.requests)}",
+            "id": turn.response_id or f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
             "created": 1_700_000_000,
             "model": request["model"],
@@ -60,7 +60,7 @@ class OpenAIWireServer(WireServer):
         }
 
     def events(self, turn: Turn, request: JsonDict) -> list[bytes]:
-        response_id = f"chatcmpl-{len(self.requests)}"
+        response_id = turn.response_id or f"chatcmpl-{len(self.requests)}"
 
         def chunk(choices: list[JsonDict], **extra: Any) -> bytes:
             data = {

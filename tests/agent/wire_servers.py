@@ -27,6 +27,7 @@ from collections.abc import Callable
 import pytest
 
 from mini_harness.agent.provider import Message, ModelRequest
+from mini_harness.events import ToolDefinition
 from tests.agent.wire_anthropic import AnthropicWireServer, validate_anthropic_messages
 from tests.agent.wire_base import (
     Failure,
@@ -61,11 +62,9 @@ __all__ = [
 ]
 
 # What the provider tests send.
-ECHO = {
-    "name": "echo",
-    "description": "Echoes text.",
-    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
-}
+ECHO = ToolDefinition(
+    "echo", "Echoes text.", {"type": "object", "properties": {"text": {"type": "string"}}}
+)
 TASK = ModelRequest(
     messages=(Message("system", "You are terse."), Message("user", "Echo hi.")),
     tools=(ECHO,),

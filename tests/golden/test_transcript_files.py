@@ -67,7 +67,7 @@ class TestV1Fixture:
             ("2413da4645230dc6b9bb5b740982b5e3", "0.1.0"),
             ("6a2a9e47c940866f78d705e414ec161e", "0.1.0"),
         ]
-        assert [tool["name"] for tool in runs[0].tools] == ["echo", "boom", "slow", "nan", "add"]
+        assert [tool.name for tool in runs[0].tools] == ["echo", "boom", "slow", "nan", "add"]
         called = records[4].event
         assert isinstance(called, ToolCalled)
         assert called.input == {"text": 123}

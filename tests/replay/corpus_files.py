@@ -10,15 +10,17 @@ from mini_harness.events import (
     JsonObject,
     RunStarted,
     ToolCalled,
+    ToolDefinition,
     ToolError,
     ToolFailed,
     ToolSucceeded,
     TranscriptStarted,
+    to_wire,
 )
 from mini_harness.transcripts import encode_line, line_hash
 
 TS = "2026-01-01T00:00:00.000000Z"
-ECHO_TOOLS = ({"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}},)
+ECHO_TOOLS = (ToolDefinition("echo", "Echo.", {"type": "object"}),)
 
 # A call: (tool, error kind or None for success, durationMs); None durations: in doubt.
 Call = tuple[str, str | None, float | None]
@@ -79,7 +81,7 @@ def write_agent_run(
         {
             "runId": run_id,
             "harness": "0.1.0",
-            "tools": list(ECHO_TOOLS),
+            "tools": to_wire(ECHO_TOOLS),
             "task": "t",
             "model": model,
         },

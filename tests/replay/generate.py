@@ -21,7 +21,7 @@ TS = "2026-01-01T00:00:00.000000Z"
 
 def write_transcript(path: Path, events: int, *, runs: int = 2) -> None:
     """A transcript of about `events` events: header, `runs` runs, echo calls; every 10th fails."""
-    tools = tuple(default_registry().definitions_json())
+    tools = tuple(default_registry().list())
     per_run = max(1, (events - 1 - runs) // (2 * runs))
     seq = 0
     prev: str | None = None

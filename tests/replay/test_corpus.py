@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import itertools
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -87,6 +88,35 @@ class TestExpandPaths:
             f"no *.jsonl file under the directory {tmp_path / 'empty'}",
             None,  # a plain path is folded, and the fold says it is missing
         ]
+
+
+class TestLinkedDirectories:
+    @pytest.mark.parametrize("links", [("b/up",), ("b/up", "b/deep/top")])
+    def test_each_file_once_and_the_walk_ends(self, corpus: Path, links: tuple[str, ...]) -> None:
+        """Links back up the tree are not followed: `transcript verify DIR` and `replay
+        DIR` finish and list each transcript once (one link used to list every file 41
+        times; two never finished)."""
+        plain = [item.path for item in expand_paths([corpus])]
+        for link in links:
+            (corpus / link).symlink_to(corpus, target_is_directory=True)
+        for command in (["transcript", "verify"], ["replay"]):  # in a process: it may hang
+            done = subprocess.run(
+                [sys.executable, "-m", "mini_harness", *command, str(corpus), "--json"],
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
+            assert done.returncode in {1, 2}, done.stderr
+            files = [row["path"] for row in orjson.loads(done.stdout)["files"]]
+            assert sorted(files) == plain
+        assert [item.path for item in expand_paths([corpus])] == plain
+        assert [item.path for item in expand_paths([str(corpus / "**" / "*.jsonl")])] == plain
+
+    def test_a_linked_file_is_listed_once(self, corpus: Path) -> None:
+        """A file linked under a second name is one transcript, not two."""
+        (corpus / "b" / "again.jsonl").symlink_to(corpus / "a1.jsonl")
+        found = [Path(item.path).name for item in expand_paths([corpus])]
+        assert found.count("a1.jsonl") + found.count("again.jsonl") == 1
 
 
 class TestCorpusReport:

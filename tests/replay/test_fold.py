@@ -9,7 +9,7 @@ from click.testing import CliRunner, Result
 from mini_harness import ToolCallError, ToolRuntime
 from mini_harness.cli import cli
 from mini_harness.errors import TranscriptCorruptError
-from mini_harness.events import ApprovalDecided, ToolCalled, ToolSucceeded
+from mini_harness.events import ApprovalDecided, FileEffect, ToolCalled, ToolSucceeded
 from mini_harness.replay import CallRecord, TranscriptFold, fold_transcript
 from mini_harness.replay.fold import fold_effects
 from mini_harness.runtime import display_failure
@@ -211,7 +211,7 @@ class TestEffects:
     def test_effects_and_decisions(self, log: Path) -> None:
         """A call that changed files carries its effects, held and streamed alike; the
         approvals are the fold's decisions."""
-        effects = ({"path": "a.txt", "before": None, "after": "ab" * 32},)
+        effects = (FileEffect("a.txt", None, "ab" * 32),)
         decided = ApprovalDecided(TS, "b" * 32, "bbbbbbbbbbbb-9", "echo", "approved", "policy", "r")
         _append(
             log,

@@ -69,7 +69,7 @@ class TestSuccess:
         ]
         run = sink.events[1]
         assert isinstance(run, RunStarted)
-        assert [t["name"] for t in run.tools] == [
+        assert [t.name for t in run.tools] == [
             "echo",
             "list_files",
             "read_file",

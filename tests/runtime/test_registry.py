@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from typing import ClassVar
 
+import orjson
 import pytest
 
 from mini_harness import (
@@ -17,7 +18,10 @@ from mini_harness import (
     ToolDefinition,
     ToolRegistry,
 )
+from mini_harness.events import to_wire
+from mini_harness.runtime import anthropic_tool, mcp_tool, openai_tool
 from mini_harness.tools import default_registry
+from mini_harness.transcripts.fields import structurer
 
 
 def _definition(name: str = "t", schema: object = None) -> ToolDefinition:
@@ -84,7 +88,7 @@ class TestList:
         listed = registry.list()
         assert [d.name for d in listed] == ["b", "a", "c"]
         assert all(isinstance(d, ToolDefinition) for d in listed)
-        assert "handler" not in str(registry.definitions_json())
+        assert "handler" not in str(to_wire(listed))
 
     def test_repr_is_short(self) -> None:
         """The registry's repr says how many tools it holds."""
@@ -103,9 +107,9 @@ class TestExportShapes:
     def test_each_shape_carries_name_description_schema(self) -> None:
         """MCP, OpenAI and Anthropic shapes each hold the same definition in their own keys."""
         (echo,) = [d for d in default_registry().list() if d.name == "echo"]
-        assert echo.to_mcp()["inputSchema"] == echo.input_schema
-        assert echo.to_mcp()["annotations"] == {"readOnlyHint": True, "idempotentHint": True}
-        assert echo.to_openai() == {
+        assert mcp_tool(echo)["inputSchema"] == echo.input_schema
+        assert mcp_tool(echo)["annotations"] == {"readOnlyHint": True, "idempotentHint": True}
+        assert openai_tool(echo) == {
             "type": "function",
             "function": {
                 "name": "echo",
@@ -113,7 +117,7 @@ class TestExportShapes:
                 "parameters": echo.input_schema,
             },
         }
-        assert echo.to_anthropic() == {
+        assert anthropic_tool(echo) == {
             "name": "echo",
             "description": echo.description,
             "input_schema": echo.input_schema,
@@ -122,7 +126,7 @@ class TestExportShapes:
     def test_definition_round_trips_through_json(self) -> None:
         """A definition written into RunStarted reads back equal."""
         (echo,) = [d for d in default_registry().list() if d.name == "echo"]
-        assert ToolDefinition.from_json(echo.to_json()) == echo
+        assert structurer(ToolDefinition)(orjson.loads(orjson.dumps(mcp_tool(echo)))) == echo
 
 
 # Registers each schema in a child process (a fetch holds the child's GIL, never the

@@ -20,6 +20,7 @@ from mini_harness import (
     ToolRuntime,
 )
 from mini_harness.events import ToolFailed, ToolSucceeded
+from mini_harness.runtime import anthropic_tool, mcp_tool, openai_tool
 
 
 class Color(enum.Enum):
@@ -320,7 +321,6 @@ class TestOutput:
     def test_output_schema_is_exported_to_mcp_only(self, registry: ToolRegistry) -> None:
         """MCP and mini-harness' own shape carry outputSchema; OpenAI and Anthropic do not."""
         definition = next(d for d in registry.list() if d.name == "move")
-        assert definition.to_mcp()["outputSchema"] == definition.output_schema
-        assert definition.to_json()["outputSchema"] == definition.output_schema
-        assert "outputSchema" not in str(definition.to_openai())
-        assert "output" not in str(definition.to_anthropic())
+        assert mcp_tool(definition)["outputSchema"] == definition.output_schema
+        assert "outputSchema" not in str(openai_tool(definition))
+        assert "output" not in str(anthropic_tool(definition))

@@ -14,6 +14,7 @@ import attrs
 
 from mini_harness import ToolRuntime
 from mini_harness.errors import ToolCallError, WorkspaceError
+from mini_harness.events import FileEffect
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import Workspace
 from mini_harness.tools.apply_patch import ApplyPatch
@@ -98,12 +99,12 @@ class Outcome:
         return self.tree is None
 
 
-def ours(root: Path, patch: str) -> tuple[Outcome, list[dict[str, object]]]:
+def ours(root: Path, patch: str) -> tuple[Outcome, list[FileEffect]]:
     try:
         result = tool_runtime(root).dispatch("apply_patch", {"patch": patch})
     except ToolCallError as exc:
         return Outcome(None, exc.message), []
-    effects = [dict(effect) for effect in result.effects or ()]
+    effects = list(result.effects or ())
     return Outcome(tree_of(root)), effects
 
 
@@ -114,7 +115,7 @@ def theirs(root: Path, patch: bytes) -> Outcome:
     return Outcome(tree_of(root))
 
 
-def undo(root: Path, patch: str, effects: list[dict[str, object]]) -> Outcome:
+def undo(root: Path, patch: str, effects: list[FileEffect]) -> Outcome:
     """The tree after undoing the applied `patch` as the undo command does."""
     try:
         reversal = patch_reversal(Workspace(root), patch, effects)

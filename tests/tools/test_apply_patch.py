@@ -13,7 +13,7 @@ import pytest
 
 from mini_harness import MemorySink, ToolRuntime
 from mini_harness.errors import InvalidInputError, ToolHandlerError
-from mini_harness.events import ToolSucceeded
+from mini_harness.events import FileEffect, ToolSucceeded
 from mini_harness.runtime import ToolAnnotations, ToolRegistry
 from mini_harness.tools import register_coding_tools
 
@@ -115,8 +115,8 @@ class TestApplying:
         after = hashlib.sha256(b"# New\ntext\n").hexdigest()
         succeeded = [e for e in sink.events if isinstance(e, ToolSucceeded)]
         assert succeeded[-1].effects == (
-            {"path": "docs/new.md", "before": None, "after": after},
-            {"path": "notes.txt", "before": before, "after": None},
+            FileEffect("docs/new.md", None, after),
+            FileEffect("notes.txt", before, None),
         )
 
     def test_hunk_found_at_an_offset(self, ws: Path, runtime: ToolRuntime) -> None:

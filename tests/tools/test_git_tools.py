@@ -15,6 +15,7 @@ from mini_harness.errors import ToolHandlerError
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
 from mini_harness.tools.git_tools import Git
+from mini_harness.tools.sandbox import bubblewrap
 from mini_harness.tools.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -49,10 +50,20 @@ def _repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "repo")
 
 
-def runtime_for(root: Path) -> ToolRuntime:
+def runtime_for(root: Path, *, sandbox: bool = False) -> ToolRuntime:
     registry = ToolRegistry()
-    register_coding_tools(registry, root, sandbox=False)
+    register_coding_tools(registry, root, sandbox=sandbox)
     return ToolRuntime(registry, MemorySink())
+
+
+MODES = [
+    pytest.param(False, id="unsandboxed"),
+    pytest.param(
+        True,
+        id="bubblewrap",
+        marks=pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here"),
+    ),
+]
 
 
 class TestGitStatus:
@@ -94,6 +105,56 @@ class TestGitStatus:
             git.status({})
 
 
+class TestStatusPaths:
+    def test_a_name_with_a_space_and_non_ascii_is_given_as_is(self, repo: Path) -> None:
+        """Paths are the file names, not git's C-quoted text, and feed back into git_diff."""
+        (repo / "d d").mkdir()
+        (repo / "d d" / "é.txt").write_text("one\n")
+        git(repo, "add", "d d/é.txt")
+        git(repo, "commit", "-qm", "named")
+        (repo / "d d" / "é.txt").write_text("two\n")
+        runtime = runtime_for(repo)
+        entries = runtime.dispatch("git_status", {}).output["entries"]
+        assert {"status": " M", "path": "d d/é.txt"} in entries
+        diff = runtime.dispatch("git_diff", {"path": "d d/é.txt"}).output["diff"]
+        assert "-one\n+two\n" in diff
+
+    def test_a_rename_names_both_paths(self, repo: Path) -> None:
+        """A staged rename is one entry with the new path and origPath, the old one."""
+        (repo / "c.txt").write_text("a file long enough to be found again\n")
+        git(repo, "add", "c.txt")
+        git(repo, "commit", "-qm", "c")
+        git(repo, "mv", "c.txt", "renamed c.txt")
+        entries = runtime_for(repo).dispatch("git_status", {}).output["entries"]
+        assert {"status": "R ", "path": "renamed c.txt", "origPath": "c.txt"} in entries
+        assert not any("->" in entry["path"] for entry in entries)
+
+    def test_a_cut_listing_holds_only_entries_git_printed(self, repo: Path) -> None:
+        """Over the output limit, status lists whole entries only (from the start) and says
+        it was truncated."""
+        names = {f"untracked-number-{i:04}.txt" for i in range(600)}
+        for name in names:
+            (repo / name).write_text("x\n")
+        out = Git(Workspace(repo), max_output=4000).status({})
+        assert out["truncated"] is True
+        paths = [entry["path"] for entry in out["entries"]]
+        assert paths
+        assert set(paths) <= names | {"a.txt", "b.txt", "new.txt"}
+        assert all(entry["status"] in (" M", "M ", "??") for entry in out["entries"])
+
+    def test_names_that_are_not_utf8_are_counted(self, repo: Path) -> None:
+        """An untracked file whose name is not UTF-8 is left out and counted, as the file
+        tools do."""
+        try:
+            with open(os.fsencode(repo) + b"/caf\xe9.txt", "wb") as latin1:
+                latin1.write(b"x\n")
+        except OSError as exc:
+            pytest.skip(f"this filesystem refuses names that are not UTF-8: {exc}")
+        out = runtime_for(repo).dispatch("git_status", {}).output
+        assert out["skippedUndecodable"] == 1
+        assert "new.txt" in [entry["path"] for entry in out["entries"]]
+
+
 class TestGitDiff:
     def test_shows_unstaged_changes(self, repo: Path) -> None:
         """The diff of the working tree is unified diff text of the changed file."""
@@ -114,10 +175,33 @@ class TestGitDiff:
         out = runtime_for(repo).dispatch("git_diff", {"path": "a.txt"}).output
         assert "deleted file mode" in out["diff"]
 
+    def test_path_in_a_deleted_directory(self, repo: Path) -> None:
+        """A file whose whole directory was deleted still shows its deletion, by its path
+        or by the directory's."""
+        (repo / "d").mkdir()
+        (repo / "d" / "x.txt").write_text("gone soon\n")
+        git(repo, "add", "d/x.txt")
+        git(repo, "commit", "-qm", "d")
+        shutil.rmtree(repo / "d")
+        runtime = runtime_for(repo)
+        for path in ("d/x.txt", "d"):
+            diff = runtime.dispatch("git_diff", {"path": path}).output["diff"]
+            assert "deleted file mode" in diff
+            assert "-gone soon\n" in diff
+
+    def test_bytes_that_are_not_utf8_are_said(self, repo: Path) -> None:
+        """A diff holding bytes that are not UTF-8 says so (they are shown as U+FFFD)."""
+        runtime = runtime_for(repo)
+        assert runtime.dispatch("git_diff", {}).output["invalidUtf8"] is False
+        (repo / "a.txt").write_bytes(b"one\ncaf\xe9\n")
+        out = runtime.dispatch("git_diff", {}).output
+        assert out["invalidUtf8"] is True
+        assert "+caf\ufffd\n" in out["diff"]
+
     def test_no_changes_is_empty(self, repo: Path) -> None:
         """An unchanged file's diff is empty and says so."""
         out = runtime_for(repo).dispatch("git_diff", {"path": "b.txt"}).output
-        assert out == {"diff": "", "empty": True, "truncated": False}
+        assert out == {"diff": "", "empty": True, "truncated": False, "invalidUtf8": False}
 
     @pytest.mark.parametrize("path", ["../outside.txt", "/etc/passwd", "a\0b"])
     def test_paths_outside_are_refused(self, repo: Path, path: str) -> None:
@@ -178,22 +262,168 @@ def plant_hostile_config(repo: Path, tmp_path: Path) -> Path:
     return marks
 
 
+def plant_filter_drivers(repo: Path, marker: Path) -> None:
+    """~400 filter drivers in .git/config, the one in the middle and one named `x=y`
+    writing `marker` (outside the workspace) when git runs them."""
+    drivers = []
+    for i in range(400):
+        clean = f"touch {marker}; cat" if i == 200 else "cat"
+        drivers.append(f'[filter "f{i}"]\n\tclean = {clean}\n\tsmudge = cat\n\trequired\n')
+        drivers.append(f"\tdescription = {'padding ' * 12}\n")
+    drivers.append(f'[filter "x=y"]\n\tclean = touch {marker}; cat\n\tprocess = touch {marker}\n')
+    with (repo / ".git" / "config").open("a") as config:
+        config.write("".join(drivers))
+    (repo / ".gitattributes").write_text("a.txt filter=f200\nb.txt filter=x=y\n")
+    for name in ("a.txt", "b.txt"):
+        os.utime(repo / name, (1, 1))
+
+
+class TestRepositoryConfigurationIsNeverRead:
+    @pytest.mark.parametrize("sandbox", MODES)
+    def test_many_filter_drivers_never_run(self, repo: Path, tmp_path: Path, sandbox: bool) -> None:
+        """However many filter drivers the configuration holds, and however they are
+        named, git_status and git_diff run none of them."""
+        marker = tmp_path / "marker"
+        plant_filter_drivers(repo, marker)
+        runtime = runtime_for(repo, sandbox=sandbox)
+        status = runtime.dispatch("git_status", {}).output
+        runtime.dispatch("git_diff", {})
+        runtime.dispatch("git_diff", {"staged": True})
+        assert not marker.exists()
+        assert {e["path"] for e in status["entries"]} >= {"a.txt", "b.txt"}
+
+    def test_the_planted_drivers_do_run_for_plain_git(self, repo: Path, tmp_path: Path) -> None:
+        """The same repository makes plain `git status` run a planted filter (the test
+        above bites)."""
+        marker = tmp_path / "marker"
+        plant_filter_drivers(repo, marker)
+        git(repo, "status", check=False)
+        assert marker.exists()
+
+    @pytest.mark.parametrize("sandbox", MODES)
+    def test_a_submodule_configuration_is_never_read(
+        self, repo: Path, tmp_path: Path, sandbox: bool
+    ) -> None:
+        """A submodule's own fsmonitor hook does not run: git never looks inside it."""
+        inner = make_repo(tmp_path / "inner")
+        git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "sub")
+        git(repo, "commit", "-qm", "submodule")
+        marker = tmp_path / "marker"
+        script = tmp_path / "fsmonitor"
+        script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+        script.chmod(0o755)
+        git(repo / "sub", "config", "core.fsmonitor", str(script))
+        (repo / "sub" / "a.txt").write_text("changed in the submodule\n")
+        runtime = runtime_for(repo, sandbox=sandbox)
+        runtime.dispatch("git_status", {})
+        runtime.dispatch("git_diff", {})
+        assert not marker.exists()
+
+    @pytest.mark.parametrize("sandbox", MODES)
+    def test_settings_that_describe_the_repository_are_kept(
+        self, tmp_path: Path, sandbox: bool
+    ) -> None:
+        """A SHA-256 repository is read, and core.fileMode=false still hides mode changes."""
+        root = tmp_path / "sha256"
+        root.mkdir()
+        git(root, "init", "-q", "--object-format=sha256", "-b", "main")
+        (root / "run.sh").write_text("echo\n")
+        git(root, "add", "run.sh")
+        git(root, "commit", "-qm", "start")
+        git(root, "config", "core.fileMode", "false")
+        (root / "run.sh").chmod(0o755)
+        out = runtime_for(root, sandbox=sandbox).dispatch("git_status", {}).output
+        assert out["clean"] is True
+        assert out["branch"] == "main"
+
+    @pytest.mark.parametrize("sandbox", MODES)
+    def test_diff_prefixes_are_gits_own(self, repo: Path, sandbox: bool) -> None:
+        """diff.mnemonicPrefix and diff.noprefix in the repository do not change the
+        a/ and b/ prefixes apply_patch reads."""
+        git(repo, "config", "diff.mnemonicPrefix", "true")
+        git(repo, "config", "diff.noprefix", "true")
+        diff = runtime_for(repo, sandbox=sandbox).dispatch("git_diff", {}).output["diff"]
+        assert diff.startswith("diff --git a/a.txt b/a.txt\n")
+        assert "--- a/a.txt\n+++ b/a.txt\n" in diff
+
+
+class TestRepositoryOutsideTheWorkspace:
+    @pytest.fixture(name="other")
+    def _other(self, tmp_path: Path) -> Path:
+        """Another repository, outside the workspace, with a committed secret."""
+        other = tmp_path / "other"
+        other.mkdir()
+        git(other, "init", "-q", "-b", "main")
+        (other / "secret.txt").write_text("other repository's secret\n")
+        git(other, "add", "secret.txt")
+        git(other, "commit", "-qm", "secret")
+        return other
+
+    @pytest.mark.parametrize("kind", ["gitdir-file", "symlink"])
+    def test_a_dot_git_leading_outside_is_refused(
+        self, tmp_path: Path, other: Path, kind: str
+    ) -> None:
+        """A `.git` file (`gitdir: ...`) or link to another repository is refused, and
+        nothing of that repository is shown."""
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        if kind == "symlink":
+            (ws / ".git").symlink_to(other / ".git")
+        else:
+            (ws / ".git").write_text(f"gitdir: {other / '.git'}\n")
+        for tool, tool_input in (
+            ("git_status", {}),
+            ("git_diff", {}),
+            ("git_diff", {"staged": True}),
+        ):
+            with pytest.raises(ToolHandlerError, match="leads outside the workspace") as raised:
+                runtime_for(ws).dispatch(tool, tool_input)
+            assert "secret" not in str(raised.value)
+
+    def test_a_gitdir_file_inside_the_workspace_works(self, tmp_path: Path) -> None:
+        """A `.git` file naming a git directory inside the workspace is followed."""
+        ws = make_repo(tmp_path / "ws")
+        (ws / ".git").rename(ws / ".real-git")
+        (ws / ".git").write_text("gitdir: .real-git\n")
+        out = runtime_for(ws).dispatch("git_diff", {}).output
+        assert "+TWO" in out["diff"]
+
+    def test_objects_leading_outside_are_refused(self, repo: Path, other: Path) -> None:
+        """An entry of the git directory linked outside, or an alternate object directory
+        outside, is refused."""
+        (repo / ".git" / "objects" / "info").mkdir(exist_ok=True)
+        (repo / ".git" / "objects" / "info" / "alternates").write_text(f"{other}/.git/objects\n")
+        with pytest.raises(ToolHandlerError, match="alternate object directory leads outside"):
+            runtime_for(repo).dispatch("git_diff", {"staged": True})
+        (repo / ".git" / "objects" / "info" / "alternates").unlink()
+        shutil.move(repo / ".git" / "refs", repo / "refs-moved")
+        (repo / ".git" / "refs").symlink_to(other / ".git" / "refs")
+        with pytest.raises(ToolHandlerError, match='"refs" entry leads outside'):
+            runtime_for(repo).dispatch("git_status", {})
+
+
 class TestHostileRepository:
-    def test_core_worktree_cannot_point_outside(self, repo: Path, tmp_path: Path) -> None:
+    @pytest.mark.parametrize("sandbox", MODES)
+    def test_core_worktree_cannot_point_outside(
+        self, repo: Path, tmp_path: Path, sandbox: bool
+    ) -> None:
         """A repository whose core.worktree names another directory still shows the workspace."""
         elsewhere = tmp_path / "elsewhere"
         elsewhere.mkdir()
         (elsewhere / "a.txt").write_text("secret from outside\n")
         git(repo, "config", "core.worktree", str(elsewhere))
-        diff = runtime_for(repo).dispatch("git_diff", {}).output["diff"]
+        diff = runtime_for(repo, sandbox=sandbox).dispatch("git_diff", {}).output["diff"]
         assert "secret from outside" not in diff
         assert "+TWO" in diff
         assert "secret from outside" in git(repo, "diff")  # plain git would show it
 
-    def test_no_configured_command_ever_runs(self, repo: Path, tmp_path: Path) -> None:
+    @pytest.mark.parametrize("sandbox", MODES)
+    def test_no_configured_command_ever_runs(
+        self, repo: Path, tmp_path: Path, sandbox: bool
+    ) -> None:
         """Pager, external diff, fsmonitor, textconv, diff drivers, filters, hooks: none run."""
         marks = plant_hostile_config(repo, tmp_path)
-        runtime = runtime_for(repo)
+        runtime = runtime_for(repo, sandbox=sandbox)
         runtime.dispatch("git_status", {})
         diff = runtime.dispatch("git_diff", {}).output
         runtime.dispatch("git_diff", {"staged": True})

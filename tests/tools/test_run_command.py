@@ -12,10 +12,10 @@ import pytest
 
 from mini_harness import MemorySink, ToolRuntime
 from mini_harness.errors import InvalidInputError, ToolHandlerError
-from mini_harness.events import ToolSucceeded
+from mini_harness.events import FileEffect, ToolSucceeded
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
-from mini_harness.tools.run_command import bubblewrap
+from mini_harness.tools.sandbox import PASSED_NAMES, bubblewrap
 
 NO_BWRAP = (
     "bubblewrap cannot run here: install the Debian package `bubblewrap` "
@@ -125,21 +125,44 @@ class TestRunning:
         assert "bytes left out" in stdout
         assert len(stdout) < 70_000
 
-    def test_environment_is_scrubbed(
+    def test_environment_is_built_from_an_allow_list(
         self, ws: Path, sandbox: bool, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """API keys, tokens, secrets and redacted variables never reach the command."""
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-1")
-        monkeypatch.setenv("GITHUB_TOKEN", "gh-1")
-        monkeypatch.setenv("MY_SECRET", "s-1")
-        monkeypatch.setenv("PLAIN_NAME", "redact-me")
-        monkeypatch.setenv("HARMLESS", "kept")
-        out = runtime_for(ws, sandbox=sandbox, redacted=("PLAIN_NAME",)).dispatch(
-            "run_command", {"argv": ["env"]}
+        """Only allow-listed variables reach the command, whatever the others are called
+        (secret-looking in any case, a socket, an innocuous name); a redacted one does not
+        even when allow-listed."""
+        passed = {"LANG": "C.UTF-8", "LC_TIME": "C", "TZ": "UTC", "HOME": "/home/someone"}
+        kept_out = {
+            "github_token": "gh-1",
+            "My_Api_Key": "k-1",
+            "OPENAI_API_KEY": "sk-1",
+            "SSH_AUTH_SOCK": "/tmp/ssh-x/agent.1",
+            "FOO": "innocuous",
+            "LC_REDACTED": "secret",
+        }
+        for name, value in {**passed, **kept_out}.items():
+            monkeypatch.setenv(name, value)
+        out = runtime_for(ws, sandbox=sandbox, redacted=("LC_REDACTED",)).dispatch(
+            "run_command", {"argv": ["env", "-0"]}
         )
-        names = {line.split("=", 1)[0] for line in out.output["stdout"].splitlines()}
-        assert "HARMLESS" in names
-        assert not names & {"OPENAI_API_KEY", "GITHUB_TOKEN", "MY_SECRET", "PLAIN_NAME"}
+        seen = dict(entry.split("=", 1) for entry in out.output["stdout"].split("\0") if entry)
+        assert {name: seen.get(name) for name in passed} == passed
+        assert not set(seen) & set(kept_out)
+        assert set(seen) <= PASSED_NAMES | {"TMPDIR", "PWD", "LC_TIME", "LANG"}
+
+    def test_a_command_that_closes_its_output_still_times_out(
+        self, ws: Path, sandbox: bool
+    ) -> None:
+        """A command that closes stdout and stderr and runs past its timeout is reported as
+        timed out, and killed."""
+        started = time.monotonic()
+        out = runtime_for(ws, sandbox=sandbox).dispatch(
+            "run_command",
+            {"argv": ["exec >&- 2>&-; sleep 30"], "shell": True, "timeout": 0.5},
+        )
+        assert out.output["timedOut"] is True
+        assert out.output["exitCode"] is None
+        assert time.monotonic() - started < 5
 
 
 class TestRefusals:
@@ -212,6 +235,7 @@ class TestSandbox:
         tool = runtime_for(ws, sandbox=True).registry.get("run_command")
         assert tool is not None
         assert "bubblewrap sandbox" in tool.definition.description
+        assert "no capabilities" in tool.definition.description
 
 
 def sha(data: bytes) -> str:
@@ -231,10 +255,10 @@ class TestEffects:
         assert isinstance(succeeded, ToolSucceeded)
         assert succeeded.effects is not None
         assert list(succeeded.effects) == [
-            {"path": "gone.txt", "before": sha(b"bye\n"), "after": None},
-            {"path": "hello.txt", "before": sha(b"hello\n"), "after": sha(b"hello\nmore\n")},
-            {"path": "made.txt", "before": None, "after": sha(b"new\n")},
-            {"path": "sub/x", "before": None, "after": sha(b"")},
+            FileEffect("gone.txt", sha(b"bye\n"), None),
+            FileEffect("hello.txt", sha(b"hello\n"), sha(b"hello\nmore\n")),
+            FileEffect("made.txt", None, sha(b"new\n")),
+            FileEffect("sub/x", None, sha(b"")),
         ]
 
     def test_a_command_that_changes_nothing_records_no_effects(self, ws: Path) -> None:

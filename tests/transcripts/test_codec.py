@@ -16,19 +16,28 @@ from mini_harness.events import (
     ApprovalRequested,
     ContextTrimmed,
     Event,
+    FileEffect,
     JsonObject,
     ModelFailed,
+    ModelFailure,
+    ModelIdentity,
     ModelRequested,
     ModelResponded,
+    ProjectRules,
+    ReplacedMessage,
     RunFinished,
     RunStarted,
+    ToolCall,
     ToolCalled,
+    ToolDefinition,
     ToolError,
     ToolFailed,
     ToolSucceeded,
     TranscriptStarted,
     UnknownEvent,
 )
+from mini_harness.events import Message as RecordedMessage
+from mini_harness.events import Usage as RecordedUsage
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.transcripts import (
     DecodeError,
@@ -70,7 +79,7 @@ def _lines(tmp_path: Path, registry: ToolRegistry) -> list[bytes]:
                 continue
         sink.emit(ApprovalRequested("ts", runtime.run_id, "c9", "echo", "rule", "echo hi"))
         sink.emit(ApprovalDecided("ts", runtime.run_id, "c9", "echo", "approved", "user"))
-        effect = {"path": "a.txt", "before": None, "after": "ab" * 32}
+        effect = FileEffect("a.txt", None, "ab" * 32)
         sink.emit(ToolSucceeded("ts", runtime.run_id, "c9", "echo", {}, 1.0, effects=(effect,)))
         ts, run = "2026-01-02T03:04:05.123456Z", "a" * 32
         for event in _agent_run_events(ts, run):
@@ -80,8 +89,7 @@ def _lines(tmp_path: Path, registry: ToolRegistry) -> list[bytes]:
 
 def _agent_run_events(ts: str, run: str) -> list[Event]:
     """One of each agent-run event (format version 2)."""
-    message = {"role": "assistant", "content": "", "toolCalls": [{"id": "u1", "name": "echo",
-               "arguments": "{}"}]}  # fmt: skip
+    message = RecordedMessage("assistant", "", (ToolCall("u1", "echo", "{}"),))
     return [
         RunStarted(
             ts,
@@ -89,24 +97,24 @@ def _agent_run_events(ts: str, run: str) -> list[Event]:
             "0.1.0",
             (),
             task="t",
-            model={"provider": "mock", "name": "m"},
+            model=ModelIdentity("mock", "m"),
             system_prompt="s",
-            project_rules=({"path": "AGENTS.md", "sha256": "0" * 64, "content": "be brief"},),
+            project_rules=(ProjectRules("AGENTS.md", "0" * 64, "be brief"),),
             max_steps=3,
         ),
-        ModelRequested(ts, run, 1, "q1", ({"role": "user", "content": "t"},), {}, "h" * 64),
-        ModelFailed(ts, run, "q1", {"kind": "rate_limited", "status": 429, "message": "m"}, 1, 2.5),
-        ModelResponded(ts, run, "q1", message, "tool_calls", {"inputTokens": 3}, 4.0, "resp-1"),
+        ModelRequested(ts, run, 1, "q1", (RecordedMessage("user", "t"),), {}, "h" * 64),
+        ModelFailed(ts, run, "q1", ModelFailure("rate_limited", 429, "m"), 1, 2.5),
+        ModelResponded(ts, run, "q1", message, "tool_calls", RecordedUsage(3), 4.0, "resp-1"),
         ToolCalled(ts, run, "c-9", "echo", {}, tool_use_id="u1", step=1),
-        ContextTrimmed(ts, run, 2, ({"index": 3, "content": "[trimmed]"},), 90, 40, 50),
-        RunFinished(ts, run, "max_steps", None, 2, {"inputTokens": 3}),
+        ContextTrimmed(ts, run, 2, (ReplacedMessage(3, "u1", "echo", 9, "[trimmed]"),), 90, 40, 50),
+        RunFinished(ts, run, "max_steps", None, 2, RecordedUsage(3)),
     ]
 
 
 TS = "2026-01-02T03:04:05.123456Z"
 EVENTS = [
     TranscriptStarted(TS, transcript_id="t" * 32),
-    RunStarted(TS, "r" * 32, "0.1.0", ({"name": "echo", "inputSchema": {"type": "object"}},)),
+    RunStarted(TS, "r" * 32, "0.1.0", (ToolDefinition("echo", "", {"type": "object"}),)),
     ToolCalled(TS, "r" * 32, "c-1", "echo", {"text": ["a", 1, None, 2.5, True]}),
     ToolSucceeded(TS, "r" * 32, "c-1", "echo", {"text": "a"}, 0.021),
     ToolFailed(TS, "r" * 32, "c-2", "echo", ToolError("handler_error", "m", type="E"), 1.5),

@@ -113,9 +113,9 @@ class TestSizeCap:
         """A run's tool definitions are written whole, whatever the cap: replay needs them."""
         log = tmp_path / "t.jsonl"
         with JsonlTranscript(log, max_event_bytes=2048) as sink:
-            sink.append(RunStarted(TS, "run", "0", ({"name": "n" * 5000},)))
+            sink.append(RunStarted(TS, "run", "0", (ToolDefinition("n" * 5000, "", {}),)))
         (run,) = [r.event for r in read_transcript(log) if isinstance(r.event, RunStarted)]
-        assert run.tools[0]["name"] == "n" * 5000
+        assert run.tools[0].name == "n" * 5000
 
     @pytest.mark.thorough
     def test_hundred_megabyte_output_with_the_default_cap(

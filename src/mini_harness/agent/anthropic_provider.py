@@ -8,25 +8,38 @@ blocks in a user message, consecutive ones merged, so roles keep alternating.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Literal, TypeVar, cast
 
 import anthropic
+import attrs
+from anthropic import Omit, omit
+from anthropic.types import (
+    AssistantMessageParam,
+    MessageDeltaUsage,
+    MessageParam,
+    RawMessageStreamEvent,
+    TextBlockParam,
+    ToolResultBlockParam,
+    ToolUnionParam,
+    ToolUseBlockParam,
+    UserMessageParam,
+)
+from anthropic.types import Message as WireMessage
+from anthropic.types import Usage as WireUsage
 
-from mini_harness.agent.provider import Message, ModelRequest, ModelResponse, Usage
+from mini_harness.agent.provider import Message, ModelRequest, Usage
+from mini_harness.agent.sdk_failures import SdkErrors
 from mini_harness.agent.sdk_provider import (
+    EventStream,
+    ModelParams,
+    RawResponse,
     ResponseParts,
     SdkProvider,
     arguments_object,
     checked_text,
-    wire_params,
 )
-from mini_harness.runtime.definitions import ToolDefinition
-
-if TYPE_CHECKING:
-    from anthropic.types import Message as WireMessage
-    from anthropic.types import MessageDeltaUsage, RawMessageStreamEvent
-    from anthropic.types import Usage as WireUsage
+from mini_harness.runtime.definitions import anthropic_tool
 
 DEFAULT_MAX_TOKENS = 4096
 """Anthropic requires `max_tokens`; this is used when the request's params give none."""
@@ -40,41 +53,37 @@ _STOP = {
     "refusal": "content_filter",
 }
 
-_BODY_ONLY = ("temperature", "top_p")
-_PARAMS = {
-    "temperature": "temperature",
-    "maxTokens": "max_tokens",
-    "topP": "top_p",
-    "stop": "stop_sequences",
-}
+Block = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
+_T = TypeVar("_T")
 
 
-def _blocks(message: Message) -> list[dict[str, Any]]:
+def _given(value: _T | None) -> _T | Omit:
+    return omit if value is None else value
+
+
+def _blocks(message: Message) -> list[Block]:
     if message.role == "tool":
-        block: dict[str, Any] = {
+        result: ToolResultBlockParam = {
             "type": "tool_result",
-            "tool_use_id": message.tool_call_id,
+            "tool_use_id": message.tool_call_id or "",
             "content": message.content,
         }
         if message.is_error:
-            block["is_error"] = True
-        return [block]
-    blocks: list[dict[str, Any]] = []
+            result["is_error"] = True
+        return [result]
+    blocks: list[Block] = []
     if message.content:
         blocks.append({"type": "text", "text": message.content})
-    for call in message.tool_calls:
-        blocks.append(
-            {
-                "type": "tool_use",
-                "id": call.id,
-                "name": call.name,
-                "input": arguments_object(call.arguments),
-            }
+    blocks.extend(
+        ToolUseBlockParam(
+            type="tool_use", id=call.id, name=call.name, input=arguments_object(call.arguments)
         )
+        for call in message.tool_calls
+    )
     return blocks
 
 
-def to_wire(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]]]:
+def to_wire(messages: Iterable[Message]) -> tuple[str, list[MessageParam]]:
     """The system prompt and the Messages-API conversation for the neutral messages.
 
     Tool results become user turns; consecutive turns of one role are merged, tool
@@ -82,24 +91,29 @@ def to_wire(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]]]:
     out.
     """
     system: list[str] = []
-    out: list[dict[str, Any]] = []
+    turns: list[tuple[Literal["user", "assistant"], list[Block]]] = []
     for message in messages:
         if message.role == "system":
             system.append(message.content)
             continue
-        role = "assistant" if message.role == "assistant" else "user"
+        role: Literal["user", "assistant"] = "assistant" if message.role == "assistant" else "user"
         blocks = _blocks(message)
         if not blocks:
             # The API refuses empty messages and empty text blocks: an empty reply (a
             # response cut at zero tokens) carries nothing the model needs to see again.
             continue
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
         else:
-            out.append({"role": role, "content": blocks})
-    for turn in out:
+            turns.append((role, blocks))
+    out: list[MessageParam] = []
+    for role, blocks in turns:
         # tool_result blocks must open their user turn.
-        turn["content"].sort(key=lambda block: block["type"] != "tool_result")
+        blocks.sort(key=lambda block: block["type"] != "tool_result")
+        if role == "user":
+            out.append(UserMessageParam(role="user", content=blocks))
+        else:
+            out.append(AssistantMessageParam(role="assistant", content=blocks))
     return "\n\n".join(system), out
 
 
@@ -124,33 +138,79 @@ def usage_of(usage: WireUsage | MessageDeltaUsage, previous: Usage | None = None
     )
 
 
-class AnthropicProvider(SdkProvider):
+def _extra_body(params: ModelParams) -> dict[str, object] | None:
+    # anthropic 2.x's create() no longer takes these as arguments: they go in the body.
+    body = {"temperature": params.temperature, "top_p": params.top_p}
+    given: dict[str, object] = {k: v for k, v in body.items() if v is not None}
+    return given or None
+
+
+@attrs.frozen
+class MessagesBody:
+    """A Messages API request in the SDK's types."""
+
+    system: str
+    messages: list[MessageParam]
+    tools: list[ToolUnionParam]
+    params: ModelParams
+
+
+class AnthropicProvider(SdkProvider[MessagesBody, WireMessage, RawMessageStreamEvent]):
     """Anthropic's Messages API behind the provider interface (`anthropic:MODEL`)."""
 
-    sdk_error = anthropic.AnthropicError
-    stream_arguments = {"stream": True}  # noqa: RUF012
+    errors = SdkErrors(
+        root=anthropic.AnthropicError,
+        api=anthropic.APIError,
+        status=anthropic.APIStatusError,
+        connection=anthropic.APIConnectionError,
+        timeout=anthropic.APITimeoutError,
+        rate_limit=anthropic.RateLimitError,
+        auth=(anthropic.AuthenticationError, anthropic.PermissionDeniedError),
+    )
     provider_name = "anthropic"
+    empty_arguments = "{}"  # a tool called without input streams no input_json_delta
 
-    def _connect(self, **settings: Any) -> Callable[..., Any]:
-        return anthropic.Anthropic(**settings, open_telemetry=False).messages.create
+    def _connect(self, *, api_key: str, base_url: str | None, timeout: float) -> None:
+        self._client = anthropic.Anthropic(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=0,
+            open_telemetry=False,
+        )
 
-    def _arguments(self, request: ModelRequest) -> dict[str, Any]:
+    def _body(self, request: ModelRequest) -> MessagesBody:
         system, messages = to_wire(request.messages)
-        kwargs = {"max_tokens": DEFAULT_MAX_TOKENS, **wire_params(request.params, _PARAMS)}
-        # anthropic 2.x's create() no longer takes these as arguments: they go in the body.
-        body = {key: kwargs.pop(key) for key in _BODY_ONLY if key in kwargs}
-        if body:
-            kwargs["extra_body"] = body
-        kwargs.update(model=self.model, messages=messages)
-        if system:
-            kwargs["system"] = system
-        if request.tools:
-            kwargs["tools"] = [
-                ToolDefinition.from_json(tool).to_anthropic() for tool in request.tools
-            ]
-        return kwargs
+        # The tools' wire form is the definitions' own (`tools --format anthropic`).
+        tools = [cast(ToolUnionParam, anthropic_tool(tool)) for tool in request.tools]
+        return MessagesBody(system, messages, tools, ModelParams.of(request.params))
 
-    def _read(self, message: WireMessage, parts: ResponseParts) -> ModelResponse:
+    def _send_whole(self, body: MessagesBody) -> RawResponse[WireMessage]:
+        params = body.params
+        return self._client.messages.with_raw_response.create(
+            model=self.model,
+            max_tokens=params.max_tokens or DEFAULT_MAX_TOKENS,
+            messages=body.messages,
+            system=body.system or omit,
+            tools=body.tools or omit,
+            stop_sequences=_given(params.stop),
+            extra_body=_extra_body(params),
+        )
+
+    def _send_stream(self, body: MessagesBody) -> RawResponse[EventStream[RawMessageStreamEvent]]:
+        params = body.params
+        return self._client.messages.with_raw_response.create(
+            model=self.model,
+            max_tokens=params.max_tokens or DEFAULT_MAX_TOKENS,
+            messages=body.messages,
+            system=body.system or omit,
+            tools=body.tools or omit,
+            stop_sequences=_given(params.stop),
+            extra_body=_extra_body(params),
+            stream=True,
+        )
+
+    def _read_whole(self, message: WireMessage, parts: ResponseParts) -> None:
         for index, block in enumerate(message.content):
             if block.type == "text":
                 parts.add_text(block.text)
@@ -158,33 +218,29 @@ class AnthropicProvider(SdkProvider):
                 arguments = json.dumps(block.input, ensure_ascii=False, separators=(",", ":"))
                 parts.add_call(index, block.id, block.name, arguments)
         parts.usage, parts.response_id = usage_of(message.usage), message.id or None
-        return parts.response(stop_reason(message.stop_reason))
+        parts.finish, parts.ended = message.stop_reason, True
 
-    def _read_stream(
-        self, stream: Iterable[RawMessageStreamEvent], parts: ResponseParts
-    ) -> ModelResponse:
-        wire_stop: str | None = None
-        finished = False
-        for event in stream:
-            if event.type == "message_start":
-                parts.response_id = event.message.id or None
-                parts.usage = usage_of(event.message.usage)
-            elif event.type == "content_block_start":
-                block = event.content_block
-                if block.type == "tool_use":
-                    parts.add_call(event.index, block.id, block.name)
-                elif block.type == "text":
-                    parts.add_text(block.text)
-            elif event.type == "content_block_delta":
-                delta = event.delta
-                if delta.type == "text_delta":
-                    parts.add_text(delta.text)
-                elif delta.type == "input_json_delta" and event.index in parts.calls:
-                    parts.calls[event.index]["arguments"] += checked_text(delta.partial_json)
-            elif event.type == "message_delta":
-                wire_stop = event.delta.stop_reason or wire_stop
-                parts.usage = usage_of(event.usage, parts.usage)
-            elif event.type == "message_stop":
-                finished = True
-        # A tool called without input streams no input_json_delta at all.
-        return parts.response(stop_reason(wire_stop) if finished else None, "{}")
+    def _read_event(self, event: RawMessageStreamEvent, parts: ResponseParts) -> None:
+        if event.type == "message_start":
+            parts.response_id = event.message.id or None
+            parts.usage = usage_of(event.message.usage)
+        elif event.type == "content_block_start":
+            block = event.content_block
+            if block.type == "tool_use":
+                parts.add_call(event.index, block.id, block.name)
+            elif block.type == "text":
+                parts.add_text(block.text)
+        elif event.type == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta":
+                parts.add_text(delta.text)
+            elif delta.type == "input_json_delta" and event.index in parts.calls:
+                parts.calls[event.index]["arguments"] += checked_text(delta.partial_json)
+        elif event.type == "message_delta":
+            parts.finish = event.delta.stop_reason or parts.finish
+            parts.usage = usage_of(event.usage, parts.usage)
+        elif event.type == "message_stop":
+            parts.ended = True
+
+    def _finish_reason(self, parts: ResponseParts) -> str:
+        return stop_reason(parts.finish)

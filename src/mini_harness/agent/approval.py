@@ -3,15 +3,16 @@
 Rules are checked in order, the first match decides: the project's rules from
 `.mini-harness/policy.toml`, then the defaults (read-only tools are allowed, everything
 else asks). `--approve auto` turns `ask` into `allow`, `--approve never` into `deny`;
-`deny` always stands. run_command without a sandbox asks every time, whatever allowed it.
+`deny` always stands. run_command without a sandbox asks every time, whatever allowed it,
+and so does a shell line that a deny rule cannot be ruled out for (see shell_commands).
 With no terminal to ask on, `ask` is a denial. Every decision is recorded as events.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
-import re
 import shlex
 import tomllib
 from collections.abc import Mapping
@@ -20,44 +21,60 @@ from typing import Any, Final
 
 import attrs
 
-from mini_harness.agent.approval_prompt import Prompter, render_call
+from mini_harness.agent.approval_prompt import Answer, AsyncPrompter, Prompter, render_call
+from mini_harness.agent.policy_file import POLICY_FILE, read_policy_bytes
+from mini_harness.agent.shell_commands import (
+    CommandLine,
+    Word,
+    argv_commands,
+    plain_words,
+    shell_commands,
+)
 from mini_harness.errors import PolicyError
 from mini_harness.events import ApprovalDecided, ApprovalRequested, JsonValue
 from mini_harness.runtime.definitions import ToolDefinition
 from mini_harness.runtime.dispatch import PendingCall
 
-POLICY_FILE: Final = ".mini-harness/policy.toml"
 DECISIONS: Final = ("allow", "ask", "deny")
 APPROVE_MODES: Final = ("auto", "ask", "never")
 _RULE_KEYS: Final = frozenset({"tool", "command", "readOnly", "destructive", "decision"})
-_SHELL_SEPARATORS = re.compile(r"&&|\|\||[;|&\n]|\$\(|`")
+
+Match = bool | str
+"""Whether a rule matches a call: True, False, or (a string) why it cannot be told."""
 
 
-def _command_words(tool_input: JsonValue) -> tuple[list[list[str]], bool]:
-    """The commands a run_command input runs (each as words), and whether via a shell."""
+def _argv(tool_input: JsonValue) -> tuple[list[str], bool] | None:
+    """A run_command input's argv and whether it runs through a shell; None if it has none."""
     if not isinstance(tool_input, dict):
-        return [], False
+        return None
     argv = tool_input.get("argv")
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
-        return [], False
-    if not tool_input.get("shell", False):
-        return [list(argv)], False
-    segments: list[list[str]] = []
-    for part in _SHELL_SEPARATORS.split(" ".join(argv)):
-        try:
-            words = shlex.split(part)
-        except ValueError:
-            words = part.split()
-        if words:
-            segments.append(words)
-    return segments, True
+        return None
+    return [str(a) for a in argv], bool(tool_input.get("shell", False))
 
 
-def _starts_with(words: list[str], prefix: tuple[str, ...]) -> bool:
+def _starts_with(words: tuple[Word, ...], prefix: tuple[str, ...]) -> Match:
+    """Whether a command's words start with `prefix` (`/bin/rm` is `rm`)."""
     if len(words) < len(prefix) or not prefix:
         return False
-    first = words[0].rsplit("/", 1)[-1]  # /bin/rm is rm
-    return first == prefix[0] and tuple(words[1 : len(prefix)]) == prefix[1:]
+    pairs = [(word, wanted) for word, wanted in zip(words, prefix, strict=False)]
+    first = pairs[0][0]
+    pairs[0] = (None if first is None else first.rsplit("/", 1)[-1], prefix[0].rsplit("/", 1)[-1])
+    if any(word is not None and word != wanted for word, wanted in pairs):
+        return False
+    return True if all(word is not None for word, _ in pairs) else "an expansion decides a word"
+
+
+def _runs(line: CommandLine, prefix: tuple[str, ...]) -> Match:
+    """Whether a command line runs a command starting with `prefix`, as far as it tells."""
+    unclear: Match = False if line.unclear is None else line.unclear
+    for words in line.commands:
+        found = _starts_with(words, prefix)
+        if found is True:
+            return True
+        if found is not False and unclear is False:
+            unclear = found
+    return unclear
 
 
 @attrs.frozen
@@ -82,7 +99,8 @@ class PolicyRule:
         where = f" ({', '.join(parts)})" if parts else ""
         return f"{self.source}{where}: {self.decision}"
 
-    def matches(self, definition: ToolDefinition, tool_input: JsonValue) -> bool:
+    def matches(self, definition: ToolDefinition, tool_input: JsonValue) -> Match:
+        """True or False; for a command rule, possibly why it cannot be told."""
         if not fnmatch.fnmatchcase(definition.name, self.tool):
             return False
         hints = definition.annotations
@@ -97,11 +115,16 @@ class PolicyRule:
                 return False
         if self.command is None:
             return True
-        commands, via_shell = _command_words(tool_input)
-        # A shell line can chain anything after an allowed prefix: only refusals match it.
-        if via_shell and self.decision == "allow":
+        given = _argv(tool_input)
+        if given is None:
             return False
-        return any(_starts_with(words, self.command) for words in commands)
+        argv, via_shell = given
+        if self.decision == "allow":
+            # Allowing is for the one program an argv names: a shell line can chain
+            # anything after an allowed prefix, and a wrapper can run anything.
+            return not via_shell and _starts_with(tuple(argv), self.command) is True
+        line = shell_commands(" ".join(argv)) if via_shell else argv_commands(argv)
+        return _runs(line, self.command)
 
 
 DEFAULT_RULES: Final = (
@@ -122,14 +145,17 @@ class Verdict:
 
     decision: str  # allow | ask | deny
     rule: str
+    firm: bool = False  # an ask that --approve auto and approvals for the session do not lift
 
 
 @attrs.frozen
 class ApprovalPolicy:
-    """The project's rules, then the defaults; `mode` is the --approve flag."""
+    """The project's rules, then the defaults; `mode` is the --approve flag; `sha256` the
+    hash of the policy file's bytes the rules were read from (None: not read from a file)."""
 
     rules: tuple[PolicyRule, ...] = ()
     mode: str = "ask"
+    sha256: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.mode not in APPROVE_MODES:
@@ -139,15 +165,33 @@ class ApprovalPolicy:
             )
 
     def decide(self, definition: ToolDefinition, tool_input: JsonValue) -> Verdict:
-        rule = next(r for r in (*self.rules, *DEFAULT_RULES) if r.matches(definition, tool_input))
-        decision, text = rule.decision, rule.describe()
-        if decision == "ask" and self.mode != "ask":
+        decision, text, firm = self._first_match(definition, tool_input)
+        if firm and self.mode == "never":
+            return Verdict("deny", f"--approve never, over {text}")
+        if decision == "ask" and self.mode != "ask" and not firm:
             decision = "allow" if self.mode == "auto" else "deny"
             text = f"--approve {self.mode}, over {text}"
         if decision == "allow" and _unsandboxed_command(definition):
             decision = "deny" if self.mode == "never" else "ask"
             text = f"{NO_SANDBOX_RULE.describe()}, over {text}"
-        return Verdict(decision, text)
+        return Verdict(decision, text, firm)
+
+    def _first_match(
+        self, definition: ToolDefinition, tool_input: JsonValue
+    ) -> tuple[str, str, bool]:
+        """The decision of the first rule that matches, its text, and whether it is firm.
+
+        A deny rule that cannot be ruled out for a command line (the line cannot be read,
+        or an expansion names a command) asks firmly: neither --approve auto nor an
+        approval for the session lets the call run unseen."""
+        for rule in (*self.rules, *DEFAULT_RULES):
+            found = rule.matches(definition, tool_input)
+            if found is True:
+                return rule.decision, rule.describe(), False
+            if found is not False:
+                text = f"{rule.describe()}; cannot tell whether the line runs it ({found}): ask"
+                return "ask", text, rule.decision == "deny"
+        raise AssertionError("the default rules match every call")
 
 
 def parse_rules(data: Mapping[str, Any], source: str) -> tuple[PolicyRule, ...]:
@@ -181,9 +225,14 @@ def parse_rules(data: Mapping[str, Any], source: str) -> tuple[PolicyRule, ...]:
         for key, value, kind in (("tool", tool, str), ("command", command, str | None)):
             if not isinstance(value, kind):
                 raise refused(where, f"{key} must be a string")
-        words = tuple(shlex.split(command)) if command is not None else None
-        if words == ():
-            raise refused(where, "command must not be empty")
+        words = None
+        if command is not None:
+            if not command.strip():
+                raise refused(where, "command must not be empty")
+            try:
+                words = plain_words(command)
+            except ValueError as exc:
+                raise refused(where, f"command {command!r} {exc}") from None
         read_only, destructive = entry.get("readOnly"), entry.get("destructive")
         for key, value in (("readOnly", read_only), ("destructive", destructive)):
             if value is not None and not isinstance(value, bool):
@@ -193,24 +242,42 @@ def parse_rules(data: Mapping[str, Any], source: str) -> tuple[PolicyRule, ...]:
 
 
 def load_policy(workspace_root: str | os.PathLike[str], mode: str = "ask") -> ApprovalPolicy:
-    """The workspace's policy file (if it has one) with the --approve mode."""
-    path = Path(workspace_root) / POLICY_FILE
+    """The workspace's policy file (if it has one) with the --approve mode, read once: the
+    rules and the file's sha256 (of no bytes when there is no file) are what a run keeps,
+    whatever happens to the file later. PolicyError names what is wrong with it."""
+    raw = read_policy_bytes(Path(workspace_root) / POLICY_FILE)
+    sha256 = hashlib.sha256(raw or b"").hexdigest()
+    if raw is None:
+        return ApprovalPolicy((), mode, sha256)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return ApprovalPolicy((), mode)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError(POLICY_FILE, f"{POLICY_FILE} cannot be read: {exc}") from None
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise PolicyError(POLICY_FILE, f"{POLICY_FILE} is not UTF-8 text: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError(POLICY_FILE, f"{POLICY_FILE} is not valid TOML: {exc}") from None
-    return ApprovalPolicy(parse_rules(data, POLICY_FILE), mode)
+    return ApprovalPolicy(parse_rules(data, POLICY_FILE), mode, sha256)
 
 
 def _session_key(call: PendingCall) -> tuple[str, str]:
-    commands, via_shell = _command_words(call.input)
-    if call.definition.name == "run_command" and commands and not via_shell:
-        return (call.definition.name, commands[0][0])
+    given = _argv(call.input)
+    if call.definition.name == "run_command" and given and given[0] and not given[1]:
+        return (call.definition.name, given[0][0])
     return (call.definition.name, "")
+
+
+Decided = tuple[str, str, str | None, str | None]
+"""An approval decision: the decision, who made it, the rule that did, and (when denied)
+the reason the model is given."""
+NO_TERMINAL: Final = ("no terminal", "there is no terminal to ask on")
+
+
+@attrs.frozen
+class Question:
+    """An `ask` to put to a person: exactly what they are shown, and the rule that asks."""
+
+    shown: str
+    rule: str
+    session_key: tuple[str, str]
 
 
 @attrs.define
@@ -226,18 +293,23 @@ class PolicyApprover:
     prompter: Prompter | None = None
     _session: dict[tuple[str, str], str] = attrs.field(factory=dict, alias="_session")
 
-    def __call__(self, call: PendingCall) -> str | None:
-        decided = self._decide(call)
-        call.sink.emit(
-            ApprovalDecided(
-                call.timestamp(), call.run_id, call.call_id, call.definition.name, *decided
-            )
-        )
-        return decided[-1]
+    @property
+    def policy_sha256(self) -> str | None:
+        """The hash of the policy file in force, which ToolRuntime records in RunStarted."""
+        return self.policy.sha256
 
-    def _decide(self, call: PendingCall) -> tuple[str, str, str | None, str | None]:
-        """The decision, who made it, the rule that did, and (when denied) the reason the
-        model is given."""
+    def __call__(self, call: PendingCall) -> str | None:
+        prompter = self.prompter
+        step = self.consider(call, NO_TERMINAL if prompter is None else None)
+        if isinstance(step, Question):
+            assert prompter is not None  # nothing is asked when no one can answer
+            step = self.answered(call, step, prompter.ask(step.shown))
+        return self.record(call, step)
+
+    def consider(self, call: PendingCall, unable: tuple[str, str] | None) -> Decided | Question:
+        """The policy's decision, or for an `ask` the question, recorded as
+        ApprovalRequested. `unable` says why no one can be asked (a few words for the rule,
+        a phrase for the model), if no one can: then `ask` is a denial."""
         name = call.definition.name
         verdict = self.policy.decide(call.definition, call.input)
         if verdict.decision == "allow":
@@ -249,31 +321,78 @@ class PolicyApprover:
             )
             return "denied", "policy", verdict.rule, reason
         key = _session_key(call)
-        if key in self._session:
+        if key in self._session and not verdict.firm:
             return (
                 "approved",
                 "user",
                 f"approved for the session at call {self._session[key]}",
                 None,
             )
-        if self.prompter is None:
+        if unable is not None:
             reason = (
-                f"Call to {name} needs approval ({verdict.rule}), but there is no terminal to "
-                "ask on, so it was denied. It did not run. The user can allow it with "
-                f"--approve auto or a rule in {POLICY_FILE}."
+                f"Call to {name} needs approval ({verdict.rule}), but {unable[1]}, so it was "
+                "denied. It did not run. The user can allow it with --approve auto or a rule in "
+                f"{POLICY_FILE}."
             )
-            return "denied", "policy", f"{verdict.rule}; no terminal", reason
+            return "denied", "policy", f"{verdict.rule}; {unable[0]}", reason
         shown = render_call(call.definition, call.input, verdict.rule)
         call.sink.emit(
             ApprovalRequested(
                 call.timestamp(), call.run_id, call.call_id, name, verdict.rule, shown
             )
         )
-        answer = self.prompter.ask(shown)
+        return Question(shown, verdict.rule, key)
+
+    def answered(self, call: PendingCall, question: Question, answer: Answer) -> Decided:
+        """The decision a person's answer to `question` makes."""
         if answer == "session":
-            self._session[key] = call.call_id
+            self._session[question.session_key] = call.call_id
             return "approved_for_session", "user", None, None
         if answer == "yes":
             return "approved", "user", None, None
+        name = call.definition.name
         reason = f"The user denied the call to {name}. It did not run; ask what they want instead."
         return "denied", "user", None, reason
+
+    def record(self, call: PendingCall, decided: Decided) -> str | None:
+        """Record ApprovalDecided; the reason the call is denied, or None to let it run."""
+        call.sink.emit(
+            ApprovalDecided(
+                call.timestamp(), call.run_id, call.call_id, call.definition.name, *decided
+            )
+        )
+        return decided[-1]
+
+
+@attrs.define
+class AsyncPolicyApprover:
+    """PolicyApprover's decisions, asking through an AsyncPrompter (an MCP client's user):
+    `dispatch_async` awaits the answer while its event loop goes on serving."""
+
+    policy: ApprovalPolicy
+    prompter: AsyncPrompter
+    _decider: PolicyApprover = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._decider = PolicyApprover(self.policy)
+
+    @property
+    def policy_sha256(self) -> str | None:
+        return self.policy.sha256
+
+    async def __call__(self, call: PendingCall) -> str | None:
+        step = self._decider.consider(call, self.prompter.unable())
+        if isinstance(step, Question):
+            try:
+                answer = await self.prompter.ask(step.shown)
+            except Exception as exc:  # no answer came: nobody decided to let it run
+                why = f"asking failed: {type(exc).__name__}"
+                name = call.definition.name
+                reason = (
+                    f"Call to {name} needs approval, but {why}, so it was denied. It did not run."
+                )
+                return self._decider.record(
+                    call, ("denied", "policy", f"{step.rule}; {why}", reason)
+                )
+            step = self._decider.answered(call, step, answer)
+        return self._decider.record(call, step)

@@ -11,6 +11,7 @@ import attrs
 
 from mini_harness.events import JsonValue
 from mini_harness.runtime.definitions import ToolDefinition
+from mini_harness.runtime.terminal import printable
 
 Answer = Literal["yes", "no", "session"]
 MAX_SHOWN_LINES: Final = 200
@@ -24,6 +25,17 @@ class Prompter(Protocol):
     """Asks a person about one call; `shown` is the whole text they are shown."""
 
     def ask(self, shown: str) -> Answer: ...
+
+
+class AsyncPrompter(Protocol):
+    """Asks a person about one call from inside an event loop (an MCP client's user)."""
+
+    def unable(self) -> tuple[str, str] | None:
+        """Why no one can be asked now (a few words, and a phrase that ends "but ..."), or
+        None when someone can."""
+        ...
+
+    async def ask(self, shown: str) -> Answer: ...
 
 
 def _bounded(text: str) -> str:
@@ -41,20 +53,23 @@ def _bounded(text: str) -> str:
 
 
 def render_call(definition: ToolDefinition, tool_input: JsonValue, rule: str) -> str:
-    """The text a person approves: the diff of a patch, the argv of a command, else the input."""
+    """The text a person approves: the diff of a patch, the argv of a command, else the input.
+
+    Control characters, escape sequences and bidirectional overrides in it are shown
+    escaped (see `printable`): what a model wrote can neither hide a line nor move one."""
     name = definition.name
     head = f"[mini-harness] Approval needed: {name} (rule: {rule})"
     if name == "apply_patch" and isinstance(tool_input, dict) and "patch" in tool_input:
-        body = _bounded(str(tool_input["patch"]))
+        body = _bounded(printable(str(tool_input["patch"])))
     elif name == "run_command" and isinstance(tool_input, dict) and "argv" in tool_input:
         argv = [str(arg) for arg in tool_input["argv"]]
         line = shlex.join(["/bin/sh", "-c", *argv] if tool_input.get("shell") else argv)
         hints = definition.annotations
         where = "unsandboxed" if hints is None or hints.open_world_hint else "sandboxed"
-        body = f"$ {line}\n(in {tool_input.get('cwd', '.')}, {where})"
+        body = _bounded(printable(f"$ {line}\n(in {tool_input.get('cwd', '.')}, {where})"))
     else:
-        body = _bounded(json.dumps(tool_input, indent=2, ensure_ascii=False))
-    return f"{head}\n{body}"
+        body = _bounded(printable(json.dumps(tool_input, indent=2, ensure_ascii=False)))
+    return f"{printable(head)}\n{body}"
 
 
 @attrs.frozen

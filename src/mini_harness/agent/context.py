@@ -18,7 +18,14 @@ import attrs
 import orjson
 
 from mini_harness.agent.provider import Message, ModelRequest
-from mini_harness.events import JsonObject, JsonValue
+from mini_harness.events import (
+    JsonObject,
+    JsonValue,
+    ProjectRules,
+    ReplacedMessage,
+    ToolDefinition,
+    to_wire,
+)
 from mini_harness.runtime.confined import FileRefusedError, read_confined
 from mini_harness.runtime.context import (
     ContextPart,
@@ -39,22 +46,6 @@ MANUAL_TOOL_RESULT_PREFIX = "Result of the tool run before this task:\n"
 """The user message that carries a `--tool` result starts with this (the report shows it
 as the Tool result part)."""
 TRIMMED_PREFIX = "[tool result trimmed to fit the context budget:"
-
-
-@attrs.frozen
-class ProjectRules:
-    """One AGENTS.md file: its workspace-relative path, the SHA-256 of its bytes, its text."""
-
-    path: str
-    sha256: str
-    content: str
-
-    def to_json(self) -> JsonObject:
-        return {"path": self.path, "sha256": self.sha256, "content": self.content}
-
-    @classmethod
-    def from_json(cls, data: JsonObject) -> ProjectRules:
-        return cls(path=data["path"], sha256=data["sha256"], content=data["content"])
 
 
 def load_project_rules(
@@ -143,7 +134,7 @@ def render_message(message: Message) -> str:
 def request_parts(
     system_prompt: str,
     rules: Sequence[ProjectRules],
-    tools: Sequence[JsonObject],
+    tools: Sequence[ToolDefinition],
     messages: Sequence[Message],
 ) -> list[ContextPart]:
     """The labelled parts of a request, in the report's order (empty parts left out)."""
@@ -157,7 +148,7 @@ def request_parts(
     parts = [ContextPart("System prompt", system_prompt)]
     if rules:
         parts.append(ContextPart("Project rules", rules_text(rules)))
-    parts.append(ContextPart("Tool definitions", pretty_json(list(tools))))
+    parts.append(ContextPart("Tool definitions", pretty_json(to_wire(tools))))
     parts.append(ContextPart("Conversation", "\n\n".join(conversation)))
     if tool_result is not None:
         parts.append(ContextPart("Tool result", tool_result))
@@ -187,6 +178,8 @@ class RequestHasher:
     def __init__(self) -> None:
         self._state = hashlib.sha256(b'{"messages":[')
         self.count = 0
+        # A run sends the same tools with every request: encoded once.
+        self._tools: tuple[Sequence[ToolDefinition], bytes] | None = None
 
     def __repr__(self) -> str:
         return f"<RequestHasher(messages={self.count})>"
@@ -195,16 +188,18 @@ class RequestHasher:
         for message in messages:
             if self.count:
                 self._state.update(b",")
-            self._state.update(orjson.dumps(message.to_json(), option=_SORTED))
+            self._state.update(orjson.dumps(to_wire(message), option=_SORTED))
             self.count += 1
 
-    def hexdigest(self, params: JsonObject, tools: Sequence[JsonObject]) -> str:
+    def hexdigest(self, params: JsonObject, tools: Sequence[ToolDefinition]) -> str:
         """The hash of the messages added so far with these params and tools."""
+        if self._tools is None or self._tools[0] is not tools:
+            self._tools = (tools, orjson.dumps(to_wire(tools), option=_SORTED))
         state = self._state.copy()
         state.update(b'],"params":')
         state.update(orjson.dumps(params, option=_SORTED))
         state.update(b',"tools":')
-        state.update(orjson.dumps(list(tools), option=_SORTED))
+        state.update(self._tools[1])
         state.update(b"}")
         return state.hexdigest()
 
@@ -221,7 +216,7 @@ class Trim:
     """What the budget did to a conversation: the new messages and the replaced entries."""
 
     messages: tuple[Message, ...]
-    replaced: tuple[JsonObject, ...]
+    replaced: tuple[ReplacedMessage, ...]
     tokens_before: int
     tokens_after: int
 
@@ -231,7 +226,7 @@ def trim_to_budget(
     *,
     system_prompt: str,
     rules: Sequence[ProjectRules],
-    tools: Sequence[JsonObject],
+    tools: Sequence[ToolDefinition],
     budget: int,
     trimmable_before: int,
 ) -> Trim | None:
@@ -248,7 +243,7 @@ def trim_to_budget(
 
     current = list(messages)
     before = tokens = request_tokens(current)
-    replaced: list[JsonObject] = []
+    replaced: list[ReplacedMessage] = []
     trimmable = (
         index
         for index, message in enumerate(messages[:trimmable_before])
@@ -263,13 +258,7 @@ def trim_to_budget(
         placeholder = f"{TRIMMED_PREFIX} ~{dropped:,} tokens of {message.name or 'tool'} output]"
         current[index] = attrs.evolve(message, content=placeholder)
         replaced.append(
-            {
-                "index": index,
-                "toolCallId": message.tool_call_id,
-                "name": message.name,
-                "tokens": dropped,
-                "content": placeholder,
-            }
+            ReplacedMessage(index, message.tool_call_id, message.name, dropped, placeholder)
         )
         tokens = request_tokens(current)
     return Trim(tuple(current), tuple(replaced), before, tokens)

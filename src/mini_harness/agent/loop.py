@@ -18,7 +18,6 @@ import orjson
 
 from mini_harness.agent.context import (
     DEFAULT_SYSTEM_PROMPT,
-    ProjectRules,
     RequestHasher,
     manual_tool_message,
     system_message,
@@ -34,15 +33,20 @@ from mini_harness.agent.provider import (
     Usage,
 )
 from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome, call_outcome
-from mini_harness.errors import ToolCallError
+from mini_harness.agent.resume import call_ids, unique_call_ids
+from mini_harness.errors import EventTooLargeError, ToolCallError
 from mini_harness.events import (
     ContextTrimmed,
     JsonObject,
     JsonValue,
     ModelFailed,
+    ModelFailure,
+    ModelIdentity,
     ModelRequested,
     ModelResponded,
+    ProjectRules,
     RunFinished,
+    RunOrigin,
     new_id,
     utc_timestamp,
 )
@@ -81,7 +85,8 @@ class Opening:
     the step that made them: they are dispatched first, in order. Then `follow_up`, if
     given, is added as a user message. A run whose last answer was final (`final_text`)
     and that gets nothing new ends at once with that answer. `resumed_from` /
-    `forked_from` (`runId`, `step`) go into RunStarted.
+    `forked_from` go into RunStarted, and so does `unverified`: the
+    problems of a history that does not verify, continued anyway because the user said so.
     """
 
     history: tuple[Message, ...]
@@ -89,8 +94,9 @@ class Opening:
     pending: tuple[tuple[ToolCall, int], ...] = ()
     follow_up: str | None = None
     final_text: str | None = None
-    resumed_from: JsonObject | None = None
-    forked_from: JsonObject | None = None
+    resumed_from: RunOrigin | None = None
+    forked_from: RunOrigin | None = None
+    unverified: tuple[str, ...] | None = None
 
 
 @attrs.frozen
@@ -150,15 +156,7 @@ class AgentLoop:
         the log, then goes on up to the caller.
         """
         config, runtime = self.config, self.runtime
-        runtime.start(
-            task=config.task,
-            model={"provider": self.provider.name, "name": self.provider.model},
-            system_prompt=config.system_prompt,
-            project_rules=tuple(rule.to_json() for rule in config.rules),
-            max_steps=config.max_steps,
-            resumed_from=opening.resumed_from if opening else None,
-            forked_from=opening.forked_from if opening else None,
-        )
+        self.start(opening)
         self.history = [
             system_message(config.system_prompt, config.rules),
             Message("user", config.task),
@@ -202,6 +200,21 @@ class AgentLoop:
             error=error,
         )
 
+    def start(self, opening: Opening | None = None) -> None:
+        """Record the run's RunStarted, if not yet (`run` does it first). A resume calls it
+        before `run`: that RunStarted claims the run it continues."""
+        config = self.config
+        self.runtime.start(
+            task=config.task,
+            model=ModelIdentity(self.provider.name, self.provider.model),
+            system_prompt=config.system_prompt,
+            project_rules=config.rules,
+            max_steps=config.max_steps,
+            resumed_from=opening.resumed_from if opening else None,
+            forked_from=opening.forked_from if opening else None,
+            unverified=opening.unverified if opening else None,
+        )
+
     def _open(self, opening: Opening) -> str | None:
         """Start from a continued conversation; the final text if it ends there."""
         self.history = list(opening.history)
@@ -220,7 +233,7 @@ class AgentLoop:
                 stop_reason=reason,
                 final_text=final_text,
                 steps=steps,
-                usage=self._usage.to_json(),
+                usage=self._usage,
             )
         )
 
@@ -276,17 +289,20 @@ class AgentLoop:
         request = ModelRequest(tuple(self.history), tools, dict(config.params))
         request_id = new_id()
         self._hasher.add(self.history[self._hasher.count :])
-        self.runtime.sink.emit(
-            ModelRequested(
-                ts=utc_timestamp(),
-                run_id=self.runtime.run_id,
-                step=step,
-                request_id=request_id,
-                messages=tuple(m.to_json() for m in self.history[self._sent :]),
-                params=request.params,
-                request_hash=self._hasher.hexdigest(request.params, tools),
+        try:
+            self.runtime.sink.emit(
+                ModelRequested(
+                    ts=utc_timestamp(),
+                    run_id=self.runtime.run_id,
+                    step=step,
+                    request_id=request_id,
+                    messages=tuple(self.history[self._sent :]),
+                    params=request.params,
+                    request_hash=self._hasher.hexdigest(request.params, tools),
+                )
             )
-        )
+        except EventTooLargeError as exc:  # a request is never sent unrecorded
+            raise _Stop("budget", f"the next request cannot be recorded: {exc.message}") from None
         self._sent = len(self.history)
         self._last_request, self._last_input_tokens = request, None
         response = self._complete(request, request_id, step)
@@ -309,7 +325,7 @@ class AgentLoop:
                     ts=utc_timestamp(),
                     run_id=self.runtime.run_id,
                     request_id=request_id,
-                    error={"kind": error.kind, "status": error.status, "message": error.message},
+                    error=ModelFailure(error.kind, error.status, error.message),
                     attempt=error.attempt,
                     duration_ms=_ms_since(attempt_started),
                 )
@@ -344,18 +360,25 @@ class AgentLoop:
                 message = "interrupted"
             failed(ModelError("cancelled", message, attempt=attempts))
             raise
-        self.runtime.sink.emit(
-            ModelResponded(
-                ts=utc_timestamp(),
-                run_id=self.runtime.run_id,
-                request_id=request_id,
-                message=response.message.to_json(),
-                finish_reason=response.finish_reason,
-                usage=response.usage.to_json(),
-                duration_ms=_ms_since(started),
-                response_id=response.response_id,
+        # Each call gets an id of its own before anything records or dispatches it.
+        unique = unique_call_ids(response.message, call_ids(self.history))
+        response = attrs.evolve(response, message=unique)
+        try:
+            self.runtime.sink.emit(
+                ModelResponded(
+                    ts=utc_timestamp(),
+                    run_id=self.runtime.run_id,
+                    request_id=request_id,
+                    message=response.message,
+                    finish_reason=response.finish_reason,
+                    usage=response.usage,
+                    duration_ms=_ms_since(started),
+                    response_id=response.response_id,
+                )
             )
-        )
+        except EventTooLargeError as exc:  # an answer the log cannot hold is not acted on
+            failed(ModelError("response_too_large", exc.message, attempt=attempts))
+            raise _Stop("model_error", f"model answer not recorded: {exc.message}") from None
         self.reporter.response(step, response, streamed)
         return response
 

@@ -8,56 +8,68 @@ responses report usage too.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TypeVar, cast
 
+import attrs
 import openai
+from openai import Omit, omit
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionAssistantMessageParam,
+    ChatCompletionChunk,
+    ChatCompletionMessageFunctionToolCallParam,
+    ChatCompletionMessageParam,
+    ChatCompletionToolUnionParam,
+)
+from openai.types.completion_usage import CompletionUsage
 
-from mini_harness.agent.provider import FINISH_REASONS, Message, ModelRequest, ModelResponse, Usage
+from mini_harness.agent.provider import FINISH_REASONS, Message, ModelRequest, Usage
+from mini_harness.agent.sdk_failures import SdkErrors
 from mini_harness.agent.sdk_provider import (
+    EventStream,
+    ModelParams,
+    RawResponse,
     ResponseParts,
     SdkProvider,
     arguments_text,
     checked_text,
-    invalid_response,
-    wire_params,
 )
-from mini_harness.runtime.definitions import ToolDefinition
+from mini_harness.runtime.definitions import openai_tool
 
-if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletion, ChatCompletionChunk
-    from openai.types.completion_usage import CompletionUsage
-
-# Neutral parameter names (camelCase, as recorded) and their Chat Completions names.
-_PARAMS = {"temperature": "temperature", "maxTokens": "max_tokens", "topP": "top_p", "stop": "stop"}
+_T = TypeVar("_T")
 
 
-def to_wire_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+def _given(value: _T | None) -> _T | Omit:
+    return omit if value is None else value
+
+
+def to_wire_messages(messages: tuple[Message, ...]) -> list[ChatCompletionMessageParam]:
     """The neutral conversation as Chat Completions messages."""
-    out: list[dict[str, Any]] = []
+    out: list[ChatCompletionMessageParam] = []
     for message in messages:
         if message.role == "assistant":
-            entry: dict[str, Any] = {"role": "assistant", "content": message.content}
+            entry: ChatCompletionAssistantMessageParam = {
+                "role": "assistant",
+                "content": message.content,
+            }
             if message.tool_calls:
                 entry["content"] = message.content or None
                 entry["tool_calls"] = [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {
-                            "name": call.name,
-                            "arguments": arguments_text(call.arguments),
-                        },
-                    }
+                    ChatCompletionMessageFunctionToolCallParam(
+                        id=call.id,
+                        type="function",
+                        function={"name": call.name, "arguments": arguments_text(call.arguments)},
+                    )
                     for call in message.tool_calls
                 ]
             out.append(entry)
         elif message.role == "tool":
-            out.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-            )
+            call_id = message.tool_call_id or ""
+            out.append({"role": "tool", "tool_call_id": call_id, "content": message.content})
+        elif message.role == "system":
+            out.append({"role": "system", "content": message.content})
         else:
-            out.append({"role": message.role, "content": message.content})
+            out.append({"role": "user", "content": message.content})
     return out
 
 
@@ -97,58 +109,95 @@ def _slot(parts: ResponseParts, index: object, call_id: str) -> int:
     return max(calls)
 
 
-class OpenAICompatibleProvider(SdkProvider):
+@attrs.frozen
+class ChatBody:
+    """A Chat Completions request in the SDK's types."""
+
+    messages: list[ChatCompletionMessageParam]
+    tools: list[ChatCompletionToolUnionParam]
+    params: ModelParams
+
+
+class OpenAICompatibleProvider(SdkProvider[ChatBody, ChatCompletion, ChatCompletionChunk]):
     """A Chat Completions server behind the provider interface (`openai-compatible:MODEL`)."""
 
-    sdk_error = openai.OpenAIError
-    stream_arguments = {"stream": True, "stream_options": {"include_usage": True}}  # noqa: RUF012
+    errors = SdkErrors(
+        root=openai.OpenAIError,
+        api=openai.APIError,
+        status=openai.APIStatusError,
+        connection=openai.APIConnectionError,
+        timeout=openai.APITimeoutError,
+        rate_limit=openai.RateLimitError,
+        auth=(openai.AuthenticationError, openai.PermissionDeniedError),
+    )
     provider_name = "openai-compatible"
 
-    def _connect(self, **settings: Any) -> Callable[..., Any]:
-        return openai.OpenAI(**settings).chat.completions.create
+    def _connect(self, *, api_key: str, base_url: str | None, timeout: float) -> None:
+        self._client = openai.OpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+        )
 
-    def _arguments(self, request: ModelRequest) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": to_wire_messages(request.messages),
-            **wire_params(request.params, _PARAMS),
-        }
-        if request.tools:
-            kwargs["tools"] = [ToolDefinition.from_json(tool).to_openai() for tool in request.tools]
-        return kwargs
+    def _body(self, request: ModelRequest) -> ChatBody:
+        # The tools' wire form is the definitions' own (what `tools --format openai` prints).
+        tools = [cast(ChatCompletionToolUnionParam, openai_tool(tool)) for tool in request.tools]
+        return ChatBody(to_wire_messages(request.messages), tools, ModelParams.of(request.params))
 
-    def _read(self, completion: ChatCompletion, parts: ResponseParts) -> ModelResponse:
+    def _send_whole(self, body: ChatBody) -> RawResponse[ChatCompletion]:
+        params = body.params
+        return self._client.chat.completions.with_raw_response.create(
+            model=self.model,
+            messages=body.messages,
+            tools=body.tools or omit,
+            temperature=_given(params.temperature),
+            max_tokens=_given(params.max_tokens),
+            top_p=_given(params.top_p),
+            stop=_given(params.stop),
+        )
+
+    def _send_stream(self, body: ChatBody) -> RawResponse[EventStream[ChatCompletionChunk]]:
+        params = body.params
+        return self._client.chat.completions.with_raw_response.create(
+            model=self.model,
+            messages=body.messages,
+            tools=body.tools or omit,
+            temperature=_given(params.temperature),
+            max_tokens=_given(params.max_tokens),
+            top_p=_given(params.top_p),
+            stop=_given(params.stop),
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+
+    def _read_whole(self, completion: ChatCompletion, parts: ResponseParts) -> None:
         if not completion.choices:
-            raise invalid_response("The model server answered with no choices")
+            raise ValueError("the model server answered with no choices")
         choice = completion.choices[0]
         parts.add_text(choice.message.content)
         for index, call in enumerate(choice.message.tool_calls or ()):
             if call.type == "function":
                 parts.add_call(index, call.id, call.function.name, call.function.arguments)
         parts.usage, parts.response_id = usage_of(completion.usage), completion.id or None
-        return parts.response(finish_reason(choice.finish_reason, bool(parts.calls)))
+        parts.finish, parts.ended = checked_text(choice.finish_reason) or None, True
 
-    def _read_stream(self, stream: Any, parts: ResponseParts) -> ModelResponse:
-        wire_finish: str | None = None
-        chunk: ChatCompletionChunk
-        for chunk in stream:
-            parts.response_id = parts.response_id or chunk.id or None
-            if chunk.usage is not None:
-                parts.usage = usage_of(chunk.usage)
-            for choice in chunk.choices:
-                if choice.index != 0:
-                    continue
-                parts.add_text(choice.delta.content)
-                for fragment in choice.delta.tool_calls or ():
-                    call_id = checked_text(fragment.id)
-                    call = parts.call(_slot(parts, getattr(fragment, "index", None), call_id))
-                    call["id"] = call["id"] or call_id
-                    if fragment.function is not None:
-                        # The name comes whole, once; a server repeating it is not doubled.
-                        call["name"] = call["name"] or checked_text(fragment.function.name)
-                        call["arguments"] += checked_text(fragment.function.arguments)
-                if choice.finish_reason is not None:
-                    wire_finish = choice.finish_reason
-        if wire_finish is None:
-            return parts.response(None)
-        return parts.response(finish_reason(wire_finish, bool(parts.calls)))
+    def _read_event(self, chunk: ChatCompletionChunk, parts: ResponseParts) -> None:
+        parts.response_id = parts.response_id or chunk.id or None
+        if chunk.usage is not None:
+            parts.usage = usage_of(chunk.usage)
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue
+            parts.add_text(choice.delta.content)
+            for fragment in choice.delta.tool_calls or ():
+                call_id = checked_text(fragment.id)
+                call = parts.call(_slot(parts, getattr(fragment, "index", None), call_id))
+                call["id"] = call["id"] or call_id
+                if fragment.function is not None:
+                    # The name comes whole, once; a server repeating it is not doubled.
+                    call["name"] = call["name"] or checked_text(fragment.function.name)
+                    call["arguments"] += checked_text(fragment.function.arguments)
+            if choice.finish_reason is not None:
+                # A stream is whole once the server gave its finish reason.
+                parts.finish, parts.ended = checked_text(choice.finish_reason), True
+
+    def _finish_reason(self, parts: ResponseParts) -> str:
+        return finish_reason(parts.finish, bool(parts.calls))

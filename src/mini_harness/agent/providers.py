@@ -5,6 +5,9 @@ DEEPSEEK_API_KEY, then OPENAI_API_KEY, then ANTHROPIC_API_KEY; with none, the mo
 (deterministic, no network).
 MINI_HARNESS_MODEL names the model when `--model` does not. The SDK providers' modules (and
 their SDKs) are imported only once chosen.
+
+A provider that holds secrets (the SDK providers: their API key) lists them in `secrets`;
+whoever prints or records what a run produced redacts them (`provider_secrets`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from mini_harness.agent.provider import (
     Message,
@@ -31,6 +35,19 @@ PROVIDER_NAMES = ("anthropic", "deepseek", "mock", "openai", "openai-compatible"
 class ProviderSetupError(MiniHarnessError):
     """The provider cannot be made: a bad `--model`, a missing key or setting, or its SDK
     is not installed (the message then carries the install line)."""
+
+
+@runtime_checkable
+class HoldsSecrets(Protocol):
+    """A provider with secrets no output may show (the SDK providers: their API key)."""
+
+    @property
+    def secrets(self) -> tuple[str, ...]: ...
+
+
+def provider_secrets(provider: ModelProvider) -> tuple[str, ...]:
+    """The secrets `provider` holds; none for the mock and scripted providers."""
+    return provider.secrets if isinstance(provider, HoldsSecrets) else ()
 
 
 class MockProvider:

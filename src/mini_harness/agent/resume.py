@@ -3,13 +3,13 @@
 Each tool call of a run is ended (its recorded result is used, never run again), in doubt
 (begun, never ended: the process died while it ran) or never begun. `check_history` says
 whether a rebuilt history is one every provider accepts: every tool call gets exactly one
-result. Reading the transcript and planning the new run is replay's job
-(replay.continuation).
+result, and no two share an id (`unique_call_ids` gives the loop's calls fresh ones).
+Reading the transcript and planning the new run is replay's job (replay.continuation).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import attrs
 
@@ -52,16 +52,44 @@ class RecordedCall:
         return call_outcome(call, output=self.output).message
 
 
+def unique_call_ids(message: Message, used: Iterable[str]) -> Message:
+    """`message` with a fresh id for each tool call whose id is taken: used before (`used`,
+    the ids of the conversation so far) or by an earlier call of the message. The fresh
+    one is the id with `-2`, `-3`, ... added (the first not taken).
+
+    A model may give two calls one id, or reuse one of an earlier step; a history with
+    such duplicates is refused by providers (HTTP 400) at every later request, and a
+    call's result would be matched to the wrong call.
+    """
+    taken = set(used)
+    calls: list[ToolCall] = []
+    for call in message.tool_calls:
+        fresh, number = call.id, 2
+        while fresh in taken:
+            fresh, number = f"{call.id}-{number}", number + 1
+        taken.add(fresh)
+        calls.append(call if fresh == call.id else attrs.evolve(call, id=fresh))
+    if tuple(calls) == message.tool_calls:
+        return message
+    return attrs.evolve(message, tool_calls=tuple(calls))
+
+
+def call_ids(messages: Iterable[Message]) -> set[str]:
+    """The ids of every tool call the assistant made in `messages`."""
+    return {call.id for message in messages for call in message.tool_calls}
+
+
 def check_history(messages: Sequence[Message]) -> list[str]:
     """What makes a conversation invalid for a provider (empty: valid).
 
     The rules every provider enforces: a system message comes first and only there; every
     tool call of an assistant message is followed, before any other message, by exactly
     one tool result with its id; a tool result answers a call of the assistant message
-    just before it.
+    just before it; no two tool calls of the conversation share an id.
     """
     problems: list[str] = []
     open_ids: list[str] = []
+    seen: set[str] = set()
     for index, message in enumerate(messages):
         where = f"message {index + 1} ({message.role})"
         if message.role == "system" and index != 0:
@@ -77,6 +105,10 @@ def check_history(messages: Sequence[Message]) -> list[str]:
             open_ids = []
         if message.role == "assistant":
             open_ids = [call.id for call in message.tool_calls]
+            for call_id in open_ids:
+                if call_id in seen:
+                    problems.append(f"{where}: tool call id {call_id!r} is used again")
+                seen.add(call_id)
     if open_ids:
         problems.append(f"the history ends with {_calls(open_ids)} unanswered")
     return problems

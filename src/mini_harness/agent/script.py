@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import orjson
 
 from mini_harness.agent.provider import (
@@ -29,6 +30,7 @@ from mini_harness.agent.provider import (
     Usage,
 )
 from mini_harness.errors import MiniHarnessError, counted
+from mini_harness.events.wire import camel
 
 
 class ScriptError(MiniHarnessError):
@@ -44,11 +46,14 @@ def _usage(path: str, where: str, data: object) -> Usage:
         return Usage()
     if not isinstance(data, dict):
         raise _fail(path, where, "usage must be an object")
-    for key in Usage.KEYS:
+    counts = {}
+    for field in attrs.fields(Usage):
+        key = camel(field.name)  # the script's keys are those of a recorded usage
         value = data.get(key)
         if value is not None and (type(value) is not int or value < 0):
             raise _fail(path, f"{where}.usage.{key}", "must be a whole number")
-    return Usage.from_json(data)
+        counts[field.name] = value
+    return Usage(**counts)
 
 
 def _call(path: str, where: str, data: object, default_id: str) -> ToolCall:

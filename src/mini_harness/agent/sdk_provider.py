@@ -1,33 +1,32 @@
-"""What the two SDK providers (OpenAI, Anthropic) share: the request path with every HTTP
-attempt observed, failures mapped to ModelError, the response read back, and the wire form
-of request parameters and of tool-call arguments.
+"""What the two SDK providers (OpenAI, Anthropic) share: the attempts of a request, each
+one seen (the SDK's own retries are off, sdk_failures.py has the policy), the response
+read back, and the wire form of request parameters and of tool-call arguments.
 
-The official SDKs retry rate limits, server errors and timeouts themselves. To record each
-failed attempt, the providers hand the SDK an httpx2 client whose transport notes how every
-attempt ended. A failure is reported through `on_retry` when the SDK sends the next attempt
-(so only failures that were retried are reported, and the SDK's own retry rules stay the
-only ones); the failure the SDK finally raises becomes the ModelError the provider raises.
+The SDK is used as it comes: its own HTTP client, which honours the standard proxy
+variables (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) as for every other user
+of the SDK. Only what the server sent is read under a guard (a body of the wrong shape
+is an `invalid_response`); an error in our own code is not mistaken for the server's.
 
 A model may send tool-call arguments that are not a JSON object (cut off by a token limit,
-or just malformed). The conversation keeps that raw text, but several servers (vLLM,
-llama.cpp, Anthropic's API for `tool_use.input`) refuse a history whose earlier tool-call
-arguments are not a JSON object. So such arguments are sent back wrapped in an object that
-says what they were; the tool's result (an error, from the loop) tells the model what went
-wrong.
+just malformed, or nested deeper than MAX_JSON_DEPTH). The conversation keeps that raw
+text, but several servers (vLLM, llama.cpp, Anthropic's API for `tool_use.input`) refuse
+a history whose earlier tool-call arguments are not a JSON object. So such arguments are
+sent back wrapped in an object that says what they were; the tool's result (an error,
+from the loop) tells the model what went wrong.
 
-httpx2 comes with both SDKs; this module is imported only by their providers.
+This module is imported only by the SDK providers.
 """
 
 from __future__ import annotations
 
 import abc
-import contextvars
-import json
-from collections.abc import Callable, Iterator
-from typing import Any, ClassVar
+import contextlib
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 import attrs
-import httpx2
+import orjson
 
 from mini_harness.agent.provider import (
     Message,
@@ -37,17 +36,23 @@ from mini_harness.agent.provider import (
     ToolCall,
     Usage,
 )
+from mini_harness.agent.sdk_failures import FailureMapping, SdkErrors, retry_delay
 from mini_harness.errors import MiniHarnessError
-from mini_harness.events import JsonObject, new_id
+from mini_harness.events import MAX_JSON_DEPTH, JsonObject, new_id
+from mini_harness.events.jsonvalue import nested_deeper_than
+from mini_harness.events.redaction import KeyFinder
 
 UNPARSED_KEY = "unparsedArguments"
 """The key the raw text is wrapped under when it is not a JSON object."""
 
 
 def _object(raw: str) -> JsonObject | None:
+    """`raw` as a JSON object, or None: not JSON, not an object, or nested too deep."""
+    if nested_deeper_than(raw, MAX_JSON_DEPTH):
+        return None
     try:
-        value = json.loads(raw)
-    except ValueError:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
 
@@ -64,207 +69,99 @@ def arguments_text(raw: str) -> str:
     """`raw` as the text of a JSON object: unchanged when it is one, else as above."""
     if _object(raw) is not None:
         return raw
-    return json.dumps(arguments_object(raw), ensure_ascii=False)
+    return orjson.dumps(arguments_object(raw)).decode()
 
 
-def wire_params(params: JsonObject, names: dict[str, str]) -> dict[str, Any]:
-    """The request parameters under the wire format's names; an unknown one is an error."""
-    out: dict[str, Any] = {}
-    for key, value in params.items():
-        if key not in names:
-            known = ", ".join(sorted(names))
-            raise MiniHarnessError(f"Unknown model parameter {key!r} (known: {known})")
-        out[names[key]] = value
-    return out
+@attrs.frozen
+class ModelParams:
+    """The request parameters a provider sends, read from their neutral names."""
 
+    temperature: float | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    stop: list[str] | None = None
 
-REDACTED = "[redacted]"
-_STATUS_KINDS = {429: "rate_limited", 401: "auth", 403: "auth", 408: "timeout"}
+    NAMES: ClassVar[tuple[str, ...]] = ("maxTokens", "stop", "temperature", "topP")
 
-
-def server_error_message(body: bytes) -> str | None:
-    """The error message a server put in its JSON error body, in either wire format:
-    `{"error": {"message": ...}}` (OpenAI, Anthropic) or `{"message": ...}`."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        text = body.decode("utf-8", "replace").strip()
-        return text[:500] or None
-    if isinstance(data, dict):
-        error = data.get("error", data)
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])
-        if isinstance(error, str):
-            return error
-    return None
-
-
-def _detail(error: BaseException) -> str:
-    return str(error) or type(error).__name__
-
-
-@attrs.define
-class AttemptLog:
-    """The attempts of one `complete` call: how many were sent and how the last one failed.
-
-    It words each failure as a ModelError of the latest attempt, with every occurrence
-    of `secret` (the API key) redacted.
-    """
-
-    secret: str | None
-    on_retry: Callable[[ModelError], None] | None
-    attempts: int = 0
-    last_failure: ModelError | None = None
-
-    def starting(self) -> None:
-        """A new attempt is being sent: the previous one's failure was retried."""
-        if self.last_failure is not None and self.on_retry is not None:
-            self.on_retry(self.last_failure)
-        self.last_failure = None
-        self.attempts += 1
-
-    def failure(self, kind: str, message: str, status: int | None = None) -> ModelError:
-        """A ModelError of the latest attempt, the key redacted."""
-        if self.secret and len(self.secret) >= 4:
-            message = message.replace(self.secret, REDACTED)
-        return ModelError(kind, message, status=status, attempt=max(self.attempts, 1))
-
-    def status_error(self, status: int, body: bytes) -> ModelError:
-        """An HTTP error status, with the server's message when it gave one."""
-        message = f"Model request failed with HTTP {status}"
-        detail = server_error_message(body)
-        if detail:
-            message = f"{message}: {detail}"
-        return self.failure(_STATUS_KINDS.get(status, "http_error"), message, status)
-
-    def transport_error(self, error: Exception) -> ModelError:
-        """An attempt that got no response (timeout, refused, reset)."""
-        if isinstance(error, httpx2.TimeoutException):
-            return self.failure("timeout", f"Model request timed out ({type(error).__name__})")
-        return self.failure("http_error", f"Could not reach the model server: {_detail(error)}")
-
-    def stream_error(self, error: BaseException) -> ModelError:
-        """A response stream that broke after it started."""
-        if isinstance(error, httpx2.TimeoutException):
-            message = "The model server stopped sending mid-response (read timed out)"
-            return self.failure("timeout", message)
-        message = f"The model server's response stream was cut off: {_detail(error)}"
-        return self.failure("invalid_response", message)
-
-    def final_failure(self, error: Exception) -> ModelError:
-        """The ModelError to raise for `error`, which the SDK (or its stream) raised.
-
-        A failed attempt the transport saw is reported as it was seen (status, the server's
-        message); otherwise the response broke after it started, or could not be used.
-        """
-        if self.last_failure is not None:
-            return self.last_failure
-        # The SDKs wrap a stream that broke in their own connection/timeout errors.
-        cause: BaseException | None = error
-        while cause is not None:
-            if isinstance(cause, httpx2.TransportError | httpx2.StreamError):
-                return self.stream_error(cause)
-            cause = cause.__cause__ or cause.__context__
-        detail = str(getattr(error, "message", "") or error)
-        body = getattr(error, "body", None)
-        if body is not None:
-            # An error event inside a stream that had started well.
-            detail = server_error_message(json.dumps(body).encode()) or detail
-            return self.failure("http_error", f"The model server reported an error: {detail}")
-        detail = detail or type(error).__name__
-        return self.failure(
-            "invalid_response", f"The model server's response could not be read: {detail}"
+    @classmethod
+    def of(cls, params: JsonObject) -> ModelParams:
+        """The parameters of a request; an unknown name or a value of the wrong type is an
+        error before anything is sent."""
+        for key in params:
+            if key not in cls.NAMES:
+                known = ", ".join(cls.NAMES)
+                raise MiniHarnessError(f"Unknown model parameter {key!r} (known: {known})")
+        return cls(
+            temperature=_number(params, "temperature"),
+            max_tokens=_tokens(params),
+            top_p=_number(params, "topP"),
+            stop=_stops(params),
         )
 
 
-_CURRENT: contextvars.ContextVar[AttemptLog] = contextvars.ContextVar("mini_harness_attempt_log")
-"""The AttemptLog of the `complete` call under way (set for its duration)."""
+def _number(params: JsonObject, key: str) -> float | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise MiniHarnessError(f"Model parameter {key!r} must be a number")
 
 
-def invalid_response(message: str) -> ModelError:
-    """An `invalid_response` ModelError for the current attempt."""
-    return _CURRENT.get().failure("invalid_response", message)
+def _tokens(params: JsonObject) -> int | None:
+    value = params.get("maxTokens")
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    raise MiniHarnessError("Model parameter 'maxTokens' must be a positive integer")
 
 
-class ObservingTransport(httpx2.BaseTransport):
-    """An httpx2 transport that notes how each attempt ended in the current AttemptLog."""
-
-    def __init__(self, inner: httpx2.BaseTransport) -> None:
-        self._inner = inner
-
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        log = _CURRENT.get()
-        log.starting()
-        try:
-            response = self._inner.handle_request(request)
-        except httpx2.TransportError as error:
-            log.last_failure = log.transport_error(error)
-            raise
-        if response.status_code >= 400:
-            # Error bodies are small; reading them here keeps the server's message for an
-            # attempt the SDK retries without reading (the SDK reads the buffered copy).
-            try:
-                body = response.read()
-            except httpx2.TransportError as error:
-                log.last_failure = log.stream_error(error)
-                raise
-            log.last_failure = log.status_error(response.status_code, body)
-            return response
-        response.stream = _ObservedBody(response.stream, log)
-        return response
-
-    def close(self) -> None:
-        self._inner.close()
-
-
-class _ObservedBody(httpx2.SyncByteStream):
-    """A response body that notes in the AttemptLog when it breaks off (a body cut short,
-    a read timeout), whether the SDK then retries (a whole body) or raises (a stream)."""
-
-    def __init__(self, inner: httpx2.SyncByteStream | Any, log: AttemptLog) -> None:
-        self._inner = inner
-        self._log = log
-        self._attempt = log.attempts
-
-    def __iter__(self) -> Iterator[bytes]:
-        try:
-            yield from self._inner
-        except httpx2.TransportError as error:
-            if self._log.attempts == self._attempt:
-                self._log.last_failure = self._log.stream_error(error)
-            raise
-
-    def close(self) -> None:
-        self._inner.close()
+def _stops(params: JsonObject) -> list[str] | None:
+    value = params.get("stop")
+    if value is None:
+        return None
+    stops = [value] if isinstance(value, str) else value
+    if isinstance(stops, list) and all(isinstance(stop, str) for stop in stops):
+        return stops
+    raise MiniHarnessError("Model parameter 'stop' must be a string or a list of strings")
 
 
 def checked_text(value: object) -> str:
     """A text field of a response: a string, or "" when absent; anything else is a
-    malformed response (raised as a ValueError, which becomes invalid_response)."""
+    malformed response (raised as a TypeError, which the reading guard reports)."""
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise ValueError(f"expected text, got {type(value).__name__}")  # noqa: TRY004
+        raise TypeError(f"expected text, got {type(value).__name__}")
     return value
 
 
 @attrs.define
 class ResponseParts:
-    """A response as it is read, whole or streamed: its text (each piece passed to
-    `on_text` as it arrives), its tool calls by position, usage and the response's id."""
+    """A response as it is read, whole or streamed: its text (the pieces not yet passed on
+    in `unsent`), its tool calls by position, usage, the response's id, and the finish
+    reason as the server named it (`ended` once the server said the response is whole)."""
 
-    on_text: Callable[[str], None] | None = None
     text: list[str] = attrs.Factory(list)
+    unsent: list[str] = attrs.Factory(list)
     calls: dict[int, dict[str, str]] = attrs.Factory(dict)
     usage: Usage = attrs.Factory(Usage)
     response_id: str | None = None
+    finish: str | None = None
+    ended: bool = False
 
     def add_text(self, piece: object) -> None:
         text = checked_text(piece)
         if text:
             self.text.append(text)
-            if self.on_text is not None:
-                self.on_text(text)
+            self.unsent.append(text)
+
+    def pass_text(self, on_text: Callable[[str], None]) -> None:
+        """Pass the text read since the last call on to `on_text`, piece by piece."""
+        pieces, self.unsent = self.unsent, []
+        for piece in pieces:
+            on_text(piece)
 
     def add_call(self, slot: int, call_id: object, name: object, arguments: object = "") -> None:
         self.calls[slot] = {
@@ -277,16 +174,9 @@ class ResponseParts:
         """The call at `slot` (`id`, `name`, `arguments`), empty until its parts arrive."""
         return self.calls.setdefault(slot, {"id": "", "name": "", "arguments": ""})
 
-    def response(self, finish_reason: str | None, empty_arguments: str = "") -> ModelResponse:
-        """The whole response; a finish reason of None means the stream ended early.
-
-        A call the server sent no id for gets one; one without arguments gets
-        `empty_arguments`.
-        """
-        if finish_reason is None:
-            raise invalid_response(
-                "The model server's response stream ended before the response was complete"
-            )
+    def response(self, finish_reason: str, empty_arguments: str = "") -> ModelResponse:
+        """The whole response. A call the server sent no id for gets one; one without
+        arguments gets `empty_arguments`."""
         calls = tuple(
             ToolCall(
                 id=c["id"] or f"call_{new_id()}",
@@ -303,19 +193,42 @@ class ResponseParts:
         )
 
 
-class SdkProvider(abc.ABC):
-    """A model behind an official SDK: the request is sent with each attempt observed,
-    and whatever goes wrong is raised as ModelError with the key redacted.
+BodyT = TypeVar("BodyT")
+WholeT = TypeVar("WholeT")
+EventT = TypeVar("EventT")
+RawT = TypeVar("RawT")
+T_co = TypeVar("T_co", covariant=True)
 
-    A provider makes its SDK's client and gives its create function (`_connect`),
-    converts the request to that function's arguments and reads a whole response or a
-    stream into ResponseParts. The SDK retries up to `max_retries` times; `timeout` is
-    in seconds.
+
+class EventStream(Protocol[T_co]):
+    """An SDK's stream of response events."""
+
+    def __iter__(self) -> Iterator[T_co]: ...
+    def close(self) -> None: ...
+
+
+class RawResponse(Protocol[T_co]):
+    """An SDK's raw response (`with_raw_response`): received, and parsed only when asked."""
+
+    def parse(self) -> T_co: ...
+
+
+class SdkProvider(abc.ABC, Generic[BodyT, WholeT, EventT]):
+    """A model behind an official SDK: each attempt of a request is sent with the SDK's
+    retries off, whatever goes wrong is a ModelError (the key redacted), and a failure the
+    policy retries is reported to `on_retry` before the next attempt.
+
+    A provider makes its SDK's client (`max_retries=0`), converts a request to its body
+    (`_body`, once), sends it for a whole response or a stream (`_send_whole`,
+    `_send_stream`: the SDK's raw response, parsed here under the reading guard), and
+    reads the parsed response, or each event of the stream, into ResponseParts.
+    `max_retries` is how many times a failed attempt is tried again; `timeout` is in
+    seconds.
     """
 
-    sdk_error: ClassVar[type[Exception]]  # the root of the SDK's exceptions
-    stream_arguments: ClassVar[dict[str, Any]]  # what asks `create` for a stream
+    errors: ClassVar[SdkErrors]  # the SDK's exception classes
     provider_name: ClassVar[str]  # the provider's name is `<provider_name>:<model>`
+    empty_arguments: ClassVar[str] = ""  # the arguments of a call sent without any
 
     def __init__(
         self,
@@ -328,24 +241,18 @@ class SdkProvider(abc.ABC):
     ) -> None:
         self.model = model
         self.name = f"{self.provider_name}:{model}"
+        self.max_retries = max_retries
         self._api_key = api_key
-        # Proxy variables are not read (a proxy transport would bypass the observation).
-        http_client = httpx2.Client(
-            transport=ObservingTransport(httpx2.HTTPTransport()),
-            timeout=timeout,
-            follow_redirects=True,
-            trust_env=False,
-        )
-        self._create = self._connect(
-            api_key=api_key,
-            base_url=base_url,
-            max_retries=max_retries,
-            timeout=timeout,
-            http_client=http_client,
-        )
+        self._keys = KeyFinder.of([api_key])
+        self._connect(api_key=api_key, base_url=base_url, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}(model={self.model!r})>"
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What this provider holds that no output may show: its API key."""
+        return (self._api_key,)
 
     def complete(
         self,
@@ -354,37 +261,106 @@ class SdkProvider(abc.ABC):
         on_text: Callable[[str], None] | None = None,
         on_retry: Callable[[ModelError], None] | None = None,
     ) -> ModelResponse:
-        kwargs = self._arguments(request)
-        log = AttemptLog(secret=self._api_key, on_retry=on_retry)
-        token = _CURRENT.set(log)  # the transport notes each attempt of this call in it
+        body = self._body(request)
+        parts = ResponseParts()
+        if on_text is None:
+            whole, mapping = self._attempts(lambda: self._send_whole(body), on_retry)
+            with _reading(mapping):
+                self._read_whole(whole.parse(), parts)
+            return self._response(parts, mapping)
+        streamed, mapping = self._attempts(lambda: self._send_stream(body), on_retry)
         try:
-            if on_text is None:
-                return self._read(self._create(**kwargs), ResponseParts())
-            # The stream is closed however the reading ends (Ctrl-C included).
-            with self._create(**kwargs, **self.stream_arguments) as stream:
-                return self._read_stream(stream, ResponseParts(on_text))
-        except (self.sdk_error, httpx2.HTTPError, httpx2.StreamError) as error:
-            raise log.final_failure(error) from None
-        except (AttributeError, TypeError, KeyError, ValueError) as error:
-            # The SDKs do not validate bodies: a 200 that is not a response (a proxy's
-            # HTML page, a body of the wrong shape) fails while being read.
-            message = "The model server's response is not in the expected format"
-            raise log.failure("invalid_response", f"{message} ({_detail(error)})") from None
-        finally:
-            _CURRENT.reset(token)
+            with _reading(mapping):
+                stream = streamed.parse()
+            try:  # the stream is closed however the reading ends (Ctrl-C included)
+                for event in _events(stream, mapping):
+                    with _reading(mapping):
+                        self._read_event(event, parts)
+                    parts.pass_text(on_text)
+            finally:
+                stream.close()
+        except self.errors.raised as error:
+            raise mapping.reading(error) from None
+        return self._response(parts, mapping)
+
+    def _attempts(
+        self, send: Callable[[], RawT], on_retry: Callable[[ModelError], None] | None
+    ) -> tuple[RawT, FailureMapping]:
+        """What `send` returned, at the first attempt that did not fail, and the mapping of
+        that attempt's failures; a failure the policy retries is passed to `on_retry`
+        before the next attempt, and the last one is raised."""
+        attempt = 1
+        while True:
+            mapping = FailureMapping(self.errors, attempt, self._redact)
+            try:
+                return send(), mapping
+            except self.errors.raised as error:
+                failure = mapping.sending(error)
+            if not failure.retry or attempt > self.max_retries:
+                raise failure.error
+            if on_retry is not None:
+                on_retry(failure.error)
+            time.sleep(retry_delay(failure, attempt - 1))
+            attempt += 1
+
+    def _redact(self, text: str) -> str:
+        return text if self._keys is None else self._keys.redact(text)
+
+    def _response(self, parts: ResponseParts, mapping: FailureMapping) -> ModelResponse:
+        if not parts.ended:
+            raise mapping.error(
+                "invalid_response",
+                "The model server's response stream ended before the response was complete",
+            )
+        return parts.response(self._finish_reason(parts), self.empty_arguments)
 
     @abc.abstractmethod
-    def _connect(self, **settings: Any) -> Callable[..., Any]:
-        """The SDK's create function, of a client made with these settings."""
+    def _connect(self, *, api_key: str, base_url: str | None, timeout: float) -> None:
+        """Make the SDK's client, with its retries off."""
 
     @abc.abstractmethod
-    def _arguments(self, request: ModelRequest) -> dict[str, Any]:
-        """The SDK's arguments for `request`."""
+    def _body(self, request: ModelRequest) -> BodyT:
+        """What is sent for `request`, in the SDK's types."""
 
     @abc.abstractmethod
-    def _read(self, wire: Any, parts: ResponseParts) -> ModelResponse:
-        """The response from the SDK's response object."""
+    def _send_whole(self, body: BodyT) -> RawResponse[WholeT]:
+        """Send `body` for a whole response; the SDK's raw response, its body read."""
 
     @abc.abstractmethod
-    def _read_stream(self, stream: Any, parts: ResponseParts) -> ModelResponse:
-        """The response from the SDK's stream, each text piece passed on as it comes."""
+    def _send_stream(self, body: BodyT) -> RawResponse[EventStream[EventT]]:
+        """Send `body` for a stream; the SDK's raw response, its status and headers read."""
+
+    @abc.abstractmethod
+    def _read_whole(self, response: WholeT, parts: ResponseParts) -> None:
+        """Read a whole response into `parts`."""
+
+    @abc.abstractmethod
+    def _read_event(self, event: EventT, parts: ResponseParts) -> None:
+        """Read one event of a stream into `parts`."""
+
+    @abc.abstractmethod
+    def _finish_reason(self, parts: ResponseParts) -> str:
+        """The neutral finish reason of a response read whole."""
+
+
+@contextlib.contextmanager
+def _reading(mapping: FailureMapping) -> Iterator[None]:
+    """Guard the reading of what the server sent: a body or an event that is not what the
+    SDK's types say (the SDKs build their objects without checking) is an
+    invalid_response, and so is JSON nested past what Python parses."""
+    try:
+        yield
+    except (AttributeError, TypeError, KeyError, ValueError, RecursionError) as error:
+        raise mapping.unreadable(error) from None
+
+
+def _events(stream: Iterable[EventT], mapping: FailureMapping) -> Iterator[EventT]:
+    """The stream's events, each one's decoding under the reading guard."""
+    iterator = iter(stream)
+    while True:
+        with _reading(mapping):
+            try:
+                event = next(iterator)
+            except StopIteration:
+                return
+        yield event

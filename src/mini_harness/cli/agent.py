@@ -12,7 +12,7 @@ import orjson
 from mini_harness.agent.context import DEFAULT_SYSTEM_PROMPT, load_project_rules, request_parts
 from mini_harness.agent.context import context_report as render_report
 from mini_harness.agent.loop import AgentConfig, AgentLoop
-from mini_harness.agent.providers import choose_provider
+from mini_harness.agent.providers import choose_provider, provider_secrets
 from mini_harness.cli import root_workspace
 from mini_harness.cli.coding import approve_option, make_approver
 from mini_harness.cli.dispatch import parse_tool_input, read_tool_input, tool_options
@@ -26,8 +26,9 @@ from mini_harness.cli.log_options import (
 from mini_harness.cli.options import option_group, workspace_option
 from mini_harness.cli.output import BadUsage, error, info, warn
 from mini_harness.cli.registry_spec import agent_tools, registry_option
-from mini_harness.events import JsonObject
+from mini_harness.events import JsonObject, to_wire
 from mini_harness.runtime import ToolRuntime
+from mini_harness.runtime.terminal import printable
 from mini_harness.transcripts import Redactor
 
 RESULT_WIDTH = 160
@@ -85,9 +86,10 @@ def _system_prompt(path: str | None) -> str:
 class PrintingReporter:
     """Prints a run as it goes: each step's tool call and outcome, the model's text.
 
-    With a redactor (`--redact-env`, `--redact-pattern`) everything it prints is redacted
-    as the log is; streamed text is then printed a line at a time, so that a secret split
-    across chunks is still caught.
+    With a redactor (the provider's key, `--redact-env`, `--redact-pattern`) everything it
+    prints is redacted as the log is; streamed text is then printed a word at a time (a
+    line at a time with `--redact-pattern`), so that a secret split across chunks is
+    still caught.
     """
 
     def __init__(self, provider_name: str, redactor: Redactor | None = None) -> None:
@@ -103,7 +105,7 @@ class PrintingReporter:
 
     def _print(self, text: str) -> None:
         if text:
-            click.echo(text, nl=False)
+            click.echo(printable(text), nl=False)
             self._line_open = not text.endswith("\n")
 
     def text(self, chunk: str) -> None:
@@ -113,8 +115,8 @@ class PrintingReporter:
         if self._redactor is None:
             self._print(chunk)
             return
-        done, newline, self._held = (self._held + chunk).rpartition("\n")
-        self._print(self.shown(done + newline))
+        shown, self._held = self._redactor.stream(self._held, chunk)
+        self._print(shown)
 
     def response(self, step: int, response: Any, streamed: bool) -> None:
         if self._streaming:
@@ -124,7 +126,7 @@ class PrintingReporter:
             self._streaming, self._held, self._line_open = False, "", False
         elif response.message.content:
             info(self.header)
-            click.echo(self.shown(response.message.content))
+            click.echo(printable(self.shown(response.message.content)))
 
     def tool_called(self, step: int, call: Any) -> None:
         where = f"Step {step}" if step else "Before the task"  # step 0: --tool
@@ -151,7 +153,7 @@ def print_document(outcome: Any, printer: PrintingReporter, **origin: Any) -> No
         "stopReason": outcome.stop_reason,
         "finalText": None if outcome.final_text is None else printer.shown(outcome.final_text),
         "steps": outcome.steps,
-        "usage": outcome.usage.to_json(),
+        "usage": to_wire(outcome.usage),
     }
     click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
 
@@ -207,9 +209,10 @@ def run_command(task: tuple[str, ...], **options: Any) -> None:
         manual = (tool, parse_tool_input(read_tool_input(options["tool_input"])))
     workspace = options["workspace"] or root_workspace()
     provider = choose_provider(options["model"], os.environ)
+    keys = provider_secrets(provider)
     system_prompt = _system_prompt(options["system_prompt_file"])
     redacted = tuple(options["redact_env"] or ())
-    tools = agent_tools(options["registry_spec"], workspace, redacted)
+    tools = agent_tools(options["registry_spec"], workspace, redacted, protected=(log,))
     approver = make_approver(workspace or os.curdir, options["approve"])
     rules = load_project_rules(Path(workspace or os.curdir), Path.cwd(), warn=warn)
     config = AgentConfig(
@@ -221,8 +224,8 @@ def run_command(task: tuple[str, ...], **options: Any) -> None:
         stream=not options["no_stream"] and not as_json,
         manual_tool=manual,
     )
-    printer = PrintingReporter(provider.name, redactor_for(options))
-    with opened_log(log, options) as sink:  # a log that cannot be opened stops here
+    printer = PrintingReporter(provider.name, redactor_for(options, keys))
+    with opened_log(log, options, keys) as sink:  # a log that cannot be opened stops here
         if not as_json:
             info(printer.shown(f"Task: {task_text}"))
             info(f"Model provider: {provider.name}")

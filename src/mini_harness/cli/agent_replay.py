@@ -15,15 +15,17 @@ import click
 import orjson
 
 from mini_harness.agent.loop import AgentLoop, Opening
-from mini_harness.agent.providers import choose_provider
+from mini_harness.agent.providers import choose_provider, provider_secrets
 from mini_harness.cli.agent import PrintingReporter, exit_code
 from mini_harness.cli.coding import make_approver
-from mini_harness.cli.log_options import opened_log
+from mini_harness.cli.log_options import opened_log, redactor_for
 from mini_harness.cli.output import BadUsage, error, info
+from mini_harness.events import RunOrigin
 from mini_harness.replay.agent_replay import AgentReplay, ReplayedCall, replay_agent_run
 from mini_harness.replay.continuation import continued_config
 from mini_harness.replay.fold import fold_agent_runs
 from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.runtime.terminal import printable
 
 
 def rerun_agent_runs(
@@ -65,7 +67,7 @@ def rerun_agent_runs(
         elif replay.diverged_at is not None:
             error(replay.summary)
             for diff in replay.diffs:
-                click.echo("\n".join("    " + line for line in diff.splitlines()))
+                click.echo(printable("\n".join("    " + line for line in diff.splitlines())))
         else:
             info(replay.summary)
         if replay.diverged_at is not None:
@@ -117,10 +119,11 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
     as_json: bool,
 ) -> int:
     provider = choose_provider(live_model or None, os.environ)
+    keys = provider_secrets(provider)
     assert replay.stopped_at is not None  # the caller checked
     step, request = replay.stopped_at
     target = log or path
-    printer = PrintingReporter(provider.name)
+    printer = PrintingReporter(provider.name, redactor_for({}, keys))
     if not as_json:
         info(
             f"Continuing from step {step} with {provider.name}, as a new run forked from "
@@ -129,8 +132,8 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
     config = continued_config(replay.run, stream=not as_json)
     # A new run that names the replayed run and step; the live model's calls pass the
     # workspace's approval policy, as in `run` (`ask`).
-    opening = Opening(request.messages, forked_from={"runId": replay.run.run_id, "step": step})
-    with opened_log(target, {}) as sink:
+    opening = Opening(request.messages, forked_from=RunOrigin(replay.run.run_id, step))
+    with opened_log(target, {}, keys) as sink:
         runtime = ToolRuntime(registry, sink, approver=make_approver(os.curdir, "ask"))
         outcome = AgentLoop(runtime, provider, config, None if as_json else printer).run(opening)
     if as_json:

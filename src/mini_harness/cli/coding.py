@@ -1,7 +1,9 @@
 """CLI pieces for the coding tools: `--approve`, `replay --effects`, and `undo`.
 
-`approve_option` and `make_approver` give a command the approval policy; `print_effects`
-is what `replay --effects` prints; `undo_command` reverts one applied patch.
+`approve_option` and `make_approver` give a command the approval policy (and
+`continued_approver` a resumed or forked run, checking that policy against the one the run
+started with); `print_effects` is what `replay --effects` prints; `undo_command` reverts
+one applied patch.
 """
 
 from __future__ import annotations
@@ -10,16 +12,20 @@ import os
 
 import click
 
-from mini_harness.agent.approval import PolicyApprover, load_policy
+from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover, load_policy
 from mini_harness.agent.approval_prompt import terminal_prompter
+from mini_harness.agent.policy_file import POLICY_FILE
 from mini_harness.cli import BadUsage, fail, info
 from mini_harness.cli.log_options import opened_log
 from mini_harness.cli.options import F, workspace_option
+from mini_harness.cli.output import warn
+from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import PolicyError, ToolCallError, WorkspaceError
 from mini_harness.replay.fold import fold_effects
 from mini_harness.replay.model import CallRecord
 from mini_harness.replay.render import effects_lines
 from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.runtime.terminal import printable
 from mini_harness.tools import Workspace, register_coding_tools
 from mini_harness.tools.patch_undo import patch_reversal
 
@@ -30,7 +36,7 @@ APPROVE_HELP = (
 )
 
 
-def approve_option(func: F) -> F:
+def approve_option(func: F, help_text: str = APPROVE_HELP) -> F:
     """The `--approve auto|ask|never` option (default ask), passed as `approve`."""
     return click.option(
         "--approve",
@@ -38,24 +44,73 @@ def approve_option(func: F) -> F:
         type=click.Choice(["auto", "ask", "never"]),
         default="ask",
         show_default=True,
-        help=APPROVE_HELP,
+        help=help_text,
     )(func)
 
 
-def make_approver(workspace: str | os.PathLike[str], approve: str) -> PolicyApprover:
-    """The workspace's policy file with the --approve mode, prompting on stdin/stderr when
-    both are terminals. A policy file that cannot be used is a usage error (exit 2)."""
+def workspace_policy(workspace: str | os.PathLike[str], approve: str) -> ApprovalPolicy:
+    """The workspace's policy file with the --approve mode; a policy file that cannot be
+    used is a usage error (exit 2)."""
     try:
-        policy = load_policy(workspace, approve)
+        return load_policy(workspace, approve)
     except PolicyError as exc:
         raise BadUsage(exc.message) from None
-    return PolicyApprover(policy, terminal_prompter())
+
+
+def make_approver(workspace: str | os.PathLike[str], approve: str) -> PolicyApprover:
+    """The workspace's policy with the --approve mode, prompting on stdin/stderr when both
+    are terminals."""
+    return PolicyApprover(workspace_policy(workspace, approve), terminal_prompter())
+
+
+def accept_policy_option(func: F) -> F:
+    """The `--accept-policy` flag of resume and fork, passed as `accept_policy`."""
+    return click.option(
+        "--accept-policy",
+        is_flag=True,
+        help=f"Continue under the current {POLICY_FILE} when it differs from the one the "
+        "run started with (without it, such a run is not continued).",
+    )(func)
+
+
+def continued_approver(
+    workspace: str | os.PathLike[str],
+    approve: str,
+    run_id: str,
+    started_with: str | None,
+    *,
+    accept: bool,
+) -> PolicyApprover:
+    """The approver of a run that continues run `run_id`, which started under the policy
+    file with sha256 `started_with` (None: not recorded).
+
+    A policy file that changed since may have been changed by that run's model: without
+    `accept` (--accept-policy) it is a usage error naming both hashes, before anything is
+    written; with it, the current file is the policy, and the new run's RunStarted records
+    its hash beside the old run's.
+    """
+    approver = make_approver(workspace, approve)
+    now = approver.policy_sha256
+    if started_with is None:
+        warn(f"run {run_id} recorded no policy hash; continuing under the current {POLICY_FILE}")
+    elif now != started_with:
+        changed = (
+            f"{POLICY_FILE} changed since run {run_id} started "
+            f"(sha256 {started_with[:12]} then, {str(now)[:12]} now)"
+        )
+        if not accept:
+            raise BadUsage(
+                f"{changed}: the run's own calls may have changed it. Read it, then pass "
+                "--accept-policy to continue under it as it is now"
+            )
+        warn(f"{changed}; continuing under it as it is now (--accept-policy)")
+    return approver
 
 
 def print_effects(path: str) -> None:
     """Print the --effects report of a transcript."""
     for line in effects_lines(*fold_effects(path)):
-        click.echo(line)
+        click.echo(printable(line))
 
 
 def _find_call(path: str, call_id: str) -> CallRecord:
@@ -79,12 +134,17 @@ def _find_call(path: str, call_id: str) -> CallRecord:
     type=click.Path(dir_okay=False),
     help="Record the undo in this transcript (default: append it to PATH as a new run).",
 )
-def undo_command(path: str, call_id: str, workspace: str, log: str | None) -> None:
+@allow_unverified_option
+def undo_command(
+    path: str, call_id: str, workspace: str, log: str | None, allow_unverified: bool
+) -> None:
     """Revert the patch an apply_patch call applied, when every file it changed still has
-    the sha256 the call left (else say which file moved on, and change nothing).
+    the sha256 the call left (else say which file moved on, and change nothing). PATH
+    must verify: an edited record could name any file.
 
     Exit codes: 0 reverted; 1 a file moved on or the reversal failed; 2 usage errors.
     """
+    unverified = verified_history(path, "undo", allow=allow_unverified)
     call = _find_call(path, call_id)
     root = os.path.realpath(workspace)
     try:
@@ -96,6 +156,7 @@ def undo_command(path: str, call_id: str, workspace: str, log: str | None) -> No
     try:
         with opened_log(log or path, {}) as sink:
             runtime = ToolRuntime(registry, sink)
+            runtime.start(unverified=unverified)
             result = runtime.dispatch("apply_patch", {"patch": reverse})
     except ToolCallError as exc:
         fail(f"Undo of call {call_id} failed: {exc.message}", 1)

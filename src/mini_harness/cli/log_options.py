@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import click
@@ -82,13 +82,16 @@ def given_log_flags(settings: dict[str, Any]) -> list[str]:
     return [flag for key, flag in LOG_FLAGS.items() if settings.get(key)]
 
 
-def redactor_for(settings: dict[str, Any]) -> Redactor | None:
-    """The Redactor the redaction flags ask for, or None when none was given."""
-    if not (settings.get("redact_env") or settings.get("redact_pattern")):
+def redactor_for(settings: dict[str, Any], keys: Iterable[str] = ()) -> Redactor | None:
+    """The Redactor the redaction flags ask for, which also hides `keys` (the model
+    provider's: always redacted, copies included); None when there is nothing to hide."""
+    keys = tuple(keys)
+    if not (settings.get("redact_env") or settings.get("redact_pattern") or keys):
         return None
     return Redactor.from_config(
         env_names=settings.get("redact_env") or (),
         patterns=settings.get("redact_pattern") or (),
+        keys=keys,
     )
 
 
@@ -117,10 +120,12 @@ def warn_quarantined(sink: Any) -> None:
 
 
 @contextlib.contextmanager
-def opened_log(path: str | None, settings: dict[str, Any]) -> Iterator[EventSink]:
-    """The sink for `--log`: a JsonlTranscript configured by the log flags, closed on the way
-    out, its missing parent directories created first (`--log logs/runs/day-04.jsonl`); or,
-    without a path, a sink that discards."""
+def opened_log(
+    path: str | None, settings: dict[str, Any], keys: Iterable[str] = ()
+) -> Iterator[EventSink]:
+    """The sink for `--log`: a JsonlTranscript configured by the log flags (redacting
+    `keys` too), closed on the way out, its missing parent directories created first
+    (`--log logs/runs/day-04.jsonl`); or, without a path, a sink that discards."""
     if path is None:
         yield NullSink()
         return
@@ -131,7 +136,7 @@ def opened_log(path: str | None, settings: dict[str, Any]) -> Iterator[EventSink
             os.makedirs(parent, exist_ok=True)
     transcript = JsonlTranscript(
         path,
-        redactor=redactor_for(settings),
+        redactor=redactor_for(settings, keys),
         max_event_bytes=settings.get("max_event_bytes") or DEFAULT_MAX_EVENT_BYTES,
         fsync=settings.get("fsync") or DEFAULT_FSYNC,
     )

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
 import click
 
+from mini_harness.agent.approval import AsyncPolicyApprover
 from mini_harness.cli import PREFIX, fail, root_workspace
+from mini_harness.cli.coding import approve_option, workspace_policy
 from mini_harness.cli.log_options import (
     given_log_flags,
     log_option,
@@ -18,13 +21,14 @@ from mini_harness.cli.log_options import (
 from mini_harness.cli.options import workspace_option
 from mini_harness.cli.registry_spec import chosen_registry
 from mini_harness.errors import OutputError
-from mini_harness.mcp_server import run_stdio
+from mini_harness.mcp_server import ElicitingPrompter, run_stdio
 from mini_harness.runtime import ToolRuntime
+from mini_harness.runtime.terminal import printable
 
 
 def _note(message: str) -> None:
     # stdout carries the protocol; everything we say goes to stderr.
-    click.echo(f"{PREFIX} {message}", err=True)
+    click.echo(f"{PREFIX} {printable(message)}", err=True)
 
 
 @click.command("mcp")
@@ -41,8 +45,18 @@ def _note(message: str) -> None:
     help="Serve this ToolRegistry (or a zero-argument callable returning one) instead of the "
     "built-in tools. The current directory is importable.",
 )
+@functools.partial(
+    approve_option,
+    help_text="How calls that need approval are decided: ask (the client's user, through MCP "
+    "elicitation; denied when the client cannot ask), auto (allow them), never (deny them). "
+    "Deny rules of .mini-harness/policy.toml always stand; read-only tools are allowed.",
+)
 def mcp_command(
-    log: str | None, workspace: str | None, registry_spec: str | None, **log_settings: Any
+    log: str | None,
+    workspace: str | None,
+    registry_spec: str | None,
+    approve: str,
+    **log_settings: Any,
 ) -> None:
     """Serve the tools to an MCP client (Claude Code, Codex, Cursor, ...) over stdio.
 
@@ -51,6 +65,10 @@ def mcp_command(
     CLI dispatch. One session is one run in the transcript. Invalid input and tool
     failures come back as tool results with isError set and our message; an unknown tool
     name is a protocol error. Diagnostics go to stderr only.
+
+    Calls are decided by the workspace's approval policy, as for `run`: what would ask is
+    asked of the client's user (MCP elicitation), or denied when the client cannot ask.
+    Every decision is recorded.
 
     The session ends at end of input, SIGTERM or SIGINT (exit 0); calls still running are
     recorded as cancelled. Needs the `mcp` extra:
@@ -78,14 +96,19 @@ def mcp_command(
     if log is None and given_log_flags(log_settings):
         fail(f"{given_log_flags(log_settings)[0]} needs --log PATH", 2)
 
-    registry = chosen_registry(registry_spec, workspace or root_workspace())
+    root = workspace or root_workspace()
+    registry = chosen_registry(registry_spec, root)
+    policy = workspace_policy(root or os.curdir, approve)
     with opened_log(log, log_settings) as sink:
-        runtime = ToolRuntime(registry, sink)
+        approver = AsyncPolicyApprover(policy, ElicitingPrompter())
+        runtime = ToolRuntime(registry, sink, approver=approver)
         runtime.start()  # RunStarted now: a torn tail it sets aside is reported up front
         warn_quarantined(sink)
         names = ", ".join(d.name for d in registry.list()) or "none"
         where = f"; transcript {log}" if log is not None else ""
-        _note(f"MCP server on stdio: tools {names}; run {runtime.run_id}{where}")
+        _note(
+            f"MCP server on stdio: tools {names}; --approve {approve}; run {runtime.run_id}{where}"
+        )
         try:
             ended_by = run_stdio(runtime)
         except OutputError as exc:  # the console script's stdout (see cli/output.py)

@@ -16,6 +16,7 @@ from typing import Any, NoReturn, TextIO, cast
 import click
 
 from mini_harness.errors import OutputError
+from mini_harness.runtime.terminal import printable
 
 PREFIX = "[mini-harness]"
 
@@ -24,16 +25,19 @@ class BadUsage(click.UsageError):
     """A usage error whose message says all there is to say (no `--help` hint)."""
 
 
+# What these print may hold a model's or a tool's text: shown escaped, never obeyed.
+
+
 def info(message: str) -> None:
-    click.echo(f"{PREFIX} {message}")
+    click.echo(f"{PREFIX} {printable(message)}")
 
 
 def warn(message: str) -> None:
-    click.echo(f"{PREFIX} Warning: {message}", err=True)
+    click.echo(f"{PREFIX} Warning: {printable(message)}", err=True)
 
 
 def error(message: str) -> None:
-    click.echo(f"{PREFIX} Error: {message}", err=True)
+    click.echo(f"{PREFIX} Error: {printable(message)}", err=True)
 
 
 def describe(exc: BaseException) -> str:

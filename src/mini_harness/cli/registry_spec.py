@@ -14,7 +14,7 @@ from mini_harness.cli.options import F, SingleOption
 from mini_harness.cli.output import BadUsage, describe
 from mini_harness.errors import MiniHarnessError, RegistrySpecError
 from mini_harness.runtime import ToolRegistry
-from mini_harness.tools import default_registry, register_coding_tools
+from mini_harness.tools import Workspace, default_registry, register_coding_tools
 
 
 def registry_option(help_text: str) -> Callable[[F], F]:
@@ -39,23 +39,33 @@ def chosen_registry(spec: str | None, workspace: str | None) -> ToolRegistry:
     return registry_from(spec)
 
 
-def agent_registry(workspace: str | None, redacted_names: tuple[str, ...] = ()) -> ToolRegistry:
+def agent_registry(
+    workspace: str | None,
+    redacted_names: tuple[str, ...] = (),
+    protected: tuple[str, ...] = (),
+) -> ToolRegistry:
     """The built-in tools an agent run gets: echo, the file tools and the coding tools
-    (git_status, git_diff, apply_patch, run_command), in `workspace` (default: the cwd).
+    (git_status, git_diff, apply_patch, run_command), in `workspace` (default: the cwd),
+    with the `protected` files (the run's transcripts) out of the tools' reach for writing.
     A re-run of an agent's transcript finds the same tools here."""
-    registry = default_registry(workspace)
-    register_coding_tools(registry, workspace or os.curdir, redacted_names=redacted_names)
+    bound = Workspace(workspace or os.curdir, protected=protected)
+    registry = default_registry(bound)
+    register_coding_tools(registry, bound, redacted_names=redacted_names)
     return registry
 
 
 def agent_tools(
-    spec: str | None, workspace: str | None, redacted_names: tuple[str, ...] = ()
+    spec: str | None,
+    workspace: str | None,
+    redacted_names: tuple[str, ...] = (),
+    protected: tuple[str | None, ...] = (),
 ) -> ToolRegistry:
     """The tools of an agent run (`run`, `resume`, `fork`): the registry `--registry`
     names, else the built-in tools with the coding tools, which the approval policy stands
-    in front of."""
+    in front of; `protected` names the transcripts the run reads and writes (None: none)."""
     if spec is None:
-        return agent_registry(workspace, redacted_names)
+        kept = tuple(path for path in protected if path is not None)
+        return agent_registry(workspace, redacted_names, kept)
     return chosen_registry(spec, workspace)
 
 

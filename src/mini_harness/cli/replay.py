@@ -18,6 +18,7 @@ from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
 from mini_harness.cli.view import same_file
 from mini_harness.replay import TranscriptFold, TranscriptRerun
 from mini_harness.replay.continuation import run_tree_lines
+from mini_harness.runtime.terminal import printable
 
 
 @click.command(
@@ -158,7 +159,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         code = drive(fold, iter(fold), out)
         lines = run_tree_lines(fold.agent_runs()) if tree and code != 130 else []
         if lines:
-            click.echo("\n".join(lines))
+            click.echo(printable("\n".join(lines)))
         raise click.exceptions.Exit(code)
     if path == "-" or (os.path.exists(path) and not os.path.isfile(path)):
         shown = "standard input" if path == "-" else path

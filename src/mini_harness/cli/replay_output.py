@@ -25,6 +25,7 @@ from mini_harness.replay import (
     render,
 )
 from mini_harness.replay.model import differing
+from mini_harness.runtime.terminal import printable
 
 PROGRESS_MIN_BYTES = 32 * 1024 * 1024
 """Files smaller than this finish too fast to need a progress bar."""
@@ -179,7 +180,7 @@ class TextOutput(ReplayOutput):
         if self.header is not None:
             info(self.header)
             self.header = None
-        sys.stdout.write("".join(self.pending))
+        sys.stdout.write(printable("".join(self.pending)))
         self.pending.clear()
 
     def run(self, item: RunInfo) -> None:

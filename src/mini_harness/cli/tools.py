@@ -7,14 +7,14 @@ import click
 from mini_harness.cli import root_workspace
 from mini_harness.cli.options import SingleOption
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
-from mini_harness.runtime import ToolDefinition
 from mini_harness.runtime.context import pretty_json
+from mini_harness.runtime.definitions import anthropic_tool, mcp_tool, openai_tool
 
 SHAPES = {
-    "json": ToolDefinition.to_json,
-    "mcp": ToolDefinition.to_mcp,
-    "openai": ToolDefinition.to_openai,
-    "anthropic": ToolDefinition.to_anthropic,
+    "json": mcp_tool,
+    "mcp": mcp_tool,
+    "openai": openai_tool,
+    "anthropic": anthropic_tool,
 }
 """How each --format writes one definition."""
 

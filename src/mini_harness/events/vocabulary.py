@@ -11,6 +11,16 @@ from typing import Protocol, TypeAlias, get_args
 
 import attrs
 
+from mini_harness.events.conversation import (
+    Message,
+    ModelFailure,
+    ModelIdentity,
+    ProjectRules,
+    ReplacedMessage,
+    RunOrigin,
+    ToolDefinition,
+    Usage,
+)
 from mini_harness.events.jsonvalue import JsonObject, JsonValue
 
 TRANSCRIPT_FORMAT = "mini-harness.transcript"
@@ -32,6 +42,16 @@ class ToolError:
 
 
 @attrs.frozen
+class FileEffect:
+    """One file a call changed: its workspace-relative path and the hex sha256 of its bytes
+    before and after the call (None: the file did not exist)."""
+
+    path: str
+    before: str | None
+    after: str | None
+
+
+@attrs.frozen
 class TranscriptStarted:
     """The first line of every transcript file."""
 
@@ -45,24 +65,29 @@ class TranscriptStarted:
 class RunStarted:
     """One run (a CLI invocation, an API session) begins; `tools` snapshots the definitions.
 
-    An agent run also records its `task`, `model` (`provider`, `name`), `system_prompt`,
-    the `project_rules` it loaded (`path`, `sha256`, `content`) and `max_steps`; a tool run
-    leaves them out (None is not written). An agent run that continues another names it:
-    `resumed_from` (`mini-harness resume`) or `forked_from` (`fork`, or an offline replay
-    going on with a live model), each `{"runId": ..., "step": N}`.
+    An agent run also records its `task`, `model`, `system_prompt`, the `project_rules` it
+    loaded and `max_steps`; a tool run leaves them out (None is not written). An agent run
+    that continues another names it: `resumed_from` (`mini-harness resume`) or
+    `forked_from` (`fork`, or an offline replay going on with a live model). A run that
+    acts on a history that does not verify (resume, fork, undo with `--allow-unverified`)
+    lists the problems verify found in `unverified`. A run decided by an approval policy
+    records `policy_sha256`, the SHA-256 of the policy file it read when it started (of no
+    bytes when the workspace has none).
     """
 
     ts: str
     run_id: str
     harness: str
-    tools: tuple[JsonObject, ...]
+    tools: tuple[ToolDefinition, ...]
     task: str | None = attrs.field(default=None, kw_only=True)
-    model: JsonObject | None = attrs.field(default=None, kw_only=True)
+    model: ModelIdentity | None = attrs.field(default=None, kw_only=True)
     system_prompt: str | None = attrs.field(default=None, kw_only=True)
-    project_rules: tuple[JsonObject, ...] | None = attrs.field(default=None, kw_only=True)
+    project_rules: tuple[ProjectRules, ...] | None = attrs.field(default=None, kw_only=True)
     max_steps: int | None = attrs.field(default=None, kw_only=True)
-    resumed_from: JsonObject | None = attrs.field(default=None, kw_only=True)
-    forked_from: JsonObject | None = attrs.field(default=None, kw_only=True)
+    resumed_from: RunOrigin | None = attrs.field(default=None, kw_only=True)
+    forked_from: RunOrigin | None = attrs.field(default=None, kw_only=True)
+    unverified: tuple[str, ...] | None = attrs.field(default=None, kw_only=True)
+    policy_sha256: str | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -89,9 +114,9 @@ class ToolSucceeded:
     name: str
     output: JsonValue
     duration_ms: float
-    # Files the call changed: {"path", "before", "after"} (sha256 hex, null: absent).
-    # Omitted from the line when None, so lines of calls that change nothing are as before.
-    effects: tuple[JsonObject, ...] | None = attrs.field(default=None, kw_only=True)
+    # The files the call changed. Omitted from the line when None, so lines of calls that
+    # change nothing are as before.
+    effects: tuple[FileEffect, ...] | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -153,8 +178,7 @@ class ModelRequested:
     """A model request is about to be sent (recorded before it is).
 
     `messages` are the messages added to the conversation since this run's previous
-    request (all of them for step 1), in the provider-neutral form of
-    `mini_harness.agent.Message.to_json`; `params` the request's parameters;
+    request (all of them for step 1); `params` the request's parameters;
     `request_hash` the SHA-256 of the canonical full request (messages, tools, params).
     """
 
@@ -162,7 +186,7 @@ class ModelRequested:
     run_id: str
     step: int
     request_id: str
-    messages: tuple[JsonObject, ...]
+    messages: tuple[Message, ...]
     params: JsonObject
     request_hash: str
 
@@ -175,41 +199,36 @@ class ModelResponded:
     ts: str
     run_id: str
     request_id: str
-    message: JsonObject
+    message: Message
     finish_reason: str
-    usage: JsonObject
+    usage: Usage
     duration_ms: float
     response_id: str | None = None
 
 
 @attrs.frozen
 class ModelFailed:
-    """One attempt at `request_id` failed: `error` has `kind` (a model error kind),
-    `status` (HTTP, or null) and `message`. A retried attempt and the final failure each
-    get one."""
+    """One attempt at `request_id` failed, and why (`error`). A retried attempt and the
+    final failure each get one."""
 
     ts: str
     run_id: str
     request_id: str
-    error: JsonObject
+    error: ModelFailure
     attempt: int
     duration_ms: float
 
 
 @attrs.frozen
 class ContextTrimmed:
-    """Before step `step`'s request, the budget replaced earlier messages.
-
-    Each entry of `replaced` has `index` (the message's position in the conversation),
-    `toolCallId`, `name`, `tokens` (the estimate of what was dropped) and `content` (the
-    placeholder now in its place). `tokens_before` / `tokens_after` are the request's
-    estimates, `budget` the limit.
+    """Before step `step`'s request, the budget replaced the earlier messages `replaced`.
+    `tokens_before` / `tokens_after` are the request's estimates, `budget` the limit.
     """
 
     ts: str
     run_id: str
     step: int
-    replaced: tuple[JsonObject, ...]
+    replaced: tuple[ReplacedMessage, ...]
     tokens_before: int
     tokens_after: int
     budget: int
@@ -226,7 +245,7 @@ class RunFinished:
     stop_reason: str
     final_text: str | None
     steps: int
-    usage: JsonObject
+    usage: Usage
 
 
 @attrs.frozen

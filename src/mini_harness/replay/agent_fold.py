@@ -12,24 +12,23 @@ from collections.abc import Iterable
 
 import attrs
 
-from mini_harness.agent.context import (
-    ProjectRules,
-    context_report,
-    request_hash,
-    request_parts,
-)
-from mini_harness.agent.provider import Message, ModelRequest, ModelResponse, Usage
+from mini_harness.agent.context import context_report, request_hash, request_parts
+from mini_harness.agent.provider import Message, ModelRequest, ModelResponse
 from mini_harness.agent.resume import RecordedCall
 from mini_harness.errors import ReplayError, counted
 from mini_harness.events import (
     ContextTrimmed,
     Event,
-    JsonObject,
+    ModelIdentity,
     ModelRequested,
     ModelResponded,
+    ProjectRules,
+    ReplacedMessage,
     RunFinished,
+    RunOrigin,
     RunStarted,
     ToolCalled,
+    ToolDefinition,
     ToolFailed,
     ToolSucceeded,
 )
@@ -44,7 +43,7 @@ class AgentStep:
     request: ModelRequest
     recorded_hash: str
     response: ModelResponse | None = None
-    trimmed: list[JsonObject] = attrs.Factory(list)
+    trimmed: list[ReplacedMessage] = attrs.Factory(list)
     calls: list[RecordedCall] = attrs.Factory(list)
 
     @property
@@ -61,19 +60,20 @@ class AgentRun:
 
     run_id: str
     task: str
-    model: JsonObject
+    model: ModelIdentity | None
     system_prompt: str
     rules: tuple[ProjectRules, ...]
     max_steps: int | None
-    tools: tuple[JsonObject, ...]
+    tools: tuple[ToolDefinition, ...]
     steps: list[AgentStep] = attrs.Factory(list)
     stop_reason: str | None = None
     final_text: str | None = None
     history: list[Message] = attrs.Factory(list)
-    resumed_from: JsonObject | None = None
-    forked_from: JsonObject | None = None
+    resumed_from: RunOrigin | None = None
+    forked_from: RunOrigin | None = None
     budget: int | None = None
     opening_calls: list[RecordedCall] = attrs.Factory(list)
+    policy_sha256: str | None = None  # the approval policy file it started with
 
     @property
     def finished(self) -> bool:
@@ -114,7 +114,7 @@ class AgentRunFolder:
     runs: dict[str, AgentRun] = attrs.Factory(dict)
     requests: dict[str, AgentStep] = attrs.Factory(dict)
     calls: dict[str, tuple[list[RecordedCall], int]] = attrs.Factory(dict)  # call id -> where
-    pending_trims: dict[str, list[JsonObject]] = attrs.Factory(dict)
+    pending_trims: dict[str, list[ReplacedMessage]] = attrs.Factory(dict)
 
     def add(self, event: Event) -> None:
         if isinstance(event, RunStarted):
@@ -122,20 +122,21 @@ class AgentRunFolder:
                 self.runs[event.run_id] = AgentRun(
                     run_id=event.run_id,
                     task=event.task,
-                    model=event.model or {},
+                    model=event.model,
                     system_prompt=event.system_prompt or "",
-                    rules=tuple(ProjectRules.from_json(r) for r in event.project_rules or ()),
+                    rules=event.project_rules or (),
                     max_steps=event.max_steps,
                     tools=event.tools,
                     resumed_from=event.resumed_from,
                     forked_from=event.forked_from,
+                    policy_sha256=event.policy_sha256,
                 )
             return
         run = self.runs.get(getattr(event, "run_id", ""))
         if run is None:
             return
         if isinstance(event, ModelRequested):
-            run.history.extend(Message.from_json(m) for m in event.messages)
+            run.history.extend(event.messages)
             step = AgentStep(
                 step=event.step,
                 request_id=event.request_id,
@@ -149,19 +150,19 @@ class AgentRunFolder:
             answered = self.requests.get(event.request_id)
             if answered is not None:
                 answered.response = ModelResponse(
-                    message=Message.from_json(event.message),
+                    message=event.message,
                     finish_reason=event.finish_reason,
-                    usage=Usage.from_json(event.usage),
+                    usage=event.usage,
                     response_id=event.response_id,
                 )
         elif isinstance(event, ContextTrimmed):
             run.budget = event.budget
             for entry in event.replaced:
-                index = entry["index"]
                 # A continued run trims before its first request, which records the
                 # trimmed messages themselves.
-                if index < len(run.history):
-                    run.history[index] = attrs.evolve(run.history[index], content=entry["content"])
+                if entry.index < len(run.history):
+                    trimmed = attrs.evolve(run.history[entry.index], content=entry.content)
+                    run.history[entry.index] = trimmed
             # The trim belongs to the request it was made for, which comes next.
             self.pending_trims.setdefault(run.run_id, []).extend(event.replaced)
         elif isinstance(event, ToolCalled):

@@ -101,7 +101,7 @@ class RecordedRun(SilentReporter):
         self.on_call = on_call
         self.last_hash: str | None = None  # of the request the loop is about to send
         self.name = f"transcript:{run.run_id}"
-        self.model = str(run.model.get("name", ""))
+        self.model = run.model.name if run.model is not None else ""
         self._next = 0
         self._served: set[tuple[int, str]] = set()
         self._recorded = {
@@ -189,8 +189,8 @@ def explain(recorded: ModelRequest, rebuilt: ModelRequest) -> tuple[str, list[st
             [],
         )
     if recorded.tools != rebuilt.tools:
-        old_tools = {str(t.get("name")): t for t in recorded.tools}
-        new_tools = {str(t.get("name")): t for t in rebuilt.tools}
+        old_tools = {tool.name: tool for tool in recorded.tools}
+        new_tools = {tool.name: tool for tool in rebuilt.tools}
         names = sorted(
             n for n in old_tools.keys() | new_tools.keys() if old_tools.get(n) != new_tools.get(n)
         )

@@ -16,26 +16,24 @@ from mini_harness.agent.context import system_message
 from mini_harness.agent.loop import DEFAULT_MAX_STEPS, DEFAULT_PARAMS, AgentConfig, Opening
 from mini_harness.agent.provider import Message, ToolCall
 from mini_harness.agent.resume import INTERRUPTED_RESULT, RecordedCall, check_history
-from mini_harness.errors import MiniHarnessError, counted
-from mini_harness.events import ToolError, ToolFailed, utc_timestamp
+from mini_harness.errors import ResumeError, RunContinuedError, counted
+from mini_harness.events import RunOrigin, ToolError, ToolFailed, utc_timestamp
 from mini_harness.replay.agent_fold import AgentRun
-
-
-class ResumeError(MiniHarnessError):
-    """A run cannot be continued as asked; the message says why."""
 
 
 @attrs.frozen
 class ResumePlan:
-    """How to continue a run: the opening of the new run, and the calls in doubt to close
-    (record as `interrupted`) before it starts."""
+    """How to continue a run: the opening of the new run, the calls in doubt to close
+    (record as `interrupted`) once it has started, and the runs whose events it was
+    planned from (`read`: the run, and the runs it continues when it made no request)."""
 
     opening: Opening
     to_close: tuple[RecordedCall, ...]
+    read: tuple[str, ...] = ()
 
     def closing_events(self) -> list[ToolFailed]:
-        """The terminal events that close the calls in doubt, to record before the new run
-        starts (each under its own run's id)."""
+        """The terminal events that close the calls in doubt, to record right after the new
+        run's RunStarted, which claims the run (each under its own run's id)."""
         return [
             ToolFailed(
                 ts=utc_timestamp(),
@@ -65,16 +63,20 @@ def resume_plan(
     dispatched by the new run. `follow_up` adds a user message; without one, a run whose
     answer was final ends with that answer. A run that stopped before its first request
     continues where its own origin stood (with the calls it dispatched meanwhile), or,
-    with no origin, from its task.
+    with no origin, from its task. A run that another run resumed already is not continued
+    again (RunContinuedError): forking it is the way to branch off.
     """
+    for other in runs:
+        if other.resumed_from is not None and other.resumed_from.run_id == run.run_id:
+            raise RunContinuedError(run.run_id, other.run_id)
     by_id = {each.run_id: each for each in runs}
     chain = [run]
-    while not chain[-1].steps and chain[-1].resumed_from is not None:
-        origin = by_id.get(str(chain[-1].resumed_from.get("runId")))
+    while not chain[-1].steps and (link := chain[-1].resumed_from) is not None:
+        origin = by_id.get(link.run_id)
         if origin is None:
             raise ResumeError(
                 f"run {chain[-1].run_id} made no request and the run it continues "
-                f"({chain[-1].resumed_from.get('runId')}) is not in this transcript"
+                f"({link.run_id}) is not in this transcript"
             )
         chain.append(origin)
     base = chain[-1]
@@ -116,13 +118,14 @@ def resume_plan(
         pending=tuple(pending),
         follow_up=follow_up,
         final_text=answer.content if answer is not None and not answer.tool_calls else None,
-        resumed_from={"runId": run.run_id, "step": step},
+        resumed_from=RunOrigin(run.run_id, step),
     )
     # The calls in doubt of the step it continues, then those left over by the chain.
     matched = {call.call_id for call in calls}
     every_call = [call for link in chain for call in link.calls]
     extra = [c for c in every_call if not c.ended and c.call_id not in matched]
-    return ResumePlan(opening, (*(c for c in calls if not c.ended), *extra))
+    to_close = (*(c for c in calls if not c.ended), *extra)
+    return ResumePlan(opening, to_close, tuple(link.run_id for link in chain))
 
 
 def _take(calls: list[RecordedCall], tool_use_id: str) -> RecordedCall | None:
@@ -142,7 +145,7 @@ def fork_opening(run: AgentRun, step: int, instruction: str | None = None) -> Op
     if instruction is not None:
         history.append(Message("user", instruction))
     previous = len(run.steps[index - 1].request.messages) if index else 0
-    return Opening(tuple(history), previous, forked_from={"runId": run.run_id, "step": step})
+    return Opening(tuple(history), previous, forked_from=RunOrigin(run.run_id, step))
 
 
 def continued_config(
@@ -202,5 +205,5 @@ def run_tree_lines(runs: list[AgentRun]) -> list[str]:
 def _origin(run: AgentRun) -> tuple[str, str | None]:
     for how, link in (("resumed after", run.resumed_from), ("forked before", run.forked_from)):
         if link is not None:
-            return f"{how} step {link.get('step')}", str(link.get("runId"))
+            return f"{how} step {link.step}", link.run_id
     return "", None

@@ -14,6 +14,7 @@ import glob
 import multiprocessing
 import os
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Literal, TypeVar
 
 import attrs
@@ -59,27 +60,55 @@ class CorpusFile:
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[CorpusFile]:
     """Files, directories (every `*.jsonl` below them) and globs, as sorted unique files.
 
-    A path that names nothing is kept as a CorpusFile with `missing` set, so the report
-    says so instead of the corpus being refused.
+    A directory is searched without entering linked directories (a link back up would
+    list the tree again at every depth, and two such links would never end), and a file
+    reached under two names is listed once. A path that names nothing is kept as a
+    CorpusFile with `missing` set, so the report says so instead of the corpus being
+    refused.
     """
     found: dict[str, CorpusFile] = {}
     for given in paths:
         text = os.fspath(given)
-        pattern, why, matches = None, "", [text]
         if os.path.isdir(text):
-            pattern = os.path.join(glob.escape(text), "**", "*.jsonl")
+            matches = _below(Path(text), ("**", "*.jsonl"))
             why = f"no *.jsonl file under the directory {text}"
         elif not os.path.lexists(text) and _GLOB_CHARS & set(text):
-            pattern, why = text, f"no file matches {text}"
-        if pattern is not None:  # a directory or a glob: the files it names
-            matches = sorted(filter(os.path.isfile, glob.glob(pattern, recursive=True)))
+            matches, why = _glob(text), f"no file matches {text}"
+        else:
+            matches, why = [text], ""
         if not matches:
             found.setdefault(text, CorpusFile(text, missing=why))
         for name in matches:
-            key = os.path.normpath(os.path.abspath(name))
+            key = os.path.realpath(name)
             if key not in found:
                 found[key] = CorpusFile(name, _size(name))
     return sorted(found.values(), key=lambda item: item.path)
+
+
+def _glob(pattern: str) -> list[str]:
+    """The files a glob names: its fixed leading directories, then the rest matched below."""
+    parts = Path(pattern).parts
+    fixed = next((n for n, part in enumerate(parts) if _GLOB_CHARS & set(part)), len(parts))
+    return _below(Path(*parts[:fixed]) if fixed else Path(), parts[fixed:])
+
+
+def _below(anchor: Path, pattern: tuple[str, ...]) -> list[str]:
+    """The files under `anchor` that `pattern` (path components) matches, in sorted order.
+
+    pathlib's `**` never enters a linked directory. Names starting with a dot match only
+    when the pattern spells a dot, as with the shell and `glob`.
+    """
+    dotted = any(part.startswith(".") for part in pattern)
+    try:
+        matches = list(anchor.glob(os.path.join(*pattern)))
+    except ValueError:  # `**` inside a component (`a**b`): a plain `*` there, as in glob
+        return sorted(filter(os.path.isfile, glob.glob(os.path.join(anchor, *pattern))))
+    return sorted(
+        str(match)
+        for match in matches
+        if (dotted or not any(p.startswith(".") for p in match.relative_to(anchor).parts))
+        and match.is_file()
+    )
 
 
 def _size(path: str) -> int:

@@ -102,8 +102,8 @@ def agent_line(agent: AgentFigures) -> str:
     usage = agent.usage
     return (
         f"Agent runs: {agent.runs:,} ({reasons or 'none finished'}); "
-        f"model responses: {agent.responses:,}; usage: {usage['inputTokens']:,} input, "
-        f"{usage['outputTokens']:,} output, {usage['cachedTokens']:,} cached tokens"
+        f"model responses: {agent.responses:,}; usage: {usage.input_tokens or 0:,} input, "
+        f"{usage.output_tokens or 0:,} output, {usage.cached_tokens or 0:,} cached tokens"
     )
 
 

@@ -25,6 +25,7 @@ from mini_harness.events import (
     ToolSucceeded,
     TranscriptStarted,
     UnknownEvent,
+    to_wire,
 )
 from mini_harness.replay.agent_fold import AgentRun, AgentRunFolder, select_agent_run
 from mini_harness.replay.model import (
@@ -49,7 +50,6 @@ from mini_harness.runtime.context import (
     render_context_report,
 )
 from mini_harness.runtime.results import display_failure, display_result
-from mini_harness.transcripts.fields import wire_value
 from mini_harness.transcripts.reader import TranscriptReader
 from mini_harness.transcripts.verify import CallProtocol, RunProtocol
 
@@ -205,8 +205,9 @@ class TranscriptFold:
             message = f"run {event.run_id} is started again"
             self._extra_problems.append(LogProblem("protocol", line, message))
             return None
-        tools = tuple(tool for tool in event.tools if isinstance(tool, dict))
-        info = RunInfo(len(self._runs) + 1, event.run_id, event.harness, event.ts, line, tools)
+        info = RunInfo(
+            len(self._runs) + 1, event.run_id, event.harness, event.ts, line, event.tools
+        )
         return info if self._add_run(info) else None
 
     def agent_runs(self) -> list[AgentRun]:
@@ -238,7 +239,7 @@ class TranscriptFold:
                 effects = list(event.effects)
         else:
             state.failed += 1
-            status, output, error = FAILED, None, wire_value(event.error)
+            status, output, error = FAILED, None, to_wire(event.error)
         call = CallRecord(
             state.info.index,
             opened.run_id,
@@ -276,7 +277,7 @@ class TranscriptFold:
         """Fold a run's start; whether the run is shown."""
         state = _RunState(info)
         if self.context_reports:
-            state.tool_tokens = estimate_tokens(pretty_json(list(info.tools)))
+            state.tool_tokens = estimate_tokens(pretty_json(to_wire(info.tools)))
         self._runs[info.run_id] = state
         if self._selected is None and names_run(self.selection, info.index, info.run_id):
             self._selected = info.run_id

@@ -12,7 +12,7 @@ import attrs
 import orjson
 
 from mini_harness.errors import ReplayError, counted
-from mini_harness.events import JsonObject, JsonValue
+from mini_harness.events import FileEffect, JsonObject, JsonValue, ToolDefinition, Usage, to_wire
 
 SUCCEEDED = "succeeded"
 FAILED = "failed"
@@ -42,11 +42,11 @@ class RunInfo:
     harness: str
     started: str
     line: int
-    tools: tuple[JsonObject, ...]
+    tools: tuple[ToolDefinition, ...]
 
     @property
     def tool_names(self) -> list[str]:
-        return [str(tool.get("name")) for tool in self.tools]
+        return [tool.name for tool in self.tools]
 
     def to_json(self) -> JsonObject:
         return {
@@ -101,7 +101,7 @@ class CallRecord:
     output: JsonValue = None
     error: JsonObject | None = None
     duration_ms: float | None = None
-    effects: list[JsonObject] | None = None  # the files a succeeded call changed
+    effects: list[FileEffect] | None = None  # the files a succeeded call changed
 
     def to_json(self) -> JsonObject:
         out: JsonObject = {
@@ -153,7 +153,7 @@ class CallList(Sequence[CallRecord]):
                 call.output,
                 call.error,
                 call.duration_ms,
-                call.effects,
+                None if call.effects is None else [attrs.astuple(e) for e in call.effects],
             )
         )
         self._ends.append(len(self._data))
@@ -162,6 +162,8 @@ class CallList(Sequence[CallRecord]):
         start = self._ends[index - 1] if index else 0
         row = orjson.loads(memoryview(self._data)[start : self._ends[index]])
         row[1] = self._run_ids[row[1]]
+        if row[11] is not None:
+            row[11] = [FileEffect(*effect) for effect in row[11]]
         return CallRecord(*row)
 
     def __len__(self) -> int:
@@ -191,7 +193,6 @@ class CallList(Sequence[CallRecord]):
         return f"<CallList(calls={len(self)})>"
 
 
-USAGE_KEYS = ("inputTokens", "outputTokens", "cachedTokens")
 UNFINISHED = "unfinished"
 """The stop reason shown for an agent run with no RunFinished (the process died)."""
 
@@ -200,14 +201,13 @@ UNFINISHED = "unfinished"
 class AgentFigures:
     """Agent runs by stop reason and summed model usage, for one file or a corpus.
 
-    A usage count (`ModelResponded.usage`, as on the wire) is taken when it is a number,
-    zero otherwise (null when the provider did not say), so transcripts without agent runs
-    simply report none.
+    A count a provider did not report adds nothing, so `usage` starts at zero and
+    transcripts without agent runs simply report none.
     """
 
     stop_reasons: Counter[str] = attrs.Factory(Counter)
     responses: int = 0
-    usage: Counter[str] = attrs.Factory(lambda: Counter(dict.fromkeys(USAGE_KEYS, 0)))
+    usage: Usage = attrs.Factory(lambda: Usage(0, 0, 0))
     _open_runs: set[str] = attrs.Factory(set)
 
     @property
@@ -222,13 +222,10 @@ class AgentFigures:
         self._open_runs.discard(run_id)
         self.stop_reasons[stop_reason] += 1
 
-    def responded(self, usage: JsonObject) -> None:
-        """A model response; its `usage` counts are added when they are numbers."""
+    def responded(self, usage: Usage) -> None:
+        """A model response; the counts of its `usage` are added."""
         self.responses += 1
-        for key in USAGE_KEYS:
-            count = usage.get(key)
-            if isinstance(count, int | float) and not isinstance(count, bool):
-                self.usage[key] += int(count)
+        self.usage += usage
 
     def close(self) -> None:
         """At the end of a file: agent runs that never finished count as unfinished."""
@@ -239,7 +236,7 @@ class AgentFigures:
     def merge(self, other: AgentFigures) -> None:
         self.stop_reasons.update(other.stop_reasons)
         self.responses += other.responses
-        self.usage.update(other.usage)
+        self.usage += other.usage
 
     def to_json(self) -> JsonObject:
         reasons: JsonObject = {name: self.stop_reasons[name] for name in sorted(self.stop_reasons)}
@@ -247,7 +244,7 @@ class AgentFigures:
             "runs": self.runs,
             "byStopReason": reasons,
             "modelResponses": self.responses,
-            "usage": {key: self.usage[key] for key in USAGE_KEYS},
+            "usage": to_wire(self.usage),
         }
 
 

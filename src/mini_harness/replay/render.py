@@ -94,9 +94,9 @@ def effects_lines(calls: list[CallRecord], decisions: list[ApprovalDecided]) -> 
     for call in calls:
         lines.append(f"Call {call.call_id} ({call.name}, line {call.end_line}):")
         for effect in call.effects or ():
-            before, after = effect.get("before"), effect.get("after")
+            before, after = effect.before, effect.after
             change = "added" if before is None else "deleted" if after is None else "modified"
-            lines.append(f"  {change:<8} {effect.get('path')}  {_short(before)} -> {_short(after)}")
+            lines.append(f"  {change:<8} {effect.path}  {_short(before)} -> {_short(after)}")
     if decisions:
         lines.append("Approval decisions:")
     for decision in decisions:
@@ -107,5 +107,5 @@ def effects_lines(calls: list[CallRecord], decisions: list[ApprovalDecided]) -> 
     return lines
 
 
-def _short(digest: object) -> str:
-    return "absent" if digest is None else str(digest)[:12]
+def _short(digest: str | None) -> str:
+    return "absent" if digest is None else digest[:12]

@@ -74,16 +74,19 @@ def definition_drift(info: RunInfo, registry: ToolRegistry) -> list[Drift]:
     """Tools of a recorded run whose current definition differs, or that are gone."""
     found = []
     for recorded in info.tools:
-        name = str(recorded.get("name"))
+        name = recorded.name
         tool = registry.get(name)
         if tool is None:
             found.append(Drift(name, "removed", (), info.index))
             continue
-        current = tool.definition.to_json()
+        current = tool.definition
         fields = tuple(
             key
-            for key in ("description", "inputSchema")
-            if not json_equal(recorded.get(key), current.get(key))
+            for key, old, new in (
+                ("description", recorded.description, current.description),
+                ("inputSchema", recorded.input_schema, current.input_schema),
+            )
+            if not json_equal(old, new)
         )
         if fields:
             found.append(Drift(name, "changed", fields, info.index))

@@ -12,6 +12,7 @@ from mini_harness.events import JsonObject, JsonValue
 from mini_harness.replay import timeline_describe as describe
 from mini_harness.replay.model import FAILED, IN_DOUBT, SUCCEEDED
 from mini_harness.replay.timeline import Call, Run, Step, Timeline, Turn
+from mini_harness.runtime.terminal import printable
 
 _STATUS_COLOUR = {SUCCEEDED: "32", FAILED: "31", IN_DOUBT: "33"}
 _STATUS_WORD = {SUCCEEDED: "succeeded", FAILED: "failed", IN_DOUBT: "in doubt"}
@@ -19,23 +20,30 @@ _STATUS_WORD = {SUCCEEDED: "succeeded", FAILED: "failed", IN_DOUBT: "in doubt"}
 
 @attrs.frozen
 class TextStyle:
-    """How to write: `width` columns to cut to, `full` to cut nothing, `colour` for ANSI."""
+    """How to write: `width` columns to cut to, `full` to cut nothing, `colour` for ANSI.
+
+    Recorded text (a model's, a tool's, a task's) goes through `paint`, `cut`, `payload` or
+    `text_lines`, which show its control characters escaped: only our colours reach the
+    terminal as codes."""
 
     width: int = 100
     full: bool = False
     colour: bool = False
 
     def paint(self, text: str, code: str) -> str:
+        text = printable(text, multiline=False)
         return f"\x1b[{code}m{text}\x1b[0m" if self.colour and text else text
 
     def cut(self, text: str, indent: int) -> str:
         """One line of text in the room left after `indent` columns (unless full)."""
-        return text if self.full else self._fit(" ".join(text.split()), indent, len(text), "chars")
+        line = printable(text if self.full else " ".join(text.split()), multiline=False)
+        return line if self.full else self._fit(line, indent, len(text), "chars")
 
     def payload(self, value: JsonValue, indent: int) -> str:
         """A JSON value as compact JSON, cut with its size in bytes when it is too long."""
-        data = orjson.dumps(value)
-        return data.decode() if self.full else self._fit(data.decode(), indent, len(data), "bytes")
+        data = orjson.dumps(value)  # escapes C0 controls, not DEL, C1 or U+202E
+        text = printable(data.decode(), multiline=False)
+        return text if self.full else self._fit(text, indent, len(data), "bytes")
 
     def _fit(self, text: str, indent: int, size: int, unit: str) -> str:
         room = max(self.width - indent, 20)
@@ -49,7 +57,7 @@ class TextStyle:
         pad = " " * indent
         if self.full:
             yield f"{pad}{label}:"
-            yield from (f"{pad}  {line}" for line in text.splitlines())
+            yield from (f"{pad}  {printable(line)}" for line in text.splitlines())
         else:
             yield f"{pad}{label}: {self.cut(text, indent + len(label) + 2)}"
 
@@ -92,7 +100,7 @@ def head_line(timeline: Timeline, style: TextStyle) -> str:
     if "version" in header:
         parts.append(f"format {header['version']}")
     if "transcriptId" in header:
-        parts.append(f"id {header['transcriptId']}")
+        parts.append(f"id {printable(str(header['transcriptId']), multiline=False)}")
     parts.append(f"{timeline.events:,} events")
     parts.append(f"head {timeline.head_hash or '(none)'}")
     chain = "chain intact" if timeline.chain_intact else "chain damaged"
@@ -123,7 +131,7 @@ def run_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
     if isinstance(task, str):
         yield f"{pad}  task: {style.cut(task, indent + 8)}"
     if run.model is not None:
-        yield f"{pad}  model: {run.model}"
+        yield f"{pad}  model: {printable(run.model, multiline=False)}"
     for item in run.items:
         if isinstance(item, Step):
             yield from step_lines(item, indent + 2, style)
@@ -145,7 +153,7 @@ def step_lines(step: Step, indent: int, style: TextStyle) -> Iterator[str]:
             if used := tokens(turn.usage):
                 parts.append(used)
             if finish := turn.response.get("finishReason"):
-                parts.append(f"finish {finish}")
+                parts.append(f"finish {printable(str(finish), multiline=False)}")
         else:
             word = "model failed" if turn.status == FAILED else "no response (in doubt)"
             parts.append(style.paint(word, _STATUS_COLOUR[turn.status]))

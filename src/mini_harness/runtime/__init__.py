@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from mini_harness.events.vocabulary import MemorySink
 from mini_harness.runtime.context import dispatch_context, estimate_tokens, render_context_report
-from mini_harness.runtime.definitions import ToolAnnotations, ToolDefinition
+from mini_harness.runtime.definitions import (
+    ToolAnnotations,
+    ToolDefinition,
+    anthropic_tool,
+    mcp_tool,
+    openai_tool,
+)
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
 from mini_harness.runtime.results import ToolResult, display_failure, display_result
@@ -21,9 +27,12 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolRuntime",
+    "anthropic_tool",
     "dispatch_context",
     "display_failure",
     "display_result",
     "estimate_tokens",
+    "mcp_tool",
+    "openai_tool",
     "render_context_report",
 ]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import attrs
 import orjson
 
-from mini_harness.events import JsonValue
+from mini_harness.events import JsonValue, ToolDefinition, to_wire
 
 LABEL_WIDTH = 22
 
@@ -41,10 +41,10 @@ class ContextRow:
     tokens: int
 
 
-def dispatch_context(tools: Sequence[JsonValue], result: JsonValue) -> list[ContextPart]:
+def dispatch_context(tools: Sequence[ToolDefinition], result: JsonValue) -> list[ContextPart]:
     """The parts of a manual tool dispatch: the tool list and the tool result."""
     return [
-        ContextPart("Tool definitions", pretty_json(list(tools))),
+        ContextPart("Tool definitions", pretty_json(to_wire(tools))),
         ContextPart("Tool result", pretty_json(result)),
     ]
 

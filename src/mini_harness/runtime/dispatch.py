@@ -6,7 +6,7 @@ import inspect
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn, Protocol
 
 import attrs
@@ -25,7 +25,6 @@ from mini_harness.errors import (
 )
 from mini_harness.events import (
     EventSink,
-    JsonObject,
     JsonValue,
     NotJsonError,
     NullSink,
@@ -69,12 +68,16 @@ class PendingCall:
 
 class Approver(Protocol):
     """Decides whether a call may run: None lets it run; a string denies it and says why.
+    An approver that must wait for an answer (an MCP client's user) returns an awaitable:
+    `dispatch_async` awaits it, keeping the event loop free meanwhile.
 
     ToolRuntime consults it (when it has one) after ToolCalled is recorded and the input
     validated, before the handler runs. A denial ends the call as ToolFailed, kind `denied`.
+    An approver that decides by a policy file says which in a `policy_sha256` attribute,
+    recorded in RunStarted.
     """
 
-    def __call__(self, call: PendingCall) -> str | None: ...
+    def __call__(self, call: PendingCall) -> str | Awaitable[str | None] | None: ...
 
 
 def _elapsed_ms(start_ns: int, end_ns: int) -> float:
@@ -117,7 +120,7 @@ class ToolRuntime:
         self._call_prefix = f"{self.run_id[:12]}-"
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        self.tools_snapshot: tuple[JsonObject, ...] = ()
+        self.tools_snapshot: tuple[ToolDefinition, ...] = ()
 
     def __repr__(self) -> str:
         return f"<ToolRuntime(run_id={self.run_id!r}, calls={self.calls})>"
@@ -147,13 +150,15 @@ class ToolRuntime:
         with self._lock:
             if self._started:
                 return
-            self.tools_snapshot = tuple(self.registry.definitions_json())
+            self.tools_snapshot = tuple(self.registry.list())
+            policy = getattr(self.approver, "policy_sha256", None)
             self.sink.emit(
                 RunStarted(
                     ts=self._timestamp(),
                     run_id=self.run_id,
                     harness=__version__,
                     tools=self.tools_snapshot,
+                    policy_sha256=policy if isinstance(policy, str) else None,
                     **agent_fields,
                 )
             )
@@ -162,9 +167,15 @@ class ToolRuntime:
     # --- the two halves every dispatch shares ---------------------------------
 
     def _begin(
-        self, name: str, tool_input: object, agent_call: tuple[str, int] | None = None
+        self,
+        name: str,
+        tool_input: object,
+        agent_call: tuple[str, int] | None = None,
+        *,
+        approve: bool = True,
     ) -> tuple[str, RegisteredTool, int]:
-        """Record ToolCalled, then look up and validate; raise (recorded) on failure.
+        """Record ToolCalled, then look up, validate and (unless `approve` is False: the
+        caller awaits the approver) approve; raise (recorded) on failure.
 
         `agent_call` is the model's id for the call and the step, in an agent run."""
         if self._pid != os.getpid():  # the check of _check_process, without a call
@@ -218,7 +229,7 @@ class ToolRuntime:
                 name, first.full_message, path=first.path, violations=violations
             )
             self._fail(call_id, name, start, error)
-        if self.approver is not None:
+        if approve and self.approver is not None:
             self._approve(call_id, tool, tool_input, start)
         return call_id, tool, start
 
@@ -228,7 +239,7 @@ class ToolRuntime:
         # A handler that changed files returns WithEffects: the effects go into the record.
         effects = None
         if type(output) is WithEffects:
-            effects = tuple(effect.to_json() for effect in output.effects)
+            effects = output.effects
             output = output.output
         try:
             check_json(output)
@@ -251,18 +262,43 @@ class ToolRuntime:
         self, call_id: str, tool: RegisteredTool, tool_input: JsonValue, start: int
     ) -> None:
         """Ask the approver; a denial is recorded as ToolFailed (kind `denied`) and raised."""
+        try:
+            reason = self._consult(call_id, tool, tool_input)
+            if inspect.isawaitable(reason):
+                reason = run_coroutine(reason, None)
+        except BaseException as exc:
+            reason = self._unapproved(call_id, tool, start, exc)
+        if reason is not None:
+            self._fail(call_id, tool.name, start, ToolDeniedError(tool.name, str(reason)))
+
+    async def _approve_async(
+        self, call_id: str, tool: RegisteredTool, tool_input: JsonValue, start: int
+    ) -> None:
+        """`_approve` inside an event loop: an approver's awaitable is awaited."""
+        try:
+            reason = self._consult(call_id, tool, tool_input)
+            if inspect.isawaitable(reason):
+                reason = await reason
+        except BaseException as exc:
+            reason = self._unapproved(call_id, tool, start, exc)
+        if reason is not None:
+            self._fail(call_id, tool.name, start, ToolDeniedError(tool.name, str(reason)))
+
+    def _consult(self, call_id: str, tool: RegisteredTool, tool_input: JsonValue) -> object:
         pending = PendingCall(
             self.run_id, call_id, tool.definition, tool_input, self.sink, self._timestamp
         )
-        try:
-            reason = self.approver(pending) if self.approver is not None else None
-        except Exception as exc:  # an approver that breaks must never let the call run
-            reason = f"Approval of {tool.name} failed ({type(exc).__name__}: {exc}); it did not run"
-        except BaseException as exc:  # Ctrl-C at a prompt: the call still gets its terminal event
-            self._raised(call_id, tool, start, exc, HandlerTimeout)
-            raise
-        if reason is not None:
-            self._fail(call_id, tool.name, start, ToolDeniedError(tool.name, reason))
+        return self.approver(pending) if self.approver is not None else None
+
+    def _unapproved(
+        self, call_id: str, tool: RegisteredTool, start: int, exc: BaseException
+    ) -> str:
+        """An approver that breaks never lets the call run (its error is the reason); an
+        interrupt while asking (Ctrl-C, the session ending) is recorded, then goes on."""
+        if isinstance(exc, Exception):
+            return f"Approval of {tool.name} failed ({type(exc).__name__}: {exc}); it did not run"
+        self._raised(call_id, tool, start, exc, HandlerTimeout)
+        raise exc
 
     def _fail(self, call_id: str, name: str, start: int, error: ToolCallError) -> NoReturn:
         """Record ToolFailed for `error`, then raise it."""
@@ -346,7 +382,9 @@ class ToolRuntime:
         """Dispatch from inside an event loop; sync handlers run in the shared handler threads."""
         import asyncio  # only async callers pay for it
 
-        call_id, tool, start = self._begin(name, tool_input)
+        call_id, tool, start = self._begin(name, tool_input, approve=False)
+        if self.approver is not None:
+            await self._approve_async(call_id, tool, tool_input, start)
         try:
             if tool.is_async:
                 output = await asyncio.wait_for(tool.handler(tool_input), tool.timeout)

@@ -81,7 +81,7 @@ class ToolRegistry:
         timeout: float | None = None,
     ) -> RegisteredTool:
         """Shorthand for register(ToolDefinition(...), handler)."""
-        definition = ToolDefinition(name, description, input_schema, annotations)
+        definition = ToolDefinition(name, description, input_schema, annotations=annotations)
         return self.register(definition, handler, timeout=timeout)
 
     @overload
@@ -133,9 +133,6 @@ class ToolRegistry:
     def list(self) -> builtins.list[ToolDefinition]:
         """Definitions only (never handlers), in registration order."""
         return [tool.definition for tool in self._tools.values()]
-
-    def definitions_json(self) -> builtins.list[JsonObject]:
-        return [tool.definition.to_json() for tool in self._tools.values()]
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

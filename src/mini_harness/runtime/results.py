@@ -12,24 +12,13 @@ import math
 
 import attrs
 
+from mini_harness.events import FileEffect as FileEffect  # noqa: PLC0414 (re-exported)
 from mini_harness.events import JsonObject, JsonValue
 
 
 def sha256_of(data: bytes | None) -> str | None:
     """The hex sha256 of a file's bytes, or None for a file that does not exist."""
     return None if data is None else hashlib.sha256(data).hexdigest()
-
-
-@attrs.frozen
-class FileEffect:
-    """One path a call changed: its sha256 before and after (None: absent)."""
-
-    path: str
-    before: str | None
-    after: str | None
-
-    def to_json(self) -> JsonObject:
-        return {"path": self.path, "before": self.before, "after": self.after}
 
 
 @attrs.frozen
@@ -52,7 +41,7 @@ class ToolResult:
     output: JsonValue
     duration_ms: float
     call_id: str
-    effects: tuple[JsonObject, ...] | None = None  # files the call changed (see WithEffects)
+    effects: tuple[FileEffect, ...] | None = None  # files the call changed (see WithEffects)
 
     def display_json(self) -> JsonObject:
         """As the CLI shows it: durationMs rounded half-up to whole milliseconds."""

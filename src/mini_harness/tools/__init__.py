@@ -19,7 +19,8 @@ from mini_harness.tools.echo import ECHO, echo
 from mini_harness.tools.git_tools import Git
 from mini_harness.tools.list_files import ListFiles
 from mini_harness.tools.read_file import ReadFile
-from mini_harness.tools.run_command import RunCommand, bubblewrap
+from mini_harness.tools.run_command import RunCommand
+from mini_harness.tools.sandbox import NO_SANDBOX_MESSAGE, bubblewrap
 from mini_harness.tools.search_text import SearchText
 from mini_harness.tools.workspace import Workspace, WorkspaceLike
 
@@ -56,16 +57,16 @@ def register_coding_tools(
 
     Not part of default_registry: apply_patch and run_command change the workspace, so a
     run that offers them should put an approver on its ToolRuntime. `sandbox`: None runs
-    commands under bubblewrap when it works here, False never; True requires it.
-    `redacted_names`: environment variables never passed to a command.
+    commands and git under bubblewrap when it works here, False never; True requires it.
+    `redacted_names`: environment variables never passed to a command, even allow-listed
+    ones. A Workspace with `protected` files (the open transcript) keeps them read-only for
+    commands and refused by apply_patch.
     """
     bound = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
     bwrap = bubblewrap() if sandbox is not False else None
     if sandbox and bwrap is None:
-        raise WorkspaceError(
-            ".", "A sandbox was required, but bubblewrap (Debian package bubblewrap) cannot run"
-        )
-    git = Git(bound)
+        raise WorkspaceError(".", NO_SANDBOX_MESSAGE)
+    git = Git(bound, bwrap)
     registry.register(GIT_STATUS, git.status)
     registry.register(GIT_DIFF, git.diff)
     registry.register(APPLY_PATCH, ApplyPatch(bound))

@@ -195,11 +195,13 @@ _GIT_PATH: Final[JsonObject] = {
 GIT_STATUS: Final = ToolDefinition(
     name="git_status",
     description=(
-        "Show the git status of the workspace's repository: the branch and one entry per "
-        "changed, staged or untracked file ({status, path}; status is git's two-letter "
-        "porcelain code, e.g. ' M' modified, 'A ' staged new file, '??' untracked). The "
-        "repository must be at the workspace root. Read-only; output is bounded and "
-        "`truncated` says when some was left out."
+        "Show the git status of the workspace's repository: the branch (null when HEAD is "
+        "detached) and one entry per changed, staged or untracked file ({status, path}, "
+        "plus origPath for a rename or copy; status is git's two-letter code, e.g. ' M' "
+        "modified, 'A ' staged new file, 'R ' staged rename, '??' untracked). Paths are "
+        "file names relative to the workspace root, as git_diff and read_file take them. "
+        "The repository must be at the workspace root. Read-only; at most 32 KiB of "
+        "listing, and `truncated` says when entries were left out."
     ),
     input_schema={
         "type": "object",
@@ -214,7 +216,8 @@ GIT_DIFF: Final = ToolDefinition(
     description=(
         "Show `git diff` of the workspace's repository as unified diff text: the changes "
         "not yet staged, or with staged: true the staged ones. Read-only; output is "
-        "bounded and `truncated` says when the middle was left out. The diff can be "
+        "bounded and `truncated` says when the middle was left out; `invalidUtf8` says "
+        "when it held bytes that are not UTF-8 (shown as U+FFFD). The diff can be "
         "edited and passed to apply_patch."
     ),
     input_schema={
@@ -266,8 +269,9 @@ APPLY_PATCH: Final = ToolDefinition(
 )
 
 _SANDBOXED = (
-    "It runs in a bubblewrap sandbox: the workspace is writable, /tmp is private, the rest "
-    "of the system is read-only and there is no network."
+    "It runs in a bubblewrap sandbox with no capabilities: the workspace is writable "
+    "except .git, .mini-harness and the run's transcript, /tmp is private, the rest of the "
+    "system is read-only, and there is no network."
 )
 _UNSANDBOXED = (
     "No sandbox is available here (bubblewrap is not installed or cannot run): the command "
@@ -283,8 +287,9 @@ def run_command_definition(*, sandboxed: bool) -> ToolDefinition:
             "Run a program in the workspace, e.g. the tests: argv is the program and its "
             "arguments (no shell; set shell: true and pass one string to use /bin/sh). "
             "Returns exitCode, stdout and stderr (bounded: head and tail kept, `truncated` "
-            "says when the middle was left out) and timedOut. The environment has no API "
-            "keys or tokens; there is no stdin. " + (_SANDBOXED if sandboxed else _UNSANDBOXED)
+            "says when the middle was left out) and timedOut. The environment holds only "
+            "PATH, HOME, USER, the locale and the terminal type; there is no stdin. "
+            + (_SANDBOXED if sandboxed else _UNSANDBOXED)
         ),
         input_schema={
             "type": "object",

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import attrs
 
 from mini_harness.errors import PatchConflictError, WorkspaceError
-from mini_harness.events import JsonValue
-from mini_harness.runtime.results import sha256_of
+from mini_harness.runtime.results import FileEffect, sha256_of
 from mini_harness.tools.apply_patch import MAX_FILE_BYTES, ApplyPatch
 from mini_harness.tools.patch_files import PatchTree
 from mini_harness.tools.patch_text import format_patch, reverse
@@ -16,9 +15,7 @@ from mini_harness.tools.unified_diff import FilePatch, parse_patch
 from mini_harness.tools.workspace import Workspace, quote_path
 
 
-def patch_reversal(
-    workspace: Workspace, patch: str, effects: Sequence[Mapping[str, JsonValue]]
-) -> str:
+def patch_reversal(workspace: Workspace, patch: str, effects: Sequence[FileEffect]) -> str:
     """The patch text that undoes `patch`, which an apply_patch call applied with the
     recorded `effects`. Every file the call changed must still have the sha256 the call
     left, and the reversal must give back exactly the recorded `before` bytes; otherwise
@@ -27,10 +24,10 @@ def patch_reversal(
     patches = parse_patch(patch)
     with PatchTree(workspace) as tree:
         for effect in effects:
-            path = str(effect["path"])
+            path = effect.path
             found = tree.read(tool.checked_path(path), MAX_FILE_BYTES)
             now = sha256_of(None if found is None else found.data)
-            if now != effect.get("after"):
+            if now != effect.after:
                 state = "is absent" if now is None else f"now has sha256 {now[:12]}"
                 raise WorkspaceError(path, f"{path} changed since (it {state})")
         reversed_patches = []
@@ -44,7 +41,7 @@ def patch_reversal(
     # or git's rules put a contextless hunk at an end): each reversed hunk is numbered
     # where it is found, so that apply_patch finds it there and nowhere else.
     placed: list[list[int]] = []
-    wanted = {str(effect["path"]): effect.get("before") for effect in effects}
+    wanted = {effect.path: effect.before for effect in effects}
     with PatchTree(workspace) as tree:
         try:
             tool.plan(tree, tuple(reversed_patches), placed)

@@ -13,7 +13,7 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -94,8 +94,15 @@ def run_bounded(
     env: Mapping[str, str],
     timeout: float,
     max_output: int = DEFAULT_MAX_OUTPUT,
+    preexec: Callable[[], None] | None = None,
+    pass_fds: Sequence[int] = (),
+    started: Callable[[], None] | None = None,
 ) -> Finished:
-    """Run `argv` with no stdin; raise OSError when it cannot start (no such program)."""
+    """Run `argv` with no stdin; raise OSError when it cannot start (no such program).
+
+    `preexec` runs in the child before exec (it must only make system calls, such as
+    setting rlimits); `pass_fds` stay open in the child; `started` is called once it runs.
+    """
     deadline = time.monotonic() + timeout
     proc = subprocess.Popen(  # noqa: S603 - argv is a list, never given to a shell here
         list(argv),
@@ -106,7 +113,11 @@ def run_bounded(
         stderr=subprocess.PIPE,
         start_new_session=True,
         close_fds=True,
+        pass_fds=tuple(pass_fds),
+        preexec_fn=preexec,  # noqa: PLW1509 - only setrlimit runs there
     )
+    if started is not None:
+        started()
     pgid = proc.pid  # a new session: its leader's pid is the group id
     streams = {proc.stdout: HeadTail(max_output), proc.stderr: HeadTail(max_output)}
     timed_out = False

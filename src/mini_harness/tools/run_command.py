@@ -1,20 +1,17 @@
 """`run_command`: a program run in the workspace, sandboxed by bubblewrap where it is present.
 
 The command gets an argv (a shell only when `shell` is asked for), a working directory
-inside the workspace, a scrubbed environment, no stdin, a timeout that kills its whole
-process group, and bounded output (head and tail kept). Under bubblewrap the workspace is
-the only writable place besides a private /tmp, the rest of the system is read-only, and
-there is no network.
+inside the workspace, an environment built from an allow-list, no stdin, limits on
+processes and memory, a timeout that ends everything it started, and bounded output (head
+and tail kept). What the sandbox confines is said in `sandbox`; here it gets the workspace
+writable and the agent's controls inside it read-only (`controls`).
 """
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import os
-import re
-import shutil
-import tempfile
-from collections.abc import Iterable, Mapping
+import stat
 from typing import Any
 
 import attrs
@@ -22,67 +19,82 @@ import attrs
 from mini_harness.errors import WorkspaceError
 from mini_harness.events import JsonObject
 from mini_harness.runtime.results import WithEffects
-from mini_harness.tools.definitions import RUN_DEFAULT_TIMEOUT
+from mini_harness.tools.definitions import RUN_DEFAULT_TIMEOUT, SKIPPED_DIRS
 from mini_harness.tools.file_effects import MAX_TRACKED_FILES, changes, snapshot
-from mini_harness.tools.process import run_bounded
-from mini_harness.tools.workspace import Workspace
-
-# Variables that look like credentials never reach a command, whatever the settings say.
-SECRET_NAME = re.compile(
-    r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY)", re.IGNORECASE
+from mini_harness.tools.sandbox import (
+    Bubblewrap,
+    ResourceLimits,
+    allowed_environment,
+    placeholders,
+    run_sandboxed,
 )
+from mini_harness.tools.workspace import PROTECTED_NAMES, Workspace, quote_path
+
+POLICY_DIR = ".mini-harness"
 
 
-@functools.cache
-def bubblewrap() -> str | None:
-    """The bwrap program when it is installed and can make a sandbox here, else None."""
-    found = shutil.which("bwrap")
-    if found is None:
-        return None
-    probe = [found, "--ro-bind", "/", "/", "--unshare-net", "--die-with-parent", "true"]
-    try:
-        finished = run_bounded(probe, cwd="/", env=os.environ, timeout=10)
-    except OSError:
-        return None
-    return found if finished.exit_code == 0 else None
+@attrs.frozen
+class Controls:
+    """What a sandboxed command sees read-only: `existing` paths, and `missing` ones that
+    an empty read-only directory stands in for while it runs."""
+
+    existing: tuple[str, ...]
+    missing: tuple[str, ...]
 
 
-def sandbox_argv(
-    bwrap: str, workspace: Workspace, cwd: str, argv: list[str], scratch: str
-) -> list[str]:
-    """argv wrapped in bubblewrap: everything read-only (so programs installed anywhere,
-    /tmp included, still run), the workspace and a private scratch directory (the
-    command's TMPDIR) writable, no network."""
+def controls(workspace: Workspace) -> Controls:
+    """The agent's controls in `workspace` (see Workspace.protects): every `.git` and
+    `.mini-harness` (the workspace root's, and those below it outside the directories the
+    file tools skip), and the protected files with their `.torn-*` sidecars.
+
+    At the root they must be real entries: a link can be replaced by the command (its
+    directory is writable), so a symlinked control is refused. A missing `.mini-harness`
+    gets a stand-in, so that no command can create a policy that a later run would obey; a
+    missing `.git` does not (a command may `git init`; the git tools never run what a
+    repository configures).
+    """
     root = str(workspace.root)
-    return [
-        bwrap,
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--bind", scratch, scratch,
-        "--setenv", "TMPDIR", scratch,
-        "--bind", root, root,
-        "--unshare-net",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--new-session",
-        "--die-with-parent",
-        "--chdir", cwd,
-        "--",
-        *argv,
-    ]  # fmt: skip
+    existing: list[str] = []
+    missing: list[str] = []
+    for name in PROTECTED_NAMES:
+        path = os.path.join(root, name)
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            if name == POLICY_DIR:
+                missing.append(path)
+            continue
+        if stat.S_ISLNK(mode):
+            raise WorkspaceError(
+                name,
+                f"{quote_path(name)} is a symlink: a command could replace it, so commands "
+                "cannot run in this workspace; make it a real directory",
+            )
+        existing.append(path)
+    existing += _nested_controls(root)
+    for protected in workspace.protected:
+        directory, base = os.path.split(protected)
+        if not workspace.contains(directory):
+            continue  # outside the workspace everything is read-only anyway
+        with contextlib.suppress(FileNotFoundError), os.scandir(directory) as entries:
+            existing += sorted(
+                entry.path
+                for entry in entries
+                if entry.name == base or entry.name.startswith(f"{base}.torn-")
+            )
+    return Controls(tuple(dict.fromkeys(existing)), tuple(missing))
 
 
-def scrubbed_environment(
-    environ: Mapping[str, str], redacted_names: Iterable[str] = ()
-) -> dict[str, str]:
-    """The caller's environment without redacted variables or anything named like a secret."""
-    dropped = set(redacted_names)
-    return {
-        name: value
-        for name, value in environ.items()
-        if name not in dropped and not SECRET_NAME.search(name)
-    }
+def _nested_controls(root: str) -> list[str]:
+    found: list[str] = []
+    for directory, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames]:
+            if name in PROTECTED_NAMES and directory != root:
+                real = os.path.realpath(os.path.join(directory, name))
+                if real.startswith(root + os.sep):
+                    found.append(real)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+    return found
 
 
 @attrs.frozen
@@ -90,9 +102,10 @@ class RunCommand:
     """The run_command handler, bound to one workspace."""
 
     workspace: Workspace
-    sandbox: str | None  # the bwrap program, or None: commands run unsandboxed
+    sandbox: Bubblewrap | None  # None: commands run unsandboxed
     redacted_names: tuple[str, ...] = ()
     max_tracked_files: int = MAX_TRACKED_FILES
+    limits: ResourceLimits = attrs.field(factory=ResourceLimits.default)
 
     def __call__(self, tool_input: dict[str, Any]) -> JsonObject | WithEffects:
         argv: list[str] = list(tool_input["argv"])
@@ -106,18 +119,26 @@ class RunCommand:
             raise WorkspaceError(".", "argv holds a NUL byte")
         cwd = self.workspace.locate_dir(tool_input.get("cwd", ".")).real
         timeout = float(tool_input.get("timeout", RUN_DEFAULT_TIMEOUT))
-        env = scrubbed_environment(os.environ, self.redacted_names)
+        env = allowed_environment(os.environ, self.redacted_names)
         root = str(self.workspace.root)
+        guarded = controls(self.workspace) if self.sandbox is not None else Controls((), ())
         before = snapshot(root, self.max_tracked_files)
-        with tempfile.TemporaryDirectory(prefix="mini-harness-command-") as scratch:
-            command = argv
-            if self.sandbox is not None:
-                command = sandbox_argv(self.sandbox, self.workspace, cwd, argv, scratch)
-            try:
-                finished = run_bounded(command, cwd=cwd, env=env, timeout=timeout)
-            except OSError as exc:
-                message = f"Cannot run {argv[0]!r}: {exc.strerror or exc}"
-                raise WorkspaceError(".", message) from None
+        try:
+            with placeholders(guarded.missing) as stand_ins:
+                finished = run_sandboxed(
+                    self.sandbox,
+                    argv,
+                    workspace=root,
+                    cwd=cwd,
+                    env=env,
+                    timeout=timeout,
+                    writable=True,
+                    read_only=(*guarded.existing, *stand_ins),
+                    limits=self.limits,
+                )
+        except OSError as exc:
+            message = f"Cannot run {argv[0]!r}: {exc.strerror or exc}"
+            raise WorkspaceError(".", message) from None
         output: JsonObject = {
             "exitCode": finished.exit_code,
             "stdout": finished.stdout.text(),

@@ -5,9 +5,9 @@ redaction, which replaces secret values by `[REDACTED]` before a line is encoded
 from __future__ import annotations
 
 import hashlib
-import operator
 import os
 import re
+import string
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -20,12 +20,12 @@ from mini_harness.events import (
     MAX_JSON_DEPTH,
     Event,
     JsonObject,
-    ToolFailed,
     UnknownEvent,
-    event_type,
+    redaction,
 )
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than, nested_too_deep
-from mini_harness.transcripts.fields import FieldError, camel, structurer, wire_value
+from mini_harness.events.wire import Encoder, encoder
+from mini_harness.transcripts.fields import FieldError, structurer
 
 BOM = b"\xef\xbb\xbf"
 """A UTF-8 byte order mark, which other tools put before line 1: not part of the line."""
@@ -45,38 +45,30 @@ def line_hash(line: bytes) -> str:
     return _sha256(line).digest()[:HASH_BYTES].hex()
 
 
-# Per class, computed once from its declaration: its wire keys (all but ts) in order, one
-# getter for all their values (a tuple: every class has at least two fields besides ts), so
-# a line's object is built in two C calls, and the keys of its optional fields (default
-# None), left off a line when not set, so that lines of events that do not use them are as
-# they were before the fields existed.
-_WIRE: dict[type, tuple[tuple[str, ...], operator.attrgetter[Any], tuple[str, ...]]] = {
-    cls: (
-        tuple(camel(f.name) for f in attrs.fields(cls) if f.name != "ts"),
-        operator.attrgetter(*(f.name for f in attrs.fields(cls) if f.name != "ts")),
-        tuple(camel(f.name) for f in attrs.fields(cls) if f.default is None),
-    )
-    for cls in KNOWN_EVENT_TYPES
+# Per event class, its name and the encoder of its fields but ts (events/wire.py: generated
+# from the declaration, nested payloads included), so a line's object is the envelope and
+# one call.
+_WIRE: dict[type, tuple[str, Encoder]] = {
+    cls: (cls.__name__, encoder(cls, frozenset({"ts"}))) for cls in KNOWN_EVENT_TYPES
 }
 
 
 def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
     """The JSON object of one line: type, seq, ts, prev (all but the first line), payload."""
-    out: JsonObject = {"type": event_type(event), "seq": seq, "ts": event.ts}
-    if prev is not None:
-        out["prev"] = prev
-    if isinstance(event, UnknownEvent):
-        for key, value in event.data.items():
+    found = _WIRE.get(type(event))
+    if found is None:  # an UnknownEvent: its payload as it was read
+        unknown: Any = event
+        out: JsonObject = {"type": unknown.type, "seq": seq, "ts": unknown.ts}
+        if prev is not None:
+            out["prev"] = prev
+        for key, value in unknown.data.items():
             out.setdefault(key, value)
         return out
-    keys, values, optional = _WIRE[type(event)]
-    out.update(zip(keys, values(event), strict=False))  # one field list: never unequal
-    if type(event) is ToolFailed:
-        out["error"] = wire_value(event.error)
-    for key in optional:
-        if out[key] is None:
-            del out[key]
-    return out
+    name, encode = found
+    out = {"type": name, "seq": seq, "ts": event.ts}
+    if prev is not None:
+        out["prev"] = prev
+    return encode(event, out)
 
 
 # A line holds plain JSON only: bytes, lone surrogates, dataclasses, datetimes and other
@@ -246,7 +238,7 @@ def with_hint(reason: str, body: bytes) -> str:
     return reason
 
 
-REDACTED = "[REDACTED]"
+REDACTED = redaction.REDACTED
 
 
 @attrs.frozen
@@ -254,13 +246,15 @@ class Redactor:
     """Replaces secret values and pattern matches in every string of an event.
 
     Build it with `Redactor.from_config`; `secrets` are literal values (e.g. read from
-    environment variables), `patterns` regular expressions. Keys and values of nested
+    environment variables), `patterns` regular expressions, and API keys are found also
+    when written a little differently (events/redaction.py). Keys and values of nested
     objects are redacted alike; numbers and booleans are left alone.
     """
 
     secrets: tuple[str, ...]
     patterns: tuple[str, ...]
     _regex: re.Pattern[str] | None = attrs.field(repr=False)
+    _keys: redaction.KeyFinder | None = attrs.field(default=None, repr=False)
 
     @classmethod
     def from_config(
@@ -269,9 +263,11 @@ class Redactor:
         env_names: Iterable[str] = (),
         patterns: Iterable[str] = (),
         secrets: Iterable[str] = (),
+        keys: Iterable[str] = (),
         environ: Mapping[str, str] | None = None,
     ) -> Redactor:
-        """Read the values of `env_names` now.
+        """Read the values of `env_names` now; `keys` are API keys, whose copies are
+        redacted too.
 
         An unset or empty variable raises RedactionError: redacting nothing silently would
         send the secret a typo'd name was meant to hide to disk.
@@ -302,14 +298,41 @@ class Redactor:
         alternatives = [re.escape(s) for s in sorted(values, key=len, reverse=True)]
         alternatives += [f"(?:{p})" for p in checked]
         regex = re.compile("|".join(alternatives)) if alternatives else None
-        return cls(tuple(sorted(values)), tuple(checked), regex)
+        return cls(tuple(sorted(values)), tuple(checked), regex, redaction.KeyFinder.of(keys))
 
     @property
     def active(self) -> bool:
         """False when there is nothing to redact (then writers skip redaction entirely)."""
-        return self._regex is not None
+        return self._regex is not None or self._keys is not None
+
+    def stream(self, held: str, chunk: str) -> tuple[str, str]:
+        """Streamed text, as it arrives: `held`, what was held back so far, and the new
+        `chunk`. Returns what can be shown now, redacted, and what to hold back until the
+        next chunk, because a secret may still be completing in it.
+
+        A secret, and a copy of a key, lies within a run of its own characters (letters,
+        digits, `-`, `_` and what else it holds): what comes before the last character
+        outside every such run is settled. With a pattern, or a secret that holds
+        whitespace, only whole lines are.
+        """
+        characters = redaction.key_characters(self.secrets)
+        if self._keys is not None:
+            characters |= self._keys.characters
+        # What is held back has no settled end of its own: only the new chunk can have one.
+        if self.patterns or not characters.isdisjoint(string.whitespace):
+            end = chunk.rfind("\n") + 1
+        else:
+            ends = (end for end in range(len(chunk), 0, -1) if chunk[end - 1] not in characters)
+            end = next(ends, 0)
+        text = held + chunk
+        if not end:
+            return "", text
+        cut = len(held) + end
+        return self.redact_text(text[:cut]), text[cut:]
 
     def redact_text(self, text: str) -> str:
+        if self._keys is not None:
+            text = self._keys.redact(text)
         if self._regex is None:
             return text
         return self._regex.sub(REDACTED, text)

@@ -5,7 +5,8 @@ annotation. Adding an event type is declaring its class (events/vocabulary.py); 
 decoder is derived from the declaration on first use. The common case of a field is one
 `type(value) is T` test; anything else goes to the field's check, which converts (an object
 for a nested attrs class, an array for a tuple), takes the default of an absent optional
-field, or says exactly what is wrong. The codec (codec.py) decodes every line with this.
+field, or says exactly what is wrong. The codec (codec.py) decodes every line with this;
+its counterpart, the encoder of the same declarations, is events/wire.py.
 """
 
 from __future__ import annotations
@@ -18,12 +19,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 import attrs
 
 from mini_harness.events import JsonObject
-
-
-def camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
+from mini_harness.events.wire import camel
 
 _MISSING: Any = object()
 
@@ -249,21 +245,6 @@ def _settle(field: WireField, value: Any) -> Any:
         return field.check(value)
     except FieldError as exc:
         raise FieldError(exc.reason, f".{field.key}{exc.path}") from None
-
-
-def wire_value(value: Any) -> Any:
-    """The JSON value of a decoded field: an attrs value as the object of its wire keys
-    (fields that are None left out, as writers leave them out), a tuple as an array."""
-    cls: Any = type(value)
-    if attrs.has(cls):
-        return {
-            field.key: wire_value(item)
-            for field in wire_fields(cls)
-            if (item := getattr(value, field.attr)) is not None
-        }
-    if type(value) is tuple:
-        return [wire_value(item) for item in value]
-    return value
 
 
 def _decode_nested(cls: Any, value: Any) -> Any:

@@ -159,9 +159,8 @@ class RunProtocol:
         call's run, is not an agent run)."""
         if isinstance(event, RunStarted):
             if event.task is not None:
-                continues = (event.resumed_from or {}).get("runId")
-                if type(continues) is str:
-                    self._end(continues)
+                if event.resumed_from is not None:
+                    self._end(event.resumed_from.run_id)
                 self.runs[event.run_id] = OpenRun(line, seq, event.run_id)
         elif isinstance(event, ModelRequested):
             self.requests[event.request_id] = OpenRun(line, seq, event.run_id, event.request_id)
@@ -215,16 +214,7 @@ class VerifyReport:
 
     def problems(self) -> list[str]:
         """One line per problem, in file order within each kind."""
-        out: list[str] = []
-        if self.empty:
-            out.append("the file is empty: a transcript starts with its TranscriptStarted line")
-        if self.bom:
-            out.append("the file starts with a UTF-8 byte order mark (written by another tool)")
-        out += [d.describe() for d in self.damaged]
-        out += [
-            f"line {p.line} (seq {p.seq}, byte {p.offset}): {p.message}" for p in self.integrity
-        ]
-        out += [p.describe() for p in self.protocol]
+        out = self.damage()
         out += [
             f"line {c.line} (seq {c.seq}): call {c.call_id} ({c.name}) is in doubt: "
             "ToolCalled without a terminal event"
@@ -238,6 +228,22 @@ class VerifyReport:
                 f"the chain does not reach head {self.expected_head}: no line has that hash "
                 "(the file was edited or cut since the head was recorded)"
             )
+        return out
+
+    def damage(self) -> list[str]:
+        """The problems a crash does not leave (it leaves calls, requests and runs in doubt,
+        and a torn tail): damaged or edited lines, a broken chain, a broken call protocol.
+        What is said here makes the history unfit to act on (resume, fork, undo)."""
+        out: list[str] = []
+        if self.empty:
+            out.append("the file is empty: a transcript starts with its TranscriptStarted line")
+        if self.bom:
+            out.append("the file starts with a UTF-8 byte order mark (written by another tool)")
+        out += [d.describe() for d in self.damaged]
+        out += [
+            f"line {p.line} (seq {p.seq}, byte {p.offset}): {p.message}" for p in self.integrity
+        ]
+        out += [p.describe() for p in self.protocol]
         return out
 
     def notices(self) -> list[str]:

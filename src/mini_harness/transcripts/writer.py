@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import stat
 import threading
 import time
+from collections.abc import Iterable
 from contextlib import suppress
 from pathlib import Path
 from typing import Literal, NoReturn, get_args
 
 from mini_harness.errors import (
+    EventTooLargeError,
     TranscriptCorruptError,
     TranscriptFormatError,
     TranscriptWriteError,
 )
-from mini_harness.events import Event, RunStarted, TranscriptStarted, event_type, new_id
+from mini_harness.events import (
+    Event,
+    RunFinished,
+    RunStarted,
+    TranscriptStarted,
+    event_type,
+    new_id,
+)
+from mini_harness.transcripts.claim import Claim, ContinuingSink, hold_run
 from mini_harness.transcripts.codec import (
     DEFAULT_MAX_EVENT_BYTES,
     DecodeError,
@@ -203,9 +214,24 @@ class JsonlTranscript:
         self._locked(None)
         return self.quarantined[before:]
 
-    def _locked(self, event: Event | None) -> None:
+    @property
+    def end(self) -> int:
+        """Where the file's events ended when this writer last held the lock (-1: unknown).
+        Right after `recover()`, every byte before it is a whole event."""
+        return self._end
+
+    def continuing(self, run_id: str, *, since: int, read: Iterable[str] = ()) -> ContinuingSink:
+        """The sink of a run that resumes run `run_id`, planned from the events of the
+        runs `read` as this file held them when its events ended at byte `since` (`end`
+        right after `recover()`). Its RunStarted is written only if, under the lock, the
+        claim holds (see claim.py); else nothing is, and the error says why."""
+        claim = Claim(run_id, since, frozenset(read))
+        return ContinuingSink(claim, self.append, functools.partial(self._locked, claim=claim))
+
+    def _locked(self, event: Event | None, claim: Claim | None = None) -> None:
         """Under the thread lock and the file's: learn where the file ends if it moved (or
-        always, to recover), write `event` if given; then sync as the mode asks."""
+        always, to recover), write `event` if given (and if the `claim` holds); then sync
+        as the mode asks."""
         if self._pid != os.getpid():  # the check of _check_process, without a call
             self._check_process()
         with self._lock:
@@ -220,6 +246,8 @@ class JsonlTranscript:
                     self._resync(size)
                 if event is None:
                     return
+                if claim is not None:
+                    claim.check(fd, self._end)
                 if self._next_seq == 0 and not isinstance(event, TranscriptStarted):
                     # A new file's header: at the time of the event it comes before.
                     self._write_event(TranscriptStarted(ts=event.ts, transcript_id=new_id()))
@@ -266,7 +294,7 @@ class JsonlTranscript:
         if size > self.max_event_bytes and not isinstance(event, RunStarted):
             line = encode_wire(wire) if shrink_wire(wire, self.max_event_bytes) else b""
             if not line or len(line) > self.max_event_bytes:
-                raise TranscriptWriteError(
+                raise EventTooLargeError(
                     str(self.path),
                     f"cannot record {event_type(event)} in {self.path}: its line is {size} "
                     f"bytes, over the {self.max_event_bytes}-byte event size cap",
@@ -287,6 +315,11 @@ class JsonlTranscript:
         self._end += len(data)
         self._prev = line_hash(line)
         self._next_seq = seq + 1
+        # An agent run is held as running from its start to its end (see claim.py).
+        if isinstance(event, RunStarted) and event.task is not None:
+            hold_run(self._fd, event.run_id)
+        elif isinstance(event, RunFinished):
+            hold_run(self._fd, event.run_id, held=False)
         if isinstance(event, TranscriptStarted):
             self.transcript_id = event.transcript_id
 

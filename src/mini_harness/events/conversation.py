@@ -1,0 +1,158 @@
+"""The conversation as the events record it: messages, tool calls, usage, project rules,
+the model and origin of a run, a model failure, a trimmed message, and the tool
+definitions a model is shown.
+
+Declared once, like the events that carry them: the agent layer builds its requests from
+these classes, the one encoder (events/wire.py) writes them and the one decoder
+(transcripts/fields.py) reads them, so a recorded message that does not fit its
+declaration is a problem of its line, never a surprise for a reader. The wire keys are
+the fields in camelCase; what is left out when unset is said per field (see wire.py).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+
+from mini_harness.events.jsonvalue import JsonObject
+from mini_harness.events.wire import KEEP_NULL, OMIT_DEFAULT
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@attrs.frozen
+class ToolCall:
+    """A tool call as the model made it: its id, the tool's name, the raw argument text.
+
+    `arguments` is exactly what the model sent (usually a JSON object's text, but it may
+    not parse); the loop decodes and validates it, the transcript keeps it verbatim.
+    """
+
+    id: str
+    name: str
+    arguments: str
+
+
+@attrs.frozen
+class Message:
+    """One message of a conversation.
+
+    - system / user: `content` is the text.
+    - assistant: `content` is its text ("" when it only called tools), `tool_calls` its calls.
+    - tool: the result of the call `tool_call_id` (of tool `name`), as text; `is_error`
+      when the call failed (the text then says why).
+    """
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), metadata=OMIT_DEFAULT)
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = attrs.field(default=False, metadata=OMIT_DEFAULT)
+
+
+def _plus(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else a + b
+
+
+@attrs.frozen
+class Usage:
+    """Token counts as the provider reported them (None: not reported, written as null)."""
+
+    input_tokens: int | None = attrs.field(default=None, metadata=KEEP_NULL)
+    output_tokens: int | None = attrs.field(default=None, metadata=KEEP_NULL)
+    cached_tokens: int | None = attrs.field(default=None, metadata=KEEP_NULL)
+
+    def __add__(self, more: Usage) -> Usage:
+        """Both counts summed; a count nobody reported stays None."""
+        return Usage(
+            _plus(self.input_tokens, more.input_tokens),
+            _plus(self.output_tokens, more.output_tokens),
+            _plus(self.cached_tokens, more.cached_tokens),
+        )
+
+
+@attrs.frozen
+class ModelFailure:
+    """Why one attempt at a model request failed (ModelFailed.error): `kind` is a model
+    error kind, `status` the HTTP status (None without one), `message` what a person reads."""
+
+    kind: str
+    status: int | None
+    message: str
+
+
+@attrs.frozen
+class ReplacedMessage:
+    """One message the context budget replaced (ContextTrimmed.replaced): its `index` in
+    the conversation, the tool call and tool it was the result of, the estimated `tokens`
+    dropped, and the placeholder `content` now in its place."""
+
+    index: int
+    tool_call_id: str | None
+    name: str | None
+    tokens: int
+    content: str
+
+
+@attrs.frozen
+class ProjectRules:
+    """One AGENTS.md file: its workspace-relative path, the SHA-256 of its bytes, its text."""
+
+    path: str
+    sha256: str
+    content: str
+
+
+@attrs.frozen
+class ModelIdentity:
+    """The model of an agent run: its provider (as printed after "Model provider:") and the
+    model's own name."""
+
+    provider: str
+    name: str
+
+
+@attrs.frozen
+class RunOrigin:
+    """The run (and step) an agent run continues (`resumedFrom`) or branches off
+    (`forkedFrom`)."""
+
+    run_id: str
+    step: int
+
+
+@attrs.frozen
+class ToolAnnotations:
+    """Behaviour hints in MCP's vocabulary (in the order MCP documents them); None means
+    "not said"."""
+
+    title: str | None = None
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
+    idempotent_hint: bool | None = None
+    open_world_hint: bool | None = None
+
+    @property
+    def safe_to_repeat(self) -> bool:
+        """True when re-running the tool cannot change the world (read-only or idempotent)."""
+        return bool(self.read_only_hint or self.idempotent_hint)
+
+
+def _said(annotations: ToolAnnotations | None) -> ToolAnnotations | None:
+    """Hints that say nothing are no hints: a definition without them is written without
+    `annotations`, as one that never had any."""
+    return None if annotations == ToolAnnotations() else annotations
+
+
+@attrs.frozen
+class ToolDefinition:
+    """A tool as a model sees it: name, description, input schema (JSON Schema), and
+    optionally an output schema and hints. RunStarted records one per registered tool."""
+
+    name: str
+    description: str
+    input_schema: JsonObject
+    output_schema: JsonObject | None = attrs.field(default=None, kw_only=True)
+    annotations: ToolAnnotations | None = attrs.field(default=None, kw_only=True, converter=_said)

@@ -1,0 +1,118 @@
+"""A declared value as JSON: the one encoder of events and of the payloads they carry.
+
+Every field of an attrs class is written under its name in camelCase (`tool_call_id` is
+`toolCallId`), in declaration order. A field whose default is None is left out while it is
+None, so a field added later leaves the lines of values that do not use it as they were;
+every other field is always written. A field's metadata may say otherwise: `OMIT_DEFAULT`
+leaves it out while it equals its default (`Message.tool_calls` when empty), `KEEP_NULL`
+writes it as null (the counts of `Usage`). A field holding another declared class, or a
+tuple of them, is written as that class's object, or an array of them, at any depth;
+anything else (JSON values, tuples of them) is written as it is.
+
+The encoder of a class is generated once, on first use, as attrs generates `__init__`:
+per field one attribute read and one store, so a message is written as fast as a
+hand-written `to_json` would write it. Decoding is the transcript layer's
+(transcripts/fields.py), from the same declarations.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+import attrs
+
+from mini_harness.events.jsonvalue import JsonObject, JsonValue
+
+_OMIT = "mini_harness.wire.omit"
+OMIT_DEFAULT: Mapping[str, bool] = {_OMIT: True}
+"""Field metadata: left off the wire while the field equals its default."""
+KEEP_NULL: Mapping[str, bool] = {_OMIT: False}
+"""Field metadata: a field whose default is None is written as null, not left out."""
+
+
+def camel(name: str) -> str:
+    """The wire key of a field: `tool_call_id` is `toolCallId`."""
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def omitted(field: attrs.Attribute[Any]) -> bool:
+    """Whether `field` is left off the wire while it has its default value."""
+    return bool(field.metadata.get(_OMIT, field.default is None))
+
+
+Encoder = Callable[[Any, JsonObject], JsonObject]
+
+
+@functools.cache
+def encoder(cls: type, skip: frozenset[str] = frozenset()) -> Encoder:
+    """The function that writes the fields of a `cls` (but those named in `skip`) into a
+    JSON object and returns it. Generated once per class."""
+    hints = get_type_hints(cls)
+    namespace: dict[str, Any] = {}
+    body = ["def encode(value, out):"]
+    for index, field in enumerate(attrs.fields(cls)):
+        if field.name in skip:
+            continue
+        key = camel(field.name)
+        convert = _converter(hints[field.name])
+        written = "v"
+        if convert is not None:
+            namespace[f"convert{index}"] = convert
+            written = f"convert{index}(v)"
+        if omitted(field):
+            namespace[f"default{index}"] = field.default
+            test = "v is not None" if field.default is None else f"v != default{index}"
+            body.append(f"    v = value.{field.name}")
+            body.append(f"    if {test}: out[{key!r}] = {written}")
+        elif convert is None:
+            body.append(f"    out[{key!r}] = value.{field.name}")
+        else:
+            body += [f"    v = value.{field.name}", f"    out[{key!r}] = {written}"]
+    body.append("    return out")
+    exec("\n".join(body), namespace)  # noqa: S102 - source built above from the declaration
+    encode: Encoder = namespace["encode"]
+    return encode
+
+
+def _converter(tp: Any) -> Callable[[Any], Any] | None:
+    """How a value annotated `tp` becomes JSON (None: it is JSON as it is)."""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in {Union, UnionType} and type(None) in args and len(args) == 2:
+        inner = _converter(next(arg for arg in args if arg is not type(None)))
+        return None if inner is None else _or_none(inner)
+    if attrs.has(tp):
+        return functools.partial(_object, encoder(tp))
+    if origin is tuple and len(args) == 2 and args[1] is ...:
+        item = _converter(args[0])
+        return list if item is None else functools.partial(_array, item)
+    return None
+
+
+def _or_none(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def or_none(value: Any) -> Any:
+        return None if value is None else convert(value)
+
+    return or_none
+
+
+def _object(encode: Encoder, value: Any) -> JsonObject:
+    return encode(value, {})
+
+
+def _array(convert: Callable[[Any], Any], values: Any) -> list[Any]:
+    return [convert(value) for value in values]
+
+
+def to_wire(value: Any) -> JsonValue:
+    """The JSON value of a declared value (an attrs class of the vocabulary), of a tuple or
+    list of them, or of a JSON value (returned as it is)."""
+    cls: Any = type(value)
+    if attrs.has(cls):
+        return encoder(cls)(value, {})
+    if isinstance(value, tuple | list):
+        return [to_wire(item) for item in value]
+    return value

@@ -1,0 +1,175 @@
+"""The repository the git tools read: the workspace's own, through a git directory of ours.
+
+A repository's configuration can name commands (filters, textconv, an external diff, a
+pager, an fsmonitor hook, hooks), and any of them would run with the harness's rights.
+Turning each off with `-c` overrides is a deny-list that a large or oddly named
+configuration slips through. Instead git never reads the repository's configuration: it
+runs with GIT_DIR set to a private directory whose `config` we write, holding only a few
+settings copied from the repository that describe its format and how files are compared
+(KEPT_SETTINGS, each value a plain word), and links to the repository's objects, refs,
+index and the rest of its data. Hooks, includes and worktree configuration are not there,
+and neither the system nor the user configuration is read. This holds with or without
+bubblewrap; where bubblewrap runs, git runs inside it too (workspace read-only).
+
+Weighed and not taken: libgit2 (`pygit2`) runs no filters or hooks, but it is a compiled
+dependency, still reads the repository's configuration, and its patches differ from
+git's (hunk headers of 5 in 150 commits of this project's history), while apply_patch and
+the differential tests take git's output as the reference.
+
+The repository must lie inside the workspace: a `.git` file or link (`gitdir: ...`), a
+`commondir`, an entry of the git directory or an alternate object directory that leads
+outside it is refused, so that git_diff never shows another repository's files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Iterator, Mapping
+from typing import Final
+
+from mini_harness.errors import GitError
+from mini_harness.tools.process import run_bounded
+from mini_harness.tools.workspace import Workspace, quote_path
+
+KEPT_SETTINGS: Final = (
+    "core.repositoryformatversion",
+    "extensions.objectformat",
+    "core.filemode",
+    "core.symlinks",
+    "core.ignorecase",
+    "core.precomposeunicode",
+    "core.autocrlf",
+    "core.eol",
+    "core.checkstat",
+    "core.trustctime",
+)
+_KEPT_PATTERN: Final = "^(" + "|".join(re.escape(key) for key in KEPT_SETTINGS) + ")$"
+_PLAIN_WORD: Final = re.compile(r"[A-Za-z0-9_-]{1,32}")
+_NOT_LINKED: Final = frozenset({"config", "config.worktree", "hooks", "commondir", "HEAD"})
+_SMALL_FILE: Final = 4096  # a `.git` file, HEAD, commondir: a path or a ref
+
+
+def _outside(what: str, real: str) -> GitError:
+    return GitError(
+        ".",
+        f"The repository's {what} leads outside the workspace (to {quote_path(real)}); the "
+        "git tools only read a repository inside it",
+    )
+
+
+def _read_small(path: str) -> str:
+    with open(path, "rb") as handle:
+        data = handle.read(_SMALL_FILE + 1)
+    if len(data) > _SMALL_FILE:
+        raise GitError(".", f"{quote_path(path)} is too large to be a git pointer file")
+    return data.decode("utf-8", "surrogateescape").strip()
+
+
+def repository_dir(workspace: Workspace) -> tuple[str, str]:
+    """The resolved git directory of the workspace and its common directory (the same
+    unless it is a linked worktree's); GitError when there is none or it leads outside."""
+    root = str(workspace.root)
+    dot_git = os.path.join(root, ".git")
+    try:
+        mode = os.lstat(dot_git).st_mode
+    except FileNotFoundError:
+        raise GitError(
+            ".",
+            "The workspace is not a git repository (git looks in the workspace root "
+            "only, never above it)",
+        ) from None
+    if stat.S_ISREG(mode):
+        pointer = _read_small(dot_git)
+        if not pointer.startswith("gitdir:"):
+            raise GitError(".", "The workspace's .git file does not say `gitdir: PATH`")
+        target = os.path.join(root, pointer.removeprefix("gitdir:").strip())
+        gitdir = os.path.realpath(target)
+        what = "`.git` file"
+    else:
+        gitdir = os.path.realpath(dot_git)
+        what = "`.git` link"
+    if not workspace.contains(gitdir):
+        raise _outside(what, gitdir)
+    if not os.path.isdir(gitdir):
+        raise GitError(".", f"The repository's git directory {quote_path(gitdir)} is missing")
+    common = gitdir
+    if os.path.lexists(os.path.join(gitdir, "commondir")):
+        pointer = _read_small(os.path.join(gitdir, "commondir"))
+        common = os.path.realpath(os.path.join(gitdir, pointer))
+        if not workspace.contains(common):
+            raise _outside("commondir", common)
+    return gitdir, common
+
+
+def _entries(workspace: Workspace, gitdir: str, common: str) -> dict[str, str]:
+    """What the private git directory links to: the common directory's entries, then the
+    git directory's own, each resolved and checked to be inside the workspace."""
+    linked: dict[str, str] = {}
+    for directory in dict.fromkeys((common, gitdir)):
+        for name in sorted(os.listdir(directory)):
+            if name in _NOT_LINKED or (directory == common != gitdir and name == "index"):
+                continue
+            real = os.path.realpath(os.path.join(directory, name))
+            if not workspace.contains(real):
+                raise _outside(f"{quote_path(name)} entry", real)
+            linked[name] = real
+    alternates = os.path.join(linked.get("objects", ""), "info", "alternates")
+    if "objects" in linked and os.path.isfile(alternates):
+        for line in _read_small(alternates).splitlines():
+            if line.strip() and not line.startswith("#"):
+                real = os.path.realpath(os.path.join(linked["objects"], line.strip()))
+                if not workspace.contains(real):
+                    raise _outside("alternate object directory", real)
+    return linked
+
+
+def kept_settings(config: str, env: Mapping[str, str], cwd: str, timeout: float) -> str:
+    """The `config` text of the private directory: KEPT_SETTINGS as the repository's
+    configuration file sets them (read by git, which only parses it), plain words only."""
+    # In an empty directory, with no repository above it, git reads the one file named.
+    alone = {**env, "GIT_CEILING_DIRECTORIES": os.path.dirname(cwd)}
+    listed = run_bounded(
+        ["git", "config", "--file", config, "--null", "--get-regexp", _KEPT_PATTERN],
+        cwd=cwd,
+        env=alone,
+        timeout=timeout,
+    )
+    values: dict[str, str] = {}
+    if listed.exit_code == 0 and not listed.stdout.truncated:
+        for entry in listed.stdout.text().split("\0"):
+            key, _, value = entry.partition("\n")
+            if key in KEPT_SETTINGS and _PLAIN_WORD.fullmatch(value):
+                values[key] = value  # the last one wins, as in git
+    sections: dict[str, list[str]] = {"core": ["\tbare = false"]}
+    for key, value in values.items():
+        section, name = key.split(".")
+        sections.setdefault(section, []).append(f"\t{name} = {value}")
+    return "".join(
+        f"[{title}]\n" + "".join(f"{line}\n" for line in lines) for title, lines in sections.items()
+    )
+
+
+@contextlib.contextmanager
+def private_git_dir(workspace: Workspace, env: Mapping[str, str], timeout: float) -> Iterator[str]:
+    """A git directory for the workspace's repository with a configuration of our own;
+    removed on exit. Its parent is an empty scratch directory."""
+    gitdir, common = repository_dir(workspace)
+    linked = _entries(workspace, gitdir, common)
+    with tempfile.TemporaryDirectory(prefix="mini-harness-git-") as scratch:
+        settings = kept_settings(os.path.join(common, "config"), env, scratch, timeout)
+        private = os.path.join(scratch, "git")
+        os.mkdir(private)
+        for name, real in linked.items():
+            os.symlink(real, os.path.join(private, name))
+        head = os.path.realpath(os.path.join(gitdir, "HEAD"))
+        if not workspace.contains(head):
+            raise _outside("HEAD", head)
+        with open(os.path.join(private, "HEAD"), "w", encoding="utf-8") as handle:
+            handle.write((_read_small(head) if os.path.isfile(head) else "") + "\n")
+        with open(os.path.join(private, "config"), "w", encoding="utf-8") as handle:
+            handle.write(settings)
+        yield private

@@ -1,0 +1,53 @@
+"""`printable`: text shown on a terminal with every character it would act on escaped."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mini_harness.runtime.terminal import printable
+
+
+class TestPrintable:
+    @pytest.mark.parametrize(
+        ("text", "shown"),
+        [
+            ("\x1b[2J", "\\x1b[2J"),  # ESC: erase the screen
+            ("\x1b]52;c;aGk=\x07", "\\x1b]52;c;aGk=\\x07"),  # OSC 52 ends with BEL
+            ("\x9b31m", "\\x9b31m"),  # a C1 CSI
+            ("\x7f\x08", "\\x7f\\x08"),  # DEL, backspace
+            ("abc\u202edef", "abc\\u202edef"),  # right-to-left override
+            ("\u2066x\u2069", "\\u2066x\\u2069"),  # bidi isolates
+            ("a\u200bb\ufeff", "a\\u200bb\\ufeff"),  # zero-width space, byte order mark
+            ("tag\U000e0041", "tag\\U000e0041"),  # a tag character
+            ("line\u2028sep", "line\\u2028sep"),
+            ("\ud800", "\\ud800"),  # a lone surrogate
+            ("over\rwrite", "over\\x0dwrite"),  # a lone carriage return rewrites the line
+        ],
+    )
+    def test_hidden_characters_are_shown(self, text: str, shown: str) -> None:
+        """Each character a terminal acts on, or that hides or reorders text, is escaped."""
+        assert printable(text) == shown
+
+    def test_lines_keep_their_layout(self) -> None:
+        """Newlines, tabs and CRLF line ends stay in multi-line text; letters of any script
+        are left alone."""
+        text = "def f():\r\n\treturn 'héllo, 世界, مرحبا'\n"
+        assert printable(text) == text
+
+    def test_one_line(self) -> None:
+        """multiline=False escapes newlines and tabs too."""
+        assert printable("a\nb\tc", multiline=False) == "a\\x0ab\\x09c"
+
+    @given(st.text())
+    def test_result_is_inert_and_stable(self, text: str) -> None:
+        """Whatever the text, the result holds no control or format character but newline
+        and tab, and escaping it again changes nothing."""
+        shown = printable(text)
+        hidden = {"Cc", "Cf", "Zl", "Zp", "Cs"}
+        left = shown.replace("\r\n", "\n")
+        assert all(c in "\n\t" or unicodedata.category(c) not in hidden for c in left)
+        assert printable(shown) == shown

@@ -1,0 +1,147 @@
+"""What a person reads on a terminal (`run`, `show`, `replay`, `resume`) shows a model's
+control characters escaped; JSON output and the transcript keep them exactly."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner, Result
+
+from mini_harness.cli import cli
+from mini_harness.runtime.terminal import printable
+
+CLIPBOARD = "\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\x07"  # OSC 52: write the clipboard
+TITLE = "\x1b]0;all tests passed\x07"  # set the window title
+REVERSED = "\u202etxt.exe"  # right-to-left override
+CSI_C1 = "\x9b2J"  # erase the screen, in one C1 byte
+HOSTILE = f"Done.{CLIPBOARD}{TITLE} see {REVERSED} {CSI_C1}"
+RAW = ("\x1b", "\x07", "\u202e", "\x9b")
+
+NO_KEYS: dict[str, str | None] = dict.fromkeys(
+    ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MINI_HARNESS_MODEL")
+)
+
+
+@pytest.fixture(name="workspace")
+def _workspace(tmp_path: Path) -> Iterator[Path]:
+    root = tmp_path / "ws"
+    root.mkdir()
+    cwd = Path.cwd()
+    os.chdir(root)
+    try:
+        yield root
+    finally:
+        os.chdir(cwd)
+
+
+def cli_run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), env=NO_KEYS)
+
+
+def script(path: Path, responses: list[dict[str, Any]]) -> str:
+    path.write_bytes(orjson.dumps(responses))
+    return f"script:{path}"
+
+
+def assert_escaped(text: str) -> None:
+    """Nothing a terminal would act on; every hostile sequence there, visibly escaped."""
+    assert not [raw for raw in RAW if raw in text], repr(text)
+    assert "\\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\\x07" in text
+    assert "\\x1b]0;all tests passed\\x07" in text
+    assert "\\u202etxt.exe" in text
+
+
+HOSTILE_RUN: list[dict[str, Any]] = [
+    {"text": f"Looking.{TITLE}", "toolCalls": [{"name": "echo", "arguments": {"text": HOSTILE}}]},
+    {"toolCalls": [{"name": f"nope{TITLE}", "arguments": {}}]},
+    {"text": HOSTILE},
+]
+
+
+@pytest.fixture(name="recorded")
+def _recorded(workspace: Path, tmp_path: Path) -> tuple[Path, Result]:
+    """A run whose task, tool input and output, tool name and answer carry escapes."""
+    log = tmp_path / "t.jsonl"
+    model = script(tmp_path / "s.json", HOSTILE_RUN)
+    result = cli_run("run", f"fix it{CLIPBOARD}{REVERSED}", "--model", model, "--log", str(log))
+    return log, result
+
+
+class TestRun:
+    def test_streamed_steps_and_answer_are_escaped(self, recorded: tuple[Path, Result]) -> None:
+        """The task, each step, the tool output and the streamed answer show escapes."""
+        _, result = recorded
+        assert result.exit_code == 0, result.output
+        assert_escaped(result.stdout)
+        assert_escaped(result.stdout.split("[mini-harness] Step 1")[0])  # the task line
+        assert f"[mini-harness] Step 2: {printable('nope' + TITLE)} {{}}" in result.stdout
+        assert result.stdout.splitlines()[-2] == printable(HOSTILE)
+
+    def test_whole_answer_is_escaped(self, workspace: Path, tmp_path: Path) -> None:
+        """--no-stream prints the answer whole, escaped the same way."""
+        model = script(tmp_path / "s.json", [{"text": HOSTILE}])
+        result = cli_run("run", "t", "--model", model, "--no-stream")
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines()[-1] == printable(HOSTILE)
+
+    def test_json_and_transcript_keep_the_exact_text(self, recorded: tuple[Path, Result]) -> None:
+        """--json and the transcript hold the model's text unchanged."""
+        log, _ = recorded
+        finished = orjson.loads(log.read_bytes().splitlines()[-1])
+        assert finished["finalText"] == HOSTILE
+        model = script(log.parent / "again.json", [{"text": HOSTILE}])
+        result = cli_run("run", "t", "--model", model, "--json")
+        assert orjson.loads(result.stdout)["finalText"] == HOSTILE
+
+
+class TestShow:
+    @pytest.mark.parametrize("full", [False, True])
+    def test_timeline_is_escaped(self, recorded: tuple[Path, Result], full: bool) -> None:
+        """`show` (cut to a line, or --full) prints the task, calls and answer escaped."""
+        log, _ = recorded
+        result = cli_run("show", str(log), *(["--full"] if full else []))
+        assert result.exit_code == 0, result.output
+        assert_escaped(result.stdout)
+
+    def test_show_json_is_exact(self, recorded: tuple[Path, Result]) -> None:
+        """`show --json` prints the events as recorded."""
+        log, _ = recorded
+        result = cli_run("show", str(log), "--json")
+        events = [orjson.loads(line) for line in result.stdout.splitlines()]
+        assert events[-1]["finalText"] == HOSTILE
+
+
+class TestReplay:
+    def test_report_is_escaped(self, recorded: tuple[Path, Result]) -> None:
+        """`replay` lists the unknown tool's name and its error escaped."""
+        log, _ = recorded
+        result = cli_run("replay", str(log))
+        assert result.exit_code == 0, result.output
+        assert printable(f"nope{TITLE}") in result.stdout
+        assert not [raw for raw in RAW if raw in result.output]
+
+    def test_offline_agent_replay_is_escaped(self, recorded: tuple[Path, Result]) -> None:
+        """`replay --rerun` of the agent run prints each call escaped."""
+        log, _ = recorded
+        result = cli_run("replay", str(log), "--rerun")
+        assert "\\u202etxt.exe" in result.output
+        assert printable(f"Step 2: nope{TITLE} {{}}: re-run, same result") in result.output
+        assert not [raw for raw in RAW if raw in result.output]
+
+
+class TestResume:
+    def test_an_answered_run_prints_its_answer_escaped(
+        self, recorded: tuple[Path, Result], tmp_path: Path
+    ) -> None:
+        """Resuming a run that had answered prints that answer escaped."""
+        log, _ = recorded
+        model = script(tmp_path / "unused.json", [{"text": "unused"}])
+        result = cli_run("resume", str(log), "--model", model)
+        assert "[mini-harness] The run had already answered:" in result.stdout
+        assert printable(HOSTILE) in result.stdout
+        assert not [raw for raw in RAW if raw in result.output]
