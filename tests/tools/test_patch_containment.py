@@ -79,33 +79,39 @@ class TestProtectedPaths:
         assert snapshot(ws) == before
         assert isinstance(sink.events[-1], ToolFailed)
 
-    def test_a_hostile_model_cannot_patch_its_policy_through_the_cli(
+    def test_a_hostile_model_cannot_patch_its_controls_through_the_cli(
         self, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """An agent run under --approve auto whose model patches .mini-harness/policy.toml
-        and .git/config: both calls fail, the files keep their bytes."""
-        calls = [
-            {
-                "name": "apply_patch",
-                "arguments": {"patch": change(".mini-harness/policy.toml", "rules = []", "")},
-            },
-            {"name": "apply_patch", "arguments": {"patch": change(".git/config")}},
+        """An agent run under --approve auto, its transcript inside the workspace, whose
+        model patches .mini-harness/policy.toml, .git/config, the transcript and a torn
+        sidecar of it: every call fails, and no file but the transcript changes."""
+        forged = '--- a/session.jsonl\n+++ b/session.jsonl\n@@ -1 +1 @@\n-{}\n+{"x":1}\n'
+        patches = [
+            change(".mini-harness/policy.toml", "rules = []", ""),
+            change(".git/config"),
+            forged,
+            add("session.jsonl.torn-9"),
         ]
         script = tmp_path / "hostile.json"
-        steps: list[dict[str, Any]] = [{"toolCalls": [call]} for call in calls]
+        steps: list[dict[str, Any]] = [
+            {"toolCalls": [{"name": "apply_patch", "arguments": {"patch": patch}}]}
+            for patch in patches
+        ]
         script.write_bytes(orjson.dumps([*steps, {"text": "done"}]))
         monkeypatch.chdir(ws)
         before = snapshot(ws)
-        log = tmp_path / "t.jsonl"
+        log = ws / "session.jsonl"
         result = CliRunner().invoke(
             cli,
             ["run", "t", "--model", f"script:{script}", "--log", str(log), "--approve", "auto"],
             env={"MINI_HARNESS_MODEL": None, "OPENAI_API_KEY": None},
         )
         assert result.exit_code == 0, result.output
-        assert snapshot(ws) == before
+        after = snapshot(ws)
+        del after["session.jsonl"]  # the run's own record, written by the harness
+        assert after == before
         failed = [line for line in log.read_text().splitlines() if '"type":"ToolFailed"' in line]
-        assert len(failed) == 2
+        assert len(failed) == 4
         assert all("one of the agent's own controls" in line for line in failed)
 
 
