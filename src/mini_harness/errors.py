@@ -244,6 +244,15 @@ class WorkspaceError(MiniHarnessError):
         self.path = path
 
 
+class PatchSyntaxError(MiniHarnessError):
+    """The text is not a unified diff apply_patch can use; the message says where."""
+
+
+class PatchConflictError(WorkspaceError):
+    """A patch does not fit the files as they are now (a hunk does not match, a file it
+    adds exists, a file changed while the patch was applied); nothing was changed."""
+
+
 class GitError(WorkspaceError):
     """git could not answer (not a repository, one leading outside the workspace, a
     timeout)."""

@@ -9,7 +9,6 @@ one applied patch.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import click
 
@@ -21,16 +20,14 @@ from mini_harness.cli.log_options import opened_log
 from mini_harness.cli.options import F, workspace_option
 from mini_harness.cli.output import warn
 from mini_harness.cli.verified import allow_unverified_option, verified_history
-from mini_harness.errors import PolicyError, ToolCallError
+from mini_harness.errors import PolicyError, ToolCallError, WorkspaceError
 from mini_harness.replay.fold import fold_effects
 from mini_harness.replay.model import CallRecord
 from mini_harness.replay.render import effects_lines
 from mini_harness.runtime import ToolRegistry, ToolRuntime
-from mini_harness.runtime.results import sha256_of
 from mini_harness.runtime.terminal import printable
-from mini_harness.tools import register_coding_tools
-from mini_harness.tools.apply_patch import apply_hunks
-from mini_harness.tools.unified_diff import parse_patch, reverse_patch
+from mini_harness.tools import Workspace, register_coding_tools
+from mini_harness.tools.patch_undo import patch_reversal
 
 APPROVE_HELP = (
     "How calls that need approval are decided: ask (prompt on a terminal; denied without "
@@ -116,16 +113,6 @@ def print_effects(path: str) -> None:
         click.echo(printable(line))
 
 
-def _current_hash(root: str, path: str) -> str | None:
-    full = os.path.join(root, path)
-    if not os.path.lexists(full):
-        return None
-    if os.path.islink(full) or not os.path.isfile(full):
-        return "not a regular file"
-    with open(full, "rb") as handle:
-        return sha256_of(handle.read())
-
-
 def _find_call(path: str, call_id: str) -> CallRecord:
     for call in fold_effects(path)[0]:
         if call.call_id == call_id:
@@ -160,28 +147,10 @@ def undo_command(
     unverified = verified_history(path, "undo", allow=allow_unverified)
     call = _find_call(path, call_id)
     root = os.path.realpath(workspace)
-    moved = [
-        (effect.path, now)
-        for effect in call.effects or ()
-        if (now := _current_hash(root, effect.path)) != effect.after
-    ]
-    if moved:
-        changed, now = moved[0]
-        state = "is absent" if now is None else f"now has sha256 {now[:12]}"
-        fail(
-            f"Cannot undo call {call_id}: {changed} changed since (it {state}); nothing was undone",
-            1,
-        )
-    reverse = reverse_patch(parse_patch(call.input["patch"]))
-    # Check the reversal gives back exactly the recorded bytes before anything is written.
-    wanted = {effect.path: effect.before for effect in call.effects or ()}
-    for patch in parse_patch(reverse):
-        old = None if patch.old_path is None else Path(root, patch.old_path).read_bytes()
-        current = "" if old is None else old.decode("utf-8")
-        restored = apply_hunks(patch.path, current, patch.hunks)
-        digest = sha256_of(None if patch.new_path is None else restored.encode())
-        if digest != wanted.get(patch.path):
-            fail(f"Cannot undo call {call_id}: reversing {patch.path} would not restore it", 1)
+    try:
+        reverse = patch_reversal(Workspace(root), call.input["patch"], call.effects or ())
+    except WorkspaceError as exc:
+        fail(f"Cannot undo call {call_id}: {exc.message}; nothing was undone", 1)
     registry = ToolRegistry()
     register_coding_tools(registry, root, sandbox=False)
     try:
