@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import sys
@@ -15,7 +14,7 @@ import orjson
 from mini_harness.cli.log_options import opened_log, redactor_for
 from mini_harness.cli.options import F, SingleOption, option_group
 from mini_harness.cli.output import BadUsage, info
-from mini_harness.errors import ToolCallError, UnknownToolError
+from mini_harness.errors import ToolCallError
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than
 from mini_harness.runtime import (
@@ -90,14 +89,6 @@ def _refuse_wide_integers(raw: str) -> None:
     json.loads(raw, parse_int=parse_int)
 
 
-def unknown_tool_message(name: str, registry: ToolRegistry) -> str:
-    """`Unknown tool: NAME`, with the closest registered names and the whole list."""
-    names = [definition.name for definition in registry.list()]
-    close = difflib.get_close_matches(name, names, n=3)
-    hint = f". Did you mean {' or '.join(repr(n) for n in close)}?" if close else "."
-    return f"Unknown tool: {name}{hint} Registered tools: {', '.join(names) or 'none'}"
-
-
 def run_dispatch(registry: ToolRegistry, options: dict[str, Any]) -> None:
     """Dispatch the root's --tool with its --tool-input and print what happened;
     `options` are the root's (the log flags among them).
@@ -113,9 +104,6 @@ def run_dispatch(registry: ToolRegistry, options: dict[str, Any]) -> None:
         runtime = ToolRuntime(registry, sink)
         try:
             result = runtime.dispatch(tool, tool_input)
-        except UnknownToolError as exc:
-            message = unknown_tool_message(tool, registry)
-            failure = UnknownToolError(tool, message, call_id=exc.call_id)
         except ToolCallError as exc:
             failure = exc
     where: JsonObject = {} if log is None else {"transcript": log, "runId": runtime.run_id}
