@@ -112,7 +112,7 @@ class SinkContract:
         assert isinstance(called, ToolCalled)
         assert called.name == "caf\\udce9"
         assert isinstance(unknown_failed, ToolFailed)
-        names = ', '.join(tool.name for tool in registry)
+        names = ", ".join(tool.name for tool in registry)
         told = f"Unknown tool: caf\\udce9. Registered tools: {names}"
         assert unknown_failed.error.message == unknown.value.message == told
 

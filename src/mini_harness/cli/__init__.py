@@ -19,49 +19,17 @@ from mini_harness.cli.dispatch import run_dispatch, tool_options
 from mini_harness.cli.log_options import LOG_FLAGS, given_log_flags, log_option, log_options
 from mini_harness.cli.options import SingleOption, typed, workspace_option
 from mini_harness.cli.output import (
-    PREFIX,
     BadUsage,
     describe,
     error,
-    fail,
+    exit_code_for,
     guard_streams,
-    info,
     quiet,
 )
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
-from mini_harness.errors import MiniHarnessError, OutputError, ToolCallError
+from mini_harness.errors import ExitCode, OutputError
 
-__all__ = ["PREFIX", "BadUsage", "cli", "error", "fail", "info", "root_workspace"]
-
-
-def root_workspace() -> str | None:
-    """The root's --workspace (`mini-harness --workspace DIR SUBCOMMAND`), if it was given."""
-    workspace: str | None = (click.get_current_context().find_root().obj or {}).get("workspace")
-    return workspace
-
-
-def exit_code_for(exc: BaseException) -> int:
-    """Say what went wrong and return the exit code: the one place errors become codes.
-
-    0 success; 1 the work failed (a tool call, a write); 2 usage errors and input that
-    cannot be used; 130 interrupted.
-    """
-    if isinstance(exc, click.UsageError):
-        error(exc.format_message())
-        if not isinstance(exc, BadUsage):
-            hint = exc.ctx.command_path if exc.ctx else "mini-harness"
-            click.echo(f"{PREFIX} Try '{hint} --help' for help.", err=True)
-        return 2
-    if isinstance(exc, click.ClickException):
-        error(exc.format_message())
-        return exc.exit_code
-    if isinstance(exc, click.Abort):
-        error("interrupted")
-        return 130
-    if isinstance(exc, MiniHarnessError):
-        error(exc.message)
-        return 1 if isinstance(exc, ToolCallError) else 2
-    raise exc
+__all__ = ["cli"]
 
 
 class HarnessGroup(click.Group):
@@ -138,10 +106,10 @@ class HarnessGroup(click.Group):
         except OutputError as exc:
             quiet([sys.stdout])
             error(f"cannot write the output: {exc.reason}")
-            code = 1
+            code = ExitCode.FAILED
         except BrokenPipeError:  # the reader stopped early: as click does, exit 1 quietly
             quiet([sys.stdout, sys.stderr])
-            code = 1
+            code = ExitCode.FAILED
         if not standalone_mode:
             return code
         sys.exit(code)

@@ -13,7 +13,6 @@ from mini_harness.agent.context import DEFAULT_SYSTEM_PROMPT, load_project_rules
 from mini_harness.agent.context import context_report as render_report
 from mini_harness.agent.loop import AgentConfig, AgentLoop
 from mini_harness.agent.providers import choose_provider, provider_secrets
-from mini_harness.cli import root_workspace
 from mini_harness.cli.coding import approve_option, make_approver
 from mini_harness.cli.dispatch import parse_tool_input, read_tool_input, tool_options
 from mini_harness.cli.log_options import (
@@ -23,7 +22,7 @@ from mini_harness.cli.log_options import (
     opened_log,
     redactor_for,
 )
-from mini_harness.cli.options import option_group, workspace_option
+from mini_harness.cli.options import option_group, root_workspace, workspace_option
 from mini_harness.cli.output import BadUsage, error, info, warn
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.events import JsonObject, to_wire

@@ -15,12 +15,11 @@ import click
 from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover, load_policy
 from mini_harness.agent.approval_prompt import terminal_prompter
 from mini_harness.agent.policy_file import POLICY_FILE
-from mini_harness.cli import BadUsage, fail, info
 from mini_harness.cli.log_options import opened_log
 from mini_harness.cli.options import F, workspace_option
-from mini_harness.cli.output import warn
+from mini_harness.cli.output import BadUsage, fail, info, warn
 from mini_harness.cli.verified import allow_unverified_option, verified_history
-from mini_harness.errors import PolicyError, ToolCallError, WorkspaceError
+from mini_harness.errors import ExitCode, PolicyError, ToolCallError, WorkspaceError
 from mini_harness.replay.fold import fold_effects
 from mini_harness.replay.model import CallRecord
 from mini_harness.replay.render import effects_lines
@@ -150,7 +149,7 @@ def undo_command(
     try:
         reverse = patch_reversal(Workspace(root), call.input["patch"], call.effects or ())
     except WorkspaceError as exc:
-        fail(f"Cannot undo call {call_id}: {exc.message}; nothing was undone", 1)
+        fail(f"Cannot undo call {call_id}: {exc.message}; nothing was undone", ExitCode.FAILED)
     registry = ToolRegistry()
     register_coding_tools(registry, root, sandbox=False)
     try:
@@ -159,7 +158,7 @@ def undo_command(
             runtime.start(unverified=unverified)
             result = runtime.dispatch("apply_patch", {"patch": reverse})
     except ToolCallError as exc:
-        fail(f"Undo of call {call_id} failed: {exc.message}", 1)
+        fail(f"Undo of call {call_id} failed: {exc.message}", ExitCode.FAILED)
     info(f"Undid call {call_id} as call {result.call_id} of run {runtime.run_id}")
     for changed_file in result.output["files"]:
         info(f"  {changed_file['action']:<8} {changed_file['path']}")

@@ -14,7 +14,7 @@ import orjson
 from mini_harness.cli.log_options import opened_log, redactor_for
 from mini_harness.cli.options import F, SingleOption, option_group
 from mini_harness.cli.output import BadUsage, info
-from mini_harness.errors import ToolCallError
+from mini_harness.errors import ExitCode, ToolCallError
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than
 from mini_harness.runtime import (
@@ -117,7 +117,7 @@ def run_dispatch(registry: ToolRegistry, options: dict[str, Any]) -> None:
             **where,
         }
         click.echo(_redacted_json(document, redactor))
-        raise click.exceptions.Exit(1)
+        raise click.exceptions.Exit(ExitCode.FAILED)
     shown = result.display_json()
     if as_json:
         click.echo(_redacted_json({"ok": True, **shown, **where}, redactor))

@@ -9,7 +9,6 @@ from typing import Any
 import click
 
 from mini_harness.agent.approval import AsyncPolicyApprover
-from mini_harness.cli import PREFIX, fail, root_workspace
 from mini_harness.cli.coding import approve_option, workspace_policy
 from mini_harness.cli.log_options import (
     given_log_flags,
@@ -18,9 +17,10 @@ from mini_harness.cli.log_options import (
     opened_log,
     warn_quarantined,
 )
-from mini_harness.cli.options import workspace_option
+from mini_harness.cli.options import root_workspace, workspace_option
+from mini_harness.cli.output import PREFIX, fail
 from mini_harness.cli.registry_spec import chosen_registry
-from mini_harness.errors import OutputError
+from mini_harness.errors import ExitCode, OutputError
 from mini_harness.mcp_server import ElicitingPrompter, run_stdio
 from mini_harness.runtime import ToolRuntime
 from mini_harness.runtime.terminal import printable
@@ -84,17 +84,19 @@ def mcp_command(
         fail(
             "stdin is closed: the mcp command reads MCP messages on stdin "
             "(an MCP client starts it)",
-            2,
+            ExitCode.USAGE,
         )
     try:
         import mcp.server.lowlevel  # noqa: F401  (fail here, before any output)
     except ImportError as exc:
         if exc.name is not None and exc.name.split(".")[0] == "mcp":
-            fail('the mcp command needs the MCP SDK: pip install "mini-harness[mcp]"', 2)
-        fail(f"cannot import the MCP SDK: {exc}", 2)
+            fail(
+                'the mcp command needs the MCP SDK: pip install "mini-harness[mcp]"', ExitCode.USAGE
+            )
+        fail(f"cannot import the MCP SDK: {exc}", ExitCode.USAGE)
 
     if log is None and given_log_flags(log_settings):
-        fail(f"{given_log_flags(log_settings)[0]} needs --log PATH", 2)
+        fail(f"{given_log_flags(log_settings)[0]} needs --log PATH", ExitCode.USAGE)
 
     root = workspace or root_workspace()
     registry = chosen_registry(registry_spec, root)
@@ -112,7 +114,7 @@ def mcp_command(
         try:
             ended_by = run_stdio(runtime)
         except OutputError as exc:  # the console script's stdout (see cli/output.py)
-            fail(f"MCP session failed: {exc.reason}", 1)
+            fail(f"MCP session failed: {exc.reason}", ExitCode.FAILED)
         except OSError as exc:
-            fail(f"MCP session failed: {exc.strerror or exc}", 1)
+            fail(f"MCP session failed: {exc.strerror or exc}", ExitCode.FAILED)
     _note(f"MCP session ended ({ended_by})")

@@ -1,4 +1,6 @@
-"""Options that take one value: given once, with a value, named as the user typed them."""
+"""Options declared once for every command that takes them, and the rules of their values:
+an option that takes one value is given once, with a value, and named as the user typed
+it."""
 
 from __future__ import annotations
 
@@ -58,6 +60,12 @@ def option_group(*decorators: Callable[[F], F]) -> Callable[[F], F]:
         return command
 
     return add
+
+
+def root_workspace() -> str | None:
+    """The root's --workspace (`mini-harness --workspace DIR SUBCOMMAND`), if it was given."""
+    workspace: str | None = (click.get_current_context().find_root().obj or {}).get("workspace")
+    return workspace
 
 
 def workspace_option(help_text: str, **settings: Any) -> Callable[[F], F]:

@@ -7,12 +7,12 @@ import os
 
 import click
 
-from mini_harness.cli import BadUsage, info, root_workspace
 from mini_harness.cli.agent_replay import rerun_agent_runs
 from mini_harness.cli.coding import print_effects
 from mini_harness.cli.corpus import corpus_options, replay_corpus, wants_corpus
 from mini_harness.cli.log_options import opened_log
-from mini_harness.cli.options import SingleOption, typed, workspace_option
+from mini_harness.cli.options import SingleOption, root_workspace, typed, workspace_option
+from mini_harness.cli.output import BadUsage, info
 from mini_harness.cli.registry_spec import agent_registry, registry_from
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
 from mini_harness.cli.view import same_file

@@ -18,7 +18,6 @@ from mini_harness.agent.approval import PolicyApprover
 from mini_harness.agent.loop import AgentLoop, Opening
 from mini_harness.agent.provider import ModelProvider
 from mini_harness.agent.providers import choose_provider, provider_secrets
-from mini_harness.cli import root_workspace
 from mini_harness.cli.agent import PrintingReporter, agent_options, exit_code, print_document
 from mini_harness.cli.coding import accept_policy_option, continued_approver
 from mini_harness.cli.log_options import (
@@ -28,7 +27,7 @@ from mini_harness.cli.log_options import (
     redactor_for,
     warn_quarantined,
 )
-from mini_harness.cli.options import option_group, workspace_option
+from mini_harness.cli.options import option_group, root_workspace, workspace_option
 from mini_harness.cli.output import info
 from mini_harness.cli.registry_spec import agent_tools
 from mini_harness.cli.verified import allow_unverified_option, verified_history

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from mini_harness.cli import BadUsage, error, info, root_workspace
-from mini_harness.cli.options import SingleOption, typed
+from mini_harness.cli.options import SingleOption, root_workspace, typed
+from mini_harness.cli.output import BadUsage, error, info
 from mini_harness.cli.registry_spec import chosen_registry
 from mini_harness.events import Event
 from mini_harness.replay import rerun_transcript
