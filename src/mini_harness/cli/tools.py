@@ -29,10 +29,7 @@ SHAPES = {
     help="json: mini-harness definitions; mcp: a tools/list result; openai / anthropic: "
     "the `tools` array of those APIs.",
 )
-@registry_option(
-    "List this ToolRegistry (or a zero-argument callable returning one) instead of the "
-    "built-in tools. The current directory is importable."
-)
+@registry_option()
 def tools_command(fmt: str, registry_spec: str | None) -> None:
     """Print the tool definitions (never the handlers) in one ecosystem's shape."""
     definitions = chosen_registry(registry_spec, root_workspace()).list()
