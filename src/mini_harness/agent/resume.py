@@ -45,10 +45,9 @@ class RecordedCall:
         """The tool result the model got (or, in doubt, gets) for `call`."""
         if not self.ended:
             text = INTERRUPTED_RESULT.format(name=self.name)
-            return call_outcome(call, error=("interrupted", text)).message
+            return call_outcome(call, error=text).message
         if self.error is not None:
-            error = (str(self.error.get("kind")), str(self.error.get("message")))
-            return call_outcome(call, error=error).message
+            return call_outcome(call, error=str(self.error.get("message"))).message
         return call_outcome(call, output=self.output).message
 
 

@@ -15,12 +15,12 @@ import click
 from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover, load_policy
 from mini_harness.agent.approval_prompt import terminal_prompter
 from mini_harness.agent.policy_file import POLICY_FILE
-from mini_harness.cli import BadUsage, fail, info
-from mini_harness.cli.log_options import opened_log
+from mini_harness.cli.log_options import LogSettings, log_option, log_options, opened_log
 from mini_harness.cli.options import F, workspace_option
-from mini_harness.cli.output import warn
+from mini_harness.cli.output import BadUsage, fail, warn
+from mini_harness.cli.printing import RedactingPrinter
 from mini_harness.cli.verified import allow_unverified_option, verified_history
-from mini_harness.errors import PolicyError, ToolCallError, WorkspaceError
+from mini_harness.errors import ExitCode, PolicyError, ToolCallError, WorkspaceError
 from mini_harness.replay.fold import fold_effects
 from mini_harness.replay.model import CallRecord
 from mini_harness.replay.render import effects_lines
@@ -128,15 +128,16 @@ def _find_call(path: str, call_id: str) -> CallRecord:
 @workspace_option(
     "The workspace the patch was applied in (default: the current directory).", default="."
 )
-@click.option(
-    "--log",
-    metavar="OUT",
-    type=click.Path(dir_okay=False),
-    help="Record the undo in this transcript (default: append it to PATH as a new run).",
-)
+@log_option("appended to PATH as a new run")
+@log_options
 @allow_unverified_option
-def undo_command(
-    path: str, call_id: str, workspace: str, log: str | None, allow_unverified: bool
+def undo_command(  # noqa: PLR0917 - click passes each option
+    path: str,
+    call_id: str,
+    workspace: str,
+    log: str | None,
+    log_settings: LogSettings,
+    allow_unverified: bool,
 ) -> None:
     """Revert the patch an apply_patch call applied, when every file it changed still has
     the sha256 the call left (else say which file moved on, and change nothing). PATH
@@ -144,22 +145,23 @@ def undo_command(
 
     Exit codes: 0 reverted; 1 a file moved on or the reversal failed; 2 usage errors.
     """
+    printer = RedactingPrinter(log_settings.redactor())
     unverified = verified_history(path, "undo", allow=allow_unverified)
     call = _find_call(path, call_id)
     root = os.path.realpath(workspace)
     try:
         reverse = patch_reversal(Workspace(root), call.input["patch"], call.effects or ())
     except WorkspaceError as exc:
-        fail(f"Cannot undo call {call_id}: {exc.message}; nothing was undone", 1)
+        fail(f"Cannot undo call {call_id}: {exc.message}; nothing was undone", ExitCode.FAILED)
     registry = ToolRegistry()
     register_coding_tools(registry, root, sandbox=False)
     try:
-        with opened_log(log or path, {}) as sink:
+        with opened_log(log or path, log_settings) as sink:
             runtime = ToolRuntime(registry, sink)
             runtime.start(unverified=unverified)
             result = runtime.dispatch("apply_patch", {"patch": reverse})
     except ToolCallError as exc:
-        fail(f"Undo of call {call_id} failed: {exc.message}", 1)
-    info(f"Undid call {call_id} as call {result.call_id} of run {runtime.run_id}")
+        fail(f"Undo of call {call_id} failed: {exc.message}", ExitCode.FAILED)
+    printer.say(f"Undid call {call_id} as call {result.call_id} of run {runtime.run_id}")
     for changed_file in result.output["files"]:
-        info(f"  {changed_file['action']:<8} {changed_file['path']}")
+        printer.say(f"  {changed_file['action']:<8} {changed_file['path']}")

@@ -12,7 +12,7 @@ import attrs
 import orjson
 
 from mini_harness.cli.output import error, info
-from mini_harness.errors import counted
+from mini_harness.errors import ExitCode, counted
 from mini_harness.events import JsonObject
 from mini_harness.replay import (
     OUTCOMES,
@@ -63,7 +63,7 @@ def drive(fold: TranscriptFold, items: Iterable[Any], out: TextOutput | JsonOutp
     if not interrupted:
         return code
     error(f"interrupted at line {fold.reader.records_read}: the report above is partial")
-    return 130
+    return ExitCode.INTERRUPTED
 
 
 class Progress:

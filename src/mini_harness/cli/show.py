@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mini_harness.cli import error, info
 from mini_harness.cli.options import SingleOption
+from mini_harness.cli.output import error, info
 
 if TYPE_CHECKING:
     from mini_harness.replay.timeline import Timeline

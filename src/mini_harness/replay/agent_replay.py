@@ -160,7 +160,7 @@ class RecordedRun(SilentReporter):
         if recorded is None:  # the recorded run never got to it
             text = f"Tool {call.name} was not run: it has side effects and no recorded result"
             self._add(ReplayedCall(step, call, NOT_RUN, False, reason))
-            return call_outcome(call, error=("cancelled", text))
+            return call_outcome(call, error=text)
         self._add(ReplayedCall(step, call, SERVED, True, reason))
         if recorded.is_error:
             return ToolOutcome(call, recorded, error=recorded.content)
