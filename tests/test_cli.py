@@ -86,16 +86,17 @@ class TestSeedBehaviour:
         )
 
     def test_a_misspelt_tool_gets_a_suggestion(self, tmp_path: Path) -> None:
-        """`--tool ehco` suggests echo; the transcript records the plain unknown_tool failure."""
+        """`--tool ehco` suggests echo; the transcript records the message the screen shows."""
         log = tmp_path / "t.jsonl"
         result = run("--tool", "ehco", "--tool-input", HELLO, "--log", str(log))
         assert result.exit_code == 1
-        assert result.stderr == (
-            "[mini-harness] Error: Unknown tool: ehco. Did you mean 'echo'? "
-            "Registered tools: echo, list_files, read_file, search_text\n"
+        told = (
+            "Unknown tool: ehco. Did you mean 'echo'? "
+            "Registered tools: echo, list_files, read_file, search_text"
         )
+        assert result.stderr == f"[mini-harness] Error: {told}\n"
         last = orjson.loads(log.read_bytes().splitlines()[-1])
-        assert last["error"]["kind"] == "unknown_tool"
+        assert last["error"] == {"kind": "unknown_tool", "message": told}
 
 
 class TestLog:

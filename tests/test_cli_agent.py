@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 
 from mini_harness.agent.provider import Message, ModelResponse
 from mini_harness.cli import cli
-from mini_harness.cli.agent import PrintingReporter
+from mini_harness.cli.printing import PrintingReporter
 from mini_harness.replay import agent_context_report, fold_agent_runs
 from mini_harness.transcripts import Redactor, verify_transcript
 
@@ -72,6 +72,12 @@ NO_KEYS: dict[str, str | None] = dict.fromkeys(
 )
 
 
+AGENT_TOOLS = (
+    "echo, list_files, read_file, search_text, git_status, git_diff, apply_patch, run_command"
+)
+"""The built-in tools an agent run gets, in order."""
+
+
 def run(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args), env=NO_KEYS)
 
@@ -110,7 +116,10 @@ class TestOutput:
         """A failed call prints its error in one line."""
         model = script(tmp_path / "s.json", [{"toolCalls": [{"name": "nope"}]}, {"text": "ok"}])
         result = run("run", "t", "--model", model, "--no-stream")
-        assert "[mini-harness]   failed: Unknown tool: nope" in result.stdout.splitlines()
+        assert (
+            f"[mini-harness]   failed: Unknown tool: nope. Registered tools: {AGENT_TOOLS}"
+            in result.stdout.splitlines()
+        )
 
     def test_json(self, workspace: Path, tmp_path: Path) -> None:
         """--json prints one JSON document: final text, stop reason, steps, usage, run id."""
@@ -212,7 +221,7 @@ class TestToolFirst:
             "[mini-harness] Task: count the files",
             "[mini-harness] Model provider: mock",
             "[mini-harness] Before the task: nosuch {}",
-            "[mini-harness]   failed: Unknown tool: nosuch",
+            f"[mini-harness]   failed: Unknown tool: nosuch. Registered tools: {AGENT_TOOLS}",
             "[mini-harness] Mock model response:",
         ]
         assert "Your task was: count the files" in lines[5]

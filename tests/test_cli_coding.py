@@ -15,6 +15,8 @@ from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
 from mini_harness.transcripts import JsonlTranscript, read_transcript
 
+from .tools.test_apply_patch import APPLIED_ONCE, GIT_SHAPES, files_of
+
 PATCH = (
     "--- a/app.py\n+++ b/app.py\n@@ -1,3 +1,3 @@\n a = 1\n-b = 2\n+b = 3\n c = 4\n"
     "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+fresh\n"
@@ -138,3 +140,33 @@ class TestFoldKnowsApprovals:
         folded = fold_transcript(log)
         assert folded.totals.unknown_events == 0
         assert folded.totals.succeeded == 1
+
+
+class TestUndoEveryShape:
+    @pytest.mark.parametrize(
+        ("before", "patch"),
+        [shape[1:3] for shape in GIT_SHAPES] + [case[1:] for case in APPLIED_ONCE],
+        ids=[shape[0] for shape in GIT_SHAPES] + [case[0] for case in APPLIED_ONCE],
+    )
+    def test_undo_restores_what_the_patch_changed(
+        self, tmp_path: Path, before: dict[str, object], patch: str
+    ) -> None:
+        """Renames, copies, modes, empty files, final newlines, line endings: undo gives
+        back every file, byte for byte and with its executable bit."""
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        for name, value in before.items():
+            data, executable = value if isinstance(value, tuple) else (value, False)
+            (ws / name).parent.mkdir(parents=True, exist_ok=True)
+            (ws / name).write_bytes(data)
+            (ws / name).chmod(0o755 if executable else 0o644)
+        original = files_of(ws)
+        registry = ToolRegistry()
+        register_coding_tools(registry, ws, sandbox=False)
+        log = tmp_path / "t.jsonl"
+        with JsonlTranscript(log) as sink:
+            call_id = ToolRuntime(registry, sink).dispatch("apply_patch", {"patch": patch}).call_id
+        assert files_of(ws) != original
+        code, output = invoke_undo(log, call_id, ws)
+        assert code == 0, output
+        assert files_of(ws) == original

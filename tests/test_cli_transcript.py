@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mini_harness.cli import cli
-from mini_harness.cli.log_options import opened_log
+from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.events import FORMAT_VERSION, NullSink
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.transcripts import line_hash
@@ -295,7 +295,7 @@ class TestOpenedLog:
         log = tmp_path / "t.jsonl"
 
         def record_then_fail() -> None:
-            with opened_log(str(log), {"fsync": "never"}) as sink:
+            with opened_log(str(log), LogSettings(fsync="never")) as sink:
                 assert _descriptors_to(log) != []
                 ToolRuntime(ToolRegistry(), sink).start()
                 raise RuntimeError("the command failed")
@@ -307,5 +307,5 @@ class TestOpenedLog:
 
     def test_no_path_records_nothing(self) -> None:
         """Without --log the commands dispatch against a sink that discards events."""
-        with opened_log(None, {}) as sink:
+        with opened_log(None) as sink:
             assert isinstance(sink, NullSink)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import importlib.resources
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -24,3 +28,20 @@ class TestPackageRoot:
         """PEP 561: a user's type checker reads the package's annotations (ToolRuntime,
         the typed-tool decorators, the errors) only if the package ships a py.typed marker."""
         assert importlib.resources.files("mini_harness").joinpath("py.typed").is_file()
+
+
+class TestStartUp:
+    def test_a_dispatch_loads_no_agent(self, tmp_path: Path) -> None:
+        """`mini-harness --tool echo ...` imports neither the agent (its loop, providers,
+        the shell grammar of its approval), nor the replay layer, nor any SDK."""
+        source = str(Path(mini_harness.__file__).parents[1])
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "mini_harness", "--tool", "echo",
+             "--tool-input", '{"text": "hi"}', "--log", str(tmp_path / "t.jsonl")],
+            capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONPATH": source},
+        )  # fmt: skip
+        loaded = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+        assert "mini_harness.cli.dispatch" in loaded
+        heavy = ("mini_harness.agent", "mini_harness.replay", "tree_sitter", "openai", "anthropic")
+        assert sorted(name for name in loaded if name.startswith(heavy)) == []

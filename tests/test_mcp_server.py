@@ -98,7 +98,9 @@ class TestOfficialClient:
         ]
 
         assert seen["unknown"].code == -32602
-        assert seen["unknown"].message == "Unknown tool: nope"
+        assert seen["unknown"].message == (
+            "Unknown tool: nope. Registered tools: echo, list_files, read_file, search_text"
+        )
 
         records, reader = read_log(log)
         assert reader.torn_tail is None

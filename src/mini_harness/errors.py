@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
+from typing import ClassVar
 
 import attrs
+
+
+class ExitCode(enum.IntEnum):
+    """What a command's exit status says, the same for every command."""
+
+    OK = 0
+    FAILED = 1
+    """The work failed: a tool call, a run without a final answer, a log with problems."""
+    USAGE = 2
+    """Usage errors, and input that cannot be used (a transcript that cannot be read)."""
+    INTERRUPTED = 130
 
 
 def counted(number: object, one: str, many: str | None = None) -> str:
@@ -31,9 +44,11 @@ class Violation:
 
 
 class MiniHarnessError(Exception):
-    """Root of every error mini-harness raises on purpose."""
+    """Root of every error mini-harness raises on purpose. `exit_code` is the status a
+    command that stops on it exits with: a usage error unless the class says otherwise."""
 
     message: str
+    exit_code: ClassVar[ExitCode] = ExitCode.USAGE
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -93,6 +108,7 @@ class ToolCallError(MiniHarnessError):
     """A dispatch ended in ToolFailed; the failure was recorded before this was raised."""
 
     kind: str = "handler_error"
+    exit_code = ExitCode.FAILED
 
     def __init__(self, tool: str, message: str, *, call_id: str | None = None) -> None:
         super().__init__(message)
@@ -242,6 +258,15 @@ class WorkspaceError(MiniHarnessError):
     def __init__(self, path: str, message: str) -> None:
         super().__init__(message)
         self.path = path
+
+
+class PatchSyntaxError(MiniHarnessError):
+    """The text is not a unified diff apply_patch can use; the message says where."""
+
+
+class PatchConflictError(WorkspaceError):
+    """A patch does not fit the files as they are now (a hunk does not match, a file it
+    adds exists, a file changed while the patch was applied); nothing was changed."""
 
 
 class GitError(WorkspaceError):

@@ -167,7 +167,7 @@ class TestFailedCalls:
         ]
         (run,) = fold_agent_runs(log)
         assert [step.request for step in run.steps] == provider.requests
-        assert results[0].content == "Unknown tool: nope"
+        assert results[0].content.startswith("Unknown tool: nope. Registered tools: echo, ")
         assert results[1].content == "Invalid input for read_file.path: expected string"
         assert results[2].content.startswith("Invalid arguments for read_file: not valid JSON")
 

@@ -83,7 +83,9 @@ class TestOutcomes:
             ("flaky", "matched"),
         ]
         assert report.outcomes[0].reason == "handler_error: Tool echo failed: RuntimeError: down"
-        assert report.outcomes[1].reason == "unknown_tool: Unknown tool: write_note"
+        assert report.outcomes[1].reason == (
+            "unknown_tool: Unknown tool: write_note. Registered tools: echo, flaky"
+        )
         assert [d.describe() for d in report.drift] == [
             "echo: description changed since run 1",
             "write_note: no longer in the registry (recorded in run 1)",

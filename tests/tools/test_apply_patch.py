@@ -6,6 +6,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -57,10 +58,11 @@ CHANGE_APP = """\
 diff --git a/src/app.py b/src/app.py
 --- a/src/app.py
 +++ b/src/app.py
-@@ -1,2 +1,2 @@
+@@ -1,3 +1,3 @@
  def main():
 -    return 1
 +    return 2
+
 """
 
 ADD_FILE = """\
@@ -119,7 +121,7 @@ class TestApplying:
 
     def test_hunk_found_at_an_offset(self, ws: Path, runtime: ToolRuntime) -> None:
         """A hunk whose line numbers are off still applies where its lines are."""
-        patch = CHANGE_APP.replace("@@ -1,2 +1,2 @@", "@@ -3,2 +3,2 @@")
+        patch = CHANGE_APP.replace("@@ -1,3 +1,3 @@", "@@ -3,3 +3,3 @@")
         runtime.dispatch("apply_patch", {"patch": patch})
         assert "return 2" in (ws / "src/app.py").read_text()
 
@@ -223,14 +225,26 @@ class TestRefusals:
             runtime.dispatch("apply_patch", {"patch": ADD_FILE.replace("docs/new.md", "../x.md")})
         assert not (ws.parent / "x.md").exists()
 
-    def test_renames_are_refused(self, ws: Path, runtime: ToolRuntime) -> None:
-        """A rename (git's headers, or different paths on both sides) changes nothing."""
+    def test_different_names_without_git_headers_are_refused(
+        self, ws: Path, runtime: ToolRuntime
+    ) -> None:
+        """---/+++ lines naming two files, without git's rename lines, change nothing."""
         before = snapshot(ws)
-        git_rename = "diff --git a/notes.txt b/n.txt\nrename from notes.txt\nrename to n.txt\n"
-        with pytest.raises(ToolHandlerError, match="renames and copies are not supported"):
-            runtime.dispatch("apply_patch", {"patch": git_rename})
         moved = BAD_HUNK.replace("+++ b/notes.txt", "+++ b/other.txt")
-        with pytest.raises(ToolHandlerError, match="renames"):
+        with pytest.raises(ToolHandlerError, match="a rename needs git's `rename from`"):
+            runtime.dispatch("apply_patch", {"patch": moved})
+        assert snapshot(ws) == before
+
+    def test_two_names_in_a_git_section_without_rename_lines_are_refused(
+        self, ws: Path, runtime: ToolRuntime
+    ) -> None:
+        """A git section whose ---/+++ name two files needs rename lines: without them it
+        is no silent rename (the approval prompt would not show one), and nothing changes."""
+        before = snapshot(ws)
+        moved = "diff --git a/notes.txt b/other.txt\n" + BAD_HUNK.replace(
+            "+++ b/notes.txt", "+++ b/other.txt"
+        )
+        with pytest.raises(ToolHandlerError, match="without git's `rename from`"):
             runtime.dispatch("apply_patch", {"patch": moved})
         assert snapshot(ws) == before
 
@@ -272,7 +286,7 @@ class TestParsing:
         patch = (
             "--- notes.txt\t2026-01-01 10:00:00.000000000 +0000\n"
             "+++ notes.txt\t2026-01-02 10:00:00.000000000 +0000\n"
-            "@@ -2 +2 @@\n-beta\n+BETA\n"
+            "@@ -1,3 +1,3 @@\n alpha\n-beta\n+BETA\n gamma\n"
         )
         runtime.dispatch("apply_patch", {"patch": patch})
         assert (ws / "notes.txt").read_text() == "alpha\nBETA\ngamma\n"
@@ -311,20 +325,227 @@ class TestWriteFailures:
     def test_failed_write_puts_everything_back(
         self, ws: Path, runtime: ToolRuntime, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """When a later file cannot be written, files already replaced get their old bytes."""
+        """When a later file cannot be written, the files already replaced, added or deleted
+        get their old bytes and modes back."""
+        (ws / "notes.txt").chmod(0o640)
         before = snapshot(ws)
-        real_replace = os.replace
-        calls: list[str] = []
+        failed: list[str] = []
 
-        def failing_second_replace(src: str, dst: str) -> None:
-            calls.append(dst)
-            if len(calls) == 2:
-                raise OSError(28, "No space left on device")
-            real_replace(src, dst)
+        def failing(real: Callable[..., None]) -> Callable[..., None]:
+            def replace(src: object, dst: object, **kwargs: object) -> None:
+                if os.path.basename(str(dst)) == "app.py":
+                    failed.append(str(dst))
+                    raise OSError(28, "No space left on device")
+                real(src, dst, **kwargs)
 
-        monkeypatch.setattr(os, "replace", failing_second_replace)
+            return replace
+
+        monkeypatch.setattr(os, "replace", failing(os.replace))
+        monkeypatch.setattr(os, "rename", failing(os.rename))
+        patch = DELETE_NOTES + ADD_FILE + CHANGE_APP
         with pytest.raises(ToolHandlerError, match="No space left on device"):
-            runtime.dispatch("apply_patch", {"patch": CHANGE_APP + ADD_FILE + DELETE_NOTES})
+            runtime.dispatch("apply_patch", {"patch": patch})
         monkeypatch.undo()
-        assert len(calls) == 2
+        assert failed
         assert snapshot(ws) == before
+
+
+NUMBERED = "".join(f"line {n}\n" for n in range(1, 11))
+TWICE = "a\nb\nTARGET\nc\nd\n"  # a block found twice, at equal distance from the hunk
+
+
+def files_of(root: Path) -> dict[str, tuple[bytes, bool]]:
+    """Every file below root with its bytes and whether it is executable."""
+    return {
+        str(path.relative_to(root)): (path.read_bytes(), bool(path.stat().st_mode & 0o100))
+        for path in root.rglob("*")
+        if path.is_file()
+    }
+
+
+# (name, files before (bytes, executable), patch, files after)
+GIT_SHAPES = [
+    (
+        "rename with changes",
+        {"a.txt": (NUMBERED.encode(), False)},
+        "diff --git a/a.txt b/b.txt\nsimilarity index 90%\nrename from a.txt\nrename to b.txt\n"
+        "--- a/a.txt\n+++ b/b.txt\n@@ -4,3 +4,3 @@ x\n line 4\n-line 5\n+five\n line 6\n",
+        {"b.txt": (NUMBERED.replace("line 5", "five").encode(), False)},
+    ),
+    (
+        "pure rename",
+        {"a.txt": (b"x\n", True)},
+        "diff --git a/a.txt b/d/b.txt\nsimilarity index 100%\nrename from a.txt\n"
+        "rename to d/b.txt\n",
+        {"d/b.txt": (b"x\n", True)},
+    ),
+    (
+        "copy",
+        {"a.txt": (b"x\n", False)},
+        "diff --git a/a.txt b/c.txt\nsimilarity index 100%\ncopy from a.txt\ncopy to c.txt\n",
+        {"a.txt": (b"x\n", False), "c.txt": (b"x\n", False)},
+    ),
+    (
+        "only empty files",
+        {"gone": (b"", False)},
+        "diff --git a/gone b/gone\ndeleted file mode 100644\nindex e69de29..0000000\n"
+        "diff --git a/pkg/py.typed b/pkg/py.typed\nnew file mode 100644\n"
+        "index 0000000..e69de29\n",
+        {"pkg/py.typed": (b"", False)},
+    ),
+    (
+        "new executable and a mode change",
+        {"tool.sh": (b"#!/bin/sh\n", False)},
+        "diff --git a/tool.sh b/tool.sh\nold mode 100644\nnew mode 100755\n"
+        "diff --git a/run.sh b/run.sh\nnew file mode 100755\n--- /dev/null\n+++ b/run.sh\n"
+        "@@ -0,0 +1 @@\n+#!/bin/sh\n",
+        {"tool.sh": (b"#!/bin/sh\n", True), "run.sh": (b"#!/bin/sh\n", True)},
+    ),
+    (
+        "a quoted name with a space, a non-ASCII letter and git's tab",
+        {},
+        'diff --git "a/d d/\\303\\251.txt" "b/d d/\\303\\251.txt"\nnew file mode 100644\n'
+        '--- /dev/null\n+++ "b/d d/\\303\\251.txt"\t\n@@ -0,0 +1 @@\n+x\n',
+        {"d d/é.txt": (b"x\n", False)},
+    ),
+    (
+        "git's mnemonic prefixes (diff.mnemonicPrefix)",
+        {"m.txt": (b"a\nb\nc\n", False)},
+        "diff --git i/m.txt w/m.txt\n--- i/m.txt\n+++ w/m.txt\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",
+        {"m.txt": (b"a\nB\nc\n", False)},
+    ),
+    (
+        "dos2unix",
+        {"w.txt": (b"a\r\nb\r\n", False)},
+        "--- a/w.txt\n+++ b/w.txt\n@@ -1,2 +1,2 @@\n-a\r\n-b\r\n+a\n+b\n",
+        {"w.txt": (b"a\nb\n", False)},
+    ),
+    (
+        "a CRLF file whose last line has no newline",
+        {"w.txt": (b"a\r\nb\r\nc", False)},
+        "--- a/w.txt\n+++ b/w.txt\n@@ -2,2 +2,3 @@\n b\n-c\n\\ No newline at end of file\n+c\n+d\n"
+        "\\ No newline at end of file\n",
+        {"w.txt": (b"a\r\nb\r\nc\r\nd", False)},
+    ),
+    (
+        "context keeps the file's own line endings",
+        {"w.txt": (b"a\nb\r\nc\r\n", False)},
+        "--- a/w.txt\n+++ b/w.txt\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",
+        {"w.txt": (b"a\nB\r\nc\r\n", False)},
+    ),
+    (
+        "a hunk at line 1 of a file with a BOM, as git prints it",
+        {"b.txt": ("\ufeffone\ntwo\n".encode(), False)},
+        "--- a/b.txt\n+++ b/b.txt\n@@ -1,2 +1,2 @@\n-\ufeffone\n+\ufeffONE\n two\n",
+        {"b.txt": ("\ufeffONE\ntwo\n".encode(), False)},
+    ),
+    (
+        "a hunk at line 1 written without the file's BOM: the BOM is kept",
+        {"b.txt": ("\ufeffone\ntwo\n".encode(), False)},
+        "--- a/b.txt\n+++ b/b.txt\n@@ -1,2 +1,3 @@\n+zero\n one\n two\n",
+        {"b.txt": ("\ufeffzero\none\ntwo\n".encode(), False)},
+    ),
+    (
+        "two equally good places: the lower one, as git and patch choose",
+        {"t.txt": ((TWICE + "mid\n" + TWICE).encode(), False)},
+        "--- a/t.txt\n+++ b/t.txt\n@@ -4,5 +4,5 @@\n a\n b\n-TARGET\n+CHANGED\n c\n d\n",
+        {"t.txt": ((TWICE + "mid\n" + TWICE.replace("TARGET", "CHANGED")).encode(), False)},
+    ),
+    (
+        "deleting a directory's last file removes the directory",
+        {"d/e/only.txt": (b"x\n", False), "keep": (b"k\n", False)},
+        "--- a/d/e/only.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n",
+        {"keep": (b"k\n", False)},
+    ),
+]
+
+# (name, files before, patch): each applies once; the second time it must be refused.
+APPLIED_ONCE = [
+    (
+        "add the final newline",
+        {"n.txt": b"a\nb"},
+        "--- a/n.txt\n+++ b/n.txt\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n",
+    ),
+    (
+        "prepend a header (anchored at the start)",
+        {"h.py": NUMBERED.encode()},
+        "--- a/h.py\n+++ b/h.py\n@@ -1,3 +1,4 @@\n+# header\n line 1\n line 2\n line 3\n",
+    ),
+    (
+        "append at the end (anchored at the end)",
+        {"e.txt": NUMBERED.encode()},
+        "--- a/e.txt\n+++ b/e.txt\n@@ -8,3 +8,4 @@\n line 8\n line 9\n line 10\n+tail\n",
+    ),
+    (
+        "append with one line of context (-U1)",
+        {"e.txt": NUMBERED.encode()},
+        "--- a/e.txt\n+++ b/e.txt\n@@ -10 +10,2 @@\n line 10\n+line 11\n",
+    ),
+    (
+        "a short context that is found again further down (-U1)",
+        {"r.txt": b"a\nx\ny\nb\nx\ny\n"},
+        "--- a/r.txt\n+++ b/r.txt\n@@ -2,2 +2,3 @@\n x\n+z\n y\n",
+    ),
+    (
+        "drop a repeated last line of a file with a BOM (-U0)",
+        {"b.txt": "\ufeffa\na\n".encode()},
+        "--- a/b.txt\n+++ b/b.txt\n@@ -2 +1,0 @@\n-a\n",
+    ),
+    (
+        "unix2dos",
+        {"w.txt": b"a\nb\n"},
+        "--- a/w.txt\n+++ b/w.txt\n@@ -1,2 +1,2 @@\n-a\n-b\n+a\r\n+b\r\n",
+    ),
+]
+
+
+class TestGitShapes:
+    @pytest.mark.parametrize(
+        ("before", "patch", "after"),
+        [shape[1:] for shape in GIT_SHAPES],
+        ids=[shape[0] for shape in GIT_SHAPES],
+    )
+    def test_applies_what_git_diff_prints(
+        self,
+        tmp_path: Path,
+        before: dict[str, tuple[bytes, bool]],
+        patch: str,
+        after: dict[str, tuple[bytes, bool]],
+    ) -> None:
+        """Renames, copies, empty files, modes, quoted names, line endings, BOMs, equal
+        matches and emptied directories come out as git apply leaves them."""
+        root = tmp_path / "ws"
+        root.mkdir()
+        for name, (data, executable) in before.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_bytes(data)
+            (root / name).chmod(0o755 if executable else 0o644)
+        registry = ToolRegistry()
+        register_coding_tools(registry, root, sandbox=False)
+        ToolRuntime(registry).dispatch("apply_patch", {"patch": patch})
+        assert files_of(root) == after
+        assert sorted(p.name for p in root.rglob("*") if p.is_dir()) == sorted(
+            {part for name in after for part in Path(name).parent.parts}
+        )
+
+    @pytest.mark.parametrize(
+        ("before", "patch"),
+        [case[1:] for case in APPLIED_ONCE],
+        ids=[case[0] for case in APPLIED_ONCE],
+    )
+    def test_a_second_application_is_refused(
+        self, tmp_path: Path, before: dict[str, bytes], patch: str
+    ) -> None:
+        """A patch applies once; applied again it is refused and changes nothing."""
+        root = tmp_path / "ws"
+        root.mkdir()
+        for name, data in before.items():
+            (root / name).write_bytes(data)
+        registry = ToolRegistry()
+        register_coding_tools(registry, root, sandbox=False)
+        runtime = ToolRuntime(registry)
+        runtime.dispatch("apply_patch", {"patch": patch})
+        once = snapshot(root)
+        with pytest.raises(ToolHandlerError, match="does not apply"):
+            runtime.dispatch("apply_patch", {"patch": patch})
+        assert snapshot(root) == once

@@ -112,7 +112,9 @@ class SinkContract:
         assert isinstance(called, ToolCalled)
         assert called.name == "caf\\udce9"
         assert isinstance(unknown_failed, ToolFailed)
-        assert unknown_failed.error.message == unknown.value.message == "Unknown tool: caf\\udce9"
+        names = ", ".join(tool.name for tool in registry)
+        told = f"Unknown tool: caf\\udce9. Registered tools: {names}"
+        assert unknown_failed.error.message == unknown.value.message == told
 
     def test_header_is_stamped_with_the_first_event_time(
         self, sink: EventSink, registry: ToolRegistry

@@ -394,15 +394,14 @@ class AgentLoop:
             self.reporter.tool_done(step, outcome)
 
     def _act(self, call: ToolCall, step: int) -> ToolOutcome:
-        parsed: JsonValue
+        # Arguments that are not JSON are recorded as sent and refused; the model is told
+        # what ToolFailed records.
         try:
-            parsed = orjson.loads(call.arguments)
-        except orjson.JSONDecodeError:
-            parsed = call.arguments  # dispatch records it and refuses it as invalid input
-        try:
-            result = self.runtime.dispatch(call.name, parsed, agent_call=(call.id, step))
+            result = self.runtime.dispatch_arguments(
+                call.name, call.arguments, agent_call=(call.id, step)
+            )
         except ToolCallError as exc:
-            return call_outcome(call, error=(exc.kind, exc.message))
+            return call_outcome(call, error=exc.message)
         return call_outcome(call, output=result.output)
 
 

@@ -23,28 +23,17 @@ class ToolOutcome:
 
 
 def call_outcome(
-    call: ToolCall, *, output: JsonValue = None, error: tuple[str, str] | None = None
+    call: ToolCall, *, output: JsonValue = None, error: str | None = None
 ) -> ToolOutcome:
-    """The tool result message of `call`: its output as compact JSON, or, when it failed
-    (`error` is its kind and message), the error text, so the model can correct itself.
-
-    Arguments that are not JSON are explained as such (unless the tool is unknown).
-    """
+    """The tool result message of `call`: its output as compact JSON, or, when it failed,
+    `error`, the message its ToolFailed records, word for word, so the model can correct
+    itself."""
     if error is None:
         content = orjson.dumps(output).decode()
         message = Message("tool", content, tool_call_id=call.id, name=call.name)
         return ToolOutcome(call, message, output=output)
-    kind, text = error
-    if kind != "unknown_tool":
-        try:
-            orjson.loads(call.arguments)
-        except orjson.JSONDecodeError as exc:
-            text = (
-                f"Invalid arguments for {call.name}: not valid JSON ({exc}). "
-                "Send the arguments as one JSON object."
-            )
-    message = Message("tool", text, tool_call_id=call.id, name=call.name, is_error=True)
-    return ToolOutcome(call, message, error=text)
+    message = Message("tool", error, tool_call_id=call.id, name=call.name, is_error=True)
+    return ToolOutcome(call, message, error=error)
 
 
 class LoopReporter(Protocol):

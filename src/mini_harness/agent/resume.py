@@ -5,7 +5,7 @@ Each tool call of a run is ended (its recorded result is used, never run again),
 (begun, never ended: the process died while it ran) or never begun. `check_history` says
 whether a rebuilt history is one every provider accepts: every tool call gets exactly one
 result, and no two share an id (`unique_call_ids` gives the loop's calls fresh ones).
-Reading the transcript and planning the new run is replay's job (replay.continuation).
+Reading the transcript and planning the new run is replay's job (replay.continuing).
 """
 
 from __future__ import annotations

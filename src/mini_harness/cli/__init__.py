@@ -16,52 +16,20 @@ import click
 
 from mini_harness._version import __version__
 from mini_harness.cli.dispatch import run_dispatch, tool_options
-from mini_harness.cli.log_options import LOG_FLAGS, given_log_flags, log_option, log_options
-from mini_harness.cli.options import SingleOption, typed, workspace_option
+from mini_harness.cli.log_options import LOG_SETTINGS, LogSettings, log_option, log_options
+from mini_harness.cli.options import given_options, workspace_option
 from mini_harness.cli.output import (
-    PREFIX,
     BadUsage,
     describe,
     error,
-    fail,
+    exit_code_for,
     guard_streams,
-    info,
     quiet,
 )
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
-from mini_harness.errors import MiniHarnessError, OutputError, ToolCallError
+from mini_harness.errors import ExitCode, OutputError
 
-__all__ = ["PREFIX", "BadUsage", "cli", "error", "fail", "info", "root_workspace"]
-
-
-def root_workspace() -> str | None:
-    """The root's --workspace (`mini-harness --workspace DIR SUBCOMMAND`), if it was given."""
-    workspace: str | None = (click.get_current_context().find_root().obj or {}).get("workspace")
-    return workspace
-
-
-def exit_code_for(exc: BaseException) -> int:
-    """Say what went wrong and return the exit code: the one place errors become codes.
-
-    0 success; 1 the work failed (a tool call, a write); 2 usage errors and input that
-    cannot be used; 130 interrupted.
-    """
-    if isinstance(exc, click.UsageError):
-        error(exc.format_message())
-        if not isinstance(exc, BadUsage):
-            hint = exc.ctx.command_path if exc.ctx else "mini-harness"
-            click.echo(f"{PREFIX} Try '{hint} --help' for help.", err=True)
-        return 2
-    if isinstance(exc, click.ClickException):
-        error(exc.format_message())
-        return exc.exit_code
-    if isinstance(exc, click.Abort):
-        error("interrupted")
-        return 130
-    if isinstance(exc, MiniHarnessError):
-        error(exc.message)
-        return 1 if isinstance(exc, ToolCallError) else 2
-    raise exc
+__all__ = ["cli"]
 
 
 class HarnessGroup(click.Group):
@@ -83,20 +51,67 @@ class HarnessGroup(click.Group):
             self.add_command(command, cmd_name)
         return self.commands.get(cmd_name)
 
+    def is_task(self, ctx: click.Context, name: str) -> bool:
+        """Whether a first argument that names no subcommand is a task for the agent: it
+        is unless it looks like a mistyped subcommand (one word close to a name)."""
+        commands = self.list_commands(ctx)
+        if name in commands:
+            return False
+        return " " in name or not difflib.get_close_matches(name, commands, n=1, cutoff=0.75)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not ctx.resilient_parsing:
+            args = self._as_run(ctx, args)
+        return super().parse_args(ctx, args)
+
+    def _as_run(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """`args` as `run`'s, when they ask for an agent run: a task (`mini-harness
+        --max-steps 2 "TASK"`) or `run` (`mini-harness --log t.jsonl run "TASK"`) after
+        options. Every option given before it goes to `run`, which takes them before or
+        after the task alike; the root's own (--debug) stay the root's. Anything else is
+        left to the root's parser (a dispatch, another subcommand, an unknown option)."""
+        spellings = _spellings(self.get_params(ctx))
+        run: click.Command | None = None
+        before: list[tuple[list[str], str | None]] = []  # each option's words, its name
+        index = 0
+        while index < len(args) and args[index].startswith("-") and args[index] != "-":
+            if args[index] == "--":
+                break
+            spelling = args[index].partition("=")[0]
+            param = spellings.get(spelling)
+            if param is None:
+                run = run or self.get_command(ctx, "run")
+                param = _spellings(run.get_params(ctx)).get(spelling) if run else None
+            if param is None:
+                return args  # not an option of either: the parser says so
+            width = 1 if "=" in args[index] or param.is_flag or param.count else 2
+            before.append((args[index : index + width], param.name))
+            index += width
+        rest = args[index:]
+        first = rest[1] if rest[:1] == ["--"] and len(rest) > 1 else rest[0] if rest else None
+        if first is None:
+            return args
+        if rest[0] == "run":
+            rest = rest[1:]
+        elif first == rest[0] and not self.is_task(ctx, first):
+            return args
+        run = run or self.get_command(ctx, "run")
+        takes = {param.name for param in run.get_params(ctx)} if run else set()
+        own = [word for words, name in before if name not in takes for word in words]
+        given = [word for words, name in before if name in takes for word in words]
+        return [*own, "run", *given, *rest]
+
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
-        """The subcommand `args[0]` names. Anything else is a task for the agent
-        (`mini-harness "TASK"` is `mini-harness run "TASK"`), unless it is an option or
-        looks like a mistyped subcommand: then a usage error suggests the closest ones."""
+        """The subcommand `args[0]` names; a name that looks like a mistyped subcommand is
+        a usage error that suggests the closest ones (a task went to `run` already)."""
         name = args[0]
         command = self.get_command(ctx, name)
         if command is None and not ctx.resilient_parsing:
             if name.startswith("-"):
                 self.parse_args(ctx, args)  # an option after all: let the parser report it
             commands = self.list_commands(ctx)
-            if " " in name or not difflib.get_close_matches(name, commands, n=1, cutoff=0.75):
-                return "run", self.get_command(ctx, "run"), args
             raise click.exceptions.NoSuchCommand(name, possibilities=commands, ctx=ctx)
         return (name if command else None), command, args[1:]
 
@@ -138,13 +153,23 @@ class HarnessGroup(click.Group):
         except OutputError as exc:
             quiet([sys.stdout])
             error(f"cannot write the output: {exc.reason}")
-            code = 1
+            code = ExitCode.FAILED
         except BrokenPipeError:  # the reader stopped early: as click does, exit 1 quietly
             quiet([sys.stdout, sys.stderr])
-            code = 1
+            code = ExitCode.FAILED
         if not standalone_mode:
             return code
         sys.exit(code)
+
+
+def _spellings(params: list[click.Parameter]) -> dict[str, click.Option]:
+    """Each option of `params` by every spelling of it (`--log`, `--transcript`)."""
+    return {
+        spelling: param
+        for param in params
+        if isinstance(param, click.Option)
+        for spelling in (*param.opts, *param.secondary_opts)
+    }
 
 
 @click.group(
@@ -176,17 +201,13 @@ class HarnessGroup(click.Group):
     is_flag=True,
     help="Print the result, or the failure, as one JSON document instead of the lines.",
 )
-@log_option("Append this run's events to a JSONL transcript (created if missing).")
+@log_option("nothing is recorded")
 @log_options
 @workspace_option(
     "Root directory the file tools (list_files, read_file, search_text) are confined "
-    "to. Default: the current directory.",
-    cls=SingleOption,
+    "to. Default: the current directory."
 )
-@registry_option(
-    "Dispatch to this ToolRegistry (or a zero-argument callable returning one) instead of "
-    "the built-in tools. The current directory is importable."
-)
+@registry_option()
 @click.option(
     "--debug",
     is_flag=True,
@@ -195,7 +216,20 @@ class HarnessGroup(click.Group):
 )
 @click.version_option(__version__, "--version", prog_name="mini-harness")
 @click.pass_context
-def cli(ctx: click.Context, /, *, workspace: str | None, debug: bool, **options: Any) -> None:
+def cli(
+    ctx: click.Context,
+    /,
+    *,
+    tool: str | None,
+    tool_input: str | None,
+    context_report: bool,
+    as_json: bool,
+    log: str | None,
+    log_settings: LogSettings,
+    workspace: str | None,
+    registry_spec: str | None,
+    debug: bool,
+) -> None:
     """An event-sourced runtime for coding agents.
 
     Run the agent on a task, or dispatch one tool with validated input; every step is
@@ -206,6 +240,9 @@ def cli(ctx: click.Context, /, *, workspace: str | None, debug: bool, **options:
       mini-harness --tool echo --tool-input '{"text":"hello"}' --log t.jsonl
 
     A task that is also a subcommand's name goes through `mini-harness run "TASK"`.
+    Every option of `run` (`mini-harness run --help`) may come before the task as well
+    as after it: `mini-harness --max-steps 2 "TASK"` is `mini-harness "TASK" --max-steps
+    2`; the options above, given with a task, are the run's (--tool is dispatched first).
 
     Exit codes: 0 success; 1 the tool failed, or the run ended without a final answer;
     2 usage errors (bad flags, --tool-input that is not JSON, a transcript that cannot be
@@ -213,27 +250,36 @@ def cli(ctx: click.Context, /, *, workspace: str | None, debug: bool, **options:
     """
     # Subcommands that build a registry read the workspace from here.
     ctx.ensure_object(dict).update(workspace=workspace, debug=debug)
-    if ctx.invoked_subcommand == "run":
-        # `mini-harness [OPTIONS] "TASK"`: these options are the run's (as in the
-        # reference: --tool first dispatches that tool, then the agent works on the task).
-        ctx.obj["run_options"] = options
-        return
-    # The log flags are among the options: `options` is also the log's settings.
-    given = [typed(ctx, k) for k, value in options.items() if value and k not in LOG_FLAGS]
-    given += given_log_flags(options)
+    given = given_options(ctx, _DISPATCH_OPTIONS)
     if ctx.invoked_subcommand is not None:
         if given:
             raise click.UsageError(
                 f"{', '.join(given)} cannot be combined with `{ctx.invoked_subcommand}`"
             )
         return
-    if options["tool"] is None:
+    if tool is None:
         for flag in given:
             raise click.UsageError(f"{flag} needs --tool NAME")
         click.echo(ctx.get_help())
         return
-    if options["log"] is None and given_log_flags(options):
-        raise click.UsageError(f"{given_log_flags(options)[0]} needs --log PATH")
-    if options["as_json"] and options["context_report"]:
+    log_flags = given_options(ctx, LOG_SETTINGS)
+    if log is None and log_flags:
+        raise click.UsageError(f"{log_flags[0]} needs --log PATH")
+    if as_json and context_report:
         raise BadUsage("--json cannot be combined with --context-report")
-    run_dispatch(chosen_registry(options["registry_spec"], workspace), options)
+    run_dispatch(
+        chosen_registry(registry_spec, workspace),
+        tool,
+        tool_input,
+        log=log,
+        log_settings=log_settings,
+        as_json=as_json,
+        context_report=context_report,
+    )
+
+
+_DISPATCH_OPTIONS = (
+    "tool", "tool_input", "context_report", "as_json", "log", "registry_spec", *LOG_SETTINGS
+)  # fmt: skip
+"""The root's options that ask for a dispatch: with a subcommand, or without --tool, an
+error (--workspace and --debug serve every subcommand)."""

@@ -3,28 +3,25 @@
 Each agent run is replayed with its recorded model answers and today's tools; the first
 step whose request differs from the record is reported with the diff that caused it.
 With `--live-model` the configured provider takes over where the record stops answering,
-as a new run (`forkedFrom`) appended to PATH (or written to `--log OUT`).
+as a new run (`forkedFrom`) appended to PATH (or written to `--log OUT`): an agent session
+like `fork`'s (cli/session.py), under the workspace's policy with `--approve`.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import click
 import orjson
 
-from mini_harness.agent.loop import AgentLoop, Opening
-from mini_harness.agent.providers import choose_provider, provider_secrets
-from mini_harness.cli.agent import PrintingReporter, exit_code
-from mini_harness.cli.coding import make_approver
-from mini_harness.cli.log_options import opened_log, redactor_for
+from mini_harness.agent.loop import Opening
 from mini_harness.cli.output import BadUsage, error, info
-from mini_harness.events import RunOrigin
+from mini_harness.cli.session import AgentSession
+from mini_harness.events import RunOrigin, to_wire
 from mini_harness.replay.continuing.offline import AgentReplay, ReplayOutcome, replay_agent_run
 from mini_harness.replay.continuing.plans import continued_config
 from mini_harness.replay.history import Run
-from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.runtime import ToolRegistry
 from mini_harness.runtime.terminal import printable
 
 
@@ -35,15 +32,15 @@ def rerun_agent_runs(
     *,
     allow_side_effects: bool,
     as_json: bool,
-    live_model: str | None,
+    live: AgentSession | None,
     log: str | None,
 ) -> int | None:
     """`replay --rerun` of `runs`, the agent runs of PATH's history (the one `--run`
-    selects, else all): replay each; with `live_model`, continue the first one that stops
-    early. Returns the exit code (1 if a run diverged and was not continued, else 0; a live
-    continuation's code is that of `run`), or None when there are no agent runs to replay
-    (the call-by-call re-run takes the file)."""
-    if not runs and live_model is not None:
+    selects, else all): replay each; with a `live` session, continue the first one that
+    stops early. Returns the exit code (1 if a run diverged and was not continued, else 0;
+    a live continuation's code is that of `run`), or None when there are no agent runs to
+    replay (the call-by-call re-run takes the file)."""
+    if not runs and live is not None:
         raise BadUsage("--live-model needs an agent run")
     if not runs:
         return None
@@ -71,8 +68,8 @@ def rerun_agent_runs(
             info(replay.summary)
         if replay.diverged_at is not None:
             code = 1
-        if live_model is not None and replay.stopped_at is not None:
-            return _continue(path, replay, registry, live_model, log, as_json)
+        if live is not None and replay.stopped_at is not None:
+            return _continue(path, replay, registry, live, log)
     if as_json:
         click.echo(orjson.dumps({"path": path, "agentRuns": documents}).decode())
     return code
@@ -109,39 +106,27 @@ def _document(replay: AgentReplay) -> dict[str, Any]:
     }
 
 
-def _continue(  # noqa: PLR0917 - the pieces of one continuation
-    path: str,
-    replay: AgentReplay,
-    registry: ToolRegistry,
-    live_model: str,
-    log: str | None,
-    as_json: bool,
+def _continue(
+    path: str, replay: AgentReplay, registry: ToolRegistry, session: AgentSession, log: str | None
 ) -> int:
-    provider = choose_provider(live_model or None, os.environ)
-    keys = provider_secrets(provider)
+    """Go on from where the record stopped answering with the session's model, as a new
+    run that names the replayed run and step (appended to PATH, or written to `log`)."""
     assert replay.stopped_at is not None  # the caller checked
     step, request = replay.stopped_at
     target = log or path
-    printer = PrintingReporter(provider.name, redactor_for({}, keys))
-    if not as_json:
-        info(
-            f"Continuing from step {step} with {provider.name}, as a new run forked from "
-            f"{replay.run.run_id}"
-        )
-    config = continued_config(replay.run, stream=not as_json)
-    # A new run that names the replayed run and step; the live model's calls pass the
-    # workspace's approval policy, as in `run` (`ask`).
-    opening = Opening(request.messages, forked_from=RunOrigin(replay.run.run_id, step))
-    with opened_log(target, {}, keys) as sink:
-        runtime = ToolRuntime(registry, sink, approver=make_approver(os.curdir, "ask"))
-        outcome = AgentLoop(runtime, provider, config, None if as_json else printer).run(opening)
-    if as_json:
-        live = {
-            "runId": outcome.run_id,
-            "stopReason": outcome.stop_reason,
-            "finalText": outcome.final_text,
-        }
+    approver = session.approver(continuing=replay.run)
+    session.say(
+        f"Continuing from step {step} with {session.provider.name}, as a new run forked from "
+        f"{replay.run.run_id}"
+    )
+    config = continued_config(replay.run, stream=session.stream)
+    origin = RunOrigin(replay.run.run_id, step)
+    opening = Opening(request.messages, forked_from=origin)
+    with session.log(target) as sink:
+        outcome = session.loop(sink, registry, approver, config).run(opening)
+    if session.options.as_json:
+        live = session.document(outcome, forkedFrom=to_wire(origin))
         click.echo(orjson.dumps({**_document(replay), "live": live}).decode())
     else:
-        info(f"Transcript: {target} (run {outcome.run_id})")
-    return exit_code(outcome, printer)
+        session.finish(outcome, target)
+    return session.exit_code(outcome)

@@ -9,27 +9,24 @@ one applied patch.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import click
 
 from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover, load_policy
 from mini_harness.agent.approval_prompt import terminal_prompter
 from mini_harness.agent.policy_file import POLICY_FILE
-from mini_harness.cli import BadUsage, fail, info
-from mini_harness.cli.log_options import opened_log
+from mini_harness.cli.log_options import LogSettings, log_option, log_options, opened_log
 from mini_harness.cli.options import F, workspace_option
-from mini_harness.cli.output import warn
+from mini_harness.cli.output import BadUsage, fail, warn
+from mini_harness.cli.printing import RedactingPrinter
 from mini_harness.cli.verified import allow_unverified_option, verified_history
-from mini_harness.errors import PolicyError, ToolCallError
+from mini_harness.errors import ExitCode, PolicyError, ToolCallError, WorkspaceError
 from mini_harness.replay.history import Call, fold_effects
 from mini_harness.replay.views.report import effects_lines
 from mini_harness.runtime import ToolRegistry, ToolRuntime
-from mini_harness.runtime.results import sha256_of
 from mini_harness.runtime.terminal import printable
-from mini_harness.tools import register_coding_tools
-from mini_harness.tools.apply_patch import apply_hunks
-from mini_harness.tools.unified_diff import parse_patch, reverse_patch
+from mini_harness.tools import Workspace, register_coding_tools
+from mini_harness.tools.patch_undo import patch_reversal
 
 APPROVE_HELP = (
     "How calls that need approval are decided: ask (prompt on a terminal; denied without "
@@ -115,16 +112,6 @@ def print_effects(path: str) -> None:
         click.echo(printable(line))
 
 
-def _current_hash(root: str, path: str) -> str | None:
-    full = os.path.join(root, path)
-    if not os.path.lexists(full):
-        return None
-    if os.path.islink(full) or not os.path.isfile(full):
-        return "not a regular file"
-    with open(full, "rb") as handle:
-        return sha256_of(handle.read())
-
-
 def _find_call(path: str, call_id: str) -> Call:
     for call in fold_effects(path)[0]:
         if call.call_id == call_id:
@@ -140,15 +127,16 @@ def _find_call(path: str, call_id: str) -> Call:
 @workspace_option(
     "The workspace the patch was applied in (default: the current directory).", default="."
 )
-@click.option(
-    "--log",
-    metavar="OUT",
-    type=click.Path(dir_okay=False),
-    help="Record the undo in this transcript (default: append it to PATH as a new run).",
-)
+@log_option("appended to PATH as a new run")
+@log_options
 @allow_unverified_option
-def undo_command(
-    path: str, call_id: str, workspace: str, log: str | None, allow_unverified: bool
+def undo_command(  # noqa: PLR0917 - click passes each option
+    path: str,
+    call_id: str,
+    workspace: str,
+    log: str | None,
+    log_settings: LogSettings,
+    allow_unverified: bool,
 ) -> None:
     """Revert the patch an apply_patch call applied, when every file it changed still has
     the sha256 the call left (else say which file moved on, and change nothing). PATH
@@ -156,40 +144,23 @@ def undo_command(
 
     Exit codes: 0 reverted; 1 a file moved on or the reversal failed; 2 usage errors.
     """
+    printer = RedactingPrinter(log_settings.redactor())
     unverified = verified_history(path, "undo", allow=allow_unverified)
     call = _find_call(path, call_id)
     root = os.path.realpath(workspace)
-    moved = [
-        (effect.path, now)
-        for effect in call.effects or ()
-        if (now := _current_hash(root, effect.path)) != effect.after
-    ]
-    if moved:
-        changed, now = moved[0]
-        state = "is absent" if now is None else f"now has sha256 {now[:12]}"
-        fail(
-            f"Cannot undo call {call_id}: {changed} changed since (it {state}); nothing was undone",
-            1,
-        )
-    reverse = reverse_patch(parse_patch(call.input["patch"]))
-    # Check the reversal gives back exactly the recorded bytes before anything is written.
-    wanted = {effect.path: effect.before for effect in call.effects or ()}
-    for patch in parse_patch(reverse):
-        old = None if patch.old_path is None else Path(root, patch.old_path).read_bytes()
-        current = "" if old is None else old.decode("utf-8")
-        restored = apply_hunks(patch.path, current, patch.hunks)
-        digest = sha256_of(None if patch.new_path is None else restored.encode())
-        if digest != wanted.get(patch.path):
-            fail(f"Cannot undo call {call_id}: reversing {patch.path} would not restore it", 1)
+    try:
+        reverse = patch_reversal(Workspace(root), call.input["patch"], call.effects or ())
+    except WorkspaceError as exc:
+        fail(f"Cannot undo call {call_id}: {exc.message}; nothing was undone", ExitCode.FAILED)
     registry = ToolRegistry()
     register_coding_tools(registry, root, sandbox=False)
     try:
-        with opened_log(log or path, {}) as sink:
+        with opened_log(log or path, log_settings) as sink:
             runtime = ToolRuntime(registry, sink)
             runtime.start(unverified=unverified)
             result = runtime.dispatch("apply_patch", {"patch": reverse})
     except ToolCallError as exc:
-        fail(f"Undo of call {call_id} failed: {exc.message}", 1)
-    info(f"Undid call {call_id} as call {result.call_id} of run {runtime.run_id}")
+        fail(f"Undo of call {call_id} failed: {exc.message}", ExitCode.FAILED)
+    printer.say(f"Undid call {call_id} as call {result.call_id} of run {runtime.run_id}")
     for changed_file in result.output["files"]:
-        info(f"  {changed_file['action']:<8} {changed_file['path']}")
+        printer.say(f"  {changed_file['action']:<8} {changed_file['path']}")

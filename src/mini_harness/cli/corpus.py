@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 
 import click
 
-from mini_harness.cli import BadUsage, error, info
 from mini_harness.cli.options import SingleOption
+from mini_harness.cli.output import BadUsage, error, info
 from mini_harness.errors import counted
 
 if TYPE_CHECKING:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import sys
@@ -12,10 +11,10 @@ from typing import Any
 import click
 import orjson
 
-from mini_harness.cli.log_options import opened_log, redactor_for
+from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, SingleOption, option_group
 from mini_harness.cli.output import BadUsage, info
-from mini_harness.errors import ToolCallError, UnknownToolError
+from mini_harness.errors import ExitCode, ToolCallError
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than
 from mini_harness.runtime import (
@@ -90,32 +89,28 @@ def _refuse_wide_integers(raw: str) -> None:
     json.loads(raw, parse_int=parse_int)
 
 
-def unknown_tool_message(name: str, registry: ToolRegistry) -> str:
-    """`Unknown tool: NAME`, with the closest registered names and the whole list."""
-    names = [definition.name for definition in registry.list()]
-    close = difflib.get_close_matches(name, names, n=3)
-    hint = f". Did you mean {' or '.join(repr(n) for n in close)}?" if close else "."
-    return f"Unknown tool: {name}{hint} Registered tools: {', '.join(names) or 'none'}"
-
-
-def run_dispatch(registry: ToolRegistry, options: dict[str, Any]) -> None:
-    """Dispatch the root's --tool with its --tool-input and print what happened;
-    `options` are the root's (the log flags among them).
+def run_dispatch(
+    registry: ToolRegistry,
+    tool: str,
+    tool_input: str | None,
+    *,
+    log: str | None,
+    log_settings: LogSettings,
+    as_json: bool,
+    context_report: bool,
+) -> None:
+    """Dispatch the root's --tool with its --tool-input and print what happened.
 
     A failed call raises its ToolCallError (exit 1), or with --json prints the failure
     as the document and exits 1. What is printed is redacted as the log is.
     """
-    tool, log, as_json = options["tool"], options["log"], options["as_json"]
-    tool_input = parse_tool_input(read_tool_input(options["tool_input"]))
-    redactor = redactor_for(options)
+    value = parse_tool_input(read_tool_input(tool_input))
+    redactor = log_settings.redactor()
     failure: ToolCallError | None = None
-    with opened_log(log, options) as sink:
+    with opened_log(log, log_settings) as sink:
         runtime = ToolRuntime(registry, sink)
         try:
-            result = runtime.dispatch(tool, tool_input)
-        except UnknownToolError as exc:
-            message = unknown_tool_message(tool, registry)
-            failure = UnknownToolError(tool, message, call_id=exc.call_id)
+            result = runtime.dispatch(tool, value)
         except ToolCallError as exc:
             failure = exc
     where: JsonObject = {} if log is None else {"transcript": log, "runId": runtime.run_id}
@@ -129,7 +124,7 @@ def run_dispatch(registry: ToolRegistry, options: dict[str, Any]) -> None:
             **where,
         }
         click.echo(_redacted_json(document, redactor))
-        raise click.exceptions.Exit(1)
+        raise click.exceptions.Exit(ExitCode.FAILED)
     shown = result.display_json()
     if as_json:
         click.echo(_redacted_json({"ok": True, **shown, **where}, redactor))
@@ -140,7 +135,7 @@ def run_dispatch(registry: ToolRegistry, options: dict[str, Any]) -> None:
     info(f"Tool result: {_redacted_json(shown, redactor)}")
     if log is not None:
         info(f"Transcript: {log} (run {runtime.run_id})")
-    if options["context_report"]:
+    if context_report:
         click.echo("")
         report = render_context_report(dispatch_context(runtime.tools_snapshot, shown))
         click.echo(report, nl=False)

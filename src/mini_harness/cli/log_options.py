@@ -1,4 +1,4 @@
-"""`--log` and the options that shape how the root command and `mcp` write it."""
+"""`--log` and the options that shape how a command writes it (LogSettings)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import attrs
 import click
 
-from mini_harness.cli.options import F, SingleOption, option_group
+from mini_harness.cli.options import F, SingleOption, gathered
 from mini_harness.cli.output import warn
 from mini_harness.events import EventSink, NullSink
 from mini_harness.transcripts import (
@@ -19,17 +20,37 @@ from mini_harness.transcripts import (
     JsonlTranscript,
     Redactor,
 )
-
-LOG_FLAGS = {
-    "fsync": "--fsync",
-    "redact_env": "--redact-env",
-    "redact_pattern": "--redact-pattern",
-    "max_event_bytes": "--max-event-bytes",
-}
+from mini_harness.transcripts.writer import FsyncMode
 
 
-def log_option(help_text: str) -> Callable[[F], F]:
-    """The `--log PATH` option (alias `--transcript`) of the commands that record a run."""
+@attrs.frozen
+class LogSettings:
+    """How a command writes its log: `--fsync`, `--redact-env`, `--redact-pattern` and
+    `--max-event-bytes` (None: the writer's default)."""
+
+    fsync: FsyncMode | None = None
+    redact_env: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    redact_pattern: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    max_event_bytes: int | None = None
+
+    def redactor(self, keys: Iterable[str] = ()) -> Redactor | None:
+        """The Redactor these settings ask for, which also hides `keys` (the model
+        provider's: always redacted, copies included); None when there is nothing to hide."""
+        keys = tuple(keys)
+        if not (self.redact_env or self.redact_pattern or keys):
+            return None
+        return Redactor.from_config(
+            env_names=self.redact_env, patterns=self.redact_pattern, keys=keys
+        )
+
+
+LOG_SETTINGS = tuple(field.name for field in attrs.fields(LogSettings))
+"""The names of the log flags (the options `log_options` adds)."""
+
+
+def log_option(default: str) -> Callable[[F], F]:
+    """The `--log PATH` option (alias `--transcript`) of every command that writes a
+    transcript; `default` says where its events go without it."""
     return click.option(
         "--log",
         "--transcript",
@@ -37,11 +58,14 @@ def log_option(help_text: str) -> Callable[[F], F]:
         cls=SingleOption,
         metavar="PATH",
         type=click.Path(dir_okay=False),
-        help=help_text,
+        help="Record the events in this JSONL transcript: appended to, or created with its "
+        f"parent directories. Default: {default}.",
     )
 
 
-log_options = option_group(
+log_options = gathered(
+    LogSettings,
+    "log_settings",
     click.option(
         "--fsync",
         cls=SingleOption,
@@ -74,25 +98,8 @@ log_options = option_group(
         "with its size and SHA-256 (default 4 MiB).",
     ),
 )
-"""--fsync, --redact-env, --redact-pattern and --max-event-bytes."""
-
-
-def given_log_flags(settings: dict[str, Any]) -> list[str]:
-    """The log flags the user gave, by their command-line names."""
-    return [flag for key, flag in LOG_FLAGS.items() if settings.get(key)]
-
-
-def redactor_for(settings: dict[str, Any], keys: Iterable[str] = ()) -> Redactor | None:
-    """The Redactor the redaction flags ask for, which also hides `keys` (the model
-    provider's: always redacted, copies included); None when there is nothing to hide."""
-    keys = tuple(keys)
-    if not (settings.get("redact_env") or settings.get("redact_pattern") or keys):
-        return None
-    return Redactor.from_config(
-        env_names=settings.get("redact_env") or (),
-        patterns=settings.get("redact_pattern") or (),
-        keys=keys,
-    )
+"""--fsync, --redact-env, --redact-pattern and --max-event-bytes, given to the command as
+one LogSettings (`log_settings`)."""
 
 
 _WARNED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
@@ -121,7 +128,7 @@ def warn_quarantined(sink: Any) -> None:
 
 @contextlib.contextmanager
 def opened_log(
-    path: str | None, settings: dict[str, Any], keys: Iterable[str] = ()
+    path: str | None, settings: LogSettings = LogSettings(), keys: Iterable[str] = ()
 ) -> Iterator[EventSink]:
     """The sink for `--log`: a JsonlTranscript configured by the log flags (redacting
     `keys` too), closed on the way out, its missing parent directories created first
@@ -136,9 +143,9 @@ def opened_log(
             os.makedirs(parent, exist_ok=True)
     transcript = JsonlTranscript(
         path,
-        redactor=redactor_for(settings, keys),
-        max_event_bytes=settings.get("max_event_bytes") or DEFAULT_MAX_EVENT_BYTES,
-        fsync=settings.get("fsync") or DEFAULT_FSYNC,
+        redactor=settings.redactor(keys),
+        max_event_bytes=settings.max_event_bytes or DEFAULT_MAX_EVENT_BYTES,
+        fsync=settings.fsync or DEFAULT_FSYNC,
     )
     try:
         yield transcript

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any
 
 import click
 
 from mini_harness.agent.approval import AsyncPolicyApprover
-from mini_harness.cli import PREFIX, fail, root_workspace
 from mini_harness.cli.coding import approve_option, workspace_policy
 from mini_harness.cli.log_options import (
-    given_log_flags,
+    LOG_SETTINGS,
+    LogSettings,
     log_option,
     log_options,
     opened_log,
     warn_quarantined,
 )
-from mini_harness.cli.options import workspace_option
-from mini_harness.cli.registry_spec import chosen_registry
-from mini_harness.errors import OutputError
+from mini_harness.cli.options import given_options, root_workspace, workspace_option
+from mini_harness.cli.output import PREFIX, fail
+from mini_harness.cli.registry_spec import chosen_registry, registry_option
+from mini_harness.errors import ExitCode, OutputError
 from mini_harness.mcp_server import ElicitingPrompter, run_stdio
 from mini_harness.runtime import ToolRuntime
 from mini_harness.runtime.terminal import printable
@@ -32,19 +32,13 @@ def _note(message: str) -> None:
 
 
 @click.command("mcp")
-@log_option("Append the session's events to this JSONL transcript (created if missing).")
+@log_option("nothing is recorded")
 @log_options
 @workspace_option(
     "The directory the built-in file tools work in (default: the root's --workspace, "
     "else the current directory)."
 )
-@click.option(
-    "--registry",
-    "registry_spec",
-    metavar="MODULE:ATTRIBUTE",
-    help="Serve this ToolRegistry (or a zero-argument callable returning one) instead of the "
-    "built-in tools. The current directory is importable.",
-)
+@registry_option()
 @functools.partial(
     approve_option,
     help_text="How calls that need approval are decided: ask (the client's user, through MCP "
@@ -56,7 +50,7 @@ def mcp_command(
     workspace: str | None,
     registry_spec: str | None,
     approve: str,
-    **log_settings: Any,
+    log_settings: LogSettings,
 ) -> None:
     """Serve the tools to an MCP client (Claude Code, Codex, Cursor, ...) over stdio.
 
@@ -84,17 +78,20 @@ def mcp_command(
         fail(
             "stdin is closed: the mcp command reads MCP messages on stdin "
             "(an MCP client starts it)",
-            2,
+            ExitCode.USAGE,
         )
     try:
         import mcp.server.lowlevel  # noqa: F401  (fail here, before any output)
     except ImportError as exc:
         if exc.name is not None and exc.name.split(".")[0] == "mcp":
-            fail('the mcp command needs the MCP SDK: pip install "mini-harness[mcp]"', 2)
-        fail(f"cannot import the MCP SDK: {exc}", 2)
+            fail(
+                'the mcp command needs the MCP SDK: pip install "mini-harness[mcp]"', ExitCode.USAGE
+            )
+        fail(f"cannot import the MCP SDK: {exc}", ExitCode.USAGE)
 
-    if log is None and given_log_flags(log_settings):
-        fail(f"{given_log_flags(log_settings)[0]} needs --log PATH", 2)
+    log_flags = given_options(click.get_current_context(), LOG_SETTINGS)
+    if log is None and log_flags:
+        fail(f"{log_flags[0]} needs --log PATH", ExitCode.USAGE)
 
     root = workspace or root_workspace()
     registry = chosen_registry(registry_spec, root)
@@ -112,7 +109,7 @@ def mcp_command(
         try:
             ended_by = run_stdio(runtime)
         except OutputError as exc:  # the console script's stdout (see cli/output.py)
-            fail(f"MCP session failed: {exc.reason}", 1)
+            fail(f"MCP session failed: {exc.reason}", ExitCode.FAILED)
         except OSError as exc:
-            fail(f"MCP session failed: {exc.strerror or exc}", 1)
+            fail(f"MCP session failed: {exc.strerror or exc}", ExitCode.FAILED)
     _note(f"MCP session ended ({ended_by})")

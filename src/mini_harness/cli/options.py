@@ -1,11 +1,16 @@
-"""Options that take one value: given once, with a value, named as the user typed them."""
+"""Options declared once for every command that takes them, and the rules of their values:
+an option that takes one value is given once, with a value, and named as the user typed
+it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
+import attrs
 import click
+from click.core import ParameterSource
 
 from mini_harness.cli.output import BadUsage
 
@@ -60,10 +65,48 @@ def option_group(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return add
 
 
+def gathered(cls: type[Any], keyword: str, *decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """Options whose values the command gets as one typed value: the `decorators` add them
+    (each named as a field of the attrs class `cls`), and the command is called with
+    `keyword=cls(...)` in their place. A field the command declares elsewhere (beside
+    these options) is gathered too; one it does not declare keeps its default."""
+    fields = [field.name for field in attrs.fields(cls)]
+
+    def add(command: F) -> F:
+        @functools.wraps(command)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            values = {name: kwargs.pop(name) for name in fields if name in kwargs}
+            return command(*args, **{keyword: cls(**values)}, **kwargs)
+
+        return option_group(*decorators)(call)  # type: ignore[arg-type]
+
+    return add
+
+
+def given_options(ctx: click.Context, names: Iterable[str] | None = None) -> list[str]:
+    """The options among `names` (default: all the command's) the user gave, as typed, in
+    the order the command declares them."""
+    wanted = None if names is None else set(names)
+    return [
+        typed(ctx, str(param.name))
+        for param in ctx.command.params
+        if isinstance(param, click.Option)
+        and (wanted is None or param.name in wanted)
+        and ctx.get_parameter_source(str(param.name)) is ParameterSource.COMMANDLINE
+    ]
+
+
+def root_workspace() -> str | None:
+    """The root's --workspace (`mini-harness --workspace DIR SUBCOMMAND`), if it was given."""
+    workspace: str | None = (click.get_current_context().find_root().obj or {}).get("workspace")
+    return workspace
+
+
 def workspace_option(help_text: str, **settings: Any) -> Callable[[F], F]:
     """The `--workspace DIR` option: an existing directory the built-in tools work in."""
     return click.option(
         "--workspace",
+        cls=SingleOption,
         metavar="DIR",
         type=click.Path(exists=True, file_okay=False),
         help=help_text,
@@ -89,3 +132,24 @@ def _option_names(ctx: click.Context) -> set[str]:
         if isinstance(param, click.Option):
             names.update(param.opts, param.secondary_opts)
     return names
+
+
+def run_option(default: str, **settings: Any) -> Callable[[F], F]:
+    """The `--run ID|INDEX` option of every command that picks one run of a transcript;
+    `default` says what is picked without it (the rule is replay/history/select.py's)."""
+    return click.option(
+        "--run",
+        "run",
+        cls=SingleOption,
+        metavar="ID|INDEX",
+        help="The run: its 1-based index in the transcript, or its id or a prefix of the id "
+        f"that no other run shares. Default: {default}.",
+        **settings,
+    )
+
+
+STEP_HELP = (
+    "N counts an agent run's model requests from 1; a step no run made is an error naming "
+    "the steps there are."
+)
+"""What every `--step N` takes, said the same way in every command."""

@@ -1,7 +1,8 @@
 """What the CLI prints, and what happens when it cannot be printed.
 
 Informational lines go to stdout as `[mini-harness] <message>`, errors to stderr as
-`[mini-harness] Error: <message>`. Standard output that cannot be written (a full disk, a
+`[mini-harness] Error: <message>`, and `exit_code_for` turns whatever stopped a command
+into its exit status. Standard output that cannot be written (a full disk, a
 device error) is one error line and exit 1; a reader that stopped early (`| head -1`) ends
 the command quietly; standard error that cannot be written changes nothing.
 """
@@ -15,7 +16,7 @@ from typing import Any, NoReturn, TextIO, cast
 
 import click
 
-from mini_harness.errors import OutputError
+from mini_harness.errors import ExitCode, MiniHarnessError, OutputError
 from mini_harness.runtime.terminal import printable
 
 PREFIX = "[mini-harness]"
@@ -45,10 +46,35 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def fail(message: str, code: int) -> NoReturn:
-    """Print an error line and exit with `code` (1: the work failed, 2: usage)."""
+def fail(message: str, code: ExitCode) -> NoReturn:
+    """Print an error line and exit with `code`."""
     error(message)
     raise click.exceptions.Exit(code)
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """Say what went wrong and return the exit code: the one place errors become codes.
+
+    Click's usage errors are USAGE (with a hint to --help unless the message says all);
+    its other exceptions carry their code; Ctrl-C is INTERRUPTED; our own errors carry
+    theirs (`MiniHarnessError.exit_code`). Anything else is a bug: raised again.
+    """
+    if isinstance(exc, click.UsageError):
+        error(exc.format_message())
+        if not isinstance(exc, BadUsage):
+            hint = exc.ctx.command_path if exc.ctx else "mini-harness"
+            click.echo(f"{PREFIX} Try '{hint} --help' for help.", err=True)
+        return ExitCode.USAGE
+    if isinstance(exc, click.ClickException):
+        error(exc.format_message())
+        return exc.exit_code
+    if isinstance(exc, click.Abort):
+        error("interrupted")
+        return ExitCode.INTERRUPTED
+    if isinstance(exc, MiniHarnessError):
+        error(exc.message)
+        return exc.exit_code
+    raise exc
 
 
 class GuardedStream:

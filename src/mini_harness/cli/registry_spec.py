@@ -17,14 +17,17 @@ from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import Workspace, default_registry, register_coding_tools
 
 
-def registry_option(help_text: str) -> Callable[[F], F]:
-    """The `--registry MODULE:ATTRIBUTE` option."""
+def registry_option(when: str | None = None) -> Callable[[F], F]:
+    """The `--registry MODULE:ATTRIBUTE` option of every command that takes one (passed as
+    `registry_spec`); `when` names the option it applies with, if any (`--rerun`)."""
+    lead = f"With {when}: use" if when else "Use"
     return click.option(
         "--registry",
         "registry_spec",
         cls=SingleOption,
         metavar="MODULE:ATTRIBUTE",
-        help=help_text,
+        help=f"{lead} the tools of this ToolRegistry (or of a zero-argument callable "
+        "returning one) instead of the built-in tools. The current directory is importable.",
     )
 
 

@@ -2,19 +2,37 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 import click
 
-from mini_harness.cli import BadUsage, info, root_workspace
 from mini_harness.cli.agent_replay import rerun_agent_runs
-from mini_harness.cli.coding import print_effects
+from mini_harness.cli.coding import (
+    APPROVE_HELP,
+    accept_policy_option,
+    approve_option,
+    print_effects,
+)
 from mini_harness.cli.corpus import corpus_options, replay_corpus, wants_corpus
-from mini_harness.cli.log_options import opened_log
-from mini_harness.cli.options import SingleOption, typed, workspace_option
-from mini_harness.cli.registry_spec import agent_registry, registry_from
+from mini_harness.cli.log_options import (
+    LOG_SETTINGS,
+    LogSettings,
+    log_option,
+    log_options,
+    opened_log,
+)
+from mini_harness.cli.options import (
+    STEP_HELP,
+    given_options,
+    root_workspace,
+    run_option,
+    workspace_option,
+)
+from mini_harness.cli.output import BadUsage, info
+from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
-from mini_harness.cli.run_selection import EVERY_RUN, RUN_HELP, STEP_HELP
+from mini_harness.cli.session import AgentOptions, AgentSession, model_option
 from mini_harness.cli.view import same_file
 from mini_harness.replay import ContextReports, Run, TranscriptFold, TranscriptRerun
 from mini_harness.replay.history import HeldItems
@@ -32,14 +50,7 @@ from mini_harness.runtime.terminal import printable
     is_flag=True,
     help="Print each run's Context Explorer report, as the live --context-report did.",
 )
-@click.option(
-    "--run",
-    "run",
-    cls=SingleOption,
-    empty_ok=True,
-    metavar="ID|INDEX",
-    help=f"Only this run. {RUN_HELP} {EVERY_RUN}",
-)
+@run_option("every run", empty_ok=True)
 @click.option(
     "--step",
     type=click.IntRange(min=1),
@@ -54,12 +65,7 @@ from mini_harness.runtime.terminal import printable
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
 @click.option("--rerun", is_flag=True, help="Dispatch each recorded call again and compare.")
-@click.option(
-    "--registry",
-    metavar="MODULE:ATTRIBUTE",
-    help="With --rerun: the ToolRegistry (or a function returning one) to re-run against. "
-    "Default: the built-in tools.",
-)
+@registry_option(when="--rerun")
 @workspace_option(
     "With --rerun: the directory the built-in file tools work in (default: the one given "
     "before the subcommand, else the current directory)."
@@ -69,20 +75,19 @@ from mini_harness.runtime.terminal import printable
     is_flag=True,
     help="With --rerun: also run tools not marked readOnlyHint or idempotentHint.",
 )
-@click.option(
-    "--log",
-    metavar="OUT",
-    type=click.Path(dir_okay=False),
-    help="With --rerun: record the re-run as a new transcript (for an agent run: where "
-    "--live-model writes its new run; default: appended to PATH).",
+@log_option(
+    "with --rerun, the re-run is not recorded; the run --live-model adds is appended to PATH"
 )
+@log_options
 @click.option(
     "--live-model",
     is_flag=True,
     help="With --rerun of an agent run: where the record stops answering (divergence), go on "
-    "with a live model as a new run that names the replayed one (forkedFrom).",
+    "with a live model as a new run that names the replayed one (forkedFrom), as `fork` does.",
 )
-@click.option("--model", metavar="PROVIDER:MODEL", help="With --live-model: the provider.")
+@model_option("With --live-model: ")
+@functools.partial(approve_option, help_text=f"With --live-model: {APPROVE_HELP}")
+@accept_policy_option
 def replay_command(  # noqa: PLR0917 - click passes each option
     paths: tuple[str, ...],
     workers: int | None,
@@ -93,12 +98,15 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     effects: bool,
     as_json: bool,
     rerun: bool,
-    registry: str | None,
+    registry_spec: str | None,
     workspace: str | None,
     allow_side_effects: bool,
     log: str | None,
+    log_settings: LogSettings,
     live_model: bool,
     model: str | None,
+    approve: str,
+    accept_policy: bool,
 ) -> None:
     """Fold a transcript back into runs, calls and problems, never calling a handler.
 
@@ -124,12 +132,13 @@ def replay_command(  # noqa: PLR0917 - click passes each option
             raise BadUsage("--effects applies to one transcript, not to a corpus")
         print_effects(paths[0])
         return
-    if not rerun:
-        ctx = click.get_current_context()
-        for name in ("registry", "workspace", "allow_side_effects", "log", "live_model", "model"):
-            if ctx.params[name]:
-                raise BadUsage(f"{typed(ctx, name)} needs --rerun")
-    if registry is not None and workspace is not None:
+    ctx = click.get_current_context()
+    needs = {"--rerun": rerun, "--live-model": live_model}
+    for flag, names in (("--rerun", _RERUN_OPTIONS), ("--live-model", _LIVE_OPTIONS)):
+        for given in given_options(ctx, names):
+            if not needs[flag]:
+                raise BadUsage(f"{given} needs {flag}")
+    if registry_spec is not None and workspace is not None:
         raise BadUsage(
             "--workspace applies to the built-in tools; it cannot be used with --registry"
         )
@@ -143,7 +152,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
             workers=workers,
             ray_address=ray_address,
             rerun=rerun,
-            registry=registry,
+            registry=registry_spec,
             workspace=workspace,
             allow_side_effects=allow_side_effects,
             refused=refused,
@@ -155,7 +164,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     fold = TranscriptFold(path, run=run, requests=context_report or rerun)
     output = JsonOutput if as_json else TextOutput
     reports = ContextReports(step=step) if context_report else None
-    out = output(fold, rerun=rerun, registry_spec=registry, context_reports=reports)
+    out = output(fold, rerun=rerun, registry_spec=registry_spec, context_reports=reports)
     if not rerun:
         code = drive(fold, iter(fold), out)
         # The text report ends with the tree of agent runs that continue each other, if any.
@@ -168,7 +177,10 @@ def replay_command(  # noqa: PLR0917 - click passes each option
             "--live-model appends its new run to PATH, which is not a file here: "
             "give --log OUT for it"
         )
-    tools = registry_from(registry) if registry else agent_registry(workspace)
+    # With --live-model the re-run's tools are the new run's (cli/session.py).
+    options = AgentOptions(model, registry_spec, workspace, approve, accept_policy, as_json=as_json)
+    live = AgentSession(options, log_settings) if live_model else None
+    tools = live.tools(path, log) if live else agent_tools(registry_spec, workspace)
     held = _read_once(fold)
     # Agent runs are replayed offline with their recorded model answers (cli/agent_replay.py).
     agent_code = rerun_agent_runs(
@@ -177,17 +189,28 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         tools,
         allow_side_effects=allow_side_effects,
         as_json=as_json,
-        live_model=(model or "") if live_model else None,
+        live=live,
         log=log,
     )
     if agent_code is not None:
         raise click.exceptions.Exit(agent_code)
-    with opened_log(log, {}) as sink:
+    with opened_log(log, log_settings) as sink:
         runner = TranscriptRerun(held, tools, allow_side_effects=allow_side_effects, sink=sink)
         code = drive(fold, iter(runner), out)
     if log is not None:
         info(f"Re-run recorded in {log}")
     raise click.exceptions.Exit(code)
+
+
+_RERUN_OPTIONS = (
+    "registry_spec",
+    "workspace",
+    "allow_side_effects",
+    "log",
+    "live_model",
+    *LOG_SETTINGS,
+)
+_LIVE_OPTIONS = ("model", "approve", "accept_policy")
 
 
 def _read_once(fold: TranscriptFold) -> HeldItems:

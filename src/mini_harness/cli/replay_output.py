@@ -11,7 +11,7 @@ from typing import Any, TextIO
 import orjson
 
 from mini_harness.cli.output import error, info
-from mini_harness.errors import counted
+from mini_harness.errors import ExitCode, counted
 from mini_harness.events import JsonObject
 from mini_harness.replay import (
     OUTCOMES,
@@ -62,7 +62,7 @@ def drive(fold: TranscriptFold, items: Iterable[Any], out: TextOutput | JsonOutp
     if not interrupted:
         return code
     error(f"interrupted at line {fold.reader.records_read}: the report above is partial")
-    return 130
+    return ExitCode.INTERRUPTED
 
 
 class Progress:

@@ -9,55 +9,39 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import attrs
 import click
 
 from mini_harness.agent.approval import PolicyApprover
-from mini_harness.agent.loop import AgentLoop, Opening
-from mini_harness.agent.provider import ModelProvider
-from mini_harness.agent.providers import choose_provider, provider_secrets
-from mini_harness.cli import root_workspace
-from mini_harness.cli.agent import PrintingReporter, agent_options, exit_code, print_document
-from mini_harness.cli.coding import accept_policy_option, continued_approver
-from mini_harness.cli.log_options import (
-    log_option,
-    log_options,
-    opened_log,
-    redactor_for,
-    warn_quarantined,
-)
-from mini_harness.cli.options import option_group, workspace_option
+from mini_harness.agent.loop import Opening
+from mini_harness.cli.coding import accept_policy_option
+from mini_harness.cli.log_options import LogSettings, log_option, log_options, warn_quarantined
+from mini_harness.cli.options import option_group, run_option
 from mini_harness.cli.output import info
-from mini_harness.cli.registry_spec import agent_tools
-from mini_harness.cli.run_selection import LAST_AGENT_RUN, RUN_HELP
+from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.events import EventSink, ToolFailed, to_wire
 from mini_harness.replay.continuing.plans import continued_config, fork_opening, resume_plan
 from mini_harness.replay.continuing.rerun import safe_to_repeat
 from mini_harness.replay.history import Run, read_history, select_agent_run
-from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.runtime import ToolRegistry
 from mini_harness.runtime.terminal import printable
 from mini_harness.transcripts import JsonlTranscript
 
 _continue_options = option_group(
-    click.option(
-        "--run",
-        "run_id",
-        metavar="ID|INDEX",
-        help=f"The agent run. {RUN_HELP} {LAST_AGENT_RUN}",
-    ),
+    run_option("the last agent run of the transcript"),
     click.option(
         "--max-steps",
         type=click.IntRange(min=1),
         default=None,
         help="At most N model requests in the new run (default: the run's own).",
     ),
-    workspace_option("Root directory of the file tools (default: the current directory)."),
     agent_options,
     allow_unverified_option,
     accept_policy_option,
+    log_options,
 )
 """The options of resume and fork: which run, its step limit, and those of `run`."""
 
@@ -72,13 +56,16 @@ _continue_options = option_group(
     help="Run a call in doubt again if its tool is read-only or idempotent (default: the "
     "model is told it was interrupted).",
 )
-@log_options
 def resume_command(
     path: str,
     follow_up: str | None,
     *,
+    run: str | None,
+    max_steps: int | None,
+    agent: AgentOptions,
+    allow_unverified: bool,
+    log_settings: LogSettings,
     retry_in_doubt: bool,
-    **options: Any,
 ) -> None:
     """Continue an agent run of the transcript PATH, as a new run appended to it.
 
@@ -91,30 +78,29 @@ def resume_command(
     Exit codes: as `run` (0 a final answer, 1 none, 2 usage, 130 interrupted).
     """
     _must_exist(path)
-    registry = _registry(options, path)
-    provider = choose_provider(options["model"], os.environ)
-    keys = provider_secrets(provider)
-    with opened_log(path, options, keys) as log:
+    session = AgentSession(agent, log_settings)
+    registry = session.tools(path)
+    with session.log(path) as log:
         transcript = _recovered(log)  # before anything reads the file
         since = transcript.end  # every run that resumes one after this is checked
-        unverified = verified_history(path, "resume", allow=options["allow_unverified"])
+        unverified = verified_history(path, "resume", allow=allow_unverified)
         history = read_history(path, requests=True)
-        run = select_agent_run(history, options["run_id"])
+        found = select_agent_run(history, run)
         runs = [each for each in history.runs if each.is_agent]
-        approver = _approver(options, run)
+        approver = session.approver(continuing=found)
 
         def repeatable(name: str) -> bool:  # a tool that is gone is not run again
             known = registry.get(name) is not None
             return retry_in_doubt and known and safe_to_repeat(registry, name)
 
-        plan = resume_plan(runs, run, follow_up=follow_up, retry_in_doubt=repeatable)
+        plan = resume_plan(runs, found, follow_up=follow_up, retry_in_doubt=repeatable)
         opening = attrs.evolve(plan.opening, unverified=unverified)
         origin = opening.resumed_from
-        what = f"Resuming run {run.run_id} after step {origin.step if origin else None}"
+        what = f"Resuming run {found.run_id} after step {origin.step if origin else None}"
         # Its RunStarted claims the run, under the file's lock, before anything is done.
-        sink = transcript.continuing(run.run_id, since=since, read=plan.read)
-        _run(
-            sink, registry, approver, provider, run, follow_up, opening, options, what, path,
+        sink = transcript.continuing(found.run_id, since=since, read=plan.read)
+        _continue(
+            session, sink, registry, approver, found, follow_up, opening, max_steps, what, path,
             plan.closing_events(),
         )  # fmt: skip
 
@@ -131,15 +117,18 @@ def resume_command(
     "1; a step it did not make is an error naming the steps it made).",
 )
 @_continue_options
-@log_option("Write the fork to this transcript instead of appending it to PATH.")
-@log_options
+@log_option("appended to PATH")
 def fork_command(
     path: str,
     instruction: str | None,
     *,
     at_step: int,
+    run: str | None,
+    max_steps: int | None,
+    agent: AgentOptions,
+    allow_unverified: bool,
+    log_settings: LogSettings,
     log: str | None,
-    **options: Any,
 ) -> None:
     """Start a new run from an agent run of PATH as it stood before step N's request.
 
@@ -149,18 +138,18 @@ def fork_command(
     Exit codes: as `run` (0 a final answer, 1 none, 2 usage, 130 interrupted).
     """
     _must_exist(path)
-    unverified = verified_history(path, "fork", allow=options["allow_unverified"])
-    run = select_agent_run(read_history(path, requests=True), options["run_id"])
-    opening = attrs.evolve(fork_opening(run, at_step, instruction), unverified=unverified)
-    approver = _approver(options, run)
-    registry = _registry(options, path, log)
+    unverified = verified_history(path, "fork", allow=allow_unverified)
+    found = select_agent_run(read_history(path, requests=True), run)
+    opening = attrs.evolve(fork_opening(found, at_step, instruction), unverified=unverified)
+    session = AgentSession(agent, log_settings)
+    approver = session.approver(continuing=found)
+    registry = session.tools(path, log)
     target = log or path
-    provider = choose_provider(options["model"], os.environ)
-    keys = provider_secrets(provider)
-    with opened_log(target, options, keys) as sink:
-        what = f"Forking run {run.run_id} before step {at_step}"
-        _run(
-            sink, registry, approver, provider, run, instruction, opening, options, what, target
+    with session.log(target) as sink:
+        what = f"Forking run {found.run_id} before step {at_step}"
+        _continue(
+            session, sink, registry, approver, found, instruction, opening, max_steps, what,
+            target,
         )  # fmt: skip
 
 
@@ -186,35 +175,15 @@ def _must_exist(path: str) -> None:
         raise click.UsageError(f"cannot read transcript {path}: no such file")
 
 
-def _registry(options: dict[str, Any], *transcripts: str | None) -> ToolRegistry:
-    """The user's registry, or the built-in tools an agent run gets, as for `run`, with the
-    `transcripts` the run reads and writes out of their reach."""
-    workspace = options["workspace"] or root_workspace()
-    redacted = tuple(options["redact_env"] or ())
-    return agent_tools(options["registry_spec"], workspace, redacted, protected=transcripts)
-
-
-def _approver(options: dict[str, Any], run: Run) -> PolicyApprover:
-    """The approval policy of the new run: the workspace's, checked against `run`'s."""
-    workspace = options["workspace"] or root_workspace() or os.curdir
-    return continued_approver(
-        workspace,
-        options["approve"],
-        run.run_id,
-        run.policy_sha256,
-        accept=options["accept_policy"],
-    )
-
-
-def _run(  # noqa: PLR0917 - the pieces of one continued run
+def _continue(  # noqa: PLR0917 - the pieces of one continued run
+    session: AgentSession,
     sink: EventSink,
     registry: ToolRegistry,
     approver: PolicyApprover,
-    provider: ModelProvider,
     run: Run,
     task: str | None,
     opening: Opening,
-    options: dict[str, Any],
+    max_steps: int | None,
     what: str,
     path: str,
     closing: Sequence[ToolFailed] = (),
@@ -222,36 +191,21 @@ def _run(  # noqa: PLR0917 - the pieces of one continued run
     """Run the new run, continuing `run` with `task`, to its end and report it as `run`
     does. Its RunStarted comes first (for a resume, the claim), then the `closing` events
     of the calls in doubt it closes."""
-    as_json = options["as_json"]
-    keys = provider_secrets(provider)
-    printer = PrintingReporter(provider.name, redactor_for(options, keys))
-    config = continued_config(
-        run,
-        task=task,
-        max_steps=options["max_steps"],
-        stream=not options["no_stream"] and not as_json,
-    )
-    runtime = ToolRuntime(registry, sink, approver=approver)
-    loop = AgentLoop(runtime, provider, config, None if as_json else printer)
+    config = continued_config(run, task=task, max_steps=max_steps, stream=session.stream)
+    loop = session.loop(sink, registry, approver, config)
     loop.start(opening)
-    if not as_json:
-        info(what)
+    session.say(what)
     for event in closing:
         sink.emit(event)
-        if not as_json:
-            info(f"Closed in-doubt call {event.call_id} ({event.name}) as interrupted")
-    if not as_json:
-        info(f"Model provider: {provider.name}")
+        session.say(f"Closed in-doubt call {event.call_id} ({event.name}) as interrupted")
+    session.say(f"Model provider: {session.provider.name}")
     outcome = loop.run(opening)
-    if as_json:
-        origin = {
-            "resumedFrom": to_wire(opening.resumed_from),
-            "forkedFrom": to_wire(opening.forked_from),
-        }
-        print_document(outcome, printer, **origin)
-    else:
-        if outcome.steps == 0 and outcome.final_text is not None:
-            info("The run had already answered:")
-            click.echo(printable(printer.shown(outcome.final_text)))
-        info(f"Transcript: {path} (run {outcome.run_id})")
-    raise click.exceptions.Exit(exit_code(outcome, printer))
+    if not session.options.as_json and outcome.steps == 0 and outcome.final_text is not None:
+        info("The run had already answered:")
+        click.echo(printable(session.printer.shown(outcome.final_text)))
+    origin = {
+        "resumedFrom": to_wire(opening.resumed_from),
+        "forkedFrom": to_wire(opening.forked_from),
+    }
+    session.finish(outcome, path, **origin)
+    raise click.exceptions.Exit(session.exit_code(outcome))

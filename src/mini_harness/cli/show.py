@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mini_harness.cli import error, info
-from mini_harness.cli.options import SingleOption
-from mini_harness.cli.run_selection import EVERY_RUN, RUN_HELP, STEP_HELP
+from mini_harness.cli.options import STEP_HELP, SingleOption, run_option
+from mini_harness.cli.output import error, info
 
 if TYPE_CHECKING:
     from mini_harness.replay.history import History
@@ -28,9 +27,7 @@ def use_colour(stream: object) -> bool:
 
 @click.command("show", short_help="Print a transcript as a readable timeline.")
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option(
-    "--run", cls=SingleOption, metavar="ID|INDEX", help=f"Only this run. {RUN_HELP} {EVERY_RUN}"
-)
+@run_option("every run")
 @click.option(
     "--step",
     cls=SingleOption,

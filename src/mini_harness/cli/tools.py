@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mini_harness.cli import root_workspace
-from mini_harness.cli.options import SingleOption
+from mini_harness.cli.options import SingleOption, root_workspace
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.runtime.context import pretty_json
 from mini_harness.runtime.definitions import anthropic_tool, mcp_tool, openai_tool
@@ -30,10 +29,7 @@ SHAPES = {
     help="json: mini-harness definitions; mcp: a tools/list result; openai / anthropic: "
     "the `tools` array of those APIs.",
 )
-@registry_option(
-    "List this ToolRegistry (or a zero-argument callable returning one) instead of the "
-    "built-in tools. The current directory is importable."
-)
+@registry_option()
 def tools_command(fmt: str, registry_spec: str | None) -> None:
     """Print the tool definitions (never the handlers) in one ecosystem's shape."""
     definitions = chosen_registry(registry_spec, root_workspace()).list()

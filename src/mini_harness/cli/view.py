@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from mini_harness.cli import BadUsage, error, info, root_workspace
-from mini_harness.cli.options import SingleOption, typed
-from mini_harness.cli.registry_spec import chosen_registry
+from mini_harness.cli.options import SingleOption, root_workspace, typed, workspace_option
+from mini_harness.cli.output import BadUsage, error, info
+from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.replay import TranscriptFold, TranscriptRerun
 from mini_harness.replay.continuing.outcomes import DIFFERING, differing
 from mini_harness.replay.views import describe
@@ -42,19 +42,8 @@ def default_output(path: str) -> Path:
     is_flag=True,
     help="Re-run the recorded calls (as `replay --rerun` does) and show each outcome and diff.",
 )
-@click.option(
-    "--registry",
-    cls=SingleOption,
-    metavar="MODULE:ATTRIBUTE",
-    help="With --rerun: the ToolRegistry to re-run against (default: the built-in tools).",
-)
-@click.option(
-    "--workspace",
-    cls=SingleOption,
-    metavar="DIR",
-    type=click.Path(exists=True, file_okay=False),
-    help="With --rerun: the directory the built-in file tools work in.",
-)
+@registry_option(when="--rerun")
+@workspace_option("With --rerun: the directory the built-in file tools work in.")
 @click.option(
     "--allow-side-effects",
     is_flag=True,
@@ -65,7 +54,7 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     output: str | None,
     open_page: bool,
     rerun: bool,
-    registry: str | None,
+    registry_spec: str | None,
     workspace: str | None,
     allow_side_effects: bool,
 ) -> None:
@@ -86,12 +75,13 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
         raise BadUsage("the page would overwrite the transcript: give -o FILE.html")
     if not rerun:
         ctx = click.get_current_context()
-        for name in ("registry", "workspace", "allow_side_effects"):
+        for name in ("registry_spec", "workspace", "allow_side_effects"):
             if ctx.params[name]:
                 raise BadUsage(f"{typed(ctx, name)} needs --rerun")
     tools = None
     if rerun:
-        tools = chosen_registry(registry, workspace or (None if registry else root_workspace()))
+        root = None if registry_spec else root_workspace()
+        tools = chosen_registry(registry_spec, workspace or root)
     # One reading: the timeline, each step's request (for its context) and, for a re-run,
     # the calls in the order they ended.
     fold = TranscriptFold(path, requests=True, detail=True, damage=True)

@@ -47,11 +47,10 @@ from mini_harness.runtime.handler_threads import (
 )
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
 from mini_harness.runtime.results import ToolResult, WithEffects, recordable
+from mini_harness.runtime.validation import decode_arguments
 
 # What a plain handler returns: never awaitable, so dispatch skips the awaitable check.
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
-# The longest tool name an "Unknown tool" message repeats in full.
-_SHOWN_NAME_CHARS = 200
 
 
 @attrs.frozen
@@ -173,11 +172,13 @@ class ToolRuntime:
         agent_call: tuple[str, int] | None = None,
         *,
         approve: bool = True,
+        refused: str | None = None,
     ) -> tuple[str, RegisteredTool, int]:
         """Record ToolCalled, then look up, validate and (unless `approve` is False: the
         caller awaits the approver) approve; raise (recorded) on failure.
 
-        `agent_call` is the model's id for the call and the step, in an agent run."""
+        `agent_call` is the model's id for the call and the step, in an agent run;
+        `refused` says why the input cannot be used (arguments that are not JSON)."""
         if self._pid != os.getpid():  # the check of _check_process, without a call
             self._check_process()
         if not self._started:
@@ -188,7 +189,7 @@ class ToolRuntime:
             self.calls += 1
             call_id = f"{self._call_prefix}{self.calls}"
         recorded: JsonValue = tool_input
-        problem = None
+        problem = refused
         try:
             check_json(tool_input)
         except TooDeepError as exc:
@@ -212,10 +213,8 @@ class ToolRuntime:
         start = self._monotonic_ns()
         tool = self.registry.get(name)
         if tool is None:
-            shown = name
-            if len(shown) > _SHOWN_NAME_CHARS:
-                shown = f"{name[:_SHOWN_NAME_CHARS]}... ({len(name)} characters)"
-            self._fail(call_id, name, start, UnknownToolError(name, f"Unknown tool: {shown}"))
+            message = self.registry.unknown_tool_message(name)
+            self._fail(call_id, name, start, UnknownToolError(name, message))
         if problem is not None:
             self._fail(call_id, name, start, InvalidInputError(name, problem, path=name))
         try:
@@ -361,7 +360,25 @@ class ToolRuntime:
 
         `agent_call` (the model's tool-use id, the step) links the call to an agent run's
         model response."""
-        call_id, tool, start = self._begin(name, tool_input, agent_call)
+        return self._dispatch(name, tool_input, agent_call)
+
+    def dispatch_arguments(
+        self, name: str, arguments: str, *, agent_call: tuple[str, int] | None = None
+    ) -> ToolResult:
+        """`dispatch` of a call whose input is JSON text, as a model sends it. Text that is
+        not JSON is recorded as it is and refused as invalid input; the error recorded is
+        the one raised, the text the model is told."""
+        tool_input, refused = decode_arguments(name, arguments)
+        return self._dispatch(name, tool_input, agent_call, refused)
+
+    def _dispatch(
+        self,
+        name: str,
+        tool_input: JsonValue,
+        agent_call: tuple[str, int] | None,
+        refused: str | None = None,
+    ) -> ToolResult:
+        call_id, tool, start = self._begin(name, tool_input, agent_call, refused=refused)
         try:
             if tool.timeout is None and not tool.is_async:  # the common case, inline
                 output = tool.handler(tool_input)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import difflib
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeAlias, TypeVar, overload
@@ -16,6 +17,9 @@ from mini_harness.runtime.validation import InputValidator
 
 Handler: TypeAlias = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
 F = TypeVar("F", bound=Callable[..., Any])
+
+_SHOWN_NAME_CHARS = 200
+"""The longest tool name an "Unknown tool" message repeats in full."""
 
 
 @attrs.frozen
@@ -129,6 +133,18 @@ class ToolRegistry:
 
     def get(self, name: str) -> RegisteredTool | None:
         return self._tools.get(name)
+
+    def unknown_tool_message(self, name: str) -> str:
+        """What a call of `name`, which is not registered, is told: `Unknown tool: NAME`,
+        the closest registered names and the whole list. The transcript records it and the
+        caller (a person at the CLI, a model, an MCP client) is told it, word for word."""
+        shown = name
+        if len(name) > _SHOWN_NAME_CHARS:
+            shown = f"{name[:_SHOWN_NAME_CHARS]}... ({len(name)} characters)"
+        names = list(self._tools)
+        close = difflib.get_close_matches(name[:_SHOWN_NAME_CHARS], names, n=3)
+        hint = f". Did you mean {' or '.join(repr(n) for n in close)}?" if close else "."
+        return f"Unknown tool: {shown}{hint} Registered tools: {', '.join(names) or 'none'}"
 
     def list(self) -> builtins.list[ToolDefinition]:
         """Definitions only (never handlers), in registration order."""

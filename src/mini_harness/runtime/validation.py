@@ -10,7 +10,8 @@ import jsonschema_rs
 import orjson
 
 from mini_harness.errors import InvalidSchemaError, RemoteSchemaError, Violation, counted
-from mini_harness.events import JsonObject
+from mini_harness.events import JsonObject, JsonValue
+from mini_harness.events.jsonvalue import TOO_DEEP
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 # The meta-schemas jsonschema-rs carries with it (compared without a trailing "#"): any
@@ -195,3 +196,20 @@ class InputValidator:
         # Shallow problems first: a wrong root type explains everything beneath it.
         violations.sort(key=lambda v: v.path.count(".") + v.path.count("["))
         return violations
+
+
+def decode_arguments(tool: str, text: str) -> tuple[JsonValue, str | None]:
+    """A call's input given as JSON text (a model's tool-call arguments), and why it cannot
+    be used (None when it can). Text that does not parse is kept as it is, and its problem
+    is the message the caller is told: `Invalid arguments for TOOL: not valid JSON (...)`,
+    asking for one JSON object; text nested past what the parser takes is refused as any
+    input nested deeper than MAX_JSON_DEPTH is."""
+    try:
+        return orjson.loads(text), None
+    except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc):  # orjson's own limit, far past MAX_JSON_DEPTH
+            return text, f"Invalid input for {tool}: {TOO_DEEP}"
+        return text, (
+            f"Invalid arguments for {tool}: not valid JSON ({exc}). "
+            "Send the arguments as one JSON object."
+        )

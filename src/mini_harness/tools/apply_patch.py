@@ -1,299 +1,218 @@
 """`apply_patch`: a unified diff applied to the workspace, all or nothing.
 
-Every hunk of every file is checked against the files as they are before anything is
-written. Then each new file content goes to a temporary file beside its target and is
-renamed over it; on any failure the files already replaced are put back. A conflict
-changes nothing and says which file and hunk failed, with the file's current lines there.
+Every file of the patch is checked and its new content computed from the files as they
+are before anything is written (`patch_hunks` places the hunks as git does); then
+`patch_writes` writes them through directory descriptors, or puts everything back. A
+conflict changes nothing and says which file and hunk failed, with the file's lines there.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
+import posixpath
 import stat
-import tempfile
 from typing import Any, Final
 
 import attrs
 
-from mini_harness.errors import WorkspaceError
-from mini_harness.runtime.confined import FileRefusedError
+from mini_harness.errors import PatchConflictError, PatchSyntaxError, WorkspaceError
+from mini_harness.events import JsonObject
 from mini_harness.runtime.results import FileEffect, WithEffects, sha256_of
+from mini_harness.tools.patch_files import FileWrite, Found, PatchTree
+from mini_harness.tools.patch_hunks import BOM, apply_hunks
+from mini_harness.tools.patch_writes import commit
 from mini_harness.tools.read_file import decode_text
-from mini_harness.tools.unified_diff import FilePatch, Hunk, PatchSyntaxError, parse_patch
-from mini_harness.tools.workspace import (
-    Workspace,
-    quote_path,
-)
+from mini_harness.tools.unified_diff import EXECUTABLE, FilePatch, parse_patch
+from mini_harness.tools.workspace import Workspace, decodable_path, quote_path
 
 MAX_FILE_BYTES: Final = 8 << 20
-_CONTEXT_SHOWN: Final = 3
-
-
-class PatchConflictError(WorkspaceError):
-    """A hunk does not match the file as it is now; nothing was changed."""
 
 
 @attrs.frozen
-class _Target:
-    """One file the patch touches: where it is and its bytes now (None: absent)."""
+class PlannedFile:
+    """What one file patch will do: its writes (two for a rename) and how it is reported."""
 
     patch: FilePatch
-    shown: str  # workspace-relative path
-    real: str
-    old: bytes | None
+    action: str  # added, modified, deleted, renamed, copied
+    path: str
+    source: str | None  # the old path of a rename or copy
+    writes: tuple[FileWrite, ...]
+
+    def to_json(self) -> JsonObject:
+        shown: JsonObject = {"path": self.path, "action": self.action}
+        if self.source is not None:
+            shown["from"] = self.source
+        shown["hunks"] = len(self.patch.hunks)
+        return shown
 
 
-def _numbered(lines: list[str], start: int, stop: int) -> str:
-    start = max(start, 0)
-    stop = min(stop, len(lines))
-    if start >= stop:
-        return "    (end of file)" if lines else "    (the file is empty)"
-    width = len(str(stop))
-    return "\n".join(
-        f"    {number:>{width}}| {lines[number - 1].removesuffix(chr(13))}"
-        for number in range(start + 1, stop + 1)
-    )
-
-
-def _same(file_line: str, patch_line: str) -> bool:
-    return file_line.removesuffix("\r") == patch_line.removesuffix("\r")
-
-
-def _find(lines: list[str], old: tuple[str, ...], expected: int, earliest: int) -> int | None:
-    """Where `old` occurs in `lines` at or after `earliest`, nearest to `expected` first."""
-    last = len(lines) - len(old)
-    if last < earliest:
-        return None
-    expected = min(max(expected, earliest), last)
-    for distance in range(max(expected - earliest, last - expected) + 1):
-        for pos in (expected - distance, expected + distance):
-            if earliest <= pos <= last and all(
-                _same(lines[pos + k], line) for k, line in enumerate(old)
-            ):
-                return pos
-    return None
-
-
-def apply_hunks(shown: str, text: str, hunks: tuple[Hunk, ...]) -> str:
-    """`text` with every hunk applied; PatchConflictError names the first that does not fit."""
-    parts = text.split("\n")
-    final_newline = parts[-1] == ""
-    lines = parts[:-1] if final_newline else parts
-    if text == "":
-        lines, final_newline = [], True
-    crlf = bool(lines) and lines[0].endswith("\r")
-    offset = 0
-    earliest = 0
-    for hunk in hunks:
-        expected = hunk.old_start - 1 + offset if hunk.old_lines else hunk.old_start + offset
-        pos = _find(lines, hunk.old_lines, expected, earliest)
-        if pos is None:
-            raise _conflict(shown, hunk, lines, expected)
-        new = [line + "\r" if crlf and not line.endswith("\r") else line for line in hunk.new_lines]
-        reaches_end = pos + len(hunk.old_lines) == len(lines)
-        lines[pos : pos + len(hunk.old_lines)] = new
-        if reaches_end:
-            final_newline = not hunk.new_ends_without_newline
-        offset += len(hunk.new_lines) - len(hunk.old_lines)
-        earliest = pos + len(new)
-    if not lines:
-        return ""
-    return "\n".join(lines) + ("\n" if final_newline else "")
-
-
-def _conflict(shown: str, hunk: Hunk, lines: list[str], expected: int) -> PatchConflictError:
-    expects = "\n".join(f"    {line}" for line in hunk.old_lines) or "    (nothing)"
-    around = _numbered(
-        lines, expected - _CONTEXT_SHOWN, expected + len(hunk.old_lines) + _CONTEXT_SHOWN
-    )
-    message = (
-        f"Hunk {hunk.number} ({hunk.header}) of {quote_path(shown)} does not apply: its old "
-        f"lines are not in the file. Nothing was changed.\n"
-        f"The hunk expects, at line {expected + 1}:\n{expects}\n"
-        f"The file has there:\n{around}"
-    )
-    return PatchConflictError(shown, message)
+def _with_mode(perms: int, mode: int | None) -> int:
+    """Permission bits `perms` made executable (where readable) or not, as git's mode says."""
+    if mode is None:
+        return perms
+    if mode == EXECUTABLE:
+        return perms | (perms & 0o444) >> 2
+    return perms & ~0o111
 
 
 @attrs.frozen
 class ApplyPatch:
-    """The apply_patch handler, bound to one workspace."""
+    """The apply_patch handler, bound to one workspace. `sync`: each written file and its
+    directory are synced to disk before the call returns."""
 
     workspace: Workspace
+    sync: bool = True
 
     def __call__(self, tool_input: dict[str, Any]) -> WithEffects:
         try:
             patches = parse_patch(tool_input["patch"])
         except PatchSyntaxError as exc:
-            raise WorkspaceError(".", f"Not a patch apply_patch can use: {exc}") from None
-        targets = [self._target(patch) for patch in patches]
-        new_contents = [self._patched(target) for target in targets]
-        effects = self._commit(targets, new_contents)
-        files = [
-            {
-                "path": target.shown,
-                "action": "added"
-                if target.old is None
-                else ("deleted" if content is None else "modified"),
-                "hunks": len(target.patch.hunks),
-            }
-            for target, content in zip(targets, new_contents, strict=True)
-        ]
-        return WithEffects(output={"applied": True, "files": files}, effects=effects)
+            raise WorkspaceError(".", f"Not a patch apply_patch can use: {exc.message}") from None
+        with PatchTree(self.workspace) as tree:
+            planned = self.plan(tree, patches)
+            writes = [write for item in planned for write in item.writes]
+            commit(tree, writes, sync=self.sync)
+            for write in writes:
+                if write.new is None:
+                    tree.remove_empty_directories(write.path)
+        effects = tuple(
+            FileEffect(
+                write.path,
+                sha256_of(None if write.found is None else write.found.data),
+                sha256_of(write.new),
+            )
+            for write in writes
+        )
+        output = {"applied": True, "files": [item.to_json() for item in planned]}
+        return WithEffects(output=output, effects=effects)
+
+    def plan(
+        self,
+        tree: PatchTree,
+        patches: tuple[FilePatch, ...],
+        placed: list[list[int]] | None = None,
+    ) -> list[PlannedFile]:
+        """What each file patch would write, computed from the files as they are now;
+        raises WorkspaceError or PatchConflictError when the patch cannot be applied.
+        With `placed`, where each file's hunks went (see apply_hunks) is appended to it."""
+        planned = []
+        for patch in patches:
+            positions: list[int] | None = None if placed is None else []
+            planned.append(self._plan_file(tree, patch, positions))
+            if placed is not None and positions is not None:
+                placed.append(positions)
+        seen: set[str] = set()
+        for item in planned:
+            for write in item.writes:
+                if write.path in seen:
+                    raise WorkspaceError(
+                        write.path,
+                        f"Not a patch apply_patch can use: file {quote_path(write.path)} "
+                        "appears twice in the patch",
+                    )
+                seen.add(write.path)
+        return planned
 
     # --- checking -------------------------------------------------------------
 
-    def _target(self, patch: FilePatch) -> _Target:
-        if (
-            patch.old_path is not None
-            and patch.new_path is not None
-            and os.path.normpath(patch.old_path) != os.path.normpath(patch.new_path)
-        ):
-            raise WorkspaceError(
-                patch.path,
-                f"The patch renames {quote_path(patch.old_path)} to "
-                f"{quote_path(patch.path)}; write renames as a deletion and an addition",
-            )
-        path = patch.path
+    def checked_path(self, path: str) -> str:
+        """`path` normalised, when apply_patch may change what it names: relative, inside
+        the workspace, a name it can record, none of the agent's controls."""
         shown = quote_path(path)
-        if "\0" in path or os.path.isabs(path):
-            self.workspace.locate(path)  # raises the workspace's own message
-        joined = os.path.join(self.workspace.root, path)
-        if os.path.lexists(joined):
-            found = self.workspace.locate(path)  # outside, symlinks leading out, ...
-            if os.path.islink(joined) or os.path.realpath(joined) != os.path.normpath(joined):
-                raise WorkspaceError(
-                    path, f"Path {shown} is or goes through a symlink; apply_patch refuses it"
-                )
-            if not stat.S_ISREG(found.mode):
-                raise WorkspaceError(path, f"Path {shown} is not a regular file")
-            if patch.old_path is None:
-                raise PatchConflictError(
-                    path, f"The patch adds {shown}, but it exists already. Nothing was changed."
-                )
-            return _Target(patch, found.relative, found.real, self._read(path, found.real))
-        if patch.old_path is not None:
-            raise PatchConflictError(
-                path, f"The patch changes {shown}, but it does not exist. Nothing was changed."
+        if "\0" in path:
+            raise WorkspaceError(path, f"Path {shown} contains a NUL byte")
+        if not decodable_path(path):
+            raise WorkspaceError(
+                path,
+                f"Path {shown} is not valid UTF-8; apply_patch changes only files whose "
+                "names it can record",
             )
-        real = os.path.normpath(joined)
-        if not self.workspace.contains(real) or real == str(self.workspace.root):
+        if posixpath.isabs(path):
+            raise WorkspaceError(
+                path, f"Path {shown} is absolute; use a path relative to the workspace root"
+            )
+        normal = posixpath.normpath(path)
+        if normal == ".":
+            raise WorkspaceError(path, f"Path {shown} is the workspace root, not a file")
+        if normal == ".." or normal.startswith("../"):
             raise WorkspaceError(path, f"Path {shown} leads outside the workspace")
-        ancestor = os.path.dirname(real)
-        while not os.path.lexists(ancestor):
-            ancestor = os.path.dirname(ancestor)
-        self.workspace.locate_dir(self.workspace.relative(ancestor))
-        if os.path.realpath(ancestor) != ancestor:
+        if self.workspace.protects(os.path.join(self.workspace.root, normal)):
             raise WorkspaceError(
-                path, f"Path {shown} goes through a symlink; apply_patch refuses it"
+                path,
+                f"Path {shown} is one of the agent's own controls (.git, .mini-harness, the "
+                "open transcript); apply_patch does not change it",
             )
-        return _Target(patch, self.workspace.relative(real), real, None)
+        return normal
 
-    def _read(self, path: str, real: str) -> bytes:
-        shown = quote_path(path)
-        try:
-            data = self.workspace.read(real, MAX_FILE_BYTES)
-        except FileRefusedError as exc:
-            reason = (
-                f"is over {MAX_FILE_BYTES:,} bytes"
-                if exc.size is not None
-                else "changed while being read"
-            )
-            raise WorkspaceError(path, f"File {shown} {reason}") from None
-        except OSError as exc:
+    def _read(self, tree: PatchTree, path: str) -> tuple[Found | None, str]:
+        """The file at `path` (None: absent) and its text, with a BOM it starts with."""
+        found = tree.read(path, MAX_FILE_BYTES)
+        if found is None:
+            return None, ""
+        text = decode_text(found.data)
+        if text is None:
             raise WorkspaceError(
-                path, f"File {shown} cannot be read: {exc.strerror or exc}"
-            ) from None
-        if decode_text(data) is None:
-            raise WorkspaceError(path, f"File {shown} is binary; apply_patch changes text only")
-        return data
+                path, f"File {quote_path(path)} is binary; apply_patch changes text only"
+            )
+        return found, BOM + text if found.data.startswith(BOM.encode()) else text
 
-    def _patched(self, target: _Target) -> bytes | None:
-        """The file's new bytes (None: deleted); raises PatchConflictError."""
-        old_text = "" if target.old is None else target.old.decode("utf-8")
-        bom = old_text.startswith("\ufeff")
-        new_text = apply_hunks(target.shown, old_text.removeprefix("\ufeff"), target.patch.hunks)
-        if target.patch.new_path is None:
-            if new_text:
+    def _plan_file(
+        self, tree: PatchTree, patch: FilePatch, placed: list[int] | None = None
+    ) -> PlannedFile:
+        old = None if patch.old_path is None else self.checked_path(patch.old_path)
+        new = None if patch.new_path is None else self.checked_path(patch.new_path)
+        source, text = (None, "") if old is None else self._read(tree, old)
+        if old is not None and source is None:
+            raise PatchConflictError(
+                old,
+                f"The patch changes {quote_path(old)}, but it does not exist. Nothing was changed.",
+            )
+        if new is not None and new != old and self._read(tree, new)[0] is not None:
+            raise PatchConflictError(
+                new,
+                f"The patch adds {quote_path(new)}, but it exists already. Nothing was changed.",
+            )
+        shown = new or old or ""
+        result = apply_hunks(shown, text, patch, placed)
+        if new is None:
+            if result:
                 raise PatchConflictError(
-                    target.shown,
-                    f"The patch deletes {quote_path(target.shown)}, but lines the patch does "
-                    "not list would remain. Nothing was changed.",
+                    shown,
+                    f"The patch deletes {quote_path(shown)}, but lines the patch does not "
+                    "list would remain. Nothing was changed.",
                 )
-            return None
-        return (("\ufeff" if bom else "") + new_text).encode("utf-8")
+            assert old is not None
+            return PlannedFile(patch, "deleted", old, None, (FileWrite(old, source, None),))
+        content = result.encode("utf-8")
+        if source is None:
+            mode = 0o777 if patch.new_mode == EXECUTABLE else None  # less the umask
+            return PlannedFile(patch, "added", new, None, (FileWrite(new, None, content, mode),))
+        assert old is not None
+        perms = stat.S_IMODE(source.info.st_mode)
+        self._check_old_mode(old, perms, patch)
+        mode = _with_mode(perms, patch.new_mode)
+        if new == old:
+            if not patch.hunks and mode == perms:
+                raise PatchConflictError(
+                    new, f"The patch does not change {quote_path(new)}. Nothing was changed."
+                )
+            return PlannedFile(
+                patch, "modified", new, None, (FileWrite(new, source, content, mode),)
+            )
+        added = FileWrite(new, None, content, mode)
+        if patch.copy:
+            return PlannedFile(patch, "copied", new, old, (added,))
+        return PlannedFile(patch, "renamed", new, old, (FileWrite(old, source, None), added))
 
-    # --- writing --------------------------------------------------------------
-
-    def _commit(
-        self, targets: list[_Target], contents: list[bytes | None]
-    ) -> tuple[FileEffect, ...]:
-        staged: list[tuple[_Target, str | None]] = []
-        done: list[_Target] = []
-        made_dirs: list[str] = []
-        try:
-            for target, content in zip(targets, contents, strict=True):
-                temp = None if content is None else self._stage(target, content, made_dirs)
-                staged.append((target, temp))
-            for target, temp in staged:
-                if temp is None:
-                    os.unlink(target.real)
-                else:
-                    os.replace(temp, target.real)
-                done.append(target)
-        except OSError as exc:
-            for target in reversed(done):
-                self._restore(target)
-            for _, temp in staged:
-                if temp is not None:
-                    with contextlib.suppress(OSError):
-                        os.unlink(temp)
-            for directory in reversed(made_dirs):
-                with contextlib.suppress(OSError):
-                    os.rmdir(directory)
-            raise WorkspaceError(
-                ".", f"The patch could not be written ({exc}); nothing was changed"
-            ) from None
-        return tuple(
-            FileEffect(target.shown, sha256_of(target.old), sha256_of(content))
-            for target, content in zip(targets, contents, strict=True)
-        )
-
-    def _stage(self, target: _Target, content: bytes, made_dirs: list[str]) -> str:
-        directory = os.path.dirname(target.real)
-        missing: list[str] = []
-        probe = directory
-        while not os.path.exists(probe):
-            missing.append(probe)
-            probe = os.path.dirname(probe)
-        for path in reversed(missing):
-            os.mkdir(path)
-            made_dirs.append(path)
-        fd, temp = tempfile.mkstemp(
-            prefix=f".{os.path.basename(target.real)}.", suffix=".patch-tmp", dir=directory
-        )
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(content)
-                handle.flush()
-                os.fsync(handle.fileno())
-                if target.old is not None:
-                    os.fchmod(handle.fileno(), stat.S_IMODE(os.stat(target.real).st_mode))
-                else:
-                    umask = os.umask(0)
-                    os.umask(umask)
-                    os.fchmod(handle.fileno(), 0o666 & ~umask)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
-        return temp
-
-    def _restore(self, target: _Target) -> None:
-        with contextlib.suppress(OSError):
-            if target.old is None:
-                os.unlink(target.real)
-            else:
-                with open(target.real, "wb") as handle:
-                    handle.write(target.old)
+    @staticmethod
+    def _check_old_mode(path: str, perms: int, patch: FilePatch) -> None:
+        if patch.old_mode is None or patch.new_mode is None or patch.old_mode == patch.new_mode:
+            return
+        is_executable = bool(perms & 0o111)
+        if is_executable != (patch.old_mode == EXECUTABLE):
+            state = "is executable" if is_executable else "is not executable"
+            raise PatchConflictError(
+                path,
+                f"The patch changes the mode of {quote_path(path)} from {patch.old_mode:o} to "
+                f"{patch.new_mode:o}, but the file {state} already. Nothing was changed.",
+            )

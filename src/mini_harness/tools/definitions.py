@@ -238,11 +238,14 @@ APPLY_PATCH: Final = ToolDefinition(
     name="apply_patch",
     description=(
         "Change files of the workspace with a unified diff, as `git diff` prints it "
-        "(---/+++ headers, @@ hunks with a few context lines; /dev/null to add or delete a "
-        "file). All or nothing: every hunk is checked first; if one does not match the "
-        "file, nothing changes and the error shows the file's current lines there, so a "
-        "corrected patch can be made. Paths are relative to the workspace root; paths "
-        "outside it, symlinks and binary files are refused; renames are not supported."
+        "(---/+++ headers, @@ hunks with context lines; /dev/null to add or delete a file; "
+        "git's rename, copy and mode lines). Hunks are placed as `git apply` places them: "
+        "give each change context lines before and after it (a hunk starting at line 1 "
+        "must match the start of the file, one without context after its change the end). "
+        "All or nothing: if a hunk does not match, nothing changes and the error shows the "
+        "file's current lines there, so a corrected patch can be made. Paths are relative "
+        "to the workspace root; paths outside it, symlinks, binary files and the agent's "
+        "own controls (.git, .mini-harness) are refused."
     ),
     input_schema={
         "type": "object",

@@ -98,8 +98,9 @@ class Workspace:
         """True when the resolved path `real` is one of the agent's controls: inside a
         `.git` or `.mini-harness` entry at any depth, or a protected file or one of its
         `.torn-*` sidecars."""
-        if self.contains(real):
-            parts = Path(os.path.relpath(real, self.root)).parts
+        root = str(self.root)
+        if self.contains(real) and real != root:
+            parts = real[len(root.rstrip(os.sep)) + 1 :].split(os.sep)
             if any(part in PROTECTED_NAMES for part in parts):
                 return True
         return any(real == path or real.startswith(f"{path}.torn-") for path in self.protected)

@@ -162,7 +162,7 @@ class RecordedRun(SilentReporter):
         if recorded is None:  # the recorded run never got to it
             text = f"Tool {call.name} was not run: it has side effects and no recorded result"
             self._add(ReplayOutcome(step, call, None, NOT_RUN, False, reason))
-            return call_outcome(call, error=("cancelled", text))
+            return call_outcome(call, error=text)
         self._add(ReplayOutcome(step, call, recorded, SERVED, True, reason))
         message = recorded.result_message(call)
         if message.is_error:

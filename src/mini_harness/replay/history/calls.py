@@ -97,10 +97,9 @@ class Call:
         """The tool result the model got for `asked` (the model's call this call ran), or,
         for a call in doubt, gets when its run is continued."""
         if not self.ended:
-            text = INTERRUPTED_RESULT.format(name=self.name)
-            return call_outcome(asked, error=("interrupted", text)).message
+            return call_outcome(asked, error=INTERRUPTED_RESULT.format(name=self.name)).message
         if self.error is not None:
-            return call_outcome(asked, error=(self.error.kind, self.error.message)).message
+            return call_outcome(asked, error=self.error.message).message
         return call_outcome(asked, output=self.output).message
 
 
