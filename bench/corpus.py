@@ -110,7 +110,7 @@ def measure(mode: str, root: str, workers: int) -> dict[str, float]:
     cpu = time.process_time()
     ray_start = 0.0
     if mode == "ray":
-        from mini_harness.replay.corpus_ray import LOOPBACK_ONLY, fold_corpus_ray
+        from mini_harness.replay.corpus.ray import LOOPBACK_ONLY, fold_corpus_ray
 
         os.environ.update(LOOPBACK_ONLY)
         import ray

@@ -313,7 +313,7 @@ def run(config: Any) -> Any:
         f"ten with invalid input. {rounds} interleaved rounds, each contender in a fresh "
         "child interpreter (peak RSS is that child's own high-water mark, VmHWM, "
         "interpreter included).",
-        "The targets are fold_transcript's: it returns a FoldResult holding every call "
+        "The targets are fold_transcript's: it returns a History holding every call "
         "record (compactly, as rows of JSON), so its peak grows with the number of calls; "
         "its time is set against the streaming fold's (events/s of the stream over "
         "events/s of fold_transcript, per round), which holds one run's open state at a "

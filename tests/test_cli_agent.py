@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 from mini_harness.agent.provider import Message, ModelResponse
 from mini_harness.cli import cli
 from mini_harness.cli.printing import PrintingReporter
-from mini_harness.replay.fold import agent_context_report, fold_agent_runs
+from mini_harness.replay import agent_context_report, fold_agent_runs
 from mini_harness.transcripts import Redactor, verify_transcript
 
 DEMO: list[dict[str, Any]] = [

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from mini_harness.cli.agent import run_command
-from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.replay import fold_agent_runs
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import cut_after, invoke, write_script
 

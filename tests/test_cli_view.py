@@ -13,10 +13,11 @@ from click.testing import CliRunner, Result
 
 from mini_harness.cli import cli
 from mini_harness.events import JsonObject
-from mini_harness.replay import view_page
-from mini_harness.replay.view_page import PAYLOAD_CAP, embed_json
+from mini_harness.replay.views import page as view_page
+from mini_harness.replay.views.page import PAYLOAD_CAP, embed_json
 from mini_harness.transcripts import line_hash
 from tests.replay.timeline_fixtures import TOOLS, chained, record_reads, tool_events, write
+from tests.streams import read_once
 
 
 def view(*args: str, env: dict[str, str] | None = None) -> Result:
@@ -185,16 +186,36 @@ class TestRerun:
         [
             (["--registry", "x:y"], "--registry needs --rerun"),
             (["--allow-side-effects"], "--allow-side-effects needs --rerun"),
-            (["--rerun", "-"], "--rerun reads the transcript a second time: give a file, not -"),
         ],
     )
     def test_usage(self, tmp_path: Path, args: list[str], message: str) -> None:
-        """Re-run options without --rerun, and --rerun of standard input, are usage errors."""
+        """Re-run options without --rerun are usage errors."""
         log = write(tmp_path / "t.jsonl", tool_events())
-        full = [*args] if "-" in args else [str(log), *args]
-        result = view(*full)
+        result = view(str(log), *args)
         assert result.exit_code == 2
         assert result.stderr == f"[mini-harness] Error: {message}\n"
+
+    def test_rerun_of_a_pipe_read_once(self, read_log: Path) -> None:
+        """The transcript is read once, so --rerun works on a pipe that can be read only
+        once: the page has the timeline, each step's context and each call's outcome."""
+        page = read_log.parent / "page.html"
+        with read_once(read_log.parent / "pipe", read_log.read_bytes()) as pipe:
+            result = view(str(pipe), "--rerun", "-o", str(page))
+        assert result.exit_code == 0, result.output
+        rows = page_json(page.read_text())["rows"]
+        assert isinstance(rows, list)
+        assert [row["rr"]["o"] for row in rows if row["k"] == "c"] == ["matched", "matched"]
+
+    def test_rerun_of_standard_input(self, read_log: Path) -> None:
+        """`view - --rerun` re-runs the calls read from standard input."""
+        page = read_log.parent / "page.html"
+        result = CliRunner().invoke(
+            cli, ["view", "-", "--rerun", "-o", str(page)], input=read_log.read_bytes()
+        )
+        assert result.exit_code == 0, result.output
+        rows = page_json(page.read_text())["rows"]
+        assert isinstance(rows, list)
+        assert [row["rr"]["o"] for row in rows if row["k"] == "c"] == ["matched", "matched"]
 
 
 class TestBudget:

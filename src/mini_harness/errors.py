@@ -289,6 +289,10 @@ class ReplayError(MiniHarnessError):
     """Replay could not start: a bad run selection, registry spec or output path."""
 
 
+class RayUnavailableError(MiniHarnessError):
+    """Ray is not installed, or the cluster cannot be reached."""
+
+
 class ResumeError(MiniHarnessError):
     """A run cannot be continued as asked; the message says why."""
 

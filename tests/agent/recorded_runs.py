@@ -14,8 +14,7 @@ from click.testing import CliRunner, Result
 
 from mini_harness.agent.resume import check_history
 from mini_harness.cli import cli
-from mini_harness.replay.agent_fold import AgentRun
-from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.replay import Run, fold_agent_runs
 
 NO_KEYS: dict[str, str | None] = dict.fromkeys(
     ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MINI_HARNESS_MODEL")
@@ -110,12 +109,12 @@ def cut_after(source: Path, target: Path, event_type: str, nth: int = 1) -> int:
     return len(kept)
 
 
-def run_by_id(path: Path, run_id: str) -> AgentRun:
+def run_by_id(path: Path, run_id: str) -> Run:
     return next(run for run in fold_agent_runs(path) if run.run_id == run_id)
 
 
-def assert_valid_histories(run: AgentRun) -> None:
+def assert_valid_histories(run: Run) -> None:
     """Every request of the run is a history a provider accepts."""
     for step in run.steps:
-        assert check_history(step.request.messages) == [], f"step {step.step}"
+        assert check_history(step.request.messages) == [], f"step {step.number}"
         assert step.hash_matches

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from mini_harness.events import RunOrigin
-from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.replay import fold_agent_runs
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import (
     counting_registry,

@@ -13,7 +13,7 @@ import pytest
 from mini_harness.agent.provider import Message, ToolCall
 from mini_harness.agent.resume import check_history
 from mini_harness.events import ModelFailed, ModelResponded, RunFinished, ToolCalled
-from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.replay import fold_agent_runs
 from mini_harness.transcripts import read_transcript, verify_transcript
 from tests.agent.recorded_runs import cut_after, invoke, write_script
 from tests.agent.wire_servers import AnthropicWireServer, OpenAIWireServer, Turn, WireServer

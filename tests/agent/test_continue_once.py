@@ -13,7 +13,7 @@ import pytest
 
 from mini_harness.errors import RunContinuedError, RunInProgressError
 from mini_harness.events import RunFinished, RunOrigin, RunStarted, Usage, utc_timestamp
-from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.replay import fold_agent_runs
 from mini_harness.transcripts import JsonlTranscript, verify_transcript
 from tests.agent.recorded_runs import (
     NO_KEYS,

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from mini_harness.events import RunOrigin
-from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.replay import agent_report, fold_agent_runs
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import assert_valid_histories, invoke, write_script
 
@@ -62,7 +62,7 @@ class TestFork:
         assert (report.problems(), report.in_doubt) == ([], ())
         for run in runs:
             assert_valid_histories(run)
-            assert run.context_report().startswith("Context Explorer\n")
+            assert agent_report(run).startswith("Context Explorer\n")
 
 
 class TestRunTree:
@@ -106,10 +106,10 @@ class TestRunTree:
 
 class TestErrors:
     def test_step_out_of_range(self, readme_run: Path) -> None:
-        """A step the run never reached exits 2, saying how many it made."""
+        """A step the run never reached exits 2, naming the steps it made."""
         result = fork(readme_run, "--at-step", "9")
         assert result.exit_code == 2
-        assert "has no step 9 (it made 3 requests)" in result.output
+        assert "has no step 9 (its steps are 1 to 3)" in result.output
 
     def test_at_step_is_required(self, readme_run: Path) -> None:
         """--at-step is required."""

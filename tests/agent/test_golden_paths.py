@@ -10,8 +10,7 @@ from pathlib import Path
 
 from mini_harness import ToolRegistry
 from mini_harness.events import JsonValue
-from mini_harness.replay.agent_replay import replay_agent_run
-from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.replay import fold_agent_runs, replay_agent_run
 from mini_harness.tools import default_registry
 
 GOLDEN = Path(__file__).parent / "goldens" / "test_golden_agent"

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pytest
 
-from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.replay import fold_agent_runs
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import (
     assert_valid_histories,

@@ -22,8 +22,7 @@ from mini_harness.events import (
     RunStarted,
     ToolCalled,
 )
-from mini_harness.replay.agent_fold import fold_agent_events
-from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.replay import fold_agent_runs
 from mini_harness.runtime import MemorySink, ToolRuntime
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader, verify_transcript
@@ -140,7 +139,9 @@ class TestScriptedRun:
 
 
 class TestFailedCalls:
-    def test_bad_calls_go_back_to_the_model(self, write_script: Script, workspace: Path) -> None:
+    def test_bad_calls_go_back_to_the_model(
+        self, tmp_path: Path, write_script: Script, workspace: Path
+    ) -> None:
         """Unknown tools, invalid input and unparsable arguments come back as error results."""
         script = write_script(
             [
@@ -155,9 +156,8 @@ class TestFailedCalls:
             ]
         )
         provider = RecordingProvider(ScriptProvider(script))
-        sink = MemorySink()
-        runtime = ToolRuntime(default_registry(workspace), sink)
-        outcome = AgentLoop(runtime, provider, AgentConfig(task="t")).run()
+        log = tmp_path / "t.jsonl"
+        outcome, _ = run_logged(log, workspace, provider)
         assert outcome.stop_reason == "final"
         results = [m for m in provider.requests[1].messages if m.role == "tool"]
         assert [(m.tool_call_id, m.is_error) for m in results] == [
@@ -165,7 +165,7 @@ class TestFailedCalls:
             ("call_1_2", True),
             ("call_1_3", True),
         ]
-        (run,) = fold_agent_events(sink.events)
+        (run,) = fold_agent_runs(log)
         assert [step.request for step in run.steps] == provider.requests
         assert results[0].content.startswith("Unknown tool: nope. Registered tools: echo, ")
         assert results[1].content == "Invalid input for read_file.path: expected string"
@@ -363,7 +363,7 @@ class TestBudget:
         (run,) = fold_agent_runs(log)
         assert [s.request for s in run.steps] == provider.requests
         assert all(s.hash_matches for s in run.steps)
-        assert any(s.trimmed for s in run.steps)
+        assert run.budget == 3_500  # a trim recorded it
 
     def test_stop_when_nothing_more_can_go(
         self, tmp_path: Path, write_script: Script, workspace: Path
@@ -416,8 +416,8 @@ class TestKilled:
         assert [call.name for call in report.in_doubt] == ["slow"]
         (run,) = fold_agent_runs(log)
         assert not run.finished
-        assert len(run.in_doubt) == 1
-        assert [s.step for s in run.steps] == [1]
+        assert len(run.in_doubt_calls) == 1
+        assert [s.number for s in run.steps] == [1]
 
 
 V1_FIXTURE = Path(__file__).resolve().parents[1] / "transcripts" / "fixtures" / "v1-echo.jsonl"

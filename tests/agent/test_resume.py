@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from mini_harness.agent.resume import INTERRUPTED_RESULT
-from mini_harness.events import RunOrigin
-from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.events import RunOrigin, ToolError
+from mini_harness.replay import agent_report, fold_agent_runs
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import (
     assert_valid_histories,
@@ -106,8 +106,7 @@ class TestRebuiltHistory:
         assert "as interrupted" in result.output
         old = run_by_id(log, recorded.run.run_id)
         closed = old.steps[1].calls[0]
-        assert closed.error == {"kind": "interrupted", "message": INTERRUPTED_RESULT.format(
-            name="slow")}  # fmt: skip
+        assert closed.error == ToolError("interrupted", INTERRUPTED_RESULT.format(name="slow"))
         resumed = new_run(log)
         sent = resumed.steps[0].request.messages
         assert sent[-2].is_error
@@ -236,7 +235,7 @@ class TestFinishedRuns:
         report = verify_transcript(recorded.full)
         assert (report.problems(), report.in_doubt) == ([], ())
         for run in runs:
-            assert run.context_report().startswith("Context Explorer\n")
+            assert agent_report(run).startswith("Context Explorer\n")
             assert_valid_histories(run)
 
 
@@ -280,8 +279,8 @@ class TestErrors:
         ("args", "message"),
         [
             (["resume", "missing.jsonl"], "cannot read transcript missing.jsonl"),
-            (["resume", "tools.jsonl"], "the transcript has no agent run"),
-            (["resume", "full.jsonl", "--run", "nope"], "no agent run 'nope'"),
+            (["resume", "tools.jsonl"], "tools.jsonl has no agent run"),
+            (["resume", "full.jsonl", "--run", "nope"], "full.jsonl has no run nope (it has 1 run"),
         ],
     )
     def test_usage_errors(self, recorded: Recorded, args: list[str], message: str) -> None:

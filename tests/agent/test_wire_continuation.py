@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.replay import fold_agent_runs
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import cut_after, invoke
 from tests.agent.wire_servers import Failure, OpenAIWireServer, Turn

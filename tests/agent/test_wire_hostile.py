@@ -12,7 +12,7 @@ import attrs
 import orjson
 import pytest
 
-from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.replay import fold_agent_runs
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import cut_after, invoke
 from tests.agent.wire_servers import AnthropicWireServer, OpenAIWireServer, Turn, WireServer

@@ -15,8 +15,8 @@ from mini_harness import ToolCallError, ToolRuntime
 from mini_harness.cli import cli
 from mini_harness.cli.corpus import CorpusProgress
 from mini_harness.replay import fold_corpus
-from mini_harness.replay.corpus import corpus_report, expand_paths, in_flight
-from mini_harness.replay.corpus_summary import (
+from mini_harness.replay.corpus.fold import corpus_report, expand_paths, in_flight
+from mini_harness.replay.corpus.summary import (
     FileSummary,
     SummaryMerge,
     SummaryOptions,

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from mini_harness.cli import cli
 from mini_harness.replay import fold_corpus
-from mini_harness.replay.corpus_ray import LOOPBACK_ONLY, fold_corpus_ray
+from mini_harness.replay.corpus.ray import LOOPBACK_ONLY, fold_corpus_ray
 from tests.replay.corpus_files import write_agent_run, write_calls
 
 os.environ.update(LOOPBACK_ONLY)  # before Ray is imported: its servers bind 127.0.0.1 only

@@ -10,8 +10,7 @@ from mini_harness import ToolCallError, ToolRuntime
 from mini_harness.cli import cli
 from mini_harness.errors import TranscriptCorruptError
 from mini_harness.events import ApprovalDecided, FileEffect, ToolCalled, ToolSucceeded
-from mini_harness.replay import CallRecord, TranscriptFold, fold_transcript
-from mini_harness.replay.fold import fold_effects
+from mini_harness.replay import Call, TranscriptFold, context_reports, fold_effects, fold_transcript
 from mini_harness.runtime import display_failure
 from mini_harness.runtime.context import estimate_tokens, pretty_json
 from mini_harness.tools import default_registry
@@ -49,11 +48,11 @@ class TestFold:
     def test_runs_calls_and_totals(self, log: Path) -> None:
         """A fold lists each run's tools and each call with its status, and totals them."""
         result = fold_transcript(log)
-        assert [(r.info.index, r.info.run_id[:1], r.succeeded, r.failed) for r in result.runs] == [
+        assert [(r.index, r.run_id[:1], r.succeeded, r.failed) for r in result.runs] == [
             (1, "a", 2, 1),
             (2, "b", 1, 0),
         ]
-        assert result.runs[0].info.tool_names == ["echo", "write_note", "flaky"]
+        assert result.runs[0].tool_names == ["echo", "write_note", "flaky"]
         assert [(c.call_id, c.status) for c in result.calls] == [
             ("aaaaaaaaaaaa-1", "succeeded"),
             ("aaaaaaaaaaaa-2", "succeeded"),
@@ -61,7 +60,7 @@ class TestFold:
             ("bbbbbbbbbbbb-1", "succeeded"),
         ]
         assert result.calls[2].error is not None
-        assert result.calls[2].error["kind"] == "handler_error"
+        assert result.calls[2].error.kind == "handler_error"
         assert result.totals.to_json() == {
             "events": 11,
             "runs": 2,
@@ -177,13 +176,13 @@ class TestFold:
 
     def test_held_calls_read_back_whole(self, log: Path) -> None:
         """fold_transcript's calls are the very records the streaming fold yields."""
-        streamed = [item for item in TranscriptFold(log) if isinstance(item, CallRecord)]
+        streamed = [item for item in TranscriptFold(log) if isinstance(item, Call)]
         held = fold_transcript(log).calls
         assert list(held) == streamed
         assert held == tuple(streamed)
         error = held[2].error
         assert error is not None
-        assert (error["kind"], error["type"]) == ("handler_error", "RuntimeError")
+        assert (error.kind, error.type) == ("handler_error", "RuntimeError")
         assert [call.input for call in held[:2]] == [{"text": "one"}, {"text": "two"}]
         assert len(held) == 4
 
@@ -220,9 +219,9 @@ class TestEffects:
             ToolSucceeded(TS, "b" * 32, "bbbbbbbbbbbb-9", "echo", {}, 1.0, effects=effects),
         )
         fold = TranscriptFold(log)
-        streamed = [item for item in fold if isinstance(item, CallRecord)]
-        assert [call.effects for call in streamed] == [None] * 4 + [list(effects)]
-        assert fold.decisions == [decided]
+        streamed = [item for item in fold if isinstance(item, Call)]
+        assert [call.effects for call in streamed] == [None] * 4 + [effects]
+        assert fold.history.decisions == [decided]
         assert list(fold_transcript(log).calls) == streamed
         calls, decisions = fold_effects(log)
         assert ([call.call_id for call in calls], decisions) == (["bbbbbbbbbbbb-9"], [decided])
@@ -234,7 +233,7 @@ class TestSelection:
     def test_run_by_index_or_id(self, log: Path, selector: str) -> None:
         """--run takes a 1-based index or a run id (prefix) and shows only that run."""
         result = fold_transcript(log, run=selector)
-        assert [r.info.run_id for r in result.runs] == ["b" * 32]
+        assert [r.run_id for r in result.shown] == ["b" * 32]
         assert [c.call_id for c in result.calls] == ["bbbbbbbbbbbb-1"]
         cli_result = run("replay", str(log), "--run", selector)
         assert cli_result.exit_code == 0
@@ -256,7 +255,11 @@ class TestJson:
         result = run("replay", str(log), "--json", "--context-report")
         assert result.exit_code == 0
         document = orjson.loads(result.stdout)
-        expected = fold_transcript(log).to_json()
+        history = fold_transcript(log)
+        expected = history.to_json()
+        reports = context_reports(history)
+        for entry in expected["runs"]:
+            entry["contextReport"] = reports[entry["runId"]]
         assert list(document) == [
             "path",
             "transcriptId",
@@ -334,6 +337,12 @@ class TestNoHandlerIsCalled:
         assert registries.tripwire_calls == []
 
 
+def _report(log: Path) -> str:
+    """The first run's context report, rebuilt from the transcript by the API."""
+    history = fold_transcript(log)
+    return context_reports(history)[history.runs[0].run_id]
+
+
 def _live_report(stdout: str) -> str:
     """What the live --context-report printed: everything after the first blank line."""
     return stdout.split("\n\n", 1)[1]
@@ -368,7 +377,7 @@ class TestContextReport:
         assert replayed.exit_code == 0
         block = replayed.stdout.split("Context report, run 1 (", 1)[1].split("\n", 1)[1]
         assert block.split("\n[mini-harness]")[0] == expected.rstrip("\n")
-        assert fold_transcript(log).runs[0].context_report == expected
+        assert _report(log) == expected
 
     @pytest.mark.parametrize(("tool", "tool_input"), FAILURES)
     def test_failed_run_reports_the_error(self, tmp_path: Path, tool: str, tool_input: str) -> None:
@@ -383,7 +392,7 @@ class TestContextReport:
         tools, called, failed = records[1]["tools"], records[2], records[3]
         shown = display_failure(tool, called["input"], failed["error"], failed["durationMs"])
         defs, error = estimate_tokens(pretty_json(tools)), estimate_tokens(pretty_json(shown))
-        assert fold_transcript(log).runs[0].context_report == (
+        assert _report(log) == (
             "Context Explorer\n\n"
             f"Tool definitions       ~{defs:,} tokens\n"
             f"Tool error             ~{error:,} tokens\n"
@@ -397,6 +406,5 @@ class TestContextReport:
             runtime = ToolRuntime(default_registry(), sink)
             for text in ("a", "b"):
                 runtime.dispatch("echo", {"text": text})
-        report = fold_transcript(log).runs[0].context_report
-        assert report is not None
+        report = _report(log)
         assert report.splitlines()[3].startswith("Tool results (2)       ~")

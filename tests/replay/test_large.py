@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mini_harness.replay import CallRecord, TranscriptFold
+from mini_harness.replay import Call, TranscriptFold
 from tests.replay.generate import write_transcript
 
 # Peak memory allowed for folding 1,000,000 events (the bound).
@@ -69,10 +69,10 @@ class TestLargeTranscripts:
         path = tmp_path / "large.jsonl"
         write_transcript(path, 100_000)
         fold = TranscriptFold(path)
-        calls = sum(1 for item in fold if isinstance(item, CallRecord))
-        totals = fold.totals()
+        calls = sum(1 for item in fold if isinstance(item, Call))
+        totals = fold.history.totals
         assert calls == totals.calls == 49_998
-        assert (totals.failed, totals.in_doubt, fold.problems()) == (4_998, 0, [])
+        assert (totals.failed, totals.in_doubt, fold.history.problems) == (4_998, 0, [])
         code, peak_mb, output = _fold_in_subprocess(path)
         assert code == 0
         assert output.endswith(b'"interrupted":false,"exitCode":0}\n')

@@ -222,8 +222,8 @@ class TestJsonEqual:
 _LAYERING_PROBE = """
 import pkgutil, sys
 import mini_harness.replay as replay
-for module in pkgutil.iter_modules(replay.__path__):
-    __import__(f"mini_harness.replay.{module.name}")
+for module in pkgutil.walk_packages(replay.__path__, "mini_harness.replay."):
+    __import__(module.name)
 from mini_harness.replay import rerun_transcript
 from mini_harness.runtime import ToolRegistry
 rerun_transcript(sys.argv[1], ToolRegistry())

@@ -1,26 +1,24 @@
-"""The timeline: runs, steps, turns, calls, approvals and problems, and its filters."""
+"""The timeline (a history read with its detail): runs, steps, turns, calls, approvals
+and problems, and its filters."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import orjson
 import pytest
 
 from mini_harness.errors import ReplayError, TranscriptFormatError
-from mini_harness.events import JsonObject
-from mini_harness.replay import timeline_describe as describe
-from mini_harness.replay.timeline import (
-    Call,
-    Step,
-    Timeline,
-    TimelineBuilder,
-    read_timeline,
-)
-from mini_harness.replay.timeline_select import Selection, select, selected_events
+from mini_harness.events import FileEffect, JsonObject, RunOrigin, ToolError, Usage
+from mini_harness.replay.history import Call, History, Step, read_history
+from mini_harness.replay.views import describe
+from mini_harness.replay.views.filters import Selection, select, selected_events
+from mini_harness.transcripts import TranscriptRecord
 from tests.replay.timeline_fixtures import (
     AGENT,
     TOOLS,
+    TS,
     agent_events,
     chained,
     tool_events,
@@ -28,23 +26,25 @@ from tests.replay.timeline_fixtures import (
 )
 
 
-def build(events: list[JsonObject]) -> Timeline:
-    """The timeline of these events, fed as wire JSON (whatever classes this version has)."""
-    builder = TimelineBuilder("t.jsonl")
-    for number, line in enumerate(chained(events).splitlines(), start=1):
-        builder.add(number, orjson.loads(line))
-    return builder.finish(head_hash=None)
+def build(events: list[JsonObject]) -> History:
+    """The timeline of these events, written as a transcript and read back."""
+    with tempfile.TemporaryDirectory() as directory:
+        return read_history(write(Path(directory) / "t.jsonl", events), detail=True, damage=True)
+
+
+def names(records: list[TranscriptRecord]) -> list[str]:
+    return [describe.event_name(record) for record in records]
 
 
 @pytest.fixture(name="timeline")
-def _timeline() -> Timeline:
+def _timeline() -> History:
     return build(agent_events() + tool_events())
 
 
 class TestAgentRun:
-    def test_steps_hold_turn_and_calls(self, timeline: Timeline) -> None:
+    def test_steps_hold_turn_and_calls(self, timeline: History) -> None:
         """Each step has its model turn and the calls it made, in order."""
-        run = timeline.runs[0]
+        run = timeline.roots[0]
         assert [step.number for step in run.steps] == [1, 2, 3, 4]
         assert [[call.name for call in step.calls] for step in run.steps] == [
             ["list_files"],
@@ -52,39 +52,41 @@ class TestAgentRun:
             ["apply_patch"],
             [],
         ]
-        assert run.steps[0].turn is not None
-        assert run.steps[0].turn.text == "Let me look at the files."
-        assert [c["name"] for c in run.steps[0].turn.tool_calls] == ["list_files"]
+        assert run.steps[0].requested is not None
+        assert run.steps[0].text == "Let me look at the files."
+        assert [c.name for c in run.steps[0].tool_calls] == ["list_files"]
 
-    def test_failed_attempt_then_response(self, timeline: Timeline) -> None:
+    def test_failed_attempt_then_response(self, timeline: History) -> None:
         """A retried request keeps its failed attempt beside the response that came after."""
-        turn = timeline.runs[0].steps[2].turn
-        assert turn is not None
-        assert turn.status == "succeeded"
-        assert [f["error"]["kind"] for f in turn.failures] == ["rate_limited"]
+        step = timeline.roots[0].steps[2]
+        assert step.status == "succeeded"
+        assert [f.error.kind for f in step.failures] == ["rate_limited"]
 
-    def test_approvals_belong_to_their_call(self, timeline: Timeline) -> None:
+    def test_approvals_belong_to_their_call(self, timeline: History) -> None:
         """Approval events attach to the call they decide, with who decided."""
-        read, patch = (timeline.runs[0].steps[i].calls[0] for i in (1, 2))
-        assert [(e["type"], e.get("by")) for e in read.approvals] == [
+        read, patch = (timeline.roots[0].steps[i].calls[0] for i in (1, 2))
+        assert [(type(e).__name__, getattr(e, "by", None)) for e in read.approvals] == [
             ("ApprovalRequested", None),
             ("ApprovalDecided", "user"),
         ]
         assert patch.status == "failed"
-        assert patch.approvals[0]["decision"] == "denied"
+        assert getattr(patch.approvals[0], "decision", None) == "denied"
 
-    def test_trim_and_unknown_event_are_kept(self, timeline: Timeline) -> None:
+    def test_trim_and_unknown_event_are_kept(self, timeline: History) -> None:
         """A ContextTrimmed goes to its step; an event of an unknown type stays in the run."""
-        run = timeline.runs[0]
-        assert [e["type"] for e in run.steps[2].others] == ["ContextTrimmed"]
-        assert [item["type"] for item in run.items if isinstance(item, dict)] == ["Checkpoint"]
+        run = timeline.roots[0]
+        assert names(run.steps[2].others) == ["ContextTrimmed"]
+        records = [item for item in run.items or () if isinstance(item, TranscriptRecord)]
+        assert names(records) == ["Checkpoint"]
 
-    def test_finish_and_usage(self, timeline: Timeline) -> None:
+    def test_finish_and_usage(self, timeline: History) -> None:
         """RunFinished ends the run; its usage totals are the run's."""
-        run = timeline.runs[0]
+        run = timeline.roots[0]
         assert run.finished is not None
-        assert run.finished["stopReason"] == "final"
-        assert describe.run_usage(run)["inputTokens"] == 1000
+        assert run.finished.stop_reason == "final"
+        usage = describe.run_usage(run)
+        assert usage is not None
+        assert usage.input_tokens == 1000
 
     @pytest.mark.parametrize(
         ("model", "shown"),
@@ -101,31 +103,37 @@ class TestAgentRun:
         """The model reads `provider name`, without saying the name twice."""
         events = agent_events()[:1]
         events[0] = {**events[0], "model": model}
-        assert build(events).runs[0].model == shown
+        assert describe.model_name(build(events).roots[0]) == shown
 
     def test_usage_summed_without_run_finished(self) -> None:
         """An unfinished run's usage is the sum of its turns' usage."""
         events = [e for e in agent_events() if e["type"] != "RunFinished"]
-        run = build(events).runs[0]
+        run = build(events).roots[0]
         assert run.finished is None
-        assert describe.run_usage(run) == {"inputTokens": 1000, "outputTokens": 40}
+        assert describe.run_usage(run) == Usage(1000, 40, None)
 
 
 class TestToolRun:
-    def test_calls_without_steps(self, timeline: Timeline) -> None:
+    def test_calls_without_steps(self, timeline: History) -> None:
         """A tool run's calls sit in the run itself, each with its status."""
-        run = timeline.runs[1]
+        run = timeline.roots[1]
         assert run.run_id == TOOLS
-        calls = [item for item in run.items if isinstance(item, Call)]
+        calls = [item for item in run.items or () if isinstance(item, Call)]
         assert [(c.call_id, c.status) for c in calls] == [
             ("e1", "succeeded"),
             ("e2", "failed"),
             ("e3", "in-doubt"),
         ]
-        assert calls[1].error == {
-            "kind": "invalid_input",
-            "message": "Invalid input for echo.text: expected string",
-        }
+        assert calls[1].error == ToolError(
+            "invalid_input", "Invalid input for echo.text: expected string"
+        )
+
+    def test_a_run_lasts_to_its_last_event(self) -> None:
+        """A run without RunFinished lasts from its RunStarted to its last event: here the
+        end of its last call."""
+        start, called, ended = tool_events()[:3]
+        events = [{**start, "ts": TS.format(1)}, called, {**ended, "ts": TS.format(4)}]
+        assert describe.run_ms(build(events).roots[0]) == 3000.0
 
     def test_protocol_problems(self) -> None:
         """A terminal event with no ToolCalled is a protocol problem, and is still shown."""
@@ -143,14 +151,18 @@ class TestToolRun:
         timeline = build(events)
         assert [p.kind for p in timeline.problems] == ["protocol"]
         assert "which has no ToolCalled" in timeline.problems[0].message
-        assert timeline.runs[0].items[0]["callId"] == "zz"  # type: ignore[index]
+        items = timeline.roots[0].items
+        assert items is not None
+        (shown,) = items
+        assert isinstance(shown, TranscriptRecord)
+        assert getattr(shown.event, "call_id", None) == "zz"
 
     def test_run_started_twice(self) -> None:
         """A second RunStarted for a run is a protocol problem, shown in the run."""
         events = [tool_events()[0], tool_events()[0]]
         timeline = build(events)
         assert [p.message for p in timeline.problems] == [f"run {TOOLS} is started again"]
-        assert [item["type"] for item in timeline.runs[0].items] == ["RunStarted"]  # type: ignore[index]
+        assert names(timeline.roots[0].items or []) == ["RunStarted"]  # type: ignore[arg-type]
 
     def test_event_before_run_started(self) -> None:
         """A run's event before its RunStarted is a problem; the RunStarted still heads it."""
@@ -159,9 +171,9 @@ class TestToolRun:
         assert [p.message for p in timeline.problems] == [
             f"ToolCalled for run {TOOLS}, with no RunStarted"
         ]
-        run = timeline.runs[0]
+        run = timeline.roots[0]
         assert run.started is not None
-        assert run.started["harness"] == "0.1.0"
+        assert run.started.harness == "0.1.0"
         assert [c.status for c in run.calls] == ["succeeded"]
 
 
@@ -183,10 +195,10 @@ class TestRunTree:
             "forkedFrom": {"runId": "c" * 32, "step": 1},
         }
         timeline = build([*agent_events(), child, fork, *tool_events()])
-        assert [run.run_id for run in timeline.runs] == [AGENT, TOOLS]
+        assert [run.run_id for run in timeline.roots] == [AGENT, TOOLS]
         walked = [(run.run_id[0], depth) for run, depth in timeline.walk()]
         assert walked == [("a", 0), ("c", 1), ("d", 2), ("b", 0)]
-        assert timeline.runs[0].children[0].parent == ("resumed", AGENT, 4)
+        assert timeline.roots[0].children[0].origin == ("resumed", RunOrigin(AGENT, 4))
 
     def test_unknown_parent_is_a_root(self) -> None:
         """A run whose origin is not in the file is shown as a root."""
@@ -195,21 +207,21 @@ class TestRunTree:
             "runId": "c" * 32,
             "harness": "0.1.0",
             "tools": [],
-            "forkedFrom": "9" * 32,
+            "forkedFrom": {"runId": "9" * 32, "step": 2},
         }
         timeline = build([orphan])
-        assert [run.parent for run in timeline.runs] == [("forked", "9" * 32, None)]
+        assert [run.origin for run in timeline.roots] == [("forked", RunOrigin("9" * 32, 2))]
 
 
 class TestReading:
     def test_file_and_head(self, tmp_path: Path) -> None:
         """Reading a file gives the same runs, the head hash and an intact chain."""
         path = write(tmp_path / "t.jsonl", tool_events())
-        timeline = read_timeline(path)
+        timeline = read_history(path, detail=True, damage=True)
         assert timeline.chain_intact
         assert timeline.head_hash is not None
         assert timeline.events == 7
-        assert [c.status for c in timeline.runs[0].calls] == ["succeeded", "failed", "in-doubt"]
+        assert [c.status for c in timeline.roots[0].calls] == ["succeeded", "failed", "in-doubt"]
 
     def test_typed_events_read_from_a_file(self, tmp_path: Path) -> None:
         """Events read from a file keep their arrays: effects, a trim's replaced messages,
@@ -217,14 +229,15 @@ class TestReading:
         effects = [{"path": "a.py", "before": "0" * 64, "after": "1" * 64}]
         ended = {**tool_events()[2], "effects": effects}
         events = [*agent_events(), *tool_events()[:2], ended]
-        timeline = read_timeline(write(tmp_path / "t.jsonl", events))
-        agent, tools = timeline.runs
-        assert [call.effects for call in tools.calls] == [effects]
-        assert [len(c["replaced"]) for c in agent.steps[2].others] == [1]
-        assert describe.trim(agent.steps[2].others[0]).startswith(
+        timeline = read_history(write(tmp_path / "t.jsonl", events), detail=True, damage=True)
+        agent, tools = timeline.roots
+        assert [call.effects for call in tools.calls] == [(FileEffect("a.py", "0" * 64, "1" * 64),)]
+        trims = [record.event for record in agent.steps[2].others]
+        assert [len(getattr(trim, "replaced", ())) for trim in trims] == [1]
+        assert describe.trim(trims[0]).startswith(  # type: ignore[arg-type]
             "context trimmed: 1 tool result(s) replaced"
         )
-        assert [[c["name"] for c in s.turn.tool_calls] for s in agent.steps if s.turn] == [
+        assert [[c.name for c in s.tool_calls] for s in agent.steps] == [
             ["list_files"],
             ["read_file"],
             ["apply_patch"],
@@ -237,18 +250,18 @@ class TestReading:
         lines[3] = b"{not json\n"
         path = tmp_path / "t.jsonl"
         path.write_bytes(b"".join(lines))
-        timeline = read_timeline(path)
+        timeline = read_history(path, detail=True, damage=True)
         assert not timeline.chain_intact
         assert [(p.kind, p.line) for p in timeline.problems] == [("damage", 4)]
-        assert [c.call_id for c in timeline.runs[0].calls] == ["e1"]
+        assert [c.call_id for c in timeline.roots[0].calls] == ["e1"]
 
     def test_torn_tail(self, tmp_path: Path) -> None:
         """A torn last line is a problem; everything before it is shown."""
         path = tmp_path / "t.jsonl"
         path.write_bytes(chained(tool_events()) + b'{"type":"ToolSucc')
-        timeline = read_timeline(path)
+        timeline = read_history(path, detail=True, damage=True)
         assert [p.kind for p in timeline.problems] == ["torn-tail"]
-        assert len(list(timeline.runs[0].calls)) == 3
+        assert len(timeline.roots[0].calls) == 3
 
     def test_broken_chain(self, tmp_path: Path) -> None:
         """A line whose prev does not match is an integrity problem."""
@@ -258,7 +271,7 @@ class TestReading:
         lines[2] = orjson.dumps(edited) + b"\n"
         path = tmp_path / "t.jsonl"
         path.write_bytes(b"".join(lines))
-        timeline = read_timeline(path)
+        timeline = read_history(path, detail=True, damage=True)
         assert [(p.kind, p.line) for p in timeline.problems] == [("integrity", 4)]
         assert not timeline.chain_intact
 
@@ -267,36 +280,38 @@ class TestReading:
         path = tmp_path / "x.jsonl"
         path.write_text('{"hello": 1}\n')
         with pytest.raises(TranscriptFormatError):
-            read_timeline(path)
+            read_history(path, detail=True, damage=True)
 
 
 class TestSelection:
-    def test_nothing_selected_is_everything(self, timeline: Timeline) -> None:
+    def test_nothing_selected_is_everything(self, timeline: History) -> None:
         """No filter: the timeline as read."""
         assert select(timeline, Selection()) is timeline
 
     @pytest.mark.parametrize(("wanted", "run_id"), [("2", TOOLS), ("aaaa", AGENT)])
-    def test_run_by_index_or_prefix(self, timeline: Timeline, wanted: str, run_id: str) -> None:
+    def test_run_by_index_or_prefix(self, timeline: History, wanted: str, run_id: str) -> None:
         """--run takes a 1-based index or a run id prefix."""
-        assert [run.run_id for run in select(timeline, Selection(run=wanted)).runs] == [run_id]
+        assert [run.run_id for run in select(timeline, Selection(run=wanted)).roots] == [run_id]
 
-    def test_unknown_run(self, timeline: Timeline) -> None:
+    def test_unknown_run(self, timeline: History) -> None:
         """A run that is not there is an error naming the runs that are."""
         with pytest.raises(ReplayError, match=r"has no run 7 \(it has 2 runs: 1 a+, 2 b+\)"):
             select(timeline, Selection(run="7"))
 
-    def test_step(self, timeline: Timeline) -> None:
+    def test_step(self, timeline: History) -> None:
         """--step keeps that step of agent runs and drops runs without it."""
         shown = select(timeline, Selection(step=2))
-        assert [run.run_id for run in shown.runs] == [AGENT]
-        assert [item.number for item in shown.runs[0].items if isinstance(item, Step)] == [2]
+        assert [run.run_id for run in shown.roots] == [AGENT]
+        assert [item.number for item in shown.roots[0].items or () if isinstance(item, Step)] == [2]
 
-    def test_tool_and_status(self, timeline: Timeline) -> None:
+    def test_tool_and_status(self, timeline: History) -> None:
         """--tool and --status together keep the calls matching both, and no model turn."""
         shown = select(timeline, Selection(tools=("echo",), status="failed"))
         calls = [call for run, _ in shown.walk() for call in run.calls]
         assert [call.call_id for call in calls] == ["e2"]
-        assert all(step.turn is None for run, _ in shown.walk() for step in run.steps)
+        assert all(
+            step.requested is None for run, _ in shown.walk() for step in describe.steps(run)
+        )
 
     def test_status_covers_model_turns(self) -> None:
         """--status failed also keeps a model turn that failed for good."""
@@ -323,16 +338,16 @@ class TestSelection:
             }
         )
         shown = select(build(events), Selection(status="failed"))
-        assert [step.number for step in shown.runs[0].steps] == [2]
+        assert [step.number for step in shown.roots[0].steps] == [2]
 
-    def test_grep_ignores_case_in_inputs_outputs_and_text(self, timeline: Timeline) -> None:
+    def test_grep_ignores_case_in_inputs_outputs_and_text(self, timeline: History) -> None:
         """--grep finds text in inputs, outputs, errors and model text, ignoring case."""
 
         def found(text: str) -> list[str]:
             shown = select(timeline, Selection(grep=text))
-            names = [c.name for run, _ in shown.walk() for c in run.calls]
-            turns = [s.number for run, _ in shown.walk() for s in run.steps if s.turn]
-            return names + [f"turn {n}" for n in turns]
+            calls = [c.name for run, _ in shown.walk() for c in run.calls]
+            turns = [s.number for run, _ in shown.walk() for s in run.steps]
+            return calls + [f"turn {n}" for n in turns]
 
         assert found("WINDOW.PWNED") == ["read_file"]
         assert found("expected string") == ["echo"]
@@ -340,7 +355,7 @@ class TestSelection:
         assert found("never ended") == ["echo"]
         assert found("no such text") == []
 
-    def test_selected_events(self, timeline: Timeline) -> None:
+    def test_selected_events(self, timeline: History) -> None:
         """The selected events are those of the kept items, in file order; without a
         filter, every event including the header."""
         selection = Selection(tools=("read_file",))

@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mini_harness.events import Event
-from mini_harness.replay.fold import fold_agent_runs
-from mini_harness.replay.timeline import read_timeline
-from mini_harness.replay.view_page import step_contexts
+from mini_harness.replay import agent_report, fold_agent_runs, read_history
+from mini_harness.replay.views.page import step_contexts
 from tests.replay.timeline_fixtures import record_agent_run, tool_events, write
 
 
@@ -20,9 +18,7 @@ def _agent_log(tmp_path: Path) -> Path:
 
 
 def contexts_of(path: Path) -> dict[tuple[str, int], object]:
-    events: list[Event] = []
-    read_timeline(path, events=events)
-    return step_contexts(events)
+    return step_contexts(read_history(path, requests=True, detail=True, damage=True))
 
 
 class TestStepContexts:
@@ -44,7 +40,7 @@ class TestStepContexts:
         """A step's parts add up to the total of its Context Explorer report."""
         run = fold_agent_runs(agent_log)[0]
         for (_run_id, step), parts in contexts_of(agent_log).items():
-            report = run.context_report(step)
+            report = agent_report(run, step)
             total = re.search(r"^Total +~([\d,]+) tokens$", report, re.M)
             assert total is not None
             assert isinstance(parts, list)

@@ -26,6 +26,8 @@ from mini_harness.transcripts import (
     repair_transcript,
     verify_transcript,
 )
+from tests.replay.timeline_fixtures import SCRIPT
+from tests.streams import read_once
 
 MIB = 1024 * 1024
 
@@ -112,19 +114,52 @@ class TestStreams:
         assert "it is not a regular file" in result.stderr
         assert "no such file" not in result.stderr
 
-    def test_rerun_refuses_a_fifo(self, fifo: Path) -> None:
-        """`replay FIFO --rerun` would read the pipe twice: refused with exit 2, saying why,
-        instead of re-running an empty transcript."""
-        result = run("replay", str(fifo), "--rerun")
-        assert result.exit_code == 2
-        assert "a pipe can be read only once: save it to a file first" in result.stderr
-        assert result.stdout == ""
+    def test_rerun_reads_a_pipe_once(self, log: Path, tmp_path: Path) -> None:
+        """`replay FIFO --rerun` reads the pipe once: every call is re-run and compared,
+        although the pipe gives nothing to a second reading."""
+        with read_once(tmp_path / "once", log.read_bytes()) as pipe:
+            result = run("replay", str(pipe), "--rerun")
+        assert result.exit_code == 0, result.output
+        assert "[mini-harness] Re-run: 3 matched, 0 diverged" in result.stdout
 
-    def test_rerun_refuses_standard_input(self, log: Path) -> None:
-        """`replay - --rerun` is refused the same way."""
-        result = run("replay", "-", "--rerun", stdin=log.read_bytes())
+    def test_rerun_of_standard_input(self, log: Path) -> None:
+        """`replay - --rerun` re-runs the calls read from standard input."""
+        result = run("replay", "-", "--rerun", "--json", stdin=log.read_bytes())
+        assert result.exit_code == 0, result.output
+        assert orjson.loads(result.stdout)["rerun"]["matched"] == 3
+
+    def test_offline_replay_of_standard_input(self, tmp_path: Path) -> None:
+        """An agent run read from standard input is replayed offline, its tools run again."""
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        (workspace / "README.md").write_text("# Demo\n")
+        script, log = tmp_path / "script.json", tmp_path / "agent.jsonl"
+        script.write_bytes(orjson.dumps(SCRIPT))
+        recorded = run(
+            "run", "What is this?", "--model", f"script:{script}", "--log", str(log),
+            "--workspace", str(workspace),
+        )  # fmt: skip
+        assert recorded.exit_code == 0, recorded.output
+        args = ("replay", "-", "--rerun", "--workspace", str(workspace))
+        result = run(*args, stdin=log.read_bytes())
+        assert result.exit_code == 0, result.output
+        assert "replayed: identical through step 3" in result.stdout
+
+    @pytest.mark.parametrize("command", [["resume"], ["fork", "--at-step", "1"]])
+    def test_resume_and_fork_need_a_file(self, log: Path, command: list[str]) -> None:
+        """Resume and fork append to the transcript they continue and verify it first:
+        standard input is refused (exit 2), saying so, and not read."""
+        result = run(command[0], "-", *command[1:], stdin=log.read_bytes())
         assert result.exit_code == 2
-        assert "--rerun cannot replay standard input" in result.stderr
+        assert "cannot continue a run of standard input: it is not a regular file" in (
+            result.stderr
+        )
+
+    def test_live_model_needs_a_file_to_append_to(self, log: Path) -> None:
+        """--live-model of a pipe has no file to append its run to: it needs --log."""
+        result = run("replay", "-", "--rerun", "--live-model", stdin=log.read_bytes())
+        assert result.exit_code == 2
+        assert "give --log OUT" in result.stderr
 
     def test_repair_refuses_standard_input(self) -> None:
         """`transcript repair -` is refused the same way."""

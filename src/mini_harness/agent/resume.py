@@ -1,10 +1,11 @@
-"""Continuing a recorded agent run: its tool calls as recorded, and the history check.
+"""Continuing a recorded agent run: what a call in doubt is closed with, and the history
+check.
 
 Each tool call of a run is ended (its recorded result is used, never run again), in doubt
 (begun, never ended: the process died while it ran) or never begun. `check_history` says
 whether a rebuilt history is one every provider accepts: every tool call gets exactly one
 result, and no two share an id (`unique_call_ids` gives the loop's calls fresh ones).
-Reading the transcript and planning the new run is replay's job (replay.continuation).
+Reading the transcript and planning the new run is replay's job (replay.continuing).
 """
 
 from __future__ import annotations
@@ -14,41 +15,12 @@ from collections.abc import Iterable, Sequence
 import attrs
 
 from mini_harness.agent.provider import Message, ToolCall
-from mini_harness.agent.reporting import call_outcome
-from mini_harness.events import JsonObject, JsonValue
 
 INTERRUPTED_RESULT = (
     "Tool {name} was interrupted: the run ended before the call finished, so it may or may "
     "not have taken effect (closed by `mini-harness resume`)"
 )
 """What a call in doubt is closed with, in the transcript and in the model's history."""
-
-
-@attrs.frozen
-class RecordedCall:
-    """A tool call of an agent run as the transcript has it.
-
-    `ended` is False for a call in doubt (ToolCalled, no terminal event); otherwise it
-    succeeded with `output` or failed with `error` (`kind`, `message`).
-    """
-
-    call_id: str
-    run_id: str
-    name: str
-    tool_use_id: str | None
-    step: int | None
-    ended: bool = False
-    output: JsonValue = None
-    error: JsonObject | None = None
-
-    def result_message(self, call: ToolCall) -> Message:
-        """The tool result the model got (or, in doubt, gets) for `call`."""
-        if not self.ended:
-            text = INTERRUPTED_RESULT.format(name=self.name)
-            return call_outcome(call, error=text).message
-        if self.error is not None:
-            return call_outcome(call, error=str(self.error.get("message"))).message
-        return call_outcome(call, output=self.output).message
 
 
 def unique_call_ids(message: Message, used: Iterable[str]) -> Message:

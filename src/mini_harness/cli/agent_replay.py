@@ -18,16 +18,16 @@ from mini_harness.agent.loop import Opening
 from mini_harness.cli.output import BadUsage, error, info
 from mini_harness.cli.session import AgentSession
 from mini_harness.events import RunOrigin, to_wire
-from mini_harness.replay.agent_replay import AgentReplay, ReplayedCall, replay_agent_run
-from mini_harness.replay.continuation import continued_config
-from mini_harness.replay.fold import fold_agent_runs
+from mini_harness.replay.continuing.offline import AgentReplay, ReplayOutcome, replay_agent_run
+from mini_harness.replay.continuing.plans import continued_config
+from mini_harness.replay.history import Run
 from mini_harness.runtime import ToolRegistry
 from mini_harness.runtime.terminal import printable
 
 
 def rerun_agent_runs(
     path: str,
-    run: str | None,
+    runs: list[Run],
     registry: ToolRegistry,
     *,
     allow_side_effects: bool,
@@ -35,12 +35,11 @@ def rerun_agent_runs(
     live: AgentSession | None,
     log: str | None,
 ) -> int | None:
-    """`replay --rerun` of the agent runs of PATH: replay each; with a `live` session,
-    continue the first one that stops early. Returns the exit code (1 if a run diverged
-    and was not continued, else 0; a live continuation's code is that of `run`), or None
-    when there are no agent runs to replay (the call-by-call re-run takes the file)."""
-    # The run `--run` selects, else all; none when it names a tool run or PATH has none.
-    runs = fold_agent_runs(path, run=run)
+    """`replay --rerun` of `runs`, the agent runs of PATH's history (the one `--run`
+    selects, else all): replay each; with a `live` session, continue the first one that
+    stops early. Returns the exit code (1 if a run diverged and was not continued, else 0;
+    a live continuation's code is that of `run`), or None when there are no agent runs to
+    replay (the call-by-call re-run takes the file)."""
     if not runs and live is not None:
         raise BadUsage("--live-model needs an agent run")
     if not runs:
@@ -76,7 +75,7 @@ def rerun_agent_runs(
     return code
 
 
-def _print_call(call: ReplayedCall) -> None:
+def _print_call(call: ReplayOutcome) -> None:
     if call.how == "re-run":
         how = "re-run, same result" if call.same else "re-run, the result differs from the record"
     elif call.how == "served":

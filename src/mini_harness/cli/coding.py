@@ -21,9 +21,8 @@ from mini_harness.cli.output import BadUsage, fail, warn
 from mini_harness.cli.printing import RedactingPrinter
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import ExitCode, PolicyError, ToolCallError, WorkspaceError
-from mini_harness.replay.fold import fold_effects
-from mini_harness.replay.model import CallRecord
-from mini_harness.replay.render import effects_lines
+from mini_harness.replay.history import Call, fold_effects
+from mini_harness.replay.views.report import effects_lines
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.runtime.terminal import printable
 from mini_harness.tools import Workspace, register_coding_tools
@@ -113,7 +112,7 @@ def print_effects(path: str) -> None:
         click.echo(printable(line))
 
 
-def _find_call(path: str, call_id: str) -> CallRecord:
+def _find_call(path: str, call_id: str) -> Call:
     for call in fold_effects(path)[0]:
         if call.call_id == call_id:
             if call.name != "apply_patch" or not isinstance(call.input, dict):

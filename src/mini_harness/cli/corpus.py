@@ -23,7 +23,7 @@ from mini_harness.errors import counted
 
 if TYPE_CHECKING:
     from mini_harness.replay.corpus import CorpusFile, CorpusReport
-    from mini_harness.replay.corpus_summary import FileSummary, SummaryOptions
+    from mini_harness.replay.corpus.summary import FileSummary, SummaryOptions
     from mini_harness.runtime import ToolRegistry
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -86,7 +86,7 @@ def replay_corpus(
     refused: Mapping[str, object],
 ) -> NoReturn:
     """`replay` over a corpus; `refused` holds the one-file options given (an error)."""
-    from mini_harness.replay.corpus_summary import FOLD, SummaryOptions
+    from mini_harness.replay.corpus.summary import FOLD, SummaryOptions
 
     for flag, value in refused.items():
         if value:
@@ -100,7 +100,7 @@ def verify_corpus(
     paths: Sequence[str], *, as_json: bool, workers: int | None, ray_address: str | None
 ) -> NoReturn:
     """`transcript verify` over a corpus."""
-    from mini_harness.replay.corpus_summary import VERIFY, SummaryOptions
+    from mini_harness.replay.corpus.summary import VERIFY, SummaryOptions
 
     _run(paths, SummaryOptions(VERIFY), as_json=as_json, workers=workers, ray_address=ray_address)
 
@@ -127,12 +127,12 @@ def _run(
     ray_address: str | None,
 ) -> NoReturn:
     from mini_harness.replay.corpus import expand_paths, fold_files
-    from mini_harness.replay.corpus_summary import VERIFY
+    from mini_harness.replay.corpus.summary import VERIFY
 
     if ray_address is not None and workers is not None:
         raise BadUsage("--workers applies to local processes; with --ray, Ray places the work")
     if ray_address is not None:
-        from mini_harness.replay.corpus_ray import import_ray
+        from mini_harness.replay.corpus.ray import import_ray
 
         import_ray(local=ray_address == LOCAL_RAY)  # no Ray: one error line, nothing else
     files = expand_paths(paths)
@@ -149,7 +149,7 @@ def _run(
         if ray_address is None:
             report = fold_files(files, options, workers=workers, progress=progress.file_done)
         else:
-            from mini_harness.replay.corpus_ray import fold_files_ray
+            from mini_harness.replay.corpus.ray import fold_files_ray
 
             address = None if ray_address == LOCAL_RAY else ray_address
             report = fold_files_ray(files, options, address=address, progress=progress.file_done)
@@ -163,7 +163,7 @@ def _run(
 
         sys.stdout.write(orjson.dumps(report.to_json()).decode() + "\n")
     else:
-        from mini_harness.replay.corpus_render import report_lines, summary_line
+        from mini_harness.replay.corpus.render import report_lines, summary_line
 
         lines = report_lines(report, figures=options.mode != VERIFY)
         sys.stdout.write("".join(line + "\n" for line in lines))

@@ -136,13 +136,20 @@ def _option_names(ctx: click.Context) -> set[str]:
 
 def run_option(default: str, **settings: Any) -> Callable[[F], F]:
     """The `--run ID|INDEX` option of every command that picks one run of a transcript;
-    `default` says what is picked without it."""
+    `default` says what is picked without it (the rule is replay/history/select.py's)."""
     return click.option(
         "--run",
         "run",
         cls=SingleOption,
         metavar="ID|INDEX",
-        help=f"The run: its 1-based index in the transcript or its id (a prefix will do). "
-        f"Default: {default}.",
+        help="The run: its 1-based index in the transcript, or its id or a prefix of the id "
+        f"that no other run shares. Default: {default}.",
         **settings,
     )
+
+
+STEP_HELP = (
+    "N counts an agent run's model requests from 1; a step no run made is an error naming "
+    "the steps there are."
+)
+"""What every `--step N` takes, said the same way in every command."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import mmap
 import os
 
 import click
@@ -23,14 +22,21 @@ from mini_harness.cli.log_options import (
     log_options,
     opened_log,
 )
-from mini_harness.cli.options import given_options, root_workspace, run_option, workspace_option
+from mini_harness.cli.options import (
+    STEP_HELP,
+    given_options,
+    root_workspace,
+    run_option,
+    workspace_option,
+)
 from mini_harness.cli.output import BadUsage, info
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
 from mini_harness.cli.session import AgentOptions, AgentSession, model_option
 from mini_harness.cli.view import same_file
-from mini_harness.replay import TranscriptFold, TranscriptRerun
-from mini_harness.replay.continuation import run_tree_lines
+from mini_harness.replay import ContextReports, Run, TranscriptFold, TranscriptRerun
+from mini_harness.replay.history import HeldItems
+from mini_harness.replay.views import report
 from mini_harness.runtime.terminal import printable
 
 
@@ -50,7 +56,7 @@ from mini_harness.runtime.terminal import printable
     type=click.IntRange(min=1),
     metavar="N",
     help="With --context-report, an agent run's report for step N's request (default: the "
-    "last), as the live run printed it.",
+    f"last), as the live run printed it. {STEP_HELP}",
 )
 @click.option(
     "--effects",
@@ -154,35 +160,42 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     (path,) = paths
     if log is not None and same_file(log, path):
         raise BadUsage("--log must name a new file, not the transcript being replayed")
-    # The text report ends with the tree of agent runs that continue each other, if any.
-    tree = not rerun and not as_json and _links_runs(path)
-    fold = TranscriptFold(path, run=run, context_reports=context_report, agent_runs=tree)
+    # With --rerun, agent runs' requests are rebuilt for the offline replay.
+    fold = TranscriptFold(path, run=run, requests=context_report or rerun)
     output = JsonOutput if as_json else TextOutput
-    out = output(fold, rerun=rerun, registry_spec=registry_spec, step=step)
+    reports = ContextReports(step=step) if context_report else None
+    out = output(fold, rerun=rerun, registry_spec=registry_spec, context_reports=reports)
     if not rerun:
         code = drive(fold, iter(fold), out)
-        lines = run_tree_lines(fold.agent_runs()) if tree and code != 130 else []
+        # The text report ends with the tree of agent runs that continue each other, if any.
+        lines = report.run_tree_lines(fold.history) if not as_json and code != 130 else []
         if lines:
             click.echo(printable("\n".join(lines)))
         raise click.exceptions.Exit(code)
-    if path == "-" or (os.path.exists(path) and not os.path.isfile(path)):
-        shown = "standard input" if path == "-" else path
+    if live_model and log is None and not os.path.isfile(path):
         raise BadUsage(
-            f"--rerun cannot replay {shown}: it reads the transcript twice (its agent runs, "
-            "then its calls), and a pipe can be read only once: save it to a file first"
+            "--live-model appends its new run to PATH, which is not a file here: "
+            "give --log OUT for it"
         )
     # With --live-model the re-run's tools are the new run's (cli/session.py).
     options = AgentOptions(model, registry_spec, workspace, approve, accept_policy, as_json=as_json)
     live = AgentSession(options, log_settings) if live_model else None
     tools = live.tools(path, log) if live else agent_tools(registry_spec, workspace)
+    held = _read_once(fold)
     # Agent runs are replayed offline with their recorded model answers (cli/agent_replay.py).
     agent_code = rerun_agent_runs(
-        path, run, tools, allow_side_effects=allow_side_effects, as_json=as_json, live=live, log=log
+        path,
+        fold.history.agent_runs(),
+        tools,
+        allow_side_effects=allow_side_effects,
+        as_json=as_json,
+        live=live,
+        log=log,
     )
     if agent_code is not None:
         raise click.exceptions.Exit(agent_code)
     with opened_log(log, log_settings) as sink:
-        runner = TranscriptRerun(fold, tools, allow_side_effects=allow_side_effects, sink=sink)
+        runner = TranscriptRerun(held, tools, allow_side_effects=allow_side_effects, sink=sink)
         code = drive(fold, iter(runner), out)
     if log is not None:
         info(f"Re-run recorded in {log}")
@@ -199,20 +212,16 @@ _RERUN_OPTIONS = (
 )
 _LIVE_OPTIONS = ("model", "approve", "accept_policy")
 
-_ORIGIN_KEYS = (b'"resumedFrom":', b'"forkedFrom":')
 
-
-def _links_runs(path: str) -> bool:
-    """Whether the file PATH names a run that another continues or forks (its agent runs
-    are then worth rebuilding for the tree): finding the keys' bytes costs far less than
-    decoding the lines. False for a pipe or standard input, which can be read only once."""
-    if not os.path.isfile(path):
-        return False
-    try:
-        with (
-            open(path, "rb") as handle,
-            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
-        ):
-            return any(data.find(key) >= 0 for key in _ORIGIN_KEYS)
-    except (OSError, ValueError):  # an empty file cannot be mapped
-        return False
+def _read_once(fold: TranscriptFold) -> HeldItems:
+    """Read the transcript once (a pipe will do), holding its items to re-run them call by
+    call when it has no agent run; once an agent run shows, the offline replay takes the
+    file, and nothing more is held."""
+    held = HeldItems()
+    holding = True
+    for item in fold:
+        if holding and isinstance(item, Run) and item.is_agent:
+            holding, held = False, HeldItems()
+        if holding:
+            held.add(item)
+    return held

@@ -8,7 +8,6 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
-import attrs
 import orjson
 
 from mini_harness.cli.output import error, info
@@ -16,15 +15,15 @@ from mini_harness.errors import ExitCode, counted
 from mini_harness.events import JsonObject
 from mini_harness.replay import (
     OUTCOMES,
-    CallRecord,
+    Call,
+    ContextReports,
     Drift,
     RerunOutcome,
-    RunInfo,
-    RunSummary,
+    Run,
     TranscriptFold,
-    render,
 )
-from mini_harness.replay.model import differing
+from mini_harness.replay.continuing.outcomes import differing
+from mini_harness.replay.views import report
 from mini_harness.runtime.terminal import printable
 
 PROGRESS_MIN_BYTES = 32 * 1024 * 1024
@@ -42,8 +41,8 @@ def drive(fold: TranscriptFold, items: Iterable[Any], out: TextOutput | JsonOutp
         size = 0  # the reader reports it
     progress = Progress(fold, size) if size >= PROGRESS_MIN_BYTES else None
     handlers: dict[type, Callable[[Any], None]] = {
-        RunInfo: out.run,
-        CallRecord: out.call,
+        Run: out.run,
+        Call: out.call,
         RerunOutcome: out.outcome,
         Drift: out.drift,
     }
@@ -93,8 +92,8 @@ class Progress:
 
 
 class ReplayOutput:
-    """What the text and the JSON report share: the runs' summaries, the re-run's counts and
-    the exit code."""
+    """What the text and the JSON report share: the runs' context reports, the re-run's
+    counts and the exit code."""
 
     def __init__(
         self,
@@ -102,32 +101,33 @@ class ReplayOutput:
         *,
         rerun: bool,
         registry_spec: str | None = None,
-        step: int | None = None,
+        context_reports: ContextReports | None = None,
     ) -> None:
         self.fold = fold
+        self.history = fold.history
         self.rerun = rerun
         self.counts: dict[str, int] = {}
         self.drifted: list[Drift] = []
         self.registry_spec = registry_spec  # --registry, if given
         self.unknown_tools: dict[str, None] = {}  # tools re-run calls found missing, in order
         self.unknown_calls = 0
-        self.step = step  # --step, for agent runs' context reports
+        self.context_reports = context_reports  # with --context-report
 
-    def summaries(self) -> list[RunSummary]:
-        """The runs' summaries; an agent run's report is that of its last request (or of
-        --step N's), as the live run printed it, rebuilt in the same pass as the fold."""
-        summaries = list(self.fold.summaries())
-        if not self.fold.context_reports:
-            return summaries
-        agent_runs = {run.run_id: run for run in self.fold.agent_runs()}
-        return [
-            attrs.evolve(s, context_report=agent_runs[s.info.run_id].context_report(self.step))
-            if s.info.run_id in agent_runs
-            else s
-            for s in summaries
-        ]
+    def reports(self) -> dict[str, str] | None:
+        """Each run's context report (with --context-report): an agent run's is that of
+        its last request (or of --step N's), as the live run printed it, rebuilt in the
+        same pass as the fold."""
+        if self.context_reports is None:
+            return None
+        reports = self.context_reports
+        return {run.run_id: reports.report(run) for run in self.history.shown}
+
+    def call(self, item: Call) -> None:
+        if self.context_reports is not None:
+            self.context_reports.add(item)
 
     def outcome(self, item: RerunOutcome) -> None:
+        ReplayOutput.call(self, item.call)
         self.counts[item.outcome] = self.counts.get(item.outcome, 0) + 1
         current = item.current
         unknown = isinstance(current, dict) and current.get("kind") == "unknown_tool"
@@ -158,7 +158,8 @@ class ReplayOutput:
         return None
 
     def exit_code(self, problems: int) -> int:
-        return 1 if problems or self.fold.totals().in_doubt or differing(self.counts) else 0
+        in_doubt = self.history.totals.in_doubt
+        return 1 if problems or in_doubt or differing(self.counts) else 0
 
 
 class TextOutput(ReplayOutput):
@@ -183,33 +184,32 @@ class TextOutput(ReplayOutput):
         sys.stdout.write(printable("".join(self.pending)))
         self.pending.clear()
 
-    def run(self, item: RunInfo) -> None:
-        self.write(render.run_line(item) + "\n")
+    def run(self, item: Run) -> None:
+        self.write(report.run_line(item) + "\n")
 
-    def call(self, item: CallRecord) -> None:
+    def call(self, item: Call) -> None:
+        super().call(item)
         pending = self.pending
-        pending.append(render.call_line(item) + "\n")
+        pending.append(report.call_line(item) + "\n")
         if len(pending) >= 1024:
             self.flush()
 
     def outcome(self, item: RerunOutcome) -> None:
         super().outcome(item)
-        self.write("\n".join(render.outcome_lines(item)) + "\n")
+        self.write("\n".join(report.outcome_lines(item)) + "\n")
 
     def drift(self, item: Drift) -> None:
         super().drift(item)
-        self.write(render.drift_line(item) + "\n")
+        self.write(report.drift_line(item) + "\n")
 
     def finish(self, *, interrupted: bool) -> int:
-        fold = self.fold
-        problems = fold.problems()
-        lines = render.summary_lines(
-            self.summaries(), problems, context_reports=fold.context_reports
-        )
+        history = self.history
+        problems = history.problems
+        lines = report.summary_lines(history.shown, problems, self.reports())
         self.write("\n".join(lines) + "\n")
-        info(render.totals_line(fold.totals(), len(problems)))
+        info(report.totals_line(history.totals, len(problems)))
         if self.rerun:
-            info(render.rerun_line(self.counts, len(self.drifted)))
+            info(report.rerun_line(self.counts, len(self.drifted)))
         code = self.exit_code(len(problems))
         if code and not interrupted:
             error(self.explain(len(problems)))
@@ -220,7 +220,7 @@ class TextOutput(ReplayOutput):
         if parts:
             hint = self.missing_registry()
             return f"re-run differs from the record: {parts}" + (f"; {hint}" if hint else "")
-        in_doubt = self.fold.totals().in_doubt
+        in_doubt = self.history.totals.in_doubt
         return (
             f"the log has {counted(problems, 'problem')} and {counted(in_doubt, 'call')} in doubt"
         )
@@ -237,7 +237,7 @@ class JsonOutput(ReplayOutput):
 
     def _start(self) -> None:
         if not self.started:
-            head = {"path": str(self.fold.path), "transcriptId": self.fold.transcript_id}
+            head = {"path": self.history.path, "transcriptId": self.history.transcript_id}
             self.write(orjson.dumps(head).decode()[:-1] + ',"calls":[')
             self.started = True
 
@@ -246,25 +246,35 @@ class JsonOutput(ReplayOutput):
         self.write(("\n" if self.first_call else ",\n") + orjson.dumps(entry).decode())
         self.first_call = False
 
-    def run(self, item: RunInfo) -> None:
+    def run(self, item: Run) -> None:
         self._start()
 
-    def call(self, item: CallRecord) -> None:
+    def call(self, item: Call) -> None:
+        super().call(item)
         self._emit_call(item.to_json())
 
     def outcome(self, item: RerunOutcome) -> None:
         super().outcome(item)
         self._emit_call({**item.call.to_json(), "rerun": item.to_json()})
 
+    def runs_json(self) -> list[JsonObject]:
+        history = self.history
+        reports = self.reports()
+        runs = [history.run_json(run) for run in history.shown]
+        if reports is not None:
+            for run, entry in zip(history.shown, runs, strict=True):
+                entry["contextReport"] = reports[run.run_id]
+        return runs
+
     def finish(self, *, interrupted: bool) -> int:
         self._start()
-        fold = self.fold
-        problems = fold.problems()
+        history = self.history
+        problems = history.problems
         code = self.exit_code(len(problems))
         tail: JsonObject = {
-            "runs": [run.to_json() for run in self.summaries()],
+            "runs": list(self.runs_json()),
             "problems": [problem.to_json() for problem in problems],
-            "totals": fold.totals().to_json(),
+            "totals": history.totals.to_json(),
             "drift": [drift.to_json() for drift in self.drifted],
             "rerun": {name: self.counts.get(name, 0) for name in OUTCOMES} if self.rerun else None,
             "interrupted": interrupted,

@@ -23,10 +23,9 @@ from mini_harness.cli.output import info
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.events import EventSink, ToolFailed, to_wire
-from mini_harness.replay.agent_fold import AgentRun, select_agent_run
-from mini_harness.replay.continuation import continued_config, fork_opening, resume_plan
-from mini_harness.replay.fold import fold_agent_runs
-from mini_harness.replay.rerun import safe_to_repeat
+from mini_harness.replay.continuing.plans import continued_config, fork_opening, resume_plan
+from mini_harness.replay.continuing.rerun import safe_to_repeat
+from mini_harness.replay.history import Run, read_history, select_agent_run
 from mini_harness.runtime import ToolRegistry
 from mini_harness.runtime.terminal import printable
 from mini_harness.transcripts import JsonlTranscript
@@ -85,8 +84,9 @@ def resume_command(
         transcript = _recovered(log)  # before anything reads the file
         since = transcript.end  # every run that resumes one after this is checked
         unverified = verified_history(path, "resume", allow=allow_unverified)
-        runs = fold_agent_runs(path)
-        found = select_agent_run(runs, run)
+        history = read_history(path, requests=True)
+        found = select_agent_run(history, run)
+        runs = [each for each in history.runs if each.is_agent]
         approver = session.approver(continuing=found)
 
         def repeatable(name: str) -> bool:  # a tool that is gone is not run again
@@ -113,7 +113,8 @@ def resume_command(
     type=click.IntRange(min=1),
     required=True,
     metavar="N",
-    help="Branch off before step N's model request.",
+    help="Branch off before step N's model request (N counts the run's model requests from "
+    "1; a step it did not make is an error naming the steps it made).",
 )
 @_continue_options
 @log_option("appended to PATH")
@@ -138,7 +139,7 @@ def fork_command(
     """
     _must_exist(path)
     unverified = verified_history(path, "fork", allow=allow_unverified)
-    found = select_agent_run(fold_agent_runs(path), run)
+    found = select_agent_run(read_history(path, requests=True), run)
     opening = attrs.evolve(fork_opening(found, at_step, instruction), unverified=unverified)
     session = AgentSession(agent, log_settings)
     approver = session.approver(continuing=found)
@@ -162,6 +163,14 @@ def _recovered(log: EventSink) -> JsonlTranscript:
 
 
 def _must_exist(path: str) -> None:
+    """PATH must be a transcript file: the new run is appended to it (a fork's, without
+    --log), and it is verified before its history is read."""
+    if path == "-" or (os.path.exists(path) and not os.path.isfile(path)):
+        shown = "standard input" if path == "-" else path
+        raise click.UsageError(
+            f"cannot continue a run of {shown}: it is not a regular file (the new run is "
+            "appended to the transcript, which is verified before its history is read)"
+        )
     if not os.path.isfile(path):
         raise click.UsageError(f"cannot read transcript {path}: no such file")
 
@@ -171,7 +180,7 @@ def _continue(  # noqa: PLR0917 - the pieces of one continued run
     sink: EventSink,
     registry: ToolRegistry,
     approver: PolicyApprover,
-    run: AgentRun,
+    run: Run,
     task: str | None,
     opening: Opening,
     max_steps: int | None,

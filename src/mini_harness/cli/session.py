@@ -30,7 +30,7 @@ from mini_harness.cli.printing import PrintingReporter
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.errors import ExitCode
 from mini_harness.events import EventSink, JsonObject, JsonValue, to_wire
-from mini_harness.replay.agent_fold import AgentRun
+from mini_harness.replay.history import Run
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 
 STOP_REASONS: Final = {
@@ -117,7 +117,7 @@ class AgentSession:
             protected=transcripts,
         )
 
-    def approver(self, continuing: AgentRun | None = None) -> PolicyApprover:
+    def approver(self, continuing: Run | None = None) -> PolicyApprover:
         """The workspace's approval policy with `--approve`; for a run `continuing` another,
         checked against the policy that one started with (`--accept-policy`)."""
         workspace = self.workspace or os.curdir

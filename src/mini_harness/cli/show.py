@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mini_harness.cli.options import SingleOption
+from mini_harness.cli.options import STEP_HELP, SingleOption, run_option
 from mini_harness.cli.output import error, info
 
 if TYPE_CHECKING:
-    from mini_harness.replay.timeline import Timeline
+    from mini_harness.replay.history import History
 
 STATUS_CHOICES = ("failed", "succeeded", "in-doubt")
 
@@ -27,11 +27,13 @@ def use_colour(stream: object) -> bool:
 
 @click.command("show", short_help="Print a transcript as a readable timeline.")
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
+@run_option("every run")
 @click.option(
-    "--run", cls=SingleOption, metavar="ID|INDEX", help="Only this run: 1-based index or run id."
-)
-@click.option(
-    "--step", cls=SingleOption, type=click.IntRange(min=0), help="Only this step of agent runs."
+    "--step",
+    cls=SingleOption,
+    type=click.IntRange(min=1),
+    metavar="N",
+    help=f"Only this step of agent runs. {STEP_HELP}",
 )
 @click.option(
     "--tool",
@@ -73,12 +75,12 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     Exit codes: 0 shown; 1 the transcript is damaged (shown up to the damage, the problem
     named) or breaks the call protocol; 2 it cannot be read as a transcript, or bad options.
     """
-    from mini_harness.replay.timeline import read_timeline
-    from mini_harness.replay.timeline_select import Selection, select, selected_events
+    from mini_harness.replay.history import read_history
+    from mini_harness.replay.views.filters import Selection, select, selected_events
 
     selection = Selection(run=run, step=step, tools=tools, status=status, grep=grep)
-    timeline = read_timeline(path)
-    shown = select(timeline, selection)
+    history = read_history(path, detail=True, damage=True)
+    shown = select(history, selection)
     if as_json:
         import orjson
 
@@ -87,29 +89,31 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
         sys.stdout.flush()
     else:
         _print_text(shown, full=full)
-    code = _report_problems(timeline, quiet=as_json)
+    code = _report_problems(history, quiet=as_json)
     raise click.exceptions.Exit(code)
 
 
-def _print_text(timeline: Timeline, *, full: bool) -> None:
-    from mini_harness.replay.timeline_text import TextStyle, counts_line, timeline_lines
+def _print_text(history: History, *, full: bool) -> None:
+    from mini_harness.replay.views.text import TextStyle, counts_line, timeline_lines
 
     width = shutil.get_terminal_size((120, 24)).columns
     style = TextStyle(width=width, full=full, colour=use_colour(sys.stdout))
     batch: list[str] = []
-    for line in timeline_lines(timeline, style):
+    for line in timeline_lines(history, style):
         batch.append(line)
         if len(batch) >= 1024:
             click.echo("\n".join(batch))
             batch.clear()
     if batch:
         click.echo("\n".join(batch))
-    info(counts_line(timeline))
+    info(counts_line(history))
 
 
-def _report_problems(timeline: Timeline, *, quiet: bool) -> int:
+def _report_problems(history: History, *, quiet: bool) -> int:
     """Name each problem of the log (on stderr with --json); 1 if there is any."""
-    problems = timeline.problems
+    from mini_harness.replay.views import describe
+
+    problems = describe.problems(history)
     for problem in problems:
         message = f"Problem: [{problem.kind}] {problem.describe()}"
         if quiet:
@@ -120,5 +124,5 @@ def _report_problems(timeline: Timeline, *, quiet: bool) -> int:
         return 0
     damaged = [p for p in problems if p.kind in {"damage", "torn-tail"}]
     where = f"; shown up to line {damaged[0].line}" if damaged else ""
-    error(f"{len(problems)} problem(s) in {timeline.path}{where}")
+    error(f"{len(problems)} problem(s) in {history.name}{where}")
     return 1

@@ -10,11 +10,10 @@ import click
 from mini_harness.cli.options import SingleOption, root_workspace, typed, workspace_option
 from mini_harness.cli.output import BadUsage, error, info
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
-from mini_harness.events import Event
-from mini_harness.replay import rerun_transcript
-from mini_harness.replay.model import DIFFERING, differing
-from mini_harness.replay.timeline import read_timeline
-from mini_harness.replay.view_page import render_page, step_contexts
+from mini_harness.replay import TranscriptFold, TranscriptRerun
+from mini_harness.replay.continuing.outcomes import DIFFERING, differing
+from mini_harness.replay.views import describe
+from mini_harness.replay.views.page import render_page, step_contexts
 
 
 def default_output(path: str) -> Path:
@@ -65,7 +64,7 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     intact. With --rerun, each call is dispatched again against the current registry
     (read-only and idempotent tools only, unless --allow-side-effects) and the page shows
     whether it matched, with the diff when it did not. PATH may be a pipe, or - for
-    standard input (not with --rerun, which reads the file a second time).
+    standard input: it is read once.
 
     Exit codes: 0 written; 1 written, but the transcript is damaged (the page shows it up
     to the damage and names the problem) or a re-run call differs; 2 it cannot be read as
@@ -79,26 +78,31 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
         for name in ("registry_spec", "workspace", "allow_side_effects"):
             if ctx.params[name]:
                 raise BadUsage(f"{typed(ctx, name)} needs --rerun")
-    elif path == "-":
-        raise BadUsage("--rerun reads the transcript a second time: give a file, not -")
-    events: list[Event] = []
-    timeline = read_timeline(path, events=events)
-    contexts = step_contexts(events)
-    del events
-    reruns = None
+    tools = None
     if rerun:
         root = None if registry_spec else root_workspace()
         tools = chosen_registry(registry_spec, workspace or root)
-        reruns = rerun_transcript(path, tools, allow_side_effects=allow_side_effects)
-    page = render_page(timeline, contexts, reruns)
+    # One reading: the timeline, each step's request (for its context) and, for a re-run,
+    # the calls in the order they ended.
+    fold = TranscriptFold(path, requests=True, detail=True, damage=True)
+    reruns = None
+    if tools is None:
+        history = fold.read()
+    else:
+        items = list(fold)
+        history = fold.history
+        rerun_items = TranscriptRerun(items, tools, allow_side_effects=allow_side_effects)
+        reruns = rerun_items.report(history)
+    page = render_page(history, step_contexts(history), reruns)
     try:
         target.write_text(page, encoding="utf-8")
     except OSError as exc:
         error(f"cannot write {target}: {exc.strerror or exc}")
         raise click.exceptions.Exit(2) from None
-    calls = sum(len(list(run.calls)) for run, _depth in timeline.walk())
-    info(f"Wrote {target} ({calls:,} calls, {timeline.events:,} events)")
-    for problem in timeline.problems:
+    calls = sum(describe.call_counts(history).values())
+    info(f"Wrote {target} ({calls:,} calls, {history.events:,} events)")
+    problems = describe.problems(history)
+    for problem in problems:
         info(f"Problem: [{problem.kind}] {problem.describe()}")
     if open_page:
         import webbrowser  # only to open the page
@@ -108,8 +112,8 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     differs = (
         differing({name: reruns.count(name) for name in DIFFERING}) if reruns is not None else ""
     )
-    if timeline.problems:
-        error(f"{len(timeline.problems)} problem(s) in {timeline.path}")
+    if problems:
+        error(f"{len(problems)} problem(s) in {history.name}")
         raise click.exceptions.Exit(1)
     if differs:
         error(f"re-run differs from the record: {differs}")

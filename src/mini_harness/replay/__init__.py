@@ -1,4 +1,6 @@
-"""Replay: fold a transcript back into runs, calls and context reports; re-run its calls.
+"""Replay: a transcript read once into its history (`history`); views of it: the replay
+report, show and view (`views`); continuing a run from it: re-run, offline replay,
+resume and fork (`continuing`); and corpora of many transcripts (`corpus`).
 
 A fold never calls a handler. A re-run dispatches recorded calls again against a registry
 and compares outputs as JSON values.
@@ -6,55 +8,85 @@ and compares outputs as JSON values.
 
 from __future__ import annotations
 
-from mini_harness.replay.corpus import CorpusReport, fold_corpus
-from mini_harness.replay.fold import (
-    TranscriptFold,
-    agent_context_report,
-    fold_agent_runs,
-    fold_transcript,
-)
-from mini_harness.replay.model import (
+from mini_harness.replay.continuing import (
     OUTCOMES,
-    CallList,
-    CallRecord,
+    AgentReplay,
     Drift,
-    FoldResult,
-    LogProblem,
+    ReplayOutcome,
     RerunOutcome,
     RerunReport,
-    RunInfo,
-    RunSummary,
-    Totals,
-)
-from mini_harness.replay.rerun import (
+    ResumePlan,
     TranscriptRerun,
+    continued_config,
     definition_drift,
+    fork_opening,
     json_diff,
     json_equal,
+    replay_agent_run,
     rerun_transcript,
+    resume_plan,
+)
+from mini_harness.replay.corpus import CorpusReport, fold_corpus
+from mini_harness.replay.history import (
+    AgentFigures,
+    Call,
+    CallList,
+    History,
+    LogProblem,
+    Run,
+    Step,
+    Totals,
+    TranscriptFold,
+    fold_agent_runs,
+    fold_effects,
+    fold_transcript,
+    read_history,
+    select_agent_run,
+    select_run,
+)
+from mini_harness.replay.views import (
+    ContextReports,
+    agent_context_report,
+    agent_report,
+    context_reports,
 )
 
 __all__ = [
     "OUTCOMES",
+    "AgentFigures",
+    "AgentReplay",
+    "Call",
     "CallList",
-    "CallRecord",
+    "ContextReports",
     "CorpusReport",
     "Drift",
-    "FoldResult",
+    "History",
     "LogProblem",
+    "ReplayOutcome",
     "RerunOutcome",
     "RerunReport",
-    "RunInfo",
-    "RunSummary",
+    "ResumePlan",
+    "Run",
+    "Step",
     "Totals",
     "TranscriptFold",
     "TranscriptRerun",
     "agent_context_report",
+    "agent_report",
+    "context_reports",
+    "continued_config",
     "definition_drift",
     "fold_agent_runs",
     "fold_corpus",
+    "fold_effects",
     "fold_transcript",
+    "fork_opening",
     "json_diff",
     "json_equal",
+    "read_history",
+    "replay_agent_run",
     "rerun_transcript",
+    "resume_plan",
+    "select_agent_run",
+    "select_run",
 ]

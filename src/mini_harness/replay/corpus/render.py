@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from mini_harness.errors import counted
-from mini_harness.replay.corpus import PROBLEMS, UNREADABLE, CorpusReport, ToolReport
-from mini_harness.replay.corpus_summary import FileSummary
-from mini_harness.replay.model import AgentFigures
+from mini_harness.replay.corpus.fold import CorpusReport, ToolReport
+from mini_harness.replay.corpus.summary import PROBLEMS, UNREADABLE, FileSummary
+from mini_harness.replay.history import AgentFigures
 
 _STATUS_WIDTH = len(UNREADABLE)
 

@@ -26,9 +26,9 @@ from mini_harness.agent.provider import (
 from mini_harness.agent.reporting import SilentReporter, ToolOutcome, call_outcome
 from mini_harness.errors import counted
 from mini_harness.events import Event, JsonValue, ModelRequested
-from mini_harness.replay.agent_fold import AgentRun
-from mini_harness.replay.continuation import continued_config
-from mini_harness.replay.rerun import diff, json_lines, safe_to_repeat
+from mini_harness.replay.continuing.plans import continued_config
+from mini_harness.replay.continuing.rerun import diff, json_lines, safe_to_repeat
+from mini_harness.replay.history import Call, Run
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
 
@@ -38,13 +38,16 @@ NOT_RUN = "not-run"
 
 
 @attrs.frozen
-class ReplayedCall:
-    """One tool call of the replay: `how` it got its result (`re-run`; `served` from the
-    record; `not-run`: side effects and no recorded result), why (`reason`), and whether
-    that result is the recorded one (`same`)."""
+class ReplayOutcome:
+    """How one tool call of the replayed run got its result: `call` is the call the
+    model's recorded answer asks for at `step`, `recorded` the call the record has for it
+    (None: the recorded run never made it); `how` it got its result (`re-run`; `served`
+    from the record; `not-run`: side effects and no recorded result), why (`reason`), and
+    whether that result is the recorded one (`same`)."""
 
     step: int
     call: ToolCall
+    recorded: Call | None
     how: str
     same: bool
     reason: str | None = None
@@ -61,8 +64,8 @@ class AgentReplay:
     the record (where a live continuation goes on).
     """
 
-    run: AgentRun
-    calls: list[ReplayedCall] = attrs.Factory(list)
+    run: Run
+    calls: list[ReplayOutcome] = attrs.Factory(list)
     identical_through: int = 0
     diverged_at: int | None = None
     explanation: str = ""
@@ -93,7 +96,7 @@ class RecordedRun(SilentReporter):
     """
 
     def __init__(
-        self, replay: AgentReplay, registry: ToolRegistry, on_call: Callable[[ReplayedCall], None]
+        self, replay: AgentReplay, registry: ToolRegistry, on_call: Callable[[ReplayOutcome], None]
     ) -> None:
         self.run = run = replay.run
         self.replay = replay
@@ -105,7 +108,7 @@ class RecordedRun(SilentReporter):
         self._next = 0
         self._served: set[tuple[int, str]] = set()
         self._recorded = {
-            (step.step, call.tool_use_id): call for step in run.steps for call in step.calls
+            (step.number, call.tool_use_id): call for step in run.steps for call in step.calls
         }
 
     def __repr__(self) -> str:
@@ -130,47 +133,48 @@ class RecordedRun(SilentReporter):
             raise _Stopped("invalid_response", f"the record has no step {index + 1}")
         recorded = self.run.steps[index]
         if self.last_hash != recorded.recorded_hash:
-            replay.diverged_at = recorded.step
-            replay.stopped_at = (recorded.step, request)
+            replay.diverged_at = recorded.number
+            replay.stopped_at = (recorded.number, request)
             replay.explanation, replay.diffs = explain(recorded.request, request)
             raise _Stopped("invalid_response", replay.summary)
-        replay.identical_through = recorded.step
-        if recorded.response is None:
+        replay.identical_through = recorded.number
+        response = recorded.model_response()
+        if response is None:
             replay.record_ended = True
-            replay.stopped_at = (recorded.step, request)
-            raise _Stopped("invalid_response", f"the record has no answer to step {recorded.step}")
-        if on_text is not None and recorded.response.message.content:
-            on_text(recorded.response.message.content)
-        return recorded.response
+            replay.stopped_at = (recorded.number, request)
+            raise _Stopped(
+                "invalid_response", f"the record has no answer to step {recorded.number}"
+            )
+        if on_text is not None and response.message.content:
+            on_text(response.message.content)
+        return response
 
-    def _add(self, call: ReplayedCall) -> None:
+    def _add(self, call: ReplayOutcome) -> None:
         self.replay.calls.append(call)
         self.on_call(call)
-
-    def recorded(self, step: int, call: ToolCall) -> Message | None:
-        found = self._recorded.get((step, call.id))
-        return found.result_message(call) if found is not None else None
 
     def serve(self, step: int, call: ToolCall) -> ToolOutcome | None:
         if safe_to_repeat(self.registry, call.name):
             return None
-        recorded = self.recorded(step, call)
+        recorded = self._recorded.get((step, call.id))
         self._served.add((step, call.id))
         reason = f"{call.name} is not marked readOnlyHint or idempotentHint"
         if recorded is None:  # the recorded run never got to it
             text = f"Tool {call.name} was not run: it has side effects and no recorded result"
-            self._add(ReplayedCall(step, call, NOT_RUN, False, reason))
+            self._add(ReplayOutcome(step, call, None, NOT_RUN, False, reason))
             return call_outcome(call, error=text)
-        self._add(ReplayedCall(step, call, SERVED, True, reason))
-        if recorded.is_error:
-            return ToolOutcome(call, recorded, error=recorded.content)
-        return ToolOutcome(call, recorded, output=orjson.loads(recorded.content))
+        self._add(ReplayOutcome(step, call, recorded, SERVED, True, reason))
+        message = recorded.result_message(call)
+        if message.is_error:
+            return ToolOutcome(call, message, error=message.content)
+        return ToolOutcome(call, message, output=orjson.loads(message.content))
 
     def tool_done(self, step: int, outcome: ToolOutcome) -> None:
         if (step, outcome.call.id) in self._served:
             return
-        recorded = self.recorded(step, outcome.call)
-        self._add(ReplayedCall(step, outcome.call, RERUN, recorded == outcome.message))
+        recorded = self._recorded.get((step, outcome.call.id))
+        same = recorded is not None and recorded.result_message(outcome.call) == outcome.message
+        self._add(ReplayOutcome(step, outcome.call, recorded, RERUN, same))
 
 
 def explain(recorded: ModelRequest, rebuilt: ModelRequest) -> tuple[str, list[str]]:
@@ -213,11 +217,11 @@ def _shown(text: str) -> list[str]:
 
 
 def replay_agent_run(
-    run: AgentRun,
+    run: Run,
     registry: ToolRegistry,
     *,
     allow_side_effects: bool = False,
-    on_call: Callable[[ReplayedCall], None] = lambda call: None,
+    on_call: Callable[[ReplayOutcome], None] = lambda call: None,
 ) -> AgentReplay:
     """Replay `run` offline against `registry` (see the module's docstring). Nothing is
     recorded; `on_call` hears of each call as it got its result; the result says where the

@@ -2,36 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mini_harness.errors import counted
 from mini_harness.events import ApprovalDecided
-from mini_harness.replay.model import (
-    DIVERGED,
+from mini_harness.replay.continuing.outcomes import DIVERGED, OUTCOMES, Drift, RerunOutcome
+from mini_harness.replay.history import (
     FAILED,
     IN_DOUBT,
-    OUTCOMES,
-    CallRecord,
-    Drift,
+    Call,
+    History,
     LogProblem,
-    RerunOutcome,
-    RunInfo,
-    RunSummary,
+    Run,
     Totals,
 )
 
 
-def run_line(info: RunInfo) -> str:
-    tools = ", ".join(info.tool_names) or "(none recorded)"
-    harness = f"harness {info.harness}, " if info.harness else ""
-    return f"Run {info.index} {info.run_id} started {info.started}, {harness}tools: {tools}"
+def run_line(run: Run) -> str:
+    tools = ", ".join(run.tool_names) or "(none recorded)"
+    harness = f"harness {run.harness}, " if run.harness else ""
+    return f"Run {run.index} {run.run_id} started {run.ts}, {harness}tools: {tools}"
 
 
-def call_line(call: CallRecord) -> str:
+def call_line(call: Call) -> str:
     head = f"  {call.call_id}  {call.name}"
     if call.status == IN_DOUBT:
         return f"{head}  in doubt (ToolCalled at line {call.line}, no terminal event)"
     line = f"{head}  {call.status}  {call.duration_ms} ms"
     if call.status == FAILED and call.error is not None:
-        line += f"  {call.error.get('kind')}: {call.error.get('message')}"
+        line += f"  {call.error.kind}: {call.error.message}"
     return line
 
 
@@ -49,20 +48,21 @@ def drift_line(drift: Drift) -> str:
 
 
 def summary_lines(
-    runs: list[RunSummary], problems: list[LogProblem], *, context_reports: bool
+    runs: list[Run], problems: list[LogProblem], reports: Mapping[str, str] | None = None
 ) -> list[str]:
+    """Each run's totals, then (given) each run's context report, then the problems."""
     lines = ["", "Runs:"]
     if not runs:
         lines.append("  (no runs)")
     for run in runs:
         lines.append(
-            f"  Run {run.info.index} {run.info.run_id}: {run.succeeded} succeeded, "
+            f"  Run {run.index} {run.run_id}: {run.succeeded} succeeded, "
             f"{run.failed} failed, {run.in_doubt} in doubt"
         )
-    if context_reports:
+    if reports is not None:
         for run in runs:
-            lines += ["", f"Context report, run {run.info.index} ({run.info.run_id}):"]
-            lines += (run.context_report or "").splitlines()
+            lines += ["", f"Context report, run {run.index} ({run.run_id}):"]
+            lines += reports[run.run_id].splitlines()
     if problems:
         lines += ["", "Problems with the log:"]
         lines += [f"  [{problem.kind}] {problem.describe()}" for problem in problems]
@@ -87,7 +87,7 @@ def rerun_line(counts: dict[str, int], drifted: int) -> str:
     return f"Re-run: {parts}; {counted(drifted, 'tool definition')} drifted"
 
 
-def effects_lines(calls: list[CallRecord], decisions: list[ApprovalDecided]) -> list[str]:
+def effects_lines(calls: list[Call], decisions: list[ApprovalDecided]) -> list[str]:
     """The --effects report: each call that changed files with its paths, then each approval
     decision."""
     lines = [] if calls else ["No recorded file effects."]
@@ -109,3 +109,30 @@ def effects_lines(calls: list[CallRecord], decisions: list[ApprovalDecided]) -> 
 
 def _short(digest: str | None) -> str:
     return "absent" if digest is None else digest[:12]
+
+
+def run_tree_lines(history: History) -> list[str]:
+    """Agent runs as a tree of who continues or forks whom (empty when none does).
+
+    Each run shows how it came from its parent, its step count and how it ended; a run
+    whose origin is not in the transcript (a fork written elsewhere) is a root that names
+    it."""
+    if not any(run.origin for run in history.runs if run.is_agent):
+        return []
+    lines = ["Agent runs:"]
+    for run, depth in history.walk():
+        if not run.is_agent:
+            continue
+        origin = run.origin
+        if origin is None:
+            link = ""
+        else:
+            how, link_to = origin
+            when = "after" if how == "resumed" else "before"
+            said = f"{how} {when} step {link_to.step}"
+            # A run under its parent is at depth 1 or more; a root names where it came from.
+            elsewhere = f" of {link_to.run_id} (not in this transcript)"
+            link = f"{said}{'' if depth else elsewhere}: "
+        ended = f"{counted(run.requests, 'step')}, {run.stop_reason or 'unfinished'}"
+        lines.append(f"{'  ' * (depth + 1)}{link}{run.run_id} ({ended})")
+    return lines

@@ -7,27 +7,26 @@ that nothing in it can end the block; the script puts every text on the page wit
 so a page of them is cheap to draw whatever the transcript's size.
 
 The Context Explorer over time (`step_contexts`) shows each agent step's request, by part,
-in estimated tokens. The requests are rebuilt by the agent fold (`fold_agent_events`) and
-split into parts by the context builder's own `request_parts`, so a step's bar adds up to
-what `replay --context-report --step N` prints for it. The Conversation part is shown in
-two: the tool results in it (its `tool` messages) and the rest.
+in estimated tokens. The requests are those the history's fold rebuilt, split into parts
+by the context builder's own `request_parts`, so a step's bar adds up to what
+`replay --context-report --step N` prints for it. The Conversation part is shown in two:
+the tool results in it (its `tool` messages) and the rest.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
 from importlib import resources
 
 import orjson
 
 from mini_harness.agent.context import render_message, request_parts
-from mini_harness.events import Event, JsonObject, JsonValue
-from mini_harness.replay import timeline_describe as describe
-from mini_harness.replay.agent_fold import fold_agent_events
-from mini_harness.replay.model import OUTCOMES, RerunOutcome, RerunReport
-from mini_harness.replay.timeline import Call, Run, Step, Timeline, Turn
+from mini_harness.events import ApprovalRequested, ContextTrimmed, JsonObject, JsonValue, to_wire
+from mini_harness.replay.continuing.outcomes import OUTCOMES, RerunOutcome, RerunReport
+from mini_harness.replay.history import Approval, Call, History, Run, Step
+from mini_harness.replay.views import describe
 from mini_harness.runtime.context import estimate_tokens
+from mini_harness.transcripts import TranscriptRecord
 
 PAYLOAD_CAP = 64 * 1024
 """The most of one input or output the page holds (its full size is shown beside it)."""
@@ -70,7 +69,7 @@ class _Budget:
 
 
 def page_data(
-    timeline: Timeline, context: dict[tuple[str, int], JsonValue], reruns: RerunReport | None
+    history: History, context: dict[tuple[str, int], JsonValue], reruns: RerunReport | None
 ) -> JsonObject:
     """The page's JSON: the transcript's head, its verification, runs and flat rows.
 
@@ -79,13 +78,13 @@ def page_data(
     """
     outcomes = {item.call.call_id: item for item in reruns.outcomes} if reruns else {}
     budget = _Budget()
-    header = timeline.header or {}
+    header = history.header
     runs: list[JsonValue] = []
     rows: list[JsonValue] = []
-    for run, depth in timeline.walk():
+    for run, depth in history.walk():
         runs.append(_run(run, depth))
         rows.append({"k": "r", "r": run.index})
-        for item in run.items:
+        for item in run.items or ():
             if isinstance(item, Step):
                 rows += _step_rows(
                     run, item, context.get((run.run_id, item.number)), outcomes, budget
@@ -94,26 +93,26 @@ def page_data(
                 rows.append(_call(run, None, item, outcomes.get(item.call_id), budget))
             else:
                 rows.append(_event(run.index, None, item))
-        if run.finished is not None or isinstance((run.started or {}).get("task"), str):
+        if run.finished is not None or run.is_agent:
             rows.append({"k": "f", "r": run.index})
-    for event in timeline.others:
-        rows.append(_event(None, None, event))
+    for record in history.others:
+        rows.append(_event(None, None, record))
     rerun: JsonObject | None = None
     if reruns is not None:
         counts: JsonObject = {outcome: reruns.count(outcome) for outcome in OUTCOMES}
         rerun = {"counts": counts, "drift": [drift.describe() for drift in reruns.drift]}
     return {
-        "path": timeline.path,
-        "format": header.get("version"),
-        "transcriptId": header.get("transcriptId"),
-        "events": timeline.events,
+        "path": history.name,
+        "format": header.version if header is not None else None,
+        "transcriptId": history.transcript_id,
+        "events": history.events,
         "verify": {
-            "chainIntact": timeline.chain_intact,
-            "headHash": timeline.head_hash,
-            "problems": [problem.to_json() for problem in timeline.problems],
+            "chainIntact": history.chain_intact,
+            "headHash": history.head_hash,
+            "problems": [problem.to_json() for problem in describe.problems(history)],
         },
         "calls": {
-            _STATUS[status]: count for status, count in describe.call_counts(timeline).items()
+            _STATUS[status]: count for status, count in describe.call_counts(history).items()
         },
         "runs": runs,
         "rows": rows,
@@ -122,22 +121,28 @@ def page_data(
 
 
 def _run(run: Run, depth: int) -> JsonObject:
-    started = run.started or {}
+    started = run.started
+    origin = run.origin
+    usage = describe.run_usage(run)
     out: JsonObject = {
         "index": run.index,
         "runId": run.run_id,
         "depth": depth,
-        "harness": started.get("harness"),
-        "started": started.get("ts"),
+        "harness": started.harness if started is not None else None,
+        "started": started.ts if started is not None else None,
         "durationMs": describe.run_ms(run),
-        "task": started.get("task"),
-        "model": run.model,
-        "parent": list(run.parent) if run.parent else None,
-        "usage": describe.run_usage(run) or None,
+        "task": started.task if started is not None else None,
+        "model": describe.model_name(run),
+        "parent": [origin[0], origin[1].run_id, origin[1].step] if origin else None,
+        "usage": to_wire(usage) if usage is not None else None,
     }
     finished = run.finished
     if finished is not None:
-        out["finished"] = {key: finished.get(key) for key in ("stopReason", "finalText", "steps")}
+        out["finished"] = {
+            "stopReason": finished.stop_reason,
+            "finalText": finished.final_text,
+            "steps": finished.steps,
+        }
     return out
 
 
@@ -151,28 +156,28 @@ def _step_rows(
     rows: list[JsonValue] = [
         {"k": "s", "r": run.index, "s": step.number, "ms": describe.step_ms(step), "ctx": context}
     ]
-    rows += [_event(run.index, step.number, event) for event in step.others]
-    if step.turn is not None:
-        rows.append(_turn(run.index, step.number, step.turn))
+    rows += [_event(run.index, step.number, record) for record in step.others]
+    if step.requested is not None:
+        rows.append(_turn(run.index, step.number, step))
     rows += [
         _call(run, step.number, call, outcomes.get(call.call_id), budget) for call in step.calls
     ]
     return rows
 
 
-def _turn(run: int, step: int, turn: Turn) -> JsonObject:
-    response = turn.response or {}
-    failures = [describe.model_failure(failure) for failure in turn.failures]
+def _turn(run: int, number: int, step: Step) -> JsonObject:
+    response = step.response
+    failures = [describe.model_failure(failure) for failure in step.failures]
     return {
         "k": "t",
         "r": run,
-        "s": step,
-        "st": _STATUS[turn.status],
-        "ms": response.get("durationMs"),
-        "text": turn.text,
-        "asks": [str(call.get("name")) for call in turn.tool_calls],
-        "usage": turn.usage or None,
-        "finish": response.get("finishReason"),
+        "s": number,
+        "st": _STATUS[step.status],
+        "ms": response.duration_ms if response is not None else None,
+        "text": step.text,
+        "asks": [call.name for call in step.tool_calls],
+        "usage": to_wire(response.usage) if response is not None else None,
+        "finish": response.finish_reason if response is not None else None,
         "fail": failures,
     }
 
@@ -197,7 +202,7 @@ def _call(
     elif call.error is not None:
         out["e"] = describe.call_error(call)
     if call.approvals:
-        out["ap"] = [_approval(event) for event in call.approvals]
+        out["ap"] = [_approval(approval) for approval in call.approvals]
     if call.effects:
         out["fx"] = [describe.effect(effect) for effect in call.effects]
     if rerun is not None:
@@ -205,48 +210,53 @@ def _call(
     return out
 
 
-def _approval(event: JsonObject) -> str:
-    shown = event.get("shown") if event["type"] == "ApprovalRequested" else None
-    return describe.approval(event) + (f": {shown}" if isinstance(shown, str) else "")
+def _approval(approval: Approval) -> str:
+    shown = f": {approval.shown}" if isinstance(approval, ApprovalRequested) else ""
+    return describe.approval(approval) + shown
 
 
-def _event(run: int | None, step: int | None, event: JsonObject) -> JsonObject:
-    if event["type"] == "ContextTrimmed":
-        text = describe.trim(event)
+def _event(run: int | None, step: int | None, record: TranscriptRecord) -> JsonObject:
+    if isinstance(record.event, ContextTrimmed):
+        text = describe.trim(record.event)
     else:
-        text, _size = payload(describe.event_fields(event))
+        text, _size = payload(describe.event_fields(record))
     return {
         "k": "e",
         "r": run,
         "s": step,
-        "type": event["type"],
-        "seq": event.get("seq"),
+        "type": describe.event_name(record),
+        "seq": record.seq,
         "i": text,
     }
 
 
 def render_page(
-    timeline: Timeline, context: dict[tuple[str, int], JsonValue], reruns: RerunReport | None
+    history: History, context: dict[tuple[str, int], JsonValue], reruns: RerunReport | None
 ) -> str:
-    """The whole HTML document for `timeline` (see page_data for the rest)."""
-    assets = resources.files("mini_harness.replay") / "view_assets"
+    """The whole HTML document for `history` (read with its detail; see page_data)."""
+    assets = resources.files("mini_harness.replay.views") / "assets"
     template, style, script = (
         (assets / name).read_text(encoding="utf-8") for name in ("page.html", "view.css", "view.js")
     )
     return (
         template.replace("/*STYLE*/", style)
         .replace("/*SCRIPT*/", script)
-        .replace("/*DATA*/", embed_json(page_data(timeline, context, reruns)))
-        .replace("<!--TITLE-->", html.escape(f"mini-harness: {timeline.path}", quote=False))
+        .replace("/*DATA*/", embed_json(page_data(history, context, reruns)))
+        .replace("<!--TITLE-->", html.escape(f"mini-harness: {history.name}", quote=False))
     )
 
 
-def step_contexts(events: Iterable[Event]) -> dict[tuple[str, int], JsonValue]:
-    """Per (run id, step): the step's request as [[label, tokens], ...] in report order."""
+def step_contexts(history: History) -> dict[tuple[str, int], JsonValue]:
+    """Per (run id, step): the step's request as [[label, tokens], ...] in report order,
+    for the agent runs whose requests the history rebuilt."""
     contexts: dict[tuple[str, int], JsonValue] = {}
-    for run in fold_agent_events(events):
+    for run in history.runs:
+        if not run.is_agent or not run.keeps:
+            continue
         for step in run.steps:
-            messages = step.request.messages
+            if step.rebuilt is None:
+                continue
+            messages = step.rebuilt.messages
             parts: list[JsonValue] = []
             for part in request_parts(run.system_prompt, run.rules, run.tools, messages):
                 if part.label != CONVERSATION:
@@ -256,5 +266,5 @@ def step_contexts(events: Iterable[Event]) -> dict[tuple[str, int], JsonValue]:
                 tool_tokens = min(estimate_tokens(results), part.tokens)
                 parts.append([CONVERSATION, part.tokens - tool_tokens])
                 parts.append([TOOL_RESULTS, tool_tokens])
-            contexts[(run.run_id, step.step)] = parts
+            contexts[(run.run_id, step.number)] = parts
     return contexts

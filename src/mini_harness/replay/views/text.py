@@ -1,4 +1,5 @@
-"""A timeline as text lines for `show`: one function per kind of thing, no I/O."""
+"""A timeline (a history read with its detail) as text lines for `show`: one function per
+kind of thing, no I/O."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import attrs
 import orjson
 
 from mini_harness.errors import counted
-from mini_harness.events import JsonObject, JsonValue
-from mini_harness.replay import timeline_describe as describe
-from mini_harness.replay.model import FAILED, IN_DOUBT, SUCCEEDED
-from mini_harness.replay.timeline import Call, Run, Step, Timeline, Turn
+from mini_harness.events import ContextTrimmed, JsonValue, Usage
+from mini_harness.replay.history import FAILED, IN_DOUBT, SUCCEEDED, Call, History, Run, Step
+from mini_harness.replay.views import describe
 from mini_harness.runtime.terminal import printable
+from mini_harness.transcripts import TranscriptRecord
 
 _STATUS_COLOUR = {SUCCEEDED: "32", FAILED: "31", IN_DOUBT: "33"}
 _STATUS_WORD = {SUCCEEDED: "succeeded", FAILED: "failed", IN_DOUBT: "in doubt"}
@@ -70,69 +71,70 @@ def duration(ms: float | None) -> str:
     return f"{ms:.1f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
 
 
-def tokens(usage: JsonObject) -> str:
+def tokens(usage: Usage | None) -> str:
     """`in 1,234 · out 56 · cached 1,000 tokens` for the counts that were reported."""
+    if usage is None:
+        return ""
     parts = [
         f"{label} {value:,}"
-        for label, key in (
-            ("in", "inputTokens"),
-            ("out", "outputTokens"),
-            ("cached", "cachedTokens"),
+        for label, value in (
+            ("in", usage.input_tokens),
+            ("out", usage.output_tokens),
+            ("cached", usage.cached_tokens),
         )
-        if type(value := usage.get(key)) is int
+        if value is not None
     ]
     return f"tokens {' · '.join(parts)}" if parts else ""
 
 
-def timeline_lines(timeline: Timeline, style: TextStyle) -> Iterator[str]:
+def timeline_lines(history: History, style: TextStyle) -> Iterator[str]:
     """The whole timeline: a head line, each run (children indented under parents), and
     events of no run."""
-    yield head_line(timeline, style)
-    for run, depth in timeline.walk():
+    yield head_line(history, style)
+    for run, depth in history.walk():
         yield from run_lines(run, 2 * depth, style)
-    for event in timeline.others:
-        yield event_line(event, 0, style)
+    for record in history.others:
+        yield event_line(record, 0, style)
 
 
-def head_line(timeline: Timeline, style: TextStyle) -> str:
-    header = timeline.header or {}
-    parts = [style.paint(f"Transcript {timeline.path}", "1")]
-    if "version" in header:
-        parts.append(f"format {header['version']}")
-    if "transcriptId" in header:
-        parts.append(f"id {printable(str(header['transcriptId']), multiline=False)}")
-    parts.append(f"{timeline.events:,} events")
-    parts.append(f"head {timeline.head_hash or '(none)'}")
-    chain = "chain intact" if timeline.chain_intact else "chain damaged"
-    parts.append(style.paint(chain, "32" if timeline.chain_intact else "31"))
+def head_line(history: History, style: TextStyle) -> str:
+    header = history.header
+    parts = [style.paint(f"Transcript {history.name}", "1")]
+    if header is not None:
+        parts.append(f"format {header.version}")
+        parts.append(f"id {printable(header.transcript_id, multiline=False)}")
+    parts.append(f"{history.events:,} events")
+    parts.append(f"head {history.head_hash or '(none)'}")
+    chain = "chain intact" if history.chain_intact else "chain damaged"
+    parts.append(style.paint(chain, "32" if history.chain_intact else "31"))
     return " · ".join(parts)
 
 
 def run_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
     pad = " " * indent
-    started = run.started or {}
-    task = started.get("task")
+    started = run.started
     parts = [style.paint(f"Run {run.index} {run.run_id}", "1")]
-    if isinstance(task, str):
+    if run.is_agent:
         parts.append("agent run")
-    elif started.get("harness"):
-        parts.append(f"harness {started['harness']}")
-    if "ts" in started:
-        parts.append(f"started {started['ts']}")
+    elif run.harness:
+        parts.append(f"harness {printable(run.harness, multiline=False)}")
+    if started is not None:
+        parts.append(f"started {started.ts}")
     if ms := describe.run_ms(run):
         parts.append(duration(ms))
-    parent = run.parent
-    if parent is not None:
-        at = f" at step {parent[2]}" if parent[2] is not None else ""
-        parts.append(f"{parent[0]} from run {parent[1]}{at}")
-    if run.started is None:
+    origin = run.origin
+    if origin is not None:
+        how, link = origin
+        parts.append(f"{how} from run {link.run_id} at step {link.step}")
+    if started is None:
         parts.append(style.paint("no RunStarted", "31"))
     yield pad + " · ".join(parts)
-    if isinstance(task, str):
-        yield f"{pad}  task: {style.cut(task, indent + 8)}"
-    if run.model is not None:
-        yield f"{pad}  model: {printable(run.model, multiline=False)}"
-    for item in run.items:
+    if run.is_agent:
+        yield f"{pad}  task: {style.cut(run.task, indent + 8)}"
+    model = describe.model_name(run)
+    if model is not None:
+        yield f"{pad}  model: {printable(model, multiline=False)}"
+    for item in run.items or ():
         if isinstance(item, Step):
             yield from step_lines(item, indent + 2, style)
         elif isinstance(item, Call):
@@ -145,40 +147,39 @@ def run_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
 def step_lines(step: Step, indent: int, style: TextStyle) -> Iterator[str]:
     pad = " " * indent
     parts = [style.paint(f"Step {step.number}", "1")]
-    turn = step.turn
-    if turn is not None:
-        if turn.response is not None:
-            ms = turn.response.get("durationMs")
-            parts.append(f"model {duration(float(ms)) if isinstance(ms, int | float) else '?'}")
-            if used := tokens(turn.usage):
+    if step.requested is not None:
+        response = step.response
+        if response is not None:
+            parts.append(f"model {duration(response.duration_ms)}")
+            if used := tokens(response.usage):
                 parts.append(used)
-            if finish := turn.response.get("finishReason"):
-                parts.append(f"finish {printable(str(finish), multiline=False)}")
+            if response.finish_reason:
+                parts.append(f"finish {printable(response.finish_reason, multiline=False)}")
         else:
-            word = "model failed" if turn.status == FAILED else "no response (in doubt)"
-            parts.append(style.paint(word, _STATUS_COLOUR[turn.status]))
+            word = "model failed" if step.status == FAILED else "no response (in doubt)"
+            parts.append(style.paint(word, _STATUS_COLOUR[step.status]))
     if ms := describe.step_ms(step):
         parts.append(f"step {duration(ms)}")
     yield pad + " · ".join(parts)
-    for event in step.others:
-        if event["type"] == "ContextTrimmed":
-            yield " " * (indent + 2) + style.paint(describe.trim(event), "33")
+    for record in step.others:
+        if isinstance(record.event, ContextTrimmed):
+            yield " " * (indent + 2) + style.paint(describe.trim(record.event), "33")
         else:
-            yield event_line(event, indent + 2, style)
-    if turn is not None:
-        yield from turn_lines(turn, indent + 2, style)
+            yield event_line(record, indent + 2, style)
+    if step.requested is not None:
+        yield from turn_lines(step, indent + 2, style)
     for call in step.calls:
         yield from call_lines(call, indent + 2, style)
 
 
-def turn_lines(turn: Turn, indent: int, style: TextStyle) -> Iterator[str]:
+def turn_lines(step: Step, indent: int, style: TextStyle) -> Iterator[str]:
     pad = " " * indent
-    for failure in turn.failures:
+    for failure in step.failures:
         text = style.cut(f"model failed: {describe.model_failure(failure)}", indent)
         yield pad + style.paint(text, "31")
-    if turn.text:
-        yield from style.text_lines("model", turn.text, indent)
-    asked = [str(call.get("name")) for call in turn.tool_calls]
+    if step.text:
+        yield from style.text_lines("model", step.text, indent)
+    asked = [call.name for call in step.tool_calls]
     if asked:
         yield f"{pad}asks for: {style.cut(', '.join(asked), indent + 10)}"
 
@@ -193,11 +194,11 @@ def call_lines(call: Call, indent: int, style: TextStyle) -> Iterator[str]:
     yield f"{pad}call " + " · ".join(parts)
     inner = indent + 2
     yield f"{pad}  input  {style.payload(call.input, inner + 7)}"
-    for event in call.approvals:
-        yield f"{pad}  {style.cut(describe.approval(event), inner)}"
+    for approval in call.approvals:
+        yield f"{pad}  {style.cut(describe.approval(approval), inner)}"
     if call.status == SUCCEEDED:
         yield f"{pad}  output {style.payload(call.output, inner + 7)}"
-        for effect in call.effects:
+        for effect in call.effects or ():
             yield f"{pad}  effect {style.cut(describe.effect(effect), inner + 7)}"
     elif call.status == FAILED:
         yield f"{pad}  error  " + style.paint(style.cut(describe.call_error(call), inner + 7), "31")
@@ -209,33 +210,31 @@ def finished_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
     pad = " " * indent
     finished = run.finished
     if finished is None:
-        if isinstance((run.started or {}).get("task"), str):
+        if run.is_agent:
             yield pad + style.paint("unfinished: no RunFinished (the run did not end)", "33")
         return
-    parts = [f"finished: {finished.get('stopReason')}"]
-    if type(finished.get("steps")) is int:
-        parts.append(counted(finished["steps"], "step"))
+    parts = [f"finished: {printable(finished.stop_reason, multiline=False)}"]
+    parts.append(counted(finished.steps, "step"))
     if used := tokens(describe.run_usage(run)):
         parts.append(used)
     yield pad + " · ".join(parts)
-    final = finished.get("finalText")
-    if isinstance(final, str) and final:
-        yield from style.text_lines("answer", final, indent + 2)
+    if finished.final_text:
+        yield from style.text_lines("answer", finished.final_text, indent + 2)
 
 
-def event_line(event: JsonObject, indent: int, style: TextStyle) -> str:
+def event_line(record: TranscriptRecord, indent: int, style: TextStyle) -> str:
     """An event of a kind this command does not lay out: type, seq and its fields."""
-    head = f"{event['type']} (seq {event.get('seq')})"
-    fields = style.payload(describe.event_fields(event), indent + len(head) + 1)
+    head = f"{describe.event_name(record)} (seq {record.seq})"
+    fields = style.payload(describe.event_fields(record), indent + len(head) + 1)
     return " " * indent + style.paint(head, "35") + " " + fields
 
 
-def counts_line(timeline: Timeline) -> str:
+def counts_line(history: History) -> str:
     """`2 runs, 5 calls: 4 succeeded, 1 failed, 0 in doubt; 3 model turns`."""
-    runs = [run for run, _depth in timeline.walk()]
-    count = describe.call_counts(timeline)
+    runs = [run for run, _depth in history.walk()]
+    count = describe.call_counts(history)
     calls = sum(count.values())
-    turns = sum(1 for run in runs for step in run.steps if step.turn is not None)
+    turns = sum(1 for run in runs for step in describe.steps(run) if step.requested is not None)
     line = (
         f"{counted(len(runs), 'run')}, {counted(calls, 'call')}: {count[SUCCEEDED]} succeeded, "
         f"{count[FAILED]} failed, {count[IN_DOUBT]} in doubt"

@@ -17,9 +17,9 @@ import attrs
 
 from mini_harness.errors import MiniHarnessError
 from mini_harness.events import JsonObject, JsonValue
-from mini_harness.replay.fold import TranscriptFold
-from mini_harness.replay.model import FAILED, IN_DOUBT, AgentFigures, CallRecord, RerunOutcome
-from mini_harness.replay.rerun import TranscriptRerun
+from mini_harness.replay.continuing.outcomes import DIFFERING, RerunOutcome
+from mini_harness.replay.continuing.rerun import TranscriptRerun
+from mini_harness.replay.history import FAILED, IN_DOUBT, AgentFigures, Call, TranscriptFold
 from mini_harness.runtime import ToolRegistry
 from mini_harness.transcripts.verify import verify_transcript
 
@@ -49,14 +49,14 @@ class ToolFigures:
     errors: dict[str, int] = attrs.Factory(dict)  # error kind -> failed calls
     durations: dict[float, int] = attrs.Factory(dict)  # recorded durationMs -> calls
 
-    def add_call(self, call: CallRecord) -> None:
+    def add_call(self, call: Call) -> None:
         self.calls += 1
         if call.status == IN_DOUBT:
             self.in_doubt += 1
             return
         if call.status == FAILED:
             self.failed += 1
-            kind = str((call.error or {}).get("kind", "unknown"))
+            kind = call.error.kind if call.error is not None else "unknown"
             add_counts(self.errors, {kind: 1})
         duration = call.duration_ms
         if isinstance(duration, int | float) and not isinstance(duration, bool):
@@ -108,7 +108,7 @@ class FileSummary:
         if len(self.shown_problems) < SHOWN_PROBLEMS:
             self.shown_problems.append(text)
 
-    def add_call(self, call: CallRecord) -> None:
+    def add_call(self, call: Call) -> None:
         self.calls += 1
         if call.status == FAILED:
             self.failed += 1
@@ -170,8 +170,7 @@ def summarize_file(path: str, options: SummaryOptions) -> FileSummary:
     except Exception as exc:  # a bug met on one file must not lose the others
         error = f"unexpected {type(exc).__name__}: {exc}"
         return FileSummary(path, status=UNREADABLE, error=error)
-    differing = ("diverged", "now-fails", "now-succeeds")
-    differs = any((summary.rerun or {}).get(name) for name in differing)
+    differs = any((summary.rerun or {}).get(name) for name in DIFFERING)
     if summary.problems or summary.in_doubt or differs:
         summary.status = PROBLEMS
     return summary
@@ -219,18 +218,19 @@ def _fold(path: str, options: SummaryOptions, summary: FileSummary) -> None:
             fold, options.rerun(), allow_side_effects=options.allow_side_effects
         )
     for item in items:
-        if isinstance(item, CallRecord):
+        if isinstance(item, Call):
             summary.add_call(item)
         elif isinstance(item, RerunOutcome):
             summary.add_call(item.call)
             assert summary.rerun is not None
             add_counts(summary.rerun, {item.outcome: 1})
-    summary.agent = fold.agent
-    totals = fold.totals()
+    history = fold.history
+    summary.agent = history.agent
+    totals = history.totals
     summary.events = totals.events
     summary.runs = totals.runs
     summary.in_doubt = totals.in_doubt
-    for problem in fold.problems():
+    for problem in history.problems:
         summary.problem(problem.kind, problem.describe())
 
 

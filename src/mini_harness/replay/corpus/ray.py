@@ -11,8 +11,8 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from mini_harness.errors import MiniHarnessError
-from mini_harness.replay.corpus import (
+from mini_harness.errors import RayUnavailableError
+from mini_harness.replay.corpus.fold import (
     CorpusFile,
     CorpusReport,
     Progress,
@@ -22,7 +22,7 @@ from mini_harness.replay.corpus import (
     merged_report,
     missing_summaries,
 )
-from mini_harness.replay.corpus_summary import (
+from mini_harness.replay.corpus.summary import (
     FOLD,
     FileSummary,
     RegistryFactory,
@@ -35,10 +35,6 @@ LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 """Set before Ray is imported, this makes a local instance take the loopback address as its
 node address, so every server it starts listens on 127.0.0.1 only (by default Ray binds
 them to all interfaces, ready for other nodes to join)."""
-
-
-class RayUnavailableError(MiniHarnessError):
-    """Ray is not installed, or the cluster cannot be reached."""
 
 
 def fold_corpus_ray(

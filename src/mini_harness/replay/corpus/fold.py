@@ -20,11 +20,10 @@ from typing import Literal, TypeVar
 import attrs
 
 from mini_harness.events import JsonObject, JsonValue
-from mini_harness.replay.corpus_summary import (
+from mini_harness.replay.continuing.outcomes import OUTCOMES
+from mini_harness.replay.corpus.summary import (
     EXIT_CODES,
     FOLD,
-    OK,
-    PROBLEMS,
     STATUSES,
     UNREADABLE,
     FileSummary,
@@ -36,7 +35,7 @@ from mini_harness.replay.corpus_summary import (
     summarize_batch,
     summarize_file,
 )
-from mini_harness.replay.model import OUTCOMES, AgentFigures
+from mini_harness.replay.history import AgentFigures
 
 PERCENTILES = (50, 95, 99)
 BATCH_FILES = 64
@@ -383,18 +382,3 @@ def shown_as(path: str, summary: FileSummary) -> FileSummary:
         summary.error = summary.error.replace(os.path.abspath(path), path)
     summary.path = path
     return summary
-
-
-__all__ = [
-    "OK",
-    "PROBLEMS",
-    "UNREADABLE",
-    "CorpusFile",
-    "CorpusReport",
-    "ToolReport",
-    "corpus_report",
-    "expand_paths",
-    "fold_corpus",
-    "fold_files",
-    "is_corpus",
-]

@@ -1,6 +1,6 @@
 """Resume and fork, read from the transcript: the opening of a run that continues another.
 
-The fold (agent_fold) rebuilds each run's requests and tool calls; this module picks the
+The history's fold rebuilds each run's requests and tool calls; this module picks the
 point to continue from and builds the opening of the new run, so that the history sent to
 the model is always valid: every tool call gets exactly one result. Never calls a model or
 a tool.
@@ -15,10 +15,10 @@ import attrs
 from mini_harness.agent.context import system_message
 from mini_harness.agent.loop import DEFAULT_MAX_STEPS, DEFAULT_PARAMS, AgentConfig, Opening
 from mini_harness.agent.provider import Message, ToolCall
-from mini_harness.agent.resume import INTERRUPTED_RESULT, RecordedCall, check_history
-from mini_harness.errors import ResumeError, RunContinuedError, counted
+from mini_harness.agent.resume import INTERRUPTED_RESULT, check_history
+from mini_harness.errors import ResumeError, RunContinuedError
 from mini_harness.events import RunOrigin, ToolError, ToolFailed, utc_timestamp
-from mini_harness.replay.agent_fold import AgentRun
+from mini_harness.replay.history import Call, Run, select_step
 
 
 @attrs.frozen
@@ -28,7 +28,7 @@ class ResumePlan:
     planned from (`read`: the run, and the runs it continues when it made no request)."""
 
     opening: Opening
-    to_close: tuple[RecordedCall, ...]
+    to_close: tuple[Call, ...]
     read: tuple[str, ...] = ()
 
     def closing_events(self) -> list[ToolFailed]:
@@ -48,8 +48,8 @@ class ResumePlan:
 
 
 def resume_plan(
-    runs: list[AgentRun],
-    run: AgentRun,
+    runs: list[Run],
+    run: Run,
     *,
     follow_up: str | None = None,
     retry_in_doubt: Callable[[str], bool] = lambda name: False,
@@ -90,7 +90,7 @@ def resume_plan(
         last = base.steps[-1]
         history: list[Message] = list(last.request.messages)
         answer = last.response.message if last.response is not None else None
-        calls, step = [*last.calls, *later], last.step if base is run else 0
+        calls, step = [*last.calls, *later], last.number if base is run else 0
     else:
         history = [system_message(base.system_prompt, base.rules), Message("user", base.task)]
         answer, calls, step = None, later, 0
@@ -128,7 +128,7 @@ def resume_plan(
     return ResumePlan(opening, to_close, tuple(link.run_id for link in chain))
 
 
-def _take(calls: list[RecordedCall], tool_use_id: str) -> RecordedCall | None:
+def _take(calls: list[Call], tool_use_id: str) -> Call | None:
     """The latest record of the call: a later run that retried it knows its fate best."""
     for index in range(len(calls) - 1, -1, -1):
         if calls[index].tool_use_id == tool_use_id:
@@ -136,10 +136,10 @@ def _take(calls: list[RecordedCall], tool_use_id: str) -> RecordedCall | None:
     return None
 
 
-def fork_opening(run: AgentRun, step: int, instruction: str | None = None) -> Opening:
+def fork_opening(run: Run, step: int, instruction: str | None = None) -> Opening:
     """Branch `run` off before step `step`'s request (as it was sent), optionally adding
     the user message `instruction`."""
-    chosen = run.step_at(step)
+    chosen = select_step(run, step)
     index = run.steps.index(chosen)
     history = list(chosen.request.messages)
     if instruction is not None:
@@ -149,7 +149,7 @@ def fork_opening(run: AgentRun, step: int, instruction: str | None = None) -> Op
 
 
 def continued_config(
-    run: AgentRun,
+    run: Run,
     *,
     task: str | None = None,
     max_steps: int | None = None,
@@ -167,43 +167,3 @@ def continued_config(
         params=params,
         stream=stream,
     )
-
-
-def run_tree_lines(runs: list[AgentRun]) -> list[str]:
-    """Agent runs as a tree of who continues or forks whom (empty when none does).
-
-    Each run shows how it came from its parent, its step count and how it ended; a run
-    whose origin is not in the transcript (a fork written elsewhere) is a root that names
-    it."""
-    if not any(run.resumed_from or run.forked_from for run in runs):
-        return []
-    known = {run.run_id for run in runs}
-    children: dict[str | None, list[AgentRun]] = {}
-    for run in runs:
-        parent = _origin(run)[1]
-        children.setdefault(parent if parent in known else None, []).append(run)
-    lines = ["Agent runs:"]
-
-    def add(run: AgentRun, depth: int) -> None:
-        how, parent = _origin(run)
-        if parent is None:
-            link = ""
-        elif parent in known:
-            link = f"{how}: "
-        else:
-            link = f"{how} of {parent} (not in this transcript): "
-        ended = f"{counted(len(run.steps), 'step')}, {run.stop_reason or 'unfinished'}"
-        lines.append(f"{'  ' * depth}{link}{run.run_id} ({ended})")
-        for child in children.get(run.run_id, []):
-            add(child, depth + 1)
-
-    for root in children.get(None, []):
-        add(root, 1)
-    return lines
-
-
-def _origin(run: AgentRun) -> tuple[str, str | None]:
-    for how, link in (("resumed after", run.resumed_from), ("forked before", run.forked_from)):
-        if link is not None:
-            return f"{how} step {link.step}", link.run_id
-    return "", None

@@ -4,27 +4,31 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import attrs
 import orjson
 
 from mini_harness.errors import ToolCallError
 from mini_harness.events import EventSink, JsonObject, JsonValue
-from mini_harness.replay.fold import TranscriptFold
-from mini_harness.replay.model import (
+from mini_harness.replay.continuing.outcomes import (
     DIVERGED,
-    IN_DOUBT,
     MATCHED,
     NOW_FAILS,
     NOW_SUCCEEDS,
     SKIPPED,
-    SUCCEEDED,
-    CallRecord,
     Drift,
     RerunOutcome,
     RerunReport,
-    RunInfo,
+)
+from mini_harness.replay.history import (
+    IN_DOUBT,
+    SUCCEEDED,
+    Call,
+    FoldItem,
+    History,
+    Run,
+    TranscriptFold,
 )
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
@@ -52,7 +56,7 @@ def json_equal(a: JsonValue, b: JsonValue) -> bool:
     return type(a) is not list and type(b) is not dict and a == b
 
 
-def json_diff(call: CallRecord, recorded: JsonValue, current: JsonValue) -> str:
+def json_diff(call: Call, recorded: JsonValue, current: JsonValue) -> str:
     """A unified diff of two values as sorted, indented JSON, headed by the call it is about."""
     return diff(json_lines(recorded), json_lines(current), f"{call.call_id} ({call.name})")
 
@@ -70,14 +74,14 @@ def diff(recorded: list[str], rerun: list[str], what: str) -> str:
     return "\n".join(lines)
 
 
-def definition_drift(info: RunInfo, registry: ToolRegistry) -> list[Drift]:
+def definition_drift(run: Run, registry: ToolRegistry) -> list[Drift]:
     """Tools of a recorded run whose current definition differs, or that are gone."""
     found = []
-    for recorded in info.tools:
+    for recorded in run.tools:
         name = recorded.name
         tool = registry.get(name)
         if tool is None:
-            found.append(Drift(name, "removed", (), info.index))
+            found.append(Drift(name, "removed", (), run.index))
             continue
         current = tool.definition
         fields = tuple(
@@ -89,11 +93,11 @@ def definition_drift(info: RunInfo, registry: ToolRegistry) -> list[Drift]:
             if not json_equal(old, new)
         )
         if fields:
-            found.append(Drift(name, "changed", fields, info.index))
+            found.append(Drift(name, "changed", fields, run.index))
     return found
 
 
-def unrecorded_input(call: CallRecord) -> str | None:
+def unrecorded_input(call: Call) -> str | None:
     """Why the call's input cannot be sent again, or None when it was recorded whole.
 
     A value over the line cap was recorded as a size-and-hash marker, and a redacted one
@@ -122,7 +126,8 @@ def safe_to_repeat(registry: ToolRegistry, name: str) -> bool:
 
 @attrs.define
 class TranscriptRerun:
-    """Iterate a transcript as RunInfo, Drift and RerunOutcome items while re-running it.
+    """Re-run the items of a fold (runs as they start, calls as they end), yielding each
+    Run, Drift and RerunOutcome in turn.
 
     Each recorded run gets one new ToolRuntime (so one new run in `sink`). A call is
     executed again only if the *current* registry marks its tool readOnlyHint or
@@ -130,7 +135,7 @@ class TranscriptRerun:
     that would run now. In-doubt calls are skipped (nothing to compare with).
     """
 
-    fold: TranscriptFold
+    items: Iterable[FoldItem]
     registry: ToolRegistry
     allow_side_effects: bool = attrs.field(default=False, kw_only=True)
     sink: EventSink | None = attrs.field(default=None, kw_only=True)
@@ -139,9 +144,9 @@ class TranscriptRerun:
         factory=set, init=False, repr=False
     )
 
-    def __iter__(self) -> Iterator[RunInfo | Drift | RerunOutcome]:
-        for item in self.fold:
-            if isinstance(item, RunInfo):
+    def __iter__(self) -> Iterator[Run | Drift | RerunOutcome]:
+        for item in self.items:
+            if isinstance(item, Run):
                 yield item
                 for drift in definition_drift(item, self.registry):
                     key = (drift.tool, drift.change, drift.fields)
@@ -151,7 +156,7 @@ class TranscriptRerun:
             else:
                 yield self.rerun_call(item)
 
-    def rerun_call(self, call: CallRecord) -> RerunOutcome:
+    def rerun_call(self, call: Call) -> RerunOutcome:
         if call.status == IN_DOUBT:
             return RerunOutcome(call, SKIPPED, "in doubt: no recorded outcome to compare with")
         unrecorded = unrecorded_input(call)
@@ -183,25 +188,26 @@ class TranscriptRerun:
             return RerunOutcome(call, MATCHED, None, current)
         return RerunOutcome(call, DIVERGED, None, current, json_diff(call, recorded, compared))
 
-    def _compare_failure(self, call: CallRecord, error: JsonObject) -> RerunOutcome:
+    def _compare_failure(self, call: Call, error: JsonObject) -> RerunOutcome:
         reason = f"{error['kind']}: {error['message']}"
-        if call.status == SUCCEEDED:
+        if call.status == SUCCEEDED or call.error is None:
             return RerunOutcome(call, NOW_FAILS, reason, error)
-        recorded_error = call.error or {}
-        recorded = {"kind": recorded_error.get("kind"), "message": recorded_error.get("message")}
+        recorded: JsonObject = {"kind": call.error.kind, "message": call.error.message}
         # A tool unknown then and now: its message lists the registry of the day, whose
         # changes the drift report names.
         if json_equal(recorded, error) or recorded["kind"] == error["kind"] == "unknown_tool":
             return RerunOutcome(call, MATCHED, None, error)
         return RerunOutcome(call, DIVERGED, reason, error, json_diff(call, recorded, error))
 
-    def report(self) -> RerunReport:
-        """Run everything and collect the report (one object per call)."""
+    def report(self, history: History) -> RerunReport:
+        """Run everything and collect the report (one object per call) of `history`, the
+        one the items come from."""
         items = list(self)
-        outcomes = [item for item in items if isinstance(item, RerunOutcome)]
+        outcomes = tuple(item for item in items if isinstance(item, RerunOutcome))
         drift = tuple(item for item in items if isinstance(item, Drift))
-        found = self.fold.found(tuple(outcome.call for outcome in outcomes))
-        return RerunReport(found, tuple(outcomes), drift)
+        if not history.calls:
+            history.calls = tuple(outcome.call for outcome in outcomes)
+        return RerunReport(history, outcomes, drift)
 
 
 def rerun_transcript(
@@ -212,8 +218,8 @@ def rerun_transcript(
     sink: EventSink | None = None,
     run: str | None = None,
 ) -> RerunReport:
-    """Re-run a transcript's calls against `registry` and compare each with its record."""
+    """Re-run a transcript's calls against `registry` and compare each with its record
+    (reading it once: a pipe will do)."""
     fold = TranscriptFold(path, run=run)
-    return TranscriptRerun(
-        fold, registry, allow_side_effects=allow_side_effects, sink=sink
-    ).report()
+    rerun = TranscriptRerun(fold, registry, allow_side_effects=allow_side_effects, sink=sink)
+    return rerun.report(fold.history)

@@ -1,0 +1,51 @@
+"""Continuing a run from its history: re-running its calls against today's tools
+(`rerun`), replaying an agent run offline with its recorded answers (`offline`), and the
+openings of a run that resumes or forks another (`plans`)."""
+
+from __future__ import annotations
+
+from mini_harness.replay.continuing.offline import AgentReplay, ReplayOutcome, replay_agent_run
+from mini_harness.replay.continuing.outcomes import (
+    DIFFERING,
+    OUTCOMES,
+    Drift,
+    RerunOutcome,
+    RerunReport,
+    differing,
+)
+from mini_harness.replay.continuing.plans import (
+    ResumePlan,
+    continued_config,
+    fork_opening,
+    resume_plan,
+)
+from mini_harness.replay.continuing.rerun import (
+    TranscriptRerun,
+    definition_drift,
+    json_diff,
+    json_equal,
+    rerun_transcript,
+    safe_to_repeat,
+)
+
+__all__ = [
+    "DIFFERING",
+    "OUTCOMES",
+    "AgentReplay",
+    "Drift",
+    "ReplayOutcome",
+    "RerunOutcome",
+    "RerunReport",
+    "ResumePlan",
+    "TranscriptRerun",
+    "continued_config",
+    "definition_drift",
+    "differing",
+    "fork_opening",
+    "json_diff",
+    "json_equal",
+    "replay_agent_run",
+    "rerun_transcript",
+    "resume_plan",
+    "safe_to_repeat",
+]
