@@ -71,12 +71,15 @@ class TestDivergence:
         assert "echo" in tool_run.output
 
     def test_record_cut_short(self, readme_run: Path, tmp_path: Path) -> None:
-        """A run killed after step 2's tools replays identically as far as it went."""
+        """A run killed after step 2's tools replays identically as far as it went; the
+        unfinished run is a problem of the log, as in any replay (exit 1)."""
         cut = tmp_path / "cut.jsonl"
         cut_after(readme_run, cut, "ToolSucceeded", 2)
         result = invoke(["replay", str(cut), "--rerun"])
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == 1, result.output
         assert "identical through step 2 (the record has no answer after it)" in result.output
+        assert "[in-doubt] line 2: agent run" in result.output
+        assert "is unfinished: no RunFinished" in result.output
 
 
 class TestSideEffects:
@@ -117,7 +120,7 @@ class TestSideEffects:
         cut = tmp_path / "cut.jsonl"
         cut_after(log, cut, "ModelResponded", 1)
         result = invoke(["replay", str(cut), "--rerun", "--registry", spec])
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == 1, result.output  # the cut run is in doubt
         assert 'Step 1: slow {"n":1}: not run: the record has no result for it' in result.output
         assert executions(side_file) == {}
 

@@ -11,8 +11,10 @@ from typing import Any
 
 import orjson
 import pytest
+from click.testing import CliRunner
 
 from mini_harness import ToolRuntime
+from mini_harness.cli import cli
 from mini_harness.events import JsonObject, RunStarted
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
@@ -173,6 +175,70 @@ class TestFork:
             handle.write(b'{"type":"ToolCal')
         result = self.fork(readme_run)
         assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+
+
+class TestReplayThatActs:
+    """A re-run that may change things (a live model, side effects) acts on the record too."""
+
+    def replay(self, log: Path, *args: str) -> Any:
+        if "--live-model" in args:
+            model = write_script(log.parent / "live.json", [{"text": "Live answer."}])
+            args = (*args, "--model", model)
+        return invoke(["replay", str(log), "--rerun", *args])
+
+    @pytest.mark.parametrize("flag", ["--live-model", "--allow-side-effects"])
+    def test_tampered_lines_are_refused(
+        self, readme_run: Path, tampering: tuple[Tamper, str], flag: str
+    ) -> None:
+        """--rerun with --live-model or --allow-side-effects of a tampered transcript exits 2
+        saying what verify found, and adds nothing to it."""
+        change, said = tampering
+        readme_run.write_bytes(b"".join(change(lines_of(readme_run))))
+        before = readme_run.read_bytes()
+        result = self.replay(readme_run, flag)
+        assert result.exit_code == 2, result.output
+        assert said in result.output
+        assert f"cannot re-run with {flag}" in result.output
+        assert readme_run.read_bytes() == before
+
+    def test_a_read_only_rerun_needs_no_verified_file(self, readme_run: Path) -> None:
+        """A re-run that only runs read-only tools again reports a tampered file's problems
+        as any replay does (exit 1); it is not refused before it starts."""
+        readme_run.write_bytes(b"".join(flipped(lines_of(readme_run))))
+        result = invoke(["replay", str(readme_run), "--rerun"])
+        assert result.exit_code == 1, result.output
+        assert "identical through step 3" in result.output
+        assert "Problems with the log:" in result.output
+        assert "does not match the hash of the line before" in result.output
+        assert "cannot re-run" not in result.output
+
+    def test_a_pipe_is_refused(self, readme_run: Path) -> None:
+        """A pipe cannot be verified before it is acted on: save it to a file."""
+        model = write_script(readme_run.parent / "live.json", [{"text": "Live answer."}])
+        result = CliRunner().invoke(
+            cli,
+            ["replay", "-", "--rerun", "--live-model", "--model", model, "--log", "out.jsonl"],
+            input=readme_run.read_bytes(),
+        )
+        assert result.exit_code == 2, result.output
+        assert "save it to a file" in result.output
+
+    def test_allow_unverified_is_recorded_in_the_live_run(
+        self, readme_run: Path, readme_ws: Path, tmp_path: Path
+    ) -> None:
+        """With --allow-unverified the live model goes on, and its run lists the problems."""
+        (readme_ws / "README.md").write_text("# Demo\nChanged since the run.\n")
+        readme_run.write_bytes(b"".join(flipped(lines_of(readme_run))))
+        out = tmp_path / "live.jsonl"
+        result = self.replay(
+            readme_run, "--live-model", "--approve", "auto", "--log", str(out),
+            "--allow-unverified",
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert "Live answer." in result.output
+        started = last_run_started(out)
+        assert started.forked_from is not None
+        assert started.unverified == tuple(verify_transcript(readme_run).damage())
 
 
 class TestUndo:

@@ -155,11 +155,12 @@ class TestStreams:
             result.stderr
         )
 
-    def test_live_model_needs_a_file_to_append_to(self, log: Path) -> None:
-        """--live-model of a pipe has no file to append its run to: it needs --log."""
+    def test_live_model_needs_a_file(self, log: Path) -> None:
+        """--live-model acts on what the transcript records, which is verified first: a
+        pipe cannot be, so it is refused with a way out."""
         result = run("replay", "-", "--rerun", "--live-model", stdin=log.read_bytes())
         assert result.exit_code == 2
-        assert "give --log OUT" in result.stderr
+        assert "save it to a file" in result.stderr
 
     def test_repair_refuses_standard_input(self) -> None:
         """`transcript repair -` is refused the same way."""

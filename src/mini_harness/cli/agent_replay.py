@@ -20,26 +20,30 @@ from mini_harness.cli.session import AgentSession
 from mini_harness.events import RunOrigin, to_wire
 from mini_harness.replay.continuing.offline import AgentReplay, ReplayOutcome, replay_agent_run
 from mini_harness.replay.continuing.plans import continued_config
-from mini_harness.replay.history import Run
+from mini_harness.replay.history import History
 from mini_harness.runtime import ToolRegistry
 from mini_harness.runtime.terminal import printable
 
 
 def rerun_agent_runs(
     path: str,
-    runs: list[Run],
+    history: History,
     registry: ToolRegistry,
     *,
     allow_side_effects: bool,
     as_json: bool,
     live: AgentSession | None,
     log: str | None,
+    unverified: tuple[str, ...] | None = None,
 ) -> int | None:
-    """`replay --rerun` of `runs`, the agent runs of PATH's history (the one `--run`
-    selects, else all): replay each; with a `live` session, continue the first one that
-    stops early. Returns the exit code (1 if a run diverged and was not continued, else 0;
-    a live continuation's code is that of `run`), or None when there are no agent runs to
-    replay (the call-by-call re-run takes the file)."""
+    """`replay --rerun` of the agent runs of PATH's history (the one `--run` selects, else
+    all): replay each; with a `live` session, continue the first one that stops early.
+    Returns the exit code (1 if a run diverged and was not continued, or the log has
+    problems, else 0; a live continuation's code is that of `run`), or None when there are
+    no agent runs to
+    replay (the call-by-call re-run takes the file). `unverified`: the problems of a PATH
+    that does not verify, continued anyway (--allow-unverified), for the new run to record."""
+    runs = history.agent_runs()
     if not runs and live is not None:
         raise BadUsage("--live-model needs an agent run")
     if not runs:
@@ -69,10 +73,16 @@ def rerun_agent_runs(
         if replay.diverged_at is not None:
             code = 1
         if live is not None and replay.stopped_at is not None:
-            return _continue(path, replay, registry, live, log)
+            return _continue(path, replay, registry, live, log, unverified)
+    problems = history.problems
     if as_json:
-        click.echo(orjson.dumps({"path": path, "agentRuns": documents}).decode())
-    return code
+        shown = [problem.to_json() for problem in problems]
+        click.echo(orjson.dumps({"path": path, "agentRuns": documents, "problems": shown}).decode())
+    elif problems:
+        lines = ["", "Problems with the log:"]
+        lines += [f"  [{problem.kind}] {problem.describe()}" for problem in problems]
+        click.echo(printable("\n".join(lines)))
+    return 1 if problems else code
 
 
 def _print_call(call: ReplayOutcome) -> None:
@@ -106,8 +116,13 @@ def _document(replay: AgentReplay) -> dict[str, Any]:
     }
 
 
-def _continue(
-    path: str, replay: AgentReplay, registry: ToolRegistry, session: AgentSession, log: str | None
+def _continue(  # noqa: PLR0917 - the pieces of one continuation
+    path: str,
+    replay: AgentReplay,
+    registry: ToolRegistry,
+    session: AgentSession,
+    log: str | None,
+    unverified: tuple[str, ...] | None,
 ) -> int:
     """Go on from where the record stopped answering with the session's model, as a new
     run that names the replayed run and step (appended to PATH, or written to `log`)."""
@@ -121,7 +136,7 @@ def _continue(
     )
     config = continued_config(replay.run, stream=session.stream)
     origin = RunOrigin(replay.run.run_id, step)
-    opening = Opening(request.messages, forked_from=origin)
+    opening = Opening(request.messages, forked_from=origin, unverified=unverified)
     with session.log(target) as sink:
         outcome = session.loop(sink, registry, approver, config).run(opening)
     if session.options.as_json:

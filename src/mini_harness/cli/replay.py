@@ -33,6 +33,7 @@ from mini_harness.cli.output import BadUsage, info
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
 from mini_harness.cli.session import AgentOptions, AgentSession, model_option
+from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.cli.view import same_file
 from mini_harness.replay import ContextReports, Run, TranscriptFold, TranscriptRerun
 from mini_harness.replay.history import HeldItems
@@ -88,6 +89,7 @@ from mini_harness.runtime.terminal import printable
 @model_option("With --live-model: ")
 @functools.partial(approve_option, help_text=f"With --live-model: {APPROVE_HELP}")
 @accept_policy_option
+@allow_unverified_option
 def replay_command(  # noqa: PLR0917 - click passes each option
     paths: tuple[str, ...],
     workers: int | None,
@@ -107,13 +109,16 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     model: str | None,
     approve: str,
     accept_policy: bool,
+    allow_unverified: bool,
 ) -> None:
     """Fold a transcript back into runs, calls and problems, never calling a handler.
 
     With --rerun, dispatch each recorded call again against the current registry and report
     it as matched, diverged (with a diff), now-fails, now-succeeds or skipped. Only tools the
     current registry marks readOnlyHint or idempotentHint run again, unless
-    --allow-side-effects.
+    --allow-side-effects. A re-run that may change things (--allow-side-effects, --live-model)
+    acts on what the transcript says happened, so it needs a file that `transcript verify`
+    passes (or --allow-unverified).
 
     Exit codes: 0 the log is sound (and every re-run call matched or was skipped); 1 the log
     has problems (integrity, protocol, torn tail, in-doubt calls) or a re-run call differs;
@@ -172,11 +177,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         if lines:
             click.echo(printable("\n".join(lines)))
         raise click.exceptions.Exit(code)
-    if live_model and log is None and not os.path.isfile(path):
-        raise BadUsage(
-            "--live-model appends its new run to PATH, which is not a file here: "
-            "give --log OUT for it"
-        )
+    unverified = _verified(path, live_model, allow_side_effects, allow_unverified)
     # With --live-model the re-run's tools are the new run's (cli/session.py).
     options = AgentOptions(model, registry_spec, workspace, approve, accept_policy, as_json=as_json)
     live = AgentSession(options, log_settings) if live_model else None
@@ -185,12 +186,13 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     # Agent runs are replayed offline with their recorded model answers (cli/agent_replay.py).
     agent_code = rerun_agent_runs(
         path,
-        fold.history.agent_runs(),
+        fold.history,
         tools,
         allow_side_effects=allow_side_effects,
         as_json=as_json,
         live=live,
         log=log,
+        unverified=unverified,
     )
     if agent_code is not None:
         raise click.exceptions.Exit(agent_code)
@@ -203,6 +205,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
 
 
 _RERUN_OPTIONS = (
+    "allow_unverified",
     "registry_spec",
     "workspace",
     "allow_side_effects",
@@ -211,6 +214,23 @@ _RERUN_OPTIONS = (
     *LOG_SETTINGS,
 )
 _LIVE_OPTIONS = ("model", "approve", "accept_policy")
+
+
+def _verified(
+    path: str, live_model: bool, allow_side_effects: bool, allow_unverified: bool
+) -> tuple[str, ...] | None:
+    """A re-run that may change things (a live model, side effects) acts on what PATH
+    records: PATH must be a file that verifies, or --allow-unverified is given. Returns the
+    problems passed over, if any."""
+    acting = "--live-model" if live_model else "--allow-side-effects"
+    if not (live_model or allow_side_effects):
+        return None
+    if not os.path.isfile(path):
+        raise BadUsage(
+            f"{acting} acts on what PATH records, so PATH must be a file that is verified "
+            "first, not a pipe: save it to a file"
+        )
+    return verified_history(path, f"re-run with {acting}", allow=allow_unverified)
 
 
 def _read_once(fold: TranscriptFold) -> HeldItems:
