@@ -10,8 +10,13 @@ from pathlib import Path
 import pytest
 
 from mini_harness import MemorySink, ToolRuntime
-from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover, load_policy
-from mini_harness.agent.approval_prompt import Answer, TerminalPrompter
+from mini_harness.agent.approval import (
+    ApprovalPolicy,
+    PolicyApprover,
+    TerminalPrompter,
+    load_policy,
+)
+from mini_harness.agent.approval.prompt import Answer
 from mini_harness.errors import PolicyError, ToolCallError
 from mini_harness.events import (
     ApprovalDecided,

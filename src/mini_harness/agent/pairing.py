@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from mini_harness.agent.provider import Message, ToolCall
+from mini_harness.events import Message, ToolCall
 
 INTERRUPTED_RESULT = (
     "Tool {name} was interrupted: the run ended before the call finished, so it may or may "

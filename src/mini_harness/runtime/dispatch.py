@@ -13,9 +13,12 @@ import attrs
 
 from mini_harness._version import __version__
 from mini_harness.errors import (
+    HandlerTimeoutError,
     InvalidInputError,
     InvalidOutputError,
+    NotJsonError,
     RejectedInputError,
+    TooDeepError,
     ToolCallError,
     ToolCancelledError,
     ToolDeniedError,
@@ -26,7 +29,6 @@ from mini_harness.errors import (
 from mini_harness.events import (
     EventSink,
     JsonValue,
-    NotJsonError,
     NullSink,
     RunStarted,
     ToolCalled,
@@ -37,14 +39,9 @@ from mini_harness.events import (
     new_id,
     utc_timestamp,
 )
-from mini_harness.events.jsonvalue import TooDeepError, bounded_repr, bounded_str
+from mini_harness.events.jsonvalue import bounded_repr, bounded_str
 from mini_harness.runtime.definitions import ToolDefinition
-from mini_harness.runtime.handler_threads import (
-    HandlerTimeout,
-    call_in_thread,
-    run_coroutine,
-    sync_off_loop,
-)
+from mini_harness.runtime.handler_threads import call_in_thread, run_coroutine, sync_off_loop
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
 from mini_harness.runtime.results import ToolResult, WithEffects, recordable
 from mini_harness.runtime.validation import decode_arguments
@@ -296,7 +293,7 @@ class ToolRuntime:
         interrupt while asking (Ctrl-C, the session ending) is recorded, then goes on."""
         if isinstance(exc, Exception):
             return f"Approval of {tool.name} failed ({type(exc).__name__}: {exc}); it did not run"
-        self._raised(call_id, tool, start, exc, HandlerTimeout)
+        self._raised(call_id, tool, start, exc, HandlerTimeoutError)
         raise exc
 
     def _fail(self, call_id: str, name: str, start: int, error: ToolCallError) -> NoReturn:
@@ -389,7 +386,7 @@ class ToolRuntime:
             else:
                 output = call_in_thread(tool.handler, tool_input, tool.timeout)
         except BaseException as exc:
-            self._raised(call_id, tool, start, exc, HandlerTimeout)
+            self._raised(call_id, tool, start, exc, HandlerTimeoutError)
             raise
         return self._succeed(call_id, name, tool_input, start, output)
 

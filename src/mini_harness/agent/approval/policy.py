@@ -21,9 +21,9 @@ from typing import Any, Final
 
 import attrs
 
-from mini_harness.agent.approval_prompt import Answer, AsyncPrompter, Prompter, render_call
-from mini_harness.agent.policy_file import POLICY_FILE, read_policy_bytes
-from mini_harness.agent.shell_commands import (
+from mini_harness.agent.approval.policy_file import POLICY_FILE, read_policy_bytes
+from mini_harness.agent.approval.prompt import Answer, AsyncPrompter, Prompter, render_call
+from mini_harness.agent.approval.shell_commands import (
     CommandLine,
     Word,
     argv_commands,

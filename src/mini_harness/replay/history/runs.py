@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 import attrs
 
-from mini_harness.agent.context import request_hash
-from mini_harness.agent.provider import ModelRequest, ModelResponse
+from mini_harness.agent import ModelRequest, ModelResponse, request_hash
 from mini_harness.errors import ReplayError
 from mini_harness.events import (
     ApprovalDecided,

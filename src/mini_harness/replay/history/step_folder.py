@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import attrs
 
-from mini_harness.agent.provider import ModelRequest
+from mini_harness.agent import ModelRequest
 from mini_harness.events import ContextTrimmed, ModelFailed, ModelRequested, ModelResponded
 from mini_harness.replay.history.runs import Run, Step
 from mini_harness.transcripts import TranscriptRecord
