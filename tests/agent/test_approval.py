@@ -25,7 +25,7 @@ from mini_harness.events import (
     ToolSucceeded,
 )
 from mini_harness.runtime import ToolRegistry
-from mini_harness.runtime.dispatch import PendingCall
+from mini_harness.runtime.approval import PendingCall
 from mini_harness.tools import register_coding_tools
 
 PATCH = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-old\n+new\n"

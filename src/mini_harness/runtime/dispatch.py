@@ -6,10 +6,8 @@ import inspect
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, NoReturn, Protocol
-
-import attrs
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from mini_harness._version import __version__
 from mini_harness.errors import (
@@ -40,6 +38,7 @@ from mini_harness.events import (
     utc_timestamp,
 )
 from mini_harness.events.jsonvalue import bounded_repr, bounded_str
+from mini_harness.runtime.approval import Approver, PendingCall
 from mini_harness.runtime.definitions import ToolDefinition
 from mini_harness.runtime.handler_threads import call_in_thread, run_coroutine, sync_off_loop
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
@@ -48,32 +47,6 @@ from mini_harness.runtime.validation import decode_arguments
 
 # What a plain handler returns: never awaitable, so dispatch skips the awaitable check.
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
-
-
-@attrs.frozen
-class PendingCall:
-    """A call that was recorded and validated and waits for approval before it runs."""
-
-    run_id: str
-    call_id: str
-    definition: ToolDefinition
-    input: JsonValue
-    sink: EventSink  # where the approver records ApprovalRequested / ApprovalDecided
-    timestamp: Callable[[], str]
-
-
-class Approver(Protocol):
-    """Decides whether a call may run: None lets it run; a string denies it and says why.
-    An approver that must wait for an answer (an MCP client's user) returns an awaitable:
-    `dispatch_async` awaits it, keeping the event loop free meanwhile.
-
-    ToolRuntime consults it (when it has one) after ToolCalled is recorded and the input
-    validated, before the handler runs. A denial ends the call as ToolFailed, kind `denied`.
-    An approver that decides by a policy file says which in a `policy_sha256` attribute,
-    recorded in RunStarted.
-    """
-
-    def __call__(self, call: PendingCall) -> str | Awaitable[str | None] | None: ...
 
 
 def _elapsed_ms(start_ns: int, end_ns: int) -> float:

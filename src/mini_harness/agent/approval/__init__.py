@@ -8,12 +8,11 @@ why this package is imported only where calls are approved, not with `mini_harne
 
 from __future__ import annotations
 
+from mini_harness.agent.approval.approvers import AsyncPolicyApprover, PolicyApprover
 from mini_harness.agent.approval.policy import (
     APPROVE_MODES,
     DECISIONS,
     ApprovalPolicy,
-    AsyncPolicyApprover,
-    PolicyApprover,
     PolicyRule,
     Verdict,
     load_policy,

@@ -1,6 +1,6 @@
-"""An agent run's steps, as the fold meets its model events: each request with its
-response and failed attempts, the trims before it, and (when the fold rebuilds them) the
-whole request, rebuilt from the messages each ModelRequested adds."""
+"""The part of the fold that puts an agent run's model events into its steps: each request
+with its response and failed attempts, the trims before it, and (when the fold rebuilds
+them) the whole request, rebuilt from the messages each ModelRequested adds."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import attrs
 
 from mini_harness.agent import ModelRequest
 from mini_harness.events import ContextTrimmed, ModelFailed, ModelRequested, ModelResponded
-from mini_harness.replay.history.runs import Run, Step
+from mini_harness.replay.history.runs import Run
+from mini_harness.replay.history.steps import Step
 from mini_harness.transcripts import TranscriptRecord
 
 
