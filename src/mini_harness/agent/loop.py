@@ -256,7 +256,7 @@ class AgentLoop:
         self._usage += response.usage
         self._last_input_tokens = response.usage.input_tokens
         # Arguments stay as the model sent them; each provider sends ones that do not parse
-        # in a form its servers accept (agent/sdk_provider.py).
+        # in a form its servers accept (agent/providers/sdk.py).
         self.history.append(response.message)
         return response.message
 
