@@ -28,8 +28,7 @@ def _script(path: Path, steps: int) -> Path:
 
 def _loop_seconds(config: Config, steps: int, logged: bool) -> float:
     from mini_harness import ToolRuntime
-    from mini_harness.agent.loop import AgentConfig, AgentLoop
-    from mini_harness.agent.script import ScriptProvider
+    from mini_harness.agent import AgentConfig, AgentLoop, ScriptProvider
     from mini_harness.events import NullSink
     from mini_harness.tools import default_registry
     from mini_harness.transcripts import JsonlTranscript

@@ -11,7 +11,7 @@ import orjson
 import pytest
 from click.testing import CliRunner, Result
 
-from mini_harness.agent.provider import Message, ModelResponse
+from mini_harness.agent import Message, ModelResponse
 from mini_harness.cli import cli
 from mini_harness.cli.printing import PrintingReporter
 from mini_harness.replay import agent_context_report, fold_agent_runs

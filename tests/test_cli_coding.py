@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from mini_harness import ToolRuntime
-from mini_harness.cli.coding import make_approver, print_effects, undo_command
+from mini_harness.cli import cli
+from mini_harness.cli.coding import make_approver, print_effects
 from mini_harness.events import ToolSucceeded
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
@@ -45,7 +46,7 @@ def _applied(tmp_path: Path) -> tuple[Path, Path, str, dict[str, bytes]]:
 
 
 def invoke_undo(log: Path, call_id: str, ws: Path) -> tuple[int, str]:
-    result = CliRunner().invoke(undo_command, [str(log), "--call", call_id, "--workspace", str(ws)])
+    result = CliRunner().invoke(cli, ["undo", str(log), "--call", call_id, "--workspace", str(ws)])
     return result.exit_code, result.output
 
 
@@ -109,7 +110,9 @@ class TestUndo:
         ws, log, _, _ = applied
         code, output = invoke_undo(log, "nope-1", ws)
         assert code == 2
-        assert "No call nope-1 with recorded file effects" in output
+        assert output == (
+            f"[mini-harness] Error: No call nope-1 with recorded file effects in {log}\n"
+        )
 
 
 class TestApproverFromCli:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.resources
+import inspect
 import os
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import mini_harness
+import mini_harness.errors
 
 
 class TestPackageRoot:
@@ -45,3 +49,42 @@ class TestStartUp:
         assert "mini_harness.cli.dispatch" in loaded
         heavy = ("mini_harness.agent", "mini_harness.replay", "tree_sitter", "openai", "anthropic")
         assert sorted(name for name in loaded if name.startswith(heavy)) == []
+
+
+# Signals that never leave the function that raises them, not errors anyone can catch.
+PRIVATE_SIGNALS = {
+    "mini_harness.agent.loop._Stop",  # ends AgentLoop.run with a stop reason
+    "mini_harness.tools.search_text._OutOfBudget",  # becomes SearchBudgetError
+}
+
+
+def package_modules() -> list[str]:
+    """Every module of the package that imports here (an optional SDK may be missing)."""
+    names = []
+    for info in pkgutil.walk_packages(mini_harness.__path__, "mini_harness."):
+        if info.name.endswith("__main__"):  # running it is the CLI
+            continue
+        try:
+            importlib.import_module(info.name)
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").startswith("mini_harness"):
+                raise
+            continue
+        names.append(info.name)
+    return names
+
+
+class TestErrors:
+    def test_every_error_is_declared_in_errors(self) -> None:
+        """Whatever mini-harness raises on purpose, a caller imports from mini_harness.errors:
+        no module but errors.py declares an exception class."""
+        modules = package_modules()
+        assert len(modules) > 100
+        elsewhere = sorted(
+            f"{name}.{cls.__name__}"
+            for name in modules
+            if name != "mini_harness.errors"
+            for cls in vars(sys.modules[name]).values()
+            if inspect.isclass(cls) and issubclass(cls, BaseException) and cls.__module__ == name
+        )
+        assert elsewhere == sorted(PRIVATE_SIGNALS)

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
-from mini_harness.mcp_wire import MAX_LINE_BYTES
+from mini_harness.mcp.guard import MAX_LINE_BYTES
 from mini_harness.transcripts import TranscriptReader, verify_transcript
 from tests.mcp_client import RawClient, registry_options
 

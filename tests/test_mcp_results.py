@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from mini_harness.cli import cli
 from mini_harness.errors import InvalidInputError, ToolHandlerError
-from mini_harness.mcp_server import error_result, list_tools_result, success_result
+from mini_harness.mcp.server import error_result, list_tools_result, success_result
 from mini_harness.runtime import ToolRegistry, ToolRuntime, mcp_tool
 
 

@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 
 from mini_harness.cli import cli
 from mini_harness.events import RunStarted, ToolCalled, ToolFailed, ToolSucceeded
-from mini_harness.mcp_server import list_tools_result
+from mini_harness.mcp.server import list_tools_result
 from mini_harness.runtime import ToolAnnotations, ToolDefinition, ToolRuntime
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import TranscriptReader, TranscriptRecord, verify_transcript

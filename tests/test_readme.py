@@ -1,7 +1,10 @@
-"""README.md renders as written and its examples print what it shows."""
+"""README.md renders as written and its examples print what it shows; what README.md and
+docs/ name (imports, modules, attributes, source and test files) exists."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import re
 import shlex
 from pathlib import Path
@@ -11,7 +14,10 @@ from click.testing import CliRunner
 
 from mini_harness.cli import cli
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = [README, *sorted((ROOT / "docs").glob("*.md"))]
+EXAMPLE_FILES = {"calc.py"}  # a user's file, in the examples of docs/coding-tools.md
 
 
 def table_blocks(text: str) -> list[list[str]]:
@@ -75,3 +81,112 @@ class TestReadmeExamples:
             assert printed.splitlines() == shown, command
             checked += 1
         assert checked >= 3
+
+
+def documented_imports() -> list[tuple[str, str]]:
+    """Each `from mini_harness... import ...` statement in README.md and docs/*.md (a
+    parenthesized one whole), with the file and line it is on."""
+    found = []
+    pattern = re.compile(r"^[ \t]*(from mini_harness[\w.]* import (?:\([^)]*\)|[^\n]+))", re.M)
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for match in pattern.finditer(text):
+            where = f"{doc.name}:{text.count(chr(10), 0, match.start()) + 1}"
+            found.append((where, match.group(1).split("#")[0].strip()))
+    return found
+
+
+def inline_code(doc: Path) -> list[str]:
+    """The inline code spans of a Markdown file, outside fenced blocks."""
+    text = re.sub(r"^```.*?^```", "", doc.read_text(encoding="utf-8"), flags=re.S | re.M)
+    return re.findall(r"`([^`\n]+)`", text)
+
+
+def documented_names() -> list[tuple[str, str]]:
+    """Each dotted name that starts an inline code span (`mini_harness.replay.History`,
+    `mini_harness.replay.fold_corpus(paths, ...)`, `mini_harness.cli:cli`)."""
+    found = []
+    for doc in DOCS:
+        for span in inline_code(doc):
+            match = re.match(r"mini_harness(?:\.\w+)*(?::\w+)?", span)
+            if match and "*" not in span:
+                found.append((doc.name, match.group()))
+    return found
+
+
+def documented_files() -> list[tuple[str, str]]:
+    """Each source or test file named in an inline code span (`cli/session.py`,
+    `tests/agent/test_loop.py::TestStops::test_retries_are_recorded`)."""
+    found = []
+    for doc in DOCS:
+        for span in inline_code(doc):
+            if span in EXAMPLE_FILES or span.startswith("."):
+                continue
+            if re.fullmatch(r"[\w./-]+\.py(?:::\w+)*", span):
+                found.append((doc.name, span))
+    return found
+
+
+def resolve_file(path: str) -> list[Path]:
+    """Where a file a document names is: from the root, the package or tests/; a bare test
+    file name anywhere under tests/."""
+    for base in (ROOT, ROOT / "src", ROOT / "src" / "mini_harness", ROOT / "tests"):
+        if (base / path).is_file():
+            return [base / path]
+    return sorted((ROOT / "tests").rglob(path)) if "/" not in path else []
+
+
+def defines(source: Path, names: list[str]) -> bool:
+    """Whether `source` defines the class, method or function `names` spells out."""
+    body: list[ast.stmt] = ast.parse(source.read_text(encoding="utf-8")).body
+    for name in names:
+        node = next(
+            (
+                n
+                for n in body
+                if isinstance(n, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                and n.name == name
+            ),
+            None,
+        )
+        if node is None:
+            return False
+        body = node.body
+    return True
+
+
+class TestDocumentedNames:
+    @pytest.mark.parametrize(("where", "statement"), documented_imports())
+    def test_every_import_shown_works(self, where: str, statement: str) -> None:
+        """Every `from mini_harness... import ...` in README.md and docs/ imports."""
+        exec(statement, {})
+
+    @pytest.mark.parametrize(("doc", "name"), documented_names())
+    def test_every_dotted_name_resolves(self, doc: str, name: str) -> None:
+        """A module or attribute the docs name (`mini_harness.agent.AgentLoop`) exists."""
+        module_path, _, attribute = name.partition(":")
+        parts = module_path.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                target: object = importlib.import_module(".".join(parts[:cut]))
+            except ModuleNotFoundError:
+                continue
+            for part in [*parts[cut:], *filter(None, [attribute])]:
+                assert hasattr(target, part), f"{doc}: {name} ({part} not found)"
+                target = getattr(target, part)
+            return
+        pytest.fail(f"{doc}: {name} names no module")
+
+    @pytest.mark.parametrize(("doc", "reference"), documented_files())
+    def test_every_file_named_exists(self, doc: str, reference: str) -> None:
+        """A file the docs name exists, and so does the test class or test it points at."""
+        path, *names = reference.split("::")
+        candidates = resolve_file(path)
+        assert candidates, f"{doc}: {path} not found"
+        assert any(defines(source, names) for source in candidates), f"{doc}: {reference}"
+
+    def test_the_docs_are_read(self) -> None:
+        """The collectors above find what the docs hold (a change to their form shows)."""
+        assert len(documented_imports()) >= 20
+        assert len(documented_names()) >= 20
+        assert len(documented_files()) >= 50

@@ -55,6 +55,17 @@ class MiniHarnessError(Exception):
         self.message = message
 
 
+# --- JSON values --------------------------------------------------------------
+
+
+class NotJsonError(ValueError):
+    """The value is not a JSON value; the message says where and why."""
+
+
+class TooDeepError(NotJsonError):
+    """The value nests arrays and objects deeper than MAX_JSON_DEPTH (or refers to itself)."""
+
+
 # --- registration -----------------------------------------------------------
 
 
@@ -99,6 +110,15 @@ class SchemaDerivationError(RegistrationError):
     def __init__(self, tool: str, message: str, *, parameter: str | None = None) -> None:
         super().__init__(tool, message)
         self.parameter = parameter
+
+
+class UnsupportedAnnotationError(Exception):
+    """An annotation has no JSON Schema; `member` is the outermost property it sits in (a
+    parameter's name). Deriving a typed tool's schema turns it into SchemaDerivationError."""
+
+    def __init__(self, message: str, member: str | None = None) -> None:
+        super().__init__(message)
+        self.member = member
 
 
 # --- dispatch ---------------------------------------------------------------
@@ -181,6 +201,11 @@ class InvalidOutputError(ToolCallError):
     kind = "invalid_output"
 
 
+class HandlerTimeoutError(Exception):
+    """A handler run in the handler threads, or on an event loop of its own, ran past its
+    timeout; dispatch records it as ToolTimeoutError."""
+
+
 # --- transcripts ------------------------------------------------------------
 
 
@@ -212,6 +237,28 @@ class TranscriptWriteError(TranscriptError):
 class EventTooLargeError(TranscriptWriteError):
     """An event's line is over the writer's size cap and cannot be shrunk: nothing was
     written, and the writer goes on."""
+
+
+class DecodeError(ValueError):
+    """A line is not a valid event; the message says why."""
+
+
+class FieldError(Exception):
+    """A value does not fit its field; `path` is where, relative to the value checked."""
+
+    def __init__(self, reason: str, path: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path = path
+
+
+class HeaderError(Exception):
+    """Line 1 is not a header readers take: `why`, or its `version` is one they cannot read."""
+
+    def __init__(self, why: str, version: int | None = None) -> None:
+        super().__init__(why)
+        self.why = why
+        self.version = version
 
 
 class RunContinuedError(MiniHarnessError):
@@ -260,6 +307,19 @@ class WorkspaceError(MiniHarnessError):
         self.path = path
 
 
+class FileRefusedError(Exception):
+    """A file that may not be read: its `kind` (not a regular file), its `size` (larger
+    than allowed) or `outside` (it really is outside the directory)."""
+
+    def __init__(
+        self, *, kind: str | None = None, size: int | None = None, outside: bool = False
+    ) -> None:
+        super().__init__(kind or (f"{size} bytes" if size is not None else "outside"))
+        self.kind = kind
+        self.size = size
+        self.outside = outside
+
+
 class PatchSyntaxError(MiniHarnessError):
     """The text is not a unified diff apply_patch can use; the message says where."""
 
@@ -280,6 +340,42 @@ class InvalidPatternError(MiniHarnessError):
     def __init__(self, pattern: str, message: str) -> None:
         super().__init__(message)
         self.pattern = pattern
+
+
+class SearchBudgetError(MiniHarnessError):
+    """A regex search ran past its wall-clock budget; `pattern`, `budget` (seconds) and
+    `path` (the file it was in) say which, where."""
+
+    def __init__(self, message: str, *, pattern: str, budget: float, path: str) -> None:
+        super().__init__(message)
+        self.pattern = pattern
+        self.budget = budget
+        self.path = path
+
+
+# --- agent ------------------------------------------------------------------
+
+
+class ModelError(MiniHarnessError):
+    """A model request failed; `kind` is one of MODEL_ERROR_KINDS, `status` the HTTP status
+    when there was one, `attempt` which attempt (1-based) this was."""
+
+    def __init__(
+        self, kind: str, message: str, *, status: int | None = None, attempt: int = 1
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.attempt = attempt
+
+
+class ProviderSetupError(MiniHarnessError):
+    """The provider cannot be made: a bad `--model`, a missing key or setting, or its SDK
+    is not installed (the message then carries the install line)."""
+
+
+class ScriptError(MiniHarnessError):
+    """A script file that cannot be used; the message names the file and what is wrong."""
 
 
 # --- replay -----------------------------------------------------------------
@@ -312,3 +408,27 @@ class RegistrySpecError(MiniHarnessError):
     def __init__(self, spec: str, message: str) -> None:
         super().__init__(message)
         self.spec = spec
+
+
+class UsageError(MiniHarnessError):
+    """A command was asked for something it cannot do (exit 2); the message says all there
+    is to say, so no hint to `--help` follows it, unlike click's own usage errors."""
+
+
+# --- MCP ----------------------------------------------------------------------
+
+
+class GuardError(Exception):
+    """A `tools/call` the MCP wire guard runs ends in this JSON-RPC error."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# --- testing --------------------------------------------------------------------
+
+
+class NormalizationError(ValueError):
+    """The obtained output cannot be normalized (e.g. a transcript line that is not JSON)."""

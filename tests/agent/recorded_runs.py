@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 from click.testing import CliRunner, Result
 
-from mini_harness.agent.resume import check_history
+from mini_harness.agent import check_history
 from mini_harness.cli import cli
 from mini_harness.replay import Run, fold_agent_runs
 

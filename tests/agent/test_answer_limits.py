@@ -10,8 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from mini_harness.agent.provider import Message, ToolCall
-from mini_harness.agent.resume import check_history
+from mini_harness.agent import Message, ToolCall, check_history
 from mini_harness.events import ModelFailed, ModelResponded, RunFinished, ToolCalled
 from mini_harness.replay import fold_agent_runs
 from mini_harness.transcripts import read_transcript, verify_transcript

@@ -6,9 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from mini_harness.agent.anthropic_provider import DEFAULT_MAX_TOKENS, AnthropicProvider
-from mini_harness.agent.provider import Message, ModelError, ModelRequest, ToolCall
-from mini_harness.agent.sdk_provider import UNPARSED_KEY
+from mini_harness.agent import Message, ModelRequest, ToolCall
+from mini_harness.agent.providers.anthropic_messages import DEFAULT_MAX_TOKENS, AnthropicProvider
+from mini_harness.agent.providers.sdk import UNPARSED_KEY
+from mini_harness.errors import ModelError
 from tests.agent.wire_servers import (
     ECHO,
     MODES,

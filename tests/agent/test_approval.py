@@ -10,8 +10,13 @@ from pathlib import Path
 import pytest
 
 from mini_harness import MemorySink, ToolRuntime
-from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover, load_policy
-from mini_harness.agent.approval_prompt import Answer, TerminalPrompter
+from mini_harness.agent.approval import (
+    ApprovalPolicy,
+    PolicyApprover,
+    TerminalPrompter,
+    load_policy,
+)
+from mini_harness.agent.approval.prompt import Answer
 from mini_harness.errors import PolicyError, ToolCallError
 from mini_harness.events import (
     ApprovalDecided,
@@ -20,7 +25,7 @@ from mini_harness.events import (
     ToolSucceeded,
 )
 from mini_harness.runtime import ToolRegistry
-from mini_harness.runtime.dispatch import PendingCall
+from mini_harness.runtime.approval import PendingCall
 from mini_harness.tools import register_coding_tools
 
 PATCH = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-old\n+new\n"

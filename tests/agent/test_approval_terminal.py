@@ -22,8 +22,7 @@ PATCH = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-old\n+new\n"
 CHILD = """
 import sys
 from mini_harness import ToolRuntime
-from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover
-from mini_harness.agent.approval_prompt import terminal_prompter
+from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover, terminal_prompter
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
 from mini_harness.transcripts import JsonlTranscript
@@ -125,8 +124,7 @@ class TestTerminalPrompt:
 FLOW = """
 import json, sys
 from mini_harness import ToolRuntime
-from mini_harness.agent.approval import PolicyApprover, load_policy
-from mini_harness.agent.approval_prompt import terminal_prompter
+from mini_harness.agent.approval import PolicyApprover, load_policy, terminal_prompter
 from mini_harness.tools import default_registry, register_coding_tools
 from mini_harness.transcripts import JsonlTranscript
 

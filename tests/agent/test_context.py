@@ -8,18 +8,18 @@ from pathlib import Path
 
 import orjson
 
-from mini_harness.agent import Message, ModelRequest, ToolCall
-from mini_harness.agent.context import (
-    MAX_RULES_BYTES,
+from mini_harness.agent import (
+    Message,
+    ModelRequest,
+    ToolCall,
     load_project_rules,
-    manual_tool_message,
     request_hash,
     request_parts,
     system_message,
-    trim_to_budget,
 )
+from mini_harness.agent.context import MAX_RULES_BYTES, manual_tool_message, trim_to_budget
 from mini_harness.events import ProjectRules, ToolDefinition
-from mini_harness.runtime.context import render_context_report
+from mini_harness.runtime.context_report import render_context_report
 
 TOOLS = (ToolDefinition("echo", "Echo.", {"type": "object"}),)
 

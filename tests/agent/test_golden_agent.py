@@ -11,8 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from mini_harness.agent.loop import AgentConfig, AgentLoop
-from mini_harness.agent.script import ScriptProvider
+from mini_harness.agent import AgentConfig, AgentLoop, ScriptProvider
 from mini_harness.testing import Golden
 from mini_harness.tools import default_registry
 

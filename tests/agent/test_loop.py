@@ -8,10 +8,18 @@ from typing import Any
 
 import pytest
 
-from mini_harness.agent import Message, ModelError, ModelRequest, ModelResponse, Usage
-from mini_harness.agent.context import load_project_rules
-from mini_harness.agent.loop import AgentConfig, AgentLoop, AgentOutcome
-from mini_harness.agent.script import ScriptProvider
+from mini_harness.agent import (
+    AgentConfig,
+    AgentLoop,
+    AgentOutcome,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ScriptProvider,
+    Usage,
+    load_project_rules,
+)
+from mini_harness.errors import ModelError
 from mini_harness.events import (
     ModelFailed,
     ModelFailure,
@@ -380,7 +388,7 @@ SLOW_RUN = """
 import sys, time
 from mini_harness import ToolRegistry, ToolRuntime
 from mini_harness.agent.loop import AgentConfig, AgentLoop
-from mini_harness.agent.script import ScriptProvider
+from mini_harness.agent.providers.script import ScriptProvider
 from mini_harness.transcripts import JsonlTranscript
 
 registry = ToolRegistry()

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from mini_harness.agent import Message, ModelRequest
+from mini_harness.agent import Message, MockProvider, ModelRequest
 from mini_harness.agent.context import manual_tool_message
-from mini_harness.agent.providers import MockProvider
 
 
 class TestMock:

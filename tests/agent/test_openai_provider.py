@@ -7,9 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from mini_harness.agent.openai_provider import OpenAICompatibleProvider
-from mini_harness.agent.provider import Message, ModelError, ModelRequest, ToolCall
-from mini_harness.agent.sdk_provider import UNPARSED_KEY
+from mini_harness.agent import Message, ModelRequest, ToolCall
+from mini_harness.agent.providers.openai_chat import OpenAICompatibleProvider
+from mini_harness.agent.providers.sdk import UNPARSED_KEY
+from mini_harness.errors import ModelError
 from tests.agent.wire_servers import (
     ECHO,
     MODES,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mini_harness.agent import providers
-from mini_harness.agent.provider import Message, ModelRequest
-from mini_harness.agent.providers import ProviderSetupError, choose_provider
+from mini_harness.agent import Message, ModelRequest, choose_provider
+from mini_harness.agent.providers import choice
+from mini_harness.errors import ProviderSetupError
 from tests.agent.wire_servers import AnthropicWireServer, OpenAIWireServer, Turn
 
 HELLO = ModelRequest(messages=(Message("user", "hello"),))
@@ -35,7 +35,7 @@ def _local_providers(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]
             def __init__(self, argument: object, _cls: str = cls_name) -> None:
                 made[_cls].append(argument)
 
-        monkeypatch.setattr(providers, cls_name, StandIn)
+        monkeypatch.setattr(choice, cls_name, StandIn)
     return made
 
 

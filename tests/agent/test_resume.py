@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from mini_harness.agent.resume import INTERRUPTED_RESULT
+from mini_harness.agent import INTERRUPTED_RESULT
 from mini_harness.events import RunOrigin, ToolError
 from mini_harness.replay import agent_report, fold_agent_runs
 from mini_harness.transcripts import verify_transcript

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from mini_harness.agent import Message, ModelError, ModelRequest, ToolCall
-from mini_harness.agent.script import ScriptError, ScriptProvider
+from mini_harness.agent import Message, ModelRequest, ScriptProvider, ToolCall
+from mini_harness.errors import ModelError, ScriptError
 
 Script = Callable[[list[dict[str, Any]]], Path]
 REQUEST = ModelRequest((Message("user", "t"),))

@@ -10,11 +10,11 @@ from typing import Any
 import attrs
 import pytest
 
-from mini_harness.agent.anthropic_provider import AnthropicProvider
-from mini_harness.agent.openai_provider import OpenAICompatibleProvider
-from mini_harness.agent.provider import Message, ModelError, ModelRequest, ToolCall
-from mini_harness.agent.sdk_provider import SdkProvider
-from mini_harness.errors import MiniHarnessError
+from mini_harness.agent import Message, ModelRequest, ToolCall
+from mini_harness.agent.providers.anthropic_messages import AnthropicProvider
+from mini_harness.agent.providers.openai_chat import OpenAICompatibleProvider
+from mini_harness.agent.providers.sdk import SdkProvider
+from mini_harness.errors import MiniHarnessError, ModelError
 from tests.agent.wire_servers import (
     MODES,
     TASK,

@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import pytest
 
-from mini_harness.agent.provider import Message, ModelRequest
+from mini_harness.agent import Message, ModelRequest
 from mini_harness.events import ToolDefinition
 from tests.agent.wire_anthropic import AnthropicWireServer, validate_anthropic_messages
 from tests.agent.wire_base import (

@@ -10,8 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mini_harness import ToolRuntime
-from mini_harness.agent.loop import AgentConfig, AgentLoop
-from mini_harness.agent.script import ScriptProvider
+from mini_harness.agent import AgentConfig, AgentLoop, ScriptProvider
 from mini_harness.cli import cli
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript

@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from mini_harness.cli import cli
-from mini_harness.errors import ToolCallError
+from mini_harness.errors import NormalizationError, ToolCallError
 from mini_harness.runtime import MemorySink, ToolRegistry, ToolRuntime
-from mini_harness.testing import TS_PLACEHOLDER, Normalization, NormalizationError
+from mini_harness.testing import TS_PLACEHOLDER, Normalization
 from mini_harness.testing.golden import _memory_bytes
 from mini_harness.testing.normalize import mask_prev
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader

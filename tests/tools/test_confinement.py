@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mini_harness import MemorySink, ToolCallError, ToolRuntime
-from mini_harness.errors import WorkspaceError
+from mini_harness.errors import FileRefusedError, WorkspaceError
 from mini_harness.events import ToolCalled, ToolFailed
-from mini_harness.runtime.confined import FileRefusedError, file_kind
+from mini_harness.runtime.confined import file_kind
 from mini_harness.tools import Workspace, default_registry
 from mini_harness.tools.workspace import quote_path
 

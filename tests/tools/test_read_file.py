@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from mini_harness import ToolHandlerError, ToolRuntime
-from mini_harness.runtime.confined import FileRefusedError
+from mini_harness.errors import FileRefusedError
 from mini_harness.tools.read_file import split_lines
 from mini_harness.tools.workspace import Workspace
 

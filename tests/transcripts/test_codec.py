@@ -9,6 +9,7 @@ import attrs
 import pytest
 from hypothesis import strategies as st
 
+from mini_harness.errors import DecodeError, FieldError
 from mini_harness.events import (
     KNOWN_EVENT_TYPES,
     MAX_JSON_DEPTH,
@@ -39,14 +40,9 @@ from mini_harness.events import (
 from mini_harness.events import Message as RecordedMessage
 from mini_harness.events import Usage as RecordedUsage
 from mini_harness.runtime import ToolRegistry, ToolRuntime
-from mini_harness.transcripts import (
-    DecodeError,
-    JsonlTranscript,
-    decode_line,
-    encode_line,
-)
+from mini_harness.transcripts import JsonlTranscript, decode_line, encode_line
 from mini_harness.transcripts.codec import decode_wire, load_line
-from mini_harness.transcripts.fields import FieldError, structurer, wire_fields
+from mini_harness.transcripts.fields import structurer, wire_fields
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False,

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
+from mini_harness.errors import FieldError
 from mini_harness.events import (
     FileEffect,
     Message,
@@ -22,7 +23,7 @@ from mini_harness.events import (
     Usage,
     to_wire,
 )
-from mini_harness.transcripts.fields import FieldError, structurer
+from mini_harness.transcripts.fields import structurer
 
 # Each payload with the exact compact JSON a transcript line holds of it.
 SHAPES: list[tuple[Any, bytes]] = [

@@ -17,17 +17,19 @@ from pathlib import Path
 import attrs
 import orjson
 
-from mini_harness.agent.provider import Message, ModelRequest
+from mini_harness.agent.providers import ModelRequest
+from mini_harness.errors import FileRefusedError
 from mini_harness.events import (
     JsonObject,
     JsonValue,
+    Message,
     ProjectRules,
     ReplacedMessage,
     ToolDefinition,
     to_wire,
 )
-from mini_harness.runtime.confined import FileRefusedError, read_confined
-from mini_harness.runtime.context import (
+from mini_harness.runtime.confined import read_confined
+from mini_harness.runtime.context_report import (
     ContextPart,
     estimate_tokens,
     pretty_json,
@@ -69,10 +71,9 @@ def load_project_rules(
             if data is None:
                 continue
             text = data.decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, FileRefusedError) as exc:
             if warn is not None:
-                why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc.strerror
-                warn(f"project rules {shown} skipped: {why or exc}")
+                warn(f"project rules {shown} skipped: {_not_read(exc)}")
             continue
         found.append(
             ProjectRules(path=shown, sha256=hashlib.sha256(data).hexdigest(), content=text)
@@ -80,29 +81,28 @@ def load_project_rules(
     return tuple(found)
 
 
-class _RulesRefusedError(OSError):
-    """Internal: a rules file that is not read, and why (as its message)."""
-
-
 def _read_rules_file(candidate: Path, root: Path) -> bytes | None:
-    """The bytes of one rules file, None when there is none; OSError when it may not or
-    cannot be read (read_confined: no link followed, no FIFO waited on, a regular file
-    inside `root`, up to MAX_RULES_BYTES)."""
+    """The bytes of one rules file, None when there is none; OSError when it cannot be
+    read, FileRefusedError when it may not (read_confined: no link followed, no FIFO
+    waited on, a regular file inside `root`, up to MAX_RULES_BYTES)."""
     try:
         os.lstat(candidate)
     except FileNotFoundError:
         return None
-    try:
-        return read_confined(os.path.realpath(candidate), str(root), MAX_RULES_BYTES)
-    except FileRefusedError as refused:
-        if refused.outside:
-            raise _RulesRefusedError("a symlink leading outside the workspace") from None
-        if refused.kind is not None:
-            raise _RulesRefusedError("not a regular file") from None
-        raise _RulesRefusedError(
-            f"{refused.size:,} bytes, more than the {MAX_RULES_BYTES:,} bytes project rules "
-            "may have"
-        ) from None
+    return read_confined(os.path.realpath(candidate), str(root), MAX_RULES_BYTES)
+
+
+def _not_read(exc: OSError | UnicodeDecodeError | FileRefusedError) -> str:
+    """Why a rules file was skipped, as the warning says it."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    if exc.outside:
+        return "a symlink leading outside the workspace"
+    if exc.kind is not None:
+        return "not a regular file"
+    return f"{exc.size:,} bytes, more than the {MAX_RULES_BYTES:,} bytes project rules may have"
 
 
 def rules_text(rules: Sequence[ProjectRules]) -> str:

@@ -16,87 +16,34 @@ from collections.abc import Callable, Iterable
 import attrs
 import orjson
 
+from mini_harness.agent.config import AgentConfig, Opening
 from mini_harness.agent.context import (
-    DEFAULT_SYSTEM_PROMPT,
     RequestHasher,
     manual_tool_message,
     system_message,
     trim_to_budget,
 )
-from mini_harness.agent.provider import (
-    Message,
-    ModelError,
-    ModelProvider,
-    ModelRequest,
-    ModelResponse,
-    ToolCall,
-    Usage,
-)
+from mini_harness.agent.pairing import call_ids, unique_call_ids
+from mini_harness.agent.providers import ModelProvider, ModelRequest, ModelResponse
 from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome, call_outcome
-from mini_harness.agent.resume import call_ids, unique_call_ids
-from mini_harness.errors import EventTooLargeError, ToolCallError
+from mini_harness.errors import EventTooLargeError, ModelError, ToolCallError
 from mini_harness.events import (
     ContextTrimmed,
-    JsonObject,
     JsonValue,
+    Message,
     ModelFailed,
     ModelFailure,
     ModelIdentity,
     ModelRequested,
     ModelResponded,
-    ProjectRules,
     RunFinished,
-    RunOrigin,
+    ToolCall,
+    Usage,
     new_id,
     utc_timestamp,
 )
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.results import display_failure
-
-DEFAULT_MAX_STEPS = 10
-DEFAULT_PARAMS: JsonObject = {"temperature": 0.2}
-
-
-@attrs.frozen
-class AgentConfig:
-    """What one agent run is asked to do, and its limits.
-
-    `manual_tool` is a tool (name, input) dispatched before the first request, whose
-    result goes into the conversation (the CLI's `--tool` given with a task).
-    """
-
-    task: str
-    system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    rules: tuple[ProjectRules, ...] = ()
-    max_steps: int = DEFAULT_MAX_STEPS
-    max_context_tokens: int | None = None
-    params: JsonObject = attrs.field(factory=lambda: dict(DEFAULT_PARAMS))
-    stream: bool = True
-    manual_tool: tuple[str, JsonValue] | None = None
-
-
-@attrs.frozen
-class Opening:
-    """Where a run that continues another one starts (resume, fork, offline replay).
-
-    `history` is the conversation so far (system message first); `sent` how many of its
-    messages a model has already seen (the budget may trim their tool results).
-    `pending` are tool calls of the last assistant message that still need a result, with
-    the step that made them: they are dispatched first, in order. Then `follow_up`, if
-    given, is added as a user message. A run whose last answer was final (`final_text`)
-    and that gets nothing new ends at once with that answer. `resumed_from` /
-    `forked_from` go into RunStarted, and so does `unverified`: the
-    problems of a history that does not verify, continued anyway because the user said so.
-    """
-
-    history: tuple[Message, ...]
-    sent: int = 0
-    pending: tuple[tuple[ToolCall, int], ...] = ()
-    follow_up: str | None = None
-    final_text: str | None = None
-    resumed_from: RunOrigin | None = None
-    forked_from: RunOrigin | None = None
-    unverified: tuple[str, ...] | None = None
 
 
 @attrs.frozen
@@ -309,7 +256,7 @@ class AgentLoop:
         self._usage += response.usage
         self._last_input_tokens = response.usage.input_tokens
         # Arguments stay as the model sent them; each provider sends ones that do not parse
-        # in a form its servers accept (agent/sdk_provider.py).
+        # in a form its servers accept (agent/providers/sdk.py).
         self.history.append(response.message)
         return response.message
 

@@ -8,8 +8,9 @@ from typing import Protocol
 import attrs
 import orjson
 
-from mini_harness.agent.provider import Message, ModelError, ModelResponse, ToolCall
-from mini_harness.events import JsonValue
+from mini_harness.agent.providers import ModelResponse
+from mini_harness.errors import ModelError
+from mini_harness.events import JsonValue, Message, ToolCall
 
 
 @attrs.frozen

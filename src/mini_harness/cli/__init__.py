@@ -18,16 +18,9 @@ from mini_harness._version import __version__
 from mini_harness.cli.dispatch import run_dispatch, tool_options
 from mini_harness.cli.log_options import LOG_SETTINGS, LogSettings, log_option, log_options
 from mini_harness.cli.options import given_options, workspace_option
-from mini_harness.cli.output import (
-    BadUsage,
-    describe,
-    error,
-    exit_code_for,
-    guard_streams,
-    quiet,
-)
+from mini_harness.cli.output import describe, error, exit_code_for, guard_streams, quiet
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
-from mini_harness.errors import ExitCode, OutputError
+from mini_harness.errors import ExitCode, OutputError, UsageError
 
 __all__ = ["cli"]
 
@@ -266,7 +259,7 @@ def cli(
     if log is None and log_flags:
         raise click.UsageError(f"{log_flags[0]} needs --log PATH")
     if as_json and context_report:
-        raise BadUsage("--json cannot be combined with --context-report")
+        raise UsageError("--json cannot be combined with --context-report")
     run_dispatch(
         chosen_registry(registry_spec, workspace),
         tool,

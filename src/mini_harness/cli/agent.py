@@ -11,9 +11,8 @@ from pathlib import Path
 
 import click
 
-from mini_harness.agent.context import DEFAULT_SYSTEM_PROMPT, load_project_rules, request_parts
-from mini_harness.agent.context import context_report as render_report
-from mini_harness.agent.loop import AgentConfig
+from mini_harness.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig, load_project_rules, request_parts
+from mini_harness.agent import context_report as render_report
 from mini_harness.cli.dispatch import parse_tool_input, read_tool_input, tool_options
 from mini_harness.cli.log_options import LogSettings, log_option, log_options
 from mini_harness.cli.output import warn

@@ -14,9 +14,10 @@ from typing import Any
 import click
 import orjson
 
-from mini_harness.agent.loop import Opening
-from mini_harness.cli.output import BadUsage, error, info
+from mini_harness.agent import Opening
+from mini_harness.cli.output import error, info
 from mini_harness.cli.session import AgentSession
+from mini_harness.errors import UsageError
 from mini_harness.events import RunOrigin, to_wire
 from mini_harness.replay.continuing.offline import AgentReplay, ReplayOutcome, replay_agent_run
 from mini_harness.replay.continuing.plans import continued_config
@@ -45,7 +46,7 @@ def rerun_agent_runs(
     that does not verify, continued anyway (--allow-unverified), for the new run to record."""
     runs = history.agent_runs()
     if not runs and live is not None:
-        raise BadUsage("--live-model needs an agent run")
+        raise UsageError("--live-model needs an agent run")
     if not runs:
         return None
     code = 0

@@ -12,15 +12,19 @@ import os
 
 import click
 
-from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover, load_policy
-from mini_harness.agent.approval_prompt import terminal_prompter
-from mini_harness.agent.policy_file import POLICY_FILE
+from mini_harness.agent.approval import (
+    POLICY_FILE,
+    ApprovalPolicy,
+    PolicyApprover,
+    load_policy,
+    terminal_prompter,
+)
 from mini_harness.cli.log_options import LogSettings, log_option, log_options, opened_log
 from mini_harness.cli.options import F, workspace_option
-from mini_harness.cli.output import BadUsage, fail, warn
+from mini_harness.cli.output import fail, warn
 from mini_harness.cli.printing import RedactingPrinter
 from mini_harness.cli.verified import allow_unverified_option, verified_history
-from mini_harness.errors import ExitCode, PolicyError, ToolCallError, WorkspaceError
+from mini_harness.errors import ExitCode, PolicyError, ToolCallError, UsageError, WorkspaceError
 from mini_harness.replay.history import Call, fold_effects
 from mini_harness.replay.views.report import effects_lines
 from mini_harness.runtime import ToolRegistry, ToolRuntime
@@ -53,7 +57,7 @@ def workspace_policy(workspace: str | os.PathLike[str], approve: str) -> Approva
     try:
         return load_policy(workspace, approve)
     except PolicyError as exc:
-        raise BadUsage(exc.message) from None
+        raise UsageError(exc.message) from None
 
 
 def make_approver(workspace: str | os.PathLike[str], approve: str) -> PolicyApprover:
@@ -98,7 +102,7 @@ def continued_approver(
             f"(sha256 {started_with[:12]} then, {str(now)[:12]} now)"
         )
         if not accept:
-            raise BadUsage(
+            raise UsageError(
                 f"{changed}: the run's own calls may have changed it. Read it, then pass "
                 "--accept-policy to continue under it as it is now"
             )
@@ -116,9 +120,9 @@ def _find_call(path: str, call_id: str) -> Call:
     for call in fold_effects(path)[0]:
         if call.call_id == call_id:
             if call.name != "apply_patch" or not isinstance(call.input, dict):
-                raise BadUsage(f"Call {call_id} is a {call.name} call; undo reverts apply_patch")
+                raise UsageError(f"Call {call_id} is a {call.name} call; undo reverts apply_patch")
             return call
-    raise BadUsage(f"No call {call_id} with recorded file effects in {path}")
+    raise UsageError(f"No call {call_id} with recorded file effects in {path}")
 
 
 @click.command("undo", short_help="Revert one apply_patch call of a transcript.")

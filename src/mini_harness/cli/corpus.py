@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 import click
 
 from mini_harness.cli.options import SingleOption
-from mini_harness.cli.output import BadUsage, error, info
-from mini_harness.errors import counted
+from mini_harness.cli.output import error, info
+from mini_harness.errors import UsageError, counted
 
 if TYPE_CHECKING:
     from mini_harness.replay.corpus import CorpusFile, CorpusReport
@@ -59,7 +59,7 @@ def _ray_address(ctx: click.Context, param: click.Parameter, value: str | None) 
     """Refuse a path or glob taken as the address (`--ray DIR`), before PATH... is checked."""
     looks_like_path = value is not None and (os.path.exists(value) or bool(set("*?[") & set(value)))
     if value is not None and value != LOCAL_RAY and looks_like_path:
-        raise BadUsage(
+        raise UsageError(
             f"--ray took {value} as a cluster address: put --ray after the paths, "
             "or write --ray=ADDRESS"
         )
@@ -90,7 +90,7 @@ def replay_corpus(
 
     for flag, value in refused.items():
         if value:
-            raise BadUsage(f"{flag} applies to one transcript, not to a corpus")
+            raise UsageError(f"{flag} applies to one transcript, not to a corpus")
     factory = _registry_factory(registry, workspace) if rerun else None
     options = SummaryOptions(FOLD, factory, allow_side_effects)
     _run(paths, options, as_json=as_json, workers=workers, ray_address=ray_address)
@@ -130,7 +130,7 @@ def _run(
     from mini_harness.replay.corpus.summary import VERIFY
 
     if ray_address is not None and workers is not None:
-        raise BadUsage("--workers applies to local processes; with --ray, Ray places the work")
+        raise UsageError("--workers applies to local processes; with --ray, Ray places the work")
     if ray_address is not None:
         from mini_harness.replay.corpus.ray import import_ray
 

@@ -13,8 +13,8 @@ import orjson
 
 from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, SingleOption, option_group
-from mini_harness.cli.output import BadUsage, info
-from mini_harness.errors import ExitCode, ToolCallError
+from mini_harness.cli.output import info
+from mini_harness.errors import ExitCode, ToolCallError, UsageError
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than
 from mini_harness.runtime import (
@@ -53,14 +53,14 @@ def read_tool_input(raw: str | None) -> str | None:
             with open(path, encoding="utf-8") as handle:
                 return handle.read()
         except OSError as exc:
-            raise BadUsage(f"--tool-input {raw}: cannot read {path}: {exc.strerror}") from None
+            raise UsageError(f"--tool-input {raw}: cannot read {path}: {exc.strerror}") from None
         except UnicodeDecodeError:
-            raise BadUsage(f"--tool-input {raw}: {path} is not UTF-8 text") from None
+            raise UsageError(f"--tool-input {raw}: {path} is not UTF-8 text") from None
     return raw
 
 
 def parse_tool_input(raw: str | None) -> JsonValue:
-    """The value of `--tool-input` ({} when it was not given); BadUsage if it is not JSON,
+    """The value of `--tool-input` ({} when it was not given); UsageError if it is not JSON,
     holds an integer wider than 64 bits or nests deeper than MAX_JSON_DEPTH levels."""
     if raw is None:
         return {}
@@ -70,10 +70,10 @@ def parse_tool_input(raw: str | None) -> JsonValue:
     except orjson.JSONDecodeError as exc:
         # The parser's own limit (1024 levels) is not a syntax error in the input.
         if "depth limit" in str(exc):
-            raise BadUsage(too_deep) from None
-        raise BadUsage("--tool-input must be valid JSON") from None
+            raise UsageError(too_deep) from None
+        raise UsageError("--tool-input must be valid JSON") from None
     if nested_deeper_than(raw):
-        raise BadUsage(too_deep)
+        raise UsageError(too_deep)
     if _LONG_DIGITS.search(raw):
         _refuse_wide_integers(raw)
     return value
@@ -83,7 +83,7 @@ def _refuse_wide_integers(raw: str) -> None:
     def parse_int(text: str) -> int:
         number = int(text)
         if not -(2**63) <= number < 2**64:
-            raise BadUsage(f"--tool-input: integer {text} does not fit in 64 bits")
+            raise UsageError(f"--tool-input: integer {text} does not fit in 64 bits")
         return number
 
     json.loads(raw, parse_int=parse_int)

@@ -21,7 +21,7 @@ from mini_harness.cli.options import given_options, root_workspace, workspace_op
 from mini_harness.cli.output import PREFIX, fail
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.errors import ExitCode, OutputError
-from mini_harness.mcp_server import ElicitingPrompter, run_stdio
+from mini_harness.mcp.server import ElicitingPrompter, run_stdio
 from mini_harness.runtime import ToolRuntime
 from mini_harness.runtime.terminal import printable
 

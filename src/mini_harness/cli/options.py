@@ -12,7 +12,7 @@ import attrs
 import click
 from click.core import ParameterSource
 
-from mini_harness.cli.output import BadUsage
+from mini_harness.errors import UsageError
 
 _SPELLINGS = "mini_harness.spellings"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -46,9 +46,9 @@ class SingleOption(click.Option):
         if given and not ctx.resilient_parsing:
             spelling, value = given[0]
             if len(given) > 1:
-                raise BadUsage(f"{spelling} may be given only once")
+                raise UsageError(f"{spelling} may be given only once")
             if (value == "" and not self.empty_ok) or value in _option_names(ctx):
-                raise BadUsage(f"{spelling} requires a value")
+                raise UsageError(f"{spelling} requires a value")
             ctx.meta.setdefault(_SPELLINGS, {})[ctx.command.name, self.name] = spelling
             opts = {**opts, str(self.name): value}
         return super().handle_parse_result(ctx, opts, args)

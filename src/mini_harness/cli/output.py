@@ -22,10 +22,6 @@ from mini_harness.runtime.terminal import printable
 PREFIX = "[mini-harness]"
 
 
-class BadUsage(click.UsageError):
-    """A usage error whose message says all there is to say (no `--help` hint)."""
-
-
 # What these print may hold a model's or a tool's text: shown escaped, never obeyed.
 
 
@@ -55,15 +51,15 @@ def fail(message: str, code: ExitCode) -> NoReturn:
 def exit_code_for(exc: BaseException) -> int:
     """Say what went wrong and return the exit code: the one place errors become codes.
 
-    Click's usage errors are USAGE (with a hint to --help unless the message says all);
-    its other exceptions carry their code; Ctrl-C is INTERRUPTED; our own errors carry
-    theirs (`MiniHarnessError.exit_code`). Anything else is a bug: raised again.
+    Click's usage errors are USAGE, with a hint to --help; its other exceptions carry
+    their code; Ctrl-C is INTERRUPTED; our own errors carry theirs
+    (`MiniHarnessError.exit_code`: a UsageError is USAGE and its message says all).
+    Anything else is a bug: raised again.
     """
     if isinstance(exc, click.UsageError):
         error(exc.format_message())
-        if not isinstance(exc, BadUsage):
-            hint = exc.ctx.command_path if exc.ctx else "mini-harness"
-            click.echo(f"{PREFIX} Try '{hint} --help' for help.", err=True)
+        hint = exc.ctx.command_path if exc.ctx else "mini-harness"
+        click.echo(f"{PREFIX} Try '{hint} --help' for help.", err=True)
         return ExitCode.USAGE
     if isinstance(exc, click.ClickException):
         error(exc.format_message())

@@ -6,9 +6,9 @@ from __future__ import annotations
 import click
 import orjson
 
-from mini_harness.agent.provider import ModelError, ModelResponse, ToolCall
-from mini_harness.agent.reporting import ToolOutcome
+from mini_harness.agent import ModelResponse, ToolCall, ToolOutcome
 from mini_harness.cli.output import info, warn
+from mini_harness.errors import ModelError
 from mini_harness.runtime.terminal import printable
 from mini_harness.transcripts import Redactor
 

@@ -11,8 +11,8 @@ from collections.abc import Callable
 import click
 
 from mini_harness.cli.options import F, SingleOption
-from mini_harness.cli.output import BadUsage, describe
-from mini_harness.errors import MiniHarnessError, RegistrySpecError
+from mini_harness.cli.output import describe
+from mini_harness.errors import MiniHarnessError, RegistrySpecError, UsageError
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import Workspace, default_registry, register_coding_tools
 
@@ -36,7 +36,7 @@ def chosen_registry(spec: str | None, workspace: str | None) -> ToolRegistry:
     if spec is None:
         return default_registry(workspace)
     if workspace is not None:
-        raise BadUsage(
+        raise UsageError(
             "--workspace applies to the built-in tools; it cannot be used with --registry"
         )
     return registry_from(spec)

@@ -29,12 +29,13 @@ from mini_harness.cli.options import (
     run_option,
     workspace_option,
 )
-from mini_harness.cli.output import BadUsage, info
+from mini_harness.cli.output import info
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
 from mini_harness.cli.session import AgentOptions, AgentSession, model_option
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.cli.view import same_file
+from mini_harness.errors import UsageError
 from mini_harness.replay import ContextReports, Run, TranscriptFold, TranscriptRerun
 from mini_harness.replay.history import HeldItems
 from mini_harness.replay.views import report
@@ -129,12 +130,14 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     worst file's. --workers N folds them in N processes, --ray as Ray tasks.
     """
     if step is not None and not context_report:
-        raise BadUsage("--step needs --context-report")
+        raise UsageError("--step needs --context-report")
     if effects:
         if rerun or as_json or context_report:
-            raise BadUsage("--effects cannot be combined with --rerun, --json or --context-report")
+            raise UsageError(
+                "--effects cannot be combined with --rerun, --json or --context-report"
+            )
         if wants_corpus(paths, workers, ray_address):
-            raise BadUsage("--effects applies to one transcript, not to a corpus")
+            raise UsageError("--effects applies to one transcript, not to a corpus")
         print_effects(paths[0])
         return
     ctx = click.get_current_context()
@@ -142,9 +145,9 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     for flag, names in (("--rerun", _RERUN_OPTIONS), ("--live-model", _LIVE_OPTIONS)):
         for given in given_options(ctx, names):
             if not needs[flag]:
-                raise BadUsage(f"{given} needs {flag}")
+                raise UsageError(f"{given} needs {flag}")
     if registry_spec is not None and workspace is not None:
-        raise BadUsage(
+        raise UsageError(
             "--workspace applies to the built-in tools; it cannot be used with --registry"
         )
     # `mini-harness --workspace DIR replay ...` sets it on the root command.
@@ -164,7 +167,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         )
     (path,) = paths
     if log is not None and same_file(log, path):
-        raise BadUsage("--log must name a new file, not the transcript being replayed")
+        raise UsageError("--log must name a new file, not the transcript being replayed")
     # With --rerun, agent runs' requests are rebuilt for the offline replay.
     fold = TranscriptFold(path, run=run, requests=context_report or rerun)
     output = JsonOutput if as_json else TextOutput
@@ -226,7 +229,7 @@ def _verified(
     if not (live_model or allow_side_effects):
         return None
     if not os.path.isfile(path):
-        raise BadUsage(
+        raise UsageError(
             f"{acting} acts on what PATH records, so PATH must be a file that is verified "
             "first, not a pipe: save it to a file"
         )

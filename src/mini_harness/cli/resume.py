@@ -14,8 +14,8 @@ from typing import NoReturn
 import attrs
 import click
 
+from mini_harness.agent import Opening
 from mini_harness.agent.approval import PolicyApprover
-from mini_harness.agent.loop import Opening
 from mini_harness.cli.coding import accept_policy_option
 from mini_harness.cli.log_options import LogSettings, log_option, log_options, warn_quarantined
 from mini_harness.cli.options import option_group, run_option

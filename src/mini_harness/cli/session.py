@@ -19,9 +19,14 @@ import attrs
 import click
 import orjson
 
+from mini_harness.agent import (
+    AgentConfig,
+    AgentLoop,
+    AgentOutcome,
+    choose_provider,
+    provider_secrets,
+)
 from mini_harness.agent.approval import PolicyApprover
-from mini_harness.agent.loop import AgentConfig, AgentLoop, AgentOutcome
-from mini_harness.agent.providers import choose_provider, provider_secrets
 from mini_harness.cli.coding import approve_option, continued_approver, make_approver
 from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, gathered, root_workspace, workspace_option

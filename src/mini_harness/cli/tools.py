@@ -6,7 +6,7 @@ import click
 
 from mini_harness.cli.options import SingleOption, root_workspace
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
-from mini_harness.runtime.context import pretty_json
+from mini_harness.runtime.context_report import pretty_json
 from mini_harness.runtime.definitions import anthropic_tool, mcp_tool, openai_tool
 
 SHAPES = {

@@ -8,8 +8,8 @@ import click
 import orjson
 
 from mini_harness.cli.corpus import corpus_options, verify_corpus, wants_corpus
-from mini_harness.cli.output import PREFIX, BadUsage, error, fail, info
-from mini_harness.errors import ExitCode, counted
+from mini_harness.cli.output import PREFIX, error, fail, info
+from mini_harness.errors import ExitCode, UsageError, counted
 from mini_harness.transcripts.repair import repair_transcript
 from mini_harness.transcripts.verify import VerifyReport, verify_transcript
 
@@ -75,11 +75,11 @@ def verify_command(
     line per file; the exit code is the worst file's."""
     if wants_corpus(paths, workers, ray_address):
         if head is not None:
-            raise BadUsage("--head applies to one transcript, not to a corpus")
+            raise UsageError("--head applies to one transcript, not to a corpus")
         verify_corpus(paths, as_json=as_json, workers=workers, ray_address=ray_address)
     (path,) = paths
     if head is not None and not _HASH.fullmatch(head):
-        raise BadUsage(f"--head must be a head hash (32 lowercase hex digits), not {head!r}")
+        raise UsageError(f"--head must be a head hash (32 lowercase hex digits), not {head!r}")
     report = verify_transcript(path, head=head)
     if as_json:
         click.echo(orjson.dumps(report.to_json()).decode())

@@ -15,8 +15,8 @@ from collections.abc import Callable
 import click
 
 from mini_harness.cli.options import F
-from mini_harness.cli.output import BadUsage, warn
-from mini_harness.errors import counted
+from mini_harness.cli.output import warn
+from mini_harness.errors import UsageError, counted
 from mini_harness.transcripts import verify_transcript
 
 _SHOWN = 3
@@ -50,7 +50,7 @@ def verified_history(path: str, command: str, *, allow: bool) -> tuple[str, ...]
     if allow:
         warn(f"{path} does not verify ({found}); going on because of --allow-unverified")
         return tuple(problems)
-    raise BadUsage(
+    raise UsageError(
         f"cannot {command} from {path}: it does not verify, so what it records may not be "
         f"what happened ({found}). `mini-harness transcript verify {path}` lists every "
         "problem; --allow-unverified goes on anyway and records that it did"

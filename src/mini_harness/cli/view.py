@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 
 from mini_harness.cli.options import SingleOption, root_workspace, typed, workspace_option
-from mini_harness.cli.output import BadUsage, error, info
+from mini_harness.cli.output import error, info
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
+from mini_harness.errors import UsageError
 from mini_harness.replay import TranscriptFold, TranscriptRerun
 from mini_harness.replay.continuing.outcomes import DIFFERING, differing
 from mini_harness.replay.views import describe
@@ -72,12 +73,12 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     """
     target = Path(output) if output is not None else default_output(path)
     if path != "-" and same_file(target, path):
-        raise BadUsage("the page would overwrite the transcript: give -o FILE.html")
+        raise UsageError("the page would overwrite the transcript: give -o FILE.html")
     if not rerun:
         ctx = click.get_current_context()
         for name in ("registry_spec", "workspace", "allow_side_effects"):
             if ctx.params[name]:
-                raise BadUsage(f"{typed(ctx, name)} needs --rerun")
+                raise UsageError(f"{typed(ctx, name)} needs --rerun")
     tools = None
     if rerun:
         root = None if registry_spec else root_workspace()

@@ -8,6 +8,7 @@ Nothing here does I/O.
 
 from __future__ import annotations
 
+from mini_harness.errors import NotJsonError
 from mini_harness.events.conversation import (
     Message,
     ModelFailure,
@@ -21,13 +22,7 @@ from mini_harness.events.conversation import (
     ToolDefinition,
     Usage,
 )
-from mini_harness.events.jsonvalue import (
-    MAX_JSON_DEPTH,
-    JsonObject,
-    JsonValue,
-    NotJsonError,
-    check_json,
-)
+from mini_harness.events.jsonvalue import MAX_JSON_DEPTH, JsonObject, JsonValue, check_json
 from mini_harness.events.vocabulary import (
     FORMAT_VERSION,
     KNOWN_EVENT_TYPES,

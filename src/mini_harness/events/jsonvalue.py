@@ -9,6 +9,8 @@ from typing import Any, TypeAlias
 
 import orjson
 
+from mini_harness.errors import NotJsonError, TooDeepError
+
 JsonValue: TypeAlias = Any
 JsonObject: TypeAlias = dict[str, Any]
 
@@ -35,17 +37,6 @@ _STRICT = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 _SHOWN_INT_BITS = 256
 
 
-class NotJsonError(ValueError):
-    """The value is not a JSON value; the message says where and why."""
-
-
-class TooDeepError(NotJsonError):
-    """The value nests arrays and objects deeper than MAX_JSON_DEPTH (or refers to itself)."""
-
-    def __init__(self) -> None:
-        super().__init__(TOO_DEEP)
-
-
 def _refuse(obj: object) -> None:
     raise TypeError(f"{type(obj).__name__} is not JSON")
 
@@ -62,10 +53,10 @@ def check_json(value: object) -> bytes:
         encoded = orjson.dumps(value, default=_refuse, option=_STRICT)
     except (TypeError, orjson.JSONEncodeError) as exc:
         if nested_too_deep(value):
-            raise TooDeepError from None
+            raise TooDeepError(TOO_DEEP) from None
         raise NotJsonError(_describe(value, "$") or str(exc)) from None
     if encoded.count(b"[") + encoded.count(b"{") > MAX_JSON_DEPTH and nested_too_deep(value):
-        raise TooDeepError
+        raise TooDeepError(TOO_DEEP)
     # find, not `in`: `bytes in bytes` first tries the operand as an integer and builds
     # (and drops) a TypeError, which costs more than the search itself.
     if encoded.find(b"null") != -1:

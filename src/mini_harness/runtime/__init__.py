@@ -6,7 +6,11 @@ Typed tools (`ToolRegistry.tool`, cattrs) load when the first typed tool is regi
 from __future__ import annotations
 
 from mini_harness.events.vocabulary import MemorySink
-from mini_harness.runtime.context import dispatch_context, estimate_tokens, render_context_report
+from mini_harness.runtime.context_report import (
+    dispatch_context,
+    estimate_tokens,
+    render_context_report,
+)
 from mini_harness.runtime.definitions import (
     ToolAnnotations,
     ToolDefinition,

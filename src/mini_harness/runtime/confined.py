@@ -13,6 +13,8 @@ import contextlib
 import os
 import stat
 
+from mini_harness.errors import FileRefusedError
+
 _KINDS = {
     stat.S_IFREG: "regular file",
     stat.S_IFDIR: "directory",
@@ -34,19 +36,6 @@ _OPEN_FLAGS = (
     | getattr(os, "O_NOFOLLOW", 0)
     | getattr(os, "O_CLOEXEC", 0)
 )
-
-
-class FileRefusedError(Exception):
-    """A file that may not be read: its `kind` (not a regular file), its `size` (larger
-    than allowed) or `outside` (it really is outside the directory)."""
-
-    def __init__(
-        self, *, kind: str | None = None, size: int | None = None, outside: bool = False
-    ) -> None:
-        super().__init__(kind or (f"{size} bytes" if size is not None else "outside"))
-        self.kind = kind
-        self.size = size
-        self.outside = outside
 
 
 def inside(real: str, root: str) -> bool:

@@ -6,16 +6,17 @@ import inspect
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, NoReturn, Protocol
-
-import attrs
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from mini_harness._version import __version__
 from mini_harness.errors import (
+    HandlerTimeoutError,
     InvalidInputError,
     InvalidOutputError,
+    NotJsonError,
     RejectedInputError,
+    TooDeepError,
     ToolCallError,
     ToolCancelledError,
     ToolDeniedError,
@@ -26,7 +27,6 @@ from mini_harness.errors import (
 from mini_harness.events import (
     EventSink,
     JsonValue,
-    NotJsonError,
     NullSink,
     RunStarted,
     ToolCalled,
@@ -37,46 +37,16 @@ from mini_harness.events import (
     new_id,
     utc_timestamp,
 )
-from mini_harness.events.jsonvalue import TooDeepError, bounded_repr, bounded_str
+from mini_harness.events.jsonvalue import bounded_repr, bounded_str
+from mini_harness.runtime.approval import Approver, PendingCall
 from mini_harness.runtime.definitions import ToolDefinition
-from mini_harness.runtime.handler_threads import (
-    HandlerTimeout,
-    call_in_thread,
-    run_coroutine,
-    sync_off_loop,
-)
+from mini_harness.runtime.handler_threads import call_in_thread, run_coroutine, sync_off_loop
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
 from mini_harness.runtime.results import ToolResult, WithEffects, recordable
 from mini_harness.runtime.validation import decode_arguments
 
 # What a plain handler returns: never awaitable, so dispatch skips the awaitable check.
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
-
-
-@attrs.frozen
-class PendingCall:
-    """A call that was recorded and validated and waits for approval before it runs."""
-
-    run_id: str
-    call_id: str
-    definition: ToolDefinition
-    input: JsonValue
-    sink: EventSink  # where the approver records ApprovalRequested / ApprovalDecided
-    timestamp: Callable[[], str]
-
-
-class Approver(Protocol):
-    """Decides whether a call may run: None lets it run; a string denies it and says why.
-    An approver that must wait for an answer (an MCP client's user) returns an awaitable:
-    `dispatch_async` awaits it, keeping the event loop free meanwhile.
-
-    ToolRuntime consults it (when it has one) after ToolCalled is recorded and the input
-    validated, before the handler runs. A denial ends the call as ToolFailed, kind `denied`.
-    An approver that decides by a policy file says which in a `policy_sha256` attribute,
-    recorded in RunStarted.
-    """
-
-    def __call__(self, call: PendingCall) -> str | Awaitable[str | None] | None: ...
 
 
 def _elapsed_ms(start_ns: int, end_ns: int) -> float:
@@ -296,7 +266,7 @@ class ToolRuntime:
         interrupt while asking (Ctrl-C, the session ending) is recorded, then goes on."""
         if isinstance(exc, Exception):
             return f"Approval of {tool.name} failed ({type(exc).__name__}: {exc}); it did not run"
-        self._raised(call_id, tool, start, exc, HandlerTimeout)
+        self._raised(call_id, tool, start, exc, HandlerTimeoutError)
         raise exc
 
     def _fail(self, call_id: str, name: str, start: int, error: ToolCallError) -> NoReturn:
@@ -389,7 +359,7 @@ class ToolRuntime:
             else:
                 output = call_in_thread(tool.handler, tool_input, tool.timeout)
         except BaseException as exc:
-            self._raised(call_id, tool, start, exc, HandlerTimeout)
+            self._raised(call_id, tool, start, exc, HandlerTimeoutError)
             raise
         return self._succeed(call_id, name, tool_input, start, output)
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import attrs
 
+from mini_harness.errors import HandlerTimeoutError
+
 MAX_HANDLER_THREADS = 32
 """Threads that may run handlers at once; more calls wait for one to be free."""
 
@@ -159,12 +161,8 @@ async def sync_off_loop(handler: Callable[[Any], Any], arg: object) -> object:
     return output
 
 
-class HandlerTimeout(Exception):
-    """A handler run by call_in_thread or run_coroutine ran past its timeout."""
-
-
 def run_coroutine(awaitable: Any, timeout: float | None) -> object:
-    """Await `awaitable` from sync code, on an event loop of its own; HandlerTimeout past
+    """Await `awaitable` from sync code, on an event loop of its own; HandlerTimeoutError past
     `timeout` seconds."""
     import asyncio  # only async handlers need it
 
@@ -172,7 +170,7 @@ def run_coroutine(awaitable: Any, timeout: float | None) -> object:
         try:
             return await asyncio.wait_for(awaitable, timeout)
         except TimeoutError:
-            raise HandlerTimeout from None
+            raise HandlerTimeoutError from None
 
     try:
         asyncio.get_running_loop()
@@ -183,7 +181,7 @@ def run_coroutine(awaitable: Any, timeout: float | None) -> object:
 
 
 def call_in_thread(func: Callable[[Any], Any], arg: object, timeout: float | None) -> object:
-    """Run func(arg) in the shared handler threads; HandlerTimeout if it does not finish in
+    """Run func(arg) in the shared handler threads; HandlerTimeoutError if it does not finish in
     time.
 
     A thread cannot be killed: a timed-out handler keeps running in the background, but
@@ -193,5 +191,5 @@ def call_in_thread(func: Callable[[Any], Any], arg: object, timeout: float | Non
     job = HANDLER_THREADS.submit(func, arg, done.set)
     if not done.wait(timeout):
         job.abandon()
-        raise HandlerTimeout
+        raise HandlerTimeoutError
     return job.result()

@@ -19,7 +19,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 import attrs
 import jsonschema_rs
 
-from mini_harness.events import JsonObject, NotJsonError, check_json
+from mini_harness.errors import NotJsonError, UnsupportedAnnotationError
+from mini_harness.events import JsonObject, check_json
 
 _NUMBER_KEYWORDS = (
     ("ge", "minimum"),
@@ -72,16 +73,6 @@ class Field:
     min_length: int | None = attrs.field(default=None, validator=_optional_count)
     max_length: int | None = attrs.field(default=None, validator=_optional_count)
     pattern: str | None = None
-
-
-class UnsupportedAnnotation(Exception):
-    """Why an annotation has no schema, and where inside the parameter it sits.
-
-    `member` is the outermost property it sits in (a parameter's name)."""
-
-    def __init__(self, message: str, member: str | None = None) -> None:
-        super().__init__(message)
-        self.member = member
 
 
 @attrs.frozen
@@ -195,7 +186,7 @@ def _explicit_description(tp: object) -> bool:
 
 
 def schema_for(tp: object, stack: tuple[type, ...] = ()) -> JsonObject:
-    """The JSON Schema of one annotation; raise UnsupportedAnnotation if it has none."""
+    """The JSON Schema of one annotation; raise UnsupportedAnnotationError if it has none."""
     origin = get_origin(tp)
     args = get_args(tp)
     if origin is Annotated:
@@ -213,14 +204,14 @@ def schema_for(tp: object, stack: tuple[type, ...] = ()) -> JsonObject:
         return _enum_schema(tp)
     if origin is Literal:
         if not all(value is None or type(value) in (str, int, bool) for value in args):
-            raise UnsupportedAnnotation(
+            raise UnsupportedAnnotationError(
                 f"{type_name(tp)}: Literal values must be str, int, bool or None"
             )
         return _choices(args)
     if origin is Union or origin is types.UnionType:
         members = [a for a in args if a is not types.NoneType]
         if len(members) != 1 or len(members) == len(args):
-            raise UnsupportedAnnotation(
+            raise UnsupportedAnnotationError(
                 f"unsupported union {type_name(tp)} (only T | None is supported)"
             )
         return nullable(schema_for(members[0], stack))
@@ -229,7 +220,7 @@ def schema_for(tp: object, stack: tuple[type, ...] = ()) -> JsonObject:
         return {"type": "array", "items": items} if items else {"type": "array"}
     if origin is dict:
         if unwrap_annotated(args[0]) is not str:
-            raise UnsupportedAnnotation(f"dict keys must be str, not {type_name(args[0])}")
+            raise UnsupportedAnnotationError(f"dict keys must be str, not {type_name(args[0])}")
         values = schema_for(args[1], stack)
         return {"type": "object", "additionalProperties": values} if values else {"type": "object"}
     if tp in (list, tuple):
@@ -237,13 +228,13 @@ def schema_for(tp: object, stack: tuple[type, ...] = ()) -> JsonObject:
     if tp is dict:
         return {"type": "object"}
     if origin is tuple:
-        raise UnsupportedAnnotation(
+        raise UnsupportedAnnotationError(
             f"unsupported annotation {type_name(tp)} (use tuple[T, ...] or list[T])"
         )
     if is_record_class(tp):
         assert isinstance(tp, type)
         return class_schema(tp, stack)
-    raise UnsupportedAnnotation(f"unsupported annotation {type_name(tp)}")
+    raise UnsupportedAnnotationError(f"unsupported annotation {type_name(tp)}")
 
 
 def nullable(schema: JsonObject) -> JsonObject:
@@ -276,10 +267,10 @@ def _choices(values: Sequence[object]) -> JsonObject:
 def _enum_schema(tp: type[enum.Enum]) -> JsonObject:
     values = [member.value for member in tp]
     if not values:
-        raise UnsupportedAnnotation(f"enum {tp.__qualname__} has no members")
+        raise UnsupportedAnnotationError(f"enum {tp.__qualname__} has no members")
     for value in values:
         if not isinstance(value, str | int | float) or isinstance(value, bool):
-            raise UnsupportedAnnotation(
+            raise UnsupportedAnnotationError(
                 f"enum {tp.__qualname__}: values must be str, int or float, got {value!r}"
             )
     return _choices(values)
@@ -313,13 +304,13 @@ def _apply_metadata(schema: JsonObject, meta: object) -> JsonObject:
             continue
         chosen = {keywords[kind] for kind in kinds if kind in keywords}
         if len(chosen) != 1:
-            raise UnsupportedAnnotation(f"Field({attr}=...) applies to {applies} only")
+            raise UnsupportedAnnotationError(f"Field({attr}=...) applies to {applies} only")
         out[chosen.pop()] = value
     if meta.pattern is not None:
         try:
             jsonschema_rs.validator_for({"pattern": meta.pattern})
         except (jsonschema_rs.ValidationError, ValueError):
-            raise UnsupportedAnnotation(
+            raise UnsupportedAnnotationError(
                 f"Field(pattern={meta.pattern!r}) is not a valid regular expression"
             ) from None
     return out
@@ -336,11 +327,13 @@ def _no_default(field: Any) -> bool:
 def class_schema(cls: type, stack: tuple[type, ...] = ()) -> JsonObject:
     """An object schema from a class's init fields; refuses a class that contains itself."""
     if cls in stack:
-        raise UnsupportedAnnotation(f"class {cls.__qualname__} contains itself (not supported)")
+        raise UnsupportedAnnotationError(
+            f"class {cls.__qualname__} contains itself (not supported)"
+        )
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
     except NameError as exc:
-        raise UnsupportedAnnotation(
+        raise UnsupportedAnnotationError(
             f"cannot resolve the annotations of {cls.__qualname__}: {exc}"
         ) from None
     doc = parse_docstring(class_docstring(cls))  # the summary, and `Attributes:` per field
@@ -373,8 +366,8 @@ def object_schema(
     for member in members:
         try:
             prop = schema_for(member.annotation, stack)
-        except UnsupportedAnnotation as exc:
-            raise UnsupportedAnnotation(f"{where}{member.name}: {exc}", member.name) from None
+        except UnsupportedAnnotationError as exc:
+            raise UnsupportedAnnotationError(f"{where}{member.name}: {exc}", member.name) from None
         if member.description and not _explicit_description(member.annotation):
             prop = {**prop, "description": member.description}
         default = json_default(member.default)

@@ -18,12 +18,16 @@ from typing import Any, Literal, NoReturn, Union, get_args, get_origin
 import cattrs
 import cattrs.v
 
-from mini_harness.errors import RejectedInputError, SchemaDerivationError, Violation
+from mini_harness.errors import (
+    RejectedInputError,
+    SchemaDerivationError,
+    UnsupportedAnnotationError,
+    Violation,
+)
 from mini_harness.events import JsonObject
 from mini_harness.runtime.definitions import ToolAnnotations, ToolDefinition
 from mini_harness.runtime.schema_derive import (
     Member,
-    UnsupportedAnnotation,
     class_schema,
     is_record_class,
     object_schema,
@@ -155,7 +159,7 @@ def derive_tool(
         assert isinstance(record, type)
         try:
             input_schema = class_schema(record)
-        except UnsupportedAnnotation as exc:
+        except UnsupportedAnnotationError as exc:
             _refuse(tool, f"parameter {single.name}: {exc}", single.name)
         described = input_schema.pop("description", "")  # it is the tool's, said once
         summary = summary or described
@@ -174,7 +178,7 @@ def derive_tool(
         ]
         try:
             input_schema = object_schema(members, None, where="parameter ")
-        except UnsupportedAnnotation as exc:
+        except UnsupportedAnnotationError as exc:
             _refuse(tool, str(exc), exc.member)
         call = _call_with_keywords(
             tool, func, [(p.name, _structurer(hints[p.name])) for p in params]
@@ -197,7 +201,7 @@ def _output(hints: dict[str, Any], tool: str) -> tuple[JsonObject | None, Struct
     returned = hints.get("return", Any)
     try:
         schema = schema_for(returned)
-    except UnsupportedAnnotation as exc:
+    except UnsupportedAnnotationError as exc:
         _refuse(
             tool, f"the return annotation: {exc} (annotate with Any to skip the schema)", "return"
         )

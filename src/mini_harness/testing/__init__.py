@@ -6,13 +6,9 @@ entry point; the `golden` fixture it offers is a `Golden`.
 
 from __future__ import annotations
 
+from mini_harness.errors import NormalizationError
 from mini_harness.testing.golden import CliOutcome, Golden, GoldenRuntime
-from mini_harness.testing.normalize import (
-    DURATION_PLACEHOLDER,
-    TS_PLACEHOLDER,
-    Normalization,
-    NormalizationError,
-)
+from mini_harness.testing.normalize import DURATION_PLACEHOLDER, TS_PLACEHOLDER, Normalization
 
 __all__ = [
     "DURATION_PLACEHOLDER",

@@ -15,7 +15,8 @@ from typing import Any
 import attrs
 import orjson
 
-from mini_harness.transcripts.codec import DecodeError, line_hash, load_line
+from mini_harness.errors import DecodeError, NormalizationError
+from mini_harness.transcripts.codec import line_hash, load_line
 
 TS_PLACEHOLDER = "2000-01-01T00:00:00.000000Z"
 """Every `ts` in a golden transcript: a valid timestamp that is obviously not a real one."""
@@ -32,10 +33,6 @@ _TEXT_DURATION = re.compile(r'("durationMs":\s*)-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?
 _TEXT_HEX_ID = re.compile(r"\b[0-9a-f]{32}\b")
 _TEXT_CALL_ID = re.compile(r"\b[0-9a-f]{12}-\d+\b")  # `<12 hex of the run id, or random>-<n>`
 _PREV = re.compile(r'"prev":"[^"]*"')
-
-
-class NormalizationError(ValueError):
-    """The obtained output cannot be normalized (e.g. a transcript line that is not JSON)."""
 
 
 @attrs.frozen

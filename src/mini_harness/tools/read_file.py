@@ -6,9 +6,8 @@ from typing import Any
 
 import attrs
 
-from mini_harness.errors import WorkspaceError
+from mini_harness.errors import FileRefusedError, WorkspaceError
 from mini_harness.events import JsonObject
-from mini_harness.runtime.confined import FileRefusedError
 from mini_harness.tools.definitions import (
     DEFAULT_LINE_LIMIT,
     DEFAULT_MAX_BYTES,

@@ -13,9 +13,8 @@ from typing import Any, Final
 import attrs
 import regex as regex_engine
 
-from mini_harness.errors import MiniHarnessError
+from mini_harness.errors import FileRefusedError, SearchBudgetError
 from mini_harness.events import JsonObject
-from mini_harness.runtime.confined import FileRefusedError
 from mini_harness.tools.definitions import DEFAULT_MAX_FILE_BYTES
 from mini_harness.tools.definitions import SEARCH_DEFAULT_MAX_RESULTS as DEFAULT_MAX_RESULTS
 from mini_harness.tools.definitions import SEARCH_TEXT as SEARCH_TEXT  # noqa: PLC0414 (re-export)
@@ -23,10 +22,7 @@ from mini_harness.tools.globs import PathGlob
 from mini_harness.tools.patterns import compile_pattern
 from mini_harness.tools.read_file import decode_text
 from mini_harness.tools.walk import WalkEntry, WalkSkips, walk_files
-from mini_harness.tools.workspace import (
-    Workspace,
-    quote_path,
-)
+from mini_harness.tools.workspace import Workspace, quote_path
 
 LINE_TEXT_LIMIT: Final = 300  # longer lines are cut to a window around the match
 DEFAULT_REGEX_BUDGET: Final = 5.0  # wall-clock seconds a regex search may take
@@ -60,20 +56,6 @@ def byte_prefilter(query: str, *, regex: bool, case_sensitive: bool) -> Callable
     return lambda data: (
         folded in data.lower() or (not data.isascii() and any(p in data for p in partners))
     )
-
-
-class SearchBudgetError(MiniHarnessError):
-    """A regex search ran past its wall-clock budget; `pattern`, `budget` and `path` say
-    which, where."""
-
-    def __init__(self, pattern: str, budget: float, path: str) -> None:
-        super().__init__(
-            f"Regex search exceeded its {budget:g} s budget (while searching "
-            f"{quote_path(path)}); simplify the pattern, e.g. avoid nested repeats like (a|aa)+"
-        )
-        self.pattern = pattern
-        self.budget = budget
-        self.path = path
 
 
 class _OutOfBudget(Exception):
@@ -197,7 +179,15 @@ class SearchText:
         worker.start()
         worker.join(max(clock.deadline - time.monotonic(), 0.0))
         if not outcome or isinstance(outcome[0], _OutOfBudget):
-            raise SearchBudgetError(query, self.regex_budget, clock.path) from None
+            budget, where = self.regex_budget, clock.path
+            raise SearchBudgetError(
+                f"Regex search exceeded its {budget:g} s budget (while searching "
+                f"{quote_path(where)}); simplify the pattern, e.g. avoid nested repeats like "
+                "(a|aa)+",
+                pattern=query,
+                budget=budget,
+                path=where,
+            ) from None
         result = outcome[0]
         if isinstance(result, BaseException):
             raise result

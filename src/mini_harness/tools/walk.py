@@ -17,8 +17,8 @@ from collections.abc import Iterator
 
 import attrs
 
+from mini_harness.errors import FileRefusedError
 from mini_harness.events import JsonObject
-from mini_harness.runtime.confined import FileRefusedError
 from mini_harness.tools.definitions import SKIPPED_DIRS
 from mini_harness.tools.globs import IgnoreFile, is_ignored
 from mini_harness.tools.workspace import (

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from mini_harness.errors import DecodeError
 from mini_harness.transcripts.codec import (
     DEFAULT_MAX_EVENT_BYTES,
     REDACTED,
-    DecodeError,
     Redactor,
     decode_line,
     encode_line,

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
-from mini_harness.errors import RunContinuedError, RunInProgressError
+from mini_harness.errors import DecodeError, RunContinuedError, RunInProgressError
 from mini_harness.events import Event, RunStarted
-from mini_harness.transcripts.codec import DecodeError, decode_line
+from mini_harness.transcripts.codec import decode_line
 
 _SCAN_BYTES = 1 << 20
 _RUN_LOCKS = 1 << 62  # the run locks' bytes start here, far beyond any file's end

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import attrs
 import orjson
 
-from mini_harness.errors import RedactionError
+from mini_harness.errors import DecodeError, FieldError, RedactionError
 from mini_harness.events import (
     KNOWN_EVENT_TYPES,
     MAX_JSON_DEPTH,
@@ -25,7 +25,7 @@ from mini_harness.events import (
 )
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than, nested_too_deep
 from mini_harness.events.wire import Encoder, encoder
-from mini_harness.transcripts.fields import FieldError, structurer
+from mini_harness.transcripts.fields import structurer
 
 BOM = b"\xef\xbb\xbf"
 """A UTF-8 byte order mark, which other tools put before line 1: not part of the line."""
@@ -33,10 +33,6 @@ HASH_HEX_DIGITS = 32
 """`prev` is the first 128 bits of SHA-256 of the previous line, in lowercase hex."""
 _sha256 = hashlib.sha256
 HASH_BYTES = HASH_HEX_DIGITS // 2
-
-
-class DecodeError(ValueError):
-    """A line is not a valid event; the message says why."""
 
 
 def line_hash(line: bytes) -> str:

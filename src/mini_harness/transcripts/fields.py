@@ -18,19 +18,11 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import attrs
 
+from mini_harness.errors import FieldError
 from mini_harness.events import JsonObject
 from mini_harness.events.wire import camel
 
 _MISSING: Any = object()
-
-
-class FieldError(Exception):
-    """A value does not fit its field; `path` is where, relative to the value checked."""
-
-    def __init__(self, reason: str, path: str = "") -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.path = path
 
 
 class _NoValueIsOfThisType:

@@ -23,17 +23,16 @@ from typing import Any, BinaryIO
 
 import attrs
 
-from mini_harness.errors import TranscriptCorruptError, TranscriptError, TranscriptFormatError
-from mini_harness.events import FORMAT_VERSION, Event, TranscriptStarted
-from mini_harness.transcripts.codec import (
-    BOM,
-    HASH_BYTES,
+from mini_harness.errors import (
     DecodeError,
-    decode_wire,
-    load_line,
-    with_hint,
+    HeaderError,
+    TranscriptCorruptError,
+    TranscriptError,
+    TranscriptFormatError,
 )
-from mini_harness.transcripts.upcast import UPCASTERS, HeaderError, Upcaster, Upcasters, read_header
+from mini_harness.events import FORMAT_VERSION, Event, TranscriptStarted
+from mini_harness.transcripts.codec import BOM, HASH_BYTES, decode_wire, load_line, with_hint
+from mini_harness.transcripts.upcast import UPCASTERS, Upcaster, Upcasters, read_header
 
 NEWLINE = ord("\n")
 STDIN = "-"

@@ -17,9 +17,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from mini_harness.errors import TranscriptFormatError
+from mini_harness.errors import DecodeError, HeaderError, TranscriptFormatError
 from mini_harness.events import FORMAT_VERSION, TRANSCRIPT_FORMAT, JsonObject, TranscriptStarted
-from mini_harness.transcripts.codec import BOM, DecodeError, decode_wire, load_line, with_hint
+from mini_harness.transcripts.codec import BOM, decode_wire, load_line, with_hint
 
 Upcaster = Callable[[JsonObject], JsonObject]
 
@@ -81,15 +81,6 @@ UPCASTERS.register(1, _v1_to_v2)
 
 
 NO_VERSION = "line 1 has no format version"
-
-
-class HeaderError(Exception):
-    """Line 1 is not a header readers take: `why`, or its `version` is one they cannot read."""
-
-    def __init__(self, why: str, version: int | None = None) -> None:
-        super().__init__(why)
-        self.why = why
-        self.version = version
 
 
 def read_header(body: bytes, upcasters: Upcasters = UPCASTERS) -> Upcaster | None:

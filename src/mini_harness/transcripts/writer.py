@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Literal, NoReturn, get_args
 
 from mini_harness.errors import (
+    DecodeError,
     EventTooLargeError,
     TranscriptCorruptError,
     TranscriptFormatError,
@@ -30,7 +31,6 @@ from mini_harness.events import (
 from mini_harness.transcripts.claim import Claim, ContinuingSink, hold_run
 from mini_harness.transcripts.codec import (
     DEFAULT_MAX_EVENT_BYTES,
-    DecodeError,
     Redactor,
     decode_line,
     encode_wire,

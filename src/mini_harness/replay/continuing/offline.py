@@ -15,16 +15,18 @@ from collections.abc import Callable
 import attrs
 import orjson
 
-from mini_harness.agent.loop import AgentLoop, Opening
-from mini_harness.agent.provider import (
+from mini_harness.agent import (
+    AgentLoop,
     Message,
-    ModelError,
     ModelRequest,
     ModelResponse,
+    Opening,
+    SilentReporter,
     ToolCall,
+    ToolOutcome,
+    call_outcome,
 )
-from mini_harness.agent.reporting import SilentReporter, ToolOutcome, call_outcome
-from mini_harness.errors import counted
+from mini_harness.errors import ModelError, counted
 from mini_harness.events import Event, JsonValue, ModelRequested
 from mini_harness.replay.continuing.plans import continued_config
 from mini_harness.replay.continuing.rerun import diff, json_lines, safe_to_repeat
@@ -81,10 +83,6 @@ class AgentReplay:
         return f"replayed: identical through step {self.identical_through}{tail}"
 
 
-class _Stopped(ModelError):
-    """The replay stops here (divergence, or the end of the record)."""
-
-
 class RecordedRun(SilentReporter):
     """The recorded run, standing in for what the live run had.
 
@@ -125,24 +123,26 @@ class RecordedRun(SilentReporter):
         on_text: Callable[[str], None] | None = None,
         on_retry: Callable[[ModelError], None] | None = None,
     ) -> ModelResponse:
+        # A request the record cannot answer ends the replay as a failed model would end
+        # a run: a ModelError, recorded, and the run's stop reason is model_error.
         index, self._next = self._next, self._next + 1
         replay = self.replay
         if index >= len(self.run.steps):
             replay.record_ended = True
             replay.stopped_at = (replay.identical_through + 1, request)
-            raise _Stopped("invalid_response", f"the record has no step {index + 1}")
+            raise ModelError("invalid_response", f"the record has no step {index + 1}")
         recorded = self.run.steps[index]
         if self.last_hash != recorded.recorded_hash:
             replay.diverged_at = recorded.number
             replay.stopped_at = (recorded.number, request)
             replay.explanation, replay.diffs = explain(recorded.request, request)
-            raise _Stopped("invalid_response", replay.summary)
+            raise ModelError("invalid_response", replay.summary)
         replay.identical_through = recorded.number
         response = recorded.model_response()
         if response is None:
             replay.record_ended = True
             replay.stopped_at = (recorded.number, request)
-            raise _Stopped(
+            raise ModelError(
                 "invalid_response", f"the record has no answer to step {recorded.number}"
             )
         if on_text is not None and response.message.content:

@@ -12,10 +12,17 @@ from collections.abc import Callable
 
 import attrs
 
-from mini_harness.agent.context import system_message
-from mini_harness.agent.loop import DEFAULT_MAX_STEPS, DEFAULT_PARAMS, AgentConfig, Opening
-from mini_harness.agent.provider import Message, ToolCall
-from mini_harness.agent.resume import INTERRUPTED_RESULT, check_history
+from mini_harness.agent import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_PARAMS,
+    INTERRUPTED_RESULT,
+    AgentConfig,
+    Message,
+    Opening,
+    ToolCall,
+    check_history,
+    system_message,
+)
 from mini_harness.errors import ResumeError, RunContinuedError
 from mini_harness.events import RunOrigin, ToolError, ToolFailed, utc_timestamp
 from mini_harness.replay.history import Call, Run, select_step

@@ -31,7 +31,7 @@ from mini_harness.replay.history.read import (
     fold_transcript,
     read_history,
 )
-from mini_harness.replay.history.runs import History, Run, RunItem, Step
+from mini_harness.replay.history.runs import History, Run, RunItem
 from mini_harness.replay.history.select import (
     RunSelection,
     check_step,
@@ -40,6 +40,7 @@ from mini_harness.replay.history.select import (
     select_step,
     step_range,
 )
+from mini_harness.replay.history.steps import Step
 
 __all__ = [
     "CHAIN_KINDS",

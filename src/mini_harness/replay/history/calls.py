@@ -14,8 +14,7 @@ from typing import overload
 import attrs
 import orjson
 
-from mini_harness.agent.reporting import call_outcome
-from mini_harness.agent.resume import INTERRUPTED_RESULT
+from mini_harness.agent import INTERRUPTED_RESULT, call_outcome
 from mini_harness.events import (
     ApprovalDecided,
     ApprovalRequested,

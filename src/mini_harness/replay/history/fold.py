@@ -43,7 +43,7 @@ from mini_harness.replay.history.calls import FAILED, SUCCEEDED, Call
 from mini_harness.replay.history.figures import LogProblem
 from mini_harness.replay.history.runs import History, Run
 from mini_harness.replay.history.select import RunSelection
-from mini_harness.replay.history.steps import StepFolder
+from mini_harness.replay.history.step_folder import StepFolder
 from mini_harness.transcripts import TranscriptReader, TranscriptRecord
 from mini_harness.transcripts.verify import CallProtocol, RunProtocol
 

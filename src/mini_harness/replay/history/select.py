@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mini_harness.errors import ReplayError, counted
-from mini_harness.replay.history.runs import History, Run, Step
+from mini_harness.replay.history.runs import History, Run
+from mini_harness.replay.history.steps import Step
 
 _LISTED = 10
 """How many runs an error lists (the rest are counted)."""

@@ -1,76 +1,81 @@
-"""An agent run's steps, as the fold meets its model events: each request with its
-response and failed attempts, the trims before it, and (when the fold rebuilds them) the
-whole request, rebuilt from the messages each ModelRequested adds."""
+"""An agent run's step: one model request, its response and failed attempts, the calls
+it made, and the whole request rebuilt from the events when the fold rebuilds it."""
 
 from __future__ import annotations
 
 import attrs
 
-from mini_harness.agent.provider import ModelRequest
-from mini_harness.events import ContextTrimmed, ModelFailed, ModelRequested, ModelResponded
-from mini_harness.replay.history.runs import Run, Step
+from mini_harness.agent import ModelRequest, ModelResponse, request_hash
+from mini_harness.errors import ReplayError
+from mini_harness.events import ModelFailed, ModelRequested, ModelResponded, ToolCall, Usage
+from mini_harness.replay.history.calls import FAILED, IN_DOUBT, SUCCEEDED, Call
 from mini_harness.transcripts import TranscriptRecord
 
 
-class StepFolder:
-    """The part of the fold that puts model events into steps. With `detail`, each step
-    keeps its lines as read and runs list their steps among their items."""
+@attrs.define(eq=False)
+class Step:
+    """One step of an agent run: its model request (`requested`; None for a step seen
+    only through calls dispatched before a continued run's first request), the response,
+    each failed attempt, and the calls the step made.
 
-    def __init__(self, *, detail: bool) -> None:
-        self.detail = detail
-        self._asked: dict[str, Step] = {}  # request id -> its step
-        self._current: dict[str, Step] = {}  # run id -> its latest step
+    `request` is the whole request rebuilt from the events (when the fold rebuilds them:
+    else reading it is a ReplayError);
+    `others` the step's other events as read (ContextTrimmed, unknown types) and `records`
+    its model events as read, both kept only with the detail.
+    """
 
-    def step(self, run: Run, number: int, *, request: bool = False) -> Step:
-        """The run's latest step if it is step `number` (and, for a request, has none
-        yet), else a new step."""
-        step = self._current.get(run.run_id)
-        if step is None or step.number != number or (request and step.requested is not None):
-            step = self._current[run.run_id] = Step(number)
-            if run.items is not None:
-                run.items.append(step)
-        return step
+    number: int
+    requested: ModelRequested | None = None
+    response: ModelResponded | None = None
+    failures: list[ModelFailed] = attrs.Factory(list)
+    calls: list[Call] = attrs.Factory(list)
+    rebuilt: ModelRequest | None = None
+    others: list[TranscriptRecord] = attrs.Factory(list)
+    records: list[TranscriptRecord] = attrs.Factory(list)
 
-    def requested(self, record: TranscriptRecord, event: ModelRequested, run: Run) -> None:
-        run.requests += 1
-        if not run.keeps:
-            return
-        step = self.step(run, event.step, request=True)
-        step.requested = event
-        if self.detail:
-            step.records.append(record)
-        if run.conversation is not None:
-            run.conversation.extend(event.messages)
-            step.rebuilt = ModelRequest(tuple(run.conversation), run.tools, event.params)
-        run.steps.append(step)
-        self._asked[event.request_id] = step
+    @property
+    def status(self) -> str:
+        """How its model turn ended: succeeded (a response), failed (only failed
+        attempts) or in-doubt (a request and nothing after it)."""
+        if self.response is not None:
+            return SUCCEEDED
+        return FAILED if self.failures else IN_DOUBT
 
-    def answered(
-        self, record: TranscriptRecord, event: ModelResponded | ModelFailed, run: Run
-    ) -> None:
-        if not run.keeps:
-            return
-        step = self._asked.get(event.request_id)
-        if step is None:
-            if run.items is not None:
-                run.items.append(record)  # an answer to no request: shown as it is
-            return
-        if isinstance(event, ModelResponded):
-            step.response = event
-        else:
-            step.failures.append(event)
-        if self.detail:
-            step.records.append(record)
+    @property
+    def text(self) -> str:
+        """The response's text ("" without one)."""
+        return self.response.message.content if self.response is not None else ""
 
-    def trimmed(self, record: TranscriptRecord, event: ContextTrimmed, run: Run) -> None:
-        run.budget = event.budget
-        conversation = run.conversation
-        if conversation is not None:
-            for entry in event.replaced:
-                # A continued run trims before its first request, which records the
-                # trimmed messages themselves.
-                if entry.index < len(conversation):
-                    trimmed = attrs.evolve(conversation[entry.index], content=entry.content)
-                    conversation[entry.index] = trimmed
-        if self.detail:
-            self.step(run, event.step).others.append(record)
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The calls the model asked for in its response."""
+        return self.response.message.tool_calls if self.response is not None else ()
+
+    @property
+    def usage(self) -> Usage | None:
+        return self.response.usage if self.response is not None else None
+
+    @property
+    def recorded_hash(self) -> str | None:
+        return self.requested.request_hash if self.requested is not None else None
+
+    @property
+    def request(self) -> ModelRequest:
+        """Its whole request, as sent."""
+        if self.rebuilt is None:
+            raise ReplayError(f"the request of step {self.number} was not rebuilt")
+        return self.rebuilt
+
+    @property
+    def hash_matches(self) -> bool:
+        """Whether the rebuilt request hashes to the recorded `requestHash`."""
+        return self.rebuilt is not None and request_hash(self.rebuilt) == self.recorded_hash
+
+    def model_response(self) -> ModelResponse | None:
+        """The response as the provider gave it to the loop."""
+        response = self.response
+        if response is None:
+            return None
+        return ModelResponse(
+            response.message, response.finish_reason, response.usage, response.response_id
+        )

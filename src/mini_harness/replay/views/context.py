@@ -7,7 +7,7 @@ import os
 
 import attrs
 
-from mini_harness.agent.context import context_report, request_parts
+from mini_harness.agent import context_report, request_parts
 from mini_harness.errors import ReplayError
 from mini_harness.events import to_wire
 from mini_harness.replay.history import (
@@ -18,7 +18,7 @@ from mini_harness.replay.history import (
     select_agent_run,
     select_step,
 )
-from mini_harness.runtime.context import (
+from mini_harness.runtime.context_report import (
     ContextRow,
     estimate_tokens,
     pretty_json,

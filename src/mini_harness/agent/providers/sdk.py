@@ -28,17 +28,10 @@ from typing import ClassVar, Generic, Protocol, TypeVar
 import attrs
 import orjson
 
-from mini_harness.agent.provider import (
-    Message,
-    ModelError,
-    ModelRequest,
-    ModelResponse,
-    ToolCall,
-    Usage,
-)
-from mini_harness.agent.sdk_failures import FailureMapping, SdkErrors, retry_delay
-from mini_harness.errors import MiniHarnessError
-from mini_harness.events import MAX_JSON_DEPTH, JsonObject, new_id
+from mini_harness.agent.providers.interface import ModelRequest, ModelResponse
+from mini_harness.agent.providers.sdk_failures import FailureMapping, SdkErrors, retry_delay
+from mini_harness.errors import MiniHarnessError, ModelError
+from mini_harness.events import MAX_JSON_DEPTH, JsonObject, Message, ToolCall, Usage, new_id
 from mini_harness.events.jsonvalue import nested_deeper_than
 from mini_harness.events.redaction import KeyFinder
 

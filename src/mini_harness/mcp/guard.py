@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from mini_harness.errors import GuardError
 from mini_harness.events import MAX_JSON_DEPTH, JsonObject, JsonValue
 from mini_harness.events.jsonvalue import nested_deeper_than
 
@@ -216,15 +217,6 @@ class GuardedLines:
             await self._wire.send(answer + b"\n")
         except OSError as exc:  # no one awaits this task: the line loop raises it
             self._unsent = exc
-
-
-class GuardError(Exception):
-    """A `tools/call` the guard runs ends in this JSON-RPC error."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def _envelope_problem(message: JsonObject) -> tuple[int, str] | None:

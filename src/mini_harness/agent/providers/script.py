@@ -20,21 +20,10 @@ from typing import Any
 import attrs
 import orjson
 
-from mini_harness.agent.provider import (
-    FINISH_REASONS,
-    Message,
-    ModelError,
-    ModelRequest,
-    ModelResponse,
-    ToolCall,
-    Usage,
-)
-from mini_harness.errors import MiniHarnessError, counted
+from mini_harness.agent.providers.interface import FINISH_REASONS, ModelRequest, ModelResponse
+from mini_harness.errors import ModelError, ScriptError, counted
+from mini_harness.events import Message, ToolCall, Usage
 from mini_harness.events.wire import camel
-
-
-class ScriptError(MiniHarnessError):
-    """A script file that cannot be used; the message names the file and what is wrong."""
 
 
 def _fail(path: str, where: str, why: str) -> ScriptError:

@@ -1,11 +1,11 @@
-"""Approval: a policy decides each call (allow, ask, deny); `ask` prompts on a terminal.
+"""The approval policy: rules decide each call (allow, ask, deny); approvers.py acts on it.
 
 Rules are checked in order, the first match decides: the project's rules from
 `.mini-harness/policy.toml`, then the defaults (read-only tools are allowed, everything
 else asks). `--approve auto` turns `ask` into `allow`, `--approve never` into `deny`;
 `deny` always stands. run_command without a sandbox asks every time, whatever allowed it,
 and so does a shell line that a deny rule cannot be ruled out for (see shell_commands).
-With no terminal to ask on, `ask` is a denial. Every decision is recorded as events.
+With no terminal to ask on, `ask` is a denial.
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from typing import Any, Final
 
 import attrs
 
-from mini_harness.agent.approval_prompt import Answer, AsyncPrompter, Prompter, render_call
-from mini_harness.agent.policy_file import POLICY_FILE, read_policy_bytes
-from mini_harness.agent.shell_commands import (
+from mini_harness.agent.approval.policy_file import POLICY_FILE, read_policy_bytes
+from mini_harness.agent.approval.shell_commands import (
     CommandLine,
     Word,
     argv_commands,
@@ -31,9 +30,8 @@ from mini_harness.agent.shell_commands import (
     shell_commands,
 )
 from mini_harness.errors import PolicyError
-from mini_harness.events import ApprovalDecided, ApprovalRequested, JsonValue
+from mini_harness.events import JsonValue
 from mini_harness.runtime.definitions import ToolDefinition
-from mini_harness.runtime.dispatch import PendingCall
 
 DECISIONS: Final = ("allow", "ask", "deny")
 APPROVE_MODES: Final = ("auto", "ask", "never")
@@ -43,7 +41,7 @@ Match = bool | str
 """Whether a rule matches a call: True, False, or (a string) why it cannot be told."""
 
 
-def _argv(tool_input: JsonValue) -> tuple[list[str], bool] | None:
+def run_command_argv(tool_input: JsonValue) -> tuple[list[str], bool] | None:
     """A run_command input's argv and whether it runs through a shell; None if it has none."""
     if not isinstance(tool_input, dict):
         return None
@@ -115,7 +113,7 @@ class PolicyRule:
                 return False
         if self.command is None:
             return True
-        given = _argv(tool_input)
+        given = run_command_argv(tool_input)
         if given is None:
             return False
         argv, via_shell = given
@@ -256,143 +254,3 @@ def load_policy(workspace_root: str | os.PathLike[str], mode: str = "ask") -> Ap
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError(POLICY_FILE, f"{POLICY_FILE} is not valid TOML: {exc}") from None
     return ApprovalPolicy(parse_rules(data, POLICY_FILE), mode, sha256)
-
-
-def _session_key(call: PendingCall) -> tuple[str, str]:
-    given = _argv(call.input)
-    if call.definition.name == "run_command" and given and given[0] and not given[1]:
-        return (call.definition.name, given[0][0])
-    return (call.definition.name, "")
-
-
-Decided = tuple[str, str, str | None, str | None]
-"""An approval decision: the decision, who made it, the rule that did, and (when denied)
-the reason the model is given."""
-NO_TERMINAL: Final = ("no terminal", "there is no terminal to ask on")
-
-
-@attrs.frozen
-class Question:
-    """An `ask` to put to a person: exactly what they are shown, and the rule that asks."""
-
-    shown: str
-    rule: str
-    session_key: tuple[str, str]
-
-
-@attrs.define
-class PolicyApprover:
-    """The Approver a ToolRuntime consults: the policy, then (for `ask`) the prompter.
-
-    `prompter` is None when there is no terminal: then `ask` is a denial. Calls the user
-    approved for the session (the same tool; for run_command, the same program) run
-    without asking again.
-    """
-
-    policy: ApprovalPolicy
-    prompter: Prompter | None = None
-    _session: dict[tuple[str, str], str] = attrs.field(factory=dict, alias="_session")
-
-    @property
-    def policy_sha256(self) -> str | None:
-        """The hash of the policy file in force, which ToolRuntime records in RunStarted."""
-        return self.policy.sha256
-
-    def __call__(self, call: PendingCall) -> str | None:
-        prompter = self.prompter
-        step = self.consider(call, NO_TERMINAL if prompter is None else None)
-        if isinstance(step, Question):
-            assert prompter is not None  # nothing is asked when no one can answer
-            step = self.answered(call, step, prompter.ask(step.shown))
-        return self.record(call, step)
-
-    def consider(self, call: PendingCall, unable: tuple[str, str] | None) -> Decided | Question:
-        """The policy's decision, or for an `ask` the question, recorded as
-        ApprovalRequested. `unable` says why no one can be asked (a few words for the rule,
-        a phrase for the model), if no one can: then `ask` is a denial."""
-        name = call.definition.name
-        verdict = self.policy.decide(call.definition, call.input)
-        if verdict.decision == "allow":
-            return "approved", "policy", verdict.rule, None
-        if verdict.decision == "deny":
-            reason = (
-                f"Call to {name} denied by the approval policy ({verdict.rule}). It did not run; "
-                "do not retry it unchanged."
-            )
-            return "denied", "policy", verdict.rule, reason
-        key = _session_key(call)
-        if key in self._session and not verdict.firm:
-            return (
-                "approved",
-                "user",
-                f"approved for the session at call {self._session[key]}",
-                None,
-            )
-        if unable is not None:
-            reason = (
-                f"Call to {name} needs approval ({verdict.rule}), but {unable[1]}, so it was "
-                "denied. It did not run. The user can allow it with --approve auto or a rule in "
-                f"{POLICY_FILE}."
-            )
-            return "denied", "policy", f"{verdict.rule}; {unable[0]}", reason
-        shown = render_call(call.definition, call.input, verdict.rule)
-        call.sink.emit(
-            ApprovalRequested(
-                call.timestamp(), call.run_id, call.call_id, name, verdict.rule, shown
-            )
-        )
-        return Question(shown, verdict.rule, key)
-
-    def answered(self, call: PendingCall, question: Question, answer: Answer) -> Decided:
-        """The decision a person's answer to `question` makes."""
-        if answer == "session":
-            self._session[question.session_key] = call.call_id
-            return "approved_for_session", "user", None, None
-        if answer == "yes":
-            return "approved", "user", None, None
-        name = call.definition.name
-        reason = f"The user denied the call to {name}. It did not run; ask what they want instead."
-        return "denied", "user", None, reason
-
-    def record(self, call: PendingCall, decided: Decided) -> str | None:
-        """Record ApprovalDecided; the reason the call is denied, or None to let it run."""
-        call.sink.emit(
-            ApprovalDecided(
-                call.timestamp(), call.run_id, call.call_id, call.definition.name, *decided
-            )
-        )
-        return decided[-1]
-
-
-@attrs.define
-class AsyncPolicyApprover:
-    """PolicyApprover's decisions, asking through an AsyncPrompter (an MCP client's user):
-    `dispatch_async` awaits the answer while its event loop goes on serving."""
-
-    policy: ApprovalPolicy
-    prompter: AsyncPrompter
-    _decider: PolicyApprover = attrs.field(init=False)
-
-    def __attrs_post_init__(self) -> None:
-        self._decider = PolicyApprover(self.policy)
-
-    @property
-    def policy_sha256(self) -> str | None:
-        return self.policy.sha256
-
-    async def __call__(self, call: PendingCall) -> str | None:
-        step = self._decider.consider(call, self.prompter.unable())
-        if isinstance(step, Question):
-            try:
-                answer = await self.prompter.ask(step.shown)
-            except Exception as exc:  # no answer came: nobody decided to let it run
-                why = f"asking failed: {type(exc).__name__}"
-                name = call.definition.name
-                reason = (
-                    f"Call to {name} needs approval, but {why}, so it was denied. It did not run."
-                )
-                return self._decider.record(
-                    call, ("denied", "policy", f"{step.rule}; {why}", reason)
-                )
-            step = self._decider.answered(call, step, answer)
-        return self._decider.record(call, step)

@@ -15,20 +15,15 @@ from typing import Protocol
 
 import attrs
 
-from mini_harness.errors import MiniHarnessError
-from mini_harness.events import JsonObject, Message, Role, ToolCall, ToolDefinition, Usage
+from mini_harness.errors import ModelError
+from mini_harness.events import JsonObject, Message, ToolDefinition, Usage
 
 __all__ = [
     "FINISH_REASONS",
     "MODEL_ERROR_KINDS",
-    "Message",
-    "ModelError",
     "ModelProvider",
     "ModelRequest",
     "ModelResponse",
-    "Role",
-    "ToolCall",
-    "Usage",
 ]
 
 FINISH_REASONS = frozenset({"stop", "tool_calls", "length", "content_filter", "other"})
@@ -67,19 +62,6 @@ class ModelResponse:
     finish_reason: str
     usage: Usage = attrs.field(factory=Usage)
     response_id: str | None = None
-
-
-class ModelError(MiniHarnessError):
-    """A model request failed; `kind` is one of MODEL_ERROR_KINDS, `status` the HTTP status
-    when there was one, `attempt` which attempt (1-based) this was."""
-
-    def __init__(
-        self, kind: str, message: str, *, status: int | None = None, attempt: int = 1
-    ) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.status = status
-        self.attempt = attempt
 
 
 class ModelProvider(Protocol):

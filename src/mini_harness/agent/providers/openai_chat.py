@@ -23,9 +23,8 @@ from openai.types.chat import (
 )
 from openai.types.completion_usage import CompletionUsage
 
-from mini_harness.agent.provider import FINISH_REASONS, Message, ModelRequest, Usage
-from mini_harness.agent.sdk_failures import SdkErrors
-from mini_harness.agent.sdk_provider import (
+from mini_harness.agent.providers.interface import FINISH_REASONS, ModelRequest
+from mini_harness.agent.providers.sdk import (
     EventStream,
     ModelParams,
     RawResponse,
@@ -34,6 +33,8 @@ from mini_harness.agent.sdk_provider import (
     arguments_text,
     checked_text,
 )
+from mini_harness.agent.providers.sdk_failures import SdkErrors
+from mini_harness.events import Message, Usage
 from mini_harness.runtime.definitions import openai_tool
 
 _T = TypeVar("_T")

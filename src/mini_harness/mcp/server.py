@@ -24,9 +24,15 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast
 import orjson
 
 from mini_harness._version import __version__
-from mini_harness.errors import MiniHarnessError, OutputError, ToolCallError, UnknownToolError
+from mini_harness.errors import (
+    GuardError,
+    MiniHarnessError,
+    OutputError,
+    ToolCallError,
+    UnknownToolError,
+)
 from mini_harness.events import JsonObject, JsonValue
-from mini_harness.mcp_wire import INTERNAL_ERROR, INVALID_PARAMS, GuardedLines, GuardError, Wire
+from mini_harness.mcp.guard import INTERNAL_ERROR, INVALID_PARAMS, GuardedLines, Wire
 from mini_harness.runtime import ToolRuntime
 from mini_harness.runtime.definitions import mcp_tool
 

@@ -26,7 +26,7 @@ from typing import Protocol, cast
 import attrs
 import httpx2
 
-from mini_harness.agent.provider import ModelError
+from mini_harness.errors import ModelError
 
 INITIAL_DELAY = 0.5
 MAX_DELAY = 8.0

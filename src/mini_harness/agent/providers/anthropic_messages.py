@@ -28,9 +28,8 @@ from anthropic.types import (
 from anthropic.types import Message as WireMessage
 from anthropic.types import Usage as WireUsage
 
-from mini_harness.agent.provider import Message, ModelRequest, Usage
-from mini_harness.agent.sdk_failures import SdkErrors
-from mini_harness.agent.sdk_provider import (
+from mini_harness.agent.providers.interface import ModelRequest
+from mini_harness.agent.providers.sdk import (
     EventStream,
     ModelParams,
     RawResponse,
@@ -39,6 +38,8 @@ from mini_harness.agent.sdk_provider import (
     arguments_object,
     checked_text,
 )
+from mini_harness.agent.providers.sdk_failures import SdkErrors
+from mini_harness.events import Message, Usage
 from mini_harness.runtime.definitions import anthropic_tool
 
 DEFAULT_MAX_TOKENS = 4096

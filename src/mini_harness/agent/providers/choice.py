@@ -13,28 +13,16 @@ whoever prints or records what a run produced redacts them (`provider_secrets`).
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from mini_harness.agent.provider import (
-    Message,
-    ModelError,
-    ModelProvider,
-    ModelRequest,
-    ModelResponse,
-    Usage,
-)
-from mini_harness.agent.script import ScriptProvider
-from mini_harness.errors import MiniHarnessError
-from mini_harness.runtime.context import estimate_tokens
+from mini_harness.agent.providers.interface import ModelProvider
+from mini_harness.agent.providers.mock import MockProvider
+from mini_harness.agent.providers.script import ScriptProvider
+from mini_harness.errors import ProviderSetupError
 
 PROVIDER_NAMES = ("anthropic", "deepseek", "mock", "openai", "openai-compatible", "script")
-
-
-class ProviderSetupError(MiniHarnessError):
-    """The provider cannot be made: a bad `--model`, a missing key or setting, or its SDK
-    is not installed (the message then carries the install line)."""
 
 
 @runtime_checkable
@@ -48,46 +36,6 @@ class HoldsSecrets(Protocol):
 def provider_secrets(provider: ModelProvider) -> tuple[str, ...]:
     """The secrets `provider` holds; none for the mock and scripted providers."""
     return provider.secrets if isinstance(provider, HoldsSecrets) else ()
-
-
-class MockProvider:
-    """Answers the task with text that repeats it, without calling a tool.
-
-    Its name prints as `mock`. Usage is the same estimate the context report uses
-    (ceil(characters / 4)), so runs with it are reproducible to the byte.
-    """
-
-    name = "mock"
-
-    def __init__(self, model: str = "mock") -> None:
-        self.model = model
-
-    def __repr__(self) -> str:
-        return f"<MockProvider(model={self.model!r})>"
-
-    def complete(
-        self,
-        request: ModelRequest,
-        *,
-        on_text: Callable[[str], None] | None = None,
-        on_retry: Callable[[ModelError], None] | None = None,
-    ) -> ModelResponse:
-        # The task is the first user message; a `--tool` result may follow it.
-        task = next((m.content for m in request.messages if m.role == "user"), "")
-        text = (
-            f"This is the mock model: no API key is configured, so nothing was sent to a "
-            f"model. Your task was: {task}\n"
-            "Set DEEPSEEK_API_KEY, OPENAI_API_KEY or ANTHROPIC_API_KEY (or pass --model) "
-            "to run it with a real model."
-        )
-        if on_text is not None:
-            on_text(text)
-        prompt = sum(estimate_tokens(m.content) for m in request.messages)
-        return ModelResponse(
-            message=Message("assistant", text),
-            finish_reason="stop",
-            usage=Usage(input_tokens=prompt, output_tokens=estimate_tokens(text)),
-        )
 
 
 # Each remote provider: the prefix of its variables (PREFIX_API_KEY, PREFIX_BASE_URL), its
@@ -157,10 +105,10 @@ def _remote(provider: str, model: str | None, env: Mapping[str, str]) -> ModelPr
             f"The {provider} provider needs the {sdk} SDK: pip install 'mini-harness[{sdk}]'"
         )
     if sdk == "anthropic":
-        from mini_harness.agent.anthropic_provider import AnthropicProvider
+        from mini_harness.agent.providers.anthropic_messages import AnthropicProvider
 
         return AnthropicProvider(model, api_key=api_key, base_url=base_url)
-    from mini_harness.agent.openai_provider import OpenAICompatibleProvider
+    from mini_harness.agent.providers.openai_chat import OpenAICompatibleProvider
 
     assert base_url is not None  # every OpenAI-wire provider has a default or requires one
     return OpenAICompatibleProvider(model, base_url=base_url, api_key=api_key)

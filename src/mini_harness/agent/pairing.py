@@ -1,11 +1,11 @@
-"""Continuing a recorded agent run: what a call in doubt is closed with, and the history
-check.
+"""Every tool call paired with exactly one result: the rules a conversation must keep for
+every provider to accept it (`check_history`), fresh ids for calls whose id is taken
+(`unique_call_ids`, used by the loop at every step), and the result a call in doubt is
+closed with when a run is continued.
 
-Each tool call of a run is ended (its recorded result is used, never run again), in doubt
-(begun, never ended: the process died while it ran) or never begun. `check_history` says
-whether a rebuilt history is one every provider accepts: every tool call gets exactly one
-result, and no two share an id (`unique_call_ids` gives the loop's calls fresh ones).
-Reading the transcript and planning the new run is replay's job (replay.continuing).
+Each tool call of a recorded run is ended (its recorded result is used, never run again),
+in doubt (begun, never ended: the process died while it ran) or never begun. Reading the
+transcript and planning the new run is replay's job (replay.continuing).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from mini_harness.agent.provider import Message, ToolCall
+from mini_harness.events import Message, ToolCall
 
 INTERRUPTED_RESULT = (
     "Tool {name} was interrupted: the run ended before the call finished, so it may or may "

@@ -1,0 +1,39 @@
+"""Model providers behind one interface (`interface`): the mock and scripted models, the
+SDK providers (OpenAI-compatible Chat Completions, Anthropic Messages) and choosing one
+from `--model` and the environment (`choice`).
+
+The SDK providers' modules, and their SDKs, are imported only when one is chosen.
+"""
+
+from __future__ import annotations
+
+from mini_harness.agent.providers.choice import (
+    PROVIDER_NAMES,
+    HoldsSecrets,
+    choose_provider,
+    provider_secrets,
+)
+from mini_harness.agent.providers.interface import (
+    FINISH_REASONS,
+    MODEL_ERROR_KINDS,
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+)
+from mini_harness.agent.providers.mock import MockProvider
+from mini_harness.agent.providers.script import ScriptProvider, parse_script
+
+__all__ = [
+    "FINISH_REASONS",
+    "MODEL_ERROR_KINDS",
+    "PROVIDER_NAMES",
+    "HoldsSecrets",
+    "MockProvider",
+    "ModelProvider",
+    "ModelRequest",
+    "ModelResponse",
+    "ScriptProvider",
+    "choose_provider",
+    "parse_script",
+    "provider_secrets",
+]
