@@ -34,21 +34,40 @@ class TestPackageRoot:
         assert importlib.resources.files("mini_harness").joinpath("py.typed").is_file()
 
 
+@pytest.fixture(name="loaded", scope="module")
+def _loaded(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    """The modules `mini-harness --tool echo ... --log T` imports."""
+    log = tmp_path_factory.mktemp("startup") / "t.jsonl"
+    source = str(Path(mini_harness.__file__).parents[1])
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mini_harness", "--tool", "echo",
+         "--tool-input", '{"text": "hi"}', "--log", str(log)],
+        capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": source},
+    )  # fmt: skip
+    assert log.read_text().count("\n") == 4  # it dispatched, and recorded it
+    return {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+
+
 class TestStartUp:
-    def test_a_dispatch_loads_no_agent(self, tmp_path: Path) -> None:
+    def test_a_dispatch_loads_no_agent(self, loaded: set[str]) -> None:
         """`mini-harness --tool echo ...` imports neither the agent (its loop, providers,
         the shell grammar of its approval), nor the replay layer, nor any SDK."""
-        source = str(Path(mini_harness.__file__).parents[1])
-        done = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "mini_harness", "--tool", "echo",
-             "--tool-input", '{"text": "hi"}', "--log", str(tmp_path / "t.jsonl")],
-            capture_output=True, text=True, check=True,
-            env={**os.environ, "PYTHONPATH": source},
-        )  # fmt: skip
-        loaded = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
         assert "mini_harness.cli.dispatch" in loaded
         heavy = ("mini_harness.agent", "mini_harness.replay", "tree_sitter", "openai", "anthropic")
         assert sorted(name for name in loaded if name.startswith(heavy)) == []
+
+    def test_a_dispatch_loads_only_the_tool_it_calls(self, loaded: set[str]) -> None:
+        """The registry lists every built-in tool, but a tool's module (and what it needs:
+        the walker, the patch engine, git, the sandbox) loads only when the tool is called."""
+        assert "mini_harness.tools.echo" in loaded
+        tools = {name for name in loaded if name.startswith("mini_harness.tools.")}
+        assert sorted(tools) == [
+            "mini_harness.tools.definitions",
+            "mini_harness.tools.echo",
+            "mini_harness.tools.workspace",
+        ]
+        assert sorted(loaded & {"subprocess", "tempfile", "shutil", "concurrent"}) == []
 
 
 # Signals that never leave the function that raises them, not errors anyone can catch.
