@@ -23,6 +23,13 @@ class TestPackageRoot:
         for name in mini_harness.__all__:
             assert getattr(mini_harness, name) is not None, name
 
+    @pytest.mark.parametrize("face", ["mini_harness.runtime", "mini_harness.transcripts"])
+    def test_every_layer_face_offers_its_names(self, face: str) -> None:
+        """Every name a package face lists (some imported on first use) can be imported."""
+        module = importlib.import_module(face)
+        for name in module.__all__:
+            assert getattr(module, name) is not None, name
+
     def test_unknown_names_raise_attribute_error(self) -> None:
         """A misspelt name fails like any missing attribute."""
         with pytest.raises(AttributeError, match="ToolRuntim"):
@@ -68,6 +75,21 @@ class TestStartUp:
             "mini_harness.tools.workspace",
         ]
         assert sorted(loaded & {"subprocess", "tempfile", "shutil", "concurrent"}) == []
+
+    def test_a_dispatch_loads_what_it_runs(self, loaded: set[str]) -> None:
+        """Writing a log loads the writer, not the reader, verify or repair; typed tools
+        (schema derivation, cattrs) and the Context Explorer load when they are used."""
+        assert "mini_harness.transcripts.writer" in loaded
+        unused = {
+            "mini_harness.transcripts.reader",
+            "mini_harness.transcripts.verify",
+            "mini_harness.transcripts.repair",
+            "mini_harness.runtime.schema_derive",
+            "mini_harness.runtime.typed",
+            "mini_harness.runtime.context_report",
+            "cattrs",
+        }
+        assert sorted(loaded & unused) == []
 
 
 # Signals that never leave the function that raises them, not errors anyone can catch.
