@@ -78,7 +78,8 @@ class TestStartUp:
 
     def test_a_dispatch_loads_what_it_runs(self, loaded: set[str]) -> None:
         """Writing a log loads the writer, not the reader, verify or repair; typed tools
-        (schema derivation, cattrs) and the Context Explorer load when they are used."""
+        (schema derivation, cattrs), the Context Explorer and the regex engine (for text
+        with characters to escape, and search_text) load when they are used."""
         assert "mini_harness.transcripts.writer" in loaded
         unused = {
             "mini_harness.transcripts.reader",
@@ -88,6 +89,7 @@ class TestStartUp:
             "mini_harness.runtime.typed",
             "mini_harness.runtime.context_report",
             "cattrs",
+            "regex",
         }
         assert sorted(loaded & unused) == []
 
