@@ -90,6 +90,9 @@ class TestStartUp:
             "mini_harness.runtime.context_report",
             "cattrs",
             "regex",
+            "mini_harness.runtime.handler_threads",  # for timeouts and async handlers
+            "difflib",  # for an unknown tool's or subcommand's closest names
+            "traceback",  # for --debug
         }
         assert sorted(loaded & unused) == []
 

@@ -7,7 +7,6 @@ recipe), so a root dispatch never loads them.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import sys
 from typing import Any
@@ -47,6 +46,8 @@ class HarnessGroup(click.Group):
     def is_task(self, ctx: click.Context, name: str) -> bool:
         """Whether a first argument that names no subcommand is a task for the agent: it
         is unless it looks like a mistyped subcommand (one word close to a name)."""
+        import difflib  # only a first argument that may be a task needs it
+
         commands = self.list_commands(ctx)
         if name in commands:
             return False

@@ -40,7 +40,6 @@ from mini_harness.events import (
 from mini_harness.events.jsonvalue import bounded_repr, bounded_str
 from mini_harness.runtime.approval import Approver, PendingCall
 from mini_harness.runtime.definitions import ToolDefinition
-from mini_harness.runtime.handler_threads import call_in_thread, run_coroutine, sync_off_loop
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
 from mini_harness.runtime.results import ToolResult, WithEffects, recordable
 from mini_harness.runtime.validation import decode_arguments
@@ -234,6 +233,8 @@ class ToolRuntime:
         try:
             reason = self._consult(call_id, tool, tool_input)
             if inspect.isawaitable(reason):
+                from mini_harness.runtime.handler_threads import run_coroutine
+
                 reason = run_coroutine(reason, None)
         except BaseException as exc:
             reason = self._unapproved(call_id, tool, start, exc)
@@ -353,11 +354,16 @@ class ToolRuntime:
             if tool.timeout is None and not tool.is_async:  # the common case, inline
                 output = tool.handler(tool_input)
                 if type(output) not in _PLAIN and inspect.isawaitable(output):
-                    output = run_coroutine(output, None)
-            elif tool.is_async:
-                output = run_coroutine(tool.handler(tool_input), tool.timeout)
-            else:
-                output = call_in_thread(tool.handler, tool_input, tool.timeout)
+                    from mini_harness.runtime import handler_threads as threads
+
+                    output = threads.run_coroutine(output, None)
+            else:  # the handler threads load with the first handler that needs them
+                from mini_harness.runtime import handler_threads as threads
+
+                if tool.is_async:
+                    output = threads.run_coroutine(tool.handler(tool_input), tool.timeout)
+                else:
+                    output = threads.call_in_thread(tool.handler, tool_input, tool.timeout)
         except BaseException as exc:
             self._raised(call_id, tool, start, exc, HandlerTimeoutError)
             raise
@@ -368,6 +374,8 @@ class ToolRuntime:
     async def dispatch_async(self, name: str, tool_input: JsonValue) -> ToolResult:
         """Dispatch from inside an event loop; sync handlers run in the shared handler threads."""
         import asyncio  # only async callers pay for it
+
+        from mini_harness.runtime.handler_threads import sync_off_loop
 
         call_id, tool, start = self._begin(name, tool_input, approve=False)
         if self.approver is not None:
