@@ -134,3 +134,25 @@ class TestErrors:
             if inspect.isclass(cls) and issubclass(cls, BaseException) and cls.__module__ == name
         )
         assert elsewhere == sorted(PRIVATE_SIGNALS)
+
+
+class TestExit:
+    def test_exit_handlers_still_run(self, tmp_path: Path) -> None:
+        """The CLI skips the collector's passes at exit, but what a user's tools registered
+        to run at exit still runs, after the command's own output."""
+        (tmp_path / "farewell.py").write_text(
+            "import atexit\n"
+            "from mini_harness.tools import default_registry\n"
+            "registry = default_registry()\n"
+            "atexit.register(print, 'goodbye from the registry', flush=True)\n"
+        )
+        source = str(Path(mini_harness.__file__).parents[1])
+        done = subprocess.run(
+            [sys.executable, "-m", "mini_harness", "--registry", "farewell:registry",
+             "--tool", "echo", "--tool-input", '{"text": "hi"}'],
+            capture_output=True, text=True, check=True, cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": source},
+        )  # fmt: skip
+        lines = done.stdout.splitlines()
+        assert lines[-1] == "goodbye from the registry"
+        assert "[mini-harness] Manual tool dispatch completed." in lines
