@@ -165,6 +165,7 @@ def run(config: Config) -> Section:
         "deps": f"`python -c '{DEPENDENCIES}'` (the dependencies alone)",
         "reference": f"the reference's compiled CLI: `{shlex.join([*(reference or []), *echo])}`",
     }
+    load = os.getloadavg()
     cpu: dict[str, list[float]] = {}
     for name, command in commands.items():  # warm the bytecode cache and the page cache
         timed(command, env, {}, name)
@@ -207,7 +208,9 @@ def run(config: Config) -> Section:
         f"{rounds} interleaved rounds after one warm-up run of each command, same interpreter "
         "(the venv's), bytecode cache allowed (PYTHONDONTWRITEBYTECODE unset for the "
         "children); the console script is the one pip installed. CPU is the child's user + "
-        "system time, a cross-check that is less sensitive to other load on the machine.",
+        "system time, a cross-check that is less sensitive to other load on the machine. "
+        f"Load average when the rounds began: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} "
+        f"on {os.cpu_count()} cores (other work slows every row alike: compare the ratios).",
         f"Bound: the dependencies alone take {fmt_ratio(deps)} the bare start here, and "
         f"the logged dispatch {fmt_ratio(over_deps)} the dependencies alone (attrs pulls in "
         "typing and inspect; orjson dataclasses, uuid and json; hashlib loads OpenSSL, whose "
