@@ -91,6 +91,7 @@ class TestStartUp:
             "cattrs",
             "regex",
             "mini_harness.runtime.handler_threads",  # for timeouts and async handlers
+            "mini_harness.runtime.approval",  # for a runtime with an approver
             "difflib",  # for an unknown tool's or subcommand's closest names
             "traceback",  # for --debug
         }

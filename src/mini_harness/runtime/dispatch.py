@@ -7,7 +7,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from mini_harness._version import __version__
 from mini_harness.errors import (
@@ -38,11 +38,13 @@ from mini_harness.events import (
     utc_timestamp,
 )
 from mini_harness.events.jsonvalue import bounded_repr, bounded_str
-from mini_harness.runtime.approval import Approver, PendingCall
 from mini_harness.runtime.definitions import ToolDefinition
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
 from mini_harness.runtime.results import ToolResult, WithEffects, recordable
 from mini_harness.runtime.validation import decode_arguments
+
+if TYPE_CHECKING:
+    from mini_harness.runtime.approval import Approver
 
 # What a plain handler returns: never awaitable, so dispatch skips the awaitable check.
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
@@ -255,10 +257,14 @@ class ToolRuntime:
             self._fail(call_id, tool.name, start, ToolDeniedError(tool.name, str(reason)))
 
     def _consult(self, call_id: str, tool: RegisteredTool, tool_input: JsonValue) -> object:
+        if self.approver is None:
+            return None
+        from mini_harness.runtime.approval import PendingCall  # a run with an approver
+
         pending = PendingCall(
             self.run_id, call_id, tool.definition, tool_input, self.sink, self._timestamp
         )
-        return self.approver(pending) if self.approver is not None else None
+        return self.approver(pending)
 
     def _unapproved(
         self, call_id: str, tool: RegisteredTool, start: int, exc: BaseException
