@@ -23,6 +23,13 @@ class TestPackageRoot:
         for name in mini_harness.__all__:
             assert getattr(mini_harness, name) is not None, name
 
+    @pytest.mark.parametrize("face", ["mini_harness.runtime", "mini_harness.transcripts"])
+    def test_every_layer_face_offers_its_names(self, face: str) -> None:
+        """Every name a package face lists (some imported on first use) can be imported."""
+        module = importlib.import_module(face)
+        for name in module.__all__:
+            assert getattr(module, name) is not None, name
+
     def test_unknown_names_raise_attribute_error(self) -> None:
         """A misspelt name fails like any missing attribute."""
         with pytest.raises(AttributeError, match="ToolRuntim"):
@@ -34,21 +41,61 @@ class TestPackageRoot:
         assert importlib.resources.files("mini_harness").joinpath("py.typed").is_file()
 
 
+@pytest.fixture(name="loaded", scope="module")
+def _loaded(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    """The modules `mini-harness --tool echo ... --log T` imports."""
+    log = tmp_path_factory.mktemp("startup") / "t.jsonl"
+    source = str(Path(mini_harness.__file__).parents[1])
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mini_harness", "--tool", "echo",
+         "--tool-input", '{"text": "hi"}', "--log", str(log)],
+        capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": source},
+    )  # fmt: skip
+    assert log.read_text().count("\n") == 4  # it dispatched, and recorded it
+    return {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+
+
 class TestStartUp:
-    def test_a_dispatch_loads_no_agent(self, tmp_path: Path) -> None:
+    def test_a_dispatch_loads_no_agent(self, loaded: set[str]) -> None:
         """`mini-harness --tool echo ...` imports neither the agent (its loop, providers,
         the shell grammar of its approval), nor the replay layer, nor any SDK."""
-        source = str(Path(mini_harness.__file__).parents[1])
-        done = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "mini_harness", "--tool", "echo",
-             "--tool-input", '{"text": "hi"}', "--log", str(tmp_path / "t.jsonl")],
-            capture_output=True, text=True, check=True,
-            env={**os.environ, "PYTHONPATH": source},
-        )  # fmt: skip
-        loaded = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
         assert "mini_harness.cli.dispatch" in loaded
         heavy = ("mini_harness.agent", "mini_harness.replay", "tree_sitter", "openai", "anthropic")
         assert sorted(name for name in loaded if name.startswith(heavy)) == []
+
+    def test_a_dispatch_loads_only_the_tool_it_calls(self, loaded: set[str]) -> None:
+        """The registry lists every built-in tool, but a tool's module (and what it needs:
+        the walker, the patch engine, git, the sandbox) loads only when the tool is called."""
+        assert "mini_harness.tools.echo" in loaded
+        tools = {name for name in loaded if name.startswith("mini_harness.tools.")}
+        assert sorted(tools) == [
+            "mini_harness.tools.definitions",
+            "mini_harness.tools.echo",
+            "mini_harness.tools.workspace",
+        ]
+        assert sorted(loaded & {"subprocess", "tempfile", "shutil", "concurrent"}) == []
+
+    def test_a_dispatch_loads_what_it_runs(self, loaded: set[str]) -> None:
+        """Writing a log loads the writer, not the reader, verify or repair; typed tools
+        (schema derivation, cattrs), the Context Explorer and the regex engine (for text
+        with characters to escape, and search_text) load when they are used."""
+        assert "mini_harness.transcripts.writer" in loaded
+        unused = {
+            "mini_harness.transcripts.reader",
+            "mini_harness.transcripts.verify",
+            "mini_harness.transcripts.repair",
+            "mini_harness.runtime.schema_derive",
+            "mini_harness.runtime.typed",
+            "mini_harness.runtime.context_report",
+            "cattrs",
+            "regex",
+            "mini_harness.runtime.handler_threads",  # for timeouts and async handlers
+            "mini_harness.runtime.approval",  # for a runtime with an approver
+            "difflib",  # for an unknown tool's or subcommand's closest names
+            "traceback",  # for --debug
+        }
+        assert sorted(loaded & unused) == []
 
 
 # Signals that never leave the function that raises them, not errors anyone can catch.
@@ -88,3 +135,25 @@ class TestErrors:
             if inspect.isclass(cls) and issubclass(cls, BaseException) and cls.__module__ == name
         )
         assert elsewhere == sorted(PRIVATE_SIGNALS)
+
+
+class TestExit:
+    def test_exit_handlers_still_run(self, tmp_path: Path) -> None:
+        """The CLI skips the collector's passes at exit, but what a user's tools registered
+        to run at exit still runs, after the command's own output."""
+        (tmp_path / "farewell.py").write_text(
+            "import atexit\n"
+            "from mini_harness.tools import default_registry\n"
+            "registry = default_registry()\n"
+            "atexit.register(print, 'goodbye from the registry', flush=True)\n"
+        )
+        source = str(Path(mini_harness.__file__).parents[1])
+        done = subprocess.run(
+            [sys.executable, "-m", "mini_harness", "--registry", "farewell:registry",
+             "--tool", "echo", "--tool-input", '{"text": "hi"}'],
+            capture_output=True, text=True, check=True, cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": source},
+        )  # fmt: skip
+        lines = done.stdout.splitlines()
+        assert lines[-1] == "goodbye from the registry"
+        assert "[mini-harness] Manual tool dispatch completed." in lines

@@ -2,10 +2,14 @@
 
 The documented API: the runtime (registry, definitions, dispatch) and the error hierarchy.
 Everything else is imported from its layer (`mini_harness.transcripts`, `.replay`, ...).
+The runtime's names are imported when first used: a command imports what it runs.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from mini_harness._exports import lazy_names
 from mini_harness._version import __version__
 from mini_harness.errors import (
     DuplicateToolError,
@@ -32,18 +36,38 @@ from mini_harness.errors import (
     UnknownToolError,
     WorkspaceError,
 )
-from mini_harness.runtime import (
-    Field,
-    MemorySink,
-    ToolAnnotations,
-    ToolDefinition,
-    ToolRegistry,
-    ToolResult,
-    ToolRuntime,
-    anthropic_tool,
-    mcp_tool,
-    openai_tool,
-)
+
+if TYPE_CHECKING:
+    from mini_harness.runtime import (
+        Field,
+        MemorySink,
+        ToolAnnotations,
+        ToolDefinition,
+        ToolRegistry,
+        ToolResult,
+        ToolRuntime,
+        anthropic_tool,
+        mcp_tool,
+        openai_tool,
+    )
+else:  # type checkers see the names above; at run time they are imported on first use
+    __getattr__ = lazy_names(
+        __name__,
+        {
+            "mini_harness.runtime": (
+                "Field",
+                "MemorySink",
+                "ToolAnnotations",
+                "ToolDefinition",
+                "ToolRegistry",
+                "ToolResult",
+                "ToolRuntime",
+                "anthropic_tool",
+                "mcp_tool",
+                "openai_tool",
+            )
+        },
+    )
 
 __all__ = [
     "DuplicateToolError",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 import unicodedata
 
 import pytest
+import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -31,6 +33,15 @@ class TestPrintable:
     def test_hidden_characters_are_shown(self, text: str, shown: str) -> None:
         """Each character a terminal acts on, or that hides or reorders text, is escaped."""
         assert printable(text) == shown
+
+    def test_every_hidden_character_is_shown_in_plain_text(self) -> None:
+        """Each of the characters to escape, as the regex engine's Unicode tables know
+        them (they may be newer than Python's), is escaped inside otherwise plain text."""
+        everything = "".join(map(chr, range(sys.maxunicode + 1)))
+        hidden = regex.findall(r"[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]", everything, regex.V1)
+        assert len(hidden) > 2000
+        missed = [c for c in hidden if printable(f"a{c}b", multiline=False) == f"a{c}b"]
+        assert missed == []
 
     def test_lines_keep_their_layout(self) -> None:
         """Newlines, tabs and CRLF line ends stay in multi-line text; letters of any script

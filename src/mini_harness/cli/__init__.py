@@ -7,7 +7,8 @@ recipe), so a root dispatch never loads them.
 
 from __future__ import annotations
 
-import difflib
+import atexit
+import gc
 import importlib
 import sys
 from typing import Any
@@ -47,6 +48,8 @@ class HarnessGroup(click.Group):
     def is_task(self, ctx: click.Context, name: str) -> bool:
         """Whether a first argument that names no subcommand is a task for the agent: it
         is unless it looks like a mistyped subcommand (one word close to a name)."""
+        import difflib  # only a first argument that may be a task needs it
+
         commands = self.list_commands(ctx)
         if name in commands:
             return False
@@ -129,6 +132,12 @@ class HarnessGroup(click.Group):
     ) -> Any:
         if standalone_mode:
             guard_streams()
+            # The process ends when the command does: the collector's last passes over
+            # what it loaded (every module, class and function) would only free memory
+            # the process gives back anyway, and cost more than the dispatch itself. At
+            # exit they are frozen out of its reach; exit handlers run as before.
+            atexit.unregister(gc.freeze)
+            atexit.register(gc.freeze)
         try:
             try:
                 code = super().main(

@@ -17,12 +17,7 @@ from mini_harness.cli.output import info
 from mini_harness.errors import ExitCode, ToolCallError, UsageError
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than
-from mini_harness.runtime import (
-    ToolRegistry,
-    ToolRuntime,
-    dispatch_context,
-    render_context_report,
-)
+from mini_harness.runtime import ToolRegistry, ToolRuntime
 
 # orjson turns integers wider than 64 bits into floats without a word; a run of 20+ digits
 # is the only way such an integer can appear, so only then is the input parsed again.
@@ -136,6 +131,8 @@ def run_dispatch(
     if log is not None:
         info(f"Transcript: {log} (run {runtime.run_id})")
     if context_report:
+        from mini_harness.runtime import dispatch_context, render_context_report
+
         click.echo("")
         report = render_context_report(dispatch_context(runtime.tools_snapshot, shown))
         click.echo(report, nl=False)

@@ -23,14 +23,20 @@ from mini_harness.transcripts import (
 from mini_harness.transcripts.writer import FsyncMode
 
 
+def _strings(values: Iterable[str]) -> tuple[str, ...]:
+    # A function, not `tuple` itself: attrs reads a converter's signature when the class
+    # is made, and a builtin's costs milliseconds of every start-up.
+    return tuple(values)
+
+
 @attrs.frozen
 class LogSettings:
     """How a command writes its log: `--fsync`, `--redact-env`, `--redact-pattern` and
     `--max-event-bytes` (None: the writer's default)."""
 
     fsync: FsyncMode | None = None
-    redact_env: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    redact_pattern: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    redact_env: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    redact_pattern: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     max_event_bytes: int | None = None
 
     def redactor(self, keys: Iterable[str] = ()) -> Redactor | None:

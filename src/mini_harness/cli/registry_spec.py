@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import traceback
 from collections.abc import Callable
 
 import click
@@ -81,6 +80,8 @@ def registry_from(spec: str) -> ToolRegistry:
         root = click.get_current_context(silent=True)
         debug = root is not None and (root.find_root().obj or {}).get("debug")
         if debug and exc.__cause__ is not None:
+            import traceback
+
             traceback.print_exception(exc.__cause__, file=sys.stderr)
         raise
 

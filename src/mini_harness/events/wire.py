@@ -85,7 +85,7 @@ def _converter(tp: Any) -> Callable[[Any], Any] | None:
         inner = _converter(next(arg for arg in args if arg is not type(None)))
         return None if inner is None else _or_none(inner)
     if attrs.has(tp):
-        return functools.partial(_object, encoder(tp))
+        return _object(tp)
     if origin is tuple and len(args) == 2 and args[1] is ...:
         item = _converter(args[0])
         return list if item is None else functools.partial(_array, item)
@@ -99,8 +99,18 @@ def _or_none(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return or_none
 
 
-def _object(encode: Encoder, value: Any) -> JsonObject:
-    return encode(value, {})
+def _object(cls: type) -> Callable[[Any], JsonObject]:
+    """The converter of a field holding a `cls`: its encoder is made on first use, so a
+    field that is always None where it is written (a tool run's `model`) costs nothing."""
+    encode: Encoder | None = None
+
+    def convert(value: Any) -> JsonObject:
+        nonlocal encode
+        if encode is None:
+            encode = encoder(cls)
+        return encode(value, {})
+
+    return convert
 
 
 def _array(convert: Callable[[Any], Any], values: Any) -> list[Any]:

@@ -1,16 +1,15 @@
 """The runtime layer: tool definitions, the registry, validation and dispatch. No log I/O here.
 
-Typed tools (`ToolRegistry.tool`, cattrs) load when the first typed tool is registered.
+Typed tools (`ToolRegistry.tool`, `Field`, cattrs) and the Context Explorer report load
+when first used.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from mini_harness._exports import lazy_names
 from mini_harness.events.vocabulary import MemorySink
-from mini_harness.runtime.context_report import (
-    dispatch_context,
-    estimate_tokens,
-    render_context_report,
-)
 from mini_harness.runtime.definitions import (
     ToolAnnotations,
     ToolDefinition,
@@ -21,7 +20,26 @@ from mini_harness.runtime.definitions import (
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
 from mini_harness.runtime.results import ToolResult, display_failure, display_result
-from mini_harness.runtime.schema_derive import Field
+
+if TYPE_CHECKING:
+    from mini_harness.runtime.context_report import (
+        dispatch_context,
+        estimate_tokens,
+        render_context_report,
+    )
+    from mini_harness.runtime.schema_derive import Field
+else:  # type checkers see the names above; at run time they are imported on first use
+    __getattr__ = lazy_names(
+        __name__,
+        {
+            "mini_harness.runtime.context_report": (
+                "dispatch_context",
+                "estimate_tokens",
+                "render_context_report",
+            ),
+            "mini_harness.runtime.schema_derive": ("Field",),
+        },
+    )
 
 __all__ = [
     "Field",

@@ -7,7 +7,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from mini_harness._version import __version__
 from mini_harness.errors import (
@@ -38,12 +38,13 @@ from mini_harness.events import (
     utc_timestamp,
 )
 from mini_harness.events.jsonvalue import bounded_repr, bounded_str
-from mini_harness.runtime.approval import Approver, PendingCall
 from mini_harness.runtime.definitions import ToolDefinition
-from mini_harness.runtime.handler_threads import call_in_thread, run_coroutine, sync_off_loop
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
 from mini_harness.runtime.results import ToolResult, WithEffects, recordable
 from mini_harness.runtime.validation import decode_arguments
+
+if TYPE_CHECKING:
+    from mini_harness.runtime.approval import Approver
 
 # What a plain handler returns: never awaitable, so dispatch skips the awaitable check.
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
@@ -234,6 +235,8 @@ class ToolRuntime:
         try:
             reason = self._consult(call_id, tool, tool_input)
             if inspect.isawaitable(reason):
+                from mini_harness.runtime.handler_threads import run_coroutine
+
                 reason = run_coroutine(reason, None)
         except BaseException as exc:
             reason = self._unapproved(call_id, tool, start, exc)
@@ -254,10 +257,14 @@ class ToolRuntime:
             self._fail(call_id, tool.name, start, ToolDeniedError(tool.name, str(reason)))
 
     def _consult(self, call_id: str, tool: RegisteredTool, tool_input: JsonValue) -> object:
+        if self.approver is None:
+            return None
+        from mini_harness.runtime.approval import PendingCall  # a run with an approver
+
         pending = PendingCall(
             self.run_id, call_id, tool.definition, tool_input, self.sink, self._timestamp
         )
-        return self.approver(pending) if self.approver is not None else None
+        return self.approver(pending)
 
     def _unapproved(
         self, call_id: str, tool: RegisteredTool, start: int, exc: BaseException
@@ -353,11 +360,16 @@ class ToolRuntime:
             if tool.timeout is None and not tool.is_async:  # the common case, inline
                 output = tool.handler(tool_input)
                 if type(output) not in _PLAIN and inspect.isawaitable(output):
-                    output = run_coroutine(output, None)
-            elif tool.is_async:
-                output = run_coroutine(tool.handler(tool_input), tool.timeout)
-            else:
-                output = call_in_thread(tool.handler, tool_input, tool.timeout)
+                    from mini_harness.runtime import handler_threads as threads
+
+                    output = threads.run_coroutine(output, None)
+            else:  # the handler threads load with the first handler that needs them
+                from mini_harness.runtime import handler_threads as threads
+
+                if tool.is_async:
+                    output = threads.run_coroutine(tool.handler(tool_input), tool.timeout)
+                else:
+                    output = threads.call_in_thread(tool.handler, tool_input, tool.timeout)
         except BaseException as exc:
             self._raised(call_id, tool, start, exc, HandlerTimeoutError)
             raise
@@ -368,6 +380,8 @@ class ToolRuntime:
     async def dispatch_async(self, name: str, tool_input: JsonValue) -> ToolResult:
         """Dispatch from inside an event loop; sync handlers run in the shared handler threads."""
         import asyncio  # only async callers pay for it
+
+        from mini_harness.runtime.handler_threads import sync_off_loop
 
         call_id, tool, start = self._begin(name, tool_input, approve=False)
         if self.approver is not None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import difflib
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeAlias, TypeVar, overload
@@ -138,6 +137,8 @@ class ToolRegistry:
         """What a call of `name`, which is not registered, is told: `Unknown tool: NAME`,
         the closest registered names and the whole list. The transcript records it and the
         caller (a person at the CLI, a model, an MCP client) is told it, word for word."""
+        import difflib  # only a call of an unknown tool needs it
+
         shown = name
         if len(name) > _SHOWN_NAME_CHARS:
             shown = f"{name[:_SHOWN_NAME_CHARS]}... ({len(name)} characters)"

@@ -12,16 +12,25 @@ control characters itself); this is for text printed for a person.
 
 from __future__ import annotations
 
-from typing import Final
+import functools
+from typing import TYPE_CHECKING
 
-import regex
+if TYPE_CHECKING:
+    import regex
 
-# Control characters (C0, DEL, C1), format characters (bidi embeddings, overrides and
-# isolates, zero-width joiners, the byte order mark, tag characters), the line and
-# paragraph separators and lone surrogates. Tab and newline are kept in multi-line text;
-# a carriage return only where it ends a line (CRLF), where it moves nothing.
-_HIDDEN: Final = regex.compile(r"\r(?!\n)|[[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]--[\t\n\r]]", regex.V1)
-_HIDDEN_IN_LINE: Final = regex.compile(r"[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]", regex.V1)
+
+@functools.cache
+def _hidden(multiline: bool) -> regex.Pattern[str]:
+    """The characters to escape: control characters (C0, DEL, C1), format characters
+    (bidi embeddings, overrides and isolates, zero-width joiners, the byte order mark, tag
+    characters), the line and paragraph separators and lone surrogates. Multi-line text
+    keeps tab and newline, and a carriage return where it ends a line (CRLF), where it
+    moves nothing. Compiled on first use: most text printed has none of them."""
+    import regex
+
+    if multiline:
+        return regex.compile(r"\r(?!\n)|[[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]--[\t\n\r]]", regex.V1)
+    return regex.compile(r"[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]", regex.V1)
 
 
 def _escaped(match: regex.Match[str]) -> str:
@@ -39,5 +48,8 @@ def printable(text: str, *, multiline: bool = True) -> str:
     Multi-line text keeps its newlines and tabs (and CRLF line ends); with
     `multiline=False` those are escaped too, so the text stays on one line.
     """
-    pattern = _HIDDEN if multiline else _HIDDEN_IN_LINE
-    return pattern.sub(_escaped, text)
+    # str.isprintable is false for every character escaped here (and for tab and
+    # newline): text it passes has nothing to escape.
+    if text.isprintable():
+        return text
+    return _hidden(multiline).sub(_escaped, text)

@@ -1,7 +1,14 @@
-"""The transcript layer: the JSONL wire format, its writer and its reader."""
+"""The transcript layer: the JSONL wire format, its writer and its reader.
+
+The reader, verify and repair load when first used: a command that only writes a log
+does not import them.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from mini_harness._exports import lazy_names
 from mini_harness.errors import DecodeError
 from mini_harness.transcripts.codec import (
     DEFAULT_MAX_EVENT_BYTES,
@@ -13,17 +20,39 @@ from mini_harness.transcripts.codec import (
     is_omitted,
     line_hash,
 )
-from mini_harness.transcripts.reader import (
-    MAX_LINE_BYTES,
-    TornTail,
-    TranscriptReader,
-    TranscriptRecord,
-    read_transcript,
-)
-from mini_harness.transcripts.repair import RepairReport, repair_transcript
-from mini_harness.transcripts.upcast import Upcasters
-from mini_harness.transcripts.verify import CallProtocol, VerifyReport, verify_transcript
 from mini_harness.transcripts.writer import DEFAULT_FSYNC, JsonlTranscript
+
+if TYPE_CHECKING:
+    from mini_harness.transcripts.reader import (
+        MAX_LINE_BYTES,
+        TornTail,
+        TranscriptReader,
+        TranscriptRecord,
+        read_transcript,
+    )
+    from mini_harness.transcripts.repair import RepairReport, repair_transcript
+    from mini_harness.transcripts.upcast import Upcasters
+    from mini_harness.transcripts.verify import CallProtocol, VerifyReport, verify_transcript
+else:  # type checkers see the names above; at run time they are imported on first use
+    __getattr__ = lazy_names(
+        __name__,
+        {
+            "mini_harness.transcripts.reader": (
+                "MAX_LINE_BYTES",
+                "TornTail",
+                "TranscriptReader",
+                "TranscriptRecord",
+                "read_transcript",
+            ),
+            "mini_harness.transcripts.repair": ("RepairReport", "repair_transcript"),
+            "mini_harness.transcripts.upcast": ("Upcasters",),
+            "mini_harness.transcripts.verify": (
+                "CallProtocol",
+                "VerifyReport",
+                "verify_transcript",
+            ),
+        },
+    )
 
 __all__ = [
     "DEFAULT_FSYNC",

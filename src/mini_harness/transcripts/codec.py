@@ -43,15 +43,18 @@ def line_hash(line: bytes) -> str:
 
 # Per event class, its name and the encoder of its fields but ts (events/wire.py: generated
 # from the declaration, nested payloads included), so a line's object is the envelope and
-# one call.
-_WIRE: dict[type, tuple[str, Encoder]] = {
-    cls: (cls.__name__, encoder(cls, frozenset({"ts"}))) for cls in KNOWN_EVENT_TYPES
-}
+# one call. Each is made when the first event of its class is written: a command pays
+# only for the events it writes.
+_WIRE: dict[type, tuple[str, Encoder]] = {}
+_KNOWN = frozenset(KNOWN_EVENT_TYPES)
 
 
 def event_to_wire(event: Event, seq: int, prev: str | None) -> JsonObject:
     """The JSON object of one line: type, seq, ts, prev (all but the first line), payload."""
-    found = _WIRE.get(type(event))
+    cls: type = type(event)
+    found = _WIRE.get(cls)
+    if found is None and cls in _KNOWN:
+        found = _WIRE[cls] = (cls.__name__, encoder(cls, frozenset({"ts"})))
     if found is None:  # an UnknownEvent: its payload as it was read
         unknown: Any = event
         out: JsonObject = {"type": unknown.type, "seq": seq, "ts": unknown.ts}
