@@ -200,10 +200,10 @@ class JsonlTranscript:
             "a file that path no longer leads to"
         )
 
-    def _check_place(self) -> None:
-        """Under the file's lock: unless the path still names the file this writer opened,
-        stop for good (what was written stays in that file, synced when it is closed) and
-        raise TranscriptWriteError."""
+    def _check_place(self) -> int:
+        """Under the file's lock: the file's size, if the path still names the file this
+        writer opened; else stop for good (what was written stays in that file, synced
+        when it is closed) and raise TranscriptWriteError."""
         try:
             now: os.stat_result | None = os.stat(self._where)
         except OSError:
@@ -211,6 +211,7 @@ class JsonlTranscript:
         if now is None or (now.st_dev, now.st_ino) != self._identity:
             self._fatal = self._moved_message(now)
             raise TranscriptWriteError(str(self.path), self._fatal)
+        return now.st_size
 
     def _release(self) -> None:
         """Close the file's descriptor and its directory's (if open)."""
@@ -282,8 +283,9 @@ class JsonlTranscript:
     def append(self, event: Event) -> None:
         """Append one event (`emit` is the same method).
 
-        flock, an lseek (to learn whether another writer moved the file), one write, and
-        unlock; an fsync follows, outside the lock, when the mode asks for one.
+        flock, a stat of the path (to learn that it still names this file, and whether
+        another writer moved its end), one write, and unlock; an fsync follows, outside
+        the lock, when the mode asks for one.
         """
         self._locked(event)
 
@@ -329,8 +331,7 @@ class JsonlTranscript:
                 raise TranscriptWriteError(str(self.path), closed)
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                self._check_place()
-                size = os.lseek(fd, 0, os.SEEK_END)  # the file's size, cheaper than fstat
+                size = self._check_place()  # the same stat says where the file ends
                 if size != self._end or event is None:  # another writer moved it, or new to us
                     self._resync(size)
                 if event is None:
