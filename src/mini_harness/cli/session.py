@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Final
 
 import attrs
@@ -37,6 +37,8 @@ from mini_harness.errors import ExitCode
 from mini_harness.events import EventSink, JsonObject, JsonValue, to_wire
 from mini_harness.replay.history import Run
 from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.tools import Workspace, WorkspaceLike
+from mini_harness.transcripts import JsonlTranscript
 
 STOP_REASONS: Final = {
     "final": ExitCode.OK,
@@ -105,6 +107,7 @@ class AgentSession:
         self.provider = choose_provider(options.model, os.environ)
         self.keys = provider_secrets(self.provider)
         self.printer = PrintingReporter(self.provider.name, self.log_settings.redactor(self.keys))
+        self.bound: Workspace | None = None  # the built-in tools' workspace, once made
 
     @property
     def stream(self) -> bool:
@@ -114,13 +117,13 @@ class AgentSession:
     def tools(self, *transcripts: str | None) -> ToolRegistry:
         """The run's tools: `--registry`'s, else the built-in ones (the coding tools among
         them) in the workspace, the `transcripts` it reads and writes out of their reach
-        for writing, `--redact-env`'s variables out of every command's environment."""
-        return agent_tools(
-            self.options.registry_spec,
-            self.workspace,
-            self.log_settings.redact_env,
-            protected=transcripts,
-        )
+        for writing (by path now, and by identity once `log` opens them),
+        `--redact-env`'s variables out of every command's environment."""
+        workspace: WorkspaceLike | None = self.workspace
+        if self.options.registry_spec is None:
+            kept = tuple(path for path in transcripts if path is not None)
+            workspace = self.bound = Workspace(self.workspace or os.curdir, protected=kept)
+        return agent_tools(self.options.registry_spec, workspace, self.log_settings.redact_env)
 
     def approver(self, continuing: Run | None = None) -> PolicyApprover:
         """The workspace's approval policy with `--approve`; for a run `continuing` another,
@@ -136,10 +139,15 @@ class AgentSession:
             accept=self.options.accept_policy,
         )
 
-    def log(self, path: str | None) -> contextlib.AbstractContextManager[EventSink]:
+    @contextlib.contextmanager
+    def log(self, path: str | None) -> Iterator[EventSink]:
         """The run's log at `path` (None: nothing is recorded), written with the log flags;
-        a log that cannot be opened is a usage error before anything runs."""
-        return opened_log(path, self.log_settings, self.keys)
+        a log that cannot be opened is a usage error before anything runs. The tools'
+        workspace protects the file opened by its identity too."""
+        with opened_log(path, self.log_settings, self.keys) as sink:
+            if self.bound is not None and isinstance(sink, JsonlTranscript):
+                self.bound.pin(sink.path, sink.identity)
+            yield sink
 
     def loop(
         self, sink: EventSink, tools: ToolRegistry, approver: PolicyApprover, config: AgentConfig
