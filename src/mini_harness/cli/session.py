@@ -30,7 +30,7 @@ from mini_harness.agent.approval import PolicyApprover
 from mini_harness.cli.coding import approve_option, continued_approver, make_approver
 from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, gathered, root_workspace, workspace_option
-from mini_harness.cli.output import error
+from mini_harness.cli.output import error, warn
 from mini_harness.cli.printing import PrintingReporter
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.errors import ExitCode
@@ -108,6 +108,7 @@ class AgentSession:
         self.keys = provider_secrets(self.provider)
         self.printer = PrintingReporter(self.provider.name, self.log_settings.redactor(self.keys))
         self.bound: Workspace | None = None  # the built-in tools' workspace, once made
+        self._inside: dict[str, str] = {}  # the run's transcripts inside it, until said
 
     @property
     def stream(self) -> bool:
@@ -123,6 +124,8 @@ class AgentSession:
         if self.options.registry_spec is None:
             kept = tuple(path for path in transcripts if path is not None)
             workspace = self.bound = Workspace(self.workspace or os.curdir, protected=kept)
+            inside = zip(kept, self.bound.protected, strict=True)
+            self._inside = {real: path for path, real in inside if self.bound.contains(real)}
         return agent_tools(self.options.registry_spec, workspace, self.log_settings.redact_env)
 
     def approver(self, continuing: Run | None = None) -> PolicyApprover:
@@ -147,6 +150,14 @@ class AgentSession:
         with opened_log(path, self.log_settings, self.keys) as sink:
             if self.bound is not None and isinstance(sink, JsonlTranscript):
                 self.bound.pin(sink.path, sink.identity)
+            for inside in self._inside.values():
+                warn(
+                    f"transcript {inside} lies inside the workspace the agent can write: a "
+                    "later run could rewrite it, and it would still verify. Keep the head "
+                    f"hash that `mini-harness transcript verify {inside}` prints somewhere "
+                    "else: `transcript verify --head HASH` is what proves it was not rewritten"
+                )
+            self._inside = {}  # said once
             yield sink
 
     def loop(
