@@ -150,20 +150,21 @@ class AgentSession:
         with opened_log(path, self.log_settings, self.keys) as sink:
             if self.bound is not None and isinstance(sink, JsonlTranscript):
                 self.bound.pin(sink.path, sink.identity)
-            for inside in self._inside.values():
-                warn(
-                    f"transcript {inside} lies inside the workspace the agent can write: a "
-                    "later run could rewrite it, and it would still verify. Keep the head "
-                    f"hash that `mini-harness transcript verify {inside}` prints somewhere "
-                    "else: `transcript verify --head HASH` is what proves it was not rewritten"
-                )
-            self._inside = {}  # said once
             yield sink
 
     def loop(
         self, sink: EventSink, tools: ToolRegistry, approver: PolicyApprover, config: AgentConfig
     ) -> AgentLoop:
-        """The agent loop of the run, printing as it goes (unless `--json`)."""
+        """The agent loop of the run, printing as it goes (unless `--json`). A transcript
+        of the run inside the workspace is warned about here, once, as the run starts."""
+        for inside in self._inside.values():
+            warn(
+                f"transcript {inside} lies inside the workspace the agent can write: a later "
+                "run could rewrite it, and it would still verify. Keep the head hash that "
+                f"`mini-harness transcript verify {inside}` prints somewhere else: "
+                "`transcript verify --head HASH` is what proves it was not rewritten"
+            )
+        self._inside = {}
         runtime = ToolRuntime(tools, sink, approver=approver)
         reporter = None if self.options.as_json else self.printer
         return AgentLoop(runtime, self.provider, config, reporter)
