@@ -173,7 +173,7 @@ def test_a_command_that_moves_the_transcript_stops_the_run(tmp_path: Path, ws: P
     """A command renames the transcript's directory: the run stops at once, saying so, and
     the next call (which would append a forged line under the new name) never runs. The
     file keeps every line written, with only the interrupted call open."""
-    responses = [
+    responses: list[dict[str, Any]] = [
         {"toolCalls": [{"name": "run_command", "arguments": {"argv": ["mv", "logs", "moved"]}}]},
         {"toolCalls": [{"name": "run_command", "arguments": {"argv": [FORGE], "shell": True}}]},
         {"text": "Done."},
@@ -203,7 +203,7 @@ def test_a_hard_link_to_the_transcript_does_not_let_a_command_write_it(
     assert first.returncode == 0, first.stderr
     os.link(ws / "logs" / "run.jsonl", ws / "notes.txt")
     patch = "--- a/notes.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
-    responses = [
+    responses: list[dict[str, Any]] = [
         {
             "toolCalls": [
                 {"name": "run_command", "arguments": {"argv": [FORGE_LINK], "shell": True}}
