@@ -6,9 +6,15 @@ possibly running as root. Under bubblewrap a program gets:
 - file system: the whole system read-only; the workspace writable (read-only for git); the
   agent's controls given as `read_only` (`.git`, `.mini-harness`, the open transcript)
   read-only inside it, so that writing through a link or a hard link fails too;
+- homes: /root, /home and the caller's HOME hidden (`Homes`): empty and read-only, but HOME
+  a private writable directory, and the programs the command may run from under a home
+  (`toolchains`) bound read-only;
 - sockets: its own /tmp, /run, /var/run and /dev, so the Unix sockets of the host under them
-  (ssh-agent, Docker, D-Bus, X11) are not there; its own network namespace, so no network,
-  no loopback and no abstract sockets;
+  (ssh-agent, Docker, D-Bus, X11) are not there; no Unix socket can be made at all
+  (seccomp), so no host socket elsewhere can be reached either; its own network namespace,
+  so no network, no loopback and no abstract sockets;
+- system calls: `no_new_privs` (bubblewrap sets it: a setuid program gains nothing) and
+  the seccomp filter of `seccomp`, which refuses what a confined command never needs;
 - processes: its own PID namespace, a new session (no terminal to inject input into), killed
   with its parent; the call returns only when every process of the sandbox is gone;
 - capabilities: its own user namespace with every capability dropped and no nested user
@@ -38,6 +44,8 @@ from typing import Final
 import attrs
 import orjson
 
+from mini_harness.runtime.confined import inside
+from mini_harness.tools import seccomp
 from mini_harness.tools.process import DEFAULT_MAX_OUTPUT, Finished, run_bounded
 
 PASSED_NAMES: Final = frozenset({
@@ -97,6 +105,110 @@ class ResourceLimits:
             resource.setrlimit(which, (soft, hard))
 
 
+HIDDEN_HOMES: Final = ("/root", "/home")
+"""Where users' home directories are: hidden in the sandbox, with the caller's HOME."""
+
+_TOOLCHAIN_DIRS: Final = ("bin", "lib", "lib64")
+
+
+@attrs.frozen
+class Homes:
+    """What a sandbox makes of the users' home directories (all paths resolved).
+
+    `hidden` become empty read-only directories (a tmpfs remounted read-only once the
+    binds below them are made), `home` (the caller's HOME, when it is an existing
+    directory other than a system one) a private writable directory, and `toolchains`
+    stay as they are, read-only: the `bin`, `lib` and `lib64` directories of a program the
+    command may run that lives under a hidden home (see `toolchains`)."""
+
+    hidden: tuple[str, ...]
+    home: str | None
+    toolchains: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, home: str | None, search: Sequence[str] = ()) -> Homes:
+        """The homes to hide given the caller's HOME, keeping the toolchains found in the
+        directories `search` (PATH's and the program's own)."""
+        private = _private_home(home)
+        hidden = [
+            real
+            for real in dict.fromkeys(os.path.realpath(path) for path in HIDDEN_HOMES)
+            if os.path.isdir(real) and not (private is not None and inside(real, private))
+        ]
+        everything = (*hidden, *([private] if private is not None else []))
+        return cls(tuple(hidden), private, toolchains(search, everything))
+
+    def argv(self, scratch: str) -> list[str]:
+        """bubblewrap's arguments that hide the homes; `scratch/home` becomes HOME."""
+        args: list[str] = []
+        for path in self.hidden:
+            args += ["--tmpfs", path]
+        if self.home is not None:
+            os.makedirs(os.path.join(scratch, "home"), exist_ok=True)
+            args += ["--bind", os.path.join(scratch, "home"), self.home]
+        for path in self.toolchains:
+            args += ["--ro-bind", path, path]
+        return args
+
+    def sealed(self) -> list[str]:
+        """The arguments that make the hidden directories read-only: last, once every
+        mount point under them is made."""
+        return [arg for path in self.hidden for arg in ("--remount-ro", path)]
+
+
+def _private_home(home: str | None) -> str | None:
+    """The caller's HOME resolved, when the sandbox can give it a private directory: an
+    existing directory at least two levels down (/home/alice, /var/lib/ci) or /root."""
+    if not home or not os.path.isabs(home):
+        return None
+    real = os.path.realpath(home)
+    if not os.path.isdir(real) or (real.count(os.sep) < 2 and real != "/root"):
+        return None
+    return real
+
+
+def toolchains(search: Sequence[str], hidden: Sequence[str]) -> tuple[str, ...]:
+    """The directories that keep programs under `hidden` runnable: for each directory in
+    `search`, and each symlink in one, that resolves to a `bin` directory under a hidden
+    one, that directory's `bin`, `lib` and `lib64` (a virtualenv's python linked to
+    ~/.pyenv/versions/3.11.7/bin/python3.11 needs ~/.pyenv/versions/3.11.7/lib)."""
+    if not hidden:
+        return ()
+    found: dict[str, None] = {}
+    for directory in dict.fromkeys(search):
+        try:
+            mtime = os.stat(directory).st_mtime_ns
+        except OSError:
+            continue
+        for real in _resolved_into(directory, mtime, tuple(hidden)):
+            if os.path.basename(real) != "bin":
+                continue  # shims and scripts that need more than their own directory
+            prefix = os.path.dirname(real)
+            for name in _TOOLCHAIN_DIRS:
+                if os.path.isdir(os.path.join(prefix, name)):
+                    found[os.path.join(prefix, name)] = None
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved_into(directory: str, _mtime: int, hidden: tuple[str, ...]) -> tuple[str, ...]:
+    """The resolved directories under `hidden` that `directory` is, or that its symlinks
+    lead to (one readlink each; cached while the directory's entries stay the same)."""
+    found: dict[str, None] = {}
+    real = os.path.realpath(directory)
+    if any(inside(real, home) for home in hidden):
+        found[real] = None
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            if not entry.is_symlink():
+                continue
+            with contextlib.suppress(OSError):
+                target = os.path.normpath(os.path.join(directory, os.readlink(entry.path)))
+                if any(inside(target, home) for home in hidden):
+                    found[os.path.dirname(os.path.realpath(entry.path))] = None
+    return tuple(found)
+
+
 @attrs.frozen
 class Bubblewrap:
     """The bwrap program and what this one can do."""
@@ -113,11 +225,14 @@ class Bubblewrap:
         scratch: str,
         writable: bool,
         read_only: Sequence[str] = (),
+        homes: Homes | None = None,
         info_fd: int | None = None,
+        seccomp_fd: int | None = None,
     ) -> list[str]:
         """`command` wrapped in bubblewrap. `scratch` is an empty host directory that
-        becomes the sandbox's /tmp, /run and /dev/shm (disk, not memory; removed after);
-        `writable` says whether the workspace is."""
+        becomes the sandbox's /tmp, /run and /dev/shm (disk, not memory; removed after)
+        and its HOME; `writable` says whether the workspace is; `seccomp_fd` is a
+        descriptor to read the compiled seccomp filter from."""
         private = {"/tmp": "tmp", "/run": "run", "/dev/shm": "shm"}  # noqa: S108
         if os.path.isdir("/var/run") and not os.path.islink("/var/run"):
             private["/var/run"] = "run"
@@ -125,9 +240,12 @@ class Bubblewrap:
         for target, name in private.items():
             os.makedirs(os.path.join(scratch, name), exist_ok=True)
             args += ["--bind", os.path.join(scratch, name), target]
+        homes = homes or Homes((), None)
+        args += homes.argv(scratch)
         args += ["--bind" if writable else "--ro-bind", workspace, workspace]
         for path in read_only:
             args += ["--ro-bind", path, path]
+        args += homes.sealed()
         args += [
             "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
             "--unshare-uts", "--unshare-cgroup-try",
@@ -136,6 +254,7 @@ class Bubblewrap:
             "--new-session",
             "--die-with-parent",
             *(["--info-fd", str(info_fd)] if info_fd is not None else []),
+            *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
             "--chdir", cwd,
             "--",
             *command,
@@ -144,14 +263,26 @@ class Bubblewrap:
 
     def works(self) -> bool:
         """True when a sandbox of this shape can be made here."""
-        with tempfile.TemporaryDirectory(prefix="mini-harness-probe-") as scratch:
+        with (
+            tempfile.TemporaryDirectory(prefix="mini-harness-probe-") as scratch,
+            _seccomp_fd() as seccomp_fd,
+        ):
             workspace = os.path.join(scratch, "ws")
             os.mkdir(workspace)
             probe = self.argv(
-                ["true"], workspace=workspace, cwd=workspace, scratch=scratch, writable=True
+                ["true"],
+                workspace=workspace,
+                cwd=workspace,
+                scratch=scratch,
+                writable=True,
+                homes=Homes.of(os.environ.get("HOME")),
+                seccomp_fd=seccomp_fd,
             )
+            fds = () if seccomp_fd is None else (seccomp_fd,)
             try:
-                finished = run_bounded(probe, cwd="/", env={}, timeout=SANDBOX_TIMEOUT)
+                finished = run_bounded(
+                    probe, cwd="/", env={}, timeout=SANDBOX_TIMEOUT, pass_fds=fds
+                )
             except OSError:
                 return False
         return finished.exit_code == 0
@@ -189,7 +320,8 @@ def run_sandboxed(
     limits: ResourceLimits | None = None,
 ) -> Finished:
     """Run `command` in `sandbox` (or, when it is None, as is) with a private temporary
-    directory as TMPDIR; when it returns, nothing the command started still runs."""
+    directory as TMPDIR; when it returns, nothing the command started still runs. In the
+    sandbox, HOME (when it names a home) is a private directory too."""
     with tempfile.TemporaryDirectory(prefix="mini-harness-command-") as scratch:
         env = dict(env)
         if sandbox is None:
@@ -198,7 +330,11 @@ def run_sandboxed(
                 command, cwd=cwd, env=env, timeout=timeout, max_output=max_output, preexec=limits
             )
         env["TMPDIR"] = "/tmp"  # noqa: S108 - the sandbox's own
-        with _SandboxInfo() as info:
+        search = env.get("PATH", "").split(os.pathsep)
+        if os.sep in command[0]:
+            search.append(os.path.dirname(os.path.join(cwd, command[0])))
+        homes = Homes.of(env.get("HOME"), [path for path in search if os.path.isabs(path)])
+        with _SandboxInfo() as info, _seccomp_fd() as seccomp_fd:
             wrapped = sandbox.argv(
                 command,
                 workspace=workspace,
@@ -206,7 +342,9 @@ def run_sandboxed(
                 scratch=scratch,
                 writable=writable,
                 read_only=read_only,
+                homes=homes,
                 info_fd=info.write_fd,
+                seccomp_fd=seccomp_fd,
             )
             return run_bounded(
                 wrapped,
@@ -215,9 +353,29 @@ def run_sandboxed(
                 timeout=timeout,
                 max_output=max_output,
                 preexec=limits,
-                pass_fds=(info.write_fd,),
+                pass_fds=(info.write_fd, *(() if seccomp_fd is None else (seccomp_fd,))),
                 started=info.started,
             )
+
+
+@contextlib.contextmanager
+def _seccomp_fd() -> Iterator[int | None]:
+    """The read end of a pipe holding this machine's seccomp filter (None: no filter for
+    this architecture), for bubblewrap's --seccomp; closed on exit."""
+    compiled = seccomp.program()
+    if compiled is None:
+        yield None
+        return
+    read_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, compiled)  # a few hundred bytes: far below a pipe's buffer
+        os.close(write_fd)
+        write_fd = -1
+        yield read_fd
+    finally:
+        os.close(read_fd)
+        if write_fd != -1:
+            os.close(write_fd)
 
 
 class _SandboxInfo:
