@@ -418,7 +418,7 @@ class TestFilesThatWouldBlock:
         def status() -> None:
             try:
                 runtime_for(repo).dispatch("git_status", {})
-            except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            except BaseException as exc:  # handed to the test's thread
                 outcome.append(exc)
             else:
                 outcome.append(None)
