@@ -261,6 +261,28 @@ class TestEffects:
             FileEffect("sub/x", None, sha(b"")),
         ]
 
+    @pytest.mark.parametrize("sandbox", MODES)
+    def test_a_repository_a_command_makes_below_the_root_is_an_effect(
+        self, ws: Path, sandbox: bool
+    ) -> None:
+        """A `.git` a command creates below the root (its config and hooks, not its
+        objects) is recorded among the call's effects."""
+        sink = MemorySink()
+        registry = ToolRegistry()
+        register_coding_tools(registry, ws, sandbox=sandbox)
+        script = (
+            "mkdir -p sub/.git/hooks sub/.git/objects/ab; echo '[core]' > sub/.git/config; "
+            "echo x > sub/.git/hooks/post-checkout; echo blob > sub/.git/objects/ab/cd"
+        )
+        ToolRuntime(registry, sink).dispatch("run_command", {"argv": [script], "shell": True})
+        succeeded = sink.events[-1]
+        assert isinstance(succeeded, ToolSucceeded)
+        assert succeeded.effects is not None
+        assert list(succeeded.effects) == [
+            FileEffect("sub/.git/config", None, sha(b"[core]\n")),
+            FileEffect("sub/.git/hooks/post-checkout", None, sha(b"x\n")),
+        ]
+
     def test_a_command_that_changes_nothing_records_no_effects(self, ws: Path) -> None:
         """A read-only command's ToolSucceeded has no effects field."""
         sink = MemorySink()

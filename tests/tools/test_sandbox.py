@@ -465,6 +465,45 @@ class TestControls:
         assert out["exitCode"] != 0 or "policy.toml" not in out["stdout"]
         assert not (ws / ".mini-harness").exists()
 
+    def test_a_missing_repository_cannot_be_created(self, call: Call, ws: Path) -> None:
+        """Without a .git, a command cannot create one (with a config or hooks the git
+        tools would later find), and none is left behind."""
+        shutil.rmtree(ws / ".git")
+        out = call(
+            shell(
+                "git init -q . ; mkdir -p .git/hooks; echo '[core]' > .git/config; "
+                "ls -A .git; echo done"
+            )
+        )
+        assert out["stdout"] == "done\n", out["stderr"]
+        assert not (ws / ".git").exists()
+
+    @pytest.mark.parametrize(
+        ("control", "link"),
+        [
+            (".git/config", "cfg"),
+            (".git/hooks/pre-commit", "node_modules/hook"),
+            (".mini-harness/policy.toml", "policy-copy.toml"),
+            ("logs/run.jsonl", "notes.txt"),
+        ],
+    )
+    def test_a_control_reached_through_a_hard_link_is_read_only(
+        self, call: Call, ws: Path, control: str, link: str
+    ) -> None:
+        """A file that is a control under another name (a hard link), even in a
+        directory the file tools skip, cannot be written through that name."""
+        if not (ws / control).exists():
+            (ws / control).write_text("#!/bin/sh\n")
+        (ws / link).parent.mkdir(exist_ok=True)
+        os.link(ws / control, ws / link)
+        if os.stat(ws).st_uid == NOBODY:
+            subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(ws)], check=True)
+        before = (ws / control).read_bytes()
+        out = call(shell(f"echo 'planted' >> {link}; truncate -s 0 {link}; echo done"))
+        assert "done" in out["stdout"]
+        assert (ws / control).read_bytes() == before
+        assert (ws / link).read_bytes() == before
+
     def test_a_nested_repository_is_read_only(self, call: Call, ws: Path) -> None:
         """A `.git` below the root is read-only too."""
         (ws / "sub" / ".git").mkdir(parents=True)

@@ -18,6 +18,7 @@ import attrs
 from mini_harness.errors import PatchConflictError, PatchSyntaxError, WorkspaceError
 from mini_harness.events import JsonObject
 from mini_harness.runtime.results import FileEffect, WithEffects, sha256_of
+from mini_harness.tools.controls import is_linked_control
 from mini_harness.tools.patch_files import FileWrite, Found, PatchTree
 from mini_harness.tools.patch_hunks import BOM, apply_hunks
 from mini_harness.tools.patch_writes import commit
@@ -149,6 +150,12 @@ class ApplyPatch:
         found = tree.read(path, MAX_FILE_BYTES)
         if found is None:
             return None, ""
+        if is_linked_control(self.workspace, found.info):
+            raise WorkspaceError(
+                path,
+                f"Path {quote_path(path)} is a hard link to one of the agent's own controls "
+                "(.git, .mini-harness, the open transcript); apply_patch does not change it",
+            )
         text = decode_text(found.data)
         if text is None:
             raise WorkspaceError(
