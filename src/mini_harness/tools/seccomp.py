@@ -56,12 +56,6 @@ _X86_64: Final = 0xC000003E
 _AARCH64: Final = 0xC00000B7
 _X32_SYSCALL_BIT: Final = 0x40000000
 
-_COMMON: Final = {  # numbered alike on every architecture since Linux 5.1
-    "pidfd_getfd": 438, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
-    "move_mount": 429, "open_tree": 428, "open_tree_attr": 467, "mount_setattr": 442,
-    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-}  # fmt: skip
-
 
 @attrs.frozen
 class Architecture:
@@ -72,28 +66,28 @@ class Architecture:
     x32_bit: bool = False  # x86_64: calls with this bit set are x32's, numbered otherwise
 
 
-_X86_64_NUMBERS: Final = {
-    **_COMMON,
-    "socket": 41, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
-    "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "unshare": 272,
-    "setns": 308, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175,
-    "finit_module": 313, "delete_module": 176, "bpf": 321, "perf_event_open": 298,
-    "userfaultfd": 323, "reboot": 169, "swapon": 167, "swapoff": 168, "acct": 163,
-    "keyctl": 250, "add_key": 248, "request_key": 249,
-}  # fmt: skip
-_AARCH64_NUMBERS: Final = {  # the generic table (asm-generic/unistd.h)
-    **_COMMON,
-    "socket": 198, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
-    "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "unshare": 97,
-    "setns": 268, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105,
-    "finit_module": 273, "delete_module": 106, "bpf": 280, "perf_event_open": 241,
-    "userfaultfd": 282, "reboot": 142, "swapon": 224, "swapoff": 225, "acct": 89,
-    "keyctl": 219, "add_key": 217, "request_key": 218,
+_NUMBERS: Final = {  # name: (x86_64, aarch64's, which is the generic table)
+    "socket": (41, 198), "ptrace": (101, 117), "process_vm_readv": (310, 270),
+    "process_vm_writev": (311, 271), "mount": (165, 40), "umount2": (166, 39),
+    "pivot_root": (155, 41), "chroot": (161, 51), "unshare": (272, 97), "setns": (308, 268),
+    "kexec_load": (246, 104), "kexec_file_load": (320, 294), "init_module": (175, 105),
+    "finit_module": (313, 273), "delete_module": (176, 106), "bpf": (321, 280),
+    "perf_event_open": (298, 241), "userfaultfd": (323, 282), "reboot": (169, 142),
+    "swapon": (167, 224), "swapoff": (168, 225), "acct": (163, 89), "keyctl": (250, 219),
+    "add_key": (248, 217), "request_key": (249, 218),
+    # numbered alike on every architecture since Linux 5.1
+    "open_tree": (428, 428), "move_mount": (429, 429), "fsopen": (430, 430),
+    "fsconfig": (431, 431), "fsmount": (432, 432), "fspick": (433, 433),
+    "pidfd_getfd": (438, 438), "mount_setattr": (442, 442), "open_tree_attr": (467, 467),
+    "io_uring_setup": (425, 425), "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427),
 }  # fmt: skip
 
 ARCHITECTURES: Final = {
-    "x86_64": Architecture(_X86_64, _X86_64_NUMBERS, x32_bit=True),
-    "aarch64": Architecture(_AARCH64, _AARCH64_NUMBERS),
+    "x86_64": Architecture(
+        _X86_64, {name: pair[0] for name, pair in _NUMBERS.items()}, x32_bit=True
+    ),
+    "aarch64": Architecture(_AARCH64, {name: pair[1] for name, pair in _NUMBERS.items()}),
 }
 """The machines (`os.uname().machine`) a filter can be built for."""
 
