@@ -15,7 +15,7 @@ from mini_harness.errors import InvalidInputError, ToolHandlerError
 from mini_harness.events import FileEffect, ToolSucceeded
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
-from mini_harness.tools.sandbox import PASSED_NAMES, bubblewrap
+from mini_harness.tools.sandbox import PASSED_NAMES, SANDBOX_HOME, bubblewrap
 
 NO_BWRAP = (
     "bubblewrap cannot run here: install the Debian package `bubblewrap` "
@@ -146,7 +146,9 @@ class TestRunning:
             "run_command", {"argv": ["env", "-0"]}
         )
         seen = dict(entry.split("=", 1) for entry in out.output["stdout"].split("\0") if entry)
-        assert {name: seen.get(name) for name in passed} == passed
+        # In the sandbox, a HOME under a user's home is a private directory instead.
+        expected = {**passed, "HOME": SANDBOX_HOME} if sandbox else passed
+        assert {name: seen.get(name) for name in passed} == expected
         assert not set(seen) & set(kept_out)
         assert set(seen) <= PASSED_NAMES | {"TMPDIR", "PWD", "LC_TIME", "LANG"}
 

@@ -23,7 +23,7 @@ import pytest
 import mini_harness
 from mini_harness.errors import WorkspaceError
 from mini_harness.tools.run_command import RunCommand
-from mini_harness.tools.sandbox import MAX_PROCESSES, ResourceLimits, bubblewrap
+from mini_harness.tools.sandbox import MAX_PROCESSES, SANDBOX_HOME, ResourceLimits, bubblewrap
 from mini_harness.tools.seccomp import REFUSED
 from mini_harness.tools.workspace import Workspace
 
@@ -396,9 +396,10 @@ class TestHomes:
         monkeypatch.setenv("HOME", str(home))
         monkeypatch.setenv("PATH", "/usr/bin:/bin")
         handler = RunCommand(Workspace(ws), bubblewrap())
-        out = handler(shell('ls -A "$HOME"; echo note > "$HOME/made.txt"; cat "$HOME/made.txt"'))
+        script = 'echo "$HOME"; ls -A "$HOME"; echo note > "$HOME/made.txt"; cat "$HOME/made.txt"'
+        out = handler(shell(script))
         assert isinstance(out, dict)
-        assert out["stdout"] == "note\n", out["stderr"]
+        assert out["stdout"] == f"{SANDBOX_HOME}\nnote\n", out["stderr"]
         assert not (home / "made.txt").exists()
 
     def test_a_toolchain_under_a_home_still_runs(self, call: Call, ws: Path, home: Path) -> None:

@@ -6,9 +6,9 @@ possibly running as root. Under bubblewrap a program gets:
 - file system: the whole system read-only; the workspace writable (read-only for git); the
   agent's controls given as `read_only` (`.git`, `.mini-harness`, the open transcript)
   read-only inside it, so that writing through a link or a hard link fails too;
-- homes: /root, /home and the caller's HOME hidden (`Homes`): empty and read-only, but HOME
-  a private writable directory, and the programs the command may run from under a home
-  (`toolchains`) bound read-only;
+- homes: /root, /home and the caller's HOME hidden (`Homes`): empty and read-only, HOME
+  then a private writable directory in the sandbox's /tmp, and the programs the command
+  may run from under a home (`toolchains`) bound read-only;
 - sockets: its own /tmp, /run, /var/run and /dev, so the Unix sockets of the host under them
   (ssh-agent, Docker, D-Bus, X11) are not there; no Unix socket can be made at all
   (seccomp), so no host socket elsewhere can be reached either; its own network namespace,
@@ -108,6 +108,9 @@ class ResourceLimits:
 HIDDEN_HOMES: Final = ("/root", "/home")
 """Where users' home directories are: hidden in the sandbox, with the caller's HOME."""
 
+SANDBOX_HOME: Final = "/tmp/home"  # noqa: S108 - in the sandbox's own /tmp
+"""HOME inside the sandbox when the caller's names a hidden directory."""
+
 _TOOLCHAIN_DIRS: Final = ("bin", "lib", "lib64")
 
 
@@ -115,37 +118,41 @@ _TOOLCHAIN_DIRS: Final = ("bin", "lib", "lib64")
 class Homes:
     """What a sandbox makes of the users' home directories (all paths resolved).
 
-    `hidden` become empty read-only directories (a tmpfs remounted read-only once the
-    binds below them are made), `home` (the caller's HOME, when it is an existing
-    directory other than a system one) a private writable directory, and `toolchains`
-    stay as they are, read-only: the `bin`, `lib` and `lib64` directories of a program the
-    command may run that lives under a hidden home (see `toolchains`)."""
+    `hidden` become empty read-only directories (a tmpfs each, remounted read-only once
+    the binds below them are made), and `toolchains` under them stay as they are,
+    read-only: the `bin`, `lib` and `lib64` directories of a program the command may run
+    that lives under a hidden home (see `toolchains`)."""
 
     hidden: tuple[str, ...]
-    home: str | None
     toolchains: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, home: str | None, search: Sequence[str] = ()) -> Homes:
-        """The homes to hide given the caller's HOME, keeping the toolchains found in the
+        """/root, /home and the caller's `home` (an existing directory at least two
+        levels down, such as /var/lib/ci) hidden, keeping the toolchains found in the
         directories `search` (PATH's and the program's own)."""
-        private = _private_home(home)
-        hidden = [
-            real
-            for real in dict.fromkeys(os.path.realpath(path) for path in HIDDEN_HOMES)
-            if os.path.isdir(real) and not (private is not None and inside(real, private))
+        wanted = [*HIDDEN_HOMES, *([home] if home and os.path.isabs(home) else [])]
+        real = [os.path.realpath(path) for path in wanted]
+        found = [
+            path
+            for path in dict.fromkeys(real)
+            if os.path.isdir(path) and (path.count(os.sep) > 1 or path in HIDDEN_HOMES)
         ]
-        everything = (*hidden, *([private] if private is not None else []))
-        return cls(tuple(hidden), private, toolchains(search, everything))
+        hidden = [path for path in found if not any(inside(path, o) for o in found if o != path)]
+        return cls(tuple(hidden), toolchains(search, hidden))
 
-    def argv(self, scratch: str) -> list[str]:
-        """bubblewrap's arguments that hide the homes; `scratch/home` becomes HOME."""
+    def hides(self, path: str | None) -> bool:
+        """True when `path` (a HOME) lies in a hidden directory."""
+        if not path or not os.path.isabs(path):
+            return False
+        real = os.path.realpath(path)
+        return any(inside(real, hidden) for hidden in self.hidden)
+
+    def argv(self) -> list[str]:
+        """bubblewrap's arguments that hide the homes, keeping the toolchains."""
         args: list[str] = []
         for path in self.hidden:
             args += ["--tmpfs", path]
-        if self.home is not None:
-            os.makedirs(os.path.join(scratch, "home"), exist_ok=True)
-            args += ["--bind", os.path.join(scratch, "home"), self.home]
         for path in self.toolchains:
             args += ["--ro-bind", path, path]
         return args
@@ -154,17 +161,6 @@ class Homes:
         """The arguments that make the hidden directories read-only: last, once every
         mount point under them is made."""
         return [arg for path in self.hidden for arg in ("--remount-ro", path)]
-
-
-def _private_home(home: str | None) -> str | None:
-    """The caller's HOME resolved, when the sandbox can give it a private directory: an
-    existing directory at least two levels down (/home/alice, /var/lib/ci) or /root."""
-    if not home or not os.path.isabs(home):
-        return None
-    real = os.path.realpath(home)
-    if not os.path.isdir(real) or (real.count(os.sep) < 2 and real != "/root"):
-        return None
-    return real
 
 
 def toolchains(search: Sequence[str], hidden: Sequence[str]) -> tuple[str, ...]:
@@ -230,9 +226,9 @@ class Bubblewrap:
         seccomp_fd: int | None = None,
     ) -> list[str]:
         """`command` wrapped in bubblewrap. `scratch` is an empty host directory that
-        becomes the sandbox's /tmp, /run and /dev/shm (disk, not memory; removed after)
-        and its HOME; `writable` says whether the workspace is; `seccomp_fd` is a
-        descriptor to read the compiled seccomp filter from."""
+        becomes the sandbox's /tmp, /run and /dev/shm (disk, not memory; removed after);
+        `writable` says whether the workspace is; `seccomp_fd` is a descriptor to read the
+        compiled seccomp filter from."""
         private = {"/tmp": "tmp", "/run": "run", "/dev/shm": "shm"}  # noqa: S108
         if os.path.isdir("/var/run") and not os.path.islink("/var/run"):
             private["/var/run"] = "run"
@@ -240,8 +236,8 @@ class Bubblewrap:
         for target, name in private.items():
             os.makedirs(os.path.join(scratch, name), exist_ok=True)
             args += ["--bind", os.path.join(scratch, name), target]
-        homes = homes or Homes((), None)
-        args += homes.argv(scratch)
+        homes = homes or Homes(())
+        args += homes.argv()
         args += ["--bind" if writable else "--ro-bind", workspace, workspace]
         for path in read_only:
             args += ["--ro-bind", path, path]
@@ -321,7 +317,7 @@ def run_sandboxed(
 ) -> Finished:
     """Run `command` in `sandbox` (or, when it is None, as is) with a private temporary
     directory as TMPDIR; when it returns, nothing the command started still runs. In the
-    sandbox, HOME (when it names a home) is a private directory too."""
+    sandbox, a HOME that names a hidden home becomes SANDBOX_HOME, empty and writable."""
     with tempfile.TemporaryDirectory(prefix="mini-harness-command-") as scratch:
         env = dict(env)
         if sandbox is None:
@@ -334,6 +330,9 @@ def run_sandboxed(
         if os.sep in command[0]:
             search.append(os.path.dirname(os.path.join(cwd, command[0])))
         homes = Homes.of(env.get("HOME"), [path for path in search if os.path.isabs(path)])
+        if homes.hides(env.get("HOME")):
+            os.makedirs(os.path.join(scratch, "tmp", "home"))
+            env["HOME"] = SANDBOX_HOME
         with _SandboxInfo() as info, _seccomp_fd() as seccomp_fd:
             wrapped = sandbox.argv(
                 command,
