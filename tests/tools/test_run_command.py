@@ -15,7 +15,8 @@ from mini_harness.errors import InvalidInputError, ToolHandlerError
 from mini_harness.events import FileEffect, ToolSucceeded
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
-from mini_harness.tools.sandbox import PASSED_NAMES, SANDBOX_HOME, bubblewrap
+from mini_harness.tools.homes import SANDBOX_HOME
+from mini_harness.tools.sandbox import PASSED_NAMES, bubblewrap
 
 NO_BWRAP = (
     "bubblewrap cannot run here: install the Debian package `bubblewrap` "

@@ -22,8 +22,9 @@ import pytest
 
 import mini_harness
 from mini_harness.errors import WorkspaceError
+from mini_harness.tools.homes import SANDBOX_HOME
 from mini_harness.tools.run_command import RunCommand
-from mini_harness.tools.sandbox import MAX_PROCESSES, SANDBOX_HOME, ResourceLimits, bubblewrap
+from mini_harness.tools.sandbox import MAX_PROCESSES, ResourceLimits, bubblewrap
 from mini_harness.tools.seccomp import REFUSED
 from mini_harness.tools.workspace import Workspace
 
