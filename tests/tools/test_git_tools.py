@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -399,6 +402,50 @@ class TestRepositoryOutsideTheWorkspace:
         shutil.move(repo / ".git" / "refs", repo / "refs-moved")
         (repo / ".git" / "refs").symlink_to(other / ".git" / "refs")
         with pytest.raises(ToolHandlerError, match='"refs" entry leads outside'):
+            runtime_for(repo).dispatch("git_status", {})
+
+
+class TestFilesThatWouldBlock:
+    @pytest.mark.parametrize("name", ["commondir", "config"])
+    def test_a_fifo_in_the_git_directory_is_refused(self, repo: Path, name: str) -> None:
+        """A FIFO where git's pointer or configuration file would be is refused at once,
+        instead of keeping the tool waiting on it."""
+        fifo = repo / ".git" / name
+        fifo.unlink(missing_ok=True)
+        os.mkfifo(fifo)
+        outcome: list[BaseException | None] = []
+
+        def status() -> None:
+            try:
+                runtime_for(repo).dispatch("git_status", {})
+            except BaseException as exc:  # handed to the test's thread
+                outcome.append(exc)
+            else:
+                outcome.append(None)
+
+        worker = threading.Thread(target=status, daemon=True)
+        started = time.monotonic()
+        worker.start()
+        worker.join(5)
+        if worker.is_alive():  # let the waiting reader go, then fail
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            worker.join(30)
+        assert time.monotonic() - started < 5
+        assert isinstance(outcome[0], ToolHandlerError)
+        assert f'".git/{name}" is a FIFO (named pipe), not a regular file' in str(outcome[0])
+
+    def test_an_oversized_pointer_file_is_refused(self, repo: Path) -> None:
+        """A `commondir` larger than a path can be is refused, not read."""
+        (repo / ".git" / "commondir").write_text("x" * 10_000)
+        with pytest.raises(ToolHandlerError, match="is too large"):
+            runtime_for(repo).dispatch("git_status", {})
+
+    def test_a_pointer_linked_outside_is_refused(self, repo: Path, tmp_path: Path) -> None:
+        """A `commondir` that is a link to a file outside the workspace is not read."""
+        (tmp_path / "elsewhere").write_text(".\n")
+        (repo / ".git" / "commondir").symlink_to(tmp_path / "elsewhere")
+        with pytest.raises(ToolHandlerError, match="leads outside the workspace"):
             runtime_for(repo).dispatch("git_status", {})
 
 

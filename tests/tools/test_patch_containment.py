@@ -79,6 +79,39 @@ class TestProtectedPaths:
         assert snapshot(ws) == before
         assert isinstance(sink.events[-1], ToolFailed)
 
+    @pytest.mark.parametrize(
+        ("control", "link", "said"),
+        [
+            (".git/config", "cfg", "is a hard link to one of the agent's own controls"),
+            ("logs/run.jsonl", "notes/run-copy.txt", "is the open transcript, reached by another"),
+        ],
+    )
+    def test_a_control_reached_through_a_hard_link_is_refused(
+        self, ws: Path, control: str, link: str, said: str
+    ) -> None:
+        """A file that is a control under another name (a hard link) is refused as the
+        control is: changed, renamed or deleted."""
+        (ws / link).parent.mkdir(exist_ok=True)
+        os.link(ws / control, ws / link)
+        workspace = Workspace(ws, protected=(ws / "logs/run.jsonl",))
+        deleted = f"--- a/{link}\n+++ /dev/null\n@@ -1 +0,0 @@\n-old\n"
+        renamed = f"diff --git a/{link} b/moved\nrename from {link}\nrename to moved\n"
+        before = snapshot(ws)
+        for patch in (change(link), deleted, renamed):
+            with pytest.raises(ToolHandlerError, match=said):
+                runtime_for(workspace, MemorySink()).dispatch("apply_patch", {"patch": patch})
+        assert snapshot(ws) == before
+        assert os.stat(ws / link).st_ino == os.stat(ws / control).st_ino
+
+    def test_a_hard_link_to_an_ordinary_file_is_patched(self, ws: Path) -> None:
+        """A hard link between two ordinary files is no reason to refuse."""
+        os.link(ws / "src/app.py", ws / "src/alias.py")
+        workspace = Workspace(ws, protected=(ws / "logs/run.jsonl",))
+        runtime_for(workspace, MemorySink()).dispatch(
+            "apply_patch", {"patch": change("src/alias.py")}
+        )
+        assert (ws / "src/alias.py").read_text() == "new\n"
+
     def test_a_hostile_model_cannot_patch_its_controls_through_the_cli(
         self, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
