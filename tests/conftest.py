@@ -31,6 +31,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _scratch_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every test (and every process it starts) keeps its session store and user config in
+    a scratch MINI_HARNESS_HOME: the suite never writes to, or reads, the real home's.
+    Settings the environment could give are cleared, so no test depends on the shell."""
+    monkeypatch.setenv("MINI_HARNESS_HOME", str(tmp_path_factory.mktemp("home")))
+    for name in (
+        "MINI_HARNESS_APPROVE",
+        "MINI_HARNESS_MAX_STEPS",
+        "MINI_HARNESS_MAX_CONTEXT_TOKENS",
+        "MINI_HARNESS_REQUIRE_SANDBOX",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(name="thorough")
 def _thorough(request: pytest.FixtureRequest) -> bool:
     """True when the run asked for the long versions of stress and fuzz tests."""

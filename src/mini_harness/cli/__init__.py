@@ -187,6 +187,8 @@ def _spellings(params: list[click.Parameter]) -> dict[str, click.Option]:
         "view": "mini_harness.cli.view:view_command",
         "resume": "mini_harness.cli.resume:resume_command",
         "fork": "mini_harness.cli.resume:fork_command",
+        "sessions": "mini_harness.cli.sessions:sessions_group",
+        "config": "mini_harness.cli.config:config_command",
     },
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},

@@ -45,14 +45,16 @@ def agent_registry(
     workspace: str | None,
     redacted_names: tuple[str, ...] = (),
     protected: tuple[str, ...] = (),
+    sandbox: bool | None = None,
 ) -> ToolRegistry:
     """The built-in tools an agent run gets: echo, the file tools and the coding tools
     (git_status, git_diff, apply_patch, run_command), in `workspace` (default: the cwd),
     with the `protected` files (the run's transcripts) out of the tools' reach for writing.
-    A re-run of an agent's transcript finds the same tools here."""
+    `sandbox` True requires bubblewrap (WorkspaceError without it). A re-run of an agent's
+    transcript finds the same tools here."""
     bound = Workspace(workspace or os.curdir, protected=protected)
     registry = default_registry(bound)
-    register_coding_tools(registry, bound, redacted_names=redacted_names)
+    register_coding_tools(registry, bound, redacted_names=redacted_names, sandbox=sandbox)
     return registry
 
 
@@ -61,13 +63,14 @@ def agent_tools(
     workspace: str | None,
     redacted_names: tuple[str, ...] = (),
     protected: tuple[str | None, ...] = (),
+    sandbox: bool | None = None,
 ) -> ToolRegistry:
     """The tools of an agent run (`run`, `resume`, `fork`): the registry `--registry`
     names, else the built-in tools with the coding tools, which the approval policy stands
     in front of; `protected` names the transcripts the run reads and writes (None: none)."""
     if spec is None:
         kept = tuple(path for path in protected if path is not None)
-        return agent_registry(workspace, redacted_names, kept)
+        return agent_registry(workspace, redacted_names, kept, sandbox)
     return chosen_registry(spec, workspace)
 
 
