@@ -167,10 +167,7 @@ def undo_command(  # noqa: PLR0917 - click passes each option
     try:
         reverse = patch_reversal(Workspace(root), call.input["patch"], call.effects or ())
     except WorkspaceError as exc:
-        fail(
-            f"Cannot undo call {call_id} in {root}: {exc.message}; nothing was undone",
-            ExitCode.FAILED,
-        )
+        fail(f"Cannot undo call {call_id}: {exc.message}; nothing was undone", ExitCode.FAILED)
     registry = ToolRegistry()
     register_coding_tools(registry, root, sandbox=False)
     try:

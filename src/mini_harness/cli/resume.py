@@ -23,6 +23,7 @@ from mini_harness.cli.output import info
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
 from mini_harness.cli.stored import last_option, locate, notice, recorded_workspace
 from mini_harness.cli.verified import allow_unverified_option, verified_history
+from mini_harness.errors import MiniHarnessError
 from mini_harness.events import EventSink, ToolFailed, to_wire
 from mini_harness.replay.continuing.plans import continued_config, fork_opening, resume_plan
 from mini_harness.replay.continuing.rerun import safe_to_repeat
@@ -66,7 +67,10 @@ def _workspace(path: str, run: str | None, agent: AgentOptions) -> str | None:
     (said when that is not here), else the current directory (None)."""
     if agent.workspace or root_workspace():
         return None
-    found = select_agent_run(read_history(path), run)
+    try:
+        found = select_agent_run(read_history(path, damage=True), run)
+    except MiniHarnessError:  # said as it always is, once the transcript is verified
+        return None
     return recorded_workspace(found, lambda message: notice(message, as_json=agent.as_json))
 
 

@@ -174,10 +174,14 @@ class AgentSession:
         them) in the workspace, the `transcripts` it reads and writes out of their reach
         for writing, `--redact-env`'s variables out of every command's environment."""
         required = self.settings["require-sandbox"]
+        spec = self.options.registry_spec
+        # --registry's tools work where they like: a workspace only goes with them when
+        # given (an error), not when it was recorded.
+        workspace = self.workspace if spec is None else self.options.workspace or root_workspace()
         try:
             return agent_tools(
-                self.options.registry_spec,
-                self.workspace,
+                spec,
+                workspace,
                 self.log_settings.redact_env,
                 protected=transcripts,
                 sandbox=True if required else None,

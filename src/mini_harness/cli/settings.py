@@ -39,19 +39,15 @@ PROJECT_CONFIG: Final = ".mini-harness/config.toml"
 DEFAULT = "default"
 
 
-class _Refused(Exception):
-    """A value that cannot be used; its argument says what was expected."""
-
-
 def _model(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise _Refused("a model as --model takes it: PROVIDER:MODEL, mock or script:FILE")
+        raise ValueError("a model as --model takes it: PROVIDER:MODEL, mock or script:FILE")
     return value.strip()
 
 
 def _approve(value: Any) -> str:
     if value not in ("auto", "ask", "never"):
-        raise _Refused('one of "auto", "ask", "never"')
+        raise ValueError('one of "auto", "ask", "never"')
     return str(value)
 
 
@@ -59,7 +55,7 @@ def _positive(value: Any) -> int:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
     if type(value) is not int or value < 1:
-        raise _Refused("a whole number of at least 1")
+        raise ValueError("a whole number of at least 1")
     return value
 
 
@@ -69,31 +65,31 @@ def _boolean(value: Any) -> bool:
         if value.strip().lower() in words:
             return words[value.strip().lower()]
     if type(value) is not bool:
-        raise _Refused("true or false")
+        raise ValueError("true or false")
     return value
 
 
 def _names(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise _Refused("an array of environment variable names")
+        raise ValueError("an array of environment variable names")
     return tuple(value)
 
 
 def _patterns(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _Refused("an array of regular expressions (Python syntax)")
+        raise ValueError("an array of regular expressions (Python syntax)")
     for pattern in value:
         try:  # the one check a --redact-pattern gets
             Redactor.from_config(patterns=[pattern])
         except RedactionError as exc:
-            raise _Refused(f"patterns that can be used: {exc.message}") from None
+            raise ValueError(f"patterns that can be used: {exc.message}") from None
     return tuple(value)
 
 
 def _directory(value: Any) -> Path:
     path = Path(value).expanduser() if isinstance(value, str) and value else None
     if path is None or not path.is_absolute():
-        raise _Refused("an absolute directory path (~ for the home directory)")
+        raise ValueError("an absolute directory path (~ for the home directory)")
     return path
 
 
@@ -210,7 +206,7 @@ def read_config(path: Path) -> dict[str, Any]:
 def _parsed(key: Key, value: Any, where: str) -> Any:
     try:
         return key.parse(value)
-    except _Refused as exc:
+    except ValueError as exc:  # its argument says what was expected
         raise UsageError(f"{where} {exc.args[0]}, not {_shown(value)}") from None
 
 
