@@ -26,6 +26,7 @@ from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, read_transcript, verify_transcript
 
 from .agent.recorded_runs import LIST_READ_ANSWER, invoke, write_script
+from .test_settings import patching_script
 
 TRANSCRIPT_LINE = re.compile(r"\[mini-harness\] Transcript: (\S+) \(run ([0-9a-f]{32})\)")
 
@@ -50,14 +51,10 @@ def started(path: Path) -> list[RunStarted]:
 
 
 @pytest.fixture(name="ws")
-def _ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _ws(readme_ws: Path) -> Path:
     """A workspace with a README and a note, the current directory."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "README.md").write_text("# Demo\n")
-    (ws / "note.txt").write_text("only in the workspace\n")
-    monkeypatch.chdir(ws)
-    return ws
+    (readme_ws / "note.txt").write_text("only in the workspace\n")
+    return readme_ws
 
 
 def answer(tmp_path: Path, text: str = "Done.", name: str = "answer.json") -> str:
@@ -412,19 +409,14 @@ class TestTheRecordedWorkspace:
         self, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """undo from another directory reverts the patch in the workspace its run recorded."""
-        patch = "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# Demo\n+# Patched\n"
-        model = write_script(
-            tmp_path / "patch.json",
-            [{"toolCalls": [{"name": "apply_patch", "arguments": {"patch": patch}}]},
-             {"text": "Patched."}],
-        )  # fmt: skip
+        model = patching_script(tmp_path)
         _, run_id = recorded(invoke(["patch it", "--model", model, "--approve", "auto"]))
-        assert (ws / "README.md").read_text() == "# Patched\n"
+        assert (ws / "README.md").read_text() == "# Patched\nA tiny project.\n"
         monkeypatch.chdir(tmp_path)
         result = invoke(["undo", run_id[:10], "--call", f"{run_id[:12]}-1"])
         assert result.exit_code == 0, result.output
         assert f"Workspace: {ws.resolve()}, where run {run_id} worked" in result.stdout
-        assert (ws / "README.md").read_text() == "# Demo\n"
+        assert (ws / "README.md").read_text() == "# Demo\nA tiny project.\n"
 
     def test_replay_rerun_from_elsewhere(
         self, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -30,12 +30,8 @@ def project_config(ws: Path, text: str) -> Path:
 
 
 @pytest.fixture(name="ws")
-def _ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "README.md").write_text("# Demo\n")
-    monkeypatch.chdir(ws)
-    return ws
+def _ws(readme_ws: Path) -> Path:
+    return readme_ws
 
 
 def config_json(*args: str) -> dict[str, dict[str, object]]:
@@ -50,7 +46,7 @@ def run_started(log: Path) -> RunStarted:
     return event
 
 
-PATCH = "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# Demo\n+# Patched\n"
+PATCH = "--- a/README.md\n+++ b/README.md\n@@ -1,2 +1,2 @@\n-# Demo\n+# Patched\n A tiny project.\n"
 
 
 def patching_script(tmp_path: Path) -> str:
@@ -140,7 +136,7 @@ class TestProjectFilesOnlyTighten:
         project = project_config(ws, 'approve = "auto"\n')
         result = invoke(["patch it", "--model", patching_script(tmp_path)])
         assert result.exit_code == 0, result.output
-        assert (ws / "README.md").read_text() == "# Demo\n"
+        assert (ws / "README.md").read_text() == "# Demo\nA tiny project.\n"
         assert (
             f'[mini-harness] Warning: {project}: approve = "auto" is not taken: a project '
             'file may only tighten approve, and "auto" is looser than "ask" (default); to '
@@ -155,7 +151,7 @@ class TestProjectFilesOnlyTighten:
         result = invoke(["patch it", "--model", patching_script(tmp_path)])
         assert result.exit_code == 0, result.output
         assert "Warning" not in result.stderr
-        assert (ws / "README.md").read_text() == "# Patched\n"
+        assert (ws / "README.md").read_text() == "# Patched\nA tiny project.\n"
 
     def test_a_project_may_tighten(self, ws: Path) -> None:
         """A stricter value from the project is taken over the user's."""
