@@ -94,6 +94,7 @@ class TestRecordedByDefault:
         assert re.fullmatch(rf"{''.join(day.parts)}T\d{{6}}Z-{run_id}\.jsonl", path.name)
         assert verify_transcript(path).ok
         assert [run.run_id for run in fold_agent_runs(path)] == [run_id]
+        assert store_root().stat().st_mode & 0o777 == 0o700  # the user's alone
 
     def test_no_log_records_nothing_and_says_so_once(self, ws: Path, tmp_path: Path) -> None:
         """--no-log: nothing is written anywhere, one line says so, no Transcript line."""

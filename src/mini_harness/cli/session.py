@@ -216,7 +216,12 @@ class AgentSession:
             return None
         if log is not None:
             return log
-        return str(SessionStore(self.settings.sessions_dir).new_transcript(self.run_id))
+        store = SessionStore(self.settings.sessions_dir)
+        # Sessions hold what the tools read and the model said: the store is the user's
+        # alone (a directory that exists keeps its mode; the log says if it cannot be made).
+        with contextlib.suppress(OSError):
+            store.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return str(store.new_transcript(self.run_id))
 
     def log(self, path: str | None) -> contextlib.AbstractContextManager[EventSink]:
         """The run's log at `path` (None: nothing is recorded), written with the log flags;
