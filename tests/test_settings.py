@@ -34,8 +34,10 @@ def _ws(readme_ws: Path) -> Path:
     return readme_ws
 
 
-def config_json(*args: str) -> dict[str, dict[str, object]]:
-    result = invoke(["config", "--json", *args])
+def config_json(
+    *args: str, env: dict[str, str | None] | None = None
+) -> dict[str, dict[str, object]]:
+    result = invoke(["config", "--json", *args], env=env)
     assert result.exit_code == 0, result.output
     settings: dict[str, dict[str, object]] = orjson.loads(result.stdout)["settings"]
     return settings
@@ -88,6 +90,17 @@ class TestPrecedence:
         assert started.max_steps == 5
         assert started.settings is not None
         assert started.settings.max_context_tokens == 5000
+
+    def test_mini_harness_model_names_a_model_or_a_provider(self, ws: Path) -> None:
+        """MINI_HARNESS_MODEL that names a provider is the environment's model setting;
+        a model's name alone stays the name for the provider chosen otherwise."""
+        user = user_config("model = 'anthropic'\n")
+        named = config_json(env={"MINI_HARNESS_MODEL": "claude-sonnet-4-5"})["model"]
+        assert named == {"value": "anthropic", "source": f"user {user}"}
+        assert config_json(env={"MINI_HARNESS_MODEL": "mock"})["model"] == {
+            "value": "mock",
+            "source": "environment MINI_HARNESS_MODEL",
+        }
 
     def test_the_configured_model_runs(self, ws: Path, tmp_path: Path) -> None:
         """A model in the user config is the run's, over the API keys' choice."""

@@ -119,8 +119,11 @@ them."""
 class AgentSession:
     """The pieces of one agent run, built from its options.
 
-    The provider is chosen first (a model that cannot be used is a usage error before
-    anything else happens); its keys are redacted from the log and from everything printed.
+    The settings are read first (the flags over the environment over the workspace's
+    `.mini-harness/config.toml` over the user's config.toml: a config file that cannot be
+    used is a usage error), then the provider is chosen (so is a model that cannot be
+    used), before anything else happens; its keys are redacted from the log and from
+    everything printed.
     """
 
     def __init__(
