@@ -26,12 +26,14 @@ ALLOW_PATCH = '[[rules]]\ntool = "apply_patch"\ndecision = "allow"\n'
 def normalised(text: str) -> str:
     """Output with what differs from one run to the next (ids, paths) taken out."""
     text = re.sub(r"[0-9a-f]{32}", "<run>", text)
+    text = re.sub(r"\d{8}T\d{6}Z", "<started>", text)  # a transcript of the session store
     return re.sub(r"/\S+/(before|after)/", "<dir>/", text)
 
 
 # Each option of `run`, with a value it takes, as given on the command line.
 RUN_OPTIONS: dict[str, list[str]] = {
     "--log": ["--log", "{dir}/t.jsonl"],
+    "--no-log": ["--no-log"],
     "--fsync": ["--fsync", "always"],
     "--redact-env": ["--redact-env", "MINI_HARNESS_TEST_SECRET"],
     "--redact-pattern": ["--redact-pattern", "tas."],

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from mini_harness import MemorySink, ToolRuntime
-from mini_harness.errors import ToolHandlerError
+from mini_harness.errors import GitError, ToolHandlerError
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
+from mini_harness.tools.git_dir import repository_head
 from mini_harness.tools.git_tools import Git
 from mini_harness.tools.sandbox import bubblewrap
 from mini_harness.tools.workspace import Workspace
@@ -486,3 +487,46 @@ class TestHostileRepository:
         git(repo, "diff", check=False)  # the planted filter is no real filter: git may fail
         git(repo, "diff", "--no-ext-diff", check=False)
         assert {"fsmonitor", "filter_process"} <= set(os.listdir(marks))
+
+
+class TestRepositoryHead:
+    """What a run records of its repository: HEAD and the branch, read from the files."""
+
+    def test_branch_and_commit(self, repo: Path) -> None:
+        """A branch with a commit: its id and name, loose or packed."""
+        commit = git(repo, "rev-parse", "HEAD").strip()
+        assert repository_head(Workspace(repo)) == (commit, "main")
+        git(repo, "pack-refs", "--all")
+        assert not (repo / ".git" / "refs" / "heads" / "main").exists()
+        assert repository_head(Workspace(repo)) == (commit, "main")
+
+    def test_detached_and_unborn(self, repo: Path, tmp_path: Path) -> None:
+        """Detached: the commit, no branch. Before the first commit: the branch, no commit."""
+        commit = git(repo, "rev-parse", "HEAD").strip()
+        git(repo, "checkout", "-q", "--detach")
+        assert repository_head(Workspace(repo)) == (commit, None)
+        fresh = tmp_path / "fresh"
+        fresh.mkdir()
+        git(fresh, "init", "-q", "-b", "trunk")
+        assert repository_head(Workspace(fresh)) == (None, "trunk")
+
+    def test_a_ref_that_leads_outside_is_not_followed(self, repo: Path, tmp_path: Path) -> None:
+        """A HEAD naming a ref outside the repository's files, or a .git leading outside the
+        workspace, yields nothing read from there."""
+        secret = tmp_path / "secret"
+        secret.write_text("0" * 40 + "\n")
+        (repo / ".git" / "HEAD").write_text("ref: refs/../../../secret\n")
+        assert repository_head(Workspace(repo)) == (None, None)
+        (repo / ".git" / "HEAD").write_text("ref: refs/heads/link\n")
+        (repo / ".git" / "refs" / "heads" / "link").symlink_to(secret)
+        assert repository_head(Workspace(repo)) == (None, "link")
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / ".git").write_text(f"gitdir: {repo / '.git'}\n")
+        with pytest.raises(GitError, match="leads outside the workspace"):
+            repository_head(Workspace(elsewhere))
+
+    def test_no_repository(self, tmp_path: Path) -> None:
+        """A workspace that is no repository: GitError, as for the git tools."""
+        with pytest.raises(GitError, match="not a git repository"):
+            repository_head(Workspace(tmp_path))

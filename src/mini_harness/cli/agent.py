@@ -14,7 +14,7 @@ import click
 from mini_harness.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig, load_project_rules, request_parts
 from mini_harness.agent import context_report as render_report
 from mini_harness.cli.dispatch import parse_tool_input, read_tool_input, tool_options
-from mini_harness.cli.log_options import LogSettings, log_option, log_options
+from mini_harness.cli.log_options import LogSettings, log_option, log_options, no_log_option
 from mini_harness.cli.output import warn
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
 
@@ -31,9 +31,16 @@ def _system_prompt(path: str | None) -> str:
 
 @click.command("run")
 @click.argument("task", nargs=-1, required=True)
-@log_option("nothing is recorded")
+@log_option("a new transcript in the session store (see `mini-harness sessions`)")
+@no_log_option
 @log_options
-@click.option("--max-steps", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option(
+    "--max-steps",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="At most N model requests (default: the config's max-steps, else 10).",
+)
 @click.option(
     "--system-prompt-file",
     metavar="FILE",
@@ -46,7 +53,8 @@ def _system_prompt(path: str | None) -> str:
     default=None,
     metavar="N",
     help="Budget for each request (estimated tokens): old tool results are trimmed first; "
-    "if it still does not fit, the run stops.",
+    "if it still does not fit, the run stops (default: the config's max-context-tokens, "
+    "else none).",
 )
 @click.option("--context-report", is_flag=True, help="Print the report of the last request.")
 @agent_options
@@ -55,8 +63,9 @@ def run_command(
     task: tuple[str, ...],
     *,
     log: str | None,
+    no_log: bool,
     log_settings: LogSettings,
-    max_steps: int,
+    max_steps: int | None,
     system_prompt_file: str | None,
     max_context_tokens: int | None,
     context_report: bool,
@@ -79,30 +88,32 @@ def run_command(
     manual = None
     if tool is not None:
         manual = (tool, parse_tool_input(read_tool_input(tool_input)))
-    session = AgentSession(agent, log_settings)
+    limits = {"max-steps": max_steps, "max-context-tokens": max_context_tokens}
+    session = AgentSession(agent, log_settings, flags=limits)
     system_prompt = _system_prompt(system_prompt_file)
-    tools = session.tools(log)
+    transcript = session.transcript(log, no_log=no_log)
+    tools = session.tools(transcript)
     approver = session.approver()
     rules = load_project_rules(Path(session.workspace or os.curdir), Path.cwd(), warn=warn)
     config = AgentConfig(
         task=task_text,
         system_prompt=system_prompt,
         rules=rules,
-        max_steps=max_steps,
-        max_context_tokens=max_context_tokens,
+        max_steps=session.settings["max-steps"],
+        max_context_tokens=session.settings["max-context-tokens"],
         stream=session.stream,
         manual_tool=manual,
     )
-    with session.log(log) as sink:  # a log that cannot be opened stops here
+    with session.log(transcript) as sink:  # a log that cannot be opened stops here
         session.say(f"Task: {task_text}")
         session.say(f"Model provider: {session.provider.name}")
         loop = session.loop(sink, tools, approver, config)
         outcome = loop.run()
-    session.finish(outcome, log)
+    session.finish(outcome, transcript)
     if context_report and outcome.last_request is not None and not agent.as_json:
         parts = request_parts(
             system_prompt, rules, loop.runtime.tools_snapshot, outcome.last_request.messages
         )
         click.echo("")
         click.echo(render_report(parts, outcome.last_input_tokens), nl=False)
-    raise click.exceptions.Exit(session.exit_code(outcome))
+    raise click.exceptions.Exit(session.exit_code(outcome, transcript))

@@ -23,9 +23,11 @@ from mini_harness.cli.log_options import LogSettings, log_option, log_options, o
 from mini_harness.cli.options import F, workspace_option
 from mini_harness.cli.output import fail, warn
 from mini_harness.cli.printing import RedactingPrinter
+from mini_harness.cli.stored import locate, recorded_workspace
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import ExitCode, PolicyError, ToolCallError, UsageError, WorkspaceError
-from mini_harness.replay.history import Call, fold_effects
+from mini_harness.events import RunWorkspace
+from mini_harness.replay.history import Call, Run, TranscriptFold, fold_effects
 from mini_harness.replay.views.report import effects_lines
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.runtime.terminal import printable
@@ -39,14 +41,15 @@ APPROVE_HELP = (
 )
 
 
-def approve_option(func: F, help_text: str = APPROVE_HELP) -> F:
-    """The `--approve auto|ask|never` option (default ask), passed as `approve`."""
+def approve_option(func: F, help_text: str = APPROVE_HELP, default: str | None = "ask") -> F:
+    """The `--approve auto|ask|never` option, passed as `approve`; None by `default` when
+    the settings decide (an agent run's: cli/settings.py)."""
     return click.option(
         "--approve",
         "approve",
         type=click.Choice(["auto", "ask", "never"]),
-        default="ask",
-        show_default=True,
+        default=default,
+        show_default=default is not None,
         help=help_text,
     )(func)
 
@@ -116,20 +119,24 @@ def print_effects(path: str) -> None:
         click.echo(printable(line))
 
 
-def _find_call(path: str, call_id: str) -> Call:
-    for call in fold_effects(path)[0]:
-        if call.call_id == call_id:
+def _find_call(path: str, call_id: str) -> tuple[Call, Run]:
+    """The apply_patch call `call_id` of PATH that changed files, and the run that made it."""
+    fold = TranscriptFold(path)
+    for call in fold:
+        if type(call) is Call and call.effects and call.call_id == call_id:
             if call.name != "apply_patch" or not isinstance(call.input, dict):
                 raise UsageError(f"Call {call_id} is a {call.name} call; undo reverts apply_patch")
-            return call
+            fold.read()
+            return call, fold.history.runs[call.run_index - 1]
     raise UsageError(f"No call {call_id} with recorded file effects in {path}")
 
 
 @click.command("undo", short_help="Revert one apply_patch call of a transcript.")
-@click.argument("path", type=click.Path(dir_okay=False, exists=True))
+@click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--call", "call_id", required=True, metavar="ID", help="The call to revert.")
 @workspace_option(
-    "The workspace the patch was applied in (default: the current directory).", default="."
+    "The workspace the patch was applied in (default: the one its run recorded, else the "
+    "current directory)."
 )
 @log_option("appended to PATH as a new run")
 @log_options
@@ -137,21 +144,26 @@ def _find_call(path: str, call_id: str) -> Call:
 def undo_command(  # noqa: PLR0917 - click passes each option
     path: str,
     call_id: str,
-    workspace: str,
+    workspace: str | None,
     log: str | None,
     log_settings: LogSettings,
     allow_unverified: bool,
 ) -> None:
     """Revert the patch an apply_patch call applied, when every file it changed still has
     the sha256 the call left (else say which file moved on, and change nothing). PATH
-    must verify: an edited record could name any file.
+    must verify: an edited record could name any file. PATH may be a run's id (or a prefix
+    of it) recorded in the session store. The patch is reverted in the workspace its run
+    recorded, unless --workspace says otherwise.
 
     Exit codes: 0 reverted; 1 a file moved on or the reversal failed; 2 usage errors.
     """
     printer = RedactingPrinter(log_settings.redactor())
+    path = locate(path).path
+    if not os.path.isfile(path):
+        raise UsageError(f"cannot read transcript {path}: no such file")
     unverified = verified_history(path, "undo", allow=allow_unverified)
-    call = _find_call(path, call_id)
-    root = os.path.realpath(workspace)
+    call, made_by = _find_call(path, call_id)
+    root = os.path.realpath(workspace or recorded_workspace(made_by, printer.say) or os.curdir)
     try:
         reverse = patch_reversal(Workspace(root), call.input["patch"], call.effects or ())
     except WorkspaceError as exc:
@@ -161,7 +173,7 @@ def undo_command(  # noqa: PLR0917 - click passes each option
     try:
         with opened_log(log or path, log_settings) as sink:
             runtime = ToolRuntime(registry, sink)
-            runtime.start(unverified=unverified)
+            runtime.start(unverified=unverified, workspace=RunWorkspace(root))
             result = runtime.dispatch("apply_patch", {"patch": reverse})
     except ToolCallError as exc:
         fail(f"Undo of call {call_id} failed: {exc.message}", ExitCode.FAILED)

@@ -69,6 +69,14 @@ def log_option(default: str) -> Callable[[F], F]:
     )
 
 
+no_log_option = click.option(
+    "--no-log",
+    is_flag=True,
+    help="Record nothing: not in the session store, nowhere (the run cannot be resumed).",
+)
+"""`--no-log` of the commands that record in the session store by default (`run`)."""
+
+
 log_options = gathered(
     LogSettings,
     "log_settings",

@@ -42,26 +42,32 @@ def chosen_registry(spec: str | None, workspace: WorkspaceLike | None) -> ToolRe
 
 
 def agent_registry(
-    workspace: WorkspaceLike | None, redacted_names: tuple[str, ...] = ()
+    workspace: WorkspaceLike | None,
+    redacted_names: tuple[str, ...] = (),
+    sandbox: bool | None = None,
 ) -> ToolRegistry:
     """The built-in tools an agent run gets: echo, the file tools and the coding tools
     (git_status, git_diff, apply_patch, run_command), in `workspace` (default: the cwd; a
     Workspace with `protected` files keeps the run's transcripts out of the tools' reach
-    for writing). A re-run of an agent's transcript finds the same tools here."""
+    for writing). `sandbox` True requires bubblewrap (WorkspaceError without it). A re-run
+    of an agent's transcript finds the same tools here."""
     bound = workspace if isinstance(workspace, Workspace) else Workspace(workspace or os.curdir)
     registry = default_registry(bound)
-    register_coding_tools(registry, bound, redacted_names=redacted_names)
+    register_coding_tools(registry, bound, redacted_names=redacted_names, sandbox=sandbox)
     return registry
 
 
 def agent_tools(
-    spec: str | None, workspace: WorkspaceLike | None, redacted_names: tuple[str, ...] = ()
+    spec: str | None,
+    workspace: WorkspaceLike | None,
+    redacted_names: tuple[str, ...] = (),
+    sandbox: bool | None = None,
 ) -> ToolRegistry:
     """The tools of an agent run (`run`, `resume`, `fork`): the registry `--registry`
     names, else the built-in tools with the coding tools, which the approval policy stands
     in front of (see agent_registry)."""
     if spec is None:
-        return agent_registry(workspace, redacted_names)
+        return agent_registry(workspace, redacted_names, sandbox)
     return chosen_registry(spec, workspace)
 
 

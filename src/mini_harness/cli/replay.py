@@ -33,11 +33,12 @@ from mini_harness.cli.output import info
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
 from mini_harness.cli.session import AgentOptions, AgentSession, model_option
+from mini_harness.cli.stored import locate, notice, recorded_workspace
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.cli.view import same_file
 from mini_harness.errors import UsageError
 from mini_harness.replay import ContextReports, Run, TranscriptFold, TranscriptRerun
-from mini_harness.replay.history import HeldItems
+from mini_harness.replay.history import HeldItems, read_history
 from mini_harness.replay.views import report
 from mini_harness.runtime.terminal import printable
 
@@ -88,7 +89,11 @@ from mini_harness.runtime.terminal import printable
     "with a live model as a new run that names the replayed one (forkedFrom), as `fork` does.",
 )
 @model_option("With --live-model: ")
-@functools.partial(approve_option, help_text=f"With --live-model: {APPROVE_HELP}")
+@functools.partial(
+    approve_option,
+    default=None,
+    help_text=f"With --live-model: {APPROVE_HELP} Default: the config's approve, else ask.",
+)
 @accept_policy_option
 @allow_unverified_option
 def replay_command(  # noqa: PLR0917 - click passes each option
@@ -108,7 +113,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     log_settings: LogSettings,
     live_model: bool,
     model: str | None,
-    approve: str,
+    approve: str | None,
     accept_policy: bool,
     allow_unverified: bool,
 ) -> None:
@@ -127,8 +132,12 @@ def replay_command(  # noqa: PLR0917 - click passes each option
 
     Several paths, a directory (every *.jsonl below it) or a glob make one corpus report:
     a line per file and totals per tool, error kind and stop reason; the exit code is the
-    worst file's. --workers N folds them in N processes, --ray as Ray tasks.
+    worst file's. --workers N folds them in N processes, --ray as Ray tasks. A path may be
+    a run's id (or a prefix of it) recorded in the session store; the store's directory is
+    a corpus like any other. A re-run works in the workspace the runs recorded, unless
+    --workspace says otherwise.
     """
+    paths = tuple(locate(path).path for path in paths)
     if step is not None and not context_report:
         raise UsageError("--step needs --context-report")
     if effects:
@@ -181,6 +190,8 @@ def replay_command(  # noqa: PLR0917 - click passes each option
             click.echo(printable("\n".join(lines)))
         raise click.exceptions.Exit(code)
     unverified = _verified(path, live_model, allow_side_effects, allow_unverified)
+    if workspace is None and registry_spec is None:
+        workspace = _recorded_workspace(path, run, as_json=as_json)
     # With --live-model the re-run's tools are the new run's (cli/session.py).
     options = AgentOptions(model, registry_spec, workspace, approve, accept_policy, as_json=as_json)
     live = AgentSession(options, log_settings) if live_model else None
@@ -234,6 +245,18 @@ def _verified(
             "first, not a pipe: save it to a file"
         )
     return verified_history(path, f"re-run with {acting}", allow=allow_unverified)
+
+
+def _recorded_workspace(path: str, run: str | None, *, as_json: bool) -> str | None:
+    """Where the runs re-run worked, when a run recorded it: that of the run `--run`
+    names, else of the last run that recorded one. Read from a file only (a pipe is read
+    once, by the re-run)."""
+    if not os.path.isfile(path):
+        return None
+    recorded = [each for each in read_history(path, run=run).shown if each.workspace]
+    if not recorded:
+        return None
+    return recorded_workspace(recorded[-1], lambda message: notice(message, as_json=as_json))
 
 
 def _read_once(fold: TranscriptFold) -> HeldItems:

@@ -10,6 +10,7 @@ import click
 from mini_harness.cli.options import SingleOption, root_workspace, typed, workspace_option
 from mini_harness.cli.output import error, info
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
+from mini_harness.cli.stored import last_option, locate
 from mini_harness.errors import UsageError
 from mini_harness.replay import TranscriptFold, TranscriptRerun
 from mini_harness.replay.continuing.outcomes import DIFFERING, differing
@@ -29,7 +30,8 @@ def default_output(path: str) -> Path:
 
 
 @click.command("view", short_help="Write a transcript as a self-contained HTML page.")
-@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True), required=False)
+@last_option("run")
 @click.option(
     "-o",
     "--output",
@@ -45,14 +47,18 @@ def default_output(path: str) -> Path:
     help="Re-run the recorded calls (as `replay --rerun` does) and show each outcome and diff.",
 )
 @registry_option(when="--rerun")
-@workspace_option("With --rerun: the directory the built-in file tools work in.")
+@workspace_option(
+    "With --rerun: the directory the built-in file tools work in; with --last: the "
+    "workspace whose newest run is shown."
+)
 @click.option(
     "--allow-side-effects",
     is_flag=True,
     help="With --rerun: also run tools not marked readOnlyHint or idempotentHint.",
 )
 def view_command(  # noqa: PLR0917 - click passes each option as an argument
-    path: str,
+    path: str | None,
+    last: bool,
     output: str | None,
     open_page: bool,
     rerun: bool,
@@ -66,19 +72,23 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     intact. With --rerun, each call is dispatched again against the current registry
     (read-only and idempotent tools only, unless --allow-side-effects) and the page shows
     whether it matched, with the diff when it did not. PATH may be a pipe, or - for
-    standard input: it is read once.
+    standard input: it is read once; or a run's id (or a prefix of it) recorded in the
+    session store; --last takes the newest run of this workspace. A transcript of the store
+    gets its page beside it.
 
     Exit codes: 0 written; 1 written, but the transcript is damaged (the page shows it up
     to the damage and names the problem) or a re-run call differs; 2 it cannot be read as
     a transcript, or the page cannot be written.
     """
+    # --last looks in the workspace given (before the subcommand, or with --rerun here).
+    path = locate(path, last=last, workspace=workspace or root_workspace()).path
     target = Path(output) if output is not None else default_output(path)
     if path != "-" and same_file(target, path):
         raise UsageError("the page would overwrite the transcript: give -o FILE.html")
     if not rerun:
         ctx = click.get_current_context()
         for name in ("registry_spec", "workspace", "allow_side_effects"):
-            if ctx.params[name]:
+            if ctx.params[name] and not (name == "workspace" and last):
                 raise UsageError(f"{typed(ctx, name)} needs --rerun")
     tools = None
     if rerun:

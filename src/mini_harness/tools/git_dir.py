@@ -178,6 +178,53 @@ def kept_settings(config: str, env: Mapping[str, str], cwd: str, timeout: float)
     )
 
 
+_OBJECT_ID: Final = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_REF_NAME: Final = re.compile(r"refs/[A-Za-z0-9._/-]{1,200}")
+
+
+def repository_head(workspace: Workspace) -> tuple[str | None, str | None]:
+    """The commit the workspace's repository has checked out and its branch, read from
+    the repository's own files: git is not run, so nothing the repository configures can
+    run. (None, branch) before the first commit, or when the branch's ref is not a plain
+    file or a packed-refs line (a reftable repository); (commit, None) with HEAD detached.
+    GitError when the workspace is not a repository (or its files lead outside it)."""
+    gitdir, common = repository_dir(workspace)
+    head_path = os.path.realpath(os.path.join(gitdir, "HEAD"))
+    if not workspace.contains(head_path):
+        raise _outside("HEAD", head_path)
+    head = _read_small(workspace, head_path) if os.path.isfile(head_path) else ""
+    if _OBJECT_ID.fullmatch(head):
+        return head, None
+    ref = head.removeprefix("ref:").strip() if head.startswith("ref:") else ""
+    if not _REF_NAME.fullmatch(ref) or ".." in ref:
+        return None, None
+    branch = ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
+    return _resolved(workspace, common, ref), branch
+
+
+def _resolved(workspace: Workspace, common: str, ref: str, depth: int = 0) -> str | None:
+    """The object id a branch or tag `ref` names (following symbolic refs a few levels),
+    from its loose file or packed-refs; None if neither says."""
+    loose = os.path.realpath(os.path.join(common, ref))
+    if workspace.contains(loose) and os.path.isfile(loose):
+        value = _read_small(workspace, loose)
+        if _OBJECT_ID.fullmatch(value):
+            return value
+        target = value.removeprefix("ref:").strip() if value.startswith("ref:") else ""
+        if depth < 5 and _REF_NAME.fullmatch(target) and ".." not in target:
+            return _resolved(workspace, common, target, depth + 1)
+        return None
+    packed = os.path.realpath(os.path.join(common, "packed-refs"))
+    if not (workspace.contains(packed) and os.path.isfile(packed)):
+        return None
+    with open(packed, "rb") as handle:
+        while line := handle.readline(_SMALL_FILE):  # bounded, whatever the file holds
+            object_id, _, name = line.decode("utf-8", "replace").strip().partition(" ")
+            if name == ref and _OBJECT_ID.fullmatch(object_id):
+                return object_id
+    return None
+
+
 @contextlib.contextmanager
 def private_git_dir(workspace: Workspace, env: Mapping[str, str], timeout: float) -> Iterator[str]:
     """A git directory for the workspace's repository with a configuration of our own;
