@@ -187,6 +187,7 @@ def _spellings(params: list[click.Parameter]) -> dict[str, click.Option]:
         "view": "mini_harness.cli.view:view_command",
         "resume": "mini_harness.cli.resume:resume_command",
         "fork": "mini_harness.cli.resume:fork_command",
+        "export": "mini_harness.cli.export:export_group",
     },
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},

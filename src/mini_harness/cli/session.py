@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 import click
@@ -28,6 +28,7 @@ from mini_harness.agent import (
 )
 from mini_harness.agent.approval import PolicyApprover
 from mini_harness.cli.coding import approve_option, continued_approver, make_approver
+from mini_harness.cli.export import live_export, otel_option
 from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, gathered, root_workspace, workspace_option
 from mini_harness.cli.output import error, warn
@@ -39,6 +40,9 @@ from mini_harness.replay.history import Run
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.tools import Workspace, WorkspaceLike
 from mini_harness.transcripts import JsonlTranscript
+
+if TYPE_CHECKING:
+    from mini_harness.export.live import LiveExport
 
 STOP_REASONS: Final = {
     "final": ExitCode.OK,
@@ -62,6 +66,7 @@ class AgentOptions:
     accept_policy: bool = False
     no_stream: bool = False
     as_json: bool = False
+    otel: bool = False
 
 
 def model_option(when: str = "") -> Callable[[F], F]:
@@ -87,6 +92,7 @@ agent_options = gathered(
     approve_option,
     click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes."),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end."),
+    otel_option,
 )
 """The options of `run`, `resume` and `fork`, given to the command as one AgentOptions
 (`agent`); resume and fork add `--accept-policy` (`accept_policy_option`), gathered with
@@ -109,6 +115,8 @@ class AgentSession:
         self.printer = PrintingReporter(self.provider.name, self.log_settings.redactor(self.keys))
         self.bound: Workspace | None = None  # the built-in tools' workspace, once made
         self._inside: dict[str, str] = {}  # the run's transcripts inside it, until said
+        self._transcript: JsonlTranscript | None = None
+        self._live: LiveExport | None = None
 
     @property
     def stream(self) -> bool:
@@ -146,11 +154,18 @@ class AgentSession:
     def log(self, path: str | None) -> Iterator[EventSink]:
         """The run's log at `path` (None: nothing is recorded), written with the log flags;
         a log that cannot be opened is a usage error before anything runs. The tools'
-        workspace protects the file opened by its identity too."""
+        workspace protects the file opened by its identity too. While it is open, the run
+        is exported live when asked (`--otel`), closed with it."""
         with opened_log(path, self.log_settings, self.keys) as sink:
             if self.bound is not None and isinstance(sink, JsonlTranscript):
                 self.bound.pin(sink.path, sink.identity)
-            yield sink
+            self._transcript = sink if isinstance(sink, JsonlTranscript) else None
+            self._live = live_export(self.options.otel, self.log_settings.redactor(self.keys))
+            try:
+                yield sink
+            finally:
+                if self._live is not None:
+                    self._live.close()
 
     def loop(
         self, sink: EventSink, tools: ToolRegistry, approver: PolicyApprover, config: AgentConfig
@@ -165,6 +180,8 @@ class AgentSession:
                 "`transcript verify --head HASH` is what proves it was not rewritten"
             )
         self._inside = {}
+        if self._live is not None:
+            sink = self._live.wrap(sink, self._transcript)
         runtime = ToolRuntime(tools, sink, approver=approver)
         reporter = None if self.options.as_json else self.printer
         return AgentLoop(runtime, self.provider, config, reporter)

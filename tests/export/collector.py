@@ -1,0 +1,91 @@
+"""A loopback OTLP/HTTP collector for the export tests: it decodes every request as the
+protobuf ExportTraceServiceRequest an OpenTelemetry collector receives, and keeps the
+spans; it can be made slow."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+
+class Collector:
+    """Receives OTLP/HTTP trace exports at `endpoint` (`.../v1/traces`); `delay` seconds
+    before each answer make it slow."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.requests: list[trace_service_pb2.ExportTraceServiceRequest] = []
+        self.headers: list[dict[str, str]] = []
+        self._lock = threading.Lock()
+        collector = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server interface
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                request = trace_service_pb2.ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                with collector._lock:
+                    collector.requests.append(request)
+                    collector.headers.append({k.lower(): v for k, v in self.headers.items()})
+                if collector.delay:
+                    time.sleep(collector.delay)
+                answer = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
+                self.send_response(200 if self.path == "/v1/traces" else 404)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/v1/traces"
+
+    def __enter__(self) -> Collector:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def spans(self) -> list[Any]:
+        """Every span received, in the order received."""
+        with self._lock:
+            requests = list(self.requests)
+        return [
+            span
+            for request in requests
+            for resource in request.resource_spans
+            for scope in resource.scope_spans
+            for span in scope.spans
+        ]
+
+
+def attributes(span: Any) -> dict[str, Any]:
+    """A received span's attributes as plain values."""
+    return {item.key: _value(item.value) for item in span.attributes}
+
+
+def _value(value: Any) -> Any:
+    kind = value.WhichOneof("value")
+    if kind == "array_value":
+        return tuple(_value(item) for item in value.array_value.values)
+    return getattr(value, kind)
+
+
+def iter_ids(spans: list[Any]) -> Iterator[tuple[str, str]]:
+    for span in spans:
+        yield span.trace_id.hex(), span.span_id.hex()
