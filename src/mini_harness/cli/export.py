@@ -121,7 +121,7 @@ def _transcripts(paths: Iterable[str]) -> Iterator[str]:
         return
     for found in expand_paths(given):
         if found.missing is not None:
-            raise UsageError(f"cannot read transcript {found.path}: {found.missing or 'no such file'}")
+            raise UsageError(f"cannot read transcripts: {found.missing}")
         yield found.path
 
 
