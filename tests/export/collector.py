@@ -25,7 +25,7 @@ class Collector:
         collector = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the http.server interface
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 request = trace_service_pb2.ExportTraceServiceRequest()
                 request.ParseFromString(body)
@@ -50,8 +50,8 @@ class Collector:
 
     @property
     def endpoint(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}/v1/traces"
+        port = self.server.server_address[1]
+        return f"http://127.0.0.1:{port}/v1/traces"
 
     def __enter__(self) -> Collector:
         self.thread.start()

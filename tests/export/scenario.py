@@ -18,7 +18,7 @@ from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript
 from tests.agent.recorded_runs import invoke, write_script
 
-FIRST = [
+FIRST: list[dict[str, Any]] = [
     {
         "text": "Looking.",
         "toolCalls": [
@@ -88,9 +88,7 @@ def build(directory: Path) -> tuple[Path, dict[str, str]]:
     # The fork calls a tool, then asks the script for an answer it does not have: its
     # second request fails for good, and it ends with model_error.
     model = write_script(directory / "fork.json", [{"toolCalls": [{"name": "list_files"}]}])
-    forked = invoke(
-        ["fork", str(log), "--run", "1", "--at-step", "2", "--model", model, *where]
-    )
+    forked = invoke(["fork", str(log), "--run", "1", "--at-step", "2", "--model", model, *where])
     assert forked.exit_code == 1, forked.output
     runs = [orjson.loads(line) for line in log.read_bytes().splitlines()]
     ids = [event["runId"] for event in runs if event["type"] == "RunStarted"]

@@ -80,7 +80,7 @@ class TestSend:
         OTEL_SERVICE_NAME work as in every OpenTelemetry SDK; --headers adds to them."""
         path, _ = scenario
         base = collector.endpoint.removesuffix("/v1/traces")
-        env = {
+        env: dict[str, str | None] = {
             "OTEL_EXPORTER_OTLP_ENDPOINT": base,
             "OTEL_EXPORTER_OTLP_HEADERS": "x-team=agents",
             "OTEL_SERVICE_NAME": "my-agents",
@@ -99,7 +99,7 @@ class TestSend:
     ) -> None:
         """The conventions' opt-in variable asks for message content as --content does."""
         path, _ = scenario
-        env = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
+        env: dict[str, str | None] = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
         result = invoke(["export", "otel", str(path), "--endpoint", collector.endpoint], env=env)
         assert result.exit_code == 0, result.output
         said = [attributes(span).get("gen_ai.input.messages") for span in collector.spans()]

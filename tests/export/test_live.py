@@ -49,13 +49,15 @@ def _key(span: Any) -> tuple[object, ...]:
     )
 
 
-def _cli(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], float]:
+def _cli(
+    args: list[str], cwd: Path, env: dict[str, str]
+) -> tuple[subprocess.CompletedProcess[str], float]:
     """Run the console script in a process of its own; its result and wall time."""
     source = str(Path(mini_harness.__file__).parents[1])
     start = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "mini_harness", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=60,
+        cwd=cwd, capture_output=True, text=True, timeout=60, check=False,
         env={**os.environ, "PYTHONPATH": source, **env},
     )  # fmt: skip
     return done, time.monotonic() - start
@@ -69,7 +71,7 @@ class TestLive:
         of its transcript afterwards; `resume --otel` sends its own run, linked to it."""
         log = tmp_path / "t.jsonl"
         model = write_script(tmp_path / "script.json", LIST_READ_ANSWER)
-        env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": collector.endpoint}
+        env: dict[str, str | None] = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": collector.endpoint}
         ran = invoke(["run", "What is it?", "--model", model, "--log", str(log), "--otel"], env)
         assert ran.exit_code == 0, ran.output
         assert "Warning" not in ran.output
@@ -94,10 +96,12 @@ class TestLive:
         """With OTEL_EXPORTER_OTLP_ENDPOINT set, a run is exported without --otel; with
         OTEL_SDK_DISABLED=true it is not."""
         model = write_script(tmp_path / "script.json", LIST_READ_ANSWER)
-        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint.removesuffix("/v1/traces")}
+        env: dict[str, str | None] = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint.removesuffix("/v1/traces")
+        }
         assert invoke(["run", "What is it?", "--model", model], env).exit_code == 0
         assert len(collector.spans()) == 8
-        off = {**env, "OTEL_SDK_DISABLED": "true"}
+        off: dict[str, str | None] = {**env, "OTEL_SDK_DISABLED": "true"}
         assert invoke(["run", "What is it?", "--model", model], off).exit_code == 0
         assert len(collector.spans()) == 8
 
@@ -107,7 +111,7 @@ class TestLive:
         """What the log redacts (--redact-pattern) never reaches the collector either,
         message content included."""
         model = write_script(tmp_path / "script.json", LIST_READ_ANSWER)
-        env = {
+        env: dict[str, str | None] = {
             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": collector.endpoint,
             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
         }
@@ -134,7 +138,11 @@ class TestLive:
         assert code == 0, stderr
         assert "Warning" not in stderr
         names = [span.name for span in collector.spans()]
-        assert sorted(names) == ["execute_tool echo", "mini_harness.approval echo", "mini_harness.run"]
+        assert sorted(names) == [
+            "execute_tool echo",
+            "mini_harness.approval echo",
+            "mini_harness.run",
+        ]
 
 
 class TestCollectorTrouble:

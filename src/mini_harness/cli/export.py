@@ -18,7 +18,6 @@ import orjson
 from mini_harness.cli.options import F, SingleOption
 from mini_harness.cli.output import info, warn
 from mini_harness.errors import TelemetryError, UsageError, counted
-
 from mini_harness.transcripts import JsonlTranscript
 
 if TYPE_CHECKING:
@@ -86,7 +85,9 @@ def otel_command(
 
     otlp.require_sdk()
     if as_json and (endpoint is not None or headers):
-        raise UsageError("--json prints the spans instead of sending them: drop --endpoint/--headers")
+        raise UsageError(
+            "--json prints the spans instead of sending them: drop --endpoint/--headers"
+        )
     collector = None if as_json else otlp.Collector.resolve(endpoint, headers)
     with_content = content or otlp.content_wanted(os.environ)
     spans: list[SpanData] = []

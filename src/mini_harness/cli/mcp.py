@@ -48,6 +48,7 @@ def _note(message: str) -> None:
 )
 @otel_option
 def mcp_command(
+    *,
     log: str | None,
     workspace: str | None,
     registry_spec: str | None,

@@ -25,7 +25,8 @@ from mini_harness.export.mapping import SpanMapper
 from mini_harness.export.otlp import Collector, SdkMessages, readable_spans, resource
 from mini_harness.export.spans import SpanData
 from mini_harness.replay.history import Call, Run, TranscriptFold
-from mini_harness.transcripts import JsonlTranscript, TranscriptRecord
+from mini_harness.transcripts import JsonlTranscript, TornTail, TranscriptRecord
+from mini_harness.transcripts.reader import IntegrityProblem
 
 CLOSE_GRACE = 2.0
 """Seconds the spans still queued when a run ends get to reach the collector."""
@@ -128,7 +129,7 @@ class LiveExport:
                 else:
                     self._hand(done.call(item))
             self._hand(done.ready(ending=True))
-        except Exception as exc:  # noqa: BLE001 - the export never stops the run
+        except Exception as exc:
             self._said(f"the spans could not be made ({type(exc).__name__}: {exc})")
             while source.pull() is not _END:  # drain, so that close() returns
                 pass
@@ -174,8 +175,8 @@ class _LiveRecords:
     def __init__(self, events: queue.SimpleQueue[object]) -> None:
         self.name = "live run"
         self.empty = False
-        self.problems: list = []  # type: ignore[type-arg]
-        self.torn_tail = None
+        self.problems: list[IntegrityProblem] = []  # a run's events break no chain
+        self.torn_tail: TornTail | None = None
         self.records_read = 0
         self.head_hash: str | None = None
         self.between: Callable[[], None] = lambda: None

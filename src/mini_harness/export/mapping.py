@@ -28,7 +28,6 @@ from mini_harness.events import (
     ModelResponded,
     Usage,
 )
-from mini_harness.replay.history import UNFINISHED, Call, History, Run, Step
 from mini_harness.export.spans import (
     AttributeValue,
     SpanData,
@@ -39,6 +38,7 @@ from mini_harness.export.spans import (
     time_ns,
     trace_id,
 )
+from mini_harness.replay.history import UNFINISHED, Call, History, Run, Step
 
 AGENT_NAME = "mini-harness"
 """The agent's name in `gen_ai.agent.name` and in its spans' names."""
@@ -184,7 +184,10 @@ class SpanMapper:
         if origin is None:
             return ()
         how, link = origin
-        attributes = {"mini_harness.link.type": how, "mini_harness.link.step": link.step}
+        attributes: dict[str, AttributeValue] = {
+            "mini_harness.link.type": how,
+            "mini_harness.link.step": link.step,
+        }
         return (SpanLink(trace_id(link.run_id), run_span_id(link.run_id), attributes),)
 
     # --- model requests -----------------------------------------------------------
@@ -197,7 +200,10 @@ class SpanMapper:
         if requested is None:
             raise ValueError(f"step {step.number} of run {run.run_id} made no model request")
         model = run.model.name if run.model is not None else ""
-        attributes: dict[str, AttributeValue] = {"gen_ai.operation.name": "chat", **self._model(run)}
+        attributes: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "chat",
+            **self._model(run),
+        }
         for key, name in _PARAMS.items():
             value = requested.params.get(key)
             if isinstance(value, str):
@@ -448,7 +454,9 @@ def _message(message: Message) -> dict[str, JsonValue]:
             arguments: JsonValue = orjson.loads(call.arguments)
         except orjson.JSONDecodeError:
             arguments = call.arguments  # the model's text, as it sent it
-        parts.append({"type": "tool_call", "id": call.id, "name": call.name, "arguments": arguments})
+        parts.append(
+            {"type": "tool_call", "id": call.id, "name": call.name, "arguments": arguments}
+        )
     return {"role": message.role, "parts": parts}
 
 

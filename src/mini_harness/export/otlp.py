@@ -48,7 +48,7 @@ def require_sdk() -> None:
     """Raise TelemetryError (exit 2, with the install line) unless the SDK and its OTLP/HTTP
     exporter can be imported."""
     try:
-        import opentelemetry.exporter.otlp.proto.http.trace_exporter  # noqa: F401
+        import opentelemetry.exporter.otlp.proto.http.trace_exporter
         import opentelemetry.sdk.trace  # noqa: F401
     except ImportError as exc:
         raise TelemetryError(
@@ -137,7 +137,9 @@ def resource() -> Resource:
     return Resource(found)
 
 
-def readable_spans(spans: Iterable[SpanData], service: Resource | None = None) -> list[ReadableSpan]:
+def readable_spans(
+    spans: Iterable[SpanData], service: Resource | None = None
+) -> list[ReadableSpan]:
     """The spans as the SDK's ReadableSpan, ready for any of its exporters."""
     from opentelemetry import trace as api
     from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -169,7 +171,9 @@ def readable_spans(spans: Iterable[SpanData], service: Resource | None = None) -
                 attributes=dict(span.attributes),
                 events=[Event(e.name, dict(e.attributes), e.time_ns) for e in span.events],
                 links=[
-                    api.Link(context(link.trace_id, link.span_id, remote=True), dict(link.attributes))
+                    api.Link(
+                        context(link.trace_id, link.span_id, remote=True), dict(link.attributes)
+                    )
                     for link in span.links
                 ],
                 kind=kinds[span.kind],
@@ -222,7 +226,7 @@ class SdkMessages(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             text = record.getMessage()
-        except Exception:  # noqa: BLE001 - a record that cannot be formatted is still one
+        except Exception:
             text = str(record.msg)
         with self._lock2:
             first = not self.messages
