@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -86,6 +85,16 @@ def _value(value: Any) -> Any:
     return getattr(value, kind)
 
 
-def iter_ids(spans: list[Any]) -> Iterator[tuple[str, str]]:
-    for span in spans:
-        yield span.trace_id.hex(), span.span_id.hex()
+def span_key(span: Any) -> tuple[object, ...]:
+    """What two exports of the same span must agree on: ids, name, times, attributes and
+    links."""
+    return (
+        span.trace_id,
+        span.span_id,
+        span.parent_span_id,
+        span.name,
+        span.start_time_unix_nano,
+        span.end_time_unix_nano,
+        tuple(sorted(attributes(span).items())),
+        tuple((link.trace_id, link.span_id) for link in span.links),
+    )

@@ -11,31 +11,13 @@ import orjson
 import pytest
 
 from tests.agent.recorded_runs import invoke
-from tests.export.collector import Collector, attributes
+from tests.export.collector import Collector, attributes, span_key
 from tests.export.scenario import build
 
 
 @pytest.fixture(name="scenario", scope="module")
 def _scenario(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     return build(tmp_path_factory.mktemp("otel-cli"))
-
-
-@pytest.fixture(name="collector")
-def _collector() -> object:
-    with Collector() as collector:
-        yield collector
-
-
-def _key(span: object) -> tuple[object, ...]:
-    return (
-        span.trace_id,  # type: ignore[attr-defined]
-        span.span_id,  # type: ignore[attr-defined]
-        span.parent_span_id,  # type: ignore[attr-defined]
-        span.name,  # type: ignore[attr-defined]
-        span.start_time_unix_nano,  # type: ignore[attr-defined]
-        span.end_time_unix_nano,  # type: ignore[attr-defined]
-        tuple(sorted(attributes(span).items())),
-    )
 
 
 class TestSend:
@@ -71,7 +53,7 @@ class TestSend:
         spans = collector.spans()
         half = len(spans) // 2
         assert half > 0
-        assert sorted(map(_key, spans[:half])) == sorted(map(_key, spans[half:]))
+        assert sorted(map(span_key, spans[:half])) == sorted(map(span_key, spans[half:]))
 
     def test_the_standard_variables(
         self, scenario: tuple[Path, dict[str, str]], collector: Collector

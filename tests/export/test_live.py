@@ -16,37 +16,8 @@ import pytest
 
 import mini_harness
 from tests.agent.recorded_runs import LIST_READ_ANSWER, invoke, write_script
-from tests.export.collector import Collector, attributes
+from tests.export.collector import Collector, attributes, span_key
 from tests.mcp_client import RawClient
-
-
-@pytest.fixture(name="collector")
-def _collector() -> Any:
-    with Collector() as collector:
-        yield collector
-
-
-@pytest.fixture(name="ws")
-def _ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A workspace with a README, made the current directory."""
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "README.md").write_text("# Demo\nA tiny project.\n")
-    monkeypatch.chdir(root)
-    return root
-
-
-def _key(span: Any) -> tuple[object, ...]:
-    return (
-        span.trace_id,
-        span.span_id,
-        span.parent_span_id,
-        span.name,
-        span.start_time_unix_nano,
-        span.end_time_unix_nano,
-        tuple(sorted(attributes(span).items())),
-        tuple((link.trace_id, link.span_id) for link in span.links),
-    )
 
 
 def _cli(
@@ -65,7 +36,7 @@ def _cli(
 
 class TestLive:
     def test_live_spans_are_those_of_the_transcript(
-        self, ws: Path, tmp_path: Path, collector: Collector
+        self, readme_ws: Path, tmp_path: Path, collector: Collector
     ) -> None:
         """The spans `run --otel` sends as it goes are exactly those `export otel` makes
         of its transcript afterwards; `resume --otel` sends its own run, linked to it."""
@@ -82,7 +53,7 @@ class TestLive:
         assert len(live) == 1 + 3 + 2 * 2  # the run, 3 requests, 2 calls and their approvals
         exported = invoke(["export", "otel", str(log), "--endpoint", collector.endpoint])
         assert exported.exit_code == 0, exported.output
-        assert sorted(map(_key, collector.spans()[len(live) :])) == sorted(map(_key, live))
+        assert sorted(map(span_key, collector.spans()[len(live) :])) == sorted(map(span_key, live))
 
         more = write_script(tmp_path / "more.json", [{"text": "Nothing more."}])
         resumed = invoke(["resume", str(log), "And?", "--model", more, "--otel"], env)
@@ -91,7 +62,7 @@ class TestLive:
         assert [link.trace_id for link in runs[-1].links] == [live[-1].trace_id]
 
     def test_the_environment_alone_turns_it_on(
-        self, ws: Path, tmp_path: Path, collector: Collector
+        self, readme_ws: Path, tmp_path: Path, collector: Collector
     ) -> None:
         """With OTEL_EXPORTER_OTLP_ENDPOINT set, a run is exported without --otel; with
         OTEL_SDK_DISABLED=true it is not."""
@@ -106,7 +77,7 @@ class TestLive:
         assert len(collector.spans()) == 8
 
     def test_spans_are_redacted_as_the_log(
-        self, ws: Path, tmp_path: Path, collector: Collector
+        self, readme_ws: Path, tmp_path: Path, collector: Collector
     ) -> None:
         """What the log redacts (--redact-pattern) never reaches the collector either,
         message content included."""
@@ -147,7 +118,7 @@ class TestLive:
 
 class TestCollectorTrouble:
     @pytest.fixture(name="timed")
-    def _timed(self, ws: Path, tmp_path: Path) -> Any:
+    def _timed(self, readme_ws: Path, tmp_path: Path) -> Any:
         """Run the three-step script in a process of its own; its result, wall time and
         the run's own duration as recorded."""
         model = write_script(tmp_path / "script.json", LIST_READ_ANSWER)
@@ -155,7 +126,7 @@ class TestCollectorTrouble:
         def run(env: dict[str, str], *flags: str) -> tuple[Any, float, float]:
             log = tmp_path / f"t{time.monotonic_ns()}.jsonl"
             args = ["run", "What is it?", "--model", model, "--log", str(log), *flags]
-            done, wall = _cli(args, ws, env)
+            done, wall = _cli(args, readme_ws, env)
             events = [orjson.loads(line) for line in log.read_bytes().splitlines()]
             started, finished = events[1]["ts"], events[-1]["ts"]
             recorded = _seconds(finished) - _seconds(started)
