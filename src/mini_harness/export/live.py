@@ -13,6 +13,7 @@ or a full queue, is said once, as a warning.
 from __future__ import annotations
 
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -112,6 +113,7 @@ class LiveExport:
     def _said(self, message: str) -> None:
         if not self._warned:
             self._warned = True
+            message = _reason(message)
             where = self.collector.endpoint
             self._warn(f"OpenTelemetry export to {where}: {message} (the run goes on without it)")
 
@@ -141,6 +143,17 @@ class LiveExport:
         for span in readable_spans(spans, self._resource):
             self._handed += 1
             self._processor.on_end(span)
+
+
+def _reason(message: str) -> str:
+    """The SDK's message, without what changes from one attempt to the next (its retry
+    delay is random): `Transient error X encountered while exporting spans batch,
+    retrying in 1.07s.` is `X`."""
+    found = _TRANSIENT.fullmatch(message)
+    return found.group(1) if found else message
+
+
+_TRANSIENT = re.compile(r"Transient error (.*) encountered while exporting .*", re.S)
 
 
 class _Tee:
