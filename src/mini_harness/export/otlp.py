@@ -220,7 +220,7 @@ class SdkMessages(logging.Handler):
     def __init__(self, said: Callable[[str], None] | None = None) -> None:
         super().__init__(logging.WARNING)
         self._said = said
-        self._lock2 = threading.Lock()
+        self._kept_lock = threading.Lock()
         self.messages: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -228,7 +228,7 @@ class SdkMessages(logging.Handler):
             text = record.getMessage()
         except Exception:
             text = str(record.msg)
-        with self._lock2:
+        with self._kept_lock:
             first = not self.messages
             if len(self.messages) < 100:
                 self.messages.append(text)
