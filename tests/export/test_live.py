@@ -77,6 +77,25 @@ class TestLive:
         assert invoke(["run", "What is it?", "--model", model], off).exit_code == 0
         assert len(collector.spans()) == 8
 
+    def test_without_the_extra(
+        self, readme_ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Without the SDK, `--otel` is exit 2 with the install line before anything runs;
+        an endpoint in the environment alone is one warning, and the run goes on."""
+        monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", None)
+        model = write_script(tmp_path / "script.json", LIST_READ_ANSWER)
+        log = tmp_path / "t.jsonl"
+        refused = invoke(["run", "What is it?", "--model", model, "--log", str(log), "--otel"])
+        assert refused.exit_code == 2
+        assert 'pip install "mini-harness[otel]"' in refused.output
+        assert "Step 1" not in refused.output
+        env: dict[str, str | None] = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}
+        ran = invoke(["run", "What is it?", "--model", model], env)
+        assert ran.exit_code == 0, ran.output
+        warnings = [line for line in ran.output.splitlines() if "Warning" in line]
+        assert len(warnings) == 1
+        assert warnings[0].endswith("; the run is not exported (an OTLP endpoint is set)")
+
     def test_spans_are_redacted_as_the_log(
         self, readme_ws: Path, tmp_path: Path, collector: Collector
     ) -> None:
