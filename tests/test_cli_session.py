@@ -48,6 +48,7 @@ RUN_OPTIONS: dict[str, list[str]] = {
     "--approve": ["--approve", "never"],
     "--no-stream": ["--no-stream"],
     "--json": ["--json"],
+    "--otel": ["--otel"],
     "--tool": ["--tool", "echo"],
     "--tool-input": ["--tool", "echo", "--tool-input", '{{"text": "hi"}}'],
 }

@@ -189,6 +189,7 @@ def _spellings(params: list[click.Parameter]) -> dict[str, click.Option]:
         "fork": "mini_harness.cli.resume:fork_command",
         "sessions": "mini_harness.cli.sessions:sessions_group",
         "config": "mini_harness.cli.config:config_command",
+        "export": "mini_harness.cli.export:export_group",
     },
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},

@@ -9,6 +9,7 @@ import click
 
 from mini_harness.agent.approval import AsyncPolicyApprover
 from mini_harness.cli.coding import approve_option, workspace_policy
+from mini_harness.cli.export import exported, live_export, otel_option
 from mini_harness.cli.log_options import (
     LOG_SETTINGS,
     LogSettings,
@@ -45,12 +46,15 @@ def _note(message: str) -> None:
     "elicitation; denied when the client cannot ask), auto (allow them), never (deny them). "
     "Deny rules of .mini-harness/policy.toml always stand; read-only tools are allowed.",
 )
+@otel_option
 def mcp_command(
+    *,
     log: str | None,
     workspace: str | None,
     registry_spec: str | None,
     approve: str,
     log_settings: LogSettings,
+    otel: bool,
 ) -> None:
     """Serve the tools to an MCP client (Claude Code, Codex, Cursor, ...) over stdio.
 
@@ -96,11 +100,14 @@ def mcp_command(
     root = workspace or root_workspace()
     registry = chosen_registry(registry_spec, root)
     policy = workspace_policy(root or os.curdir, approve)
-    with opened_log(log, log_settings) as sink:
+    with (
+        opened_log(log, log_settings) as opened,
+        exported(live_export(otel, log_settings.redactor()), opened) as sink,
+    ):
         approver = AsyncPolicyApprover(policy, ElicitingPrompter())
         runtime = ToolRuntime(registry, sink, approver=approver)
         runtime.start()  # RunStarted now: a torn tail it sets aside is reported up front
-        warn_quarantined(sink)
+        warn_quarantined(opened)
         names = ", ".join(d.name for d in registry.list()) or "none"
         where = f"; transcript {log}" if log is not None else ""
         _note(

@@ -18,7 +18,7 @@ import functools
 import os
 import shlex
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import click
@@ -38,6 +38,7 @@ from mini_harness.cli.coding import (
     continued_approver,
     make_approver,
 )
+from mini_harness.cli.export import live_export, otel_option
 from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, gathered, root_workspace, workspace_option
 from mini_harness.cli.output import error, info, warn
@@ -59,6 +60,9 @@ from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.store import SessionStore
 from mini_harness.tools import Workspace, WorkspaceLike
 from mini_harness.transcripts import JsonlTranscript
+
+if TYPE_CHECKING:
+    from mini_harness.export.live import LiveExport
 
 STOP_REASONS: Final = {
     "final": ExitCode.OK,
@@ -82,6 +86,7 @@ class AgentOptions:
     accept_policy: bool = False
     no_stream: bool = False
     as_json: bool = False
+    otel: bool = False
 
 
 def model_option(when: str = "") -> Callable[[F], F]:
@@ -111,6 +116,7 @@ agent_options = gathered(
     ),
     click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes."),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end."),
+    otel_option,
 )
 """The options of `run`, `resume` and `fork`, given to the command as one AgentOptions
 (`agent`); resume and fork add `--accept-policy` (`accept_policy_option`), gathered with
@@ -169,6 +175,8 @@ class AgentSession:
         self.run_id = new_id()
         self.bound: Workspace | None = None  # the built-in tools' workspace, once made
         self._inside: dict[str, str] = {}  # the run's transcripts inside it, until said
+        self._transcript: JsonlTranscript | None = None
+        self._live: LiveExport | None = None
 
     @property
     def stream(self) -> bool:
@@ -240,11 +248,18 @@ class AgentSession:
     def log(self, path: str | None) -> Iterator[EventSink]:
         """The run's log at `path` (None: nothing is recorded), written with the log flags;
         a log that cannot be opened is a usage error before anything runs. The tools'
-        workspace protects the file opened by its identity too."""
+        workspace protects the file opened by its identity too. While it is open, the run
+        is exported live when asked (`--otel`), closed with it."""
         with opened_log(path, self.log_settings, self.keys) as sink:
             if self.bound is not None and isinstance(sink, JsonlTranscript):
                 self.bound.pin(sink.path, sink.identity)
-            yield sink
+            self._transcript = sink if isinstance(sink, JsonlTranscript) else None
+            self._live = live_export(self.options.otel, self.log_settings.redactor(self.keys))
+            try:
+                yield sink
+            finally:
+                if self._live is not None:
+                    self._live.close()
 
     def run_workspace(self) -> RunWorkspace:
         """The workspace as RunStarted records it: its absolute path and, in a git
@@ -272,6 +287,8 @@ class AgentSession:
                 "`transcript verify --head HASH` is what proves it was not rewritten"
             )
         self._inside = {}
+        if self._live is not None:
+            sink = self._live.wrap(sink, self._transcript)
         runtime = ToolRuntime(tools, sink, approver=approver, run_id=self.run_id)
         reporter = None if self.options.as_json else self.printer
         settings = RunSettings(
