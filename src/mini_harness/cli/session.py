@@ -30,7 +30,7 @@ from mini_harness.agent.approval import PolicyApprover
 from mini_harness.cli.coding import approve_option, continued_approver, make_approver
 from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, gathered, root_workspace, workspace_option
-from mini_harness.cli.output import error
+from mini_harness.cli.output import aside, error, info
 from mini_harness.cli.printing import PrintingReporter
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.errors import ExitCode
@@ -137,9 +137,11 @@ class AgentSession:
         )
 
     def log(self, path: str | None) -> contextlib.AbstractContextManager[EventSink]:
-        """The run's log at `path` (None: nothing is recorded), written with the log flags;
-        a log that cannot be opened is a usage error before anything runs."""
-        return opened_log(path, self.log_settings, self.keys)
+        """The run's log at `path` (None: nothing is recorded), written with the log flags
+        (its head signed when the run ends, with `--sign-with`); a log that cannot be
+        opened is a usage error before anything runs."""
+        say = aside if self.options.as_json else info
+        return opened_log(path, self.log_settings, self.keys, say)
 
     def loop(
         self, sink: EventSink, tools: ToolRegistry, approver: PolicyApprover, config: AgentConfig
