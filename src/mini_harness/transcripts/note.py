@@ -171,6 +171,7 @@ class SignerKey:
 
     def verifier(self) -> VerifierKey:
         """The verifier key of this key, to give to whoever checks its signatures."""
+        require_cryptography()
         from cryptography.hazmat.primitives import serialization
 
         raw = (

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 import attrs
 
-from mini_harness.errors import NoteFormatError, SigningUnavailableError
+from mini_harness.errors import NoteFormatError, SignatureRefusedError, SigningUnavailableError
 from mini_harness.transcripts.note import NoteSignature, Verifier, key_id
 
 SSH_NAME = "ssh"
@@ -132,12 +132,23 @@ class SshVerifier:
         return f"{self.principals[0]} (ssh)"
 
     def verify(self, text: bytes, signature: bytes) -> bool:
+        """Whether the signature verifies for one of the principals. ssh-keygen refusing
+        for another reason than a wrong signature (the allowed-signers line restricts the
+        key to other namespaces, or to another time) is said as that reason."""
+        reasons: list[str] = []
         with _signature_file(signature) as path:
             for principal in self.principals:
                 args = ["-Y", "verify", "-f", self.allowed_signers, "-I", principal]
-                if _run([*args, "-n", NAMESPACE, "-s", path], text).returncode == 0:
+                done = _run([*args, "-n", NAMESPACE, "-s", path], text)
+                if done.returncode == 0:
                     return True
-        return False
+                said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+                reasons += [line for line in said if line != "Could not verify signature."]
+        if any("incorrect signature" in reason for reason in reasons) or not reasons:
+            return False
+        raise SignatureRefusedError(
+            f"ssh-keygen does not accept the SSH signature of {self.principals[0]}: {reasons[-1]}"
+        )
 
 
 @contextlib.contextmanager
