@@ -22,10 +22,11 @@ _HASH = re.compile(r"[0-9a-f]{32}")
 @click.group("transcript", invoke_without_command=True)
 @click.pass_context
 def transcript_group(ctx: click.Context) -> None:
-    """Check and repair JSONL transcripts.
+    """Check and repair JSONL transcripts, and sign their heads.
 
-    Exit codes: 0 clean; 1 problems found (or left after repair); 2 the file cannot be read
-    as a transcript (missing, not a transcript, a newer format version, CRLF endings).
+    Exit codes: 0 clean; 1 problems found (or left after repair; a signed head refused);
+    2 the file cannot be read as a transcript (missing, not a transcript, a newer format
+    version, CRLF endings), or a key or note cannot be read.
     """
     # Asking for nothing is asking for help, as with the root command (not a usage error).
     if ctx.invoked_subcommand is None:
