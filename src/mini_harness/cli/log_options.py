@@ -72,6 +72,18 @@ def log_option(default: str) -> Callable[[F], F]:
     )
 
 
+def signer_option(spelling: str, name: str, help_text: str) -> Callable[[F], F]:
+    """A repeatable option naming signer key files (`--sign-with`, `sign --key`)."""
+    return click.option(
+        spelling,
+        name,
+        metavar="SIGNER",
+        multiple=True,
+        type=click.Path(dir_okay=False),
+        help=help_text,
+    )
+
+
 log_options = gathered(
     LogSettings,
     "log_settings",
@@ -106,12 +118,10 @@ log_options = gathered(
         help="Largest line written; a larger input or output is recorded as a marker "
         "with its size and SHA-256 (default 4 MiB).",
     ),
-    click.option(
+    signer_option(
         "--sign-with",
-        metavar="SIGNER",
-        multiple=True,
-        type=click.Path(dir_okay=False),
-        help="When the command ends, sign the transcript's head with this signer key file "
+        "sign_with",
+        "When the command ends, sign the transcript's head with this signer key file "
         "(from `transcript keygen`) in PATH.sig beside it (repeatable).",
     ),
 )

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 
 import click
 
+from mini_harness.cli.log_options import signer_option
 from mini_harness.cli.options import SingleOption
 from mini_harness.cli.output import info
 from mini_harness.errors import MiniHarnessError, UsageError, counted
@@ -124,13 +125,8 @@ def _create(path: str, text: str, mode: int) -> None:
 
 @click.command("sign", short_help="Sign a transcript's head in a detached note.")
 @click.argument("path", type=click.Path(dir_okay=False))
-@click.option(
-    "--key",
-    "keys",
-    metavar="SIGNER",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="A signer key file (from `transcript keygen`); repeat it and each key signs.",
+@signer_option(
+    "--key", "keys", "A signer key file (from `transcript keygen`); repeat it and each key signs."
 )
 @click.option(
     "--ssh",

@@ -10,7 +10,6 @@ then that the file still ends with exactly that line, the chain reaching it.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -70,7 +69,7 @@ def read_verifier_keys(values: Iterable[str]) -> tuple[VerifierKey, ...]:
     keys: list[VerifierKey] = []
     for value in values:
         if os.path.isfile(value):
-            text = _read_small(value, "verifier key file")
+            text = _read_text(value, "verifier key file")
             lines = [line.strip() for line in text.splitlines()]
             found = [
                 VerifierKey.parse(line, f"{value} line {number}")
@@ -95,10 +94,12 @@ def read_verifier_keys(values: Iterable[str]) -> tuple[VerifierKey, ...]:
 def read_signer_key(path: str) -> SignerKey:
     """The signer key in file `path` (as `transcript keygen` writes it)."""
     require_cryptography()
-    return SignerKey.parse(_read_small(path, "signer key file").strip(), path)
+    return SignerKey.parse(_read_text(path, "signer key file").strip(), path)
 
 
-def _read_small(path: str, what: str) -> str:
+def _read_small(path: str, what: str) -> bytes:
+    """The bytes of file `path`, a `what` (a few hundred bytes): NoteFormatError if it
+    cannot be read or is larger than any such file."""
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_NOTE_BYTES + 1)
@@ -106,22 +107,19 @@ def _read_small(path: str, what: str) -> str:
         raise NoteFormatError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     if len(data) > MAX_NOTE_BYTES:
         raise NoteFormatError(f"{path} is not a {what}: larger than {MAX_NOTE_BYTES} bytes")
+    return data
+
+
+def _read_text(path: str, what: str) -> str:
     try:
-        return data.decode("utf-8")
+        return _read_small(path, what).decode("utf-8")
     except UnicodeDecodeError:
         raise NoteFormatError(f"{path} is not a {what}: not UTF-8 text") from None
 
 
 def read_note(path: str) -> Note:
     """The signed note in file `path`; NoteFormatError if it cannot be read as one."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_NOTE_BYTES + 1)
-    except OSError as exc:
-        raise NoteFormatError(f"cannot read signed head {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_NOTE_BYTES:
-        raise NoteFormatError(f"{path} is not a signed note: larger than {MAX_NOTE_BYTES} bytes")
-    return Note.parse(data, path)
+    return Note.parse(_read_small(path, "signed head"), path)
 
 
 def open_signed_head(note_path: str, trusted: TrustedKeys) -> SignedHead:
@@ -238,6 +236,8 @@ def _write(  # noqa: PLR0917 - the parts of one outcome
 
 def _write_atomically(path: str, data: bytes) -> None:
     """Write `path` whole or not at all: a temporary file beside it, synced, renamed."""
+    import tempfile  # only a command that signs writes a note
+
     directory = os.path.dirname(path) or "."
     try:
         handle, temporary = tempfile.mkstemp(dir=directory, prefix=".", suffix=".sig-new")
