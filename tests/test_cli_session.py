@@ -289,3 +289,56 @@ class TestSecretsOfContinuedRuns:
         assert "Leaking [REDACTED]" in result.stdout
         assert "tok-0123456789" not in result.output
         assert b"tok-0123456789" not in log.read_bytes()
+
+
+def inside_warning(shown: str) -> str:
+    return (
+        f"[mini-harness] Warning: transcript {shown} lies inside the workspace the agent can "
+        "write: a later run could rewrite it, and it would still verify. Keep the head hash "
+        f"that `mini-harness transcript verify {shown}` prints somewhere else: `transcript "
+        "verify --head HASH` is what proves it was not rewritten\n"
+    )
+
+
+class TestTranscriptInsideTheWorkspace:
+    """A transcript kept where the agent's tools can write is out of this run's reach, but
+    not of a later run's: the user is told so once, and what would prove it intact."""
+
+    @pytest.fixture(name="ws")
+    def _ws(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        monkeypatch.chdir(ws)
+        return ws
+
+    def test_a_log_inside_is_warned_about_once(self, ws: Path, tmp_path: Path) -> None:
+        """`run --log logs/t.jsonl` in the workspace says so on stderr, once."""
+        model = write_script(tmp_path / "s.json", [{"text": "Done."}])
+        result = invoke(["run", "Task", "--model", model, "--log", "logs/t.jsonl"])
+        assert result.exit_code == 0, result.output
+        assert result.stderr == inside_warning("logs/t.jsonl")
+
+    def test_a_resumed_transcript_inside_is_warned_about_once(
+        self, ws: Path, tmp_path: Path
+    ) -> None:
+        """`resume` of a transcript kept in the workspace (read and appended to) says so
+        once."""
+        answers: list[dict[str, Any]] = [
+            {"toolCalls": [{"name": "list_files", "arguments": {}}]},
+            {"text": "Done."},
+        ]
+        model = write_script(tmp_path / "s.json", answers)
+        log = tmp_path / "t.jsonl"
+        assert invoke(["run", "Task", "--model", model, "--log", str(log)]).exit_code == 0
+        cut_after(log, ws / "cut.jsonl", "ToolSucceeded", 1)
+        done = write_script(tmp_path / "done.json", [{"text": "Done."}])
+        result = invoke(["resume", "cut.jsonl", "--model", done])
+        assert result.exit_code == 0, result.output
+        assert result.stderr == inside_warning("cut.jsonl")
+
+    def test_a_log_outside_is_not_warned_about(self, ws: Path, tmp_path: Path) -> None:
+        """A log beside the workspace, not in it, gets no warning."""
+        model = write_script(tmp_path / "s.json", [{"text": "Done."}])
+        result = invoke(["run", "Task", "--model", model, "--log", "../t.jsonl"])
+        assert result.exit_code == 0, result.output
+        assert result.stderr == ""

@@ -115,6 +115,61 @@ class TestProtectedPaths:
         assert all("one of the agent's own controls" in line for line in failed)
 
 
+def _delete(path: str) -> str:
+    return f"--- a/{path}\n+++ /dev/null\n@@ -1 +0,0 @@\n-old\n"
+
+
+def _rename(path: str, to: str) -> str:
+    return (
+        f"diff --git a/{path} b/{to}\nsimilarity index 100%\nrename from {path}\nrename to {to}\n"
+    )
+
+
+class TestTheTranscriptByAnotherName:
+    """The open transcript is protected as a file, not as a name: another name reaching it
+    (a hard link, its directory renamed) is refused too."""
+
+    @pytest.mark.parametrize("how", ["hard-link", "renamed-directory"])
+    @pytest.mark.parametrize("what", ["change", "delete", "rename"])
+    def test_another_name_of_the_transcript_is_refused(self, ws: Path, how: str, what: str) -> None:
+        """Changing, deleting or renaming the transcript through another name fails,
+        recorded as ToolFailed, and the transcript is still the same file with its bytes."""
+        log = ws / "logs/run.jsonl"
+        workspace = Workspace(ws, protected=(log,))
+        if how == "hard-link":
+            os.link(log, ws / "notes.txt")
+            target = "notes.txt"
+        else:
+            (ws / "logs").rename(ws / "moved")
+            target = "moved/run.jsonl"
+        reached = ws / target
+        file = (reached.stat().st_dev, reached.stat().st_ino)
+        patch = {"change": change, "delete": _delete}.get(what, lambda p: _rename(p, "x.txt"))(
+            target
+        )
+        sink = MemorySink()
+        before = snapshot(ws)
+        with pytest.raises(ToolHandlerError, match="is the open transcript, reached by another"):
+            runtime_for(workspace, sink).dispatch("apply_patch", {"patch": patch})
+        assert snapshot(ws) == before
+        assert (reached.stat().st_dev, reached.stat().st_ino) == file
+        assert isinstance(sink.events[-1], ToolFailed)
+
+    def test_a_transcript_opened_after_the_tools_were_made_is_pinned(self, ws: Path) -> None:
+        """A transcript that did not exist when the workspace was made is protected by
+        identity once pinned: a hard link to it is refused."""
+        log = ws / "logs/new.jsonl"
+        workspace = Workspace(ws, protected=(log,))
+        log.write_text("old\n")
+        workspace.pin(log, (log.stat().st_dev, log.stat().st_ino))
+        os.link(log, ws / "notes.txt")
+        with pytest.raises(ToolHandlerError, match="is the open transcript, reached by another"):
+            runtime_for(workspace, MemorySink()).dispatch(
+                "apply_patch", {"patch": change("notes.txt")}
+            )
+        assert workspace.pinned == {str(log.resolve()): (log.stat().st_dev, log.stat().st_ino)}
+
+
 class TestLinksAndNames:
     def test_an_existing_file_through_a_symlinked_directory_inside_is_refused(
         self, ws: Path

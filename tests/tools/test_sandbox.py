@@ -311,6 +311,32 @@ class TestControls:
         call(shell("echo x >> sub/.git/config; true"))
         assert (ws / "sub" / ".git" / "config").read_text() == "[core]\n"
 
+    def test_a_hard_link_to_the_transcript_is_read_only(self, call: Call, ws: Path) -> None:
+        """Another name of the open transcript (a hard link made before the run) cannot be
+        written through, replaced or used to make one more name."""
+        os.link(ws / "logs" / "run.jsonl", ws / "notes.txt")
+        out = call(
+            shell(
+                "echo forged >> notes.txt; echo x > n.new && mv n.new notes.txt; "
+                "ln notes.txt more.txt; echo done"
+            )
+        )
+        assert "done" in out["stdout"]
+        assert (ws / "logs" / "run.jsonl").read_text() == "{}\n"
+        assert (ws / "notes.txt").read_text() == "{}\n"
+        assert not (ws / "more.txt").exists()
+
+    def test_a_transcript_moved_by_a_command_is_not_written(self, ws: Path) -> None:
+        """A command that renames the transcript's directory cannot write it under its new
+        name, and the next command is refused (its new name is not known)."""
+        workspace = Workspace(ws, protected=(ws / "logs" / "run.jsonl",))
+        run = RunCommand(workspace, bubblewrap())
+        run(shell("mv logs moved; echo forged >> moved/run.jsonl; true"))
+        assert (ws / "moved" / "run.jsonl").read_text() == "{}\n"
+        with pytest.raises(WorkspaceError, match="is no longer at its path"):
+            run(shell("echo forged >> moved/run.jsonl"))
+        assert (ws / "moved" / "run.jsonl").read_text() == "{}\n"
+
     def test_a_symlinked_control_is_refused(self, ws: Path) -> None:
         """A `.mini-harness` that is a link could be replaced: commands are refused."""
         (ws / "real-settings").mkdir()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Final
 
 import attrs
@@ -30,13 +30,15 @@ from mini_harness.agent.approval import PolicyApprover
 from mini_harness.cli.coding import approve_option, continued_approver, make_approver
 from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, gathered, root_workspace, workspace_option
-from mini_harness.cli.output import aside, error, info
+from mini_harness.cli.output import aside, error, info, warn
 from mini_harness.cli.printing import PrintingReporter
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.errors import ExitCode
 from mini_harness.events import EventSink, JsonObject, JsonValue, to_wire
 from mini_harness.replay.history import Run
 from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.tools import Workspace, WorkspaceLike
+from mini_harness.transcripts import JsonlTranscript
 
 STOP_REASONS: Final = {
     "final": ExitCode.OK,
@@ -105,6 +107,8 @@ class AgentSession:
         self.provider = choose_provider(options.model, os.environ)
         self.keys = provider_secrets(self.provider)
         self.printer = PrintingReporter(self.provider.name, self.log_settings.redactor(self.keys))
+        self.bound: Workspace | None = None  # the built-in tools' workspace, once made
+        self._inside: dict[str, str] = {}  # the run's transcripts inside it, until said
 
     @property
     def stream(self) -> bool:
@@ -114,13 +118,15 @@ class AgentSession:
     def tools(self, *transcripts: str | None) -> ToolRegistry:
         """The run's tools: `--registry`'s, else the built-in ones (the coding tools among
         them) in the workspace, the `transcripts` it reads and writes out of their reach
-        for writing, `--redact-env`'s variables out of every command's environment."""
-        return agent_tools(
-            self.options.registry_spec,
-            self.workspace,
-            self.log_settings.redact_env,
-            protected=transcripts,
-        )
+        for writing (by path now, and by identity once `log` opens them),
+        `--redact-env`'s variables out of every command's environment."""
+        workspace: WorkspaceLike | None = self.workspace
+        if self.options.registry_spec is None:
+            kept = tuple(path for path in transcripts if path is not None)
+            workspace = self.bound = Workspace(self.workspace or os.curdir, protected=kept)
+            inside = zip(kept, self.bound.protected, strict=True)
+            self._inside = {real: path for path, real in inside if self.bound.contains(real)}
+        return agent_tools(self.options.registry_spec, workspace, self.log_settings.redact_env)
 
     def approver(self, continuing: Run | None = None) -> PolicyApprover:
         """The workspace's approval policy with `--approve`; for a run `continuing` another,
@@ -136,17 +142,31 @@ class AgentSession:
             accept=self.options.accept_policy,
         )
 
-    def log(self, path: str | None) -> contextlib.AbstractContextManager[EventSink]:
+    @contextlib.contextmanager
+    def log(self, path: str | None) -> Iterator[EventSink]:
         """The run's log at `path` (None: nothing is recorded), written with the log flags
         (its head signed when the run ends, with `--sign-with`); a log that cannot be
-        opened is a usage error before anything runs."""
+        opened is a usage error before anything runs. The tools' workspace protects the
+        file opened by its identity too."""
         say = aside if self.options.as_json else info
-        return opened_log(path, self.log_settings, self.keys, say)
+        with opened_log(path, self.log_settings, self.keys, say) as sink:
+            if self.bound is not None and isinstance(sink, JsonlTranscript):
+                self.bound.pin(sink.path, sink.identity)
+            yield sink
 
     def loop(
         self, sink: EventSink, tools: ToolRegistry, approver: PolicyApprover, config: AgentConfig
     ) -> AgentLoop:
-        """The agent loop of the run, printing as it goes (unless `--json`)."""
+        """The agent loop of the run, printing as it goes (unless `--json`). A transcript
+        of the run inside the workspace is warned about here, once, as the run starts."""
+        for inside in self._inside.values():
+            warn(
+                f"transcript {inside} lies inside the workspace the agent can write: a later "
+                "run could rewrite it, and it would still verify. Keep the head hash that "
+                f"`mini-harness transcript verify {inside}` prints somewhere else: "
+                "`transcript verify --head HASH` is what proves it was not rewritten"
+            )
+        self._inside = {}
         runtime = ToolRuntime(tools, sink, approver=approver)
         reporter = None if self.options.as_json else self.printer
         return AgentLoop(runtime, self.provider, config, reporter)

@@ -15,6 +15,7 @@ from mini_harness.replay import TranscriptFold, TranscriptRerun
 from mini_harness.replay.continuing.outcomes import DIFFERING, differing
 from mini_harness.replay.views import describe
 from mini_harness.replay.views.page import render_page, step_contexts
+from mini_harness.transcripts.beside import open_directory, write_beside
 
 
 def default_output(path: str) -> Path:
@@ -96,7 +97,7 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
         reruns = rerun_items.report(history)
     page = render_page(history, step_contexts(history), reruns)
     try:
-        target.write_text(page, encoding="utf-8")
+        write_page(target, page)
     except OSError as exc:
         error(f"cannot write {target}: {exc.strerror or exc}")
         raise click.exceptions.Exit(2) from None
@@ -119,6 +120,17 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     if differs:
         error(f"re-run differs from the record: {differs}")
         raise click.exceptions.Exit(1)
+
+
+def write_page(target: Path, page: str) -> None:
+    """Write the page to `target`: a new file, or an existing regular file rewritten; never
+    through a symlink at its name (it may sit beside a transcript in a workspace a model
+    can write, see transcripts/beside.py). OSError says why not."""
+    dir_fd, name = open_directory(target)
+    try:
+        write_beside(dir_fd, name, page.encode("utf-8"), replace=True)
+    finally:
+        os.close(dir_fd)
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:

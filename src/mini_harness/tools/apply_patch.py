@@ -149,6 +149,12 @@ class ApplyPatch:
         found = tree.read(path, MAX_FILE_BYTES)
         if found is None:
             return None, ""
+        if self.workspace.protects_file(found.info):
+            raise WorkspaceError(
+                path,
+                f"Path {quote_path(path)} is the open transcript, reached by another name "
+                "(a hard link, or a directory renamed); apply_patch does not change it",
+            )
         text = decode_text(found.data)
         if text is None:
             raise WorkspaceError(

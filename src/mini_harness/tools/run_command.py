@@ -28,7 +28,13 @@ from mini_harness.tools.sandbox import (
     placeholders,
     run_sandboxed,
 )
-from mini_harness.tools.workspace import PROTECTED_NAMES, Workspace, quote_path
+from mini_harness.tools.workspace import (
+    PROTECTED_NAMES,
+    Identity,
+    Workspace,
+    identity,
+    quote_path,
+)
 
 POLICY_DIR = ".mini-harness"
 
@@ -45,13 +51,17 @@ class Controls:
 def controls(workspace: Workspace) -> Controls:
     """The agent's controls in `workspace` (see Workspace.protects): every `.git` and
     `.mini-harness` (the workspace root's, and those below it outside the directories the
-    file tools skip), and the protected files with their `.torn-*` sidecars.
+    file tools skip), and the protected files with their `.torn-*` sidecars, and every
+    other name in the workspace of a file protected by identity (a hard link to the
+    transcript: inside the sandbox no new one can be made to a file bound read-only).
 
     At the root they must be real entries: a link can be replaced by the command (its
     directory is writable), so a symlinked control is refused. A missing `.mini-harness`
     gets a stand-in, so that no command can create a policy that a later run would obey; a
     missing `.git` does not (a command may `git init`; the git tools never run what a
-    repository configures).
+    repository configures). A protected file that is no longer at its path inside the
+    workspace (a directory on it renamed, another file put there) is refused: its new
+    name cannot be known without a search, and its writer has stopped.
     """
     root = str(workspace.root)
     existing: list[str] = []
@@ -82,7 +92,46 @@ def controls(workspace: Workspace) -> Controls:
                 for entry in entries
                 if entry.name == base or entry.name.startswith(f"{base}.torn-")
             )
+    for path, file in workspace.pinned.items():
+        existing += _names_of(workspace, path, file)
     return Controls(tuple(dict.fromkeys(existing)), tuple(missing))
+
+
+def _names_of(workspace: Workspace, path: str, file: Identity) -> list[str]:
+    """The names in `workspace` of the protected file `file`, opened at `path`."""
+    try:
+        info: os.stat_result | None = os.lstat(path)
+    except OSError:
+        info = None
+    if info is not None and identity(info) == file:
+        if info.st_nlink == 1:  # its only name, bound by the caller when it is inside
+            return []
+    elif workspace.contains(path):
+        shown = quote_path(workspace.relative(path))
+        raise WorkspaceError(
+            shown,
+            f"The open transcript {shown} is no longer at its path (a directory on it was "
+            "renamed, or another file put in its place); commands cannot run",
+        )
+    return _hard_links(str(workspace.root), file)
+
+
+def _hard_links(root: str, file: Identity) -> list[str]:
+    """Every name below `root` of the file `file`, found without following a link. The
+    inode number a directory listing gives is compared first; only a match is stat'ed."""
+    device, inode = file
+    found: list[str] = []
+    pending = [root]
+    while pending:
+        with contextlib.suppress(OSError), os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                elif entry.inode() == inode:
+                    with contextlib.suppress(OSError):
+                        if entry.stat(follow_symlinks=False).st_dev == device:
+                            found.append(entry.path)
+    return sorted(found)
 
 
 def _nested_controls(root: str) -> list[str]:
