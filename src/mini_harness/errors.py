@@ -261,6 +261,22 @@ class HeaderError(Exception):
         self.version = version
 
 
+class NoteFormatError(MiniHarnessError):
+    """A signed note, or a signer or verifier key, that cannot be read as one (exit 2)."""
+
+
+class SignatureRefusedError(MiniHarnessError):
+    """A signed note that does not prove what it says: no signature by a trusted key, or
+    one by a trusted key that does not verify; or a head that may not be signed (exit 1)."""
+
+    exit_code = ExitCode.FAILED
+
+
+class SigningUnavailableError(MiniHarnessError):
+    """Signing or checking a signature needs what is not installed (the `cryptography`
+    package, `ssh-keygen`); the message says how to install it."""
+
+
 class RunContinuedError(MiniHarnessError):
     """Run `run_id` was already continued (resumed) by run `by`: a run is continued once."""
 

@@ -19,17 +19,11 @@ from mini_harness.cli.log_options import (
     warn_quarantined,
 )
 from mini_harness.cli.options import given_options, root_workspace, workspace_option
-from mini_harness.cli.output import PREFIX, fail
+from mini_harness.cli.output import aside, fail
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.errors import ExitCode, OutputError
 from mini_harness.mcp.server import ElicitingPrompter, run_stdio
 from mini_harness.runtime import ToolRuntime
-from mini_harness.runtime.terminal import printable
-
-
-def _note(message: str) -> None:
-    # stdout carries the protocol; everything we say goes to stderr.
-    click.echo(f"{PREFIX} {printable(message)}", err=True)
 
 
 @click.command("mcp")
@@ -100,8 +94,9 @@ def mcp_command(
     root = workspace or root_workspace()
     registry = chosen_registry(registry_spec, root)
     policy = workspace_policy(root or os.curdir, approve)
+    # stdout carries the protocol; everything we say goes to stderr.
     with (
-        opened_log(log, log_settings) as opened,
+        opened_log(log, log_settings, say=aside) as opened,
         exported(live_export(otel, log_settings.redactor()), opened) as sink,
     ):
         approver = AsyncPolicyApprover(policy, ElicitingPrompter())
@@ -110,7 +105,7 @@ def mcp_command(
         warn_quarantined(opened)
         names = ", ".join(d.name for d in registry.list()) or "none"
         where = f"; transcript {log}" if log is not None else ""
-        _note(
+        aside(
             f"MCP server on stdio: tools {names}; --approve {approve}; run {runtime.run_id}{where}"
         )
         try:
@@ -119,4 +114,4 @@ def mcp_command(
             fail(f"MCP session failed: {exc.reason}", ExitCode.FAILED)
         except OSError as exc:
             fail(f"MCP session failed: {exc.strerror or exc}", ExitCode.FAILED)
-    _note(f"MCP session ended ({ended_by})")
+    aside(f"MCP session ended ({ended_by})")

@@ -29,7 +29,7 @@ from mini_harness.cli.options import (
     run_option,
     workspace_option,
 )
-from mini_harness.cli.output import info
+from mini_harness.cli.output import aside, info
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
 from mini_harness.cli.session import AgentOptions, AgentSession, model_option
@@ -210,7 +210,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     )
     if agent_code is not None:
         raise click.exceptions.Exit(agent_code)
-    with opened_log(log, log_settings) as sink:
+    with opened_log(log, log_settings, say=aside if as_json else info) as sink:
         runner = TranscriptRerun(held, tools, allow_side_effects=allow_side_effects, sink=sink)
         code = drive(fold, iter(runner), out)
     if log is not None:

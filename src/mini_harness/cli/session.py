@@ -41,7 +41,7 @@ from mini_harness.cli.coding import (
 from mini_harness.cli.export import live_export, otel_option
 from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, gathered, root_workspace, workspace_option
-from mini_harness.cli.output import error, info, warn
+from mini_harness.cli.output import aside, error, info, warn
 from mini_harness.cli.printing import PrintingReporter
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.cli.settings import load_settings
@@ -233,6 +233,8 @@ class AgentSession:
         if no_log:
             if log is not None:
                 raise UsageError("--no-log cannot be combined with --log")
+            if self.log_settings.sign_with:
+                raise UsageError("--sign-with cannot be combined with --no-log: nothing is signed")
             self.say("Not recorded (--no-log): this run cannot be resumed or found again")
             return None
         if log is not None:
@@ -246,11 +248,13 @@ class AgentSession:
 
     @contextlib.contextmanager
     def log(self, path: str | None) -> Iterator[EventSink]:
-        """The run's log at `path` (None: nothing is recorded), written with the log flags;
-        a log that cannot be opened is a usage error before anything runs. The tools'
-        workspace protects the file opened by its identity too. While it is open, the run
-        is exported live when asked (`--otel`), closed with it."""
-        with opened_log(path, self.log_settings, self.keys) as sink:
+        """The run's log at `path` (None: nothing is recorded), written with the log flags
+        (its head signed when the run ends, with `--sign-with`); a log that cannot be
+        opened is a usage error before anything runs. The tools' workspace protects the
+        file opened by its identity too. While it is open, the run is exported live when
+        asked (`--otel`), closed with it."""
+        say = aside if self.options.as_json else info
+        with opened_log(path, self.log_settings, self.keys, say) as sink:
             if self.bound is not None and isinstance(sink, JsonlTranscript):
                 self.bound.pin(sink.path, sink.identity)
             self._transcript = sink if isinstance(sink, JsonlTranscript) else None
