@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from mini_harness.errors import NotJsonError
 from mini_harness.events.conversation import (
+    ImportSource,
     Message,
     ModelFailure,
     ModelIdentity,
@@ -54,6 +55,7 @@ from mini_harness.events.vocabulary import (
 from mini_harness.events.wire import to_wire
 
 __all__ = [
+    "ImportSource",
     "FORMAT_VERSION",
     "KNOWN_EVENT_TYPES",
     "MAX_JSON_DEPTH",
