@@ -55,7 +55,6 @@ from mini_harness.events.vocabulary import (
 from mini_harness.events.wire import to_wire
 
 __all__ = [
-    "ImportSource",
     "FORMAT_VERSION",
     "KNOWN_EVENT_TYPES",
     "MAX_JSON_DEPTH",
@@ -66,6 +65,7 @@ __all__ = [
     "Event",
     "EventSink",
     "FileEffect",
+    "ImportSource",
     "JsonObject",
     "JsonValue",
     "Message",

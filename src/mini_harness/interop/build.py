@@ -24,7 +24,6 @@ import attrs
 import orjson
 
 from mini_harness.agent.context import RequestHasher
-from mini_harness.runtime.context_report import estimate_tokens
 from mini_harness.events import (
     ContextTrimmed,
     EventSink,
@@ -50,6 +49,7 @@ from mini_harness.events import (
     Usage,
     new_id,
 )
+from mini_harness.runtime.context_report import estimate_tokens
 
 SOURCE_RECORD = "SourceRecord"
 """The event type of a source line kept as it was (not modelled by mini-harness)."""
@@ -311,9 +311,7 @@ class ImportedRun:
         self._seen(ts)
         turn = self._turn
         if turn is not None and (
-            response_id != turn.response_id
-            if response_id and turn.response_id
-            else turn.answered
+            response_id != turn.response_id if response_id and turn.response_id else turn.answered
         ):
             self._close()
             turn = None

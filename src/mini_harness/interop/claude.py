@@ -179,7 +179,9 @@ class ClaudeReader:
         if isinstance(outcome, dict) and isinstance(outcome.get("agentId"), str):
             self.agents[outcome["agentId"]] = tool_use_id
         output = block.get("content", "")
-        if not run.result(_ts(line, run), tool_use_id, output, is_error=block.get("is_error") is True):
+        if not run.result(
+            _ts(line, run), tool_use_id, output, is_error=block.get("is_error") is True
+        ):
             self.source.problem(number, f"tool_result for no call of this session ({tool_use_id})")
 
     def _assistant(self, number: int, line: dict[str, Any], run: ImportedRun) -> None:
@@ -208,7 +210,7 @@ class ClaudeReader:
                     self.source.problem(number, "tool_use without id or name: kept")
                     kept = True
                     continue
-                tool_input = block.get("input", {})
+                tool_input: Any = block.get("input", {})
                 run.output_call(
                     ts,
                     call_id,

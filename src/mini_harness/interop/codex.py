@@ -37,8 +37,10 @@ def looks_like(first: dict[str, Any]) -> bool:
 
 
 def _head(value: Any) -> str | None:
-    if isinstance(value, str) and len(value) in (40, 64) and all(
-        c in "0123456789abcdef" for c in value
+    if (
+        isinstance(value, str)
+        and len(value) in (40, 64)
+        and all(c in "0123456789abcdef" for c in value)
     ):
         return value
     return None
@@ -67,9 +69,8 @@ class CodexReader:
 
     def read(self) -> ImportedRun | None:
         for number, line in self.source:
-            if number == 1 or self.run is None:
-                if self._opening(number, line):
-                    continue
+            if (number == 1 or self.run is None) and self._opening(number, line):
+                continue
             if "payload" in line and isinstance(line.get("type"), str):
                 self._item(number, line["type"], line["payload"], line.get("timestamp"), line)
             elif line.get("record_type") == "state":
@@ -204,7 +205,9 @@ class CodexReader:
         if kind == "function_call":
             name = item.get("name")
             arguments = item.get("arguments")
-            arguments = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
+            arguments = (
+                arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
+            )
             try:
                 tool_input = orjson.loads(arguments)
             except orjson.JSONDecodeError:
@@ -233,9 +236,7 @@ class CodexReader:
         if isinstance(output, dict):  # {content, success}
             is_error = output.get("success") is False
             output = output.get("content", output)
-        if not isinstance(call_id, str) or not run.result(
-            at, call_id, output, is_error=is_error
-        ):
+        if not isinstance(call_id, str) or not run.result(at, call_id, output, is_error=is_error):
             self.source.problem(number, f"output for no call of this session ({call_id!r})")
             self._keep(number, str(item.get("type")), at, line)
 
@@ -258,11 +259,9 @@ def _content_text(content: Any) -> str:
     return text_of(content)
 
 
-def start_of(
-    meta: dict[str, Any], ts: Any, *, run_id: str, imported: ImportSource
-) -> RunStart:
+def start_of(meta: dict[str, Any], ts: Any, *, run_id: str, imported: ImportSource) -> RunStart:
     """What a rollout's session meta says of its run."""
-    git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
+    git: dict[str, Any] = meta["git"] if isinstance(meta.get("git"), dict) else {}
     cwd = meta.get("cwd")
     workspace = None
     if isinstance(cwd, str) and cwd:

@@ -19,7 +19,7 @@ from mini_harness._version import __version__
 from mini_harness.errors import SourceError
 from mini_harness.events import EventSink, ImportSource, RunOrigin, Usage
 from mini_harness.interop import claude, codex
-from mini_harness.interop.build import ImportedRun, RunStart
+from mini_harness.interop.build import ImportedRun
 from mini_harness.interop.source import ZSTD_SUFFIX, SourceFile, SourceProblem, _zstd_reader
 
 FORMATS = ("codex", "claude")
@@ -98,7 +98,7 @@ def _first_line(path: str) -> dict[str, Any] | None:
 
 
 def detect(path: str) -> str | None:
-    """"codex" or "claude" when the file is one of theirs, else None (a mini-harness
+    """ "codex" or "claude" when the file is one of theirs, else None (a mini-harness
     transcript, or anything else)."""
     first = _first_line(path)
     if first is None or first.get("type") == "TranscriptStarted":
@@ -206,7 +206,7 @@ def _codex(path: str, sink: EventSink, sha256: str, size: int) -> ImportResult:
     source = SourceFile(path)
 
     def make_run(meta: dict[str, Any], ts: Any) -> ImportedRun:
-        session = meta.get("id") if isinstance(meta.get("id"), str) else _stem(path)
+        session: str = meta["id"] if isinstance(meta.get("id"), str) else _stem(path)
         version = meta.get("cli_version")
         imported = ImportSource(
             codex.FORMAT,

@@ -69,9 +69,9 @@ class SourceFile:
         except OSError as exc:
             raise SourceError(f"cannot read {self.path}: {exc.strerror or exc}") from None
         with raw:
-            stream: IO[bytes] = raw
+            stream: Any = raw
             if self.path.endswith(ZSTD_SUFFIX):
-                stream = io.BufferedReader(_zstd_reader(raw, self.path), _CHUNK)  # type: ignore[arg-type]
+                stream = io.BufferedReader(_zstd_reader(raw, self.path), _CHUNK)
             try:
                 yield from self._lines(stream)
             except OSError as exc:

@@ -13,8 +13,8 @@ import attrs
 from mini_harness.errors import ReplayError
 from mini_harness.events import (
     ApprovalDecided,
-    JsonObject,
     ImportSource,
+    JsonObject,
     Message,
     ModelIdentity,
     ProjectRules,
