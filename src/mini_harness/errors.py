@@ -401,6 +401,11 @@ class ReplayError(MiniHarnessError):
     """Replay could not start: a bad run selection, registry spec or output path."""
 
 
+class SourceError(MiniHarnessError):
+    """Another agent's session file cannot be imported as a whole: unreadable, of no format
+    the importer knows, or compressed and no zstd support installed (exit 2)."""
+
+
 class RayUnavailableError(MiniHarnessError):
     """Ray is not installed, or the cluster cannot be reached."""
 
