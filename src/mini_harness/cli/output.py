@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TextIO, cast
 
 import click
 
-from mini_harness.errors import ExitCode, MiniHarnessError, OutputError
+from mini_harness.errors import ExitCode, MiniHarnessError, OutputError, interruption
 from mini_harness.runtime.terminal import printable
 
 PREFIX = "[mini-harness]"
@@ -65,7 +65,8 @@ def exit_code_for(exc: BaseException) -> int:
         error(exc.format_message())
         return exc.exit_code
     if isinstance(exc, click.Abort):
-        error("interrupted")
+        cause = exc.__cause__
+        error(interruption(cause) if isinstance(cause, KeyboardInterrupt) else "interrupted")
         return ExitCode.INTERRUPTED
     if isinstance(exc, MiniHarnessError):
         error(exc.message)
