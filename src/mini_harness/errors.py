@@ -217,7 +217,8 @@ class PolicyError(MiniHarnessError):
 
 
 class InvalidOutputError(ToolCallError):
-    """The handler returned something that is not a JSON value."""
+    """The handler returned something that is not a JSON value, or a value its tool's
+    outputSchema refuses."""
 
     kind = "invalid_output"
 
