@@ -23,6 +23,7 @@ from mini_harness.agent import (
     AgentConfig,
     AgentLoop,
     AgentOutcome,
+    RequestLimits,
     choose_provider,
     provider_secrets,
 )
@@ -62,6 +63,8 @@ class AgentOptions:
     accept_policy: bool = False
     no_stream: bool = False
     as_json: bool = False
+    model_timeout: float | None = None
+    model_retries: int | None = None
 
 
 def model_option(when: str = "") -> Callable[[F], F]:
@@ -85,6 +88,20 @@ agent_options = gathered(
         "(default: the one given before the subcommand, else the current directory)."
     ),
     approve_option,
+    click.option(
+        "--model-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="SECONDS",
+        help="How long each attempt of a model request may wait (default: "
+        "MINI_HARNESS_MODEL_TIMEOUT, else 120).",
+    ),
+    click.option(
+        "--model-retries",
+        type=click.IntRange(min=0),
+        metavar="N",
+        help="How often a failed model request is tried again (default: "
+        "MINI_HARNESS_MODEL_RETRIES, else 2).",
+    ),
     click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes."),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end."),
 )
@@ -104,7 +121,8 @@ class AgentSession:
         self.options = options
         self.log_settings = log_settings or LogSettings()
         self.workspace = options.workspace or root_workspace()
-        self.provider = choose_provider(options.model, os.environ)
+        limits = RequestLimits(options.model_timeout, options.model_retries)
+        self.provider = choose_provider(options.model, os.environ, limits)
         self.keys = provider_secrets(self.provider)
         self.printer = PrintingReporter(self.provider.name, self.log_settings.redactor(self.keys))
         self.bound: Workspace | None = None  # the built-in tools' workspace, once made
