@@ -262,7 +262,7 @@ class TestColour:
     def run_on_terminal(self, path: Path, **env: str) -> bytes:
         """Run `show` with its standard output on a pseudo-terminal; what it wrote."""
         leader, follower = pty.openpty()
-        environment = {**os.environ, "COLUMNS": "100", **env}
+        environment = {**os.environ, "COLUMNS": "100", "TERM": "xterm-256color", **env}
         environment.pop("NO_COLOR", None) if "NO_COLOR" not in env else None
         process = subprocess.Popen(
             [sys.executable, "-m", "mini_harness", "show", str(path)],
@@ -291,6 +291,12 @@ class TestColour:
     def test_no_color(self, tools_log: Path) -> None:
         """NO_COLOR turns colour off, even on a terminal."""
         output = self.run_on_terminal(tools_log, NO_COLOR="1")
+        assert b"succeeded" in output
+        assert b"\x1b[" not in output
+
+    def test_no_colour_on_a_dumb_terminal(self, tools_log: Path) -> None:
+        """TERM=dumb (Emacs' shell, some CI logs) turns colour off, even on a terminal."""
+        output = self.run_on_terminal(tools_log, TERM="dumb")
         assert b"succeeded" in output
         assert b"\x1b[" not in output
 

@@ -7,13 +7,14 @@ import click
 import orjson
 
 from mini_harness.agent import ModelResponse, ToolCall, ToolOutcome
-from mini_harness.cli.output import info, warn
+from mini_harness.cli.output import PREFIX, info, known_columns, warn
 from mini_harness.errors import ModelError
+from mini_harness.replay.views.text import TextStyle
 from mini_harness.runtime.terminal import printable
 from mini_harness.transcripts import Redactor
 
 RESULT_WIDTH = 160
-"""How much of a tool's output a step line shows."""
+"""How wide a step line is when the output is not a terminal and COLUMNS is not set."""
 
 
 class RedactingPrinter:
@@ -30,6 +31,17 @@ class RedactingPrinter:
     def say(self, message: str) -> None:
         """One `[mini-harness] ...` line."""
         info(self.shown(message))
+
+    def line(self, message: str, lead: str = "", width: int | None = None) -> None:
+        """One `[mini-harness] <lead><message>` line cut to the width (COLUMNS, else the
+        terminal's, else `width`; whole when none is known): a task, a step's call, a
+        result."""
+        width = known_columns() or width
+        if width is None:
+            info(lead + self.shown(message))
+            return
+        style = TextStyle(width=width)
+        info(lead + style.cut(self.shown(message), len(PREFIX) + 1 + len(lead)))
 
 
 class PrintingReporter(RedactingPrinter):
@@ -73,16 +85,13 @@ class PrintingReporter(RedactingPrinter):
 
     def tool_called(self, step: int, call: ToolCall) -> None:
         where = f"Step {step}" if step else "Before the task"  # step 0: --tool
-        self.say(f"{where}: {call.name} {call.arguments}")
+        self.line(f"{where}: {call.name} {call.arguments}")
 
     def tool_done(self, step: int, outcome: ToolOutcome) -> None:
         if outcome.error is not None:
             self.say(f"  failed: {outcome.error}")
             return
-        shown = self.shown(orjson.dumps(outcome.output).decode())
-        if len(shown) > RESULT_WIDTH:
-            shown = shown[: RESULT_WIDTH - 3] + "..."
-        info(f"  ok: {shown}")
+        self.line(orjson.dumps(outcome.output).decode(), lead="  ok: ", width=RESULT_WIDTH)
 
     def retry(self, error: ModelError) -> None:
         warn(f"model request failed ({self.shown(error.message)}); retrying")

@@ -187,9 +187,14 @@ class AgentSession:
         reporter = None if self.options.as_json else self.printer
         return AgentLoop(runtime, self.provider, config, reporter)
 
-    def say(self, message: str) -> None:
-        """Print one line of the run's story (not with `--json`), redacted."""
-        if not self.options.as_json:
+    def say(self, message: str, *, cut: bool = False) -> None:
+        """Print one line of the run's story (not with `--json`), redacted; `cut` to the
+        width of the terminal (or COLUMNS)."""
+        if self.options.as_json:
+            return
+        if cut:
+            self.printer.line(message)
+        else:
             self.printer.say(message)
 
     def document(self, outcome: AgentOutcome, **origin: JsonValue) -> JsonObject:

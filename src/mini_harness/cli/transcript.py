@@ -51,7 +51,7 @@ def _problems(report: VerifyReport, what: str) -> None:
 
 
 @transcript_group.command("verify", short_help="Check a transcript; print its head hash.")
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path())
 @corpus_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 @click.option(
