@@ -290,10 +290,14 @@ class AgentLoop:
             streamed = True
             self.reporter.text(chunk)
 
+        self.reporter.waiting(step)
         try:
-            response = self.provider.complete(
-                request, on_text=on_text if self.config.stream else None, on_retry=on_retry
-            )
+            try:
+                response = self.provider.complete(
+                    request, on_text=on_text if self.config.stream else None, on_retry=on_retry
+                )
+            finally:
+                self.reporter.waited()
         except ModelError as exc:
             failed(exc)
             raise _Stop("model_error", f"model request failed: {exc.message}") from None
