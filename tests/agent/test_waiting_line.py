@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import pty
 import subprocess
 import sys
 from pathlib import Path
 
 from tests.agent.wire_servers import OpenAIWireServer, Stall
+from tests.streams import on_terminal
 
 
 def run_once(tmp_path: Path, server: OpenAIWireServer, *, terminal: bool) -> bytes:
@@ -28,23 +28,7 @@ def run_once(tmp_path: Path, server: OpenAIWireServer, *, terminal: bool) -> byt
             command, check=False, cwd=tmp_path, env=env, capture_output=True, timeout=60
         )
         return done.stdout
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        command, cwd=tmp_path, env=env, stdout=follower, stderr=subprocess.DEVNULL
-    )
-    os.close(follower)
-    output = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the terminal closed: the process is done
-            break
-        if not chunk:
-            break
-        output += chunk
-    process.wait(timeout=60)
-    os.close(leader)
-    return output
+    return on_terminal(command, env, tmp_path)
 
 
 class TestWaitingLine:
