@@ -47,6 +47,8 @@ RUN_OPTIONS: dict[str, list[str]] = {
     "--registry": ["--registry", "no_such_module_here:registry"],
     "--workspace": ["--workspace", "{dir}"],
     "--approve": ["--approve", "never"],
+    "--model-timeout": ["--model-timeout", "5"],
+    "--model-retries": ["--model-retries", "0"],
     "--no-stream": ["--no-stream"],
     "--json": ["--json"],
     "--otel": ["--otel"],
@@ -247,8 +249,9 @@ class TestLiveModelSession:
         before = (ws / "logs/cut.jsonl").read_bytes()
         forge = {"argv": ["sh", "-c", "echo forged > logs/cut.jsonl"]}
         answers = [{"toolCalls": [{"name": "run_command", "arguments": forge}]}, {"text": "ok"}]
+        # No width (pytest-xdist sets COLUMNS=80): the result line is printed whole.
         result = invoke(["replay", "logs/cut.jsonl", "--rerun", "--approve", "auto",
-                         *live(tmp_path, answers)])  # fmt: skip
+                         *live(tmp_path, answers)], env={"COLUMNS": None})  # fmt: skip
         assert result.exit_code == 0, result.output
         assert "Read-only file system" in result.stdout
         assert (ws / "logs/cut.jsonl").read_bytes().startswith(before)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import pty
 import subprocess
 import sys
 import threading
@@ -17,6 +16,7 @@ from mini_harness.cli import cli
 from mini_harness.replay.views.text import TextStyle, timeline_lines
 from tests.replay.test_timeline import build
 from tests.replay.timeline_fixtures import TOOLS, agent_events, chained, tool_events, write
+from tests.streams import on_terminal
 
 
 def show(*args: str, stdin: bytes | None = None, columns: int = 100) -> Result:
@@ -261,28 +261,9 @@ class TestProblems:
 class TestColour:
     def run_on_terminal(self, path: Path, **env: str) -> bytes:
         """Run `show` with its standard output on a pseudo-terminal; what it wrote."""
-        leader, follower = pty.openpty()
-        environment = {**os.environ, "COLUMNS": "100", **env}
+        environment = {**os.environ, "COLUMNS": "100", "TERM": "xterm-256color", **env}
         environment.pop("NO_COLOR", None) if "NO_COLOR" not in env else None
-        process = subprocess.Popen(
-            [sys.executable, "-m", "mini_harness", "show", str(path)],
-            stdout=follower,
-            stderr=subprocess.DEVNULL,
-            env=environment,
-        )
-        os.close(follower)
-        output = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the terminal closed: the process is done
-                break
-            if not chunk:
-                break
-            output += chunk
-        process.wait(timeout=30)
-        os.close(leader)
-        return output
+        return on_terminal([sys.executable, "-m", "mini_harness", "show", str(path)], environment)
 
     def test_colour_on_a_terminal(self, tools_log: Path) -> None:
         """On a terminal the statuses are coloured."""
@@ -291,6 +272,12 @@ class TestColour:
     def test_no_color(self, tools_log: Path) -> None:
         """NO_COLOR turns colour off, even on a terminal."""
         output = self.run_on_terminal(tools_log, NO_COLOR="1")
+        assert b"succeeded" in output
+        assert b"\x1b[" not in output
+
+    def test_no_colour_on_a_dumb_terminal(self, tools_log: Path) -> None:
+        """TERM=dumb (Emacs' shell, some CI logs) turns colour off, even on a terminal."""
+        output = self.run_on_terminal(tools_log, TERM="dumb")
         assert b"succeeded" in output
         assert b"\x1b[" not in output
 

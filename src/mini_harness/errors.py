@@ -18,6 +18,27 @@ class ExitCode(enum.IntEnum):
     USAGE = 2
     """Usage errors, and input that cannot be used (a transcript that cannot be read)."""
     INTERRUPTED = 130
+    """Ctrl-C (SIGINT); a termination signal exits 128 + its number (`TerminatedError`)."""
+
+
+class TerminatedError(KeyboardInterrupt):
+    """A termination signal (SIGTERM, SIGHUP) taken the way Ctrl-C is: whatever is running
+    stops as an interrupt stops it (a run ends `cancelled`, recorded), and the command
+    exits 128 + the signal's number, as a shell reports a process the signal ended."""
+
+    def __init__(self, signum: int, name: str) -> None:
+        super().__init__(f"terminated by {name}")
+        self.signum = signum
+        self.message = f"terminated by {name}"
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def interruption(exc: KeyboardInterrupt) -> str:
+    """What stopped the command: `interrupted` (Ctrl-C) or `terminated by SIGTERM`."""
+    return exc.message if isinstance(exc, TerminatedError) else "interrupted"
 
 
 def counted(number: object, one: str, many: str | None = None) -> str:
@@ -196,7 +217,8 @@ class PolicyError(MiniHarnessError):
 
 
 class InvalidOutputError(ToolCallError):
-    """The handler returned something that is not a JSON value."""
+    """The handler returned something that is not a JSON value, or a value its tool's
+    outputSchema refuses."""
 
     kind = "invalid_output"
 

@@ -26,7 +26,7 @@ from mini_harness.agent.context import (
 from mini_harness.agent.pairing import call_ids, unique_call_ids
 from mini_harness.agent.providers import ModelProvider, ModelRequest, ModelResponse
 from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome, call_outcome
-from mini_harness.errors import EventTooLargeError, ModelError, ToolCallError
+from mini_harness.errors import EventTooLargeError, ModelError, ToolCallError, interruption
 from mini_harness.events import (
     ContextTrimmed,
     JsonValue,
@@ -130,8 +130,8 @@ class AgentLoop:
             reason, error = stop.args
             if reason == "budget":
                 steps -= 1  # that request was never sent
-        except KeyboardInterrupt:
-            reason, error = "cancelled", "interrupted"
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP taken as it is
+            reason, error = "cancelled", interruption(exc)
         except BaseException:  # SystemExit, GeneratorExit...: the log still says how it ended
             self._finish("cancelled", final_text, steps)
             raise
@@ -292,10 +292,14 @@ class AgentLoop:
             streamed = True
             self.reporter.text(chunk)
 
+        self.reporter.waiting(step)
         try:
-            response = self.provider.complete(
-                request, on_text=on_text if self.config.stream else None, on_retry=on_retry
-            )
+            try:
+                response = self.provider.complete(
+                    request, on_text=on_text if self.config.stream else None, on_retry=on_retry
+                )
+            finally:
+                self.reporter.waited()
         except ModelError as exc:
             failed(exc)
             raise _Stop("model_error", f"model request failed: {exc.message}") from None
@@ -306,7 +310,7 @@ class AgentLoop:
         except BaseException as exc:  # Ctrl-C, SystemExit...: recorded, then on up
             message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             if isinstance(exc, KeyboardInterrupt):
-                message = "interrupted"
+                message = interruption(exc)
             failed(ModelError("cancelled", message, attempt=attempts))
             raise
         # Each call gets an id of its own before anything records or dispatches it.

@@ -21,6 +21,7 @@ from mini_harness.cli.log_options import LOG_SETTINGS, LogSettings, log_option, 
 from mini_harness.cli.options import given_options, workspace_option
 from mini_harness.cli.output import describe, error, exit_code_for, guard_streams, quiet
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
+from mini_harness.cli.signals import exit_status, take_terminating_signals
 from mini_harness.errors import ExitCode, OutputError, UsageError
 
 __all__ = ["cli"]
@@ -132,6 +133,7 @@ class HarnessGroup(click.Group):
     ) -> Any:
         if standalone_mode:
             guard_streams()
+            take_terminating_signals()
             # The process ends when the command does: the collector's last passes over
             # what it loaded (every module, class and function) would only free memory
             # the process gives back anyway, and cost more than the dispatch itself. At
@@ -147,7 +149,7 @@ class HarnessGroup(click.Group):
                 code = done.code
             except Exception as exc:  # mapped to a code, or re-raised, by exit_code_for
                 code = exit_code_for(exc)
-            code = code if isinstance(code, int) else 0
+            code = exit_status(code) if isinstance(code, int) else 0
             if standalone_mode:
                 # Flushed while a failure can still be said: at exit the interpreter would
                 # only print an "Exception ignored" traceback (exit 120).

@@ -105,7 +105,7 @@ def run_command(
         manual_tool=manual,
     )
     with session.log(transcript) as sink:  # a log that cannot be opened stops here
-        session.say(f"Task: {task_text}")
+        session.say(f"Task: {task_text}", cut=True)
         session.say(f"Model provider: {session.provider.name}")
         loop = session.loop(sink, tools, approver, config)
         outcome = loop.run()

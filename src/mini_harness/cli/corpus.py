@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 import click
 
 from mini_harness.cli.options import SingleOption
-from mini_harness.cli.output import error, info
+from mini_harness.cli.output import error, info, rewritable
 from mini_harness.errors import UsageError, counted
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ class CorpusProgress:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.stream: TextIO = stream if stream is not None else sys.stderr
-        self.enabled = self.stream.isatty()
+        self.enabled = rewritable(self.stream)
         self.sizes = {item.path: item.size for item in files}
         self.total_files = len(files)
         self.total_bytes = sum(self.sizes.values())

@@ -14,6 +14,7 @@ import orjson
 from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, SingleOption, option_group
 from mini_harness.cli.output import aside, info
+from mini_harness.cli.registry_spec import complete_tool_name
 from mini_harness.errors import ExitCode, ToolCallError, UsageError
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than
@@ -27,7 +28,13 @@ _LONG_DIGITS = re.compile(r"\d{20,}")
 def tool_options(tool_help: str, input_of: str) -> Callable[[F], F]:
     """`--tool NAME` and `--tool-input JSON` (of the root, and of `run` after a task)."""
     return option_group(
-        click.option("--tool", cls=SingleOption, metavar="NAME", help=tool_help),
+        click.option(
+            "--tool",
+            cls=SingleOption,
+            metavar="NAME",
+            help=tool_help,
+            shell_complete=complete_tool_name,
+        ),
         click.option(
             "--tool-input",
             cls=SingleOption,

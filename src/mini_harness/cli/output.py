@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TextIO, cast
 
 import click
 
-from mini_harness.errors import ExitCode, MiniHarnessError, OutputError
+from mini_harness.errors import ExitCode, MiniHarnessError, OutputError, interruption
 from mini_harness.runtime.terminal import printable
 
 PREFIX = "[mini-harness]"
@@ -41,6 +41,34 @@ def warn(message: str) -> None:
 
 def error(message: str) -> None:
     click.echo(f"{PREFIX} Error: {printable(message)}", err=True)
+
+
+def rewritable(stream: object) -> bool:
+    """Whether `stream` is a terminal that takes ANSI sequences (a line redrawn in place,
+    colour): a terminal whose TERM is not `dumb` (Emacs' shell, some CI logs)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
+
+
+def use_colour(stream: object) -> bool:
+    """ANSI colour only on a terminal that takes it, and never when NO_COLOR is set
+    (https://no-color.org)."""
+    return rewritable(stream) and not os.environ.get("NO_COLOR")
+
+
+def columns(fallback: int) -> int:
+    """How wide a line may be: COLUMNS, else the terminal's width, else `fallback` (output
+    that goes to a file or a pipe)."""
+    return known_columns() or fallback
+
+
+def known_columns() -> int | None:
+    """COLUMNS, else the width of the terminal standard output is; None for output that
+    goes to a file or a pipe without COLUMNS."""
+    import shutil  # only a command that fits lines to the width needs it
+
+    width = shutil.get_terminal_size((0, 0)).columns
+    return width if width > 0 and (os.environ.get("COLUMNS") or sys.stdout.isatty()) else None
 
 
 def describe(exc: BaseException) -> str:
@@ -71,7 +99,8 @@ def exit_code_for(exc: BaseException) -> int:
         error(exc.format_message())
         return exc.exit_code
     if isinstance(exc, click.Abort):
-        error("interrupted")
+        cause = exc.__cause__
+        error(interruption(cause) if isinstance(cause, KeyboardInterrupt) else "interrupted")
         return ExitCode.INTERRUPTED
     if isinstance(exc, MiniHarnessError):
         error(exc.message)

@@ -46,7 +46,7 @@ from mini_harness.runtime.terminal import printable
 @click.command(
     "replay", short_help="Fold a transcript into a report, or --rerun its calls and compare."
 )
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path())
 @corpus_options
 @click.option(
     "--context-report",

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from mini_harness.cli.output import error, info
+from mini_harness.cli.output import error, info, rewritable
 from mini_harness.errors import ExitCode, counted
 from mini_harness.events import JsonObject
 from mini_harness.replay import (
@@ -72,7 +72,7 @@ class Progress:
         self.fold = fold
         self.size = size
         self.stream: TextIO = stream if stream is not None else sys.stderr
-        self.enabled = self.stream.isatty()
+        self.enabled = rewritable(self.stream)
         self.shown = -1
 
     def update(self) -> None:

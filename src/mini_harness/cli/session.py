@@ -28,6 +28,7 @@ from mini_harness.agent import (
     AgentConfig,
     AgentLoop,
     AgentOutcome,
+    RequestLimits,
     choose_provider,
     provider_secrets,
 )
@@ -87,6 +88,8 @@ class AgentOptions:
     no_stream: bool = False
     as_json: bool = False
     otel: bool = False
+    model_timeout: float | None = None
+    model_retries: int | None = None
 
 
 def model_option(when: str = "") -> Callable[[F], F]:
@@ -113,6 +116,20 @@ agent_options = gathered(
         approve_option,
         default=None,
         help_text=f"{APPROVE_HELP} Default: the config's approve, else ask.",
+    ),
+    click.option(
+        "--model-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="SECONDS",
+        help="How long each attempt of a model request may wait (default: "
+        "MINI_HARNESS_MODEL_TIMEOUT, else 120).",
+    ),
+    click.option(
+        "--model-retries",
+        type=click.IntRange(min=0),
+        metavar="N",
+        help="How often a failed model request is tried again (default: "
+        "MINI_HARNESS_MODEL_RETRIES, else 2).",
     ),
     click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes."),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end."),
@@ -169,7 +186,8 @@ class AgentSession:
             given, redact_env=names, redact_pattern=self.settings["redact-pattern"]
         )
         self.approve: str = self.settings["approve"]
-        self.provider = choose_provider(self.settings["model"], os.environ)
+        limits = RequestLimits(options.model_timeout, options.model_retries)
+        self.provider = choose_provider(self.settings["model"], os.environ, limits)
         self.keys = provider_secrets(self.provider)
         self.printer = PrintingReporter(self.provider.name, self.log_settings.redactor(self.keys))
         self.run_id = new_id()
@@ -301,9 +319,14 @@ class AgentSession:
         config = attrs.evolve(config, workspace=self.run_workspace(), settings=settings)
         return AgentLoop(runtime, self.provider, config, reporter)
 
-    def say(self, message: str) -> None:
-        """Print one line of the run's story (not with `--json`), redacted."""
-        if not self.options.as_json:
+    def say(self, message: str, *, cut: bool = False) -> None:
+        """Print one line of the run's story (not with `--json`), redacted; `cut` to the
+        width of the terminal (or COLUMNS)."""
+        if self.options.as_json:
+            return
+        if cut:
+            self.printer.line(message)
+        else:
             self.printer.say(message)
 
     def document(self, outcome: AgentOutcome, **origin: JsonValue) -> JsonObject:

@@ -3,27 +3,19 @@ lines."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 from typing import TYPE_CHECKING
 
 import click
 
 from mini_harness.cli.options import STEP_HELP, SingleOption, root_workspace, run_option
-from mini_harness.cli.output import error, info
+from mini_harness.cli.output import columns, error, info, use_colour
 from mini_harness.cli.stored import last_option, locate
 
 if TYPE_CHECKING:
     from mini_harness.replay.history import History
 
 STATUS_CHOICES = ("failed", "succeeded", "in-doubt")
-
-
-def use_colour(stream: object) -> bool:
-    """ANSI colour only on a terminal, and never when NO_COLOR is set (https://no-color.org)."""
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
 
 
 @click.command("show", short_help="Print a transcript as a readable timeline.")
@@ -101,8 +93,7 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
 def _print_text(history: History, *, full: bool) -> None:
     from mini_harness.replay.views.text import TextStyle, counts_line, timeline_lines
 
-    width = shutil.get_terminal_size((120, 24)).columns
-    style = TextStyle(width=width, full=full, colour=use_colour(sys.stdout))
+    style = TextStyle(width=columns(120), full=full, colour=use_colour(sys.stdout))
     batch: list[str] = []
     for line in timeline_lines(history, style):
         batch.append(line)

@@ -1,5 +1,5 @@
-"""`mini-harness transcript verify|repair|keygen|sign`: check a transcript, fix what a crash
-left, and sign its head (cli/signing.py)."""
+"""`mini-harness transcript verify|repair|keygen|sign|export`: check a transcript, fix what
+a crash left, sign its head (cli/signing.py), and export its events as a flat table."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def _problems(report: VerifyReport, what: str) -> None:
 
 
 @transcript_group.command("verify", short_help="Check a transcript; print its head hash.")
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path())
 @corpus_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 @click.option(
@@ -196,3 +196,49 @@ def repair_command(path: str, close_in_doubt: bool) -> None:
         return
     _problems(report, "left in")
     info("Verified: no problems found.")
+
+
+@transcript_group.command("export", short_help="Print the events as one flat table.")
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["ndjson", "csv"]),
+    default="ndjson",
+    show_default=True,
+    help="One JSON object per line, or CSV with a header row.",
+)
+def export_command(paths: tuple[str, ...], fmt: str) -> None:
+    """Print every event of each PATH as one row with the same columns: file, line, seq,
+    ts, type, runId, callId, name, step, errorKind, durationMs, and the whole event as
+    JSON text in `event`. Every column holds one type, so DuckDB, pandas and polars load
+    the rows as they are (docs/transcript-format.md shows how).
+
+    Exit codes: 0 every line exported; 1 a file has problems (its good lines are still
+    exported); 2 a file cannot be read as a transcript.
+    """
+    import csv
+    import sys
+
+    from mini_harness.transcripts.reader import TranscriptReader
+    from mini_harness.transcripts.rows import COLUMNS, event_rows
+
+    writer = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n") if fmt == "csv" else None
+    if writer is not None:
+        writer.writeheader()
+    problems = 0
+    for path in paths:
+        reader = TranscriptReader(path)
+        for row in event_rows(reader):
+            if writer is None:
+                click.echo(orjson.dumps(row).decode())
+            else:
+                writer.writerow(row)
+        found = [str(problem) for problem in reader.problems]
+        if reader.torn_tail is not None:
+            found.append(f"a torn tail of {counted(reader.torn_tail.length, 'byte')}")
+        for problem in found:
+            error(f"{path}: {problem}")
+        problems += len(found)
+    if problems:
+        raise click.exceptions.Exit(ExitCode.FAILED)

@@ -216,7 +216,7 @@ class SdkProvider(abc.ABC, Generic[BodyT, WholeT, EventT]):
     `_send_stream`: the SDK's raw response, parsed here under the reading guard), and
     reads the parsed response, or each event of the stream, into ResponseParts.
     `max_retries` is how many times a failed attempt is tried again; `timeout` is in
-    seconds.
+    seconds; `base_url_setting` names where the base URL came from (a 404 says so).
     """
 
     errors: ClassVar[SdkErrors]  # the SDK's exception classes
@@ -231,10 +231,12 @@ class SdkProvider(abc.ABC, Generic[BodyT, WholeT, EventT]):
         base_url: str | None = None,
         max_retries: int = 2,
         timeout: float = 120.0,
+        base_url_setting: str = "the base URL",
     ) -> None:
         self.model = model
         self.name = f"{self.provider_name}:{model}"
         self.max_retries = max_retries
+        self.base_url_setting = base_url_setting
         self._api_key = api_key
         self._keys = KeyFinder.of([api_key])
         self._connect(api_key=api_key, base_url=base_url, timeout=timeout)
@@ -284,7 +286,7 @@ class SdkProvider(abc.ABC, Generic[BodyT, WholeT, EventT]):
         before the next attempt, and the last one is raised."""
         attempt = 1
         while True:
-            mapping = FailureMapping(self.errors, attempt, self._redact)
+            mapping = FailureMapping(self.errors, attempt, self._redact, self.base_url_setting)
             try:
                 return send(), mapping
             except self.errors.raised as error:
