@@ -125,7 +125,8 @@ class UnsupportedAnnotationError(Exception):
 
 
 class ToolCallError(MiniHarnessError):
-    """A dispatch ended in ToolFailed; the failure was recorded before this was raised."""
+    """A dispatch ended in ToolFailed; the failure was recorded before this was raised,
+    with the call's `call_id` and `duration_ms` (None until it is recorded)."""
 
     kind: str = "handler_error"
     exit_code = ExitCode.FAILED
@@ -134,6 +135,7 @@ class ToolCallError(MiniHarnessError):
         super().__init__(message)
         self.tool = tool
         self.call_id = call_id
+        self.duration_ms: float | None = None
 
 
 class UnknownToolError(ToolCallError):
