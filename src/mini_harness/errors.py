@@ -371,6 +371,12 @@ class ModelError(MiniHarnessError):
         self.attempt = attempt
 
 
+class ResponseShapeError(Exception):
+    """What a model server sent is not what its SDK's types say (the SDKs build their
+    objects without checking them); the message says which part. An SDK provider reports
+    it as an invalid_response ModelError."""
+
+
 class ProviderSetupError(MiniHarnessError):
     """The provider cannot be made: a bad `--model`, a missing key or setting, or its SDK
     is not installed (the message then carries the install line)."""
