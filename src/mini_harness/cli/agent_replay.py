@@ -19,9 +19,10 @@ from mini_harness.cli.output import error, info
 from mini_harness.cli.session import AgentSession
 from mini_harness.errors import UsageError
 from mini_harness.events import RunOrigin, to_wire
-from mini_harness.replay.continuing.offline import AgentReplay, ReplayOutcome, replay_agent_run
+from mini_harness.replay.continuing.offline import AgentReplay, replay_agent_run
+from mini_harness.replay.continuing.outcomes import MATCHED, SKIPPED, RerunOutcome
 from mini_harness.replay.continuing.plans import continued_config
-from mini_harness.replay.history import History
+from mini_harness.replay.history import Call, History
 from mini_harness.runtime import ToolRegistry
 from mini_harness.runtime.terminal import printable
 
@@ -86,14 +87,29 @@ def rerun_agent_runs(
     return 1 if problems else code
 
 
-def _print_call(call: ReplayOutcome) -> None:
-    if call.how == "re-run":
-        how = "re-run, same result" if call.same else "re-run, the result differs from the record"
-    elif call.how == "served":
+def _how(call: RerunOutcome[Call | None]) -> str:
+    """How a call of the offline replay got its result: re-run; served (the recorded
+    result given for a call not run again); not-run (no recorded result to give)."""
+    if call.outcome != SKIPPED:
+        return "re-run"
+    return "served" if call.call is not None else "not-run"
+
+
+def _same(call: RerunOutcome[Call | None]) -> bool:
+    """Whether the call's result is the recorded one (a served result is)."""
+    return call.outcome == MATCHED or _how(call) == "served"
+
+
+def _print_call(call: RerunOutcome[Call | None]) -> None:
+    how = _how(call)
+    if how == "re-run":
+        how = "re-run, same result" if _same(call) else "re-run, the result differs from the record"
+    elif how == "served":
         how = f"served from the record ({call.reason}; --allow-side-effects runs it)"
     else:
         how = f"not run: the record has no result for it ({call.reason})"
-    info(f"Step {call.step}: {call.call.name} {call.call.arguments}: {how}")
+    assert call.asked is not None  # an offline replay's calls say what was asked
+    info(f"Step {call.step}: {call.asked.name} {call.asked.arguments}: {how}")
 
 
 def _document(replay: AgentReplay) -> dict[str, Any]:
@@ -107,12 +123,14 @@ def _document(replay: AgentReplay) -> dict[str, Any]:
         "calls": [
             {
                 "step": call.step,
-                "toolUseId": call.call.id,
-                "name": call.call.name,
-                "how": call.how,
-                "same": call.same,
+                "toolUseId": call.asked.id,
+                "name": call.asked.name,
+                "how": _how(call),
+                "same": _same(call),
+                **call.to_json(),
             }
             for call in replay.calls
+            if call.asked is not None  # an offline replay's calls say what was asked
         ],
     }
 

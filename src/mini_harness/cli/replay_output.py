@@ -126,7 +126,7 @@ class ReplayOutput:
         if self.context_reports is not None:
             self.context_reports.add(item)
 
-    def outcome(self, item: RerunOutcome) -> None:
+    def outcome(self, item: RerunOutcome[Call]) -> None:
         ReplayOutput.call(self, item.call)
         self.counts[item.outcome] = self.counts.get(item.outcome, 0) + 1
         current = item.current
@@ -194,7 +194,7 @@ class TextOutput(ReplayOutput):
         if len(pending) >= 1024:
             self.flush()
 
-    def outcome(self, item: RerunOutcome) -> None:
+    def outcome(self, item: RerunOutcome[Call]) -> None:
         super().outcome(item)
         self.write("\n".join(report.outcome_lines(item)) + "\n")
 
@@ -253,7 +253,7 @@ class JsonOutput(ReplayOutput):
         super().call(item)
         self._emit_call(item.to_json())
 
-    def outcome(self, item: RerunOutcome) -> None:
+    def outcome(self, item: RerunOutcome[Call]) -> None:
         super().outcome(item)
         self._emit_call({**item.call.to_json(), "rerun": item.to_json()})
 
