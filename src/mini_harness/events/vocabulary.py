@@ -21,6 +21,7 @@ from mini_harness.events.conversation import (
     Usage,
 )
 from mini_harness.events.jsonvalue import JsonObject, JsonValue
+from mini_harness.events.wire import identifies
 
 TRANSCRIPT_FORMAT = "mini-harness.transcript"
 FORMAT_VERSION = 2
@@ -99,7 +100,9 @@ class ToolCalled:
     name: str
     input: JsonValue
     # In an agent run: the model's id for the call and the step that made it.
-    tool_use_id: str | None = attrs.field(default=None, kw_only=True)
+    tool_use_id: str | None = attrs.field(
+        default=None, kw_only=True, metadata=identifies("toolCall")
+    )
     step: int | None = attrs.field(default=None, kw_only=True)
 
 
@@ -187,7 +190,8 @@ class ModelRequested:
     request_id: str
     messages: tuple[Message, ...]
     params: JsonObject
-    request_hash: str
+    # Of a request that holds ids (the model's tool call ids): one more of them.
+    request_hash: str = attrs.field(metadata=identifies("requestHash"))
 
 
 @attrs.frozen
