@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 import attrs
@@ -18,6 +18,48 @@ class ExitCode(enum.IntEnum):
     USAGE = 2
     """Usage errors, and input that cannot be used (a transcript that cannot be read)."""
     INTERRUPTED = 130
+
+
+STOP_REASON_CODES = {
+    "final": ExitCode.OK,
+    "max_steps": ExitCode.FAILED,
+    "model_error": ExitCode.FAILED,
+    "budget": ExitCode.FAILED,
+    "cancelled": ExitCode.INTERRUPTED,
+}
+"""The exit code of an agent run, by how it stopped."""
+
+UNUSABLE_PROBLEMS = frozenset({"damage"})
+"""The problems of a log that make it input that cannot be used: a line damaged mid-file,
+where reading stops. Any other (integrity, protocol, a torn tail, something in doubt)
+is a log with problems."""
+
+
+def exit_code_of(
+    *,
+    problems: Iterable[str] = (),
+    in_doubt: int = 0,
+    differs: bool = False,
+    failed: bool = False,
+    stop_reason: str | None = None,
+    unreadable: bool = False,
+    interrupted: bool = False,
+) -> ExitCode:
+    """The exit code of what a command did and found, by the one rule of every command:
+    INTERRUPTED when it was interrupted (or its agent run cancelled); USAGE when its input
+    cannot be used (`unreadable`, or a log with a problem of UNUSABLE_PROBLEMS among the
+    kinds of `problems`); FAILED when the work failed: a log with any other problem or
+    with calls `in_doubt`, a re-run that `differs` from the record, a tool call that
+    `failed`, an agent run that stopped without a final answer (`stop_reason`); else OK."""
+    problems = set(problems)
+    reason = STOP_REASON_CODES[stop_reason] if stop_reason is not None else ExitCode.OK
+    if interrupted or reason == ExitCode.INTERRUPTED:
+        return ExitCode.INTERRUPTED
+    if unreadable or problems & UNUSABLE_PROBLEMS:
+        return ExitCode.USAGE
+    if problems or in_doubt or differs or failed or reason == ExitCode.FAILED:
+        return ExitCode.FAILED
+    return ExitCode.OK
 
 
 def counted(number: object, one: str, many: str | None = None) -> str:

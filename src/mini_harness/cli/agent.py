@@ -13,8 +13,15 @@ import click
 
 from mini_harness.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig, load_project_rules, request_parts
 from mini_harness.agent import context_report as render_report
+from mini_harness.agent.config import DEFAULT_MAX_STEPS
 from mini_harness.cli.dispatch import parse_tool_input, read_tool_input, tool_options
-from mini_harness.cli.log_options import LogSettings, log_option, log_options
+from mini_harness.cli.log_options import (
+    LogSettings,
+    log_option,
+    log_options,
+    refuse_without_log,
+)
+from mini_harness.cli.options import context_report_option, max_steps_option, refuse_without
 from mini_harness.cli.output import warn
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
 
@@ -33,7 +40,7 @@ def _system_prompt(path: str | None) -> str:
 @click.argument("task", nargs=-1, required=True)
 @log_option("nothing is recorded")
 @log_options
-@click.option("--max-steps", type=click.IntRange(min=1), default=10, show_default=True)
+@max_steps_option(str(DEFAULT_MAX_STEPS))
 @click.option(
     "--system-prompt-file",
     metavar="FILE",
@@ -48,7 +55,7 @@ def _system_prompt(path: str | None) -> str:
     help="Budget for each request (estimated tokens): old tool results are trimmed first; "
     "if it still does not fit, the run stops.",
 )
-@click.option("--context-report", is_flag=True, help="Print the report of the last request.")
+@context_report_option("Print the report of the last request.")
 @agent_options
 @tool_options("Dispatch this tool first; its result goes in the context.", "The --tool's input")
 def run_command(
@@ -56,7 +63,7 @@ def run_command(
     *,
     log: str | None,
     log_settings: LogSettings,
-    max_steps: int,
+    max_steps: int | None,
     system_prompt_file: str | None,
     max_context_tokens: int | None,
     context_report: bool,
@@ -74,8 +81,9 @@ def run_command(
     task_text = " ".join(task).strip()
     if not task_text:
         raise click.UsageError("the task is empty")
-    if tool_input is not None and tool is None:
-        raise click.UsageError("--tool-input needs --tool NAME")
+    ctx = click.get_current_context()
+    refuse_without(ctx, ("tool_input",), "--tool NAME", given=tool is not None)
+    refuse_without_log(ctx, log)
     manual = None
     if tool is not None:
         manual = (tool, parse_tool_input(read_tool_input(tool_input)))
@@ -88,7 +96,7 @@ def run_command(
         task=task_text,
         system_prompt=system_prompt,
         rules=rules,
-        max_steps=max_steps,
+        max_steps=max_steps or DEFAULT_MAX_STEPS,
         max_context_tokens=max_context_tokens,
         stream=session.stream,
         manual_tool=manual,

@@ -17,7 +17,7 @@ import orjson
 from mini_harness.agent import Opening
 from mini_harness.cli.output import error, info
 from mini_harness.cli.session import AgentSession
-from mini_harness.errors import UsageError
+from mini_harness.errors import UsageError, exit_code_of
 from mini_harness.events import RunOrigin, to_wire
 from mini_harness.replay.continuing.offline import AgentReplay, replay_agent_run
 from mini_harness.replay.continuing.outcomes import MATCHED, SKIPPED, RerunOutcome
@@ -40,17 +40,17 @@ def rerun_agent_runs(
 ) -> int | None:
     """`replay --rerun` of the agent runs of PATH's history (the one `--run` selects, else
     all): replay each; with a `live` session, continue the first one that stops early.
-    Returns the exit code (1 if a run diverged and was not continued, or the log has
-    problems, else 0; a live continuation's code is that of `run`), or None when there are
-    no agent runs to
-    replay (the call-by-call re-run takes the file). `unverified`: the problems of a PATH
+    Returns the exit code (by the one rule, errors.exit_code_of: 1 if a run diverged and
+    was not continued, or the log has problems; a live continuation's code is that of
+    `run`), or None when there are no agent runs to replay (the call-by-call re-run takes
+    the file). `unverified`: the problems of a PATH
     that does not verify, continued anyway (--allow-unverified), for the new run to record."""
     runs = history.agent_runs()
     if not runs and live is not None:
         raise UsageError("--live-model needs an agent run")
     if not runs:
         return None
-    code = 0
+    differs = False
     documents = []
     for found in runs:
         if not as_json:
@@ -72,8 +72,7 @@ def rerun_agent_runs(
                 click.echo(printable("\n".join("    " + line for line in diff.splitlines())))
         else:
             info(replay.summary)
-        if replay.diverged_at is not None:
-            code = 1
+        differs = differs or replay.diverged_at is not None
         if live is not None and replay.stopped_at is not None:
             return _continue(path, replay, registry, live, log, unverified)
     problems = history.problems
@@ -84,7 +83,8 @@ def rerun_agent_runs(
         lines = ["", "Problems with the log:"]
         lines += [f"  [{problem.kind}] {problem.describe()}" for problem in problems]
         click.echo(printable("\n".join(lines)))
-    return 1 if problems else code
+    kinds = [problem.kind for problem in problems]
+    return exit_code_of(problems=kinds, in_doubt=history.totals.in_doubt, differs=differs)
 
 
 def _how(call: RerunOutcome[Call | None]) -> str:

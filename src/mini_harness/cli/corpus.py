@@ -22,6 +22,7 @@ from mini_harness.cli.output import error, info
 from mini_harness.errors import UsageError, counted
 
 if TYPE_CHECKING:
+    from mini_harness.cli.rerun import RerunOptions
     from mini_harness.replay.corpus import CorpusFile, CorpusReport
     from mini_harness.replay.corpus.summary import FileSummary, SummaryOptions
     from mini_harness.runtime import ToolRegistry
@@ -79,10 +80,7 @@ def replay_corpus(
     as_json: bool,
     workers: int | None,
     ray_address: str | None,
-    rerun: bool,
-    registry: str | None,
-    workspace: str | None,
-    allow_side_effects: bool,
+    rerun: RerunOptions,
     refused: Mapping[str, object],
 ) -> NoReturn:
     """`replay` over a corpus; `refused` holds the one-file options given (an error)."""
@@ -91,8 +89,8 @@ def replay_corpus(
     for flag, value in refused.items():
         if value:
             raise UsageError(f"{flag} applies to one transcript, not to a corpus")
-    factory = _registry_factory(registry, workspace) if rerun else None
-    options = SummaryOptions(FOLD, factory, allow_side_effects)
+    factory = _registry_factory(rerun.registry_spec, rerun.root) if rerun.rerun else None
+    options = SummaryOptions(FOLD, factory, rerun.allow_side_effects)
     _run(paths, options, as_json=as_json, workers=workers, ray_address=ray_address)
 
 

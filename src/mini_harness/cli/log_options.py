@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 import click
 
-from mini_harness.cli.options import F, SingleOption, gathered
+from mini_harness.cli.options import F, SingleOption, gathered, refuse_without
 from mini_harness.cli.output import warn
 from mini_harness.events import EventSink, NullSink
 from mini_harness.transcripts import (
@@ -52,6 +52,16 @@ class LogSettings:
 
 LOG_SETTINGS = tuple(field.name for field in attrs.fields(LogSettings))
 """The names of the log flags (the options `log_options` adds)."""
+
+FILE_SETTINGS = ("fsync", "max_event_bytes")
+"""The log flags that shape only the file: without a log they have nothing to shape.
+(`--redact-env` and `--redact-pattern` also redact what a command prints.)"""
+
+
+def refuse_without_log(ctx: click.Context, log: str | None) -> None:
+    """A command whose log is optional: the log flags that shape only the file, given
+    without `--log PATH`, are a usage error."""
+    refuse_without(ctx, FILE_SETTINGS, "--log PATH", given=log is not None)
 
 
 def log_option(default: str) -> Callable[[F], F]:

@@ -18,7 +18,7 @@ from mini_harness.agent import Opening
 from mini_harness.agent.approval import PolicyApprover
 from mini_harness.cli.coding import accept_policy_option
 from mini_harness.cli.log_options import LogSettings, log_option, log_options, warn_quarantined
-from mini_harness.cli.options import option_group, run_option
+from mini_harness.cli.options import max_steps_option, option_group, run_option
 from mini_harness.cli.output import info
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
 from mini_harness.cli.verified import allow_unverified_option, verified_history
@@ -32,12 +32,7 @@ from mini_harness.transcripts import JsonlTranscript
 
 _continue_options = option_group(
     run_option("the last agent run of the transcript"),
-    click.option(
-        "--max-steps",
-        type=click.IntRange(min=1),
-        default=None,
-        help="At most N model requests in the new run (default: the run's own).",
-    ),
+    max_steps_option("the run's own"),
     agent_options,
     allow_unverified_option,
     accept_policy_option,

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mini_harness.cli.options import STEP_HELP, SingleOption, run_option
-from mini_harness.cli.output import error, info
+from mini_harness.cli.options import SingleOption, json_option, run_option, step_option
+from mini_harness.cli.output import info, verdict
 
 if TYPE_CHECKING:
     from mini_harness.replay.history import History
@@ -28,13 +28,7 @@ def use_colour(stream: object) -> bool:
 @click.command("show", short_help="Print a transcript as a readable timeline.")
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
 @run_option("every run")
-@click.option(
-    "--step",
-    cls=SingleOption,
-    type=click.IntRange(min=1),
-    metavar="N",
-    help=f"Only this step of agent runs. {STEP_HELP}",
-)
+@step_option("Only this step of agent runs.")
 @click.option(
     "--tool",
     "tools",
@@ -56,7 +50,7 @@ def use_colour(stream: object) -> bool:
     "contain TEXT, ignoring case.",
 )
 @click.option("--full", is_flag=True, help="Print model text, inputs and outputs whole.")
-@click.option("--json", "as_json", is_flag=True, help="Print the selected events as JSON lines.")
+@json_option("Print the selected events as JSON lines.")
 def show_command(  # noqa: PLR0917 - click passes each option as an argument
     path: str,
     run: str | None,
@@ -72,10 +66,13 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     Long text is cut to the terminal width (--full prints it whole). PATH may be a pipe,
     or - for standard input.
 
-    Exit codes: 0 shown; 1 the transcript is damaged (shown up to the damage, the problem
-    named) or breaks the call protocol; 2 it cannot be read as a transcript, or bad options.
+    Exit codes: 0 shown; 1 the log has problems (a broken chain or call protocol, a torn
+    tail, calls in doubt, an unfinished run); 2 it cannot be used: it cannot be read as a
+    transcript, or is damaged mid-file (shown up to the damage, the problem named); or bad
+    options.
     """
     from mini_harness.replay.history import read_history
+    from mini_harness.replay.views import describe
     from mini_harness.replay.views.filters import Selection, select, selected_events
 
     selection = Selection(run=run, step=step, tools=tools, status=status, grep=grep)
@@ -89,8 +86,8 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
         sys.stdout.flush()
     else:
         _print_text(shown, full=full)
-    code = _report_problems(history, quiet=as_json)
-    raise click.exceptions.Exit(code)
+    _report_problems(history, quiet=as_json)
+    verdict(*describe.verdict(history))
 
 
 def _print_text(history: History, *, full: bool) -> None:
@@ -109,20 +106,13 @@ def _print_text(history: History, *, full: bool) -> None:
     info(counts_line(history))
 
 
-def _report_problems(history: History, *, quiet: bool) -> int:
-    """Name each problem of the log (on stderr with --json); 1 if there is any."""
+def _report_problems(history: History, *, quiet: bool) -> None:
+    """Name each problem of the log (on stderr with --json)."""
     from mini_harness.replay.views import describe
 
-    problems = describe.problems(history)
-    for problem in problems:
+    for problem in describe.problems(history):
         message = f"Problem: [{problem.kind}] {problem.describe()}"
         if quiet:
             click.echo(f"[mini-harness] {message}", err=True)
         else:
             info(message)
-    if not problems:
-        return 0
-    damaged = [p for p in problems if p.kind in {"damage", "torn-tail"}]
-    where = f"; shown up to line {damaged[0].line}" if damaged else ""
-    error(f"{len(problems)} problem(s) in {history.name}{where}")
-    return 1

@@ -190,8 +190,7 @@ class ModelRequested:
     request_id: str
     messages: tuple[Message, ...]
     params: JsonObject
-    # Of a request that holds ids (the model's tool call ids): one more of them.
-    request_hash: str = attrs.field(metadata=identifies("requestHash"))
+    request_hash: str
 
 
 @attrs.frozen

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast, get_args, get_type_hints
@@ -160,19 +161,18 @@ class Normalization:
         if data and not data.endswith(b"\n"):
             raise NormalizationError("the transcript does not end with a newline (torn tail?)")
         numbering = _Numbering()
-        out: list[bytes] = []
-        prev: str | None = None
+        lines = []
         for number, raw in enumerate(data.splitlines(), start=1):
             try:
                 line = load_line(raw)
             except DecodeError as exc:
                 raise NormalizationError(f"transcript line {number} is {exc}") from None
-            encoded = orjson.dumps(self._line(line, prev, numbering))
-            out.append(encoded + b"\n")
-            prev = line_hash(encoded)
-        return b"".join(out)
+            lines.append(self._line(line, numbering))
+        if any(line.get("type") == "ModelRequested" for line in lines):
+            _rehash(lines)
+        return _chained(lines)
 
-    def _line(self, line: dict[str, Any], prev: str | None, numbering: _Numbering) -> Any:
+    def _line(self, line: dict[str, Any], numbering: _Numbering) -> dict[str, Any]:
         ids = EVENT_IDS.get(str(line.get("type")), ANY_EVENT_IDS)
         new: dict[str, Any] = {}
         for key, value in line.items():
@@ -186,10 +186,6 @@ class Normalization:
                 new[key] = HARNESS_PLACEHOLDER
             else:
                 new[key] = self._value(key, value, numbering, ids.get(key))
-            if key == "ts" and prev is not None:
-                new["prev"] = prev
-        if prev is not None and "prev" not in new:
-            new["prev"] = prev
         return new
 
     def _value(
@@ -215,6 +211,54 @@ class Normalization:
         if isinstance(value, list):
             return [self._value(None, item, numbering, inner or None) for item in value]
         return value
+
+
+def _chained(lines: list[dict[str, Any]]) -> bytes:
+    """The lines as a transcript: each line's `prev` (after its `ts`) the hash of the line
+    before it."""
+    out: list[bytes] = []
+    prev: str | None = None
+    for line in lines:
+        if prev is not None:
+            chained: dict[str, Any] = {}
+            for key, value in line.items():
+                chained[key] = value
+                if key == "ts":
+                    chained["prev"] = prev
+            chained.setdefault("prev", prev)
+            line = chained  # noqa: PLW2901 - the line as written
+        encoded = orjson.dumps(line)
+        out.append(encoded + b"\n")
+        prev = line_hash(encoded)
+    return b"".join(out)
+
+
+def _rehash(lines: list[dict[str, Any]]) -> None:
+    """Give each ModelRequested the `requestHash` of its request as normalized: the
+    request holds the model's tool call ids, numbered now, so its hash is computed again,
+    by the agent's own hasher over the request the one fold rebuilds. An offline replay of
+    the golden then finds the requests it rebuilds to be the recorded ones."""
+    from mini_harness.agent import request_hash
+    from mini_harness.errors import TranscriptError
+    from mini_harness.replay.history import read_history
+
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "normalized.jsonl")
+        with open(path, "wb") as handle:
+            handle.write(_chained(lines))
+        try:
+            history = read_history(path, requests=True)
+        except TranscriptError as exc:
+            raise NormalizationError(f"the transcript cannot be folded: {exc.message}") from None
+    hashes = {
+        step.requested.request_id: request_hash(step.rebuilt)
+        for run in history.agent_runs()
+        for step in run.steps
+        if step.requested is not None and step.rebuilt is not None
+    }
+    for line in lines:
+        if line.get("type") == "ModelRequested" and line.get("requestId") in hashes:
+            line["requestHash"] = hashes[line["requestId"]]
 
 
 class _Numbering:
