@@ -19,7 +19,7 @@ import click
 
 from mini_harness.cli.options import SingleOption
 from mini_harness.cli.output import error, info
-from mini_harness.errors import UsageError, counted
+from mini_harness.errors import UsageError, counted, exit_code_of
 
 if TYPE_CHECKING:
     from mini_harness.cli.rerun import RerunOptions
@@ -154,7 +154,7 @@ def _run(
     except KeyboardInterrupt:
         progress.clear()
         error(f"interrupted after {progress.done} of {len(files)} files: no report")
-        raise click.exceptions.Exit(130) from None
+        raise click.exceptions.Exit(exit_code_of(interrupted=True)) from None
     progress.clear()
     if as_json:
         import orjson

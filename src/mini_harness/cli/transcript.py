@@ -8,8 +8,8 @@ import click
 import orjson
 
 from mini_harness.cli.corpus import corpus_options, verify_corpus, wants_corpus
-from mini_harness.cli.output import PREFIX, error, fail, info
-from mini_harness.errors import ExitCode, UsageError, counted
+from mini_harness.cli.output import PREFIX, fail, info
+from mini_harness.errors import UsageError, counted, exit_code_of
 from mini_harness.transcripts.repair import repair_transcript
 from mini_harness.transcripts.verify import VerifyReport, verify_transcript
 
@@ -47,7 +47,8 @@ def _problems(report: VerifyReport, what: str) -> None:
     for problem in problems:
         info(f"Problem: {problem}")
     if problems:
-        fail(f"{counted(len(problems), 'problem')} {what} {report.path}", ExitCode.FAILED)
+        code = exit_code_of(failed=True)
+        fail(f"{counted(len(problems), 'problem')} {what} {report.path}", code)
 
 
 @transcript_group.command("verify", short_help="Check a transcript; print its head hash.")
@@ -83,7 +84,7 @@ def verify_command(
     report = verify_transcript(path, head=head)
     if as_json:
         click.echo(orjson.dumps(report.to_json()).decode())
-        raise click.exceptions.Exit(ExitCode.OK if report.ok else ExitCode.FAILED)
+        raise click.exceptions.Exit(exit_code_of(failed=not report.ok))
     _summary(report)
     _problems(report, "found in")
     info("Verified: no problems found.")
@@ -105,8 +106,7 @@ def repair_command(path: str, close_in_doubt: bool) -> None:
     copied aside; never rewrites the middle of a transcript."""
     result = repair_transcript(path, close_in_doubt=close_in_doubt)
     if result.refused is not None:
-        error(f"cannot repair {path}: {result.refused}")
-        raise click.exceptions.Exit(ExitCode.FAILED)
+        fail(f"cannot repair {path}: {result.refused}", exit_code_of(failed=True))
     for torn in result.quarantined:
         info(
             f"Torn tail: {torn.length} {'byte' if torn.length == 1 else 'bytes'} at byte "
