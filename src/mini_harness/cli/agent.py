@@ -21,7 +21,12 @@ from mini_harness.cli.log_options import (
     log_options,
     refuse_without_log,
 )
-from mini_harness.cli.options import context_report_option, max_steps_option, refuse_without
+from mini_harness.cli.options import (
+    context_report_option,
+    max_steps_option,
+    number_option,
+    refuse_without,
+)
 from mini_harness.cli.output import warn
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
 
@@ -47,13 +52,10 @@ def _system_prompt(path: str | None) -> str:
     type=click.Path(exists=True, dir_okay=False),
     help="Use this file's text as the system prompt.",
 )
-@click.option(
+@number_option(
     "--max-context-tokens",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="N",
-    help="Budget for each request (estimated tokens): old tool results are trimmed first; "
-    "if it still does not fit, the run stops.",
+    help_text="Budget for each request (estimated tokens): old tool results are trimmed "
+    "first; if it still does not fit, the run stops.",
 )
 @context_report_option("Print the report of the last request.")
 @agent_options

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 
 import click
 
-from mini_harness.cli.options import SingleOption
+from mini_harness.cli.options import number_option
 from mini_harness.cli.output import error, info
 from mini_harness.errors import UsageError, counted, exit_code_of
 
@@ -46,13 +46,9 @@ def corpus_options(command: F) -> F:
         "address, or no value for a local instance. Needs the 'ray' extra; the files must "
         "be at the same path on every node. Put it after the paths, or write --ray=ADDRESS.",
     )(command)
-    return click.option(
+    return number_option(
         "--workers",
-        cls=SingleOption,
-        type=click.IntRange(min=1),
-        default=None,
-        metavar="N",
-        help="With several files: fold them in N processes (default: the number of cores).",
+        help_text="With several files: fold them in N processes (default: the number of cores).",
     )(command)
 
 

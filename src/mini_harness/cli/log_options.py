@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 import click
 
-from mini_harness.cli.options import F, SingleOption, gathered, refuse_without
+from mini_harness.cli.options import F, SingleOption, gathered, number_option, refuse_without
 from mini_harness.cli.output import warn
 from mini_harness.events import EventSink, NullSink
 from mini_harness.transcripts import (
@@ -104,13 +104,10 @@ log_options = gathered(
         multiple=True,
         help="Write every match of REGEX (Python syntax) as [REDACTED] (repeatable).",
     ),
-    click.option(
+    number_option(
         "--max-event-bytes",
-        cls=SingleOption,
-        type=click.IntRange(min=1024),
-        default=None,
-        metavar="N",
-        help="Largest line written; a larger input or output is recorded as a marker "
+        minimum=1024,
+        help_text="Largest line written; a larger input or output is recorded as a marker "
         "with its size and SHA-256 (default 4 MiB).",
     ),
 )

@@ -155,16 +155,25 @@ STEP_HELP = (
 """What every `--step N` takes, said the same way in every command."""
 
 
+def number_option(
+    *names: str, help_text: str, minimum: int = 1, **settings: Any
+) -> Callable[[F], F]:
+    """An option that takes one whole number N, at least `minimum` (None when not given,
+    unless `settings` make it required)."""
+    return click.option(
+        *names,
+        cls=SingleOption,
+        type=click.IntRange(min=minimum),
+        metavar="N",
+        help=help_text,
+        **settings,
+    )
+
+
 def step_option(what: str) -> Callable[[F], F]:
     """The `--step N` option of every command that picks one step of agent runs (passed as
     `step`); `what` says what it does there. Its meaning and range are the same everywhere."""
-    return click.option(
-        "--step",
-        cls=SingleOption,
-        type=click.IntRange(min=1),
-        metavar="N",
-        help=f"{what} {STEP_HELP}",
-    )
+    return number_option("--step", help_text=f"{what} {STEP_HELP}")
 
 
 def json_option(what: str) -> Callable[[F], F]:
@@ -180,14 +189,7 @@ def context_report_option(what: str) -> Callable[[F], F]:
 def max_steps_option(default: str) -> Callable[[F], F]:
     """The `--max-steps N` option of every command that runs the agent (None when not
     given); `default` says how many without it."""
-    return click.option(
-        "--max-steps",
-        cls=SingleOption,
-        type=click.IntRange(min=1),
-        default=None,
-        metavar="N",
-        help=f"At most N model requests (default: {default}).",
-    )
+    return number_option("--max-steps", help_text=f"At most N model requests (default: {default}).")
 
 
 def side_effects_option(when: str) -> Callable[[F], F]:

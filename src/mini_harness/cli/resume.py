@@ -18,7 +18,7 @@ from mini_harness.agent import Opening
 from mini_harness.agent.approval import PolicyApprover
 from mini_harness.cli.coding import accept_policy_option
 from mini_harness.cli.log_options import LogSettings, log_option, log_options, warn_quarantined
-from mini_harness.cli.options import max_steps_option, option_group, run_option
+from mini_harness.cli.options import max_steps_option, number_option, option_group, run_option
 from mini_harness.cli.output import info
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
 from mini_harness.cli.verified import allow_unverified_option, verified_history
@@ -103,13 +103,11 @@ def resume_command(
 @click.command("fork", short_help="Branch an agent run off before a step, as a new run.")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.argument("instruction", required=False)
-@click.option(
+@number_option(
     "--at-step",
-    type=click.IntRange(min=1),
     required=True,
-    metavar="N",
-    help="Branch off before step N's model request (N counts the run's model requests from "
-    "1; a step it did not make is an error naming the steps it made).",
+    help_text="Branch off before step N's model request (N counts the run's model requests "
+    "from 1; a step it did not make is an error naming the steps it made).",
 )
 @_continue_options
 @log_option("appended to PATH")
