@@ -8,6 +8,7 @@ import click
 import orjson
 
 from mini_harness.cli.corpus import corpus_options, verify_corpus, wants_corpus
+from mini_harness.cli.options import json_option
 from mini_harness.cli.output import PREFIX, fail, info
 from mini_harness.errors import UsageError, counted, exit_code_of
 from mini_harness.transcripts.repair import repair_transcript
@@ -54,7 +55,7 @@ def _problems(report: VerifyReport, what: str) -> None:
 @transcript_group.command("verify", short_help="Check a transcript; print its head hash.")
 @click.argument("paths", metavar="PATH...", nargs=-1, required=True)
 @corpus_options
-@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@json_option("Print the report as one JSON object.")
 @click.option(
     "--head",
     metavar="HASH",
