@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -29,6 +31,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "thorough" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _scratch_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every test (and every process it starts) keeps its session store and user config in
+    a scratch MINI_HARNESS_HOME: the suite never writes to, or reads, the real home's.
+    Settings the environment could give are cleared, so no test depends on the shell."""
+    monkeypatch.setenv("MINI_HARNESS_HOME", str(tmp_path_factory.mktemp("home")))
+    for name in (
+        "MINI_HARNESS_APPROVE",
+        "MINI_HARNESS_MAX_STEPS",
+        "MINI_HARNESS_MAX_CONTEXT_TOKENS",
+        "MINI_HARNESS_REQUIRE_SANDBOX",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(name="readme_ws")
+def _readme_ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workspace holding only a README, made the current directory."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "README.md").write_text("# Demo\nA tiny project.\n")
+    monkeypatch.chdir(root)
+    return root
 
 
 @pytest.fixture(name="thorough")
@@ -71,3 +100,13 @@ def _registry() -> ToolRegistry:
         lambda data: {"sum": data["a"] + data["b"]},
     )
     return registry
+
+
+@pytest.fixture(name="readme_ws")
+def _readme_ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workspace holding only a README, made the current directory."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "README.md").write_text("# Demo\nA tiny project.\n")
+    monkeypatch.chdir(root)
+    return root

@@ -26,12 +26,14 @@ ALLOW_PATCH = '[[rules]]\ntool = "apply_patch"\ndecision = "allow"\n'
 def normalised(text: str) -> str:
     """Output with what differs from one run to the next (ids, paths) taken out."""
     text = re.sub(r"[0-9a-f]{32}", "<run>", text)
+    text = re.sub(r"\d{8}T\d{6}Z", "<started>", text)  # a transcript of the session store
     return re.sub(r"/\S+/(before|after)/", "<dir>/", text)
 
 
 # Each option of `run`, with a value it takes, as given on the command line.
 RUN_OPTIONS: dict[str, list[str]] = {
     "--log": ["--log", "{dir}/t.jsonl"],
+    "--no-log": ["--no-log"],
     "--fsync": ["--fsync", "always"],
     "--redact-env": ["--redact-env", "MINI_HARNESS_TEST_SECRET"],
     "--redact-pattern": ["--redact-pattern", "tas."],
@@ -46,6 +48,7 @@ RUN_OPTIONS: dict[str, list[str]] = {
     "--approve": ["--approve", "never"],
     "--no-stream": ["--no-stream"],
     "--json": ["--json"],
+    "--otel": ["--otel"],
     "--tool": ["--tool", "echo"],
     "--tool-input": ["--tool", "echo", "--tool-input", '{{"text": "hi"}}'],
 }
@@ -288,3 +291,56 @@ class TestSecretsOfContinuedRuns:
         assert "Leaking [REDACTED]" in result.stdout
         assert "tok-0123456789" not in result.output
         assert b"tok-0123456789" not in log.read_bytes()
+
+
+def inside_warning(shown: str) -> str:
+    return (
+        f"[mini-harness] Warning: transcript {shown} lies inside the workspace the agent can "
+        "write: a later run could rewrite it, and it would still verify. Keep the head hash "
+        f"that `mini-harness transcript verify {shown}` prints somewhere else: `transcript "
+        "verify --head HASH` is what proves it was not rewritten\n"
+    )
+
+
+class TestTranscriptInsideTheWorkspace:
+    """A transcript kept where the agent's tools can write is out of this run's reach, but
+    not of a later run's: the user is told so once, and what would prove it intact."""
+
+    @pytest.fixture(name="ws")
+    def _ws(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        monkeypatch.chdir(ws)
+        return ws
+
+    def test_a_log_inside_is_warned_about_once(self, ws: Path, tmp_path: Path) -> None:
+        """`run --log logs/t.jsonl` in the workspace says so on stderr, once."""
+        model = write_script(tmp_path / "s.json", [{"text": "Done."}])
+        result = invoke(["run", "Task", "--model", model, "--log", "logs/t.jsonl"])
+        assert result.exit_code == 0, result.output
+        assert result.stderr == inside_warning("logs/t.jsonl")
+
+    def test_a_resumed_transcript_inside_is_warned_about_once(
+        self, ws: Path, tmp_path: Path
+    ) -> None:
+        """`resume` of a transcript kept in the workspace (read and appended to) says so
+        once."""
+        answers: list[dict[str, Any]] = [
+            {"toolCalls": [{"name": "list_files", "arguments": {}}]},
+            {"text": "Done."},
+        ]
+        model = write_script(tmp_path / "s.json", answers)
+        log = tmp_path / "t.jsonl"
+        assert invoke(["run", "Task", "--model", model, "--log", str(log)]).exit_code == 0
+        cut_after(log, ws / "cut.jsonl", "ToolSucceeded", 1)
+        done = write_script(tmp_path / "done.json", [{"text": "Done."}])
+        result = invoke(["resume", "cut.jsonl", "--model", done])
+        assert result.exit_code == 0, result.output
+        assert result.stderr == inside_warning("cut.jsonl")
+
+    def test_a_log_outside_is_not_warned_about(self, ws: Path, tmp_path: Path) -> None:
+        """A log beside the workspace, not in it, gets no warning."""
+        model = write_script(tmp_path / "s.json", [{"text": "Done."}])
+        result = invoke(["run", "Task", "--model", model, "--log", "../t.jsonl"])
+        assert result.exit_code == 0, result.output
+        assert result.stderr == ""

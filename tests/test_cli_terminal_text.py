@@ -85,7 +85,7 @@ class TestRun:
     def test_whole_answer_is_escaped(self, workspace: Path, tmp_path: Path) -> None:
         """--no-stream prints the answer whole, escaped the same way."""
         model = script(tmp_path / "s.json", [{"text": HOSTILE}])
-        result = cli_run("run", "t", "--model", model, "--no-stream")
+        result = cli_run("run", "t", "--model", model, "--no-stream", "--no-log")
         assert result.exit_code == 0, result.output
         assert result.stdout.splitlines()[-1] == printable(HOSTILE)
 

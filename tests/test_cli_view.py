@@ -96,6 +96,30 @@ class TestOutput:
         assert result.exit_code == 2
         assert result.stderr.startswith(f"[mini-harness] Error: cannot write {target}: ")
 
+    def test_a_link_at_the_pages_name_is_not_followed(self, tmp_path: Path) -> None:
+        """A symlink planted where the page goes (beside a transcript in a workspace a model
+        can write) is refused, exit 2, and the file it leads to keeps its bytes."""
+        victim = tmp_path / "victim.txt"
+        victim.write_text("keep me\n")
+        log = write(tmp_path / "t.jsonl", tool_events())
+        (tmp_path / "t.html").symlink_to(victim)
+        result = view(str(log))
+        assert result.exit_code == 2
+        assert result.stderr == (
+            f"[mini-harness] Error: cannot write {tmp_path / 't.html'}: it is a symbolic link, "
+            "which is never followed\n"
+        )
+        assert victim.read_text() == "keep me\n"
+
+    def test_an_existing_page_is_rewritten_whole(self, tmp_path: Path) -> None:
+        """A page written before (longer than the new one) is replaced, not left with a tail."""
+        log = write(tmp_path / "t.jsonl", tool_events())
+        page = tmp_path / "t.html"
+        page.write_text("x" * 1_000_000)
+        assert view(str(log)).exit_code == 1  # e3 is in doubt
+        assert page.read_text().startswith("<!DOCTYPE html>")
+        assert "xxx" not in page.read_text()
+
     def test_open_starts_a_browser(self, tmp_path: Path) -> None:
         """--open hands the page's file URI to the user's browser ($BROWSER)."""
         log = write(tmp_path / "t.jsonl", tool_events())

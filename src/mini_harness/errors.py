@@ -439,6 +439,17 @@ class RayUnavailableError(MiniHarnessError):
     """Ray is not installed, or the cluster cannot be reached."""
 
 
+class TelemetryError(MiniHarnessError):
+    """OpenTelemetry export cannot be done as asked: the `otel` extra is missing, or an
+    endpoint or header is malformed (exit 2)."""
+
+
+class TelemetrySendError(TelemetryError):
+    """The collector did not take the spans (unreachable, refused, timed out): exit 1."""
+
+    exit_code: ClassVar[ExitCode] = ExitCode.FAILED
+
+
 class ResumeError(MiniHarnessError):
     """A run cannot be continued as asked; the message says why."""
 

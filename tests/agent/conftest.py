@@ -53,16 +53,6 @@ def _write_script(tmp_path: Path) -> Callable[[list[dict[str, Any]]], Path]:
     return write
 
 
-@pytest.fixture(name="readme_ws")
-def _readme_ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A workspace holding only a README, made the current directory."""
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "README.md").write_text("# Demo\nA tiny project.\n")
-    monkeypatch.chdir(root)
-    return root
-
-
 @pytest.fixture(name="readme_run")
 def _readme_run(readme_ws: Path, tmp_path: Path) -> Path:
     """A three-step run of the built-in tools in `readme_ws` (list the files, read

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from mini_harness import MemorySink, ToolRuntime
-from mini_harness.errors import ToolHandlerError
+from mini_harness.errors import GitError, ToolHandlerError
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
+from mini_harness.tools.git_dir import repository_head
 from mini_harness.tools.git_tools import Git
 from mini_harness.tools.sandbox import bubblewrap
 from mini_harness.tools.workspace import Workspace
@@ -402,6 +406,50 @@ class TestRepositoryOutsideTheWorkspace:
             runtime_for(repo).dispatch("git_status", {})
 
 
+class TestFilesThatWouldBlock:
+    @pytest.mark.parametrize("name", ["commondir", "config"])
+    def test_a_fifo_in_the_git_directory_is_refused(self, repo: Path, name: str) -> None:
+        """A FIFO where git's pointer or configuration file would be is refused at once,
+        instead of keeping the tool waiting on it."""
+        fifo = repo / ".git" / name
+        fifo.unlink(missing_ok=True)
+        os.mkfifo(fifo)
+        outcome: list[BaseException | None] = []
+
+        def status() -> None:
+            try:
+                runtime_for(repo).dispatch("git_status", {})
+            except BaseException as exc:  # handed to the test's thread
+                outcome.append(exc)
+            else:
+                outcome.append(None)
+
+        worker = threading.Thread(target=status, daemon=True)
+        started = time.monotonic()
+        worker.start()
+        worker.join(5)
+        if worker.is_alive():  # let the waiting reader go, then fail
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            worker.join(30)
+        assert time.monotonic() - started < 5
+        assert isinstance(outcome[0], ToolHandlerError)
+        assert f'".git/{name}" is a FIFO (named pipe), not a regular file' in str(outcome[0])
+
+    def test_an_oversized_pointer_file_is_refused(self, repo: Path) -> None:
+        """A `commondir` larger than a path can be is refused, not read."""
+        (repo / ".git" / "commondir").write_text("x" * 10_000)
+        with pytest.raises(ToolHandlerError, match="is too large"):
+            runtime_for(repo).dispatch("git_status", {})
+
+    def test_a_pointer_linked_outside_is_refused(self, repo: Path, tmp_path: Path) -> None:
+        """A `commondir` that is a link to a file outside the workspace is not read."""
+        (tmp_path / "elsewhere").write_text(".\n")
+        (repo / ".git" / "commondir").symlink_to(tmp_path / "elsewhere")
+        with pytest.raises(ToolHandlerError, match="leads outside the workspace"):
+            runtime_for(repo).dispatch("git_status", {})
+
+
 class TestHostileRepository:
     @pytest.mark.parametrize("sandbox", MODES)
     def test_core_worktree_cannot_point_outside(
@@ -439,3 +487,46 @@ class TestHostileRepository:
         git(repo, "diff", check=False)  # the planted filter is no real filter: git may fail
         git(repo, "diff", "--no-ext-diff", check=False)
         assert {"fsmonitor", "filter_process"} <= set(os.listdir(marks))
+
+
+class TestRepositoryHead:
+    """What a run records of its repository: HEAD and the branch, read from the files."""
+
+    def test_branch_and_commit(self, repo: Path) -> None:
+        """A branch with a commit: its id and name, loose or packed."""
+        commit = git(repo, "rev-parse", "HEAD").strip()
+        assert repository_head(Workspace(repo)) == (commit, "main")
+        git(repo, "pack-refs", "--all")
+        assert not (repo / ".git" / "refs" / "heads" / "main").exists()
+        assert repository_head(Workspace(repo)) == (commit, "main")
+
+    def test_detached_and_unborn(self, repo: Path, tmp_path: Path) -> None:
+        """Detached: the commit, no branch. Before the first commit: the branch, no commit."""
+        commit = git(repo, "rev-parse", "HEAD").strip()
+        git(repo, "checkout", "-q", "--detach")
+        assert repository_head(Workspace(repo)) == (commit, None)
+        fresh = tmp_path / "fresh"
+        fresh.mkdir()
+        git(fresh, "init", "-q", "-b", "trunk")
+        assert repository_head(Workspace(fresh)) == (None, "trunk")
+
+    def test_a_ref_that_leads_outside_is_not_followed(self, repo: Path, tmp_path: Path) -> None:
+        """A HEAD naming a ref outside the repository's files, or a .git leading outside the
+        workspace, yields nothing read from there."""
+        secret = tmp_path / "secret"
+        secret.write_text("0" * 40 + "\n")
+        (repo / ".git" / "HEAD").write_text("ref: refs/../../../secret\n")
+        assert repository_head(Workspace(repo)) == (None, None)
+        (repo / ".git" / "HEAD").write_text("ref: refs/heads/link\n")
+        (repo / ".git" / "refs" / "heads" / "link").symlink_to(secret)
+        assert repository_head(Workspace(repo)) == (None, "link")
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / ".git").write_text(f"gitdir: {repo / '.git'}\n")
+        with pytest.raises(GitError, match="leads outside the workspace"):
+            repository_head(Workspace(elsewhere))
+
+    def test_no_repository(self, tmp_path: Path) -> None:
+        """A workspace that is no repository: GitError, as for the git tools."""
+        with pytest.raises(GitError, match="not a git repository"):
+            repository_head(Workspace(tmp_path))

@@ -79,6 +79,39 @@ class TestProtectedPaths:
         assert snapshot(ws) == before
         assert isinstance(sink.events[-1], ToolFailed)
 
+    @pytest.mark.parametrize(
+        ("control", "link", "said"),
+        [
+            (".git/config", "cfg", "is a hard link to one of the agent's own controls"),
+            ("logs/run.jsonl", "notes/run-copy.txt", "is the open transcript, reached by another"),
+        ],
+    )
+    def test_a_control_reached_through_a_hard_link_is_refused(
+        self, ws: Path, control: str, link: str, said: str
+    ) -> None:
+        """A file that is a control under another name (a hard link) is refused as the
+        control is: changed, renamed or deleted."""
+        (ws / link).parent.mkdir(exist_ok=True)
+        os.link(ws / control, ws / link)
+        workspace = Workspace(ws, protected=(ws / "logs/run.jsonl",))
+        deleted = f"--- a/{link}\n+++ /dev/null\n@@ -1 +0,0 @@\n-old\n"
+        renamed = f"diff --git a/{link} b/moved\nrename from {link}\nrename to moved\n"
+        before = snapshot(ws)
+        for patch in (change(link), deleted, renamed):
+            with pytest.raises(ToolHandlerError, match=said):
+                runtime_for(workspace, MemorySink()).dispatch("apply_patch", {"patch": patch})
+        assert snapshot(ws) == before
+        assert os.stat(ws / link).st_ino == os.stat(ws / control).st_ino
+
+    def test_a_hard_link_to_an_ordinary_file_is_patched(self, ws: Path) -> None:
+        """A hard link between two ordinary files is no reason to refuse."""
+        os.link(ws / "src/app.py", ws / "src/alias.py")
+        workspace = Workspace(ws, protected=(ws / "logs/run.jsonl",))
+        runtime_for(workspace, MemorySink()).dispatch(
+            "apply_patch", {"patch": change("src/alias.py")}
+        )
+        assert (ws / "src/alias.py").read_text() == "new\n"
+
     def test_a_hostile_model_cannot_patch_its_controls_through_the_cli(
         self, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -113,6 +146,61 @@ class TestProtectedPaths:
         failed = [line for line in log.read_text().splitlines() if '"type":"ToolFailed"' in line]
         assert len(failed) == 4
         assert all("one of the agent's own controls" in line for line in failed)
+
+
+def _delete(path: str) -> str:
+    return f"--- a/{path}\n+++ /dev/null\n@@ -1 +0,0 @@\n-old\n"
+
+
+def _rename(path: str, to: str) -> str:
+    return (
+        f"diff --git a/{path} b/{to}\nsimilarity index 100%\nrename from {path}\nrename to {to}\n"
+    )
+
+
+class TestTheTranscriptByAnotherName:
+    """The open transcript is protected as a file, not as a name: another name reaching it
+    (a hard link, its directory renamed) is refused too."""
+
+    @pytest.mark.parametrize("how", ["hard-link", "renamed-directory"])
+    @pytest.mark.parametrize("what", ["change", "delete", "rename"])
+    def test_another_name_of_the_transcript_is_refused(self, ws: Path, how: str, what: str) -> None:
+        """Changing, deleting or renaming the transcript through another name fails,
+        recorded as ToolFailed, and the transcript is still the same file with its bytes."""
+        log = ws / "logs/run.jsonl"
+        workspace = Workspace(ws, protected=(log,))
+        if how == "hard-link":
+            os.link(log, ws / "notes.txt")
+            target = "notes.txt"
+        else:
+            (ws / "logs").rename(ws / "moved")
+            target = "moved/run.jsonl"
+        reached = ws / target
+        file = (reached.stat().st_dev, reached.stat().st_ino)
+        patch = {"change": change, "delete": _delete}.get(what, lambda p: _rename(p, "x.txt"))(
+            target
+        )
+        sink = MemorySink()
+        before = snapshot(ws)
+        with pytest.raises(ToolHandlerError, match="is the open transcript, reached by another"):
+            runtime_for(workspace, sink).dispatch("apply_patch", {"patch": patch})
+        assert snapshot(ws) == before
+        assert (reached.stat().st_dev, reached.stat().st_ino) == file
+        assert isinstance(sink.events[-1], ToolFailed)
+
+    def test_a_transcript_opened_after_the_tools_were_made_is_pinned(self, ws: Path) -> None:
+        """A transcript that did not exist when the workspace was made is protected by
+        identity once pinned: a hard link to it is refused."""
+        log = ws / "logs/new.jsonl"
+        workspace = Workspace(ws, protected=(log,))
+        log.write_text("old\n")
+        workspace.pin(log, (log.stat().st_dev, log.stat().st_ino))
+        os.link(log, ws / "notes.txt")
+        with pytest.raises(ToolHandlerError, match="is the open transcript, reached by another"):
+            runtime_for(workspace, MemorySink()).dispatch(
+                "apply_patch", {"patch": change("notes.txt")}
+            )
+        assert workspace.pinned == {str(log.resolve()): (log.stat().st_dev, log.stat().st_ino)}
 
 
 class TestLinksAndNames:

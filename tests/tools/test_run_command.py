@@ -15,6 +15,7 @@ from mini_harness.errors import InvalidInputError, ToolHandlerError
 from mini_harness.events import FileEffect, ToolSucceeded
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
+from mini_harness.tools.homes import SANDBOX_HOME
 from mini_harness.tools.sandbox import PASSED_NAMES, bubblewrap
 
 NO_BWRAP = (
@@ -146,7 +147,9 @@ class TestRunning:
             "run_command", {"argv": ["env", "-0"]}
         )
         seen = dict(entry.split("=", 1) for entry in out.output["stdout"].split("\0") if entry)
-        assert {name: seen.get(name) for name in passed} == passed
+        # In the sandbox, a HOME under a user's home is a private directory instead.
+        expected = {**passed, "HOME": SANDBOX_HOME} if sandbox else passed
+        assert {name: seen.get(name) for name in passed} == expected
         assert not set(seen) & set(kept_out)
         assert set(seen) <= PASSED_NAMES | {"TMPDIR", "PWD", "LC_TIME", "LANG"}
 
@@ -259,6 +262,28 @@ class TestEffects:
             FileEffect("hello.txt", sha(b"hello\n"), sha(b"hello\nmore\n")),
             FileEffect("made.txt", None, sha(b"new\n")),
             FileEffect("sub/x", None, sha(b"")),
+        ]
+
+    @pytest.mark.parametrize("sandbox", MODES)
+    def test_a_repository_a_command_makes_below_the_root_is_an_effect(
+        self, ws: Path, sandbox: bool
+    ) -> None:
+        """A `.git` a command creates below the root (its config and hooks, not its
+        objects) is recorded among the call's effects."""
+        sink = MemorySink()
+        registry = ToolRegistry()
+        register_coding_tools(registry, ws, sandbox=sandbox)
+        script = (
+            "mkdir -p sub/.git/hooks sub/.git/objects/ab; echo '[core]' > sub/.git/config; "
+            "echo x > sub/.git/hooks/post-checkout; echo blob > sub/.git/objects/ab/cd"
+        )
+        ToolRuntime(registry, sink).dispatch("run_command", {"argv": [script], "shell": True})
+        succeeded = sink.events[-1]
+        assert isinstance(succeeded, ToolSucceeded)
+        assert succeeded.effects is not None
+        assert list(succeeded.effects) == [
+            FileEffect("sub/.git/config", None, sha(b"[core]\n")),
+            FileEffect("sub/.git/hooks/post-checkout", None, sha(b"x\n")),
         ]
 
     def test_a_command_that_changes_nothing_records_no_effects(self, ws: Path) -> None:

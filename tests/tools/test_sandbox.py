@@ -3,8 +3,10 @@ environment, limits, and the agent's controls read-only; as root and as an unpri
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import resource
 import shutil
 import socket
@@ -20,8 +22,10 @@ import pytest
 
 import mini_harness
 from mini_harness.errors import WorkspaceError
+from mini_harness.tools.homes import SANDBOX_HOME
 from mini_harness.tools.run_command import RunCommand
 from mini_harness.tools.sandbox import MAX_PROCESSES, ResourceLimits, bubblewrap
+from mini_harness.tools.seccomp import REFUSED
 from mini_harness.tools.workspace import Workspace
 
 NO_BWRAP = "bubblewrap cannot run here (see tests/tools/test_run_command.py)"
@@ -196,20 +200,32 @@ def _listen(path: Path) -> socket.socket:
 
 CONNECT = (
     "import os, socket, sys\n"
-    "s = socket.socket(socket.AF_UNIX)\n"
-    "s.connect(os.environ.get('SSH_AUTH_SOCK') or sys.argv[1])\n"
-    "print('connected')\n"
+    "path = os.environ.get('SSH_AUTH_SOCK') or sys.argv[1]\n"
+    "print('visible' if os.path.exists(path) else 'absent')\n"
+    "try:\n"
+    "    s = socket.socket(socket.AF_UNIX)\n"
+    "    s.connect(path.replace('@', '\\0', 1) if path.startswith('@') else path)\n"
+    "    print('connected')\n"
+    "except OSError as exc:\n"
+    "    print(type(exc).__name__, exc.errno)\n"
 )
+
+
+def _connect(call: Call, address: str) -> list[str]:
+    """What the sandboxed CONNECT script printed, line by line."""
+    out = call({"argv": [PYTHON, "-c", CONNECT, address]})
+    assert out["exitCode"] == 0, out["stderr"]
+    lines: list[str] = out["stdout"].splitlines()
+    return lines
 
 
 class TestSockets:
     def test_a_listener_under_tmp_is_unreachable(self, call: Call, base: Path) -> None:
-        """A Unix socket in the host's /tmp cannot be connected to: /tmp is the sandbox's."""
-        server = _listen(base / "listener.sock")
-        with server:
-            out = call({"argv": [PYTHON, "-c", CONNECT, str(base / "listener.sock")]})
-        assert "connected" not in out["stdout"]
-        assert "FileNotFoundError" in out["stderr"]
+        """A Unix socket in the host's /tmp is not there: /tmp is the sandbox's."""
+        with _listen(base / "listener.sock"):
+            printed = _connect(call, str(base / "listener.sock"))
+        assert printed[0] == "absent"
+        assert "connected" not in printed
 
     def test_the_ssh_agent_is_unreachable(
         self, call: Call, base: Path, monkeypatch: pytest.MonkeyPatch
@@ -221,8 +237,9 @@ class TestSockets:
         server = _listen(agent / "agent.1")
         monkeypatch.setenv("SSH_AUTH_SOCK", str(agent / "agent.1"))
         with server:
-            out = call({"argv": [PYTHON, "-c", CONNECT, str(agent / "agent.1")]})
-        assert "connected" not in out["stdout"]
+            printed = _connect(call, str(agent / "agent.1"))
+        assert printed[0] == "absent"
+        assert "connected" not in printed
 
     def test_a_listener_under_run_is_unreachable(self, call: Call) -> None:
         """Sockets under /run (Docker's, D-Bus's, the user's runtime directory) are not
@@ -233,23 +250,171 @@ class TestSockets:
         directory.chmod(0o755)
         try:
             with _listen(directory / "daemon.sock"):
-                out = call({"argv": [PYTHON, "-c", CONNECT, str(directory / "daemon.sock")]})
+                printed = _connect(call, str(directory / "daemon.sock"))
         finally:
             shutil.rmtree(directory)
-        assert "connected" not in out["stdout"]
-        assert "FileNotFoundError" in out["stderr"]
+        assert printed[0] == "absent"
+        assert "connected" not in printed
+
+    def test_a_visible_listener_is_unreachable(self, call: Call, ws: Path) -> None:
+        """A host socket the sandbox can see (here in the workspace; elsewhere a home or
+        /var) cannot be connected to: no Unix socket can be made (EPERM)."""
+        with _listen(ws / "daemon.sock"):
+            printed = _connect(call, str(ws / "daemon.sock"))
+        assert printed == ["visible", f"PermissionError {errno.EPERM}"]
+
+    def test_an_abstract_listener_is_unreachable(self, call: Call) -> None:
+        """A listener in the host's abstract namespace cannot be connected to."""
+        name = f"mini-harness-test-{os.getpid()}-{time.monotonic_ns()}"
+        server = socket.socket(socket.AF_UNIX)
+        server.bind("\0" + name)
+        server.listen()
+        with server:
+            printed = _connect(call, "@" + name)
+        assert "connected" not in printed
+        assert printed[-1].startswith(("PermissionError", "ConnectionRefusedError"))
+
+    def test_socketpair_works(self, call: Call) -> None:
+        """socketpair() (a pair of connected Unix sockets, used by many programs to talk to
+        their own children) still works, and so do TCP sockets on the sandbox's loopback."""
+        script = (
+            "import socket\n"
+            "a, b = socket.socketpair()\n"
+            "a.sendall(b'ping'); print(b.recv(4).decode())\n"
+            "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+            "c = socket.create_connection(s.getsockname()); print('tcp')\n"
+        )
+        out = call({"argv": [PYTHON, "-c", script]})
+        assert out["stdout"].split() == ["ping", "tcp"], out["stderr"]
 
     def test_the_listeners_are_reachable_without_the_sandbox(self, base: Path) -> None:
-        """The same connection succeeds outside the sandbox (the tests above bite)."""
-        with _listen(base / "listener.sock"):
-            done = subprocess.run(
-                [sys.executable, "-c", CONNECT, str(base / "listener.sock")],
-                env={"PATH": os.environ["PATH"]},
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-        assert done.stdout == "connected\n"
+        """The same connections succeed outside the sandbox (the tests above bite)."""
+        name = f"mini-harness-test-{os.getpid()}-{time.monotonic_ns()}"
+        abstract = socket.socket(socket.AF_UNIX)
+        abstract.bind("\0" + name)
+        abstract.listen()
+        with _listen(base / "listener.sock"), abstract:
+            for address in (str(base / "listener.sock"), "@" + name):
+                done = subprocess.run(
+                    [sys.executable, "-c", CONNECT, address],
+                    env={"PATH": os.environ["PATH"]},
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                assert done.stdout.splitlines()[-1] == "connected"
+
+
+# Each refused call made with zero arguments (no pointer is followed); prints its errno.
+SYSCALLS = """
+import ctypes, json, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+result = {}
+for name, nr in json.loads(sys.argv[1]).items():
+    ctypes.set_errno(0)
+    done = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(0)] * 6)
+    result[name] = ctypes.get_errno() if done == -1 else "succeeded"
+print(json.dumps(result))
+"""
+UNISTD = Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h")
+
+
+class TestSystemCalls:
+    def test_no_new_privileges_and_a_filter(self, call: Call) -> None:
+        """The command runs with no_new_privs (a setuid program gains nothing) and under a
+        seccomp filter."""
+        out = call(shell("grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status"))
+        assert out["stdout"].split() == ["NoNewPrivs:", "1", "Seccomp:", "2"]
+
+    def test_refused_calls_fail_with_eperm(self, call: Call) -> None:
+        """ptrace, mount, unshare, setns, keyctl, bpf, perf_event_open, kexec, module
+        loading, io_uring and the rest of the list fail with EPERM (numbers from the
+        kernel's header, not from the filter's table)."""
+        if os.uname().machine != "x86_64" or not UNISTD.exists():
+            pytest.skip("needs x86_64 and its unistd_64.h (Debian: linux-libc-dev)")
+        known = {
+            m[1]: int(m[2])
+            for m in re.finditer(r"#define __NR_(\w+)\s+(\d+)\b", UNISTD.read_text())
+        }
+        numbers = {name: known[name] for name in REFUSED if name in known}
+        out = call({"argv": [PYTHON, "-c", SYSCALLS, json.dumps(numbers)]})
+        assert json.loads(out["stdout"]) == dict.fromkeys(numbers, errno.EPERM), out["stderr"]
+
+    def test_a_setuid_program_gains_nothing(self, call: Call, ws: Path, user: str) -> None:
+        """A setuid-root program run by an unprivileged user stays unprivileged."""
+        if user != "nobody":
+            pytest.skip("only an unprivileged user can gain anything from setuid")
+        program = ws / "setuid-id"
+        shutil.copy("/usr/bin/id", program)
+        os.chown(program, 0, 0)
+        program.chmod(0o4755)
+        out = call({"argv": [str(program), "-u"]})
+        assert out["stdout"].strip() == str(NOBODY), out["stderr"]
+
+
+@pytest.fixture(name="home")
+def _home() -> Iterator[Path]:
+    """A user's home under /home: a secret, and a toolchain (its bin and lib) a program
+    elsewhere links to, as a virtualenv's python links to ~/.pyenv."""
+    if not os.access("/home", os.W_OK):
+        pytest.skip("/home is not writable here")
+    path = Path(tempfile.mkdtemp(dir="/home", prefix="mini-harness-test-"))
+    try:
+        (path / ".ssh").mkdir()
+        (path / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+        tool = path / ".local" / "tool"
+        (tool / "bin").mkdir(parents=True)
+        (tool / "lib").mkdir()
+        (tool / "lib" / "greeting.txt").write_text("hello from the toolchain\n")
+        (tool / "bin" / "greet").write_text(
+            '#!/bin/sh\ncat "$(dirname "$(readlink -f "$0")")/../lib/greeting.txt"\n'
+        )
+        for directory, _, files in os.walk(path):
+            os.chmod(directory, 0o755)
+            for name in files:
+                os.chmod(os.path.join(directory, name), 0o755)
+        yield path
+    finally:
+        shutil.rmtree(path)
+
+
+class TestHomes:
+    def test_homes_are_hidden(self, call: Call, home: Path) -> None:
+        """What users keep in their homes (keys, tokens, other sessions) is not there, and
+        nothing can be written there."""
+        out = call(shell(f"cat {home}/.ssh/id_ed25519; ls -A /home /root; touch /home/x"))
+        assert "PRIVATE KEY" not in out["stdout"]
+        assert home.name not in out["stdout"]
+        assert "Read-only file system" in out["stderr"]
+        assert not Path("/home/x").exists()
+
+    def test_home_is_private_and_writable(
+        self, ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """HOME is an empty directory of the sandbox's own: a program can write its
+        settings there, and nothing of it reaches the real home."""
+        monkeypatch.setenv("HOME", str(home))
+        monkeypatch.setenv("PATH", "/usr/bin:/bin")
+        handler = RunCommand(Workspace(ws), bubblewrap())
+        script = 'echo "$HOME"; ls -A "$HOME"; echo note > "$HOME/made.txt"; cat "$HOME/made.txt"'
+        out = handler(shell(script))
+        assert isinstance(out, dict)
+        assert out["stdout"] == f"{SANDBOX_HOME}\nnote\n", out["stderr"]
+        assert not (home / "made.txt").exists()
+
+    def test_a_toolchain_under_a_home_still_runs(self, call: Call, ws: Path, home: Path) -> None:
+        """A program linked to a toolchain under a home (a virtualenv's python and
+        ~/.pyenv) runs: its bin and lib directories stay, read-only; the rest of the home
+        does not."""
+        venv = ws / ".venv" / "bin"
+        venv.mkdir(parents=True)
+        (venv / "greet").symlink_to(home / ".local" / "tool" / "bin" / "greet")
+        out = call({"argv": [str(venv / "greet")]})
+        assert out["stdout"] == "hello from the toolchain\n", out["stderr"]
+        out = call(shell(f"cat {home}/.ssh/id_ed25519; echo x > {home}/.local/tool/lib/new"))
+        assert "PRIVATE KEY" not in out["stdout"]
+        assert not (home / ".local" / "tool" / "lib" / "new").exists()
 
 
 class TestControls:
@@ -302,6 +467,45 @@ class TestControls:
         assert out["exitCode"] != 0 or "policy.toml" not in out["stdout"]
         assert not (ws / ".mini-harness").exists()
 
+    def test_a_missing_repository_cannot_be_created(self, call: Call, ws: Path) -> None:
+        """Without a .git, a command cannot create one (with a config or hooks the git
+        tools would later find), and none is left behind."""
+        shutil.rmtree(ws / ".git")
+        out = call(
+            shell(
+                "git init -q . ; mkdir -p .git/hooks; echo '[core]' > .git/config; "
+                "ls -A .git; echo done"
+            )
+        )
+        assert out["stdout"] == "done\n", out["stderr"]
+        assert not (ws / ".git").exists()
+
+    @pytest.mark.parametrize(
+        ("control", "link"),
+        [
+            (".git/config", "cfg"),
+            (".git/hooks/pre-commit", "node_modules/hook"),
+            (".mini-harness/policy.toml", "policy-copy.toml"),
+            ("logs/run.jsonl", "notes.txt"),
+        ],
+    )
+    def test_a_control_reached_through_a_hard_link_is_read_only(
+        self, call: Call, ws: Path, control: str, link: str
+    ) -> None:
+        """A file that is a control under another name (a hard link), even in a
+        directory the file tools skip, cannot be written through that name."""
+        if not (ws / control).exists():
+            (ws / control).write_text("#!/bin/sh\n")
+        (ws / link).parent.mkdir(exist_ok=True)
+        os.link(ws / control, ws / link)
+        if os.stat(ws).st_uid == NOBODY:
+            subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(ws)], check=True)
+        before = (ws / control).read_bytes()
+        out = call(shell(f"echo 'planted' >> {link}; truncate -s 0 {link}; echo done"))
+        assert "done" in out["stdout"]
+        assert (ws / control).read_bytes() == before
+        assert (ws / link).read_bytes() == before
+
     def test_a_nested_repository_is_read_only(self, call: Call, ws: Path) -> None:
         """A `.git` below the root is read-only too."""
         (ws / "sub" / ".git").mkdir(parents=True)
@@ -310,6 +514,32 @@ class TestControls:
             subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(ws / "sub")], check=True)
         call(shell("echo x >> sub/.git/config; true"))
         assert (ws / "sub" / ".git" / "config").read_text() == "[core]\n"
+
+    def test_a_hard_link_to_the_transcript_is_read_only(self, call: Call, ws: Path) -> None:
+        """Another name of the open transcript (a hard link made before the run) cannot be
+        written through, replaced or used to make one more name."""
+        os.link(ws / "logs" / "run.jsonl", ws / "notes.txt")
+        out = call(
+            shell(
+                "echo forged >> notes.txt; echo x > n.new && mv n.new notes.txt; "
+                "ln notes.txt more.txt; echo done"
+            )
+        )
+        assert "done" in out["stdout"]
+        assert (ws / "logs" / "run.jsonl").read_text() == "{}\n"
+        assert (ws / "notes.txt").read_text() == "{}\n"
+        assert not (ws / "more.txt").exists()
+
+    def test_a_transcript_moved_by_a_command_is_not_written(self, ws: Path) -> None:
+        """A command that renames the transcript's directory cannot write it under its new
+        name, and the next command is refused (its new name is not known)."""
+        workspace = Workspace(ws, protected=(ws / "logs" / "run.jsonl",))
+        run = RunCommand(workspace, bubblewrap())
+        run(shell("mv logs moved; echo forged >> moved/run.jsonl; true"))
+        assert (ws / "moved" / "run.jsonl").read_text() == "{}\n"
+        with pytest.raises(WorkspaceError, match="is no longer at its path"):
+            run(shell("echo forged >> moved/run.jsonl"))
+        assert (ws / "moved" / "run.jsonl").read_text() == "{}\n"
 
     def test_a_symlinked_control_is_refused(self, ws: Path) -> None:
         """A `.mini-harness` that is a link could be replaced: commands are refused."""

@@ -103,7 +103,7 @@ class TestGarbageTails:
             handle.write(b'{"type":"Tool')
         before = log.read_bytes()
 
-        def no_space(path: Path, offset: int) -> tuple[Path, int]:
+        def no_space(*_: object) -> tuple[Path, int]:
             raise OSError(errno.ENOSPC, "No space left on device")
 
         monkeypatch.setattr(tail_module, "_create_aside", no_space)

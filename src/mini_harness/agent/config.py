@@ -6,7 +6,16 @@ from __future__ import annotations
 import attrs
 
 from mini_harness.agent.context import DEFAULT_SYSTEM_PROMPT
-from mini_harness.events import JsonObject, JsonValue, Message, ProjectRules, RunOrigin, ToolCall
+from mini_harness.events import (
+    JsonObject,
+    JsonValue,
+    Message,
+    ProjectRules,
+    RunOrigin,
+    RunSettings,
+    RunWorkspace,
+    ToolCall,
+)
 
 DEFAULT_MAX_STEPS = 10
 DEFAULT_PARAMS: JsonObject = {"temperature": 0.2}
@@ -18,6 +27,8 @@ class AgentConfig:
 
     `manual_tool` is a tool (name, input) dispatched before the first request, whose
     result goes into the conversation (the CLI's `--tool` given with a task).
+    `workspace` and `settings`, when given, are recorded in the run's RunStarted (the CLI
+    gives both: where the run works and the settings it started with).
     """
 
     task: str
@@ -28,6 +39,8 @@ class AgentConfig:
     params: JsonObject = attrs.field(factory=lambda: dict(DEFAULT_PARAMS))
     stream: bool = True
     manual_tool: tuple[str, JsonValue] | None = None
+    workspace: RunWorkspace | None = None
+    settings: RunSettings | None = None
 
 
 @attrs.frozen

@@ -160,6 +160,8 @@ class AgentLoop:
             resumed_from=opening.resumed_from if opening else None,
             forked_from=opening.forked_from if opening else None,
             unverified=opening.unverified if opening else None,
+            workspace=config.workspace,
+            settings=config.settings,
         )
 
     def _open(self, opening: Opening) -> str | None:

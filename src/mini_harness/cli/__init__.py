@@ -199,6 +199,9 @@ def _spellings(params: list[click.Parameter]) -> dict[str, click.Option]:
         "view": "mini_harness.cli.view:view_command",
         "resume": "mini_harness.cli.resume:resume_command",
         "fork": "mini_harness.cli.resume:fork_command",
+        "sessions": "mini_harness.cli.sessions:sessions_group",
+        "config": "mini_harness.cli.config:config_command",
+        "export": "mini_harness.cli.export:export_group",
     },
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -240,10 +243,13 @@ def cli(
     """An event-sourced runtime for coding agents.
 
     Run the agent on a task, or dispatch one tool with validated input; every step is
-    recorded in an append-only JSONL transcript:
+    recorded in an append-only JSONL transcript. An agent run is recorded in the session
+    store unless --log names a file (`mini-harness sessions` lists them, `--last` or a
+    run's id finds one again; `mini-harness config` shows the settings):
 
     \b
-      mini-harness "list the Python files and summarise one" --log t.jsonl
+      mini-harness "list the Python files and summarise one"
+      mini-harness resume --last "now fix the first one"
       mini-harness --tool echo --tool-input '{"text":"hello"}' --log t.jsonl
 
     A task that is also a subcommand's name goes through `mini-harness run "TASK"`.
@@ -268,7 +274,7 @@ def cli(
         refuse_without(ctx, _DISPATCH_OPTIONS, "--tool NAME", given=False)
         click.echo(ctx.get_help())
         return
-    refuse_without_log(ctx, log)
+    refuse_without_log(ctx, recorded=log is not None)
     if as_json and context_report:
         raise UsageError("--json cannot be combined with --context-report")
     run_dispatch(

@@ -13,12 +13,12 @@ import click
 
 from mini_harness.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig, load_project_rules, request_parts
 from mini_harness.agent import context_report as render_report
-from mini_harness.agent.config import DEFAULT_MAX_STEPS
 from mini_harness.cli.dispatch import parse_tool_input, read_tool_input, tool_options
 from mini_harness.cli.log_options import (
     LogSettings,
     log_option,
     log_options,
+    no_log_option,
     refuse_without_log,
 )
 from mini_harness.cli.options import (
@@ -43,9 +43,10 @@ def _system_prompt(path: str | None) -> str:
 
 @click.command("run")
 @click.argument("task", nargs=-1, required=True)
-@log_option("nothing is recorded")
+@log_option("a new transcript in the session store (see `mini-harness sessions`)")
+@no_log_option
 @log_options
-@max_steps_option(str(DEFAULT_MAX_STEPS))
+@max_steps_option("the config's max-steps, else 10")
 @click.option(
     "--system-prompt-file",
     metavar="FILE",
@@ -55,7 +56,8 @@ def _system_prompt(path: str | None) -> str:
 @number_option(
     "--max-context-tokens",
     help_text="Budget for each request (estimated tokens): old tool results are trimmed "
-    "first; if it still does not fit, the run stops.",
+    "first; if it still does not fit, the run stops (default: the config's "
+    "max-context-tokens, else none).",
 )
 @context_report_option("Print the report of the last request.")
 @agent_options
@@ -64,6 +66,7 @@ def run_command(
     task: tuple[str, ...],
     *,
     log: str | None,
+    no_log: bool,
     log_settings: LogSettings,
     max_steps: int | None,
     system_prompt_file: str | None,
@@ -85,34 +88,36 @@ def run_command(
         raise click.UsageError("the task is empty")
     ctx = click.get_current_context()
     refuse_without(ctx, ("tool_input",), "--tool NAME", given=tool is not None)
-    refuse_without_log(ctx, log)
+    refuse_without_log(ctx, recorded=not no_log)
     manual = None
     if tool is not None:
         manual = (tool, parse_tool_input(read_tool_input(tool_input)))
-    session = AgentSession(agent, log_settings)
+    limits = {"max-steps": max_steps, "max-context-tokens": max_context_tokens}
+    session = AgentSession(agent, log_settings, flags=limits)
     system_prompt = _system_prompt(system_prompt_file)
-    tools = session.tools(log)
+    transcript = session.transcript(log, no_log=no_log)
+    tools = session.tools(transcript)
     approver = session.approver()
     rules = load_project_rules(Path(session.workspace or os.curdir), Path.cwd(), warn=warn)
     config = AgentConfig(
         task=task_text,
         system_prompt=system_prompt,
         rules=rules,
-        max_steps=max_steps or DEFAULT_MAX_STEPS,
-        max_context_tokens=max_context_tokens,
+        max_steps=session.settings["max-steps"],
+        max_context_tokens=session.settings["max-context-tokens"],
         stream=session.stream,
         manual_tool=manual,
     )
-    with session.log(log) as sink:  # a log that cannot be opened stops here
+    with session.log(transcript) as sink:  # a log that cannot be opened stops here
         session.say(f"Task: {task_text}")
         session.say(f"Model provider: {session.provider.name}")
         loop = session.loop(sink, tools, approver, config)
         outcome = loop.run()
-    session.finish(outcome, log)
+    session.finish(outcome, transcript)
     if context_report and outcome.last_request is not None and not agent.as_json:
         parts = request_parts(
             system_prompt, rules, loop.runtime.tools_snapshot, outcome.last_request.messages
         )
         click.echo("")
         click.echo(render_report(parts, outcome.last_input_tokens), nl=False)
-    raise click.exceptions.Exit(session.exit_code(outcome))
+    raise click.exceptions.Exit(session.exit_code(outcome, transcript))

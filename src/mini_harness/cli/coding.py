@@ -32,14 +32,15 @@ APPROVE_HELP = (
 )
 
 
-def approve_option(func: F, help_text: str = APPROVE_HELP) -> F:
-    """The `--approve auto|ask|never` option (default ask), passed as `approve`."""
+def approve_option(func: F, help_text: str = APPROVE_HELP, default: str | None = "ask") -> F:
+    """The `--approve auto|ask|never` option, passed as `approve`; None by `default` when
+    the settings decide (an agent run's: cli/settings.py)."""
     return click.option(
         "--approve",
         "approve",
         type=click.Choice(["auto", "ask", "never"]),
-        default="ask",
-        show_default=True,
+        default=default,
+        show_default=default is not None,
         help=help_text,
     )(func)
 

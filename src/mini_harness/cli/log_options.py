@@ -58,10 +58,11 @@ FILE_SETTINGS = ("fsync", "max_event_bytes")
 (`--redact-env` and `--redact-pattern` also redact what a command prints.)"""
 
 
-def refuse_without_log(ctx: click.Context, log: str | None) -> None:
-    """A command whose log is optional: the log flags that shape only the file, given
-    without `--log PATH`, are a usage error."""
-    refuse_without(ctx, FILE_SETTINGS, "--log PATH", given=log is not None)
+def refuse_without_log(ctx: click.Context, *, recorded: bool) -> None:
+    """The log flags that shape only the file, given where nothing is `recorded` (no
+    `--log PATH` where the log is optional, `--no-log` where it is not), are a usage error."""
+    needed = "--log PATH" if "no_log" not in ctx.params else "a log (not --no-log)"
+    refuse_without(ctx, FILE_SETTINGS, needed, given=recorded)
 
 
 def log_option(default: str) -> Callable[[F], F]:
@@ -77,6 +78,14 @@ def log_option(default: str) -> Callable[[F], F]:
         help="Record the events in this JSONL transcript: appended to, or created with its "
         f"parent directories. Default: {default}.",
     )
+
+
+no_log_option = click.option(
+    "--no-log",
+    is_flag=True,
+    help="Record nothing: not in the session store, nowhere (the run cannot be resumed).",
+)
+"""`--no-log` of the commands that record in the session store by default (`run`)."""
 
 
 log_options = gathered(

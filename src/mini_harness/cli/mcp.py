@@ -9,6 +9,7 @@ import click
 
 from mini_harness.agent.approval import AsyncPolicyApprover
 from mini_harness.cli.coding import approve_option
+from mini_harness.cli.export import exported, live_export, otel_option
 from mini_harness.cli.log_options import (
     LogSettings,
     log_option,
@@ -38,12 +39,15 @@ from mini_harness.runtime import ToolRuntime
     "elicitation; denied when the client cannot ask), auto (allow them), never (deny them). "
     "Deny rules of .mini-harness/policy.toml always stand; read-only tools are allowed.",
 )
+@otel_option
 def mcp_command(
+    *,
     log: str | None,
     workspace: str | None,
     registry_spec: str | None,
     approve: str,
     log_settings: LogSettings,
+    otel: bool,
 ) -> None:
     """Serve the tools to an MCP client (Claude Code, Codex, Cursor, ...) over stdio.
 
@@ -80,18 +84,21 @@ def mcp_command(
             ) from None
         raise UsageError(f"cannot import the MCP SDK: {exc}") from None
 
-    refuse_without_log(click.get_current_context(), log)
+    refuse_without_log(click.get_current_context(), recorded=log is not None)
 
     # Assembled as every command that acts: its notes (on stderr: stdout is the protocol)
     # redacted as its log is.
     session = Session(log_settings, workspace=workspace, approve=approve, err=True)
     registry = chosen_registry(registry_spec, session.workspace)
     policy = session.policy()
-    with session.log(log) as sink:
+    with (
+        session.log(log) as opened,
+        exported(live_export(otel, session.log_settings.redactor(session.keys)), opened) as sink,
+    ):
         approver = AsyncPolicyApprover(policy, ElicitingPrompter())
         runtime = ToolRuntime(registry, sink, approver=approver)
         runtime.start()  # RunStarted now: a torn tail it sets aside is reported up front
-        warn_quarantined(sink)
+        warn_quarantined(opened)
         names = ", ".join(d.name for d in registry.list()) or "none"
         where = f"; transcript {log}" if log is not None else ""
         session.say(

@@ -13,7 +13,7 @@ from mini_harness.cli.options import F, SingleOption
 from mini_harness.cli.output import describe
 from mini_harness.errors import MiniHarnessError, RegistrySpecError, UsageError
 from mini_harness.runtime import ToolRegistry
-from mini_harness.tools import Workspace, default_registry, register_coding_tools
+from mini_harness.tools import Workspace, WorkspaceLike, default_registry, register_coding_tools
 
 
 def registry_option(when: str | None = None) -> Callable[[F], F]:
@@ -30,7 +30,7 @@ def registry_option(when: str | None = None) -> Callable[[F], F]:
     )
 
 
-def chosen_registry(spec: str | None, workspace: str | None) -> ToolRegistry:
+def chosen_registry(spec: str | None, workspace: WorkspaceLike | None) -> ToolRegistry:
     """The registry `--registry` names, else the built-in tools in `workspace`."""
     if spec is None:
         return default_registry(workspace)
@@ -42,32 +42,32 @@ def chosen_registry(spec: str | None, workspace: str | None) -> ToolRegistry:
 
 
 def agent_registry(
-    workspace: str | None,
+    workspace: WorkspaceLike | None,
     redacted_names: tuple[str, ...] = (),
-    protected: tuple[str, ...] = (),
+    sandbox: bool | None = None,
 ) -> ToolRegistry:
     """The built-in tools an agent run gets: echo, the file tools and the coding tools
-    (git_status, git_diff, apply_patch, run_command), in `workspace` (default: the cwd),
-    with the `protected` files (the run's transcripts) out of the tools' reach for writing.
-    A re-run of an agent's transcript finds the same tools here."""
-    bound = Workspace(workspace or os.curdir, protected=protected)
+    (git_status, git_diff, apply_patch, run_command), in `workspace` (default: the cwd; a
+    Workspace with `protected` files keeps the run's transcripts out of the tools' reach
+    for writing). `sandbox` True requires bubblewrap (WorkspaceError without it). A re-run
+    of an agent's transcript finds the same tools here."""
+    bound = workspace if isinstance(workspace, Workspace) else Workspace(workspace or os.curdir)
     registry = default_registry(bound)
-    register_coding_tools(registry, bound, redacted_names=redacted_names)
+    register_coding_tools(registry, bound, redacted_names=redacted_names, sandbox=sandbox)
     return registry
 
 
 def agent_tools(
     spec: str | None,
-    workspace: str | None,
+    workspace: WorkspaceLike | None,
     redacted_names: tuple[str, ...] = (),
-    protected: tuple[str | None, ...] = (),
+    sandbox: bool | None = None,
 ) -> ToolRegistry:
     """The tools of an agent run (`run`, `resume`, `fork`): the registry `--registry`
     names, else the built-in tools with the coding tools, which the approval policy stands
-    in front of; `protected` names the transcripts the run reads and writes (None: none)."""
+    in front of (see agent_registry)."""
     if spec is None:
-        kept = tuple(path for path in protected if path is not None)
-        return agent_registry(workspace, redacted_names, kept)
+        return agent_registry(workspace, redacted_names, sandbox)
     return chosen_registry(spec, workspace)
 
 

@@ -32,6 +32,7 @@ from mini_harness.cli.output import info
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
 from mini_harness.cli.rerun import RerunOptions, rerun_options
 from mini_harness.cli.session import AgentOptions, AgentSession, model_option
+from mini_harness.cli.stored import locate
 from mini_harness.cli.view import same_file
 from mini_harness.errors import UsageError
 from mini_harness.replay import ContextReports, Run, TranscriptFold
@@ -71,7 +72,11 @@ from mini_harness.runtime.terminal import printable
     "with a live model as a new run that names the replayed one (forkedFrom), as `fork` does.",
 )
 @model_option("With --live-model: ")
-@functools.partial(approve_option, help_text=f"With --live-model: {APPROVE_HELP}")
+@functools.partial(
+    approve_option,
+    default=None,
+    help_text=f"With --live-model: {APPROVE_HELP} Default: the config's approve, else ask.",
+)
 @accept_policy_option
 def replay_command(  # noqa: PLR0917 - click passes each option
     paths: tuple[str, ...],
@@ -87,7 +92,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     log_settings: LogSettings,
     live_model: bool,
     model: str | None,
-    approve: str,
+    approve: str | None,
     accept_policy: bool,
 ) -> None:
     """Fold a transcript back into runs, calls and problems, never calling a handler.
@@ -106,8 +111,12 @@ def replay_command(  # noqa: PLR0917 - click passes each option
 
     Several paths, a directory (every *.jsonl below it) or a glob make one corpus report:
     a line per file and totals per tool, error kind and stop reason; the exit code is the
-    worst file's. --workers N folds them in N processes, --ray as Ray tasks.
+    worst file's. --workers N folds them in N processes, --ray as Ray tasks. A path may be
+    a run's id (or a prefix of it) recorded in the session store; the store's directory is
+    a corpus like any other. A re-run works in the workspace the runs recorded, unless
+    --workspace says otherwise.
     """
+    paths = tuple(locate(path).path for path in paths)
     ctx = click.get_current_context()
     refuse_without(ctx, ("step",), "--context-report", given=context_report)
     if effects:
@@ -148,14 +157,15 @@ def replay_command(  # noqa: PLR0917 - click passes each option
             click.echo(printable("\n".join(lines)))
         raise click.exceptions.Exit(code)
     unverified = rerun.verified(path, live_model=live_model)
+    workspace = rerun.where(path, run, as_json=as_json)
     # With --live-model the re-run's tools are the new run's (cli/session.py).
     live = None
     if live_model:
         options = AgentOptions(
-            model, rerun.registry_spec, rerun.root, approve, accept_policy, as_json=as_json
+            model, rerun.registry_spec, workspace, approve, accept_policy, as_json=as_json
         )
         live = AgentSession(options, log_settings)
-    tools = live.tools(path, log) if live else rerun.tools()
+    tools = live.tools(path, log) if live else rerun.tools(workspace)
     held = _read_once(fold)
     # Agent runs are replayed offline with their recorded model answers (cli/agent_replay.py).
     agent_code = rerun_agent_runs(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -28,11 +28,12 @@ from mini_harness.cli.options import (
     workspace_option,
 )
 from mini_harness.cli.registry_spec import agent_tools, registry_option
+from mini_harness.cli.stored import notice, recorded_workspace
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import UsageError
 from mini_harness.events import EventSink
 from mini_harness.replay import TranscriptRerun
-from mini_harness.replay.history import FoldItem
+from mini_harness.replay.history import FoldItem, read_history
 from mini_harness.runtime import ToolRegistry
 
 
@@ -51,13 +52,28 @@ class RerunOptions:
 
     @property
     def root(self) -> str | None:
-        """Where the built-in tools work: `--workspace`, else the root's (None: here)."""
+        """The workspace given: `--workspace`, else the root's (None: none)."""
         return self.workspace or root_workspace()
 
-    def tools(self) -> ToolRegistry:
+    def where(self, path: str, run: str | None = None, *, as_json: bool = False) -> str | None:
+        """Where the built-in tools work again: the workspace given, else the one the runs
+        recorded (that of the run `run` names, else of the last run that recorded one; read
+        from a file only: a pipe is read once, by the re-run), said when it is not the
+        current directory; None: the current directory. `--registry`'s tools work where
+        they like."""
+        if self.root is not None or self.registry_spec is not None:
+            return self.root
+        if not os.path.isfile(path):
+            return None
+        recorded = [each for each in read_history(path, run=run).shown if each.workspace]
+        if not recorded:
+            return None
+        return recorded_workspace(recorded[-1], lambda message: notice(message, as_json=as_json))
+
+    def tools(self, workspace: str | None) -> ToolRegistry:
         """The tools the calls run again with: `--registry`'s, else the built-in tools an
-        agent run gets, in the workspace (a re-run of its calls finds them all)."""
-        return agent_tools(self.registry_spec, self.root)
+        agent run gets, in `workspace` (a re-run of its calls finds them all)."""
+        return agent_tools(self.registry_spec, workspace)
 
     def verified(self, path: str, *, live_model: bool = False) -> tuple[str, ...] | None:
         """A re-run that may change things (side effects, a live model going on) acts on
@@ -84,11 +100,16 @@ class RerunOptions:
 _OPTIONS = tuple(field.name for field in attrs.fields(RerunOptions) if field.name != "rerun")
 
 
-def rerun_options(what: str, *also: str) -> Callable[[F], F]:
+def rerun_options(
+    what: str, *also: str, workspace_also: str = "", unless: Mapping[str, str] | None = None
+) -> Callable[[F], F]:
     """`--rerun` (`what` says what it does) and the options of a re-run, given to the
     command as one RerunOptions (`rerun`). Any of them, or of `also` (the command's own
     options that only a re-run takes), given without --rerun is a usage error, and so is
-    --workspace with --registry."""
+    --workspace with --registry; but an option named in `unless` serves the command too
+    when the option it maps to is given (view's --workspace with --last), as
+    `workspace_also` says in --workspace's help."""
+    excused = dict(unless or {})
     gather = gathered(
         RerunOptions,
         "rerun",
@@ -96,7 +117,8 @@ def rerun_options(what: str, *also: str) -> Callable[[F], F]:
         registry_option(when="--rerun"),
         workspace_option(
             "With --rerun: the directory the built-in file tools work in (default: the one "
-            "given before the subcommand, else the current directory)."
+            "given before the subcommand, else the one the runs recorded, else the current "
+            f"directory){workspace_also}."
         ),
         side_effects_option("--rerun"),
         allow_unverified_option,
@@ -106,7 +128,12 @@ def rerun_options(what: str, *also: str) -> Callable[[F], F]:
         @functools.wraps(command)
         def call(*args: Any, rerun: RerunOptions, **kwargs: Any) -> Any:
             ctx = click.get_current_context()
-            refuse_without(ctx, (*_OPTIONS, *also), "--rerun", given=rerun.rerun)
+            names = [
+                name
+                for name in (*_OPTIONS, *also)
+                if not (name in excused and ctx.params.get(excused[name]))
+            ]
+            refuse_without(ctx, names, "--rerun", given=rerun.rerun)
             if rerun.registry_spec is not None and rerun.workspace is not None:
                 raise UsageError(
                     "--workspace applies to the built-in tools; it cannot be used with --registry"

@@ -18,10 +18,18 @@ from mini_harness.agent import Opening
 from mini_harness.agent.approval import PolicyApprover
 from mini_harness.cli.coding import accept_policy_option
 from mini_harness.cli.log_options import LogSettings, log_option, log_options, warn_quarantined
-from mini_harness.cli.options import max_steps_option, number_option, option_group, run_option
+from mini_harness.cli.options import (
+    max_steps_option,
+    number_option,
+    option_group,
+    root_workspace,
+    run_option,
+)
 from mini_harness.cli.output import info
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
+from mini_harness.cli.stored import last_option, locate, notice, recorded_workspace
 from mini_harness.cli.verified import allow_unverified_option, verified_history
+from mini_harness.errors import MiniHarnessError
 from mini_harness.events import EventSink, ToolFailed, to_wire
 from mini_harness.replay.continuing.plans import continued_config, fork_opening, resume_plan
 from mini_harness.replay.continuing.rerun import safe_to_repeat
@@ -31,7 +39,8 @@ from mini_harness.runtime.terminal import printable
 from mini_harness.transcripts import JsonlTranscript
 
 _continue_options = option_group(
-    run_option("the last agent run of the transcript"),
+    last_option("agent run"),
+    run_option("the last agent run of the transcript (or the run an id names)"),
     max_steps_option("the run's own"),
     agent_options,
     allow_unverified_option,
@@ -41,8 +50,33 @@ _continue_options = option_group(
 """The options of resume and fork: which run, its step limit, and those of `run`."""
 
 
+def _located(
+    path: str | None, text: str | None, last: bool, run: str | None, agent: AgentOptions
+) -> tuple[str, str | None, str | None]:
+    """The transcript, the run (`--run`, else the one an id or --last named) and the text
+    (FOLLOW_UP, INSTRUCTION) of a resume or a fork. With --last, the one word given is the
+    text."""
+    if last and text is None:
+        path, text = None, path
+    found = locate(path, last=last, agent=True, workspace=agent.workspace or root_workspace())
+    _must_exist(found.path)
+    return found.path, run or found.run_id, text
+
+
+def _workspace(path: str, run: str | None, agent: AgentOptions) -> str | None:
+    """Where the continued run works: --workspace, else where the run it continues worked
+    (said when that is not here), else the current directory (None)."""
+    if agent.workspace or root_workspace():
+        return None
+    try:
+        found = select_agent_run(read_history(path, damage=True), run)
+    except MiniHarnessError:  # said as it always is, once the transcript is verified
+        return None
+    return recorded_workspace(found, lambda message: notice(message, as_json=agent.as_json))
+
+
 @click.command("resume", short_help="Continue an agent run as a new run that names it.")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path", type=click.Path(dir_okay=False), required=False)
 @click.argument("follow_up", required=False)
 @_continue_options
 @click.option(
@@ -52,9 +86,10 @@ _continue_options = option_group(
     "model is told it was interrupted).",
 )
 def resume_command(
-    path: str,
+    path: str | None,
     follow_up: str | None,
     *,
+    last: bool,
     run: str | None,
     max_steps: int | None,
     agent: AgentOptions,
@@ -62,7 +97,10 @@ def resume_command(
     log_settings: LogSettings,
     retry_in_doubt: bool,
 ) -> None:
-    """Continue an agent run of the transcript PATH, as a new run appended to it.
+    """Continue an agent run of the transcript PATH, as a new run appended to it. PATH may
+    be a run's id (or a prefix of it) recorded in the session store; --last takes the
+    newest agent run of the workspace. The run works where the run it continues worked,
+    unless --workspace says otherwise.
 
     Finished tool calls are never run again; a call in doubt (the process died while it
     ran) is recorded as interrupted and the model is told so; a request in doubt is sent
@@ -72,8 +110,8 @@ def resume_command(
 
     Exit codes: as `run` (0 a final answer, 1 none, 2 usage, 130 interrupted).
     """
-    _must_exist(path)
-    session = AgentSession(agent, log_settings)
+    path, run, follow_up = _located(path, follow_up, last, run, agent)
+    session = AgentSession(agent, log_settings, workspace=_workspace(path, run, agent))
     registry = session.tools(path)
     with session.log(path) as log:
         transcript = _recovered(log)  # before anything reads the file
@@ -101,7 +139,7 @@ def resume_command(
 
 
 @click.command("fork", short_help="Branch an agent run off before a step, as a new run.")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path", type=click.Path(dir_okay=False), required=False)
 @click.argument("instruction", required=False)
 @number_option(
     "--at-step",
@@ -112,10 +150,11 @@ def resume_command(
 @_continue_options
 @log_option("appended to PATH")
 def fork_command(
-    path: str,
+    path: str | None,
     instruction: str | None,
     *,
     at_step: int,
+    last: bool,
     run: str | None,
     max_steps: int | None,
     agent: AgentOptions,
@@ -126,15 +165,21 @@ def fork_command(
     """Start a new run from an agent run of PATH as it stood before step N's request.
 
     INSTRUCTION adds a user message. The new run records `forkedFrom` (run id and step);
-    the original run is not changed. It is appended to PATH, or written to --log OUT.
+    the original run is not changed. It is appended to PATH, or written to --log OUT. PATH
+    may be a run's id (or a prefix of it) recorded in the session store; --last takes the
+    newest agent run of the workspace. The fork works where the run worked, unless
+    --workspace says otherwise.
 
     Exit codes: as `run` (0 a final answer, 1 none, 2 usage, 130 interrupted).
     """
-    _must_exist(path)
+    path, run, instruction = _located(path, instruction, last, run, agent)
     unverified = verified_history(path, "fork", allow=allow_unverified)
     found = select_agent_run(read_history(path, requests=True), run)
     opening = attrs.evolve(fork_opening(found, at_step, instruction), unverified=unverified)
-    session = AgentSession(agent, log_settings)
+    workspace = None
+    if not (agent.workspace or root_workspace()):
+        workspace = recorded_workspace(found, lambda text: notice(text, as_json=agent.as_json))
+    session = AgentSession(agent, log_settings, workspace=workspace)
     approver = session.approver(continuing=found)
     registry = session.tools(path, log)
     target = log or path
@@ -201,4 +246,4 @@ def _continue(  # noqa: PLR0917 - the pieces of one continued run
         "forkedFrom": to_wire(opening.forked_from),
     }
     session.finish(outcome, path, **origin)
-    raise click.exceptions.Exit(session.exit_code(outcome))
+    raise click.exceptions.Exit(session.exit_code(outcome, path))

@@ -1,20 +1,26 @@
 """One session: the one place a command that acts is assembled from the command line.
 
 `run`, `resume`, `fork` and `replay --rerun --live-model` take the same options
-(`agent_options`, `log_options`) and build their run from them here (`AgentSession`): the
+(`agent_options`, `log_options`) and build their run from them here: the settings (flags
+over the environment over the project's and the user's config.toml: cli/settings.py), the
 model provider, the tools (the transcripts the run reads and writes out of their reach),
-the approver (the workspace's policy with `--approve`, checked against the policy of the
-run being continued), the log (with the log flags, redacting the provider's key), what is
-printed (redacted as the log is), the `--json` document and the exit code. `undo` and
-`mcp`, which run tools without a model, build theirs from the same parts (`Session`).
+the approver (the workspace's policy with the approval mode, checked against the policy of
+the run being continued), the log (`--log`, else a new transcript in the session store;
+with the log flags, redacting the provider's key), what RunStarted records of the
+workspace and the settings, what is printed (redacted as the log is), the `--json`
+document and the exit code (`AgentSession`). `undo` and `mcp`, which run tools without a
+model, are built from the same parts (`Session`): the workspace, the approval policy, the
+log with the log flags, and what they print, redacted as their log is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-from collections.abc import Callable
-from typing import NoReturn
+import shlex
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import attrs
 import click
@@ -29,27 +35,37 @@ from mini_harness.agent import (
 )
 from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover
 from mini_harness.cli.coding import (
+    APPROVE_HELP,
     approve_option,
     continued_approver,
     make_approver,
     workspace_policy,
 )
+from mini_harness.cli.export import live_export, otel_option
 from mini_harness.cli.log_options import LogSettings, opened_log
-from mini_harness.cli.options import (
-    F,
-    gathered,
-    json_option,
-    root_workspace,
-    workspace_option,
-)
-from mini_harness.cli.output import error, fail
+from mini_harness.cli.options import F, gathered, json_option, root_workspace, workspace_option
+from mini_harness.cli.output import error, fail, info, warn
 from mini_harness.cli.printing import PrintingReporter, RedactingPrinter
 from mini_harness.cli.registry_spec import agent_tools, registry_option
-from mini_harness.errors import ExitCode, exit_code_of
-from mini_harness.events import EventSink, JsonObject, JsonValue, to_wire
+from mini_harness.cli.settings import load_settings
+from mini_harness.errors import ExitCode, GitError, UsageError, WorkspaceError, exit_code_of
+from mini_harness.events import (
+    EventSink,
+    JsonObject,
+    JsonValue,
+    RunSettings,
+    RunWorkspace,
+    new_id,
+    to_wire,
+)
 from mini_harness.replay.history import Run
 from mini_harness.runtime import ToolRegistry, ToolRuntime
-from mini_harness.transcripts import Redactor
+from mini_harness.store import SessionStore
+from mini_harness.tools import Workspace, WorkspaceLike
+from mini_harness.transcripts import JsonlTranscript, Redactor
+
+if TYPE_CHECKING:
+    from mini_harness.export.live import LiveExport
 
 
 @attrs.frozen
@@ -60,10 +76,11 @@ class AgentOptions:
     model: str | None = None
     registry_spec: str | None = None
     workspace: str | None = None
-    approve: str = "ask"
+    approve: str | None = None  # None: the settings' (default ask)
     accept_policy: bool = False
     no_stream: bool = False
     as_json: bool = False
+    otel: bool = False
 
 
 def model_option(when: str = "") -> Callable[[F], F]:
@@ -72,8 +89,8 @@ def model_option(when: str = "") -> Callable[[F], F]:
     return click.option(
         "--model",
         metavar="PROVIDER:MODEL",
-        help=f"{when}mock, script:FILE, or a model provider (default: from the "
-        "environment, else mock).",
+        help=f"{when}mock, script:FILE, or a model provider (default: the config's model, "
+        "else the one whose API key is set, else mock).",
     )
 
 
@@ -86,9 +103,14 @@ agent_options = gathered(
         "Root directory of the tools, of AGENTS.md and of .mini-harness/policy.toml "
         "(default: the one given before the subcommand, else the current directory)."
     ),
-    approve_option,
+    functools.partial(
+        approve_option,
+        default=None,
+        help_text=f"{APPROVE_HELP} Default: the config's approve, else ask.",
+    ),
     click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes."),
     json_option("Print one JSON document at the end."),
+    otel_option,
 )
 """The options of `run`, `resume` and `fork`, given to the command as one AgentOptions
 (`agent`); resume and fork add `--accept-policy` (`accept_policy_option`), gathered with
@@ -99,7 +121,7 @@ class Session:
     """What every command that acts and records shares: its workspace (`--workspace`, else
     the root's), its log settings, the secrets it hides (`keys`, with what `--redact-env`
     and `--redact-pattern` name) from its log and from everything it prints, and how its
-    calls are approved (the workspace's policy with `--approve`).
+    calls are approved (the workspace's policy with the approval mode `approve`).
 
     `printer` prints its lines (on standard error with `err`: `mcp`'s standard output is
     the protocol's)."""
@@ -126,13 +148,13 @@ class Session:
         return RedactingPrinter(redactor, err=err)
 
     def policy(self) -> ApprovalPolicy:
-        """The workspace's approval policy with `--approve` (a usage error if it cannot be
-        used)."""
+        """The workspace's approval policy with the approval mode (a usage error if it
+        cannot be used)."""
         return workspace_policy(self.workspace or os.curdir, self.approve)
 
     def approver(self, continuing: Run | None = None) -> PolicyApprover:
-        """The workspace's approval policy with `--approve`, asking on a terminal; for a
-        run `continuing` another, checked against the policy that one started with
+        """The workspace's approval policy with the approval mode, asking on a terminal;
+        for a run `continuing` another, checked against the policy that one started with
         (`--accept-policy`)."""
         workspace = self.workspace or os.curdir
         if continuing is None:
@@ -162,22 +184,63 @@ class Session:
 class AgentSession(Session):
     """The pieces of one agent run, built from its options.
 
-    The provider is chosen first (a model that cannot be used is a usage error before
-    anything else happens); its keys are redacted from the log and from everything printed.
+    The settings are read first (the flags over the environment over the workspace's
+    `.mini-harness/config.toml` over the user's config.toml: a config file that cannot be
+    used is a usage error), then the provider is chosen (so is a model that cannot be
+    used), before anything else happens; its keys are redacted from the log and from
+    everything printed.
     """
 
     printer: PrintingReporter
 
-    def __init__(self, options: AgentOptions, log_settings: LogSettings | None = None) -> None:
+    def __init__(
+        self,
+        options: AgentOptions,
+        log_settings: LogSettings | None = None,
+        *,
+        workspace: str | None = None,
+        flags: Mapping[str, Any] | None = None,
+    ) -> None:
+        """`workspace` overrides the options' (a continued run's recorded one); `flags`
+        are the command's other settings as given (`max-steps`, `max-context-tokens`)."""
         self.options = options
-        self.provider = choose_provider(options.model, os.environ)
+        workspace = workspace or options.workspace or root_workspace()
+        given = log_settings or LogSettings()
+        self.settings = load_settings(
+            workspace,
+            {
+                "model": options.model,
+                "approve": options.approve,
+                "redact-env": given.redact_env,
+                "redact-pattern": given.redact_pattern,
+                **(flags or {}),
+            },
+        )
+        for passed in self.settings.passed:
+            warn(passed.describe())
+        # Names from a config file are redacted where they are set: a config serves every
+        # shell, and a variable this one does not set has nothing to hide.
+        names = [
+            name
+            for name in self.settings["redact-env"]
+            if name in given.redact_env or os.environ.get(name)
+        ]
+        settled = attrs.evolve(
+            given, redact_env=names, redact_pattern=self.settings["redact-pattern"]
+        )
+        self.provider = choose_provider(self.settings["model"], os.environ)
         super().__init__(
-            log_settings,
-            workspace=options.workspace,
-            approve=options.approve,
+            settled,
+            workspace=workspace,
+            approve=self.settings["approve"],
             accept_policy=options.accept_policy,
             keys=provider_secrets(self.provider),
         )
+        self.run_id = new_id()
+        self.bound: Workspace | None = None  # the built-in tools' workspace, once made
+        self._inside: dict[str, str] = {}  # the run's transcripts inside it, until said
+        self._transcript: JsonlTranscript | None = None
+        self._live: LiveExport | None = None
 
     def _printer(self, redactor: Redactor | None, *, err: bool) -> PrintingReporter:
         """What prints the run as it goes (the model's text streamed, each step)."""
@@ -191,20 +254,101 @@ class AgentSession(Session):
     def tools(self, *transcripts: str | None) -> ToolRegistry:
         """The run's tools: `--registry`'s, else the built-in ones (the coding tools among
         them) in the workspace, the `transcripts` it reads and writes out of their reach
-        for writing, `--redact-env`'s variables out of every command's environment."""
-        return agent_tools(
-            self.options.registry_spec,
-            self.workspace,
-            self.log_settings.redact_env,
-            protected=transcripts,
+        for writing (by path now, and by identity once `log` opens them),
+        `--redact-env`'s variables out of every command's environment."""
+        required = self.settings["require-sandbox"]
+        spec = self.options.registry_spec
+        # --registry's tools work where they like: a workspace only goes with them when
+        # given (an error), not when it was recorded.
+        workspace: WorkspaceLike | None = (
+            self.workspace if spec is None else self.options.workspace or root_workspace()
         )
+        if spec is None:
+            kept = tuple(path for path in transcripts if path is not None)
+            workspace = self.bound = Workspace(self.workspace or os.curdir, protected=kept)
+            inside = zip(kept, self.bound.protected, strict=True)
+            self._inside = {real: path for path, real in inside if self.bound.contains(real)}
+        try:
+            return agent_tools(
+                spec,
+                workspace,
+                self.log_settings.redact_env,
+                sandbox=True if required else None,
+            )
+        except WorkspaceError as exc:
+            if not required:
+                raise
+            source = self.settings.source("require-sandbox")
+            raise UsageError(f"{exc.message} (require-sandbox is set by {source})") from None
+
+    def transcript(self, log: str | None, *, no_log: bool = False) -> str | None:
+        """Where a new run is recorded: `--log`, else a new transcript in the session store
+        named by the run; None with `--no-log` (said once)."""
+        if no_log:
+            if log is not None:
+                raise UsageError("--no-log cannot be combined with --log")
+            self.say("Not recorded (--no-log): this run cannot be resumed or found again")
+            return None
+        if log is not None:
+            return log
+        store = SessionStore(self.settings.sessions_dir)
+        # Sessions hold what the tools read and the model said: the store is the user's
+        # alone (a directory that exists keeps its mode; the log says if it cannot be made).
+        with contextlib.suppress(OSError):
+            store.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return str(store.new_transcript(self.run_id))
+
+    @contextlib.contextmanager
+    def log(self, path: str | None) -> Iterator[EventSink]:
+        """The run's log at `path` (None: nothing is recorded), written with the log flags;
+        a log that cannot be opened is a usage error before anything runs. The tools'
+        workspace protects the file opened by its identity too. While it is open, the run
+        is exported live when asked (`--otel`), closed with it."""
+        with super().log(path) as sink:
+            if self.bound is not None and isinstance(sink, JsonlTranscript):
+                self.bound.pin(sink.path, sink.identity)
+            self._transcript = sink if isinstance(sink, JsonlTranscript) else None
+            self._live = live_export(self.options.otel, self.log_settings.redactor(self.keys))
+            try:
+                yield sink
+            finally:
+                if self._live is not None:
+                    self._live.close()
+
+    def run_workspace(self) -> RunWorkspace:
+        """The workspace as RunStarted records it: its absolute path and, in a git
+        repository, HEAD and the branch (read from the repository's files; never git)."""
+        from mini_harness.tools.git_dir import repository_head
+
+        path = os.path.realpath(self.workspace or os.curdir)
+        try:
+            head, branch = repository_head(Workspace(path))
+        except (GitError, WorkspaceError, OSError):  # not a repository (of its own)
+            return RunWorkspace(path)
+        return RunWorkspace(path, head, branch)
 
     def loop(
         self, sink: EventSink, tools: ToolRegistry, approver: PolicyApprover, config: AgentConfig
     ) -> AgentLoop:
-        """The agent loop of the run, printing as it goes (unless `--json`)."""
-        runtime = ToolRuntime(tools, sink, approver=approver)
+        """The agent loop of the run, printing as it goes (unless `--json`); its RunStarted
+        records the workspace and the settings. A transcript of the run inside the
+        workspace is warned about here, once, as the run starts."""
+        for inside in self._inside.values():
+            warn(
+                f"transcript {inside} lies inside the workspace the agent can write: a later "
+                "run could rewrite it, and it would still verify. Keep the head hash that "
+                f"`mini-harness transcript verify {inside}` prints somewhere else: "
+                "`transcript verify --head HASH` is what proves it was not rewritten"
+            )
+        self._inside = {}
+        if self._live is not None:
+            sink = self._live.wrap(sink, self._transcript)
+        runtime = ToolRuntime(tools, sink, approver=approver, run_id=self.run_id)
         reporter = None if self.options.as_json else self.printer
+        settings = RunSettings(
+            self.approve, config.max_context_tokens, bool(self.settings["require-sandbox"])
+        )
+        config = attrs.evolve(config, workspace=self.run_workspace(), settings=settings)
         return AgentLoop(runtime, self.provider, config, reporter)
 
     def say(self, message: str) -> None:
@@ -232,8 +376,34 @@ class AgentSession(Session):
         elif transcript is not None:
             self.printer.say(f"Transcript: {transcript} (run {outcome.run_id})")
 
-    def exit_code(self, outcome: AgentOutcome) -> ExitCode:
-        """Say why the run failed, if it did; the exit code of how it ended."""
+    def exit_code(self, outcome: AgentOutcome, transcript: str | None = None) -> ExitCode:
+        """Say why the run failed, if it did, and for an interrupted run recorded in
+        `transcript` the command that continues it; the exit code of how it ended."""
         if outcome.error is not None:
             error(self.printer.shown(outcome.error))
+        if outcome.stop_reason == "cancelled" and transcript is not None:
+            command = self.resume_command(outcome.run_id, transcript)
+            message = f"To continue the run: {command}"
+            if self.options.as_json:
+                click.echo(f"[mini-harness] {message}", err=True)
+            else:
+                info(message)
         return exit_code_of(stop_reason=outcome.stop_reason)
+
+    def resume_command(self, run_id: str, transcript: str) -> str:
+        """The exact command that resumes run `run_id` of `transcript`: by the run's id
+        when the transcript is in the session store, else by the transcript and the run;
+        with the `--model` and `--registry` this run was given (the rest is recorded)."""
+        store = os.path.realpath(self.settings.sessions_dir)
+        in_store = os.path.realpath(transcript).startswith(store + os.sep)
+        words = ["mini-harness", "resume"]
+        words += [run_id] if in_store else [transcript, "--run", run_id]
+        given = (
+            ("--model", self.options.model),
+            ("--registry", self.options.registry_spec),
+            ("--approve", self.options.approve),
+        )
+        for flag, value in given:
+            if value is not None:
+                words += [flag, value]
+        return shlex.join(words)

@@ -10,8 +10,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mini_harness.cli.options import SingleOption, json_option, run_option, step_option
+from mini_harness.cli.options import (
+    SingleOption,
+    json_option,
+    root_workspace,
+    run_option,
+    step_option,
+)
 from mini_harness.cli.output import info, verdict
+from mini_harness.cli.stored import last_option, locate
 
 if TYPE_CHECKING:
     from mini_harness.replay.history import History
@@ -26,7 +33,8 @@ def use_colour(stream: object) -> bool:
 
 
 @click.command("show", short_help="Print a transcript as a readable timeline.")
-@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True), required=False)
+@last_option("run")
 @run_option("every run")
 @step_option("Only this step of agent runs.")
 @click.option(
@@ -52,7 +60,8 @@ def use_colour(stream: object) -> bool:
 @click.option("--full", is_flag=True, help="Print model text, inputs and outputs whole.")
 @json_option("Print the selected events as JSON lines.")
 def show_command(  # noqa: PLR0917 - click passes each option as an argument
-    path: str,
+    path: str | None,
+    last: bool,
     run: str | None,
     step: int | None,
     tools: tuple[str, ...],
@@ -64,7 +73,8 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     """Print PATH as a timeline: runs (a tree when they resume or fork), steps, model
     turns, tool calls with input and output, failures, approvals, durations and usage.
     Long text is cut to the terminal width (--full prints it whole). PATH may be a pipe,
-    or - for standard input.
+    or - for standard input, or a run's id (or a prefix of it) recorded in the session
+    store: its whole transcript is shown; --last shows the newest of this workspace.
 
     Exit codes: 0 shown; 1 the log has problems (a broken chain or call protocol, a torn
     tail, calls in doubt, an unfinished run); 2 it cannot be used: it cannot be read as a
@@ -75,6 +85,7 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     from mini_harness.replay.views import describe
     from mini_harness.replay.views.filters import Selection, select, selected_events
 
+    path = locate(path, last=last, workspace=root_workspace()).path
     selection = Selection(run=run, step=step, tools=tools, status=status, grep=grep)
     history = read_history(path, detail=True, damage=True)
     shown = select(history, selection)

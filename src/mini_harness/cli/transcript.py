@@ -10,6 +10,7 @@ import orjson
 from mini_harness.cli.corpus import corpus_options, verify_corpus, wants_corpus
 from mini_harness.cli.options import json_option
 from mini_harness.cli.output import PREFIX, fail, info
+from mini_harness.cli.stored import locate
 from mini_harness.errors import UsageError, counted, exit_code_of
 from mini_harness.transcripts.repair import repair_transcript
 from mini_harness.transcripts.verify import VerifyReport, verify_transcript
@@ -74,7 +75,9 @@ def verify_command(
     which anchors the whole chain. PATH may be a pipe, or - for standard input.
 
     Several paths, a directory (every *.jsonl below it) or a glob make one report with a
-    line per file; the exit code is the worst file's."""
+    line per file; the exit code is the worst file's. A path may be a run's id (or a
+    prefix of it) recorded in the session store."""
+    paths = tuple(locate(path).path for path in paths)
     if wants_corpus(paths, workers, ray_address):
         if head is not None:
             raise UsageError("--head applies to one transcript, not to a corpus")
@@ -104,7 +107,9 @@ def verify_command(
 def repair_command(path: str, close_in_doubt: bool) -> None:
     """Copy a torn tail of PATH aside (PATH.torn-OFFSET) and cut it off, and with
     --close-in-doubt record in-doubt calls as interrupted. Never deletes data it has not
-    copied aside; never rewrites the middle of a transcript."""
+    copied aside; never rewrites the middle of a transcript. PATH may be a run's id (or a
+    prefix of it) recorded in the session store."""
+    path = locate(path).path
     result = repair_transcript(path, close_in_doubt=close_in_doubt)
     if result.refused is not None:
         fail(f"cannot repair {path}: {result.refused}", exit_code_of(failed=True))

@@ -10,11 +10,13 @@ import click
 from mini_harness.cli.options import SingleOption
 from mini_harness.cli.output import error, info, verdict
 from mini_harness.cli.rerun import RerunOptions, rerun_options
+from mini_harness.cli.stored import last_option, locate
 from mini_harness.errors import UsageError
 from mini_harness.replay import TranscriptFold
 from mini_harness.replay.continuing.outcomes import DIFFERING, differing
 from mini_harness.replay.views import describe
 from mini_harness.replay.views.page import render_page, step_contexts
+from mini_harness.transcripts.beside import open_directory, write_beside
 
 
 def default_output(path: str) -> Path:
@@ -28,7 +30,8 @@ def default_output(path: str) -> Path:
 
 
 @click.command("view", short_help="Write a transcript as a self-contained HTML page.")
-@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True), required=False)
+@last_option("run")
 @click.option(
     "-o",
     "--output",
@@ -39,10 +42,13 @@ def default_output(path: str) -> Path:
 )
 @click.option("--open", "open_page", is_flag=True, help="Open the page in a web browser.")
 @rerun_options(
-    "Re-run the recorded calls (as `replay --rerun` does) and show each outcome and diff."
+    "Re-run the recorded calls (as `replay --rerun` does) and show each outcome and diff.",
+    workspace_also="; with --last: the workspace whose newest run is shown",
+    unless={"workspace": "last"},
 )
 def view_command(
-    path: str,
+    path: str | None,
+    last: bool,
     output: str | None,
     open_page: bool,
     rerun: RerunOptions,
@@ -53,20 +59,24 @@ def view_command(
     intact. With --rerun, each call is dispatched again against the current registry
     (read-only and idempotent tools only, unless --allow-side-effects) and the page shows
     whether it matched, with the diff when it did not. PATH may be a pipe, or - for
-    standard input: it is read once.
+    standard input: it is read once; or a run's id (or a prefix of it) recorded in the
+    session store; --last takes the newest run of this workspace. A transcript of the store
+    gets its page beside it.
 
     Exit codes: 0 written; 1 written, but the log has problems (a broken chain, a torn
     tail, calls in doubt) or a re-run call differs; 2 the transcript cannot be used (it
     cannot be read as one, or is damaged mid-file: the page shows it up to the damage and
     names the problem), or the page cannot be written.
     """
+    # --last looks in the workspace given (before the subcommand, or with --rerun here).
+    path = locate(path, last=last, workspace=rerun.root).path
     target = Path(output) if output is not None else default_output(path)
     if path != "-" and same_file(target, path):
         raise UsageError("the page would overwrite the transcript: give -o FILE.html")
     tools = None
     if rerun.rerun:
         rerun.verified(path)
-        tools = rerun.tools()
+        tools = rerun.tools(rerun.where(path))
     # One reading: the timeline, each step's request (for its context) and, for a re-run,
     # the calls in the order they ended.
     fold = TranscriptFold(path, requests=True, detail=True, damage=True)
@@ -79,7 +89,7 @@ def view_command(
         reruns = rerun.calls(items, tools).report(history)
     page = render_page(history, step_contexts(history), reruns)
     try:
-        target.write_text(page, encoding="utf-8")
+        write_page(target, page)
     except OSError as exc:
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     calls = sum(describe.call_counts(history).values())
@@ -94,6 +104,17 @@ def view_command(
             error(f"no web browser could be started; open {target} yourself")
     counts = {name: reruns.count(name) for name in DIFFERING} if reruns is not None else {}
     verdict(*describe.verdict(history, differing(counts)))
+
+
+def write_page(target: Path, page: str) -> None:
+    """Write the page to `target`: a new file, or an existing regular file rewritten; never
+    through a symlink at its name (it may sit beside a transcript in a workspace a model
+    can write, see transcripts/beside.py). OSError says why not."""
+    dir_fd, name = open_directory(target)
+    try:
+        write_beside(dir_fd, name, page.encode("utf-8"), replace=True)
+    finally:
+        os.close(dir_fd)
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:

@@ -1,6 +1,6 @@
 """The conversation as the events record it: messages, tool calls, usage, project rules,
-the model and origin of a run, a model failure, a trimmed message, and the tool
-definitions a model is shown.
+the model, origin, workspace and settings of a run, a model failure, a trimmed message,
+and the tool definitions a model is shown.
 
 Declared once, like the events that carry them: the agent layer builds its requests from
 these classes, the one encoder (events/wire.py) writes them and the one decoder
@@ -121,6 +121,29 @@ class RunOrigin:
 
     run_id: str
     step: int
+
+
+@attrs.frozen
+class RunWorkspace:
+    """Where an agent run worked: the workspace's absolute `path` and, when it is a git
+    repository, the commit checked out (`head`, 40 or 64 hex digits; None before the
+    first commit) and the branch (None when HEAD is detached)."""
+
+    path: str
+    head: str | None = None
+    branch: str | None = None
+
+
+@attrs.frozen
+class RunSettings:
+    """The settings an agent run started with, beside those RunStarted records on its own
+    (`model`, `maxSteps`, `policySha256`): the approval mode (`--approve`), the context
+    budget (`--max-context-tokens`, None: none) and whether commands had to run in the
+    sandbox (`require-sandbox`)."""
+
+    approve: str
+    max_context_tokens: int | None = None
+    require_sandbox: bool = attrs.field(default=False, metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen

@@ -17,6 +17,8 @@ from mini_harness.events.conversation import (
     ProjectRules,
     ReplacedMessage,
     RunOrigin,
+    RunSettings,
+    RunWorkspace,
     ToolDefinition,
     Usage,
 )
@@ -72,7 +74,9 @@ class RunStarted:
     acts on a history that does not verify (resume, fork, undo with `--allow-unverified`)
     lists the problems verify found in `unverified`. A run decided by an approval policy
     records `policy_sha256`, the SHA-256 of the policy file it read when it started (of no
-    bytes when the workspace has none).
+    bytes when the workspace has none). An agent run started from the command line also
+    records its `workspace` (path, git HEAD and branch) and its `settings` (approval mode,
+    context budget, sandbox requirement).
     """
 
     ts: str
@@ -88,6 +92,8 @@ class RunStarted:
     forked_from: RunOrigin | None = attrs.field(default=None, kw_only=True)
     unverified: tuple[str, ...] | None = attrs.field(default=None, kw_only=True)
     policy_sha256: str | None = attrs.field(default=None, kw_only=True)
+    workspace: RunWorkspace | None = attrs.field(default=None, kw_only=True)
+    settings: RunSettings | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen

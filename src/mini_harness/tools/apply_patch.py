@@ -18,6 +18,7 @@ import attrs
 from mini_harness.errors import PatchConflictError, PatchSyntaxError, WorkspaceError
 from mini_harness.events import JsonObject
 from mini_harness.runtime.results import FileEffect, WithEffects, sha256_of
+from mini_harness.tools.controls import control_by_another_name
 from mini_harness.tools.patch_files import FileWrite, Found, PatchTree
 from mini_harness.tools.patch_hunks import BOM, apply_hunks
 from mini_harness.tools.patch_writes import commit
@@ -149,6 +150,12 @@ class ApplyPatch:
         found = tree.read(path, MAX_FILE_BYTES)
         if found is None:
             return None, ""
+        reached = control_by_another_name(self.workspace, found.info)
+        if reached is not None:
+            raise WorkspaceError(
+                path,
+                f"Path {quote_path(path)} is {reached}; apply_patch does not change it",
+            )
         text = decode_text(found.data)
         if text is None:
             raise WorkspaceError(

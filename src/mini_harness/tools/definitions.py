@@ -270,8 +270,9 @@ APPLY_PATCH: Final = ToolDefinition(
 
 _SANDBOXED = (
     "It runs in a bubblewrap sandbox with no capabilities: the workspace is writable "
-    "except .git, .mini-harness and the run's transcript, /tmp is private, the rest of the "
-    "system is read-only, and there is no network."
+    "except .git, .mini-harness and the run's transcript, /tmp and HOME are private and "
+    "empty, users' homes are hidden, the rest of the system is read-only, there is no "
+    "network, and no Unix socket, ptrace (debuggers) or mount can be used."
 )
 _UNSANDBOXED = (
     "No sandbox is available here (bubblewrap is not installed or cannot run): the command "

@@ -2,8 +2,9 @@
 
 The snapshot holds each regular file's stat data and sha256. Afterwards only files whose
 stat data changed (or that appeared) are read again. Directories the file tools skip
-(.git, node_modules, .venv, ...) are left out, and a workspace over the limits is not
-tracked at all (the snapshot is None): hashing it on every command would cost too much.
+(.git, node_modules, .venv, ...) are left out, except a `.git` below the root (less its
+objects), and a workspace over the limits is not tracked at all (the snapshot is None):
+hashing it on every command would cost too much.
 """
 
 from __future__ import annotations
@@ -23,10 +24,21 @@ _StatKey: TypeAlias = tuple[int, int, int, int]  # inode, size, mtime ns, ctime 
 Snapshot: TypeAlias = dict[str, tuple[_StatKey, str | None]]
 
 
+def _entered(directory: str, dirnames: list[str], root: str) -> list[str]:
+    """The subdirectories a snapshot walks into: not those the file tools skip, except a
+    `.git` below the root (a repository a command made there is an effect; the root's is
+    read-only in the sandbox), whose object store is left out."""
+    if os.path.basename(directory) == ".git" and directory != root:
+        return sorted(d for d in dirnames if d != "objects")
+    return sorted(
+        d for d in dirnames if d not in SKIPPED_DIRS or (d == ".git" and directory != root)
+    )
+
+
 def _files(root: str) -> dict[str, os.stat_result]:
     found: dict[str, os.stat_result] = {}
     for directory, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+        dirnames[:] = _entered(directory, dirnames, root)
         for name in filenames:
             path = os.path.join(directory, name)
             try:

@@ -18,7 +18,10 @@ the differential tests take git's output as the reference.
 
 The repository must lie inside the workspace: a `.git` file or link (`gitdir: ...`), a
 `commondir`, an entry of the git directory or an alternate object directory that leads
-outside it is refused, so that git_diff never shows another repository's files.
+outside it is refused, so that git_diff never shows another repository's files. The files
+read to find it and to copy its settings (a `.git` file, `commondir`, `HEAD`, alternates,
+`config`) are read confined to the workspace (read_confined): regular files only, never
+waited on (a FIFO) and of bounded size; git parses a copy of the configuration.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from typing import Final
 
-from mini_harness.errors import GitError
+from mini_harness.errors import FileRefusedError, GitError
 from mini_harness.tools.process import run_bounded
 from mini_harness.tools.workspace import Workspace, quote_path
 
@@ -51,6 +54,7 @@ _KEPT_PATTERN: Final = "^(" + "|".join(re.escape(key) for key in KEPT_SETTINGS) 
 _PLAIN_WORD: Final = re.compile(r"[A-Za-z0-9_-]{1,32}")
 _NOT_LINKED: Final = frozenset({"config", "config.worktree", "hooks", "commondir", "HEAD"})
 _SMALL_FILE: Final = 4096  # a `.git` file, HEAD, commondir: a path or a ref
+_MAX_CONFIG: Final = 1 << 20
 
 
 def _outside(what: str, real: str) -> GitError:
@@ -61,12 +65,33 @@ def _outside(what: str, real: str) -> GitError:
     )
 
 
-def _read_small(path: str) -> str:
-    with open(path, "rb") as handle:
-        data = handle.read(_SMALL_FILE + 1)
-    if len(data) > _SMALL_FILE:
-        raise GitError(".", f"{quote_path(path)} is too large to be a git pointer file")
-    return data.decode("utf-8", "surrogateescape").strip()
+def _read(workspace: Workspace, path: str, limit: int) -> bytes:
+    """The bytes of the repository's file `path`, read confined to the workspace (see
+    read_confined): a regular file of at most `limit` bytes, opened without following a
+    link or waiting on a FIFO."""
+    real = os.path.realpath(path)
+    if not workspace.contains(real):
+        raise _outside(quote_path(os.path.basename(path)), real)
+    shown = quote_path(workspace.relative(real))
+    try:
+        return workspace.read(real, limit)
+    except FileRefusedError as refused:
+        if refused.outside:
+            raise _outside(shown, real) from None
+        if refused.kind is not None:
+            problem = f"is a {refused.kind}, not a regular file"
+        else:
+            problem = f"is too large ({refused.size:,} bytes; at most {limit:,})"
+        raise GitError(".", f"The repository's {shown} {problem}") from None
+    except OSError as exc:
+        raise GitError(
+            ".", f"The repository's {shown} cannot be read: {exc.strerror or exc}"
+        ) from None
+
+
+def _read_small(workspace: Workspace, path: str) -> str:
+    """A pointer file's text (a `.git` file, HEAD, commondir, alternates)."""
+    return _read(workspace, path, _SMALL_FILE).decode("utf-8", "surrogateescape").strip()
 
 
 def repository_dir(workspace: Workspace) -> tuple[str, str]:
@@ -83,7 +108,7 @@ def repository_dir(workspace: Workspace) -> tuple[str, str]:
             "only, never above it)",
         ) from None
     if stat.S_ISREG(mode):
-        pointer = _read_small(dot_git)
+        pointer = _read_small(workspace, dot_git)
         if not pointer.startswith("gitdir:"):
             raise GitError(".", "The workspace's .git file does not say `gitdir: PATH`")
         target = os.path.join(root, pointer.removeprefix("gitdir:").strip())
@@ -98,7 +123,7 @@ def repository_dir(workspace: Workspace) -> tuple[str, str]:
         raise GitError(".", f"The repository's git directory {quote_path(gitdir)} is missing")
     common = gitdir
     if os.path.lexists(os.path.join(gitdir, "commondir")):
-        pointer = _read_small(os.path.join(gitdir, "commondir"))
+        pointer = _read_small(workspace, os.path.join(gitdir, "commondir"))
         common = os.path.realpath(os.path.join(gitdir, pointer))
         if not workspace.contains(common):
             raise _outside("commondir", common)
@@ -119,7 +144,7 @@ def _entries(workspace: Workspace, gitdir: str, common: str) -> dict[str, str]:
             linked[name] = real
     alternates = os.path.join(linked.get("objects", ""), "info", "alternates")
     if "objects" in linked and os.path.isfile(alternates):
-        for line in _read_small(alternates).splitlines():
+        for line in _read_small(workspace, alternates).splitlines():
             if line.strip() and not line.startswith("#"):
                 real = os.path.realpath(os.path.join(linked["objects"], line.strip()))
                 if not workspace.contains(real):
@@ -153,6 +178,53 @@ def kept_settings(config: str, env: Mapping[str, str], cwd: str, timeout: float)
     )
 
 
+_OBJECT_ID: Final = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_REF_NAME: Final = re.compile(r"refs/[A-Za-z0-9._/-]{1,200}")
+
+
+def repository_head(workspace: Workspace) -> tuple[str | None, str | None]:
+    """The commit the workspace's repository has checked out and its branch, read from
+    the repository's own files: git is not run, so nothing the repository configures can
+    run. (None, branch) before the first commit, or when the branch's ref is not a plain
+    file or a packed-refs line (a reftable repository); (commit, None) with HEAD detached.
+    GitError when the workspace is not a repository (or its files lead outside it)."""
+    gitdir, common = repository_dir(workspace)
+    head_path = os.path.realpath(os.path.join(gitdir, "HEAD"))
+    if not workspace.contains(head_path):
+        raise _outside("HEAD", head_path)
+    head = _read_small(workspace, head_path) if os.path.isfile(head_path) else ""
+    if _OBJECT_ID.fullmatch(head):
+        return head, None
+    ref = head.removeprefix("ref:").strip() if head.startswith("ref:") else ""
+    if not _REF_NAME.fullmatch(ref) or ".." in ref:
+        return None, None
+    branch = ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
+    return _resolved(workspace, common, ref), branch
+
+
+def _resolved(workspace: Workspace, common: str, ref: str, depth: int = 0) -> str | None:
+    """The object id a branch or tag `ref` names (following symbolic refs a few levels),
+    from its loose file or packed-refs; None if neither says."""
+    loose = os.path.realpath(os.path.join(common, ref))
+    if workspace.contains(loose) and os.path.isfile(loose):
+        value = _read_small(workspace, loose)
+        if _OBJECT_ID.fullmatch(value):
+            return value
+        target = value.removeprefix("ref:").strip() if value.startswith("ref:") else ""
+        if depth < 5 and _REF_NAME.fullmatch(target) and ".." not in target:
+            return _resolved(workspace, common, target, depth + 1)
+        return None
+    packed = os.path.realpath(os.path.join(common, "packed-refs"))
+    if not (workspace.contains(packed) and os.path.isfile(packed)):
+        return None
+    with open(packed, "rb") as handle:
+        while line := handle.readline(_SMALL_FILE):  # bounded, whatever the file holds
+            object_id, _, name = line.decode("utf-8", "replace").strip().partition(" ")
+            if name == ref and _OBJECT_ID.fullmatch(object_id):
+                return object_id
+    return None
+
+
 @contextlib.contextmanager
 def private_git_dir(workspace: Workspace, env: Mapping[str, str], timeout: float) -> Iterator[str]:
     """A git directory for the workspace's repository with a configuration of our own;
@@ -160,7 +232,12 @@ def private_git_dir(workspace: Workspace, env: Mapping[str, str], timeout: float
     gitdir, common = repository_dir(workspace)
     linked = _entries(workspace, gitdir, common)
     with tempfile.TemporaryDirectory(prefix="mini-harness-git-") as scratch:
-        settings = kept_settings(os.path.join(common, "config"), env, scratch, timeout)
+        # git parses a copy, read confined: a FIFO there would keep it waiting.
+        config = os.path.join(scratch, "repository-config")
+        if os.path.lexists(os.path.join(common, "config")):
+            with open(config, "wb") as handle:
+                handle.write(_read(workspace, os.path.join(common, "config"), _MAX_CONFIG))
+        settings = kept_settings(config, env, scratch, timeout)
         private = os.path.join(scratch, "git")
         os.mkdir(private)
         for name, real in linked.items():
@@ -169,7 +246,7 @@ def private_git_dir(workspace: Workspace, env: Mapping[str, str], timeout: float
         if not workspace.contains(head):
             raise _outside("HEAD", head)
         with open(os.path.join(private, "HEAD"), "w", encoding="utf-8") as handle:
-            handle.write((_read_small(head) if os.path.isfile(head) else "") + "\n")
+            handle.write((_read_small(workspace, head) if os.path.isfile(head) else "") + "\n")
         with open(os.path.join(private, "config"), "w", encoding="utf-8") as handle:
             handle.write(settings)
         yield private

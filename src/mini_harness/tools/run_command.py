@@ -4,14 +4,13 @@ The command gets an argv (a shell only when `shell` is asked for), a working dir
 inside the workspace, an environment built from an allow-list, no stdin, limits on
 processes and memory, a timeout that ends everything it started, and bounded output (head
 and tail kept). What the sandbox confines is said in `sandbox`; here it gets the workspace
-writable and the agent's controls inside it read-only (`controls`).
+writable and the agent's controls inside it read-only, with stand-ins for those missing
+(`controls`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import stat
 from typing import Any
 
 import attrs
@@ -19,7 +18,8 @@ import attrs
 from mini_harness.errors import WorkspaceError
 from mini_harness.events import JsonObject
 from mini_harness.runtime.results import WithEffects
-from mini_harness.tools.definitions import RUN_DEFAULT_TIMEOUT, SKIPPED_DIRS
+from mini_harness.tools.controls import Controls, controls
+from mini_harness.tools.definitions import RUN_DEFAULT_TIMEOUT
 from mini_harness.tools.file_effects import MAX_TRACKED_FILES, changes, snapshot
 from mini_harness.tools.sandbox import (
     Bubblewrap,
@@ -28,73 +28,7 @@ from mini_harness.tools.sandbox import (
     placeholders,
     run_sandboxed,
 )
-from mini_harness.tools.workspace import PROTECTED_NAMES, Workspace, quote_path
-
-POLICY_DIR = ".mini-harness"
-
-
-@attrs.frozen
-class Controls:
-    """What a sandboxed command sees read-only: `existing` paths, and `missing` ones that
-    an empty read-only directory stands in for while it runs."""
-
-    existing: tuple[str, ...]
-    missing: tuple[str, ...]
-
-
-def controls(workspace: Workspace) -> Controls:
-    """The agent's controls in `workspace` (see Workspace.protects): every `.git` and
-    `.mini-harness` (the workspace root's, and those below it outside the directories the
-    file tools skip), and the protected files with their `.torn-*` sidecars.
-
-    At the root they must be real entries: a link can be replaced by the command (its
-    directory is writable), so a symlinked control is refused. A missing `.mini-harness`
-    gets a stand-in, so that no command can create a policy that a later run would obey; a
-    missing `.git` does not (a command may `git init`; the git tools never run what a
-    repository configures).
-    """
-    root = str(workspace.root)
-    existing: list[str] = []
-    missing: list[str] = []
-    for name in PROTECTED_NAMES:
-        path = os.path.join(root, name)
-        try:
-            mode = os.lstat(path).st_mode
-        except FileNotFoundError:
-            if name == POLICY_DIR:
-                missing.append(path)
-            continue
-        if stat.S_ISLNK(mode):
-            raise WorkspaceError(
-                name,
-                f"{quote_path(name)} is a symlink: a command could replace it, so commands "
-                "cannot run in this workspace; make it a real directory",
-            )
-        existing.append(path)
-    existing += _nested_controls(root)
-    for protected in workspace.protected:
-        directory, base = os.path.split(protected)
-        if not workspace.contains(directory):
-            continue  # outside the workspace everything is read-only anyway
-        with contextlib.suppress(FileNotFoundError), os.scandir(directory) as entries:
-            existing += sorted(
-                entry.path
-                for entry in entries
-                if entry.name == base or entry.name.startswith(f"{base}.torn-")
-            )
-    return Controls(tuple(dict.fromkeys(existing)), tuple(missing))
-
-
-def _nested_controls(root: str) -> list[str]:
-    found: list[str] = []
-    for directory, dirnames, filenames in os.walk(root):
-        for name in [*dirnames, *filenames]:
-            if name in PROTECTED_NAMES and directory != root:
-                real = os.path.realpath(os.path.join(directory, name))
-                if real.startswith(root + os.sep):
-                    found.append(real)
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
-    return found
+from mini_harness.tools.workspace import Workspace
 
 
 @attrs.frozen

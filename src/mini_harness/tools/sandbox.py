@@ -6,9 +6,15 @@ possibly running as root. Under bubblewrap a program gets:
 - file system: the whole system read-only; the workspace writable (read-only for git); the
   agent's controls given as `read_only` (`.git`, `.mini-harness`, the open transcript)
   read-only inside it, so that writing through a link or a hard link fails too;
+- homes: /root, /home and the caller's HOME hidden (`homes`): empty and read-only, HOME
+  then a private writable directory in the sandbox's /tmp, and the programs the command
+  may run from under a home (`toolchains`) bound read-only;
 - sockets: its own /tmp, /run, /var/run and /dev, so the Unix sockets of the host under them
-  (ssh-agent, Docker, D-Bus, X11) are not there; its own network namespace, so no network,
-  no loopback and no abstract sockets;
+  (ssh-agent, Docker, D-Bus, X11) are not there; no Unix socket can be made at all
+  (seccomp), so no host socket elsewhere can be reached either; its own network namespace,
+  so no network, no loopback and no abstract sockets;
+- system calls: `no_new_privs` (bubblewrap sets it: a setuid program gains nothing) and
+  the seccomp filter of `seccomp`, which refuses what a confined command never needs;
 - processes: its own PID namespace, a new session (no terminal to inject input into), killed
   with its parent; the call returns only when every process of the sandbox is gone;
 - capabilities: its own user namespace with every capability dropped and no nested user
@@ -38,6 +44,8 @@ from typing import Final
 import attrs
 import orjson
 
+from mini_harness.tools import seccomp
+from mini_harness.tools.homes import SANDBOX_HOME, Homes
 from mini_harness.tools.process import DEFAULT_MAX_OUTPUT, Finished, run_bounded
 
 PASSED_NAMES: Final = frozenset({
@@ -113,11 +121,14 @@ class Bubblewrap:
         scratch: str,
         writable: bool,
         read_only: Sequence[str] = (),
+        homes: Homes | None = None,
         info_fd: int | None = None,
+        seccomp_fd: int | None = None,
     ) -> list[str]:
         """`command` wrapped in bubblewrap. `scratch` is an empty host directory that
         becomes the sandbox's /tmp, /run and /dev/shm (disk, not memory; removed after);
-        `writable` says whether the workspace is."""
+        `writable` says whether the workspace is; `seccomp_fd` is a descriptor to read the
+        compiled seccomp filter from."""
         private = {"/tmp": "tmp", "/run": "run", "/dev/shm": "shm"}  # noqa: S108
         if os.path.isdir("/var/run") and not os.path.islink("/var/run"):
             private["/var/run"] = "run"
@@ -125,9 +136,12 @@ class Bubblewrap:
         for target, name in private.items():
             os.makedirs(os.path.join(scratch, name), exist_ok=True)
             args += ["--bind", os.path.join(scratch, name), target]
+        homes = homes or Homes(())
+        args += homes.argv()
         args += ["--bind" if writable else "--ro-bind", workspace, workspace]
         for path in read_only:
             args += ["--ro-bind", path, path]
+        args += homes.sealed()
         args += [
             "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
             "--unshare-uts", "--unshare-cgroup-try",
@@ -136,6 +150,7 @@ class Bubblewrap:
             "--new-session",
             "--die-with-parent",
             *(["--info-fd", str(info_fd)] if info_fd is not None else []),
+            *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
             "--chdir", cwd,
             "--",
             *command,
@@ -144,14 +159,26 @@ class Bubblewrap:
 
     def works(self) -> bool:
         """True when a sandbox of this shape can be made here."""
-        with tempfile.TemporaryDirectory(prefix="mini-harness-probe-") as scratch:
+        with (
+            tempfile.TemporaryDirectory(prefix="mini-harness-probe-") as scratch,
+            _seccomp_fd() as seccomp_fd,
+        ):
             workspace = os.path.join(scratch, "ws")
             os.mkdir(workspace)
             probe = self.argv(
-                ["true"], workspace=workspace, cwd=workspace, scratch=scratch, writable=True
+                ["true"],
+                workspace=workspace,
+                cwd=workspace,
+                scratch=scratch,
+                writable=True,
+                homes=Homes.of(os.environ.get("HOME")),
+                seccomp_fd=seccomp_fd,
             )
+            fds = () if seccomp_fd is None else (seccomp_fd,)
             try:
-                finished = run_bounded(probe, cwd="/", env={}, timeout=SANDBOX_TIMEOUT)
+                finished = run_bounded(
+                    probe, cwd="/", env={}, timeout=SANDBOX_TIMEOUT, pass_fds=fds
+                )
             except OSError:
                 return False
         return finished.exit_code == 0
@@ -189,7 +216,8 @@ def run_sandboxed(
     limits: ResourceLimits | None = None,
 ) -> Finished:
     """Run `command` in `sandbox` (or, when it is None, as is) with a private temporary
-    directory as TMPDIR; when it returns, nothing the command started still runs."""
+    directory as TMPDIR; when it returns, nothing the command started still runs. In the
+    sandbox, a HOME that names a hidden home becomes SANDBOX_HOME, empty and writable."""
     with tempfile.TemporaryDirectory(prefix="mini-harness-command-") as scratch:
         env = dict(env)
         if sandbox is None:
@@ -198,7 +226,14 @@ def run_sandboxed(
                 command, cwd=cwd, env=env, timeout=timeout, max_output=max_output, preexec=limits
             )
         env["TMPDIR"] = "/tmp"  # noqa: S108 - the sandbox's own
-        with _SandboxInfo() as info:
+        search = env.get("PATH", "").split(os.pathsep)
+        if os.sep in command[0]:
+            search.append(os.path.dirname(os.path.join(cwd, command[0])))
+        homes = Homes.of(env.get("HOME"), [path for path in search if os.path.isabs(path)])
+        if homes.hides(env.get("HOME")):
+            os.makedirs(os.path.join(scratch, "tmp", "home"))
+            env["HOME"] = SANDBOX_HOME
+        with _SandboxInfo() as info, _seccomp_fd() as seccomp_fd:
             wrapped = sandbox.argv(
                 command,
                 workspace=workspace,
@@ -206,7 +241,9 @@ def run_sandboxed(
                 scratch=scratch,
                 writable=writable,
                 read_only=read_only,
+                homes=homes,
                 info_fd=info.write_fd,
+                seccomp_fd=seccomp_fd,
             )
             return run_bounded(
                 wrapped,
@@ -215,9 +252,29 @@ def run_sandboxed(
                 timeout=timeout,
                 max_output=max_output,
                 preexec=limits,
-                pass_fds=(info.write_fd,),
+                pass_fds=(info.write_fd, *(() if seccomp_fd is None else (seccomp_fd,))),
                 started=info.started,
             )
+
+
+@contextlib.contextmanager
+def _seccomp_fd() -> Iterator[int | None]:
+    """The read end of a pipe holding this machine's seccomp filter (None: no filter for
+    this architecture), for bubblewrap's --seccomp; closed on exit."""
+    compiled = seccomp.program()
+    if compiled is None:
+        yield None
+        return
+    read_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, compiled)  # a few hundred bytes: far below a pipe's buffer
+        os.close(write_fd)
+        write_fd = -1
+        yield read_fd
+    finally:
+        os.close(read_fd)
+        if write_fd != -1:
+            os.close(write_fd)
 
 
 class _SandboxInfo:

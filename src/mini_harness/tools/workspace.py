@@ -71,16 +71,38 @@ def _protected_paths(paths: tuple[str | os.PathLike[str], ...]) -> tuple[str, ..
     return tuple(os.path.realpath(os.fspath(path)) for path in paths)
 
 
+Identity: TypeAlias = tuple[int, int]
+"""A file's (st_dev, st_ino): the file itself, whatever name reaches it."""
+
+
+def identity(info: os.stat_result) -> Identity:
+    """The identity of the file `info` describes."""
+    return info.st_dev, info.st_ino
+
+
 @attrs.frozen
 class Workspace:
     """The directory the file tools are confined to (resolved, symlinks included).
 
     `protected` names further files the agent may read but never change, such as the
-    transcript the run is writing (with its `.torn-*` sidecars); see `protects`.
+    transcript the run is writing (with its `.torn-*` sidecars); see `protects`. Each is
+    also known by its identity (`pinned`: taken when the workspace is made, for those that
+    exist, or given by `pin` once the file is open), so that no other name reaching it (a
+    hard link, a parent directory renamed) makes it writable; see `protects_file`.
     """
 
     root: Path = attrs.field(converter=_resolve_root)
     protected: tuple[str, ...] = attrs.field(default=(), converter=_protected_paths)
+    _pinned: dict[str, Identity] = attrs.field(init=False, factory=dict, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        for path in self.protected:
+            try:
+                info = os.stat(path)
+            except OSError:
+                continue  # not there yet: `pin` it once it is open
+            if stat.S_ISREG(info.st_mode):
+                self._pinned[path] = identity(info)
 
     @classmethod
     def current(cls) -> Workspace:
@@ -104,6 +126,21 @@ class Workspace:
             if any(part in PROTECTED_NAMES for part in parts):
                 return True
         return any(real == path or real.startswith(f"{path}.torn-") for path in self.protected)
+
+    def pin(self, path: str | os.PathLike[str], file: Identity) -> None:
+        """Protect the file of identity `file`, opened at `path` (the transcript a run has
+        just opened), by its identity too."""
+        self._pinned[os.path.realpath(os.fspath(path))] = file
+
+    @property
+    def pinned(self) -> dict[str, Identity]:
+        """The protected files known by identity: the path each was opened at, and its
+        identity (a copy)."""
+        return dict(self._pinned)
+
+    def protects_file(self, info: os.stat_result) -> bool:
+        """True when the file `info` describes is a protected file, by whatever name."""
+        return identity(info) in self._pinned.values()
 
     def relative(self, real: str) -> str:
         """The workspace-relative posix form of a resolved path inside the workspace."""

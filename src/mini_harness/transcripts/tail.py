@@ -8,6 +8,8 @@ from pathlib import Path
 
 import attrs
 
+from mini_harness.transcripts.beside import open_beside
+
 _TAIL_CHUNK = 64 * 1024
 _COPY_CHUNK = 1024 * 1024
 
@@ -34,9 +36,10 @@ def last_newline(fd: int, end: int) -> int:
     return 0
 
 
-def copy_aside(fd: int, path: Path, offset: int, size: int) -> Quarantined:
-    """Copy bytes offset..size of `fd` to a new `<log>.torn-<offset>`, durably; OSError if not."""
-    aside, out = _create_aside(path, offset)
+def copy_aside(fd: int, dir_fd: int, path: Path, offset: int, size: int) -> Quarantined:
+    """Copy bytes offset..size of `fd` to a new `<log>.torn-<offset>` in the directory
+    `dir_fd` (the log's, see beside.py), durably; OSError if not."""
+    aside, out = _create_aside(dir_fd, path, offset)
     try:
         pos = offset
         while pos < size:
@@ -50,28 +53,18 @@ def copy_aside(fd: int, path: Path, offset: int, size: int) -> Quarantined:
         os.fsync(out)
     finally:
         os.close(out)
-    sync_directory(aside)
+    os.fsync(dir_fd)
     return Quarantined(aside, offset, size - offset)
 
 
-def _create_aside(path: Path, offset: int) -> tuple[Path, int]:
-    """Create `<log>.torn-<offset>` (or `.torn-<offset>.N` if taken): never overwrite a copy."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+def _create_aside(dir_fd: int, path: Path, offset: int) -> tuple[Path, int]:
+    """Create `<log>.torn-<offset>` (or `.torn-<offset>.N` if taken) in `dir_fd`: never
+    over a copy, never through a link planted at the name."""
     base = f"{path.name}.torn-{offset}"
     for attempt in range(1000):
-        aside = path.with_name(base if attempt == 0 else f"{base}.{attempt}")
+        name = base if attempt == 0 else f"{base}.{attempt}"
         try:
-            return aside, os.open(aside, flags, 0o600)
+            return path.with_name(name), open_beside(dir_fd, name)
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, f"too many copies named {base}")
-
-
-def sync_directory(path: str | os.PathLike[str]) -> None:
-    """fsync the directory holding `path`, so that its creation survives a power loss."""
-    directory = os.path.dirname(os.fspath(path)) or "."
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import os
@@ -28,6 +29,7 @@ from mini_harness.events import (
     event_type,
     new_id,
 )
+from mini_harness.transcripts.beside import open_directory
 from mini_harness.transcripts.claim import Claim, ContinuingSink, hold_run
 from mini_harness.transcripts.codec import (
     DEFAULT_MAX_EVENT_BYTES,
@@ -38,13 +40,14 @@ from mini_harness.transcripts.codec import (
     line_hash,
     shrink_wire,
 )
-from mini_harness.transcripts.tail import Quarantined, copy_aside, last_newline, sync_directory
+from mini_harness.transcripts.tail import Quarantined, copy_aside, last_newline
 from mini_harness.transcripts.upcast import check_first_line
 
 FsyncMode = Literal["always", "batch", "never"]
 FSYNC_MODES: tuple[str, ...] = get_args(FsyncMode)
 DEFAULT_FSYNC: FsyncMode = "batch"
 DEFAULT_BATCH_SECONDS = 1.0
+_CREATE = os.O_CREAT | os.O_EXCL  # O_EXCL: a link at the name is never followed
 
 
 class JsonlTranscript:
@@ -58,9 +61,16 @@ class JsonlTranscript:
     (`quarantined` lists what was set aside). A file that is not a transcript this version
     writes is refused when it is opened (see upcast.check_first_line).
 
+    The writer writes the file it opened, known by its identity (`st_dev`, `st_ino`), not
+    whatever its path names later: each append checks, under the lock, that the path still
+    names that file, and a writer whose file was moved or replaced (a parent directory
+    renamed, another file put at its name) stops with an error that says so. The files
+    set aside beside it are created through the descriptor of the directory it was opened
+    in, never through a link planted at their names (see beside.py).
+
     One runtime (and writer) per process: a writer used in a child of `os.fork` notices the
-    new process id on its next append and opens the file again, so the child never shares
-    the parent's open file (or its lock).
+    new process id on its next append and opens the file again (the same file, or it
+    stops), so the child never shares the parent's open file (or its lock).
 
     `fsync`: "always" syncs every line before `append` returns (so `ToolCalled` is on disk
     before the handler runs); "batch" syncs in the first append at least `batch_seconds`
@@ -88,6 +98,10 @@ class JsonlTranscript:
         self._redactor = redactor if redactor is not None and redactor.active else None
         self._lock = threading.Lock()
         self._fd = -1
+        self._dir_fd = -1  # the directory the file was opened in (see beside.py)
+        self._name = ""
+        self._where = ""  # the absolute path, checked to still name the file on each append
+        self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file opened
         self._pid = os.getpid()
         self._end = -1  # file size after our last append; -1: unknown
         self._next_seq = 0
@@ -101,8 +115,7 @@ class JsonlTranscript:
         try:
             check_first_line(self._fd, self.path)
         except (TranscriptFormatError, OSError) as exc:
-            os.close(self._fd)
-            self._fd = -1
+            self._release()
             if isinstance(exc, OSError):
                 raise TranscriptWriteError(
                     str(self.path), f"cannot read transcript {self.path}: {exc.strerror or exc}"
@@ -115,35 +128,99 @@ class JsonlTranscript:
     # --- lifecycle ------------------------------------------------------------------
 
     def _open(self) -> None:
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        """Open (or create) the file through its directory's descriptor, which is kept for
+        the files set aside beside it, and learn its identity (or, opening it again in a
+        child of `os.fork`, check that the path still names the file first opened)."""
+        reopening = self._identity is not None
         try:
-            try:
-                self._fd = os.open(self.path, flags | os.O_EXCL, 0o600)
-                created = True
-            except FileExistsError:
-                self._fd = os.open(self.path, flags, 0o600)
-                created = False
+            if self._dir_fd < 0:
+                self._dir_fd, self._name = open_directory(self.path)
+                self._where = os.path.abspath(self.path)
+            self._fd, created = self._open_file(create=not reopening)
         except OSError as exc:
             raise TranscriptWriteError(
-                str(self.path), f"cannot open transcript {self.path}: {exc.strerror}"
+                str(self.path), f"cannot open transcript {self.path}: {exc.strerror or exc}"
             ) from None
-        if not stat.S_ISREG(os.fstat(self._fd).st_mode):
+        info = os.fstat(self._fd)
+        if not stat.S_ISREG(info.st_mode):
             # A device, FIFO or socket never grows: every append would see an empty file and
             # start a new transcript, and fsync fails on most of them at close.
-            os.close(self._fd)
-            self._fd = -1
+            self._release()
             raise TranscriptWriteError(
                 str(self.path),
                 f"cannot write transcript {self.path}: it is not a regular file "
                 "(a device, FIFO or socket cannot hold a transcript)",
             )
+        if reopening and (info.st_dev, info.st_ino) != self._identity:
+            self._release()
+            self._fatal = self._moved_message(info)
+            raise TranscriptWriteError(str(self.path), self._fatal)
+        self._identity = (info.st_dev, info.st_ino)
         self._end = -1
         if created and self.fsync != "never":
             # The new name must survive a power loss too, not only the lines in it.
             try:
-                sync_directory(self.path)
+                os.fsync(self._dir_fd)
             except OSError as exc:
                 self._die(f"cannot sync the directory of new transcript {self.path}", exc)
+
+    def _open_file(self, *, create: bool) -> tuple[int, bool]:
+        """The file's descriptor, and whether it was created. A name that exists is opened
+        as it is (a link the user made to a transcript is followed), but nothing is ever
+        created through a link: one that leads nowhere is refused."""
+        flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
+        for _ in range(3):  # the name may come and go meanwhile: try again, a few times
+            if create:
+                try:
+                    return os.open(self._name, flags | _CREATE, 0o600, dir_fd=self._dir_fd), True
+                except FileExistsError:
+                    pass
+            try:
+                return os.open(self._name, flags, dir_fd=self._dir_fd), False
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    link = stat.S_ISLNK(os.lstat(self._name, dir_fd=self._dir_fd).st_mode)
+                except FileNotFoundError:
+                    link = False  # gone meanwhile: create it
+                if link:
+                    raise OSError(
+                        errno.ENOENT,
+                        "it is a symbolic link to a file that does not exist "
+                        "(a transcript is never created through a link)",
+                    ) from None
+        raise OSError(errno.EAGAIN, "its name kept changing while it was being opened")
+
+    def _moved_message(self, now: os.stat_result | None) -> str:
+        what = "no file" if now is None else "another file"
+        return (
+            f"transcript {self.path} was moved or replaced while this process was writing "
+            f"it: the path now names {what}; the writer stopped rather than go on writing "
+            "a file that path no longer leads to"
+        )
+
+    def _check_place(self) -> int:
+        """Under the file's lock: the file's size, if the path still names the file this
+        writer opened; else stop for good (what was written stays in that file, synced
+        when it is closed) and raise TranscriptWriteError."""
+        try:
+            now: os.stat_result | None = os.stat(self._where)
+        except OSError:
+            now = None
+        if now is None or (now.st_dev, now.st_ino) != self._identity:
+            self._fatal = self._moved_message(now)
+            raise TranscriptWriteError(str(self.path), self._fatal)
+        return now.st_size
+
+    def _release(self) -> None:
+        """Close the file's descriptor and its directory's (if open)."""
+        for name in ("_fd", "_dir_fd"):
+            fd = getattr(self, name)
+            setattr(self, name, -1)
+            if fd >= 0:
+                with suppress(OSError):
+                    os.close(fd)
 
     def _check_process(self, *, reopen: bool = True) -> None:
         """In a child of `os.fork`: let go of the parent's descriptor, and open the file
@@ -162,8 +239,13 @@ class JsonlTranscript:
             with suppress(OSError):
                 os.close(self._fd)
             self._fd = -1
-            if reopen:
+            if reopen:  # through the directory first opened; the same file, or refused
                 self._open()
+                return
+        if self._dir_fd >= 0:
+            with suppress(OSError):
+                os.close(self._dir_fd)
+            self._dir_fd = -1
 
     def close(self) -> None:
         """Close the file; in batch mode sync it first (a failure is raised, not ignored)."""
@@ -171,6 +253,7 @@ class JsonlTranscript:
         with self._lock:
             fd, self._fd = self._fd, -1
             if fd < 0:
+                self._release()
                 return
             try:
                 if self._unsynced:
@@ -180,6 +263,7 @@ class JsonlTranscript:
                 raise TranscriptWriteError(str(self.path), self._fatal) from None
             finally:
                 os.close(fd)
+                self._release()
 
     def __enter__(self) -> JsonlTranscript:
         return self
@@ -191,9 +275,7 @@ class JsonlTranscript:
         """A durability failure: close for good. The page cache state is unknown afterwards,
         so a retried fsync could report success for data that never reached the disk."""
         self._fatal = f"{what}: {exc.strerror}; the transcript writer stopped"
-        fd, self._fd = self._fd, -1
-        if fd >= 0:
-            os.close(fd)
+        self._release()
         raise TranscriptWriteError(str(self.path), self._fatal) from None
 
     # --- appending ------------------------------------------------------------------
@@ -201,8 +283,9 @@ class JsonlTranscript:
     def append(self, event: Event) -> None:
         """Append one event (`emit` is the same method).
 
-        flock, an lseek (to learn whether another writer moved the file), one write, and
-        unlock; an fsync follows, outside the lock, when the mode asks for one.
+        flock, a stat of the path (to learn that it still names this file, and whether
+        another writer moved its end), one write, and unlock; an fsync follows, outside
+        the lock, when the mode asks for one.
         """
         self._locked(event)
 
@@ -213,6 +296,13 @@ class JsonlTranscript:
         before = len(self.quarantined)
         self._locked(None)
         return self.quarantined[before:]
+
+    @property
+    def identity(self) -> tuple[int, int]:
+        """(st_dev, st_ino) of the file this writer writes: what protects it from the tools
+        (tools.workspace.Workspace.pin), whatever name it is reached by."""
+        assert self._identity is not None  # set when the file was opened
+        return self._identity
 
     @property
     def end(self) -> int:
@@ -236,12 +326,12 @@ class JsonlTranscript:
             self._check_process()
         with self._lock:
             fd = self._fd
-            if fd < 0:  # closed, or stopped by a failure (which it says)
+            if fd < 0 or self._fatal is not None:  # closed, or stopped (which it says)
                 closed = self._fatal or f"transcript {self.path} is closed"
                 raise TranscriptWriteError(str(self.path), closed)
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                size = os.lseek(fd, 0, os.SEEK_END)  # the file's size, cheaper than fstat
+                size = self._check_place()  # the same stat says where the file ends
                 if size != self._end or event is None:  # another writer moved it, or new to us
                     self._resync(size)
                 if event is None:
@@ -383,7 +473,7 @@ class JsonlTranscript:
     def _quarantine(self, offset: int, size: int) -> None:
         """Copy a tail aside (durably, under a name no earlier copy has), then cut it off."""
         try:
-            aside = copy_aside(self._fd, self.path, offset, size)
+            aside = copy_aside(self._fd, self._dir_fd, self.path, offset, size)
         except OSError as exc:
             raise TranscriptWriteError(
                 str(self.path),

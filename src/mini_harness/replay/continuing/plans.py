@@ -163,14 +163,18 @@ def continued_config(
     stream: bool = True,
 ) -> AgentConfig:
     """The config of a run that continues `run`: its system prompt, rules, parameters,
-    budget and step limit (unless `max_steps`); the task is the follow-up when given."""
+    budget (the one its trims recorded, else the one it started with) and step limit
+    (unless `max_steps`); the task is the follow-up when given."""
     params = dict(run.steps[-1].request.params) if run.steps else dict(DEFAULT_PARAMS)
+    budget = run.budget
+    if budget is None and run.settings is not None:
+        budget = run.settings.max_context_tokens
     return AgentConfig(
         task=task if task is not None else run.task,
         system_prompt=run.system_prompt,
         rules=run.rules,
         max_steps=max_steps or run.max_steps or DEFAULT_MAX_STEPS,
-        max_context_tokens=run.budget,
+        max_context_tokens=budget,
         params=params,
         stream=stream,
     )

@@ -19,7 +19,9 @@ from mini_harness.events import (
     ProjectRules,
     RunFinished,
     RunOrigin,
+    RunSettings,
     RunStarted,
+    RunWorkspace,
     ToolDefinition,
     TranscriptStarted,
 )
@@ -163,6 +165,15 @@ class Run:
     @property
     def policy_sha256(self) -> str | None:
         return self.started.policy_sha256 if self.started is not None else None
+
+    @property
+    def workspace(self) -> RunWorkspace | None:
+        """Where it worked, if its RunStarted says (agent runs started by the CLI)."""
+        return self.started.workspace if self.started is not None else None
+
+    @property
+    def settings(self) -> RunSettings | None:
+        return self.started.settings if self.started is not None else None
 
     @property
     def unverified(self) -> tuple[str, ...] | None:

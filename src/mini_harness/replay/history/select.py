@@ -9,7 +9,7 @@ them); a step a run did not make is an error naming the steps it did.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from mini_harness.errors import ReplayError, counted
 from mini_harness.replay.history.runs import History, Run
@@ -22,11 +22,15 @@ _LISTED = 10
 class RunSelection:
     """Which run `--run WANTED` names, decided as the runs of a file go by (a fold offers
     each run as it starts). The first run it names is the one shown; `check` then says
-    whether WANTED named exactly one (ReplayError if none or several)."""
+    whether WANTED named exactly one (ReplayError if none or several).
 
-    def __init__(self, wanted: str) -> None:
+    Without `by_index`, WANTED is an id or a prefix of one even when it is all digits:
+    runs of several files (the session store) have no index in common.
+    """
+
+    def __init__(self, wanted: str, *, by_index: bool = True) -> None:
         self.wanted = wanted
-        self.index = int(wanted) if wanted.isdigit() else None
+        self.index = int(wanted) if by_index and wanted.isdigit() else None
         self.matches: list[Run] = []
 
     def offer(self, run: Run) -> bool:
@@ -39,27 +43,38 @@ class RunSelection:
             self.matches.append(run)
         return named and len(self.matches) == 1
 
-    def check(self, path: str, runs: Sequence[Run]) -> Run:
-        """The run named, once every run of `path` has been offered."""
+    def check(
+        self, path: str, runs: Sequence[Run], label: Callable[[Run], str] | None = None
+    ) -> Run:
+        """The run named, once every run of `path` has been offered; `label` says how an
+        error lists a run (default: its index and id)."""
+        label = label or _indexed
         if len(self.matches) == 1:
             return self.matches[0]
         if not self.matches:
             shown = self.wanted or '""'
-            raise ReplayError(f"{path} has no run {shown} ({_has(runs)})")
+            raise ReplayError(f"{path} has no run {shown} ({_has(runs, label)})")
+        how = "the run's index" if label is _indexed else "the transcript's path"
         raise ReplayError(
             f"{path} has {len(self.matches)} runs whose id starts with {self.wanted}: "
-            f"{_listing(self.matches)}; give more of the id, or the run's index"
+            f"{_listing(self.matches, label)}; give more of the id, or {how}"
         )
 
 
-def _listing(runs: Sequence[Run]) -> str:
-    shown = ", ".join(f"{run.index} {run.run_id}" for run in runs[:_LISTED])
+def _indexed(run: Run) -> str:
+    return f"{run.index} {run.run_id}"
+
+
+def _listing(runs: Sequence[Run], label: Callable[[Run], str]) -> str:
+    shown = ", ".join(label(run) for run in runs[:_LISTED])
     more = f", and {len(runs) - _LISTED} more" if len(runs) > _LISTED else ""
     return shown + more
 
 
-def _has(runs: Sequence[Run]) -> str:
-    return f"it has {counted(len(runs), 'run')}: {_listing(runs)}" if runs else "it has no runs"
+def _has(runs: Sequence[Run], label: Callable[[Run], str]) -> str:
+    if not runs:
+        return "it has no runs"
+    return f"it has {counted(len(runs), 'run')}: {_listing(runs, label)}"
 
 
 def select_run(history: History, wanted: str) -> Run:
