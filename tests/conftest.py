@@ -100,13 +100,3 @@ def _registry() -> ToolRegistry:
         lambda data: {"sum": data["a"] + data["b"]},
     )
     return registry
-
-
-@pytest.fixture(name="readme_ws")
-def _readme_ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A workspace holding only a README, made the current directory."""
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "README.md").write_text("# Demo\nA tiny project.\n")
-    monkeypatch.chdir(root)
-    return root

@@ -38,6 +38,7 @@ RUN_OPTIONS: dict[str, list[str]] = {
     "--redact-env": ["--redact-env", "MINI_HARNESS_TEST_SECRET"],
     "--redact-pattern": ["--redact-pattern", "tas."],
     "--max-event-bytes": ["--max-event-bytes", "2048"],
+    "--sign-with": ["--sign-with", "{dir}/prompt.txt"],  # not a key: the same error both ways
     "--max-steps": ["--max-steps", "1"],
     "--system-prompt-file": ["--system-prompt-file", "{dir}/prompt.txt"],
     "--max-context-tokens": ["--max-context-tokens", "5"],

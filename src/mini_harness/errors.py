@@ -305,6 +305,22 @@ class HeaderError(Exception):
         self.version = version
 
 
+class NoteFormatError(MiniHarnessError):
+    """A signed note, or a signer or verifier key, that cannot be read as one (exit 2)."""
+
+
+class SignatureRefusedError(MiniHarnessError):
+    """A signed note that does not prove what it says: no signature by a trusted key, or
+    one by a trusted key that does not verify; or a head that may not be signed (exit 1)."""
+
+    exit_code = ExitCode.FAILED
+
+
+class SigningUnavailableError(MiniHarnessError):
+    """Signing or checking a signature needs what is not installed (the `cryptography`
+    package, `ssh-keygen`); the message says how to install it."""
+
+
 class RunContinuedError(MiniHarnessError):
     """Run `run_id` was already continued (resumed) by run `by`: a run is continued once."""
 
@@ -433,6 +449,11 @@ class ScriptError(MiniHarnessError):
 
 class ReplayError(MiniHarnessError):
     """Replay could not start: a bad run selection, registry spec or output path."""
+
+
+class SourceError(MiniHarnessError):
+    """Another agent's session file cannot be imported as a whole: unreadable, of no format
+    the importer knows, or compressed and no zstd support installed (exit 2)."""
 
 
 class RayUnavailableError(MiniHarnessError):

@@ -138,6 +138,23 @@ class TestJson:
         spans = orjson.loads(result.output)["resourceSpans"][0]["scopeSpans"][0]["spans"]
         assert {span["traceId"] for span in spans} == set(ids.values())
 
+    def test_the_session_store_and_run_ids(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Without PATH the whole session store is exported; a stored run's id (or a
+        prefix of it) names its transcript."""
+        monkeypatch.chdir(tmp_path)
+        ran = [invoke(["run", task, "--json"]) for task in ("one", "two")]
+        run_ids = [orjson.loads(result.stdout)["runId"] for result in ran]
+        every = invoke(["export", "otel", "--json"])
+        assert every.exit_code == 0, every.output
+        spans = orjson.loads(every.output)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        assert {span["traceId"] for span in spans} == set(run_ids)
+        one = invoke(["export", "otel", run_ids[1][:8], "--json"])
+        assert one.exit_code == 0, one.output
+        spans = orjson.loads(one.output)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        assert {span["traceId"] for span in spans} == {run_ids[1]}
+
 
 class TestUsage:
     def test_without_the_extra(

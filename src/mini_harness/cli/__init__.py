@@ -197,6 +197,7 @@ def _spellings(params: list[click.Parameter]) -> dict[str, click.Option]:
         "show": "mini_harness.cli.show:show_command",
         "undo": "mini_harness.cli.undo:undo_command",
         "view": "mini_harness.cli.view:view_command",
+        "import": "mini_harness.cli.importing:import_command",
         "resume": "mini_harness.cli.resume:resume_command",
         "fork": "mini_harness.cli.resume:fork_command",
         "sessions": "mini_harness.cli.sessions:sessions_group",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from mini_harness.replay.corpus import CorpusFile, CorpusReport
     from mini_harness.replay.corpus.summary import FileSummary, SummaryOptions
     from mini_harness.runtime import ToolRegistry
+    from mini_harness.transcripts.signing import TrustedKeys
 
 F = TypeVar("F", bound=Callable[..., Any])
 LOCAL_RAY = "local"
@@ -91,12 +92,19 @@ def replay_corpus(
 
 
 def verify_corpus(
-    paths: Sequence[str], *, as_json: bool, workers: int | None, ray_address: str | None
+    paths: Sequence[str],
+    *,
+    as_json: bool,
+    workers: int | None,
+    ray_address: str | None,
+    trusted: TrustedKeys | None = None,
 ) -> NoReturn:
-    """`transcript verify` over a corpus."""
+    """`transcript verify` over a corpus; with `trusted` keys, each file against the head
+    signed in its note beside it (PATH.sig)."""
     from mini_harness.replay.corpus.summary import VERIFY, SummaryOptions
 
-    _run(paths, SummaryOptions(VERIFY), as_json=as_json, workers=workers, ray_address=ray_address)
+    options = SummaryOptions(VERIFY, trusted=trusted)
+    _run(paths, options, as_json=as_json, workers=workers, ray_address=ray_address)
 
 
 def _registry_factory(spec: str | None, workspace: str | None) -> Callable[[], ToolRegistry]:
@@ -131,7 +139,9 @@ def _run(
         import_ray(local=ray_address == LOCAL_RAY)  # no Ray: one error line, nothing else
     files = expand_paths(paths)
     if not as_json:
-        if options.mode == VERIFY:
+        if options.mode == VERIFY and options.trusted is not None:
+            doing = "Verifying {} (chain, protocol, in-doubt calls and signed heads)"
+        elif options.mode == VERIFY:
             doing = "Verifying {} (chain, protocol and in-doubt calls)"
         elif options.rerun is not None:
             doing = "Replaying {} (re-run against the current registry)"

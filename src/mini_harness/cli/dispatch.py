@@ -13,7 +13,7 @@ import orjson
 
 from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, SingleOption, option_group
-from mini_harness.cli.output import info
+from mini_harness.cli.output import aside, info
 from mini_harness.errors import ToolCallError, UsageError, exit_code_of
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than
@@ -102,7 +102,7 @@ def run_dispatch(
     value = parse_tool_input(read_tool_input(tool_input))
     redactor = log_settings.redactor()
     failure: ToolCallError | None = None
-    with opened_log(log, log_settings) as sink:
+    with opened_log(log, log_settings, say=aside if as_json else info) as sink:
         runtime = ToolRuntime(registry, sink)
         try:
             result = runtime.dispatch(tool, value)

@@ -35,7 +35,7 @@ def export_group() -> None:
 
 
 @export_group.command("otel", short_help="Send runs to an OpenTelemetry collector.")
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.argument("paths", metavar="[PATH...]", nargs=-1)
 @click.option(
     "--endpoint",
     cls=SingleOption,
@@ -66,8 +66,9 @@ def otel_command(
     content: bool,
     as_json: bool,
 ) -> None:
-    """Send the runs of the transcripts PATH... (files, directories holding *.jsonl, globs)
-    to an OpenTelemetry collector as spans in the GenAI conventions, over OTLP/HTTP.
+    """Send the runs of the transcripts PATH... (files, directories holding *.jsonl, globs,
+    ids of runs in the session store; without PATH, the whole session store) to an
+    OpenTelemetry collector as spans in the GenAI conventions, over OTLP/HTTP.
 
     Each run is a trace whose id is the run's id, and every span's id comes from the
     transcript: exporting a transcript again gives the same spans. See docs/otel.md for
@@ -110,9 +111,11 @@ def otel_command(
 def _transcripts(paths: Iterable[str]) -> Iterator[str]:
     """The files PATH... names (directories and globs expanded); one that names nothing
     is a usage error."""
+    from mini_harness.cli.settings import session_store
+    from mini_harness.cli.stored import locate
     from mini_harness.replay.corpus import expand_paths
 
-    given = list(paths)
+    given = [locate(path).path for path in paths] or [str(session_store().root)]
     if "-" in given:
         if len(given) > 1:
             raise UsageError("standard input (-) cannot be exported with other paths")

@@ -86,8 +86,8 @@ def mcp_command(
 
     refuse_without_log(click.get_current_context(), recorded=log is not None)
 
-    # Assembled as every command that acts: its notes (on stderr: stdout is the protocol)
-    # redacted as its log is.
+    # Assembled as every command that acts: what it says goes to stderr (stdout carries
+    # the protocol), redacted as its log is.
     session = Session(log_settings, workspace=workspace, approve=approve, err=True)
     registry = chosen_registry(registry_spec, session.workspace)
     policy = session.policy()

@@ -29,6 +29,12 @@ def info(message: str, *, err: bool = False) -> None:
     click.echo(f"{PREFIX} {printable(message)}", err=err)
 
 
+def aside(message: str) -> None:
+    """An informational line on stderr: for commands whose standard output is a document
+    (`--json`) or a protocol (`mcp`)."""
+    click.echo(f"{PREFIX} {printable(message)}", err=True)
+
+
 def warn(message: str) -> None:
     click.echo(f"{PREFIX} Warning: {printable(message)}", err=True)
 

@@ -28,7 +28,7 @@ from mini_harness.cli.options import (
     run_option,
     step_option,
 )
-from mini_harness.cli.output import info
+from mini_harness.cli.output import aside, info
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
 from mini_harness.cli.rerun import RerunOptions, rerun_options
 from mini_harness.cli.session import AgentOptions, AgentSession, model_option
@@ -180,7 +180,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     )
     if agent_code is not None:
         raise click.exceptions.Exit(agent_code)
-    with opened_log(log, log_settings) as sink:
+    with opened_log(log, log_settings, say=aside if as_json else info) as sink:
         code = drive(fold, iter(rerun.calls(held, tools, sink)), out)
     if log is not None:
         info(f"Re-run recorded in {log}")

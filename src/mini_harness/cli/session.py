@@ -44,7 +44,7 @@ from mini_harness.cli.coding import (
 from mini_harness.cli.export import live_export, otel_option
 from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, gathered, json_option, root_workspace, workspace_option
-from mini_harness.cli.output import error, fail, info, warn
+from mini_harness.cli.output import aside, error, fail, info, warn
 from mini_harness.cli.printing import PrintingReporter, RedactingPrinter
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.cli.settings import load_settings
@@ -167,10 +167,14 @@ class Session:
             accept=self.accept_policy,
         )
 
-    def log(self, path: str | None) -> contextlib.AbstractContextManager[EventSink]:
-        """The log at `path` (None: nothing is recorded), written with the log flags; a log
-        that cannot be opened is a usage error before anything runs."""
-        return opened_log(path, self.log_settings, self.keys)
+    def log(
+        self, path: str | None, say: Callable[[str], None] | None = None
+    ) -> contextlib.AbstractContextManager[EventSink]:
+        """The log at `path` (None: nothing is recorded), written with the log flags (its
+        head signed when the command ends, with `--sign-with`, which `say` tells: by default
+        a line of the command's, redacted); a log that cannot be opened is a usage error
+        before anything runs."""
+        return opened_log(path, self.log_settings, self.keys, say or self.printer.say)
 
     def say(self, message: str) -> None:
         """Print one line, redacted."""
@@ -287,6 +291,8 @@ class AgentSession(Session):
         if no_log:
             if log is not None:
                 raise UsageError("--no-log cannot be combined with --log")
+            if self.log_settings.sign_with:
+                raise UsageError("--sign-with cannot be combined with --no-log: nothing is signed")
             self.say("Not recorded (--no-log): this run cannot be resumed or found again")
             return None
         if log is not None:
@@ -299,12 +305,18 @@ class AgentSession(Session):
         return str(store.new_transcript(self.run_id))
 
     @contextlib.contextmanager
-    def log(self, path: str | None) -> Iterator[EventSink]:
-        """The run's log at `path` (None: nothing is recorded), written with the log flags;
-        a log that cannot be opened is a usage error before anything runs. The tools'
-        workspace protects the file opened by its identity too. While it is open, the run
-        is exported live when asked (`--otel`), closed with it."""
-        with super().log(path) as sink:
+    def log(
+        self, path: str | None, say: Callable[[str], None] | None = None
+    ) -> Iterator[EventSink]:
+        """The run's log at `path` (None: nothing is recorded), written with the log flags
+        (its head signed when the run ends, with `--sign-with`, said on stderr with
+        `--json`); a log that cannot be opened is a usage error before anything runs. The
+        tools' workspace protects the file opened by its identity too. While it is open,
+        the run is exported live when asked (`--otel`), closed with it."""
+        shown = self.printer.shown
+        if say is None and self.options.as_json:
+            say = lambda message: aside(shown(message))  # noqa: E731 - one line, here only
+        with super().log(path, say) as sink:
             if self.bound is not None and isinstance(sink, JsonlTranscript):
                 self.bound.pin(sink.path, sink.identity)
             self._transcript = sink if isinstance(sink, JsonlTranscript) else None

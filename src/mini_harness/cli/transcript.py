@@ -1,4 +1,5 @@
-"""`mini-harness transcript verify|repair`: check a transcript, and fix what a crash left."""
+"""`mini-harness transcript verify|repair|keygen|sign`: check a transcript, fix what a crash
+left, and sign its head (cli/signing.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import click
 import orjson
 
 from mini_harness.cli.corpus import corpus_options, verify_corpus, wants_corpus
-from mini_harness.cli.options import json_option
+from mini_harness.cli.options import SingleOption, json_option
 from mini_harness.cli.output import PREFIX, fail, info
+from mini_harness.cli.signing import keygen_command, sign_command, trusted_keys
 from mini_harness.cli.stored import locate
 from mini_harness.errors import UsageError, counted, exit_code_of
 from mini_harness.transcripts.repair import repair_transcript
@@ -21,10 +23,11 @@ _HASH = re.compile(r"[0-9a-f]{32}")
 @click.group("transcript", invoke_without_command=True)
 @click.pass_context
 def transcript_group(ctx: click.Context) -> None:
-    """Check and repair JSONL transcripts.
+    """Check and repair JSONL transcripts, and sign their heads.
 
-    Exit codes: 0 clean; 1 problems found (or left after repair); 2 the file cannot be read
-    as a transcript (missing, not a transcript, a newer format version, CRLF endings).
+    Exit codes: 0 clean; 1 problems found (or left after repair; a signed head refused);
+    2 the file cannot be read as a transcript (missing, not a transcript, a newer format
+    version, CRLF endings), or a key or note cannot be read.
     """
     # Asking for nothing is asking for help, as with the root command (not a usage error).
     if ctx.invoked_subcommand is None:
@@ -40,6 +43,15 @@ def _summary(report: VerifyReport) -> None:
     info(f"Head hash: {report.head_hash or '(none)'}")
     if report.expected_head is not None and report.head_line is not None:
         info(f"Expected head {report.expected_head} reached at line {report.head_line}")
+    signed = report.signed
+    if signed is not None and signed.claim is not None:
+        claim = signed.claim
+        info(
+            f"Signed head: {signed.note}: seq {claim.seq}, sha256 {claim.sha256}, signed "
+            f"{claim.time} by {', '.join(signed.signers)}"
+        )
+        if not report.signed_head_problems():
+            info(f"Signed head reached at line {report.signed_line}, the last line")
     for notice in report.notices():
         info(f"Note: {notice}")
 
@@ -63,35 +75,86 @@ def _problems(report: VerifyReport, what: str) -> None:
     help="The head hash kept from an earlier verify: fail unless the chain reaches it "
     "(a line was edited or the file was cut since).",
 )
-def verify_command(
+@click.option(
+    "--vkey",
+    "vkeys",
+    metavar="VKEY",
+    multiple=True,
+    help="A verifier key you trust (NAME+ID+KEY, or a file of them, as keygen writes): "
+    "PATH must end with the head signed in its note by one of them (repeatable).",
+)
+@click.option(
+    "--allowed-signers",
+    cls=SingleOption,
+    metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False),
+    help="An OpenSSH allowed-signers file: the SSH signatures of the keys it lists count "
+    "as trusted.",
+)
+@click.option(
+    "--signed-head",
+    cls=SingleOption,
+    metavar="NOTE",
+    type=click.Path(dir_okay=False),
+    help="The note with the signed head (default: PATH.sig; in a corpus, each file's).",
+)
+def verify_command(  # noqa: PLR0917 - click passes each option
     paths: tuple[str, ...],
     workers: int | None,
     ray_address: str | None,
     as_json: bool,
     head: str | None,
+    vkeys: tuple[str, ...],
+    allowed_signers: str | None,
+    signed_head: str | None,
 ) -> None:
     """Check PATH: every line is JSON, seq is dense, the prev chain is unbroken, every call
     ends exactly once, no call is in doubt. Prints the head hash (the last line's hash),
     which anchors the whole chain. PATH may be a pipe, or - for standard input.
 
+    With --vkey or --allowed-signers, PATH must also end with the head signed in its note
+    (PATH.sig, or --signed-head NOTE) by a key you trust: signatures by other keys are
+    ignored, and a note no trusted key signed is refused.
+
     Several paths, a directory (every *.jsonl below it) or a glob make one report with a
     line per file; the exit code is the worst file's. A path may be a run's id (or a
     prefix of it) recorded in the session store."""
     paths = tuple(locate(path).path for path in paths)
+    trusted = trusted_keys(vkeys, allowed_signers)
+    if signed_head is not None and trusted is None:
+        raise UsageError(
+            "--signed-head needs --vkey VKEY or --allowed-signers FILE: a signature counts "
+            "only with a key you trust"
+        )
     if wants_corpus(paths, workers, ray_address):
-        if head is not None:
-            raise UsageError("--head applies to one transcript, not to a corpus")
-        verify_corpus(paths, as_json=as_json, workers=workers, ray_address=ray_address)
+        for flag, value in (("--head", head), ("--signed-head", signed_head)):
+            if value is not None:
+                raise UsageError(f"{flag} applies to one transcript, not to a corpus")
+        verify_corpus(
+            paths, as_json=as_json, workers=workers, ray_address=ray_address, trusted=trusted
+        )
     (path,) = paths
     if head is not None and not _HASH.fullmatch(head):
         raise UsageError(f"--head must be a head hash (32 lowercase hex digits), not {head!r}")
-    report = verify_transcript(path, head=head)
+    if trusted is None:
+        report = verify_transcript(path, head=head)
+    else:
+        from mini_harness.transcripts.signing import note_path_for, open_signed_head
+
+        if signed_head is None and path == "-":
+            raise UsageError("standard input has no PATH.sig beside it: give --signed-head NOTE")
+        note = signed_head or note_path_for(path)
+        report = verify_transcript(path, head=head, signed=open_signed_head(note, trusted))
     if as_json:
         click.echo(orjson.dumps(report.to_json()).decode())
         raise click.exceptions.Exit(exit_code_of(failed=not report.ok))
     _summary(report)
     _problems(report, "found in")
     info("Verified: no problems found.")
+
+
+transcript_group.add_command(keygen_command)
+transcript_group.add_command(sign_command)
 
 
 @transcript_group.command(

@@ -11,6 +11,7 @@ from typing import Protocol, TypeAlias, get_args
 import attrs
 
 from mini_harness.events.conversation import (
+    ImportSource,
     Message,
     ModelFailure,
     ModelIdentity,
@@ -77,6 +78,10 @@ class RunStarted:
     bytes when the workspace has none). An agent run started from the command line also
     records its `workspace` (path, git HEAD and branch) and its `settings` (approval mode,
     context budget, sandbox requirement).
+
+    A run imported from another agent's session file (`mini-harness import`) records where
+    it came from in `imported`; a subagent's run names the run and step that started it
+    in `spawned_by`.
     """
 
     ts: str
@@ -94,6 +99,8 @@ class RunStarted:
     policy_sha256: str | None = attrs.field(default=None, kw_only=True)
     workspace: RunWorkspace | None = attrs.field(default=None, kw_only=True)
     settings: RunSettings | None = attrs.field(default=None, kw_only=True)
+    imported: ImportSource | None = attrs.field(default=None, kw_only=True)
+    spawned_by: RunOrigin | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen

@@ -13,6 +13,7 @@ import attrs
 from mini_harness.errors import ReplayError
 from mini_harness.events import (
     ApprovalDecided,
+    ImportSource,
     JsonObject,
     Message,
     ModelIdentity,
@@ -155,9 +156,25 @@ class Run:
         return self.started.forked_from if self.started is not None else None
 
     @property
+    def spawned_by(self) -> RunOrigin | None:
+        """The run and step that started it, for a subagent's run (imported sessions)."""
+        return self.started.spawned_by if self.started is not None else None
+
+    @property
+    def imported(self) -> ImportSource | None:
+        """Where it came from, for a run imported from another agent's session file."""
+        return self.started.imported if self.started is not None else None
+
+    @property
     def origin(self) -> tuple[str, RunOrigin] | None:
-        """("resumed" or "forked", the run and step it continues) when it names one."""
-        for how, link in (("resumed", self.resumed_from), ("forked", self.forked_from)):
+        """("resumed", "forked" or "spawned", the run and step it continues or that started
+        it) when it names one."""
+        links = (
+            ("resumed", self.resumed_from),
+            ("forked", self.forked_from),
+            ("spawned", self.spawned_by),
+        )
+        for how, link in links:
             if link is not None:
                 return how, link
         return None
