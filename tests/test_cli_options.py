@@ -91,20 +91,23 @@ class TestOneDeclaration:
         assert result.stderr.startswith(f"[mini-harness] Error: {args[-2]} may be given only once")
 
     @pytest.mark.parametrize(
-        ("args", "needed"),
+        ("args", "why"),
         [
-            (["--tool", "echo", "--tool-input", '{"text":"a"}', "--fsync", "always"], "--log PATH"),
-            (["mcp", "--fsync", "always"], "--log PATH"),
-            (["run", "t", "--no-log", "--fsync", "always"], "a log (not --no-log)"),
-            (["run", "t", "--no-log", "--max-event-bytes", "4096"], "a log (not --no-log)"),
+            (["--tool", "echo", "--tool-input", '{"text":"a"}', "--fsync", "always"],
+             "needs --log PATH"),
+            (["mcp", "--fsync", "always"], "needs --log PATH"),
+            (["run", "t", "--no-log", "--fsync", "always"],
+             "cannot be combined with --no-log: nothing is recorded"),
+            (["run", "t", "--no-log", "--max-event-bytes", "4096"],
+             "cannot be combined with --no-log: nothing is recorded"),
         ],
-    )
-    def test_log_flags_need_a_log(self, args: list[str], needed: str) -> None:
+    )  # fmt: skip
+    def test_log_flags_need_a_log(self, args: list[str], why: str) -> None:
         """The flags that shape only the log file, given where nothing is recorded, are the
         same usage error for every command (run --no-log included, which let them pass)."""
         result = CliRunner().invoke(cli, args, input="")
         assert result.exit_code == 2, result.output
-        assert result.stderr == f"[mini-harness] Error: {args[-2]} needs {needed}\n"
+        assert result.stderr == f"[mini-harness] Error: {args[-2]} {why}\n"
         assert result.stdout == ""
 
     def test_redaction_stands_without_a_log(self, tmp_path: Path) -> None:
