@@ -33,7 +33,8 @@ class TestText:
     def test_tool_run(self, tools_log: Path) -> None:
         """Each call with its status, duration, input and output or error; counts at the end."""
         result = show(str(tools_log))
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == 1, result.output  # e3 is in doubt
+        assert result.stderr == f"[mini-harness] Error: {tools_log}: 1 call in doubt\n"
         lines = result.stdout.splitlines()
         assert lines[0].startswith(f"Transcript {tools_log} · format ")
         assert lines[0].endswith("· 7 events · head " + lines[0].split("head ")[1])
@@ -188,7 +189,7 @@ class TestJson:
     def test_every_event_as_a_json_line(self, tools_log: Path) -> None:
         """--json writes every event as one JSON object per line, in file order."""
         result = show(str(tools_log), "--json")
-        assert result.exit_code == 0
+        assert result.exit_code == 1  # e3 is in doubt
         events = [orjson.loads(line) for line in result.stdout.splitlines()]
         assert [e["seq"] for e in events] == list(range(7))
         assert events == [orjson.loads(line) for line in tools_log.read_bytes().splitlines()]
@@ -205,17 +206,18 @@ class TestJson:
 
 class TestProblems:
     def test_damaged_transcript(self, tmp_path: Path) -> None:
-        """A damaged line: what came before is shown, the problem is named, exit 1."""
+        """A damaged line: what came before is shown, the problem is named, exit 2 (the
+        transcript cannot be used past it, as replay says)."""
         lines = chained(tool_events()).splitlines(keepends=True)
         lines[3] = b"{not json\n"
         path = tmp_path / "t.jsonl"
         path.write_bytes(b"".join(lines))
         result = show(str(path))
-        assert result.exit_code == 1
+        assert result.exit_code == 2
         assert "call echo in doubt · call e1" in result.stdout
         assert "[mini-harness] Problem: [damage] line 4: " in result.stdout
         assert result.stderr.endswith(
-            f"[mini-harness] Error: 1 problem(s) in {path}; shown up to line 4\n"
+            f"[mini-harness] Error: {path}: 1 problem, shown up to line 4; 1 call in doubt\n"
         )
 
     def test_damage_with_json(self, tmp_path: Path) -> None:
@@ -302,7 +304,7 @@ class TestStreams:
     def test_standard_input(self, tools_log: Path) -> None:
         """`show -` reads the transcript from standard input, as from the file."""
         piped = self.run_cli("show", "-", stdin=tools_log.read_bytes())
-        assert piped.returncode == 0, piped.stderr
+        assert piped.returncode == 1, piped.stderr  # e3 is in doubt
         from_file = self.run_cli("show", str(tools_log))
         assert piped.stdout.splitlines()[1:] == from_file.stdout.splitlines()[1:]
         assert piped.stdout.splitlines()[0].startswith(b"Transcript standard input \xc2\xb7 ")
@@ -323,7 +325,7 @@ class TestStreams:
         feeder.start()
         result = self.run_cli("show", str(fifo), "--json")
         feeder.join(timeout=30)
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == 1, result.stderr  # e3 is in doubt
         assert result.stdout.splitlines() == [
             orjson.dumps(orjson.loads(line)) for line in data.splitlines()
         ]
@@ -338,7 +340,7 @@ class TestStreams:
             timeout=60,
             check=False,
         )
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == 1, result.stderr  # e3 is in doubt
         assert result.stdout == b"[mini-harness] Wrote transcript.html (3 calls, 7 events)\n"
         assert (tmp_path / "transcript.html").read_text().startswith("<!DOCTYPE html>")
 

@@ -419,6 +419,25 @@ class TestUsage:
             "it cannot be used with --registry\n"
         )
 
+    def test_what_it_says_is_redacted_as_its_log_is(self, tmp_path: Path) -> None:
+        """The server's notes on stderr hide a --redact-env secret, as every command that
+        records does (here it is in the log's name, which the notes give)."""
+        secret = "tok-0123456789"
+        log = tmp_path / f"{secret}.jsonl"
+        done = subprocess.run(
+            [*SERVER, "--log", str(log), "--redact-env", "DEMO_TOKEN"],
+            input=b"",
+            capture_output=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "DEMO_TOKEN": secret},
+        )
+        assert done.returncode == 0, done.stderr
+        stderr = done.stderr.decode()
+        assert f"transcript {tmp_path}/[REDACTED].jsonl" in stderr
+        assert secret not in stderr
+        assert stderr.splitlines()[-1] == "[mini-harness] MCP session ended (end of input)"
+
     def test_closed_stdin_is_a_usage_error(self, tmp_path: Path) -> None:
         """`mini-harness mcp <&-` exits 2 with one error line, not a traceback."""
         log = tmp_path / "t.jsonl"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 import attrs
@@ -39,6 +39,48 @@ class TerminatedError(KeyboardInterrupt):
 def interruption(exc: KeyboardInterrupt) -> str:
     """What stopped the command: `interrupted` (Ctrl-C) or `terminated by SIGTERM`."""
     return exc.message if isinstance(exc, TerminatedError) else "interrupted"
+
+
+STOP_REASON_CODES = {
+    "final": ExitCode.OK,
+    "max_steps": ExitCode.FAILED,
+    "model_error": ExitCode.FAILED,
+    "budget": ExitCode.FAILED,
+    "cancelled": ExitCode.INTERRUPTED,
+}
+"""The exit code of an agent run, by how it stopped."""
+
+UNUSABLE_PROBLEMS = frozenset({"damage"})
+"""The problems of a log that make it input that cannot be used: a line damaged mid-file,
+where reading stops. Any other (integrity, protocol, a torn tail, something in doubt)
+is a log with problems."""
+
+
+def exit_code_of(
+    *,
+    problems: Iterable[str] = (),
+    in_doubt: int = 0,
+    differs: bool = False,
+    failed: bool = False,
+    stop_reason: str | None = None,
+    unreadable: bool = False,
+    interrupted: bool = False,
+) -> ExitCode:
+    """The exit code of what a command did and found, by the one rule of every command:
+    INTERRUPTED when it was interrupted (or its agent run cancelled); USAGE when its input
+    cannot be used (`unreadable`, or a log with a problem of UNUSABLE_PROBLEMS among the
+    kinds of `problems`); FAILED when the work failed: a log with any other problem or
+    with calls `in_doubt`, a re-run that `differs` from the record, a tool call that
+    `failed`, an agent run that stopped without a final answer (`stop_reason`); else OK."""
+    problems = set(problems)
+    reason = STOP_REASON_CODES[stop_reason] if stop_reason is not None else ExitCode.OK
+    if interrupted or reason == ExitCode.INTERRUPTED:
+        return ExitCode.INTERRUPTED
+    if unreadable or problems & UNUSABLE_PROBLEMS:
+        return ExitCode.USAGE
+    if problems or in_doubt or differs or failed or reason == ExitCode.FAILED:
+        return ExitCode.FAILED
+    return ExitCode.OK
 
 
 def counted(number: object, one: str, many: str | None = None) -> str:
@@ -146,7 +188,8 @@ class UnsupportedAnnotationError(Exception):
 
 
 class ToolCallError(MiniHarnessError):
-    """A dispatch ended in ToolFailed; the failure was recorded before this was raised."""
+    """A dispatch ended in ToolFailed; the failure was recorded before this was raised,
+    with the call's `call_id` and `duration_ms` (None until it is recorded)."""
 
     kind: str = "handler_error"
     exit_code = ExitCode.FAILED
@@ -155,6 +198,7 @@ class ToolCallError(MiniHarnessError):
         super().__init__(message)
         self.tool = tool
         self.call_id = call_id
+        self.duration_ms: float | None = None
 
 
 class UnknownToolError(ToolCallError):
@@ -405,6 +449,12 @@ class ModelError(MiniHarnessError):
         self.kind = kind
         self.status = status
         self.attempt = attempt
+
+
+class ResponseShapeError(Exception):
+    """What a model server sent is not what its SDK's types say (the SDKs build their
+    objects without checking them); the message says which part. An SDK provider reports
+    it as an invalid_response ModelError."""
 
 
 class ProviderSetupError(MiniHarnessError):

@@ -101,9 +101,7 @@ class TestFold:
         assert "  bbbbbbbbbbbb-2  echo  in doubt (ToolCalled at line 12, no terminal event)" in (
             cli_result.stdout
         )
-        assert cli_result.stderr == (
-            "[mini-harness] Error: the log has 0 problems and 1 call in doubt\n"
-        )
+        assert cli_result.stderr == f"[mini-harness] Error: {log}: 1 call in doubt\n"
 
     def test_protocol_problems(self, log: Path) -> None:
         """A terminal event with no ToolCalled and a reused callId are protocol problems."""

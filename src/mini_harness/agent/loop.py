@@ -194,7 +194,8 @@ class AgentLoop:
             done = self.runtime.dispatch(name, tool_input)
         except ToolCallError as exc:
             failure = {"kind": exc.kind, "message": exc.message}
-            message = manual_tool_message(display_failure(name, tool_input, failure, 0))
+            duration = exc.duration_ms or 0.0
+            message = manual_tool_message(display_failure(name, tool_input, failure, duration))
             outcome = ToolOutcome(call, message, error=exc.message)
         else:
             message = manual_tool_message(done.display_json())

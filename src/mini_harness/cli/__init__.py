@@ -17,8 +17,20 @@ import click
 
 from mini_harness._version import __version__
 from mini_harness.cli.dispatch import run_dispatch, tool_options
-from mini_harness.cli.log_options import LOG_SETTINGS, LogSettings, log_option, log_options
-from mini_harness.cli.options import given_options, workspace_option
+from mini_harness.cli.log_options import (
+    LOG_SETTINGS,
+    LogSettings,
+    log_option,
+    log_options,
+    refuse_without_log,
+)
+from mini_harness.cli.options import (
+    context_report_option,
+    given_options,
+    json_option,
+    refuse_without,
+    workspace_option,
+)
 from mini_harness.cli.output import describe, error, exit_code_for, guard_streams, quiet
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.cli.signals import exit_status, take_terminating_signals
@@ -185,7 +197,7 @@ def _spellings(params: list[click.Parameter]) -> dict[str, click.Option]:
         "replay": "mini_harness.cli.replay:replay_command",
         "run": "mini_harness.cli.agent:run_command",
         "show": "mini_harness.cli.show:show_command",
-        "undo": "mini_harness.cli.coding:undo_command",
+        "undo": "mini_harness.cli.undo:undo_command",
         "view": "mini_harness.cli.view:view_command",
         "import": "mini_harness.cli.importing:import_command",
         "resume": "mini_harness.cli.resume:resume_command",
@@ -198,17 +210,10 @@ def _spellings(params: list[click.Parameter]) -> dict[str, click.Option]:
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @tool_options("Dispatch this tool once (see `mini-harness tools`).", "The tool's input")
-@click.option(
-    "--context-report",
-    is_flag=True,
-    help="After the result, print the Context Explorer report (estimated tokens per part).",
+@context_report_option(
+    "After the result, print the Context Explorer report (estimated tokens per part)."
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the result, or the failure, as one JSON document instead of the lines.",
-)
+@json_option("Print the result, or the failure, as one JSON document instead of the lines.")
 @log_option("nothing is recorded")
 @log_options
 @workspace_option(
@@ -269,13 +274,10 @@ def cli(
             )
         return
     if tool is None:
-        for flag in given:
-            raise click.UsageError(f"{flag} needs --tool NAME")
+        refuse_without(ctx, _DISPATCH_OPTIONS, "--tool NAME", given=False)
         click.echo(ctx.get_help())
         return
-    log_flags = given_options(ctx, LOG_SETTINGS)
-    if log is None and log_flags:
-        raise click.UsageError(f"{log_flags[0]} needs --log PATH")
+    refuse_without_log(ctx, recorded=log is not None)
     if as_json and context_report:
         raise UsageError("--json cannot be combined with --context-report")
     run_dispatch(

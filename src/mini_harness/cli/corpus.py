@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 
 import click
 
-from mini_harness.cli.options import SingleOption
+from mini_harness.cli.options import number_option
 from mini_harness.cli.output import error, info, rewritable
-from mini_harness.errors import UsageError, counted
+from mini_harness.errors import UsageError, counted, exit_code_of
 
 if TYPE_CHECKING:
+    from mini_harness.cli.rerun import RerunOptions
     from mini_harness.replay.corpus import CorpusFile, CorpusReport
     from mini_harness.replay.corpus.summary import FileSummary, SummaryOptions
     from mini_harness.runtime import ToolRegistry
@@ -46,13 +47,9 @@ def corpus_options(command: F) -> F:
         "address, or no value for a local instance. Needs the 'ray' extra; the files must "
         "be at the same path on every node. Put it after the paths, or write --ray=ADDRESS.",
     )(command)
-    return click.option(
+    return number_option(
         "--workers",
-        cls=SingleOption,
-        type=click.IntRange(min=1),
-        default=None,
-        metavar="N",
-        help="With several files: fold them in N processes (default: the number of cores).",
+        help_text="With several files: fold them in N processes (default: the number of cores).",
     )(command)
 
 
@@ -80,10 +77,7 @@ def replay_corpus(
     as_json: bool,
     workers: int | None,
     ray_address: str | None,
-    rerun: bool,
-    registry: str | None,
-    workspace: str | None,
-    allow_side_effects: bool,
+    rerun: RerunOptions,
     refused: Mapping[str, object],
 ) -> NoReturn:
     """`replay` over a corpus; `refused` holds the one-file options given (an error)."""
@@ -92,8 +86,8 @@ def replay_corpus(
     for flag, value in refused.items():
         if value:
             raise UsageError(f"{flag} applies to one transcript, not to a corpus")
-    factory = _registry_factory(registry, workspace) if rerun else None
-    options = SummaryOptions(FOLD, factory, allow_side_effects)
+    factory = _registry_factory(rerun.registry_spec, rerun.root) if rerun.rerun else None
+    options = SummaryOptions(FOLD, factory, rerun.allow_side_effects)
     _run(paths, options, as_json=as_json, workers=workers, ray_address=ray_address)
 
 
@@ -166,7 +160,7 @@ def _run(
     except KeyboardInterrupt:
         progress.clear()
         error(f"interrupted after {progress.done} of {len(files)} files: no report")
-        raise click.exceptions.Exit(130) from None
+        raise click.exceptions.Exit(exit_code_of(interrupted=True)) from None
     progress.clear()
     if as_json:
         import orjson

@@ -15,7 +15,7 @@ from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, SingleOption, option_group
 from mini_harness.cli.output import aside, info
 from mini_harness.cli.registry_spec import complete_tool_name
-from mini_harness.errors import ExitCode, ToolCallError, UsageError
+from mini_harness.errors import ToolCallError, UsageError, exit_code_of
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than
 from mini_harness.runtime import ToolRegistry, ToolRuntime
@@ -126,7 +126,7 @@ def run_dispatch(
             **where,
         }
         click.echo(_redacted_json(document, redactor))
-        raise click.exceptions.Exit(ExitCode.FAILED)
+        raise click.exceptions.Exit(exit_code_of(failed=True))
     shown = result.display_json()
     if as_json:
         click.echo(_redacted_json({"ok": True, **shown, **where}, redactor))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 import orjson
 
-from mini_harness.cli.options import F, SingleOption
+from mini_harness.cli.options import F, SingleOption, json_option
 from mini_harness.cli.output import info, warn
 from mini_harness.errors import TelemetryError, UsageError, counted
 from mini_harness.transcripts import JsonlTranscript
@@ -57,9 +57,7 @@ def export_group() -> None:
     "arguments and results (also with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
     "=true).",
 )
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print the spans as OTLP JSON instead of sending them."
-)
+@json_option("Print the spans as OTLP JSON instead of sending them.")
 def otel_command(
     paths: tuple[str, ...],
     *,

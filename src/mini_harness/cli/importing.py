@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 
+from mini_harness.cli.options import json_option
 from mini_harness.cli.output import info, warn
-from mini_harness.errors import ExitCode, MiniHarnessError, SourceError, UsageError
+from mini_harness.errors import ExitCode, MiniHarnessError, SourceError, UsageError, exit_code_of
 
 if TYPE_CHECKING:
     from mini_harness.interop import ImportResult
@@ -113,7 +114,7 @@ def import_into(store: SessionStore, source: str, fmt: str) -> tuple[str, Path, 
     help="Write the transcripts under DIR (laid out as the session store) instead of the "
     "session store.",
 )
-@click.option("--json", "as_json", is_flag=True, help="One JSON document: each session imported.")
+@json_option("One JSON document: each session imported.")
 def import_command(paths: tuple[str, ...], fmt: str, output: str | None, as_json: bool) -> None:
     """Import other agents' sessions: Codex rollouts (`rollout-*.jsonl`, `.jsonl.zst`) and
     Claude Code sessions (with their subagents), one transcript per session, each run
@@ -145,12 +146,11 @@ def import_command(paths: tuple[str, ...], fmt: str, output: str | None, as_json
         except SourceError as exc:
             warn(exc.message) if not as_json else None
             rows.append({"source": source, "status": "unreadable", "error": exc.message})
-            code = max(code, ExitCode.USAGE)
+            code = max(code, exit_code_of(unreadable=True))
             continue
         row = {"status": status, "transcript": str(place), **result.to_json()}
         rows.append(row)
-        if result.problems:
-            code = max(code, ExitCode.FAILED)
+        code = max(code, exit_code_of(failed=bool(result.problems)))
         if as_json:
             continue
         usage = result.usage

@@ -11,7 +11,14 @@ from typing import Any
 import attrs
 import click
 
-from mini_harness.cli.options import F, SingleOption, gathered
+from mini_harness.cli.options import (
+    F,
+    SingleOption,
+    gathered,
+    given_options,
+    number_option,
+    refuse_without,
+)
 from mini_harness.cli.output import info, warn
 from mini_harness.errors import UsageError
 from mini_harness.events import EventSink, NullSink
@@ -55,6 +62,19 @@ class LogSettings:
 
 LOG_SETTINGS = tuple(field.name for field in attrs.fields(LogSettings))
 """The names of the log flags (the options `log_options` adds)."""
+
+FILE_SETTINGS = ("fsync", "max_event_bytes")
+"""The log flags that shape only the file: without a log they have nothing to shape.
+(`--redact-env` and `--redact-pattern` also redact what a command prints.)"""
+
+
+def refuse_without_log(ctx: click.Context, *, recorded: bool) -> None:
+    """The log flags that shape only the file, given where nothing is `recorded` (no
+    `--log PATH` where the log is optional, `--no-log` where it is not), are a usage error."""
+    if ctx.params.get("no_log"):
+        for spelling in given_options(ctx, FILE_SETTINGS):
+            raise UsageError(f"{spelling} cannot be combined with --no-log: nothing is recorded")
+    refuse_without(ctx, FILE_SETTINGS, "--log PATH", given=recorded)
 
 
 def log_option(default: str) -> Callable[[F], F]:
@@ -117,13 +137,10 @@ log_options = gathered(
         multiple=True,
         help="Write every match of REGEX (Python syntax) as [REDACTED] (repeatable).",
     ),
-    click.option(
+    number_option(
         "--max-event-bytes",
-        cls=SingleOption,
-        type=click.IntRange(min=1024),
-        default=None,
-        metavar="N",
-        help="Largest line written; a larger input or output is recorded as a marker "
+        minimum=1024,
+        help_text="Largest line written; a larger input or output is recorded as a marker "
         "with its size and SHA-256 (default 4 MiB).",
     ),
     signer_option(

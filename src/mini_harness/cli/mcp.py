@@ -8,20 +8,19 @@ import os
 import click
 
 from mini_harness.agent.approval import AsyncPolicyApprover
-from mini_harness.cli.coding import approve_option, workspace_policy
+from mini_harness.cli.coding import approve_option
 from mini_harness.cli.export import exported, live_export, otel_option
 from mini_harness.cli.log_options import (
-    LOG_SETTINGS,
     LogSettings,
     log_option,
     log_options,
-    opened_log,
+    refuse_without_log,
     warn_quarantined,
 )
-from mini_harness.cli.options import given_options, root_workspace, workspace_option
-from mini_harness.cli.output import aside, fail
+from mini_harness.cli.options import workspace_option
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
-from mini_harness.errors import ExitCode, OutputError
+from mini_harness.cli.session import Session
+from mini_harness.errors import OutputError, UsageError
 from mini_harness.mcp.server import ElicitingPrompter, run_stdio
 from mini_harness.runtime import ToolRuntime
 
@@ -73,31 +72,28 @@ def mcp_command(
     try:
         os.fstat(0)
     except OSError:
-        fail(
-            "stdin is closed: the mcp command reads MCP messages on stdin "
-            "(an MCP client starts it)",
-            ExitCode.USAGE,
-        )
+        raise UsageError(
+            "stdin is closed: the mcp command reads MCP messages on stdin (an MCP client starts it)"
+        ) from None
     try:
         import mcp.server.lowlevel  # noqa: F401  (fail here, before any output)
     except ImportError as exc:
         if exc.name is not None and exc.name.split(".")[0] == "mcp":
-            fail(
-                'the mcp command needs the MCP SDK: pip install "mini-harness[mcp]"', ExitCode.USAGE
-            )
-        fail(f"cannot import the MCP SDK: {exc}", ExitCode.USAGE)
+            raise UsageError(
+                'the mcp command needs the MCP SDK: pip install "mini-harness[mcp]"'
+            ) from None
+        raise UsageError(f"cannot import the MCP SDK: {exc}") from None
 
-    log_flags = given_options(click.get_current_context(), LOG_SETTINGS)
-    if log is None and log_flags:
-        fail(f"{log_flags[0]} needs --log PATH", ExitCode.USAGE)
+    refuse_without_log(click.get_current_context(), recorded=log is not None)
 
-    root = workspace or root_workspace()
-    registry = chosen_registry(registry_spec, root)
-    policy = workspace_policy(root or os.curdir, approve)
-    # stdout carries the protocol; everything we say goes to stderr.
+    # Assembled as every command that acts: what it says goes to stderr (stdout carries
+    # the protocol), redacted as its log is.
+    session = Session(log_settings, workspace=workspace, approve=approve, err=True)
+    registry = chosen_registry(registry_spec, session.workspace)
+    policy = session.policy()
     with (
-        opened_log(log, log_settings, say=aside) as opened,
-        exported(live_export(otel, log_settings.redactor()), opened) as sink,
+        session.log(log) as opened,
+        exported(live_export(otel, session.log_settings.redactor(session.keys)), opened) as sink,
     ):
         approver = AsyncPolicyApprover(policy, ElicitingPrompter())
         runtime = ToolRuntime(registry, sink, approver=approver)
@@ -105,13 +101,13 @@ def mcp_command(
         warn_quarantined(opened)
         names = ", ".join(d.name for d in registry.list()) or "none"
         where = f"; transcript {log}" if log is not None else ""
-        aside(
+        session.say(
             f"MCP server on stdio: tools {names}; --approve {approve}; run {runtime.run_id}{where}"
         )
         try:
             ended_by = run_stdio(runtime)
         except OutputError as exc:  # the console script's stdout (see cli/output.py)
-            fail(f"MCP session failed: {exc.reason}", ExitCode.FAILED)
+            session.fail(f"MCP session failed: {exc.reason}")
         except OSError as exc:
-            fail(f"MCP session failed: {exc.strerror or exc}", ExitCode.FAILED)
-    aside(f"MCP session ended ({ended_by})")
+            session.fail(f"MCP session failed: {exc.strerror or exc}")
+    session.say(f"MCP session ended ({ended_by})")

@@ -25,8 +25,8 @@ PREFIX = "[mini-harness]"
 # What these print may hold a model's or a tool's text: shown escaped, never obeyed.
 
 
-def info(message: str) -> None:
-    click.echo(f"{PREFIX} {printable(message)}")
+def info(message: str, *, err: bool = False) -> None:
+    click.echo(f"{PREFIX} {printable(message)}", err=err)
 
 
 def aside(message: str) -> None:
@@ -79,6 +79,13 @@ def describe(exc: BaseException) -> str:
 def fail(message: str, code: ExitCode) -> NoReturn:
     """Print an error line and exit with `code`."""
     error(message)
+    raise click.exceptions.Exit(code)
+
+
+def verdict(code: int, message: str) -> NoReturn:
+    """End the command with `code`, `message` being its error line unless it is 0."""
+    if code:
+        error(message)
     raise click.exceptions.Exit(code)
 
 

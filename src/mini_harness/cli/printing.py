@@ -26,16 +26,17 @@ class RedactingPrinter:
     """Prints lines with what the log redacts (the provider's key, `--redact-env`,
     `--redact-pattern`) redacted: a secret the log leaves out is not shown either."""
 
-    def __init__(self, redactor: Redactor | None = None) -> None:
+    def __init__(self, redactor: Redactor | None = None, *, err: bool = False) -> None:
         self._redactor = redactor if redactor is not None and redactor.active else None
+        self._err = err
 
     def shown(self, text: str) -> str:
         """`text` as it may be printed."""
         return text if self._redactor is None else self._redactor.redact_text(text)
 
     def say(self, message: str) -> None:
-        """One `[mini-harness] ...` line."""
-        info(self.shown(message))
+        """One `[mini-harness] ...` line (on standard error with `err`)."""
+        info(self.shown(message), err=self._err)
 
     def line(self, message: str, lead: str = "", width: int | None = None) -> None:
         """One `[mini-harness] <lead><message>` line cut to the width (COLUMNS, else the

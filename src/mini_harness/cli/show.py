@@ -8,8 +8,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mini_harness.cli.options import STEP_HELP, SingleOption, root_workspace, run_option
-from mini_harness.cli.output import columns, error, info, use_colour
+from mini_harness.cli.options import (
+    SingleOption,
+    json_option,
+    root_workspace,
+    run_option,
+    step_option,
+)
+from mini_harness.cli.output import columns, info, use_colour, verdict
 from mini_harness.cli.stored import last_option, locate
 
 if TYPE_CHECKING:
@@ -22,13 +28,7 @@ STATUS_CHOICES = ("failed", "succeeded", "in-doubt")
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True), required=False)
 @last_option("run")
 @run_option("every run")
-@click.option(
-    "--step",
-    cls=SingleOption,
-    type=click.IntRange(min=1),
-    metavar="N",
-    help=f"Only this step of agent runs. {STEP_HELP}",
-)
+@step_option("Only this step of agent runs.")
 @click.option(
     "--tool",
     "tools",
@@ -50,7 +50,7 @@ STATUS_CHOICES = ("failed", "succeeded", "in-doubt")
     "contain TEXT, ignoring case.",
 )
 @click.option("--full", is_flag=True, help="Print model text, inputs and outputs whole.")
-@click.option("--json", "as_json", is_flag=True, help="Print the selected events as JSON lines.")
+@json_option("Print the selected events as JSON lines.")
 def show_command(  # noqa: PLR0917 - click passes each option as an argument
     path: str | None,
     last: bool,
@@ -68,10 +68,13 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     or - for standard input, or a run's id (or a prefix of it) recorded in the session
     store: its whole transcript is shown; --last shows the newest of this workspace.
 
-    Exit codes: 0 shown; 1 the transcript is damaged (shown up to the damage, the problem
-    named) or breaks the call protocol; 2 it cannot be read as a transcript, or bad options.
+    Exit codes: 0 shown; 1 the log has problems (a broken chain or call protocol, a torn
+    tail, calls in doubt, an unfinished run); 2 it cannot be used: it cannot be read as a
+    transcript, or is damaged mid-file (shown up to the damage, the problem named); or bad
+    options.
     """
     from mini_harness.replay.history import read_history
+    from mini_harness.replay.views import describe
     from mini_harness.replay.views.filters import Selection, select, selected_events
 
     path = locate(path, last=last, workspace=root_workspace()).path
@@ -86,8 +89,8 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
         sys.stdout.flush()
     else:
         _print_text(shown, full=full)
-    code = _report_problems(history, quiet=as_json)
-    raise click.exceptions.Exit(code)
+    _report_problems(history, quiet=as_json)
+    verdict(*describe.verdict(history))
 
 
 def _print_text(history: History, *, full: bool) -> None:
@@ -105,20 +108,13 @@ def _print_text(history: History, *, full: bool) -> None:
     info(counts_line(history))
 
 
-def _report_problems(history: History, *, quiet: bool) -> int:
-    """Name each problem of the log (on stderr with --json); 1 if there is any."""
+def _report_problems(history: History, *, quiet: bool) -> None:
+    """Name each problem of the log (on stderr with --json)."""
     from mini_harness.replay.views import describe
 
-    problems = describe.problems(history)
-    for problem in problems:
+    for problem in describe.problems(history):
         message = f"Problem: [{problem.kind}] {problem.describe()}"
         if quiet:
             click.echo(f"[mini-harness] {message}", err=True)
         else:
             info(message)
-    if not problems:
-        return 0
-    damaged = [p for p in problems if p.kind in {"damage", "torn-tail"}]
-    where = f"; shown up to line {damaged[0].line}" if damaged else ""
-    error(f"{len(problems)} problem(s) in {history.name}{where}")
-    return 1

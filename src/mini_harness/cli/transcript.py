@@ -9,11 +9,11 @@ import click
 import orjson
 
 from mini_harness.cli.corpus import corpus_options, verify_corpus, wants_corpus
-from mini_harness.cli.options import SingleOption
+from mini_harness.cli.options import SingleOption, json_option
 from mini_harness.cli.output import PREFIX, error, fail, info
 from mini_harness.cli.signing import keygen_command, sign_command, trusted_keys
 from mini_harness.cli.stored import locate
-from mini_harness.errors import ExitCode, UsageError, counted
+from mini_harness.errors import ExitCode, UsageError, counted, exit_code_of
 from mini_harness.transcripts.repair import repair_transcript
 from mini_harness.transcripts.verify import VerifyReport, verify_transcript
 
@@ -61,13 +61,14 @@ def _problems(report: VerifyReport, what: str) -> None:
     for problem in problems:
         info(f"Problem: {problem}")
     if problems:
-        fail(f"{counted(len(problems), 'problem')} {what} {report.path}", ExitCode.FAILED)
+        code = exit_code_of(failed=True)
+        fail(f"{counted(len(problems), 'problem')} {what} {report.path}", code)
 
 
 @transcript_group.command("verify", short_help="Check a transcript; print its head hash.")
 @click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path())
 @corpus_options
-@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@json_option("Print the report as one JSON object.")
 @click.option(
     "--head",
     metavar="HASH",
@@ -146,7 +147,7 @@ def verify_command(  # noqa: PLR0917 - click passes each option
         report = verify_transcript(path, head=head, signed=open_signed_head(note, trusted))
     if as_json:
         click.echo(orjson.dumps(report.to_json()).decode())
-        raise click.exceptions.Exit(ExitCode.OK if report.ok else ExitCode.FAILED)
+        raise click.exceptions.Exit(exit_code_of(failed=not report.ok))
     _summary(report)
     _problems(report, "found in")
     info("Verified: no problems found.")
@@ -174,8 +175,7 @@ def repair_command(path: str, close_in_doubt: bool) -> None:
     path = locate(path).path
     result = repair_transcript(path, close_in_doubt=close_in_doubt)
     if result.refused is not None:
-        error(f"cannot repair {path}: {result.refused}")
-        raise click.exceptions.Exit(ExitCode.FAILED)
+        fail(f"cannot repair {path}: {result.refused}", exit_code_of(failed=True))
     for torn in result.quarantined:
         info(
             f"Torn tail: {torn.length} {'byte' if torn.length == 1 else 'bytes'} at byte "

@@ -292,7 +292,7 @@ class ToolRuntime:
 
     def _record_failure(self, call_id: str, name: str, start: int, error: ToolCallError) -> None:
         duration = _elapsed_ms(start, self._monotonic_ns())
-        error.call_id = call_id
+        error.call_id, error.duration_ms = call_id, duration
         if os.getpid() != self._pid:  # in a child a handler forked: the parent's call
             return
         invalid = error if isinstance(error, InvalidInputError) else None

@@ -380,4 +380,5 @@ def _diff(expected: str, obtained: str, *, transcript: bool) -> str:
 
 def _memory_bytes(sink: MemorySink) -> bytes:
     """A MemorySink's events as JSONL lines (without `prev`: normalization chains them)."""
-    return b"".join(encode_line(record.event, record.seq, None) + b"\n" for record in sink)
+    events = enumerate(sink.events)
+    return b"".join(encode_line(event, seq, None) + b"\n" for seq, event in events)

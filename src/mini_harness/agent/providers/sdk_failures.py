@@ -21,6 +21,7 @@ import math
 import random
 import time
 from collections.abc import Callable
+from types import ModuleType
 from typing import Protocol, cast
 
 import attrs
@@ -54,6 +55,21 @@ class SdkErrors:
     timeout: type[Exception]  # APITimeoutError (an APIConnectionError)
     rate_limit: type[Exception]  # RateLimitError
     auth: tuple[type[Exception], ...]  # AuthenticationError, PermissionDeniedError
+
+    @classmethod
+    def of(cls, sdk: ModuleType, root: type[Exception]) -> SdkErrors:
+        """The exception classes of an SDK's module (both SDKs name them alike), `root`
+        the one every other derives from."""
+        auth = (sdk.AuthenticationError, sdk.PermissionDeniedError)
+        return cls(
+            root,
+            sdk.APIError,
+            sdk.APIStatusError,
+            sdk.APIConnectionError,
+            sdk.APITimeoutError,
+            sdk.RateLimitError,
+            auth,
+        )
 
     @property
     def raised(self) -> tuple[type[Exception], ...]:

@@ -4,7 +4,7 @@ openings of a run that resumes or forks another (`plans`)."""
 
 from __future__ import annotations
 
-from mini_harness.replay.continuing.offline import AgentReplay, ReplayOutcome, replay_agent_run
+from mini_harness.replay.continuing.offline import AgentReplay, replay_agent_run
 from mini_harness.replay.continuing.outcomes import (
     DIFFERING,
     OUTCOMES,
@@ -33,7 +33,6 @@ __all__ = [
     "OUTCOMES",
     "AgentReplay",
     "Drift",
-    "ReplayOutcome",
     "RerunOutcome",
     "RerunReport",
     "ResumePlan",

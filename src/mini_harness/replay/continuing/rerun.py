@@ -144,7 +144,7 @@ class TranscriptRerun:
         factory=set, init=False, repr=False
     )
 
-    def __iter__(self) -> Iterator[Run | Drift | RerunOutcome]:
+    def __iter__(self) -> Iterator[Run | Drift | RerunOutcome[Call]]:
         for item in self.items:
             if isinstance(item, Run):
                 yield item
@@ -156,7 +156,7 @@ class TranscriptRerun:
             else:
                 yield self.rerun_call(item)
 
-    def rerun_call(self, call: Call) -> RerunOutcome:
+    def rerun_call(self, call: Call) -> RerunOutcome[Call]:
         if call.status == IN_DOUBT:
             return RerunOutcome(call, SKIPPED, "in doubt: no recorded outcome to compare with")
         unrecorded = unrecorded_input(call)
@@ -188,7 +188,7 @@ class TranscriptRerun:
             return RerunOutcome(call, MATCHED, None, current)
         return RerunOutcome(call, DIVERGED, None, current, json_diff(call, recorded, compared))
 
-    def _compare_failure(self, call: Call, error: JsonObject) -> RerunOutcome:
+    def _compare_failure(self, call: Call, error: JsonObject) -> RerunOutcome[Call]:
         reason = f"{error['kind']}: {error['message']}"
         if call.status == SUCCEEDED or call.error is None:
             return RerunOutcome(call, NOW_FAILS, reason, error)

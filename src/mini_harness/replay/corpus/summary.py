@@ -28,7 +28,6 @@ OK = "ok"
 PROBLEMS = "problems"
 UNREADABLE = "unreadable"
 STATUSES = (OK, PROBLEMS, UNREADABLE)
-EXIT_CODES = {OK: 0, PROBLEMS: 1, UNREADABLE: 2}
 
 FOLD = "fold"
 VERIFY = "verify"

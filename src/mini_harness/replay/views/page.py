@@ -151,7 +151,7 @@ def _step_rows(
     run: Run,
     step: Step,
     context: JsonValue,
-    outcomes: dict[str, RerunOutcome],
+    outcomes: dict[str, RerunOutcome[Call]],
     budget: _Budget,
 ) -> list[JsonValue]:
     rows: list[JsonValue] = [
@@ -184,7 +184,7 @@ def _turn(run: int, number: int, step: Step) -> JsonObject:
 
 
 def _call(
-    run: Run, step: int | None, call: Call, rerun: RerunOutcome | None, budget: _Budget
+    run: Run, step: int | None, call: Call, rerun: RerunOutcome[Call] | None, budget: _Budget
 ) -> JsonObject:
     text_in, size_in = budget.take(call.input)
     out: JsonObject = {
