@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 
 import click
 
+from mini_harness.cli.importing import imported_call
 from mini_harness.cli.options import SingleOption
 from mini_harness.cli.output import error, info
 from mini_harness.errors import UsageError, counted
@@ -93,7 +94,8 @@ def replay_corpus(
         if value:
             raise UsageError(f"{flag} applies to one transcript, not to a corpus")
     factory = _registry_factory(registry, workspace) if rerun else None
-    options = SummaryOptions(FOLD, factory, allow_side_effects)
+    translate = imported_call if rerun else None
+    options = SummaryOptions(FOLD, factory, allow_side_effects, translate)
     _run(paths, options, as_json=as_json, workers=workers, ray_address=ray_address)
 
 

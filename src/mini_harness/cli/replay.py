@@ -15,6 +15,7 @@ from mini_harness.cli.coding import (
     print_effects,
 )
 from mini_harness.cli.corpus import corpus_options, replay_corpus, wants_corpus
+from mini_harness.cli.importing import imported_call
 from mini_harness.cli.log_options import (
     LOG_SETTINGS,
     LogSettings,
@@ -211,7 +212,13 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     if agent_code is not None:
         raise click.exceptions.Exit(agent_code)
     with opened_log(log, log_settings, say=aside if as_json else info) as sink:
-        runner = TranscriptRerun(held, tools, allow_side_effects=allow_side_effects, sink=sink)
+        runner = TranscriptRerun(
+            held,
+            tools,
+            allow_side_effects=allow_side_effects,
+            sink=sink,
+            translate=imported_call,
+        )
         code = drive(fold, iter(runner), out)
     if log is not None:
         info(f"Re-run recorded in {log}")
@@ -266,7 +273,7 @@ def _read_once(fold: TranscriptFold) -> HeldItems:
     held = HeldItems()
     holding = True
     for item in fold:
-        if holding and isinstance(item, Run) and item.is_agent:
+        if holding and isinstance(item, Run) and item.replays_offline:
             holding, held = False, HeldItems()
         if holding:
             held.add(item)

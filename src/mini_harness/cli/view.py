@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from mini_harness.cli.importing import imported_call
 from mini_harness.cli.options import SingleOption, root_workspace, typed, workspace_option
 from mini_harness.cli.output import error, info
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
@@ -103,7 +104,9 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     else:
         items = list(fold)
         history = fold.history
-        rerun_items = TranscriptRerun(items, tools, allow_side_effects=allow_side_effects)
+        rerun_items = TranscriptRerun(
+            items, tools, allow_side_effects=allow_side_effects, translate=imported_call
+        )
         reruns = rerun_items.report(history)
     page = render_page(history, step_contexts(history), reruns)
     try:
