@@ -82,8 +82,10 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     a transcript, or the page cannot be written.
     """
     # --last looks in the workspace given (before the subcommand, or with --rerun here).
-    path = locate(path, last=last, workspace=workspace or root_workspace()).path
-    target = Path(output) if output is not None else default_output(path)
+    located = locate(path, last=last, workspace=workspace or root_workspace())
+    path = located.path
+    # Another agent's session gets its page beside it, not beside its temporary import.
+    target = Path(output) if output is not None else default_output(located.source or path)
     if path != "-" and same_file(target, path):
         raise UsageError("the page would overwrite the transcript: give -o FILE.html")
     if not rerun:

@@ -1,5 +1,5 @@
-"""`replay --rerun` of an imported session: its calls re-run as mini-harness's tools where
-the names map, the rest skipped with the reason."""
+"""`replay --rerun` and `view` of imported sessions: calls re-run as mini-harness's tools
+where the names map (the rest skipped with the reason); the page of a session file."""
 
 from __future__ import annotations
 
@@ -96,3 +96,16 @@ def test_arguments_map_into_the_workspace() -> None:
     outside = rerun_as("claude", "Read", {"file_path": "/etc/passwd"}, "/w")
     assert outside == "imported Read: /etc/passwd is outside the recorded workspace /w"
     assert "not a JSON object" in str(rerun_as("codex", "shell", '{"command": [', "/w"))
+
+
+def test_view_of_a_session_file_writes_its_page_beside_it(tmp_path: Path) -> None:
+    session = tmp_path / CODEX.name
+    session.write_bytes(CODEX.read_bytes())
+    result = CliRunner().invoke(cli, ["view", str(session)])
+    assert result.exit_code == 0, result.output
+    page = session.with_suffix(".html")
+    assert f"Wrote {page}" in result.stdout
+    text = page.read_text()
+    for name in ("shell", "local_shell", "apply_patch", "ls tests"):
+        assert name in text
+    assert "Traceback" not in result.output
