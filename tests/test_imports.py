@@ -121,6 +121,7 @@ class TestStartUp:
 PRIVATE_SIGNALS = {
     "mini_harness.agent.loop._Stop",  # ends AgentLoop.run with a stop reason
     "mini_harness.tools.search_text._OutOfBudget",  # becomes SearchBudgetError
+    "mini_harness.interop.rerun._Untranslatable",  # becomes the skip reason rerun_as returns
 }
 
 

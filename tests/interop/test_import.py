@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 from click.testing import CliRunner
 
 from mini_harness.cli import cli
-from mini_harness.events import ToolCalled, ToolFailed, ToolSucceeded, UnknownEvent
+from mini_harness.events import RunOrigin, ToolCalled, ToolFailed, ToolSucceeded, UnknownEvent
 from mini_harness.events.vocabulary import MemorySink
-from mini_harness.interop import SOURCE_RECORD, import_session
+from mini_harness.interop import SOURCE_RECORD, ImportResult, import_session
 from mini_harness.replay.history import read_history
 from mini_harness.transcripts import JsonlTranscript, verify_transcript
 
@@ -24,8 +25,8 @@ CODEX_EARLY = FIXTURES / "codex" / "rollout-2025-05-02T09-00-00-early.jsonl"
 CLAUDE = FIXTURES / "claude" / "-home-me-app" / "5b1f0e7c-2f4d-4c1e-9a0b-7d3c2e1f0a99.jsonl"
 
 
-def source_lines(path: Path) -> list[dict]:
-    out = []
+def source_lines(path: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     for line in path.read_bytes().splitlines():
         try:
             value = orjson.loads(line)
@@ -35,7 +36,7 @@ def source_lines(path: Path) -> list[dict]:
     return out
 
 
-def imported(path: Path, tmp_path: Path) -> tuple[Path, object]:
+def imported(path: Path, tmp_path: Path) -> tuple[Path, ImportResult]:
     out = tmp_path / (path.name + ".mh.jsonl")
     sink = JsonlTranscript(out)
     result = import_session(str(path), sink)
@@ -60,7 +61,8 @@ def test_codex_every_call_once_with_its_outcome_and_the_sources_usage(tmp_path: 
     history = read_history(out, requests=True)
     run = history.runs[0]
     recorded = [c.tool_use_id for c in run.calls]
-    assert sorted(recorded) == sorted(calls)  # each once
+    assert None not in recorded
+    assert sorted(str(r) for r in recorded) == sorted(calls)  # each once
     assert run.succeeded + run.failed == len(outputs)
     assert [c.tool_use_id for c in run.in_doubt_calls] == ["call_never_answered"]
     failed = [c for c in run.calls if c.status == "failed"]
@@ -72,6 +74,8 @@ def test_codex_every_call_once_with_its_outcome_and_the_sources_usage(tmp_path: 
         and line["payload"].get("type") == "token_count"
         and line["payload"].get("info")
     ][-1]
+    assert run.finished is not None
+    assert run.finished.usage is not None
     usage = run.finished.usage
     assert (usage.input_tokens, usage.output_tokens, usage.cached_tokens) == (
         last_total["input_tokens"],
@@ -79,6 +83,9 @@ def test_codex_every_call_once_with_its_outcome_and_the_sources_usage(tmp_path: 
         last_total["cached_input_tokens"],
     )
     assert history.agent.usage == usage
+    assert run.model is not None
+    assert run.workspace is not None
+    assert run.imported is not None
     assert run.model.name == "gpt-5-codex"
     assert run.model.provider == "openai"
     assert run.workspace.path == "/home/me/app"
@@ -139,16 +146,19 @@ def test_claude_calls_usage_sidechains_and_subagents(tmp_path: Path) -> None:
     # msg_01 is written over four lines: one model response with two calls.
     first = main.steps[0]
     assert [call.name for call in first.tool_calls] == ["Read", "Grep"]
+    assert first.usage is not None
     assert first.usage.output_tokens == 90  # the last line's count, not a sum
+    assert sidechain.spawned_by is not None
     assert sidechain.spawned_by.run_id == main.run_id
-    assert subagent.spawned_by == type(subagent.spawned_by)(main.run_id, 3)  # the Task's step
+    assert subagent.spawned_by == RunOrigin(main.run_id, 3)  # the Task's step
+    assert subagent.imported is not None
     assert subagent.imported.part == "subagents/agent-4f2a9c1e.jsonl"
     names = sorted(call.name for run in history.runs for call in run.calls)
     assert names == ["Bash", "Bash", "Edit", "Glob", "Grep", "Grep", "Read", "Task"]
     bash = [c for c in main.calls if c.name == "Bash"]
     assert sorted(c.status for c in bash) == ["failed", "in-doubt"]
     # Usage: each response once (its last line), all files.
-    responses: dict[str, dict] = {}
+    responses: dict[str, dict[str, int]] = {}
     files = [CLAUDE, *CLAUDE.with_suffix("").joinpath("subagents").glob("*.jsonl")]
     for path in files:
         for line in source_lines(path):

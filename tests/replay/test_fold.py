@@ -10,9 +10,10 @@ from mini_harness import ToolCallError, ToolRuntime
 from mini_harness.cli import cli
 from mini_harness.errors import TranscriptCorruptError
 from mini_harness.events import ApprovalDecided, FileEffect, ToolCalled, ToolSucceeded
+from mini_harness.events.measure import estimate_tokens
 from mini_harness.replay import Call, TranscriptFold, context_reports, fold_effects, fold_transcript
 from mini_harness.runtime import display_failure
-from mini_harness.runtime.context_report import estimate_tokens, pretty_json
+from mini_harness.runtime.context_report import pretty_json
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, line_hash
 from tests.replay import registries

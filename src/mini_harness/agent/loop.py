@@ -18,7 +18,6 @@ import orjson
 
 from mini_harness.agent.config import AgentConfig, Opening
 from mini_harness.agent.context import (
-    RequestHasher,
     manual_tool_message,
     system_message,
     trim_to_budget,
@@ -42,6 +41,7 @@ from mini_harness.events import (
     new_id,
     utc_timestamp,
 )
+from mini_harness.events.measure import RequestHasher
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.results import display_failure
 

@@ -45,7 +45,7 @@ def rerun_agent_runs(
     `run`), or None when there are no agent runs to replay (the call-by-call re-run takes
     the file). `unverified`: the problems of a PATH
     that does not verify, continued anyway (--allow-unverified), for the new run to record."""
-    runs = history.agent_runs()
+    runs = history.offline_runs()
     if not runs and live is not None:
         raise UsageError("--live-model needs an agent run")
     if not runs:

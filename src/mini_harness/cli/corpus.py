@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 
 import click
 
+from mini_harness.cli.importing import imported_call
 from mini_harness.cli.options import number_option
 from mini_harness.cli.output import error, info, rewritable
 from mini_harness.errors import UsageError, counted, exit_code_of
@@ -87,7 +88,8 @@ def replay_corpus(
         if value:
             raise UsageError(f"{flag} applies to one transcript, not to a corpus")
     factory = _registry_factory(rerun.registry_spec, rerun.root) if rerun.rerun else None
-    options = SummaryOptions(FOLD, factory, rerun.allow_side_effects)
+    translate = imported_call if rerun.rerun else None
+    options = SummaryOptions(FOLD, factory, rerun.allow_side_effects, translate)
     _run(paths, options, as_json=as_json, workers=workers, ray_address=ray_address)
 
 

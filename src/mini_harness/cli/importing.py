@@ -22,6 +22,7 @@ from mini_harness.errors import ExitCode, MiniHarnessError, SourceError, UsageEr
 
 if TYPE_CHECKING:
     from mini_harness.interop import ImportResult
+    from mini_harness.replay import Call, RerunAs, Run
     from mini_harness.store import SessionStore
 
 _PART = ".jsonl.part"  # a transcript being written (the store lists *.jsonl only)
@@ -168,6 +169,20 @@ def import_command(paths: tuple[str, ...], fmt: str, output: str | None, as_json
         same = sum(1 for row in rows if row["status"] == "unchanged")
         info(f"{len(rows)} session(s): {done} imported, {same} unchanged, into {store.root}")
     raise click.exceptions.Exit(int(code))
+
+
+def imported_call(run: Run, call: Call) -> RerunAs | str | None:
+    """What `replay --rerun` dispatches for `call` of `run` (a Translate): for a run imported
+    from another agent's session, the mini-harness tool its tool maps to, or why none does
+    (interop/rerun.py); None for a run of mini-harness's own."""
+    if run.imported is None:
+        return None
+    from mini_harness.interop.rerun import rerun_as
+    from mini_harness.replay import RerunAs
+
+    cwd = run.workspace.path if run.workspace is not None else None
+    mapped = rerun_as(run.imported.format, call.name, call.input, cwd)
+    return mapped if isinstance(mapped, str) else RerunAs(*mapped)
 
 
 _temporary: list[str] = []

@@ -197,7 +197,7 @@ def _read_once(fold: TranscriptFold) -> HeldItems:
     held = HeldItems()
     holding = True
     for item in fold:
-        if holding and isinstance(item, Run) and item.is_agent:
+        if holding and isinstance(item, Run) and item.replays_offline:
             holding, held = False, HeldItems()
         if holding:
             held.add(item)

@@ -93,8 +93,17 @@ class RerunOptions:
         self, items: Iterable[FoldItem], tools: ToolRegistry, sink: EventSink | None = None
     ) -> TranscriptRerun:
         """The recorded calls among `items`, each run again with `tools` (recorded in
-        `sink`, if given) and compared with its record."""
-        return TranscriptRerun(items, tools, allow_side_effects=self.allow_side_effects, sink=sink)
+        `sink`, if given) and compared with its record; another agent's imported calls
+        as the tools they map to (cli/importing.py)."""
+        from mini_harness.cli.importing import imported_call
+
+        return TranscriptRerun(
+            items,
+            tools,
+            allow_side_effects=self.allow_side_effects,
+            sink=sink,
+            translate=imported_call,
+        )
 
 
 _OPTIONS = tuple(field.name for field in attrs.fields(RerunOptions) if field.name != "rerun")

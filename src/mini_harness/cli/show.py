@@ -77,9 +77,10 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     from mini_harness.replay.views import describe
     from mini_harness.replay.views.filters import Selection, select, selected_events
 
-    path = locate(path, last=last, workspace=root_workspace()).path
+    located = locate(path, last=last, workspace=root_workspace())
     selection = Selection(run=run, step=step, tools=tools, status=status, grep=grep)
-    history = read_history(path, detail=True, damage=True)
+    history = read_history(located.path, detail=True, damage=True)
+    history.name = located.source or history.name  # another agent's file, not its import
     shown = select(history, selection)
     if as_json:
         import orjson

@@ -46,10 +46,13 @@ def last_option(what: str) -> Callable[[F], F]:
 
 @attrs.frozen
 class Located:
-    """A transcript's path, and the run an id or `--last` named in it (None: no run named)."""
+    """A transcript's path, and the run an id or `--last` named in it (None: no run named);
+    for another agent's session, imported into a temporary transcript, the session's file
+    (`source`)."""
 
     path: str
     run_id: str | None = None
+    source: str | None = None
 
 
 def locate(
@@ -71,7 +74,8 @@ def locate(
     if given == "-" or os.path.lexists(given) or not RUN_ID.fullmatch(given):
         from mini_harness.cli.importing import foreign_transcript  # another agent's file
 
-        return Located(foreign_transcript(given) or given)
+        imported = foreign_transcript(given)
+        return Located(imported, source=given) if imported else Located(given)
     store = _store()
     try:
         found = store.find_run(given)

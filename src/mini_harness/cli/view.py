@@ -69,8 +69,10 @@ def view_command(
     names the problem), or the page cannot be written.
     """
     # --last looks in the workspace given (before the subcommand, or with --rerun here).
-    path = locate(path, last=last, workspace=rerun.root).path
-    target = Path(output) if output is not None else default_output(path)
+    located = locate(path, last=last, workspace=rerun.root)
+    path = located.path
+    # Another agent's session gets its page beside it, not beside its temporary import.
+    target = Path(output) if output is not None else default_output(located.source or path)
     if path != "-" and same_file(target, path):
         raise UsageError("the page would overwrite the transcript: give -o FILE.html")
     tools = None
@@ -87,6 +89,7 @@ def view_command(
         items = list(fold)
         history = fold.history
         reruns = rerun.calls(items, tools).report(history)
+    history.name = located.source or history.name  # another agent's file, not its import
     page = render_page(history, step_contexts(history), reruns)
     try:
         write_page(target, page)

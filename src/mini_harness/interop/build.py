@@ -23,7 +23,6 @@ from typing import Any
 import attrs
 import orjson
 
-from mini_harness.agent.context import RequestHasher
 from mini_harness.events import (
     ContextTrimmed,
     EventSink,
@@ -49,7 +48,7 @@ from mini_harness.events import (
     Usage,
     new_id,
 )
-from mini_harness.runtime.context_report import estimate_tokens
+from mini_harness.events.measure import RequestHasher, estimate_tokens
 
 SOURCE_RECORD = "SourceRecord"
 """The event type of a source line kept as it was (not modelled by mini-harness)."""

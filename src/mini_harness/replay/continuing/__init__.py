@@ -20,7 +20,9 @@ from mini_harness.replay.continuing.plans import (
     resume_plan,
 )
 from mini_harness.replay.continuing.rerun import (
+    RerunAs,
     TranscriptRerun,
+    Translate,
     definition_drift,
     json_diff,
     json_equal,
@@ -33,10 +35,12 @@ __all__ = [
     "OUTCOMES",
     "AgentReplay",
     "Drift",
+    "RerunAs",
     "RerunOutcome",
     "RerunReport",
     "ResumePlan",
     "TranscriptRerun",
+    "Translate",
     "continued_config",
     "definition_drift",
     "differing",

@@ -18,7 +18,7 @@ import attrs
 from mini_harness.errors import MiniHarnessError
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.replay.continuing.outcomes import DIFFERING, RerunOutcome
-from mini_harness.replay.continuing.rerun import TranscriptRerun
+from mini_harness.replay.continuing.rerun import TranscriptRerun, Translate
 from mini_harness.replay.history import FAILED, IN_DOUBT, AgentFigures, Call, TranscriptFold
 from mini_harness.runtime import ToolRegistry
 from mini_harness.transcripts.signing import TrustedKeys, note_path_for, verify_signed
@@ -158,6 +158,7 @@ class SummaryOptions:
     mode: str = FOLD
     rerun: RegistryFactory | None = None
     allow_side_effects: bool = False
+    translate: Translate | None = None
     trusted: TrustedKeys | None = None
 
 
@@ -220,7 +221,10 @@ def _fold(path: str, options: SummaryOptions, summary: FileSummary) -> None:
     if options.rerun is not None:
         summary.rerun = {}
         items = TranscriptRerun(
-            fold, options.rerun(), allow_side_effects=options.allow_side_effects
+            fold,
+            options.rerun(),
+            allow_side_effects=options.allow_side_effects,
+            translate=options.translate,
         )
     for item in items:
         if isinstance(item, Call):

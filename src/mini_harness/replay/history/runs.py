@@ -113,6 +113,13 @@ class Run:
         return self.started is not None and self.started.task is not None
 
     @property
+    def replays_offline(self) -> bool:
+        """An agent run of mini-harness's own, whose recorded answers today's tools can be
+        replayed under. An imported session's run is re-run call by call instead: its
+        model asked for another agent's tools."""
+        return self.is_agent and self.imported is None
+
+    @property
     def harness(self) -> str:
         return self.started.harness if self.started is not None else ""
 
@@ -283,6 +290,10 @@ class History:
     def agent_runs(self) -> list[Run]:
         """The agent runs shown, in the order they started."""
         return [run for run in self.shown if run.is_agent]
+
+    def offline_runs(self) -> list[Run]:
+        """The agent runs shown that replay offline (Run.replays_offline)."""
+        return [run for run in self.shown if run.replays_offline]
 
     def walk(self) -> Iterator[tuple[Run, int]]:
         """Every run of the tree with its depth, parents before their children."""

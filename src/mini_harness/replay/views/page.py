@@ -23,10 +23,10 @@ import orjson
 from mini_harness.agent import request_parts
 from mini_harness.agent.context import render_message
 from mini_harness.events import ApprovalRequested, ContextTrimmed, JsonObject, JsonValue, to_wire
+from mini_harness.events.measure import estimate_tokens
 from mini_harness.replay.continuing.outcomes import OUTCOMES, RerunOutcome, RerunReport
 from mini_harness.replay.history import Approval, Call, History, Run, Step
 from mini_harness.replay.views import describe
-from mini_harness.runtime.context_report import estimate_tokens
 from mini_harness.transcripts import TranscriptRecord
 
 PAYLOAD_CAP = 64 * 1024
