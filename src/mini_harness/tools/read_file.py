@@ -32,9 +32,10 @@ def decode_text(data: bytes) -> str | None:
     if b"\0" in data:
         return None
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8")  # the plain codec: "utf-8-sig" decodes in Python
     except UnicodeDecodeError:
         return None
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 @attrs.frozen
