@@ -18,13 +18,30 @@ from mini_harness.tools.workspace import (
 )
 
 
+# What str.splitlines breaks lines at besides "\n", "\r\n" and a lone "\r".
+_OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
 def split_lines(text: str) -> list[str]:
-    """Lines as editors and search_text count them: split on "\\n" only, ends kept."""
+    """Lines as editors, search_text and apply_patch count them: split on "\\n" only,
+    ends kept (the last line may have none)."""
+    if _splits_at_newlines_only(text):
+        return text.splitlines(keepends=True)  # the same lines, split without a loop
     lines = text.split("\n")
     kept = [line + "\n" for line in lines[:-1]]
     if lines[-1]:
         kept.append(lines[-1])
     return kept
+
+
+def _splits_at_newlines_only(text: str) -> bool:
+    """True when str.splitlines would split `text` where split_lines does."""
+    if "\r" in text and text.count("\r") != text.count("\r\n"):
+        return False
+    for char in _OTHER_BREAKS:  # a loop: cheaper than a generator for these few
+        if char in text:
+            return False
+    return True
 
 
 def decode_text(data: bytes) -> str | None:

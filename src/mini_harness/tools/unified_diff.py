@@ -67,16 +67,6 @@ class FilePatch:
         return self.new_path if self.new_path is not None else self.old_path or ""
 
 
-def split_lines(text: str) -> list[str]:
-    """The lines of `text`, each with its `\\n` (the last may have none)."""
-    lines = text.split("\n")
-    last = lines.pop()
-    out = [line + "\n" for line in lines]
-    if last:
-        out.append(last)
-    return out
-
-
 def unquote(name: str) -> str:
     """A name as git prints it: C-quoted ("d d/\\303\\251.txt") when it has unusual bytes."""
     if not (len(name) >= 2 and name.startswith('"') and name.endswith('"')):
