@@ -492,6 +492,11 @@ APPLIED_ONCE = [
         "--- a/b.txt\n+++ b/b.txt\n@@ -2 +1,0 @@\n-a\n",
     ),
     (
+        "an insertion that starts as the context after it does (-U1)",
+        {"l.py": b"[\n(\n1\n)\n(\n2\n)\n]\n"},
+        "--- a/l.py\n+++ b/l.py\n@@ -4,2 +4,5 @@\n )\n+(\n+new\n+)\n (\n",
+    ),
+    (
         "unix2dos",
         {"w.txt": b"a\nb\n"},
         "--- a/w.txt\n+++ b/w.txt\n@@ -1,2 +1,2 @@\n-a\n-b\n+a\r\n+b\r\n",

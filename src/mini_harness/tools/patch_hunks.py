@@ -4,11 +4,13 @@ Each hunk is looked for in the file as the hunks before it left it: first where 
 start says, then one line below, one above, two below, and so on (so of two equally near
 places, the lower wins). A hunk that starts at line 1 (or 0) must match at the start of
 the file, and one with no context after its last change must match at the end: this is
-what makes a second application of a patch fail. Lines must match exactly, with their
-line endings and a missing final newline; only a patch that has no `\\r` at all may also
-match a CRLF file's lines, its added lines then taking the file's CRLF. A hunk at the
-start of a file written without the file's BOM (the patch has none) matches after it,
-and the BOM is kept.
+what makes a second application of a patch fail. So does a hunk whose new lines are
+already where it says, its old lines only further away, or there only as the start of
+its new lines (lines added before context they start with). Lines must match exactly,
+with their line endings and a missing final newline; only a patch that has no `\\r` at
+all may also match a CRLF file's lines, its added lines then taking the file's CRLF. A
+hunk at the start of a file written without the file's BOM (the patch has none) matches
+after it, and the BOM is kept.
 """
 
 from __future__ import annotations
@@ -112,13 +114,15 @@ def apply_hunks(shown: str, text: str, patch: FilePatch, placed: list[int] | Non
         if placed is not None:
             placed.append(pos)
         elif (
-            pos != expected
-            and hunk.new_lines
+            hunk.new_lines
+            and (pos != expected or len(hunk.new_lines) > len(old))
             and lines[expected : expected + len(hunk.new_lines)] == list(hunk.new_lines)
         ):
-            # Its old lines only further away, its new lines right where it says: a second
-            # application, which a short context (-U1) would otherwise let through.
-            raise _conflict(shown, hunk, lines, expected, applied=True)
+            # Its new lines right where it says, its old lines only further away, or there
+            # only as the start of its new lines (lines added before a context that they
+            # start with): a second application, which a short context (-U1) would
+            # otherwise let through.
+            raise _conflict(shown, hunk, lines, expected, applied=True, inside=pos == expected)
         # Matched exactly, its context lines are the file's: its new lines replace them
         # as they are.
         replacement = hunk.new_lines if endings is None else _replacement(lines, pos, hunk, endings)
@@ -179,8 +183,16 @@ def _conflict(
     *,
     unplaced: bool = False,
     applied: bool = False,
+    inside: bool = False,
 ) -> PatchConflictError:
     where = f"Hunk {hunk.number} ({hunk.header}) of {quote_path(shown)}"
+    if applied and inside:
+        return PatchConflictError(
+            shown,
+            f"{where} does not apply: it seems applied already (its new lines are at line "
+            f"{expected + 1}; its old lines are there only as their start). Nothing was "
+            "changed. If it is not applied yet, make the patch with more context lines.",
+        )
     if applied:
         return PatchConflictError(
             shown,
