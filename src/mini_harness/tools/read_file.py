@@ -17,7 +17,6 @@ from mini_harness.tools.workspace import (
     quote_path,
 )
 
-
 # What str.splitlines breaks lines at besides "\n", "\r\n" and a lone "\r".
 _OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
@@ -38,10 +37,7 @@ def _splits_at_newlines_only(text: str) -> bool:
     """True when str.splitlines would split `text` where split_lines does."""
     if "\r" in text and text.count("\r") != text.count("\r\n"):
         return False
-    for char in _OTHER_BREAKS:  # a loop: cheaper than a generator for these few
-        if char in text:
-            return False
-    return True
+    return not any(map(text.__contains__, _OTHER_BREAKS))
 
 
 def decode_text(data: bytes) -> str | None:
