@@ -409,6 +409,13 @@ GIT_SHAPES = [
         {"d d/é.txt": (b"x\n", False)},
     ),
     (
+        "names with spaces only on the diff --git line (an empty file, a mode change)",
+        {"x y/run it.sh": (b"#!/bin/sh\n", False)},
+        "diff --git a/x y/run it.sh b/x y/run it.sh\nold mode 100644\nnew mode 100755\n"
+        "diff --git a/x y/a b.txt b/x y/a b.txt\nnew file mode 100644\nindex 0000000..e69de29\n",
+        {"x y/run it.sh": (b"#!/bin/sh\n", True), "x y/a b.txt": (b"", False)},
+    ),
+    (
         "git's mnemonic prefixes (diff.mnemonicPrefix)",
         {"m.txt": (b"a\nb\nc\n", False)},
         "diff --git i/m.txt w/m.txt\n--- i/m.txt\n+++ w/m.txt\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",

@@ -139,9 +139,11 @@ def _git_names(line: str) -> tuple[str, str] | None:
         )
     if rest.endswith('"') and (start := rest.rfind(' "')) > 0:
         return _strip_prefix(rest[:start]), _strip_prefix(unquote(rest[start + 1 :]))
-    for index in range(len(rest)):
-        if rest[index] == " " and _strip_prefix(rest[:index]) == _strip_prefix(rest[index + 1 :]):
+    index = rest.find(" ")
+    while index >= 0:
+        if _strip_prefix(rest[:index]) == _strip_prefix(rest[index + 1 :]):
             return _strip_prefix(rest[:index]), _strip_prefix(rest[index + 1 :])
+        index = rest.find(" ", index + 1)
     return None
 
 
