@@ -322,6 +322,23 @@ class TestWriteFailures:
             runtime.dispatch("apply_patch", {"patch": ADD_FILE.replace("docs/", "srclink/")})
         assert not (ws / "src/new.md").exists()
 
+    def test_a_file_replaced_by_a_directory_is_refused(
+        self, ws: Path, runtime: ToolRuntime
+    ) -> None:
+        """A patch that deletes a file and adds one below a directory of the same name (as
+        git diff prints such a commit) is refused with the reason, and changes nothing."""
+        (ws / "p").write_text("x\n")
+        before = snapshot(ws)
+        patch = (
+            "diff --git a/p b/p\ndeleted file mode 100644\n--- a/p\n+++ /dev/null\n"
+            "@@ -1 +0,0 @@\n-x\n"
+            "diff --git a/p/q b/p/q\nnew file mode 100644\n--- /dev/null\n+++ b/p/q\n"
+            "@@ -0,0 +1 @@\n+x\n"
+        )
+        with pytest.raises(ToolHandlerError, match='goes through "p", which is not a directory'):
+            runtime.dispatch("apply_patch", {"patch": patch})
+        assert snapshot(ws) == before
+
     def test_failed_write_puts_everything_back(
         self, ws: Path, runtime: ToolRuntime, monkeypatch: pytest.MonkeyPatch
     ) -> None:
