@@ -322,6 +322,23 @@ class TestWriteFailures:
             runtime.dispatch("apply_patch", {"patch": ADD_FILE.replace("docs/", "srclink/")})
         assert not (ws / "src/new.md").exists()
 
+    def test_a_file_replaced_by_a_directory_is_refused(
+        self, ws: Path, runtime: ToolRuntime
+    ) -> None:
+        """A patch that deletes a file and adds one below a directory of the same name (as
+        git diff prints such a commit) is refused with the reason, and changes nothing."""
+        (ws / "p").write_text("x\n")
+        before = snapshot(ws)
+        patch = (
+            "diff --git a/p b/p\ndeleted file mode 100644\n--- a/p\n+++ /dev/null\n"
+            "@@ -1 +0,0 @@\n-x\n"
+            "diff --git a/p/q b/p/q\nnew file mode 100644\n--- /dev/null\n+++ b/p/q\n"
+            "@@ -0,0 +1 @@\n+x\n"
+        )
+        with pytest.raises(ToolHandlerError, match='goes through "p", which is not a directory'):
+            runtime.dispatch("apply_patch", {"patch": patch})
+        assert snapshot(ws) == before
+
     def test_failed_write_puts_everything_back(
         self, ws: Path, runtime: ToolRuntime, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -409,6 +426,13 @@ GIT_SHAPES = [
         {"d d/é.txt": (b"x\n", False)},
     ),
     (
+        "names with spaces only on the diff --git line (an empty file, a mode change)",
+        {"x y/run it.sh": (b"#!/bin/sh\n", False)},
+        "diff --git a/x y/run it.sh b/x y/run it.sh\nold mode 100644\nnew mode 100755\n"
+        "diff --git a/x y/a b.txt b/x y/a b.txt\nnew file mode 100644\nindex 0000000..e69de29\n",
+        {"x y/run it.sh": (b"#!/bin/sh\n", True), "x y/a b.txt": (b"", False)},
+    ),
+    (
         "git's mnemonic prefixes (diff.mnemonicPrefix)",
         {"m.txt": (b"a\nb\nc\n", False)},
         "diff --git i/m.txt w/m.txt\n--- i/m.txt\n+++ w/m.txt\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",
@@ -490,6 +514,11 @@ APPLIED_ONCE = [
         "drop a repeated last line of a file with a BOM (-U0)",
         {"b.txt": "\ufeffa\na\n".encode()},
         "--- a/b.txt\n+++ b/b.txt\n@@ -2 +1,0 @@\n-a\n",
+    ),
+    (
+        "an insertion that starts as the context after it does (-U1)",
+        {"l.py": b"[\n(\n1\n)\n(\n2\n)\n]\n"},
+        "--- a/l.py\n+++ b/l.py\n@@ -4,2 +4,5 @@\n )\n+(\n+new\n+)\n (\n",
     ),
     (
         "unix2dos",

@@ -212,6 +212,35 @@ def test_shapes_agree_with_git_apply(
         assert tally.reproduced == len(SHAPES)
 
 
+# An entry inserted into a list of entries like it: the lines it adds start as the
+# context after them does, so after it is applied its old lines are found where it says
+# (as the start of its new lines). A pure insertion, so only with context (-U1 and up).
+LIKE_ENTRIES = b"items = [\n    (\n        1,\n    ),\n    (\n        2,\n    ),\n]\n"
+INSERTED = LIKE_ENTRIES.replace(
+    b"    (\n        2,", b"    (\n        3,\n    ),\n    (\n        2,"
+)
+
+
+@pytest.mark.parametrize("unified", [1, 2, 3])
+def test_an_entry_inserted_among_like_entries_applies_once(tmp_path: Path, unified: int) -> None:
+    """git takes such a patch a second time; apply_patch refuses it at every -U."""
+    base = tmp_path / "shape"
+    repo = repository(base, {"l.py": LIKE_ENTRIES}, {"l.py": INSERTED})
+    extract(repo, "HEAD~1", base / "before")
+    extract(repo, "HEAD", base / "after")
+    tally = Tally()
+    run_shape(
+        tmp_path / "run",
+        "like entries",
+        Built(repo, base / "before", base / "after"),
+        unified,
+        False,
+        tally,
+    )
+    assert tally.problems == []
+    assert tally.reproduced == tally.second_refused == tally.undone == 1
+
+
 def own_history(base: Path) -> Path | None:
     """A clone of this project's own repository (no network: a local clone), or None
     when the tests do not run from a git checkout."""

@@ -170,6 +170,8 @@ class TestLines:
             ("a\nb", ["a\n", "b"]),
             ("a\r\n\nb\n", ["a\r\n", "\n", "b\n"]),
             ("a\x0cb\u2028c\n", ["a\x0cb\u2028c\n"]),
+            ("a\rb\r\nc\r", ["a\rb\r\n", "c\r"]),
+            ("\x0b\x1c\x1d\x1e\x85\u2029\n\n", ["\x0b\x1c\x1d\x1e\x85\u2029\n", "\n"]),
         ],
     )
     def test_split_on_newline_only(self, text: str, lines: list[str]) -> None:

@@ -167,7 +167,10 @@ class ApplyPatch:
         self, tree: PatchTree, patch: FilePatch, placed: list[int] | None = None
     ) -> PlannedFile:
         old = None if patch.old_path is None else self.checked_path(patch.old_path)
-        new = None if patch.new_path is None else self.checked_path(patch.new_path)
+        if patch.new_path == patch.old_path:
+            new = old  # the same name, checked once
+        else:
+            new = None if patch.new_path is None else self.checked_path(patch.new_path)
         source, text = (None, "") if old is None else self._read(tree, old)
         if old is not None and source is None:
             raise PatchConflictError(

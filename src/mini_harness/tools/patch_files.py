@@ -154,7 +154,12 @@ class PatchTree:
             raise PatchConflictError(
                 path, f"File {quote_path(path)} was replaced while it was being read"
             )
-        data = os.pread(fd, max_size + 1, 0)
+        # A buffer the file's size (one of max_size costs a memory mapping per file); a
+        # file that grew since is read on, up to the limit.
+        size = min(opened.st_size, max_size)
+        data = os.pread(fd, size + 1, 0)
+        if len(data) > size:
+            data += os.pread(fd, max_size + 1 - len(data), len(data))
         if len(data) > max_size:
             raise WorkspaceError(path, f"File {quote_path(path)} is over {max_size:,} bytes")
         return Found(dir_fd, name, fd, opened, data)

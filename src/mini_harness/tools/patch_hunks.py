@@ -4,20 +4,24 @@ Each hunk is looked for in the file as the hunks before it left it: first where 
 start says, then one line below, one above, two below, and so on (so of two equally near
 places, the lower wins). A hunk that starts at line 1 (or 0) must match at the start of
 the file, and one with no context after its last change must match at the end: this is
-what makes a second application of a patch fail. Lines must match exactly, with their
-line endings and a missing final newline; only a patch that has no `\\r` at all may also
-match a CRLF file's lines, its added lines then taking the file's CRLF. A hunk at the
-start of a file written without the file's BOM (the patch has none) matches after it,
-and the BOM is kept.
+what makes a second application of a patch fail. So does a hunk whose new lines are
+already where it says, its old lines only further away, or there only as the start of
+its new lines (lines added before context they start with). Lines must match exactly,
+with their line endings and a missing final newline; only a patch that has no `\\r` at
+all may also match a CRLF file's lines, its added lines then taking the file's CRLF. A
+hunk at the start of a file written without the file's BOM (the patch has none) matches
+after it, and the BOM is kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from typing import Final
 
 from mini_harness.errors import PatchConflictError
-from mini_harness.tools.unified_diff import FilePatch, Hunk, split_lines
+from mini_harness.tools.read_file import split_lines
+from mini_harness.tools.unified_diff import FilePatch, Hunk
 from mini_harness.tools.workspace import quote_path
 
 BOM: Final = "\ufeff"
@@ -48,13 +52,15 @@ def find_hunk(lines: list[str], old: list[str], hunk: Hunk) -> int | None:
         return None
     # An insertion without context numbers the line it follows: "-1,0" is after line 1.
     at_start = hunk.old_start <= (1 if old else 0)
-    at_end = hunk.trailing == 0
+    at_end = not hunk.tags.endswith(" ")  # no context after the last change
     if at_start:
         start = 0
     elif at_end:
         start = size - count
     else:
         start = min(max(hunk.new_start - 1, 0), size)
+    if lines[start : start + count] == old and (not at_end or start + count == size):
+        return start  # where it says, as most hunks are: no search
     first = old[0] if old else None
     for pos in _positions(start, size):
         if (at_start and pos) or pos + count > size or (at_end and pos + count != size):
@@ -71,9 +77,14 @@ def apply_hunks(shown: str, text: str, patch: FilePatch, placed: list[int] | Non
     does not fit. With `placed` (a reversal being worked out, whose result is checked by
     its hash), where each hunk went is appended to it, and a hunk is not refused for
     looking applied already or for lacking context."""
-    body = "".join("".join(hunk.old_lines) + "".join(hunk.new_lines) for hunk in patch.hunks)
-    bom_blind = text.startswith(BOM) and BOM not in body
-    crlf_blind = "\r" not in body
+
+    @functools.cache
+    def body() -> str:  # the patch's lines: read only when a hunk is not found as it is
+        return "".join("".join(hunk.old_lines) + "".join(hunk.new_lines) for hunk in patch.hunks)
+
+    def crlf_blind() -> bool:
+        return "\r" not in body()
+
     lines = split_lines(text)
     for hunk in patch.hunks:
         if placed is None and not hunk.old_lines and lines and hunk.new_start - 1 != len(lines):
@@ -83,7 +94,14 @@ def apply_hunks(shown: str, text: str, patch: FilePatch, placed: list[int] | Non
         old = list(hunk.old_lines)
         pos, endings = _search(lines, old, hunk, crlf_blind)
         unmarked = False
-        if pos is None and bom_blind and hunk.old_start <= 1 and lines[0].startswith(BOM):
+        if (
+            pos is None
+            and text.startswith(BOM)
+            and hunk.old_start <= 1
+            and lines
+            and lines[0].startswith(BOM)
+            and BOM not in body()
+        ):
             # A hunk at the start written without the file's BOM: matched after it.
             lines[0] = lines[0][1:]
             pos, endings = _search(lines, old, hunk, crlf_blind)
@@ -96,26 +114,31 @@ def apply_hunks(shown: str, text: str, patch: FilePatch, placed: list[int] | Non
         if placed is not None:
             placed.append(pos)
         elif (
-            pos != expected
-            and hunk.new_lines
+            hunk.new_lines
+            and (pos != expected or len(hunk.new_lines) > len(old))
             and lines[expected : expected + len(hunk.new_lines)] == list(hunk.new_lines)
         ):
-            # Its old lines only further away, its new lines right where it says: a second
-            # application, which a short context (-U1) would otherwise let through.
-            raise _conflict(shown, hunk, lines, expected, applied=True)
-        lines[pos : pos + len(old)] = _replacement(lines, pos, hunk, endings)
+            # Its new lines right where it says, its old lines only further away, or there
+            # only as the start of its new lines (lines added before a context that they
+            # start with): a second application, which a short context (-U1) would
+            # otherwise let through.
+            raise _conflict(shown, hunk, lines, expected, applied=True, inside=pos == expected)
+        # Matched exactly, its context lines are the file's: its new lines replace them
+        # as they are.
+        replacement = hunk.new_lines if endings is None else _replacement(lines, pos, hunk, endings)
+        lines[pos : pos + len(old)] = replacement
         if unmarked and lines:
             lines[0] = BOM + lines[0]
     return "".join(lines)
 
 
 def _search(
-    lines: list[str], old: list[str], hunk: Hunk, crlf_blind: bool
+    lines: list[str], old: list[str], hunk: Hunk, crlf_blind: Callable[[], bool]
 ) -> tuple[int | None, str | None]:
     """Where the hunk goes, and the line ending its added lines take (None: their own):
     exactly, or for a patch without `\r`, in a CRLF file with its `\r` set aside."""
     pos = find_hunk(lines, old, hunk)
-    if pos is None and crlf_blind and any(line.endswith("\r\n") for line in lines):
+    if pos is None and crlf_blind() and any(line.endswith("\r\n") for line in lines):
         return find_hunk([_crlf_free(line) for line in lines], old, hunk), "\r\n"
     return pos, None
 
@@ -160,8 +183,16 @@ def _conflict(
     *,
     unplaced: bool = False,
     applied: bool = False,
+    inside: bool = False,
 ) -> PatchConflictError:
     where = f"Hunk {hunk.number} ({hunk.header}) of {quote_path(shown)}"
+    if applied and inside:
+        return PatchConflictError(
+            shown,
+            f"{where} does not apply: it seems applied already (its new lines are at line "
+            f"{expected + 1}; its old lines are there only as their start). Nothing was "
+            "changed. If it is not applied yet, make the patch with more context lines.",
+        )
     if applied:
         return PatchConflictError(
             shown,

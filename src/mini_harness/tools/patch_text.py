@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import attrs
 
-from mini_harness.tools.unified_diff import DEV_NULL, REGULAR, FilePatch, Hunk, split_lines
+from mini_harness.tools.read_file import split_lines
+from mini_harness.tools.unified_diff import DEV_NULL, REGULAR, FilePatch, Hunk
 
 _C_ESCAPES = {
     ord('"'): '\\"',

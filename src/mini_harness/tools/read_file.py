@@ -17,9 +17,15 @@ from mini_harness.tools.workspace import (
     quote_path,
 )
 
+# What str.splitlines breaks lines at besides "\n", "\r\n" and a lone "\r".
+_OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
 
 def split_lines(text: str) -> list[str]:
-    """Lines as editors and search_text count them: split on "\\n" only, ends kept."""
+    """Lines as editors, search_text and apply_patch count them: split on "\\n" only,
+    ends kept (the last line may have none)."""
+    if _splits_at_newlines_only(text):
+        return text.splitlines(keepends=True)  # the same lines, split without a loop
     lines = text.split("\n")
     kept = [line + "\n" for line in lines[:-1]]
     if lines[-1]:
@@ -27,14 +33,22 @@ def split_lines(text: str) -> list[str]:
     return kept
 
 
+def _splits_at_newlines_only(text: str) -> bool:
+    """True when str.splitlines would split `text` where split_lines does."""
+    if "\r" in text and text.count("\r") != text.count("\r\n"):
+        return False
+    return not any(map(text.__contains__, _OTHER_BREAKS))
+
+
 def decode_text(data: bytes) -> str | None:
     """The text of a UTF-8 file (BOM dropped), or None when it looks binary."""
     if b"\0" in data:
         return None
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8")  # the plain codec: "utf-8-sig" decodes in Python
     except UnicodeDecodeError:
         return None
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 @attrs.frozen

@@ -67,16 +67,6 @@ class FilePatch:
         return self.new_path if self.new_path is not None else self.old_path or ""
 
 
-def split_lines(text: str) -> list[str]:
-    """The lines of `text`, each with its `\\n` (the last may have none)."""
-    lines = text.split("\n")
-    last = lines.pop()
-    out = [line + "\n" for line in lines]
-    if last:
-        out.append(last)
-    return out
-
-
 def unquote(name: str) -> str:
     """A name as git prints it: C-quoted ("d d/\\303\\251.txt") when it has unusual bytes."""
     if not (len(name) >= 2 and name.startswith('"') and name.endswith('"')):
@@ -149,9 +139,11 @@ def _git_names(line: str) -> tuple[str, str] | None:
         )
     if rest.endswith('"') and (start := rest.rfind(' "')) > 0:
         return _strip_prefix(rest[:start]), _strip_prefix(unquote(rest[start + 1 :]))
-    for index in range(len(rest)):
-        if rest[index] == " " and _strip_prefix(rest[:index]) == _strip_prefix(rest[index + 1 :]):
+    index = rest.find(" ")
+    while index >= 0:
+        if _strip_prefix(rest[:index]) == _strip_prefix(rest[index + 1 :]):
             return _strip_prefix(rest[:index]), _strip_prefix(rest[index + 1 :])
+        index = rest.find(" ", index + 1)
     return None
 
 
@@ -276,58 +268,65 @@ def _git_section(lines: list[str], start: int, patches: list[FilePatch]) -> int:
     return i
 
 
-def _body(lines: list[str], i: int, old_count: int, new_count: int) -> tuple[list[str], int]:
-    """The lines of a hunk body, each its tag and text with its newline unless a marker
-    follows, and the index after the body."""
-    body: list[str] = []
-    old = new = 0
-    size = len(lines)
-    while i < size:
-        line = lines[i]
-        tag = line[:1]
-        if tag == "\\":
-            if not body:
-                raise PatchSyntaxError(f"line {i + 1}: a marker with no line before it")
-            body[-1] = body[-1].removesuffix("\n")
-            i += 1
-            continue
-        if old >= old_count and new >= new_count:
-            break
-        if tag == " ":
-            old += 1
-            new += 1
-        elif tag == "-":
-            old += 1
-        elif tag == "+":
-            new += 1
-        elif not line:  # an empty line: context whose space was trimmed
-            line = " "
-            old += 1
-            new += 1
-        else:
-            break
-        body.append(line + "\n")
-        i += 1
-    return body, i
-
-
 def _parse_hunks(lines: list[str], i: int) -> tuple[int, list[Hunk]]:
+    """The `@@` hunks from line `i` on, and the index after the last. One pass over each
+    body sorts its lines onto the old and new sides (a context line's text is shared); a
+    `\\ No newline at end of file` marker takes the newline off the line before it."""
     hunks: list[Hunk] = []
-    while i < len(lines) and lines[i].startswith("@@"):
+    size = len(lines)
+    while i < size and lines[i].startswith("@@"):
         match = _HUNK.match(lines[i])
         if match is None:
             raise PatchSyntaxError(f"line {i + 1}: malformed hunk header {lines[i]!r}")
         header = lines[i].rstrip("\r")
         old_count = int(match[2]) if match[2] is not None else 1
         new_count = int(match[4]) if match[4] is not None else 1
-        body, i = _body(lines, i + 1, old_count, new_count)
-        old = tuple([line[1:] for line in body if line[0] != "+"])
-        new = tuple([line[1:] for line in body if line[0] != "-"])
+        old: list[str] = []
+        new: list[str] = []
+        tags: list[str] = []
+        i += 1
+        while i < size:
+            line = lines[i]
+            tag = line[:1]
+            if tag == "\\":
+                if not tags:
+                    raise PatchSyntaxError(f"line {i + 1}: a marker with no line before it")
+                if tags[-1] != "+":
+                    old[-1] = old[-1].removesuffix("\n")
+                if tags[-1] != "-":
+                    new[-1] = new[-1].removesuffix("\n")
+                i += 1
+                continue
+            if len(old) >= old_count and len(new) >= new_count:
+                break
+            if tag == " " or not line:  # an empty line: context whose space was trimmed
+                text = line[1:] + "\n"
+                old.append(text)
+                new.append(text)
+                tags.append(" ")
+            elif tag == "-":
+                old.append(line[1:] + "\n")
+                tags.append(tag)
+            elif tag == "+":
+                new.append(line[1:] + "\n")
+                tags.append(tag)
+            else:
+                break
+            i += 1
         if len(old) != old_count or len(new) != new_count:
             raise PatchSyntaxError(
                 f"hunk {header!r}: expected {old_count} old and {new_count} new lines, "
                 f"got {len(old)} and {len(new)}"
             )
-        tags = "".join([line[0] for line in body])
-        hunks.append(Hunk(len(hunks) + 1, header, int(match[1]), int(match[3]), tags, old, new))
+        hunks.append(
+            Hunk(
+                len(hunks) + 1,
+                header,
+                int(match[1]),
+                int(match[3]),
+                "".join(tags),
+                tuple(old),
+                tuple(new),
+            )
+        )
     return i, hunks
