@@ -4,6 +4,7 @@ the line runs it, and a line that cannot be read asks instead of running."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import orjson
@@ -71,6 +72,29 @@ HIDDEN_RM = [
     "\\rm data.txt",
     'r"m" data.txt',
     "busybox rm data.txt",
+    # inside ${...} patterns the grammar keeps whole
+    "echo ${X#$(rm data.txt)}",
+    'echo "${X%%`rm data.txt`}"',
+    "echo ${X:+`rm data.txt`}",
+    "echo ${X#${Y:-$(rm data.txt)}}",
+    "Y=${X#*$(rm data.txt)} true",
+    # more wrappers, and wrappers of wrappers
+    "xargs sh -c 'rm data.txt'",
+    "chroot / rm data.txt",
+    "chroot --userspec=a:b / rm data.txt",
+    "stdbuf -oL rm data.txt",
+    "setsid -w rm data.txt",
+    "doas -u root rm data.txt",
+    "command -p rm data.txt",
+    "builtin rm data.txt",
+    "timeout --foreground -s KILL 5 rm data.txt",
+    "strace -o trace.log -e trace=file rm data.txt",
+    "flock /tmp/lock rm data.txt",
+    "flock /tmp/lock -c 'rm data.txt'",
+    "su root -c 'rm data.txt'",
+    "runuser -u nobody -- rm data.txt",
+    "sg users 'rm data.txt'",
+    "unshare -r rm data.txt",
 ]
 
 UNREADABLE = [
@@ -84,6 +108,31 @@ UNREADABLE = [
     ("r\\\nm data.txt", "a backslash-newline joins two words"),
     ("alias r=rm", "an alias can rename any command"),
     ("env -S 'rm data.txt'", "env -S splits a string into a command"),
+    # shells and interpreters fed from their input or a file, or given code
+    ("sh < script.sh", "a shell reads its commands from its input"),
+    ("bash -s < script.sh", "a shell reads its commands from its input"),
+    ("bash script.sh", "a shell runs the commands of a script file"),
+    (". ./script.sh", "`.` runs the commands of a file"),
+    ("source script.sh", "`source` runs the commands of a file"),
+    ("python3 -c 'import os; os.remove(\"data.txt\")'", "python3 runs code it is given (-c)"),
+    ("python -W ignore -c pass", "python runs code it is given (-c)"),
+    ("perl -e 'unlink \"data.txt\"'", "perl runs code it is given (-e)"),
+    ("perl -i.bak -pe 's/a/b/' data.txt", "perl runs code it is given (-e)"),
+    ('node -e \'require("fs").rmSync("data.txt")\'', "node runs code it is given (-e)"),
+    ("node --eval 'x'", "node runs code it is given (--eval)"),
+    ("ruby -e 'File.delete(\"data.txt\")'", "ruby runs code it is given (-e)"),
+    ("echo 'import os' | python3", "python3 reads its code from its input"),
+    # what the input decides
+    ("echo 'rm data.txt' | xargs sh -c", "a shell's arguments are expansions"),
+    ("echo 'rm data.txt' | xargs -I{} sh -c {}", "a shell's arguments are expansions"),
+    ("find . -name '*.sh' -exec sh -c {} \\;", "a shell's arguments are expansions"),
+    ("echo rm data.txt | sudo -s", "sudo runs a shell that reads its commands from its input"),
+    ("echo rm data.txt | su", "su runs a shell that reads its commands from its input"),
+    # git settings that name a command
+    ("git -c core.pager='rm data.txt' log", "git -c sets a configuration that can run a command"),
+    ("git -c alias.x='!rm data.txt' x", "git -c sets a configuration that can run a command"),
+    # a single quote inside ${...}: quoting or not depends on where the ${...} stands
+    ("echo \"${X:+'$(rm data.txt)'}\"", "a ${...} pattern holds a quoted command substitution"),
 ]
 
 HARMLESS = [
@@ -92,6 +141,12 @@ HARMLESS = [
     "ls *.txt && cat data.txt",
     "command -v rm",
     "grep -r 'rm ' .",
+    "python -m pytest -q",
+    "python3 --version",
+    "node app.js",
+    "git -c user.name=a -c user.email=a@b commit -m rm",
+    "echo ${X#rm}",
+    "ls | xargs -n1 echo",
 ]
 
 
@@ -142,6 +197,55 @@ class TestDenyRulesFindTheCommand:
     def test_other_lines_are_not_denied(self, auto: ApprovalPolicy, line: str) -> None:
         """A line that does not run rm is decided by the other rules (auto: allowed)."""
         assert decide_line(auto, line)[0] == "allow"
+
+
+DENY_PUSH = """
+[[rules]]
+tool = "run_command"
+command = "git push"
+decision = "deny"
+"""
+
+
+class TestGitGlobalOptions:
+    @pytest.mark.parametrize(
+        "line",
+        [
+            "git -C . push",
+            "git --git-dir=.git push origin main",
+            "git --git-dir .git --work-tree . push",
+            "git --no-pager -P push",
+            "git -c user.name=a push",
+            "cd sub && git -C .. push --force",
+        ],
+    )
+    def test_a_push_rule_matches_after_global_options(self, ws: Path, line: str) -> None:
+        """A rule on `git push` is not escaped by putting git's global options first."""
+        write_policy(ws, DENY_PUSH)
+        decision, rule, _ = decide_line(load_policy(ws, "auto"), line)
+        assert (decision, rule) == (
+            "deny",
+            '.mini-harness/policy.toml rule 1 (tool "run_command", command "git push"): deny',
+        )
+
+    @pytest.mark.parametrize("line", ["git -C . status", "git --no-pager log -1", "git pull"])
+    def test_other_subcommands_are_not_denied(self, ws: Path, line: str) -> None:
+        """Only the subcommand the rule names is denied."""
+        write_policy(ws, DENY_PUSH)
+        assert decide_line(load_policy(ws, "auto"), line)[0] == "allow"
+
+    def test_an_allow_rule_is_not_widened_by_global_options(self, ws: Path) -> None:
+        """`allow git status` allows that argv alone: `git -c core.fsmonitor=... status`
+        (which runs a command) still asks."""
+        write_policy(
+            ws, '[[rules]]\ntool = "run_command"\ncommand = "git status"\ndecision = "allow"\n'
+        )
+        policy = load_policy(ws, "ask")
+        definition = run_command_definition()
+        plain = policy.decide(definition, {"argv": ["git", "status"]})
+        assert plain.decision == "allow"
+        argv = ["git", "-c", "core.fsmonitor=rm data.txt", "status"]
+        assert policy.decide(definition, {"argv": argv}).decision == "ask"
 
 
 class TestUnreadableLinesAsk:
@@ -224,6 +328,21 @@ class TestHostileLines:
     def test_deep_lines_ask_instead_of_failing(self, auto: ApprovalPolicy, line: str) -> None:
         """However deep a line nests, it is decided (here: asked, firmly), never a crash."""
         decision, _, firm = decide_line(auto, line)
+        assert (decision, firm) in {("ask", True), ("deny", False)}
+
+    @pytest.mark.parametrize(
+        "line",
+        [")" * 100_000, "${x#" * 25_000, "((0" * 33_000, "$(" * 50_000],
+        ids=["parens", "patterns", "arithmetic", "substitutions"],
+    )
+    def test_a_long_hostile_line_is_decided_in_linear_time(
+        self, auto: ApprovalPolicy, line: str
+    ) -> None:
+        """Shapes on which the grammar's error recovery goes quadratic (minutes for 100 KB)
+        are cut at a bounded amount of work: the line is decided (asked or denied) at once."""
+        started = time.perf_counter()
+        decision, _, firm = decide_line(auto, line + " rm data.txt")
+        assert time.perf_counter() - started < 5
         assert (decision, firm) in {("ask", True), ("deny", False)}
 
     @given(st.text(alphabet=st.sampled_from(list("rm ;|&$()`'\"\\{}<>\n-cx=*!")), max_size=60))

@@ -161,7 +161,9 @@ CALC_PATCH = (
 class TestCodingSession:
     def test_read_patch_test_and_diff_through_approval(self, tmp_path: Path) -> None:
         """The Day 14 flow: read, search, patch (approved on the terminal), run the test (approved
-        for the session), a denied rm, and the diff of what changed."""
+        for the session), a denied rm, and the diff of what changed. Code given to `python -c`
+        may run anything the rm rule is there to stop, so each such call is asked: the
+        session's approval does not cover the second."""
         ws = tmp_path / "proj"
         ws.mkdir()
         (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
@@ -176,11 +178,12 @@ class TestCodingSession:
             )  # fmt: skip
         log = tmp_path / "session.jsonl"
         shown = on_pty(
-            [sys.executable, "-c", FLOW, str(ws), str(log), CALC_PATCH], [b"y\n", b"s\n"]
+            [sys.executable, "-c", FLOW, str(ws), str(log), CALC_PATCH], [b"y\n", b"s\n", b"y\n"]
         )
         assert "-    return a - b\n+    return a + b" in shown  # the diff shown at the prompt
         assert "$ " in shown  # the argv shown for the command
-        assert shown.count("Allow?") == 2
+        assert shown.count("Allow?") == 3
+        assert "python runs code it is given (-c)" in shown
         assert "OK run_command" in shown
         assert "FAILED run_command Call to run_command denied by the approval policy" in shown
         assert "+    return a + b" in shown.split("OK git_diff", 1)[1]

@@ -2,8 +2,9 @@
 asking a person (`prompt`, on a terminal) when the policy says ask.
 
 The rules come from `.mini-harness/policy.toml` (`policy_file`) and the defaults; a
-shell line is read with a shell grammar (`shell_commands`, tree-sitter bash), which is
-why this package is imported only where calls are approved, not with `mini_harness.agent`.
+shell line is read with a shell grammar (`shell_commands` over `shell_grammar`, tree-sitter
+bash), which is why this package is imported only where calls are approved, not with
+`mini_harness.agent`.
 """
 
 from __future__ import annotations

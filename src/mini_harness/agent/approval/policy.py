@@ -22,13 +22,8 @@ from typing import Any, Final
 import attrs
 
 from mini_harness.agent.approval.policy_file import POLICY_FILE, read_policy_bytes
-from mini_harness.agent.approval.shell_commands import (
-    CommandLine,
-    Word,
-    argv_commands,
-    plain_words,
-    shell_commands,
-)
+from mini_harness.agent.approval.shell_commands import CommandLine, argv_commands, shell_commands
+from mini_harness.agent.approval.shell_grammar import Word, plain_words
 from mini_harness.errors import PolicyError
 from mini_harness.events import JsonValue
 from mini_harness.runtime.definitions import ToolDefinition

@@ -1,94 +1,50 @@
-"""The programs a command line runs, read with a shell grammar (tree-sitter's bash).
+"""The programs a command line runs, as far as its text tells.
 
-The approval policy's `command` rules match these. A shell line is parsed, not split on
-separators: every simple command anywhere in it counts (in lists and pipelines, subshells,
-groups, `if`/`while`/`for`/`case` bodies, functions, command and process substitutions,
-redirections, here-documents), leading assignments are skipped, quotes and backslashes
-are removed as the shell removes them, and the usual wrappers are seen through (`env`,
-`command`, `exec`, `time`, `nice`, `nohup`, `timeout`, `xargs`, `sudo`, `find -exec`,
-`sh -c '...'`, `eval '...'`, ...). What cannot be told from the text (a line the grammar
-cannot parse, a command named by an expansion, `eval` of an expansion, a shell reading
-commands from its input, an `alias`) is said, so that a rule asks instead of guessing.
+The approval policy's `command` rules match these. A shell line is read with a shell
+grammar (shell_grammar.py): every simple command anywhere in it counts, also inside
+`${x#...}` patterns; the wrappers of shell_programs.py are seen through (`env`, `nice`,
+`sudo`, `xargs`, `find -exec`, `sh -c '...'`, `eval '...'`, ...), and `git -C . push` is
+also read as `git push`.
 
-A program's own code is out of sight: `python -c`, a script file, a Makefile run what
-they like. The sandbox, not the policy, confines them.
+What cannot be told from the text is said, so that a rule asks instead of guessing: a line
+the grammar cannot parse (or that takes it more than a bounded amount of work), a command
+named by an expansion, `eval` of an expansion, a shell or an interpreter reading its
+commands from its input or a script file (`... | sh`, `sh file`, `. file`), code given to
+an interpreter (`python -c`, `perl -e`, `node -e`), `git -c` with a key that can name a
+command, an `alias`.
+
+A program's own code is out of sight otherwise: a Python script or a Makefile runs what it
+likes. The sandbox, not the policy, confines it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 import attrs
-import regex
-import tree_sitter
-import tree_sitter_bash
 
-_PARSER: Final = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+from mini_harness.agent.approval.shell_grammar import Word, parse_line
+from mini_harness.agent.approval.shell_programs import (
+    FIND_EXEC,
+    GIT_VALUES,
+    HELP_FLAGS,
+    RUNUSER,
+    SHELLS,
+    SOURCING,
+    WRAPPERS,
+    Wrapper,
+    filled,
+    git_config_runs,
+    interpreter,
+    says_what,
+    scan_options,
+    word_at,
+)
+
 MAX_NESTING: Final = 16
 """How deep commands inside commands are followed: wrappers (`nice env ...`) and command
 strings (`sh -c "eval '...'"`); deeper than this cannot be told."""
-
-Word = str | None
-"""A word as the shell will pass it, or None when an expansion decides it at run time."""
-
-# Unquoted globs (`*`, `?`, `[...]`) and brace expansions (`{a,b}`, `{1..3}`).
-_EXPANDS: Final = regex.compile(r"(?<!\\)(?:\\\\)*(?:[*?]|\[[^\]]+\]|\{[^{}]*(?:,|\.\.)[^{}]*\})")
-# A backslash-newline between two non-blank characters joins them into one word; the
-# grammar reads it as a blank.
-_JOINED_LINE: Final = regex.compile(r"\S\\\r?\n\S")
-_SHELLS: Final = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh"})
-_FIND_EXEC: Final = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
-
-
-@attrs.frozen
-class _Wrapper:
-    """A program that runs the command given after its options and operands."""
-
-    short_values: str = ""  # short options taking a value: -n 5, -n5
-    long_values: frozenset[str] = frozenset()  # long options taking a value: --user alice
-    operands: int = 0  # words between the options and the command (timeout's duration)
-    assignments: bool = False  # NAME=VALUE words before the command (env)
-    code: str = ""  # short options whose value is a shell line (su -c)
-    joined_code: bool = False  # the rest of the words, joined, is a shell line (watch)
-    opaque: str = ""  # short options after which the command cannot be told (env -S)
-
-
-_WRAPPERS: Final = {
-    "builtin": _Wrapper(),
-    "busybox": _Wrapper(),
-    "chrt": _Wrapper("TPD", operands=1),
-    "command": _Wrapper(),
-    "coproc": _Wrapper(),
-    "doas": _Wrapper("uC"),
-    "env": _Wrapper(
-        "uC", frozenset({"unset", "chdir", "split-string"}), assignments=True, opaque="S"
-    ),
-    "exec": _Wrapper("a"),
-    "ionice": _Wrapper("cnpPu", frozenset({"class", "classdata", "pid", "pgid", "uid"})),
-    "nice": _Wrapper("n", frozenset({"adjustment"})),
-    "nohup": _Wrapper(),
-    "setsid": _Wrapper(),
-    "stdbuf": _Wrapper("ioe", frozenset({"input", "output", "error"})),
-    "su": _Wrapper("gGsw", frozenset({"group", "supp-group", "shell", "command"}), code="c"),
-    "sudo": _Wrapper(
-        "ugCDhprtTU",
-        frozenset(
-            {"user", "group", "close-from", "chdir", "host", "prompt", "role", "type"}
-            | {"command-timeout", "other-user"}
-        ),
-    ),
-    "taskset": _Wrapper(operands=1),
-    "time": _Wrapper("fo", frozenset({"format", "output"})),
-    "timeout": _Wrapper("sk", frozenset({"signal", "kill-after"}), operands=1),
-    "watch": _Wrapper("nd", frozenset({"interval", "differences"}), joined_code=True),
-    "xargs": _Wrapper(
-        "aEdILnPs",
-        frozenset(
-            {"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"}
-        ),
-    ),
-}
 
 
 @attrs.frozen
@@ -114,26 +70,6 @@ def argv_commands(argv: Sequence[str]) -> CommandLine:
     return reader.result()
 
 
-def plain_words(text: str) -> tuple[str, ...]:
-    """The words of one simple command written as a shell would read it (`git log`,
-    `rm -r`); ValueError says why `text` is not one."""
-    tree = _PARSER.parse(text.encode("utf-8", "surrogatepass"))
-    root = tree.root_node
-    if root.has_error or _JOINED_LINE.search(text):
-        raise ValueError("is not a complete shell command (a quote left open?)")
-    nodes = root.named_children
-    if len(nodes) != 1 or nodes[0].type != "command":
-        raise ValueError("must be one command: no operators, redirections or comments")
-    words = _command_words(nodes[0])
-    if not words or any(word is None for word in words) or _assigns(nodes[0]):
-        raise ValueError("must be plain words: no expansions, globs or assignments")
-    return tuple(word for word in words if word is not None)
-
-
-def _assigns(node: tree_sitter.Node) -> bool:
-    return any(child.type == "variable_assignment" for child in node.named_children)
-
-
 class _Reader:
     """Collects the commands of a line, and the first reason one cannot be told."""
 
@@ -148,24 +84,34 @@ class _Reader:
         if self.unclear is None:
             self.unclear = why
 
-    def read_line(self, line: str, depth: int) -> None:
+    def _too_deep(self, depth: int) -> bool:
         if depth > MAX_NESTING:
             self.cannot_tell(f"commands nested more than {MAX_NESTING} deep")
+        return depth > MAX_NESTING
+
+    def read_line(self, line: str, depth: int) -> None:
+        if self._too_deep(depth):
             return
-        tree = _PARSER.parse(line.encode("utf-8", "surrogatepass"))
-        if tree.root_node.has_error:
-            self.cannot_tell("the shell grammar cannot parse it")
-        if _JOINED_LINE.search(line):
-            self.cannot_tell("a backslash-newline joins two words")
-        for node in _nodes(tree.root_node):
-            words = _command_words(node)
-            if words:
-                self.add(words, depth)
+        parsed = parse_line(line)
+        if parsed.problem is not None:
+            self.cannot_tell(parsed.problem)
+        for words in parsed.commands:
+            self.add(words, depth)
+        for pattern in parsed.patterns:
+            self._pattern(pattern, depth)
+
+    def _pattern(self, text: str, depth: int) -> None:
+        """Text of a `${...}` the grammar kept whole, which runs a command substitution:
+        read again as words (a single quote in it quotes or not, depending on the `${...}`
+        operator and on double quotes around it: then it cannot be told)."""
+        if "'" in text:
+            self.cannot_tell("a ${...} pattern holds a quoted command substitution")
+        else:
+            self.read_line(f": {text}", depth + 1)
 
     def add(self, words: tuple[Word, ...], depth: int) -> None:
         """Add a command, then what it runs in turn (wrappers, shells, eval, find -exec)."""
-        if depth > MAX_NESTING:
-            self.cannot_tell(f"commands nested more than {MAX_NESTING} deep")
+        if self._too_deep(depth):
             return
         self.commands.append(words)
         program = _program(words[0])
@@ -173,18 +119,26 @@ class _Reader:
             self.cannot_tell("a command is named by an expansion")
             return
         rest = words[1:]
-        if program in _SHELLS:
+        if program in SHELLS:
             self._shell(rest, depth)
-        elif program in _WRAPPERS:
-            self._wrapped(_WRAPPERS[program], program, rest, depth)
+        elif program in WRAPPERS:
+            self._wrapped(WRAPPERS[program], program, rest, depth)
+        elif program in ("su", "runuser"):
+            self._su(program, rest, depth)
+        elif program == "git":
+            self._git(rest)
         elif program == "eval" and rest:
             self._code(rest, "eval", depth)
+        elif program in SOURCING and rest:
+            self.cannot_tell(f"`{program}` runs the commands of a file")
         elif program == "trap":
             self._trap(rest, depth)
         elif program == "find":
             self._find(rest, depth)
         elif program == "alias" and rest:
             self.cannot_tell("an alias can rename any command")
+        else:
+            self._interpreted(program, rest)
 
     def _code(self, words: tuple[Word, ...], what: str, depth: int) -> None:
         if any(word is None for word in words):
@@ -202,6 +156,8 @@ class _Reader:
             if word == "--" or not word.startswith(("-", "+")) or word in ("-", "+"):
                 index += word == "--"
                 break
+            if word in HELP_FLAGS:
+                return
             if word in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
                 index += 1
             elif not word.startswith("--"):
@@ -214,60 +170,119 @@ class _Reader:
                 self._code(operands[:1], "a shell's -c", depth)
         elif from_input or not operands:
             self.cannot_tell("a shell reads its commands from its input")
+        else:
+            self.cannot_tell("a shell runs the commands of a script file")
 
-    def _wrapped(self, spec: _Wrapper, program: str, words: tuple[Word, ...], depth: int) -> None:
-        index, operands = 0, spec.operands
+    def _interpreted(self, program: str, words: tuple[Word, ...]) -> None:
+        """An interpreter given code (`python -c`, `perl -e`), or reading it from its
+        input, cannot be told; one running a named script or module is the program it
+        names (out of sight, as any program's code)."""
+        spec = interpreter(program)
+        if spec is None:
+            return
+        index = 0
         while index < len(words):
             word = words[index]
+            index += 1
             if word is None:
                 self.cannot_tell(f"{program}'s arguments are expansions")
                 return
-            if word == "--":
-                index += 1
+            if word in HELP_FLAGS or (word == "-v" and len(words) == 1):
+                return
+            if word == "-":
                 break
             if word.startswith("--") and len(word) > 2:
                 name, has_value, _ = word[2:].partition("=")
-                index += 2 if name in spec.long_values and not has_value else 1
-                if name == "split-string":
-                    self.cannot_tell(f"{program} splits a string into a command")
+                if name in spec.long_code:
+                    self.cannot_tell(f"{program} runs code it is given (--{name})")
                     return
-                if name == "command" and spec.code:
-                    value = word.partition("=")[2] if has_value else _at(words, index - 1)
-                    self._code((value,), f"{program} --command", depth)
+                index += name in spec.long_values and not has_value
+                continue
+            if not word.startswith("-") or len(word) < 2:
+                return  # a script file
+            for position, letter in enumerate(word[1:], 2):
+                if letter in spec.code:
+                    self.cannot_tell(f"{program} runs code it is given (-{letter})")
                     return
+                if letter in spec.module:
+                    return
+                if letter in spec.values:
+                    index += position == len(word)  # the value is the next word
+                    break
+        self.cannot_tell(f"{program} reads its code from its input")
+
+    def _wrapped(self, spec: Wrapper, program: str, words: tuple[Word, ...], depth: int) -> None:
+        if program == "command" and says_what(words):
+            return  # `command -v NAME` only says what the name is
+        scan = scan_options(spec, words)
+        for why in scan.unclear:
+            self.cannot_tell(f"{program}{why}")
+        for option, line in scan.code:
+            self._code((line,), f"{program} {option}", depth)
+        for start, guessed in sorted(scan.starts):
+            command = words[start:]
+            if not command:
+                shell = spec.empty_shell
+                if shell is True or (shell and any(letter in scan.flags for letter in shell)):
+                    self.cannot_tell(
+                        f"{program} runs a shell that reads its commands from its input"
+                    )
                 continue
-            if word.startswith("-") and len(word) > 1:
-                if program == "command" and ("v" in word or "V" in word):
-                    return  # only says what the name is
-                for position, letter in enumerate(word[1:], 2):
-                    if letter in spec.opaque:
-                        self.cannot_tell(f"{program} -{letter} splits a string into a command")
-                        return
-                    if letter in spec.short_values + spec.code:
-                        attached = word[position:]
-                        value = attached or _at(words, index + 1)
-                        index += 0 if attached else 1
-                        if letter in spec.code:
-                            self._code((value,), f"{program} -{letter}", depth)
-                            return
-                        break
-                index += 1
+            if guessed and command[0] is None:
+                continue  # a reading of an unknown option: an expansion is more likely its value
+            if spec.input_words:
+                command = filled(spec, command, scan.replace)
+            if spec.joined_code:
+                self._code(command, program, depth)
+            else:
+                self.add(command, depth + 1)
+
+    def _su(self, program: str, words: tuple[Word, ...], depth: int) -> None:
+        """su and runuser run a shell line (`-c LINE`, anywhere), the command after
+        `runuser -u USER`, or else a shell."""
+        for index, word in enumerate(words):
+            if word is None or not word.startswith("-"):
                 continue
-            if spec.assignments and "=" in word:
-                index += 1
-                continue
-            if operands:
-                operands -= 1
-                index += 1
-                continue
-            break
-        command = words[index:]
-        if not command:
+            name, has_value, value = word.partition("=")
+            if name in ("-c", "--command", "--session-command"):
+                line = value if has_value else word_at(words, index + 1)
+                self._code((line,), f"{program} {name}", depth)
+                return
+            if word.startswith("-c") and not word.startswith("--"):
+                self._code((word[2:],), f"{program} -c", depth)
+                return
+        if program == "runuser" and any(word in ("-u", "--user") for word in words):
+            self._wrapped(RUNUSER, program, words, depth)
             return
-        if spec.joined_code:
-            self._code(command, program, depth)
-        else:
-            self.add(command, depth + 1)
+        self.cannot_tell(f"{program} runs a shell that reads its commands from its input")
+
+    def _git(self, words: tuple[Word, ...]) -> None:
+        """`git -C . push` runs `git push`: the command is added again without git's global
+        options. A `-c` setting that can name a command cannot be told."""
+        index = 0
+        while index < len(words):
+            word = words[index]
+            if word is None or not word.startswith("-") or word == "-":
+                break
+            name, has_value, value = word.partition("=")
+            step = 1
+            if word.startswith("-c") and not word.startswith("--"):
+                setting, step = (word[2:], 1) if len(word) > 2 else (word_at(words, index + 1), 2)
+            elif name == "--config-env":
+                setting, step = (value, 1) if has_value else (word_at(words, index + 1), 2)
+            else:
+                setting = ""
+                if name == "--exec-path" and has_value:
+                    self.cannot_tell("git --exec-path runs its commands from another directory")
+                    return
+                if name in GIT_VALUES and not has_value and name != "--exec-path":
+                    step = 2
+            if setting is None or (setting and git_config_runs(setting)):
+                self.cannot_tell("git -c sets a configuration that can run a command")
+                return
+            index += step
+        if index:
+            self.commands.append(("git", *words[index:]))
 
     def _trap(self, words: tuple[Word, ...], depth: int) -> None:
         if words[:1] == ("--",):
@@ -278,18 +293,18 @@ class _Reader:
     def _find(self, words: tuple[Word, ...], depth: int) -> None:
         start = None
         for index, word in enumerate(words):
-            if start is None and word in _FIND_EXEC:
+            if start is None and word in FIND_EXEC:
                 start = index + 1
             elif start is not None and word in (";", "+"):
                 if index > start:
-                    self.add(words[start:index], depth + 1)
+                    self._found(words[start:index], depth)
                 start = None
         if start is not None and start < len(words):
-            self.add(words[start:], depth + 1)
+            self._found(words[start:], depth)
 
-
-def _at(words: tuple[Word, ...], index: int) -> Word:
-    return words[index] if index < len(words) else ""
+    def _found(self, command: tuple[Word, ...], depth: int) -> None:
+        """find -exec's command: each `{}` is a file's name (which the files decide)."""
+        self.add(tuple(None if word and "{}" in word else word for word in command), depth + 1)
 
 
 def _program(word: Word) -> str | None:
@@ -297,75 +312,3 @@ def _program(word: Word) -> str | None:
     if word is None or not word:
         return None
     return word.rsplit("/", 1)[-1]
-
-
-def _nodes(root: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
-    """Every `command` node of the tree, depth first (without recursion: a tree can be
-    deeper than Python's stack)."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "command":
-            yield node
-        stack.extend(reversed(node.children))
-
-
-def _command_words(node: tree_sitter.Node) -> tuple[Word, ...]:
-    """A command node's words: its name, then its arguments (not its assignments or
-    redirections)."""
-    name = node.child_by_field_name("name")
-    if name is None:
-        return ()
-    arguments = node.children_by_field_name("argument")
-    return tuple(_word(part) for part in (*name.named_children[:1], *arguments))
-
-
-def _word(node: tree_sitter.Node) -> Word:
-    """The word the shell makes of `node` after removing quotes, or None if an expansion
-    (a variable, a command substitution, a glob, braces) decides it."""
-    text = _text(node)
-    kind = node.type
-    if kind in ("word", "concatenation") and _EXPANDS.search(text):
-        return None
-    if kind == "word":
-        return _unescape(text, "")
-    if kind == "number":
-        return text
-    if kind == "raw_string":
-        return text[1:-1]
-    if kind == "string":
-        if any(child.type != "string_content" for child in node.named_children):
-            return None
-        return _unescape(text[1:-1], '$`"\\\n')
-    if kind == "concatenation":
-        parts = [_word(child) for child in node.named_children]
-        if any(part is None for part in parts):
-            return None
-        return "".join(part for part in parts if part is not None)
-    return None  # expansions, $'...', $"...", arithmetic, substitutions
-
-
-def _text(node: tree_sitter.Node) -> str:
-    return (node.text or b"").decode("utf-8", "surrogatepass")
-
-
-def _unescape(text: str, special: str) -> str:
-    """Remove backslashes as the shell does: before any character outside quotes
-    (`special` empty), before one of `special` inside double quotes; a backslash-newline
-    goes altogether."""
-    out: list[str] = []
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\\" and index + 1 < len(text):
-            following = text[index + 1]
-            if following == "\n":
-                index += 2
-                continue
-            if not special or following in special:
-                out.append(following)
-                index += 2
-                continue
-        out.append(char)
-        index += 1
-    return "".join(out)
