@@ -162,6 +162,17 @@ class TestLogAndReport:
             f"[mini-harness] Error: cannot open transcript {log}: Not a directory\n"
         )
 
+    def test_a_script_key_it_does_not_know_exits_2_naming_it(
+        self, workspace: Path, tmp_path: Path
+    ) -> None:
+        """A script with `tool_calls` (not `toolCalls`) exits 2 naming the field, before any
+        model request, instead of answering the text and never calling the tool."""
+        model = script(tmp_path / "s.json", [{"text": "a", "tool_calls": [{"name": "echo"}]}])
+        result = run("run", "t", "--model", model)
+        assert result.exit_code == 2
+        assert "response 1.tool_calls: unknown key (did you mean 'toolCalls'?)" in result.stderr
+        assert "Model response" not in result.stdout
+
     def test_a_fifo_named_agents_md_is_skipped(self, workspace: Path) -> None:
         """A FIFO named AGENTS.md does not hang the run: it is skipped with one warning."""
         os.mkfifo(workspace / "AGENTS.md")
