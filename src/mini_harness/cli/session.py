@@ -44,6 +44,7 @@ from mini_harness.cli.output import error, info, warn
 from mini_harness.cli.printing import PrintingReporter
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.cli.settings import load_settings
+from mini_harness.cli.stored import resume_words
 from mini_harness.errors import ExitCode, GitError, UsageError, WorkspaceError
 from mini_harness.events import (
     EventSink,
@@ -323,10 +324,7 @@ class AgentSession:
         """The exact command that resumes run `run_id` of `transcript`: by the run's id
         when the transcript is in the session store, else by the transcript and the run;
         with the `--model` and `--registry` this run was given (the rest is recorded)."""
-        store = os.path.realpath(self.settings.sessions_dir)
-        in_store = os.path.realpath(transcript).startswith(store + os.sep)
-        words = ["mini-harness", "resume"]
-        words += [run_id] if in_store else [transcript, "--run", run_id]
+        words = resume_words(run_id, transcript, self.settings.sessions_dir)
         given = (
             ("--model", self.options.model),
             ("--registry", self.options.registry_spec),

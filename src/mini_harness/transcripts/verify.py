@@ -24,6 +24,7 @@ from mini_harness.events import (
     ToolSucceeded,
     TranscriptStarted,
     UnknownEvent,
+    Usage,
 )
 from mini_harness.transcripts.reader import (
     DamagedLine,
@@ -153,6 +154,9 @@ class RunProtocol:
     def __init__(self) -> None:
         self.runs: dict[str, OpenRun] = {}
         self.requests: dict[str, OpenRun] = {}
+        # What an open run did so far, for a repair that closes it: requests, usage.
+        self.asked: dict[str, set[str]] = {}
+        self.used: dict[str, Usage] = {}
 
     def feed(self, line: int, seq: int, event: AgentRunEvent) -> None:
         """Take an agent run's event, in file order (a RunStarted without a task, a CLI
@@ -162,22 +166,43 @@ class RunProtocol:
                 if event.resumed_from is not None:
                     self._end(event.resumed_from.run_id)
                 self.runs[event.run_id] = OpenRun(line, seq, event.run_id)
+                self.asked[event.run_id], self.used[event.run_id] = set(), Usage()
         elif isinstance(event, ModelRequested):
             self.requests[event.request_id] = OpenRun(line, seq, event.run_id, event.request_id)
+            self.asked.setdefault(event.run_id, set()).add(event.request_id)
         elif isinstance(event, ModelResponded):
             self.requests.pop(event.request_id, None)
+            self.used[event.run_id] = self.used.get(event.run_id, Usage()) + event.usage
         else:
             self._end(event.run_id)
 
     def _end(self, run_id: str) -> None:
         """A run ended: it, and every request of it still unanswered."""
         self.runs.pop(run_id, None)
+        self.asked.pop(run_id, None)
+        self.used.pop(run_id, None)
         for request_id in [r for r, o in self.requests.items() if o.run_id == run_id]:
             del self.requests[request_id]
 
     def in_doubt(self) -> list[OpenRun]:
         """The runs and requests still open, in file order."""
         return sorted([*self.runs.values(), *self.requests.values()], key=lambda o: o.line)
+
+    def unfinished(self) -> list[UnfinishedRun]:
+        """The agent runs still open, in file order, with what they did so far."""
+        return [
+            UnfinishedRun(o.run_id, len(self.asked.get(o.run_id, ())), self.used[o.run_id])
+            for o in sorted(self.runs.values(), key=lambda o: o.line)
+        ]
+
+
+@attrs.frozen
+class UnfinishedRun:
+    """An agent run without RunFinished: its model requests made and their summed usage."""
+
+    run_id: str
+    steps: int
+    usage: Usage
 
 
 @attrs.frozen
@@ -205,6 +230,7 @@ class VerifyReport:
     agent_in_doubt: tuple[str, ...]  # agent runs without RunFinished, requests unanswered
     unknown_types: tuple[tuple[str, int], ...]
     empty: bool = False
+    unfinished_runs: tuple[UnfinishedRun, ...] = ()
     expected_head: str | None = None  # the head hash the chain must reach, if given
     head_line: int | None = None  # the line whose hash is expected_head, if reached
 
@@ -343,6 +369,7 @@ def verify_transcript(
         ),
         unknown_types=tuple(sorted(unknown.items())),
         empty=reader.empty,
+        unfinished_runs=tuple(agent_runs.unfinished()),
         expected_head=head,
         head_line=head_line,
     )
