@@ -232,14 +232,15 @@ class TestToolFirst:
     def test_a_failed_tool_before_the_task_is_printed(self, workspace: Path) -> None:
         """`--tool NAME "TASK"`: the tool's failure is printed before the agent starts, and
         the mock repeats the task."""
-        result = run("--tool", "nosuch", "count the files")
+        result = run("--tool", "read_file", "count the files")
         assert result.exit_code == 0, result.output
         lines = result.stdout.splitlines()
         assert lines[:5] == [
             "[mini-harness] Task: count the files",
             "[mini-harness] Model provider: mock",
-            "[mini-harness] Before the task: nosuch {}",
-            f"[mini-harness]   failed: Unknown tool: nosuch. Registered tools: {AGENT_TOOLS}",
+            "[mini-harness] Before the task: read_file {}",
+            "[mini-harness]   failed: Invalid input for read_file: "
+            'missing required property "path"',
             "[mini-harness] Mock model response:",
         ]
         assert "Your task was: count the files" in lines[5]

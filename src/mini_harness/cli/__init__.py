@@ -8,6 +8,7 @@ recipe), so a root dispatch never loads them.
 from __future__ import annotations
 
 import atexit
+import functools
 import gc
 import importlib
 import sys
@@ -16,11 +17,11 @@ from typing import Any
 import click
 
 from mini_harness._version import __version__
-from mini_harness.cli.dispatch import run_dispatch, tool_options
+from mini_harness.cli.dispatch import dispatch_tools, run_dispatch, tool_options
 from mini_harness.cli.log_options import LOG_SETTINGS, LogSettings, log_option, log_options
-from mini_harness.cli.options import given_options, workspace_option
+from mini_harness.cli.options import APPROVE_HELP, approve_option, given_options, workspace_option
 from mini_harness.cli.output import describe, error, exit_code_for, guard_streams, quiet
-from mini_harness.cli.registry_spec import chosen_registry, registry_option
+from mini_harness.cli.registry_spec import registry_option
 from mini_harness.errors import ExitCode, OutputError, UsageError
 
 __all__ = ["cli"]
@@ -208,10 +209,14 @@ def _spellings(params: list[click.Parameter]) -> dict[str, click.Option]:
 @log_option("nothing is recorded")
 @log_options
 @workspace_option(
-    "Root directory the file tools (list_files, read_file, search_text) are confined "
-    "to. Default: the current directory."
+    "Root directory the built-in tools are confined to. Default: the current directory."
 )
 @registry_option()
+@functools.partial(
+    approve_option,
+    help_text=f"For --tool: {APPROVE_HELP} Default: the config's approve, else ask.",
+    default=None,
+)
 @click.option(
     "--debug",
     is_flag=True,
@@ -232,6 +237,7 @@ def cli(
     log_settings: LogSettings,
     workspace: str | None,
     registry_spec: str | None,
+    approve: str | None,
     debug: bool,
 ) -> None:
     """An event-sourced runtime for coding agents.
@@ -274,19 +280,29 @@ def cli(
         raise click.UsageError(f"{log_flags[0]} needs --log PATH")
     if as_json and context_report:
         raise UsageError("--json cannot be combined with --context-report")
+    registry, approver = dispatch_tools(
+        tool,
+        registry_spec,
+        workspace=workspace,
+        log=log,
+        log_settings=log_settings,
+        approve=approve,
+    )
     run_dispatch(
-        chosen_registry(registry_spec, workspace),
+        registry,
         tool,
         tool_input,
         log=log,
         log_settings=log_settings,
         as_json=as_json,
         context_report=context_report,
+        approver=approver,
     )
 
 
 _DISPATCH_OPTIONS = (
-    "tool", "tool_input", "context_report", "as_json", "log", "registry_spec", *LOG_SETTINGS
+    "tool", "tool_input", "context_report", "as_json", "log", "registry_spec", "approve",
+    *LOG_SETTINGS,
 )  # fmt: skip
 """The root's options that ask for a dispatch: with a subcommand, or without --tool, an
 error (--workspace and --debug serve every subcommand)."""

@@ -17,6 +17,7 @@ from mini_harness.cli.dispatch import parse_tool_input, read_tool_input, tool_op
 from mini_harness.cli.log_options import LogSettings, log_option, log_options, no_log_option
 from mini_harness.cli.output import warn
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
+from mini_harness.errors import UsageError
 
 
 def _system_prompt(path: str | None) -> str:
@@ -93,6 +94,8 @@ def run_command(
     system_prompt = _system_prompt(system_prompt_file)
     transcript = session.transcript(log, no_log=no_log)
     tools = session.tools(transcript)
+    if manual is not None and manual[0] not in tools:  # stopped before any model request
+        raise UsageError(tools.unknown_tool_message(manual[0]))
     approver = session.approver()
     rules = load_project_rules(Path(session.workspace or os.curdir), Path.cwd(), warn=warn)
     config = AgentConfig(

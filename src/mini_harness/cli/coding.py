@@ -34,25 +34,6 @@ from mini_harness.runtime.terminal import printable
 from mini_harness.tools import Workspace, register_coding_tools
 from mini_harness.tools.patch_undo import patch_reversal
 
-APPROVE_HELP = (
-    "How calls that need approval are decided: ask (prompt on a terminal; denied without "
-    "one), auto (allow them), never (deny them). Deny rules of .mini-harness/policy.toml "
-    "always stand; read-only tools are allowed."
-)
-
-
-def approve_option(func: F, help_text: str = APPROVE_HELP, default: str | None = "ask") -> F:
-    """The `--approve auto|ask|never` option, passed as `approve`; None by `default` when
-    the settings decide (an agent run's: cli/settings.py)."""
-    return click.option(
-        "--approve",
-        "approve",
-        type=click.Choice(["auto", "ask", "never"]),
-        default=default,
-        show_default=default is not None,
-        help=help_text,
-    )(func)
-
 
 def workspace_policy(workspace: str | os.PathLike[str], approve: str) -> ApprovalPolicy:
     """The workspace's policy file with the --approve mode; a policy file that cannot be

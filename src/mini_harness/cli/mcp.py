@@ -8,7 +8,7 @@ import os
 import click
 
 from mini_harness.agent.approval import AsyncPolicyApprover
-from mini_harness.cli.coding import approve_option, workspace_policy
+from mini_harness.cli.coding import workspace_policy
 from mini_harness.cli.log_options import (
     LOG_SETTINGS,
     LogSettings,
@@ -17,7 +17,12 @@ from mini_harness.cli.log_options import (
     opened_log,
     warn_quarantined,
 )
-from mini_harness.cli.options import given_options, root_workspace, workspace_option
+from mini_harness.cli.options import (
+    approve_option,
+    given_options,
+    root_workspace,
+    workspace_option,
+)
 from mini_harness.cli.output import PREFIX, fail
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.errors import ExitCode, OutputError

@@ -8,12 +8,7 @@ import os
 import click
 
 from mini_harness.cli.agent_replay import rerun_agent_runs
-from mini_harness.cli.coding import (
-    APPROVE_HELP,
-    accept_policy_option,
-    approve_option,
-    print_effects,
-)
+from mini_harness.cli.coding import accept_policy_option, print_effects
 from mini_harness.cli.corpus import corpus_options, replay_corpus, wants_corpus
 from mini_harness.cli.log_options import (
     LOG_SETTINGS,
@@ -23,7 +18,9 @@ from mini_harness.cli.log_options import (
     opened_log,
 )
 from mini_harness.cli.options import (
+    APPROVE_HELP,
     STEP_HELP,
+    approve_option,
     given_options,
     root_workspace,
     run_option,

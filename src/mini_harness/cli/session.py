@@ -32,14 +32,16 @@ from mini_harness.agent import (
     provider_secrets,
 )
 from mini_harness.agent.approval import PolicyApprover
-from mini_harness.cli.coding import (
-    APPROVE_HELP,
-    approve_option,
-    continued_approver,
-    make_approver,
-)
+from mini_harness.cli.coding import continued_approver, make_approver
 from mini_harness.cli.log_options import LogSettings, opened_log
-from mini_harness.cli.options import F, gathered, root_workspace, workspace_option
+from mini_harness.cli.options import (
+    APPROVE_HELP,
+    F,
+    approve_option,
+    gathered,
+    root_workspace,
+    workspace_option,
+)
 from mini_harness.cli.output import error, info, warn
 from mini_harness.cli.printing import PrintingReporter
 from mini_harness.cli.registry_spec import agent_tools, registry_option
