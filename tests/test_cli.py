@@ -215,7 +215,8 @@ class TestUsage:
         )
         assert proc.returncode == 2
         assert proc.stderr == (
-            "[mini-harness] Error: No such command 'tool'. Did you mean 'tools'?\n"
+            "[mini-harness] Error: No such command 'tool'. Did you mean 'tools'? "
+            "To give it to the agent as a task: mini-harness run tool\n"
             "[mini-harness] Try 'mini-harness --help' for help.\n"
         )
 

@@ -416,6 +416,15 @@ class TestBareTask:
         assert "No such command 'replya'. Did you mean 'replay'?" in result.stderr
         assert result.stdout == ""
 
+    def test_a_one_word_task_near_a_command_is_told_how_to_run_it(self, workspace: Path) -> None:
+        """`mini-harness review` suggests `view` and says how to give "review" to the agent."""
+        result = run("review")
+        assert result.exit_code == 2
+        assert result.stderr.splitlines()[0] == (
+            "[mini-harness] Error: No such command 'review'. Did you mean 'view'? "
+            "To give it to the agent as a task: mini-harness run review"
+        )
+
     def test_a_task_named_like_a_subcommand_goes_through_run(self, workspace: Path) -> None:
         """`mini-harness run replay` is the agent on the task "replay"."""
         result = run("run", "replay")

@@ -11,6 +11,8 @@ import atexit
 import functools
 import gc
 import importlib
+import itertools
+import shlex
 import sys
 from typing import Any
 
@@ -109,7 +111,12 @@ class HarnessGroup(click.Group):
             if name.startswith("-"):
                 self.parse_args(ctx, args)  # an option after all: let the parser report it
             commands = self.list_commands(ctx)
-            raise click.exceptions.NoSuchCommand(name, possibilities=commands, ctx=ctx)
+            refused = click.exceptions.NoSuchCommand(name, possibilities=commands, ctx=ctx)
+            # It may have been a one-word task: say how to give it to the agent.
+            words = list(itertools.takewhile(lambda word: not word.startswith("-"), args))
+            task = shlex.quote(" ".join(words))
+            hint = f"To give it to the agent as a task: mini-harness run {task}"
+            raise click.UsageError(f"{refused.format_message()} {hint}", ctx=ctx)
         return (name if command else None), command, args[1:]
 
     def invoke(self, ctx: click.Context) -> Any:
