@@ -31,9 +31,12 @@ def _tools_log(tmp_path: Path) -> Path:
 
 class TestText:
     def test_tool_run(self, tools_log: Path) -> None:
-        """Each call with its status, duration, input and output or error; counts at the end."""
+        """Each call with its status, duration, input and output or error; counts at the end.
+        A call in doubt is shown where it happened and makes the exit code 1, as replay's and
+        verify's."""
         result = show(str(tools_log))
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == 1, result.output
+        assert result.stderr == f"[mini-harness] Error: 1 call in doubt in {tools_log}\n"
         lines = result.stdout.splitlines()
         assert lines[0].startswith(f"Transcript {tools_log} · format ")
         assert lines[0].endswith("· 7 events · head " + lines[0].split("head ")[1])
@@ -188,7 +191,7 @@ class TestJson:
     def test_every_event_as_a_json_line(self, tools_log: Path) -> None:
         """--json writes every event as one JSON object per line, in file order."""
         result = show(str(tools_log), "--json")
-        assert result.exit_code == 0
+        assert result.exit_code == 1  # a call is in doubt
         events = [orjson.loads(line) for line in result.stdout.splitlines()]
         assert [e["seq"] for e in events] == list(range(7))
         assert events == [orjson.loads(line) for line in tools_log.read_bytes().splitlines()]
@@ -203,6 +206,23 @@ class TestJson:
         ]
 
 
+class TestNothingMatched:
+    @pytest.mark.parametrize(
+        ("args", "said"),
+        [(["--tool", "nosuch"], "--tool nosuch"), (["--grep", "zzz"], "--grep zzz")],
+    )
+    def test_a_filter_that_matches_nothing_says_so(
+        self, tools_log: Path, args: list[str], said: str
+    ) -> None:
+        """A filter that selects nothing is said, exit 1, not shown as an empty file."""
+        result = show(str(tools_log), *args)
+        assert result.exit_code == 1
+        assert "0 runs" not in result.stdout
+        assert result.stderr.endswith(
+            f"[mini-harness] Error: nothing in {tools_log} matched {said}\n"
+        )
+
+
 class TestProblems:
     def test_damaged_transcript(self, tmp_path: Path) -> None:
         """A damaged line: what came before is shown, the problem is named, exit 1."""
@@ -215,7 +235,7 @@ class TestProblems:
         assert "call echo in doubt · call e1" in result.stdout
         assert "[mini-harness] Problem: [damage] line 4: " in result.stdout
         assert result.stderr.endswith(
-            f"[mini-harness] Error: 1 problem(s) in {path}; shown up to line 4\n"
+            f"[mini-harness] Error: 1 problem, 1 call in doubt in {path}; shown up to line 4\n"
         )
 
     def test_damage_with_json(self, tmp_path: Path) -> None:
@@ -315,7 +335,7 @@ class TestStreams:
     def test_standard_input(self, tools_log: Path) -> None:
         """`show -` reads the transcript from standard input, as from the file."""
         piped = self.run_cli("show", "-", stdin=tools_log.read_bytes())
-        assert piped.returncode == 0, piped.stderr
+        assert piped.returncode == 1, piped.stderr  # a call is in doubt
         from_file = self.run_cli("show", str(tools_log))
         assert piped.stdout.splitlines()[1:] == from_file.stdout.splitlines()[1:]
         assert piped.stdout.splitlines()[0].startswith(b"Transcript standard input \xc2\xb7 ")
@@ -336,7 +356,7 @@ class TestStreams:
         feeder.start()
         result = self.run_cli("show", str(fifo), "--json")
         feeder.join(timeout=30)
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == 1, result.stderr  # a call is in doubt
         assert result.stdout.splitlines() == [
             orjson.dumps(orjson.loads(line)) for line in data.splitlines()
         ]

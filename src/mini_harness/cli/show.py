@@ -4,6 +4,7 @@ lines."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from typing import TYPE_CHECKING
@@ -13,9 +14,11 @@ import click
 from mini_harness.cli.options import STEP_HELP, SingleOption, root_workspace, run_option
 from mini_harness.cli.output import error, info
 from mini_harness.cli.stored import last_option, locate
+from mini_harness.errors import ExitCode, counted
 
 if TYPE_CHECKING:
     from mini_harness.replay.history import History
+    from mini_harness.replay.views.filters import Selection
 
 STATUS_CHOICES = ("failed", "succeeded", "in-doubt")
 
@@ -77,7 +80,8 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     store: its whole transcript is shown; --last shows the newest of this workspace.
 
     Exit codes: 0 shown; 1 the transcript is damaged (shown up to the damage, the problem
-    named) or breaks the call protocol; 2 it cannot be read as a transcript, or bad options.
+    named), breaks the call protocol or has a call or run in doubt (as replay and verify
+    say), or the filters matched nothing; 2 it cannot be read as a transcript, or bad options.
     """
     from mini_harness.replay.history import read_history
     from mini_harness.replay.views.filters import Selection, select, selected_events
@@ -86,6 +90,10 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     selection = Selection(run=run, step=step, tools=tools, status=status, grep=grep)
     history = read_history(path, detail=True, damage=True)
     shown = select(history, selection)
+    if selection.narrows and not shown.roots:
+        _report_problems(history, quiet=as_json)
+        error(f"nothing in {history.name} matched {_filters(selection)}")
+        raise click.exceptions.Exit(ExitCode.FAILED)
     if as_json:
         import orjson
 
@@ -114,8 +122,23 @@ def _print_text(history: History, *, full: bool) -> None:
     info(counts_line(history))
 
 
+def _filters(selection: Selection) -> str:
+    """The filters given, as typed: `--tool nosuch --status failed`."""
+    given = [
+        ("--run", selection.run),
+        ("--step", selection.step),
+        *(("--tool", tool) for tool in selection.tools),
+        ("--status", selection.status),
+        ("--grep", selection.grep),
+    ]
+    return " ".join(shlex.join([flag, str(value)]) for flag, value in given if value is not None)
+
+
 def _report_problems(history: History, *, quiet: bool) -> int:
-    """Name each problem of the log (on stderr with --json); 1 if there is any."""
+    """Name each problem of the log (on stderr with --json); 1 if there is any, or if a
+    call, a request or a run is in doubt (shown where it happened), as replay and verify
+    exit 1 for them."""
+    from mini_harness.replay.history import IN_DOUBT
     from mini_harness.replay.views import describe
 
     problems = describe.problems(history)
@@ -125,9 +148,16 @@ def _report_problems(history: History, *, quiet: bool) -> int:
             click.echo(f"[mini-harness] {message}", err=True)
         else:
             info(message)
-    if not problems:
+    calls = describe.call_counts(history)[IN_DOUBT]
+    others = sum(1 for problem in history.problems if problem.kind == "in-doubt")
+    if not problems and not calls and not others:
         return 0
     damaged = [p for p in problems if p.kind in {"damage", "torn-tail"}]
     where = f"; shown up to line {damaged[0].line}" if damaged else ""
-    error(f"{len(problems)} problem(s) in {history.name}{where}")
+    parts = [counted(len(problems), "problem")] if problems else []
+    if calls:
+        parts.append(f"{counted(calls, 'call')} in doubt")
+    if others:
+        parts.append(f"{counted(others, 'run or model request')} unfinished")
+    error(f"{', '.join(parts)} in {history.name}{where}")
     return 1
