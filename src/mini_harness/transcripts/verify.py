@@ -231,6 +231,7 @@ class VerifyReport:
     unknown_types: tuple[tuple[str, int], ...]
     empty: bool = False
     unfinished_runs: tuple[UnfinishedRun, ...] = ()
+    failed: int = 0  # calls that ended with ToolFailed
     expected_head: str | None = None  # the head hash the chain must reach, if given
     head_line: int | None = None  # the line whose hash is expected_head, if reached
 
@@ -289,6 +290,7 @@ class VerifyReport:
             "lastSeq": self.last_seq,
             "runs": self.runs,
             "calls": self.calls,
+            "failed": self.failed,
             "headHash": self.head_hash,
             "expectedHead": self.expected_head,
             "headReached": None if self.expected_head is None else self.head_line is not None,
@@ -321,7 +323,7 @@ def verify_transcript(
     protocol = CallProtocol()
     agent_runs = RunProtocol()
     unknown: Counter[str] = Counter()
-    runs = calls = 0
+    runs = calls = failed = 0
     last_seq: int | None = None
     head_line: int | None = None
     for record in reader:
@@ -334,9 +336,10 @@ def verify_transcript(
             protocol.called(record.line, record.seq, event.run_id, event.call_id, event.name)
         elif isinstance(event, ToolSucceeded | ToolFailed):
             kind = type(event).__name__
-            protocol.finished(
+            closed = protocol.finished(
                 record.line, record.seq, kind, event.call_id, event.run_id, event.name
             )
+            failed += closed is not None and isinstance(event, ToolFailed)
         elif isinstance(event, AgentRunEvent):
             runs += 1 if isinstance(event, RunStarted) else 0
             agent_runs.feed(record.line, record.seq, event)
@@ -357,6 +360,7 @@ def verify_transcript(
         last_seq=last_seq,
         runs=runs,
         calls=calls,
+        failed=failed,
         head_hash=reader.head_hash,
         bom=reader.bom,
         torn_tail=reader.torn_tail,
