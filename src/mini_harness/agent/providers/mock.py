@@ -13,8 +13,9 @@ from mini_harness.runtime.context_report import estimate_tokens
 class MockProvider:
     """Answers the task with text that repeats it, without calling a tool.
 
-    Its name prints as `mock`. Usage is the same estimate the context report uses
-    (ceil(characters / 4)), so runs with it are reproducible to the byte.
+    Its name prints as `mock`. Its input usage is the context report's estimate of the
+    whole request (system prompt and rules, tool definitions, conversation: ceil(characters
+    / 4) each), so runs with it are reproducible to the byte.
     """
 
     name = "mock"
@@ -32,8 +33,17 @@ class MockProvider:
         on_text: Callable[[str], None] | None = None,
         on_retry: Callable[[ModelError], None] | None = None,
     ) -> ModelResponse:
-        # The task is the first user message; a `--tool` result may follow it.
-        task = next((m.content for m in request.messages if m.role == "user"), "")
+        # agent.context imports the providers: imported here, once both are loaded.
+        from mini_harness.agent.context import MANUAL_TOOL_RESULT_PREFIX, request_parts
+
+        # The task is the latest user message (a resumed run's follow-up), not a `--tool`
+        # result.
+        asked = [
+            m.content
+            for m in request.messages
+            if m.role == "user" and not m.content.startswith(MANUAL_TOOL_RESULT_PREFIX)
+        ]
+        task = asked[-1] if asked else ""
         text = (
             f"This is the mock model: no API key is configured, so nothing was sent to a "
             f"model. Your task was: {task}\n"
@@ -42,7 +52,9 @@ class MockProvider:
         )
         if on_text is not None:
             on_text(text)
-        prompt = sum(estimate_tokens(m.content) for m in request.messages)
+        system = request.messages[0].content if request.messages else ""
+        parts = request_parts(system, (), request.tools, request.messages)
+        prompt = sum(part.tokens for part in parts)
         return ModelResponse(
             message=Message("assistant", text),
             finish_reason="stop",
