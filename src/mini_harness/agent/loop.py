@@ -45,6 +45,9 @@ from mini_harness.events import (
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.results import display_failure
 
+_FAILED = "model request failed"
+"""How the stop reason of a failed model request begins."""
+
 
 @attrs.frozen
 class AgentOutcome:
@@ -298,11 +301,13 @@ class AgentLoop:
             )
         except ModelError as exc:
             failed(exc)
-            raise _Stop("model_error", f"model request failed: {exc.message}") from None
+            said = exc.message  # a provider's own may say "Model request failed" already
+            reason = said if said.lower().startswith(_FAILED) else f"{_FAILED}: {said}"
+            raise _Stop("model_error", reason) from None
         except Exception as exc:  # a provider's bug must still end the request in the log
             message = f"{type(exc).__name__}: {exc}"
             failed(ModelError("invalid_response", message, attempt=attempts))
-            raise _Stop("model_error", f"model request failed: {message}") from None
+            raise _Stop("model_error", f"{_FAILED}: {message}") from None
         except BaseException as exc:  # Ctrl-C, SystemExit...: recorded, then on up
             message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             if isinstance(exc, KeyboardInterrupt):

@@ -17,6 +17,7 @@ import contextlib
 import functools
 import os
 import shlex
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
@@ -306,6 +307,8 @@ class AgentSession:
             document = self.document(outcome, **origin)
             click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
         elif transcript is not None:
+            if outcome.stop_reason == "cancelled" and sys.stdout.isatty():
+                click.echo("")  # the terminal echoed ^C where the cursor was
             self.printer.say(f"Transcript: {transcript} (run {outcome.run_id})")
 
     def exit_code(self, outcome: AgentOutcome, transcript: str | None = None) -> ExitCode:
