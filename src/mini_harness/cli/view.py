@@ -77,7 +77,8 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     gets its page beside it.
 
     Exit codes: 0 written; 1 written, but the transcript is damaged (the page shows it up
-    to the damage and names the problem) or a re-run call differs; 2 it cannot be read as
+    to the damage and names the problem), a re-run call differs, or --open found no
+    browser to start; 2 it cannot be read as
     a transcript, or the page cannot be written.
     """
     # --last looks in the workspace given (before the subcommand, or with --rerun here).
@@ -116,10 +117,12 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     problems = describe.problems(history)
     for problem in problems:
         info(f"Problem: [{problem.kind}] {problem.describe()}")
+    unopened = False
     if open_page:
         import webbrowser  # only to open the page
 
-        if not webbrowser.open(target.resolve().as_uri()):
+        unopened = not webbrowser.open(target.resolve().as_uri())
+        if unopened:
             error(f"no web browser could be started; open {target} yourself")
     differs = (
         differing({name: reruns.count(name) for name in DIFFERING}) if reruns is not None else ""
@@ -129,6 +132,8 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
         raise click.exceptions.Exit(1)
     if differs:
         error(f"re-run differs from the record: {differs}")
+        raise click.exceptions.Exit(1)
+    if unopened:  # written, but not shown as asked
         raise click.exceptions.Exit(1)
 
 
