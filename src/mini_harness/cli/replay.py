@@ -35,7 +35,7 @@ from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.cli.view import same_file
 from mini_harness.errors import UsageError
 from mini_harness.replay import ContextReports, Run, TranscriptFold, TranscriptRerun
-from mini_harness.replay.history import HeldItems, read_history
+from mini_harness.replay.history import HeldItems, read_history, select_step
 from mini_harness.replay.views import report
 from mini_harness.runtime.terminal import printable
 
@@ -174,6 +174,12 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     (path,) = paths
     if log is not None and same_file(log, path):
         raise UsageError("--log must name a new file, not the transcript being replayed")
+    if step is not None and os.path.isfile(path):
+        # A step no run made is said before the fold prints anything (a pipe is read once:
+        # there it is said at the end).
+        for each in read_history(path, run=run, requests=True).runs:
+            if each.is_agent:
+                select_step(each, step)
     # With --rerun, agent runs' requests are rebuilt for the offline replay.
     fold = TranscriptFold(path, run=run, requests=context_report or rerun)
     output = JsonOutput if as_json else TextOutput
