@@ -174,8 +174,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     (path,) = paths
     if log is not None and same_file(log, path):
         raise UsageError("--log must name a new file, not the transcript being replayed")
-    if step is not None:
-        _check_step(path, run, step)
+    _check_step(path, run, step)
     # With --rerun, agent runs' requests are rebuilt for the offline replay.
     fold = TranscriptFold(path, run=run, requests=context_report or rerun)
     output = JsonOutput if as_json else TextOutput
@@ -229,10 +228,10 @@ _RERUN_OPTIONS = (
 _LIVE_OPTIONS = ("model", "approve", "accept_policy")
 
 
-def _check_step(path: str, run: str | None, step: int) -> None:
+def _check_step(path: str, run: str | None, step: int | None) -> None:
     """ReplayError (exit 2) if an agent run of `path` (of `run`) made no step `step`: said
     before the fold prints anything. A pipe is read once: there it is said at the end."""
-    if os.path.isfile(path):
+    if step is not None and os.path.isfile(path):
         for each in read_history(path, run=run, requests=True).runs:
             if each.is_agent:
                 select_step(each, step)
