@@ -314,11 +314,19 @@ class TestExitCodes:
         assert "model request failed: script" in result.stderr
 
     def test_budget_is_1(self, workspace: Path, tmp_path: Path) -> None:
-        """A budget the request cannot fit in is exit 1."""
+        """A budget the request cannot fit in is exit 1, and the error says the least the
+        request needs: with that budget the run goes on."""
         model = script(tmp_path / "s.json", DEMO)
         result = run("run", "t", "--model", model, "--max-context-tokens", "10")
         assert result.exit_code == 1
         assert "--max-context-tokens" in result.stderr
+        least = re.search(r"it needs at least ~([\d,]+)", result.stderr)
+        assert least is not None, result.stderr
+        needed = least.group(1).replace(",", "")
+        again = run(
+            "run", "t", "--model", model, "--max-context-tokens", needed, "--max-steps", "1"
+        )
+        assert "does not fit" not in again.stderr
 
     @pytest.mark.parametrize(
         "args",

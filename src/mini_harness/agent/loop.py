@@ -218,11 +218,12 @@ class AgentLoop:
                 budget=config.max_context_tokens,
                 trimmable_before=max(self._sent, self._seen),
             )
-            if trim is None:
+            if not trim.fits:
                 raise _Stop(
                     "budget",
                     f"the next request does not fit in {config.max_context_tokens:,} "
-                    "tokens (--max-context-tokens), even with old tool results trimmed",
+                    "tokens (--max-context-tokens), even with old tool results trimmed: "
+                    f"it needs at least ~{trim.tokens_after:,}",
                 )
             if trim.replaced:
                 self.history = list(trim.messages)
