@@ -7,14 +7,14 @@ import os
 import shlex
 import shutil
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from mini_harness.cli.options import STEP_HELP, SingleOption, root_workspace, run_option
 from mini_harness.cli.output import error, info
 from mini_harness.cli.stored import last_option, locate
-from mini_harness.errors import ExitCode, counted
+from mini_harness.errors import ExitCode, UsageError, counted
 
 if TYPE_CHECKING:
     from mini_harness.replay.history import History
@@ -61,6 +61,13 @@ def use_colour(stream: object) -> bool:
     "contain TEXT, ignoring case.",
 )
 @click.option("--full", is_flag=True, help="Print model text, inputs and outputs whole.")
+@click.option(
+    "--follow",
+    "-f",
+    is_flag=True,
+    help="Follow a run as it is written: each run as it starts and each call as it ends, "
+    "until every agent run has finished (or Ctrl-C). PATH may be a run's id or --last.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the selected events as JSON lines.")
 def show_command(  # noqa: PLR0917 - click passes each option as an argument
     path: str | None,
@@ -71,6 +78,7 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     status: str | None,
     grep: str | None,
     full: bool,
+    follow: bool,
     as_json: bool,
 ) -> None:
     """Print PATH as a timeline: runs (a tree when they resume or fork), steps, model
@@ -88,6 +96,10 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
 
     path = locate(path, last=last, workspace=root_workspace()).path
     selection = Selection(run=run, step=step, tools=tools, status=status, grep=grep)
+    if follow:
+        if selection.narrows or as_json:
+            raise UsageError("--follow shows the whole run: no filters, no --json")
+        _follow(path, full=full)
     history = read_history(path, detail=True, damage=True)
     shown = select(history, selection)
     if selection.narrows and not shown.roots:
@@ -120,6 +132,48 @@ def _print_text(history: History, *, full: bool) -> None:
     if batch:
         click.echo("\n".join(batch))
     info(counts_line(history))
+
+
+def _follow(path: str, *, full: bool) -> NoReturn:
+    """Print the transcript at `path` as it is written (the one fold over a growing file):
+    each run as it starts, each call as it ends; at the end how each run finished. Stops
+    once every agent run has finished (exit as `show`), or at Ctrl-C (exit 130): a file
+    of tool dispatches alone is followed until then."""
+    from mini_harness.replay.history import Call, TranscriptFold
+    from mini_harness.replay.views.text import (
+        TextStyle,
+        call_lines,
+        counts_line,
+        finished_lines,
+    )
+
+    def running() -> bool:  # until there is an agent run and every one has finished
+        agent = [run for run in fold.history.runs if run.is_agent]
+        return not agent or any(run.finished is None for run in agent)
+
+    width = shutil.get_terminal_size((120, 24)).columns
+    style = TextStyle(width=width, full=full, colour=use_colour(sys.stdout))
+    fold = TranscriptFold(path, detail=True, damage=True, follow=running)
+    try:
+        info(f"Following {fold.reader.name} (Ctrl-C to stop)")
+        for item in fold:
+            if isinstance(item, Call):
+                lines = list(call_lines(item, 2, style))
+            else:
+                task = f" · task: {style.cut(item.task, 40)}" if item.is_agent else ""
+                lines = [style.paint(f"Run {item.index} {item.run_id}", "1") + task]
+            click.echo("\n".join(lines))
+    except KeyboardInterrupt:
+        click.echo("")
+        info("Stopped following.")
+        raise click.exceptions.Exit(ExitCode.INTERRUPTED) from None
+    history = fold.history
+    for each in history.runs:
+        if each.finished is not None:
+            click.echo(f"Run {each.index} {each.run_id}")
+            click.echo("\n".join(finished_lines(each, 2, style)))
+    info(counts_line(history))
+    raise click.exceptions.Exit(_report_problems(history, quiet=False))
 
 
 def _filters(selection: Selection) -> str:

@@ -20,7 +20,7 @@ reader asks for:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from mini_harness.errors import TranscriptCorruptError
 from mini_harness.events import (
@@ -59,7 +59,8 @@ class TranscriptFold:
     counted, and when the file has no such run, or several, iterating ends in
     ReplayError. `requests` and `detail` say what else is kept (see the module). A line
     damaged mid-file raises TranscriptCorruptError, unless `damage`: then reading stops
-    there and the damage is one of the history's problems.
+    there and the damage is one of the history's problems. With `follow`, a file is read
+    as it is written, while `follow()` is true (TranscriptReader).
     """
 
     def __init__(
@@ -70,8 +71,9 @@ class TranscriptFold:
         requests: bool = False,
         detail: bool = False,
         damage: bool = False,
+        follow: Callable[[], bool] | None = None,
     ) -> None:
-        self.reader = TranscriptReader(path)
+        self.reader = TranscriptReader(path, follow=follow)
         self.path = os.fspath(path)
         self.history = History(self.path, self.reader.name)
         self.selection = RunSelection(run) if run is not None else None
