@@ -103,6 +103,18 @@ class TestUndo:
         assert f"Cannot undo call {call_id}: new.txt changed since" in output
         assert tree(ws) == now
 
+    def test_an_absent_file_names_the_directory_checked(
+        self, applied: tuple[Path, Path, str, dict[str, bytes]], tmp_path: Path
+    ) -> None:
+        """Undo in another directory (where the file is absent) names the directory it
+        looked in, so the user sees it was the wrong one."""
+        _, log, call_id, _ = applied
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        code, output = invoke_undo(log, call_id, elsewhere)
+        assert code == 1
+        assert f"changed since (it is absent in {elsewhere.resolve()})" in output
+
     def test_unknown_call_is_a_usage_error(
         self, applied: tuple[Path, Path, str, dict[str, bytes]]
     ) -> None:
