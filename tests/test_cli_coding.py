@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -64,6 +65,19 @@ class TestEffectsReport:
         assert "  added    new.txt  absent -> " in out
         assert "  deleted  old.txt  " in out
         assert out.rstrip().endswith("-> absent")
+
+    def test_json(self, applied: tuple[Path, Path, str, dict[str, bytes]]) -> None:
+        """`replay --effects --json` prints the same report as one JSON document."""
+        _, log, call_id, before = applied
+        result = CliRunner().invoke(cli, ["replay", str(log), "--effects", "--json"])
+        assert result.exit_code == 0, result.output
+        document = orjson.loads(result.stdout)
+        (call,) = document["calls"]
+        assert (call["callId"], call["name"], call["line"]) == (call_id, "apply_patch", 4)
+        effects = {effect["path"]: effect for effect in call["effects"]}
+        assert effects["app.py"]["before"] == hashlib.sha256(before["app.py"]).hexdigest()
+        assert effects["new.txt"]["before"] is None
+        assert effects["old.txt"]["after"] is None
 
     def test_no_effects(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """A transcript without file changes says so."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 import click
+import orjson
 
 from mini_harness.agent.approval import (
     POLICY_FILE,
@@ -28,7 +29,7 @@ from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import ExitCode, PolicyError, ToolCallError, UsageError, WorkspaceError
 from mini_harness.events import RunWorkspace
 from mini_harness.replay.history import Call, Run, TranscriptFold, fold_effects
-from mini_harness.replay.views.report import effects_lines
+from mini_harness.replay.views.report import effects_json, effects_lines
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.runtime.terminal import printable
 from mini_harness.tools import Workspace, register_coding_tools
@@ -94,9 +95,13 @@ def continued_approver(
     return approver
 
 
-def print_effects(path: str) -> None:
-    """Print the --effects report of a transcript."""
-    for line in effects_lines(*fold_effects(path)):
+def print_effects(path: str, *, as_json: bool = False) -> None:
+    """Print the --effects report of a transcript: lines, or one JSON document."""
+    found = fold_effects(path)
+    if as_json:
+        click.echo(orjson.dumps(effects_json(*found)).decode())
+        return
+    for line in effects_lines(*found):
         click.echo(printable(line))
 
 

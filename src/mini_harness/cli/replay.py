@@ -138,13 +138,11 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     if step is not None and not context_report:
         raise UsageError("--step needs --context-report")
     if effects:
-        if rerun or as_json or context_report:
-            raise UsageError(
-                "--effects cannot be combined with --rerun, --json or --context-report"
-            )
+        if rerun or context_report:
+            raise UsageError("--effects cannot be combined with --rerun or --context-report")
         if wants_corpus(paths, workers, ray_address):
             raise UsageError("--effects applies to one transcript, not to a corpus")
-        print_effects(paths[0])
+        print_effects(paths[0], as_json=as_json)
         return
     ctx = click.get_current_context()
     needs = {"--rerun": rerun, "--live-model": live_model}
