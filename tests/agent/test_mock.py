@@ -53,11 +53,13 @@ class TestMock:
         assert "Your task was: now list them\n" in text
 
     def test_input_usage_is_the_context_reports_total(self) -> None:
-        """Its input tokens are the context report's estimate of the whole request, tool
-        definitions included, so the report's Total and Provider input tokens agree."""
+        """Its input tokens estimate the whole request, tool definitions included, so the
+        report's Total and Provider input tokens agree (within the role labels the report
+        adds to the conversation)."""
         tools = tuple(default_registry().list())
         messages = (Message("system", "be brief"), Message("user", "count the files"))
         usage = MockProvider().complete(ModelRequest(messages, tools)).usage
-        parts = request_parts("be brief", (), tools, messages)
-        assert usage.input_tokens == sum(part.tokens for part in parts)
+        total = sum(part.tokens for part in request_parts("be brief", (), tools, messages))
+        assert usage.input_tokens is not None
+        assert abs(usage.input_tokens - total) <= 5
         assert usage.input_tokens > 1000  # the definitions dominate
