@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test goldens lint bench mutate clean sandbox chromium
+.PHONY: demo test goldens lint bench mutate clean sandbox chromium ssh-keygen
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,otel,sign,import]'
 	touch $(STAMP)
 
 # The coding flow runs its check in the sandbox: bubblewrap is installed first when root can.
@@ -39,7 +39,7 @@ demo: $(STAMP) sandbox
 
 # The Ray extra is big (a wheel of ~70 MB): only the test target installs it.
 $(VENV)/.ray-installed: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,ray]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,sign,ray]'
 	touch $@
 
 # run_command's sandbox: bubblewrap (Debian package), installed when missing and root can;
@@ -51,7 +51,7 @@ sandbox:
 
 # The browser tests (tests/browser) drive Debian's chromium through Playwright.
 $(VENV)/.browser-installed: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,browser]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,sign,browser]'
 	touch $@
 
 # Debian's chromium, installed when missing and root can; otherwise those tests skip.
@@ -60,7 +60,14 @@ chromium:
 		&& (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
 		|| echo "/usr/bin/chromium is missing (apt-get install chromium): browser tests will skip"; }
 
-test: $(STAMP) $(VENV)/.ray-installed $(VENV)/.browser-installed sandbox chromium
+# Signed heads with an SSH key (transcript sign --ssh) run OpenSSH's ssh-keygen, installed
+# when missing and root can; otherwise those tests skip and say what is missing.
+ssh-keygen:
+	@command -v ssh-keygen >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& (apt-get update -qq && apt-get install -y -qq openssh-client >/dev/null) \
+		|| echo "ssh-keygen is missing (apt-get install openssh-client): SSH signature tests will skip"; }
+
+test: $(STAMP) $(VENV)/.ray-installed $(VENV)/.browser-installed sandbox chromium ssh-keygen
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
@@ -71,7 +78,7 @@ goldens: $(STAMP)
 	$(BIN)/pytest tests/golden --update-goldens
 
 $(VENV)/.bench-installed: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,sign,bench]'
 	touch $@
 
 # BENCH_QUICK=1 make bench: a smaller run (about a minute) for smoke checks.

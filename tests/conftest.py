@@ -39,13 +39,15 @@ def _scratch_home(
 ) -> None:
     """Every test (and every process it starts) keeps its session store and user config in
     a scratch MINI_HARNESS_HOME: the suite never writes to, or reads, the real home's.
-    Settings the environment could give are cleared, so no test depends on the shell."""
+    Settings the environment could give are cleared (the terminal's width too), so no test
+    depends on the shell or on how the suite is run."""
     monkeypatch.setenv("MINI_HARNESS_HOME", str(tmp_path_factory.mktemp("home")))
     for name in (
         "MINI_HARNESS_APPROVE",
         "MINI_HARNESS_MAX_STEPS",
         "MINI_HARNESS_MAX_CONTEXT_TOKENS",
         "MINI_HARNESS_REQUIRE_SANDBOX",
+        "COLUMNS",  # pytest-xdist's workers set 80: lines are cut only where a test asks
     ):
         monkeypatch.delenv(name, raising=False)
 

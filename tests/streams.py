@@ -1,9 +1,12 @@
-"""A pipe that can be read only once, for the commands that must read a transcript once."""
+"""A pipe that can be read only once, for the commands that must read a transcript once;
+and a command run with its standard output on a pseudo-terminal."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pty
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,3 +36,24 @@ def read_once(path: Path, data: bytes) -> Iterator[Path]:
         with contextlib.suppress(OSError):
             os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
         server.join(timeout=10)
+
+
+def on_terminal(command: list[str], env: dict[str, str], cwd: Path | None = None) -> bytes:
+    """Run `command` with its standard output on a pseudo-terminal; what it wrote."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=follower, stderr=subprocess.DEVNULL
+    )
+    os.close(follower)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the process is done
+            break
+        if not chunk:
+            break
+        output += chunk
+    process.wait(timeout=60)
+    os.close(leader)
+    return output

@@ -16,7 +16,8 @@ from mini_harness import ToolCallError, ToolRuntime, __version__
 from mini_harness.cli import cli
 from mini_harness.cli.registry_spec import agent_registry
 from mini_harness.events import NullSink, to_wire
-from mini_harness.runtime.context_report import estimate_tokens, pretty_json
+from mini_harness.events.measure import estimate_tokens
+from mini_harness.runtime.context_report import pretty_json
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader
 

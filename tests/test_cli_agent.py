@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -47,6 +48,26 @@ def close(data):
 registry.add("leave", leave, description="Exits.", input_schema={"type": "object"})
 registry.add("close", close, description="Closes.", input_schema={"type": "object"})
 """
+
+
+SLOW_FAILING_REGISTRY = """
+import time
+
+from mini_harness import ToolRegistry
+
+
+def slow(data):
+    time.sleep(0.05)
+    raise ValueError("too slow")
+
+
+registry = ToolRegistry()
+registry.add("slow", slow, description="Fails slowly.", input_schema={"type": "object"})
+"""
+
+
+def events_of(events: list[Any], kind: str) -> list[Any]:
+    return [event for event in events if event["type"] == kind]
 
 
 @pytest.fixture(name="workspace")
@@ -253,6 +274,30 @@ class TestToolFirst:
             '[mini-harness] Before the task: echo {"text":"hi"}',
             '[mini-harness]   ok: {"text":"hi"}',
         ]
+
+    def test_a_failed_tool_before_the_task_tells_its_real_duration(
+        self, workspace: Path, tmp_path: Path
+    ) -> None:
+        """The model is told how long a failed tool before the task ran, as its ToolFailed
+        records it, not 0 ms."""
+        (workspace / "slow.py").write_text(SLOW_FAILING_REGISTRY)
+        log = tmp_path / "t.jsonl"
+        model = script(tmp_path / "s.json", [{"text": "ok"}])
+        result = run(
+            "run", "t", "--model", model, "--registry", "slow:registry", "--approve", "auto",
+            "--tool", "slow",
+            "--log", str(log),
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        events = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+        (failed,) = [e for e in events if e["type"] == "ToolFailed"]
+        assert failed["durationMs"] >= 50
+        (told,) = [
+            message["content"]
+            for message in events_of(events, "ModelRequested")[0]["messages"]
+            if message["content"].startswith("Result of the tool run before this task")
+        ]
+        assert f'"durationMs": {math.floor(failed["durationMs"] + 0.5)}' in told
 
     def test_tool_input_from_standard_input(self, workspace: Path, tmp_path: Path) -> None:
         """`--tool-input -` reads the input from standard input."""

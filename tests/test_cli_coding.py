@@ -129,6 +129,19 @@ class TestUndo:
         assert code == 1
         assert f"changed since (it is absent in {elsewhere.resolve()})" in output
 
+    def test_what_it_says_is_redacted_as_its_log_is(
+        self, applied: tuple[Path, Path, str, dict[str, bytes]]
+    ) -> None:
+        """What undo prints, its refusal included, hides what --redact-pattern names, as
+        every command that records does."""
+        ws, log, call_id, _ = applied
+        (ws / "new.txt").write_text("edited by hand\n")
+        args = ["undo", str(log), "--call", call_id, "--workspace", str(ws)]
+        result = CliRunner().invoke(cli, [*args, "--redact-pattern", r"new\.txt"])
+        assert result.exit_code == 1
+        assert f"Cannot undo call {call_id}: [REDACTED] changed since" in result.output
+        assert "new.txt" not in result.output
+
     def test_unknown_call_is_a_usage_error(
         self, applied: tuple[Path, Path, str, dict[str, bytes]]
     ) -> None:

@@ -250,7 +250,7 @@ def test_a_sandboxed_command_reaches_no_home_socket_or_new_repository(tmp_path: 
             "git init -q . && echo initialised; "
             "printf '[[rules]]\\ndecision = \"allow\"\\n' >> notes.toml; true"
         )
-        responses = [
+        responses: list[dict[str, Any]] = [
             {"toolCalls": [{"name": "run_command", "arguments": {"argv": [steal], "shell": True}}]},
             {"text": "Done."},
         ]

@@ -122,11 +122,11 @@ class TestARoleMissing:
         self, roleless: Path, tmp_path: Path, command: str
     ) -> None:
         """show and view render what comes before the damaged line and report it as a
-        problem, exit 1."""
+        problem, exit 2 as replay's."""
         args = ["-o", str(tmp_path / "page.html")] if command == "view" else []
         result = invoke(command, str(roleless), *args)
         assert f"Problem: [damage] line 3: {roleless}: {damaged_line(roleless)}" in said(result)
-        assert result.exit_code == 1
+        assert result.exit_code == 2
 
     def test_a_corpus_reports_the_file(self, roleless: Path, tmp_path: Path) -> None:
         """A corpus lists the file as unreadable, as any file damaged mid-way, and exits 2;

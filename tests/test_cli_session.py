@@ -38,6 +38,7 @@ RUN_OPTIONS: dict[str, list[str]] = {
     "--redact-env": ["--redact-env", "MINI_HARNESS_TEST_SECRET"],
     "--redact-pattern": ["--redact-pattern", "tas."],
     "--max-event-bytes": ["--max-event-bytes", "2048"],
+    "--sign-with": ["--sign-with", "{dir}/prompt.txt"],  # not a key: the same error both ways
     "--max-steps": ["--max-steps", "1"],
     "--system-prompt-file": ["--system-prompt-file", "{dir}/prompt.txt"],
     "--max-context-tokens": ["--max-context-tokens", "5"],
@@ -46,8 +47,11 @@ RUN_OPTIONS: dict[str, list[str]] = {
     "--registry": ["--registry", "no_such_module_here:registry"],
     "--workspace": ["--workspace", "{dir}"],
     "--approve": ["--approve", "never"],
+    "--model-timeout": ["--model-timeout", "5"],
+    "--model-retries": ["--model-retries", "0"],
     "--no-stream": ["--no-stream"],
     "--json": ["--json"],
+    "--otel": ["--otel"],
     "--tool": ["--tool", "echo"],
     "--tool-input": ["--tool", "echo", "--tool-input", '{{"text": "hi"}}'],
 }
@@ -245,8 +249,9 @@ class TestLiveModelSession:
         before = (ws / "logs/cut.jsonl").read_bytes()
         forge = {"argv": ["sh", "-c", "echo forged > logs/cut.jsonl"]}
         answers = [{"toolCalls": [{"name": "run_command", "arguments": forge}]}, {"text": "ok"}]
+        # No width (pytest-xdist sets COLUMNS=80): the result line is printed whole.
         result = invoke(["replay", "logs/cut.jsonl", "--rerun", "--approve", "auto",
-                         *live(tmp_path, answers)])  # fmt: skip
+                         *live(tmp_path, answers)], env={"COLUMNS": None})  # fmt: skip
         assert result.exit_code == 0, result.output
         assert "Read-only file system" in result.stdout
         assert (ws / "logs/cut.jsonl").read_bytes().startswith(before)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import pty
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from mini_harness.cli import cli
 from mini_harness.replay.views.text import TextStyle, timeline_lines
 from tests.replay.test_timeline import build
 from tests.replay.timeline_fixtures import TOOLS, agent_events, chained, tool_events, write
+from tests.streams import on_terminal
 
 
 def show(*args: str, stdin: bytes | None = None, columns: int = 100) -> Result:
@@ -37,8 +37,8 @@ class TestText:
         A call in doubt is shown where it happened and makes the exit code 1, as replay's and
         verify's."""
         result = show(str(tools_log))
-        assert result.exit_code == 1, result.output
-        assert result.stderr == f"[mini-harness] Error: 1 call in doubt in {tools_log}\n"
+        assert result.exit_code == 1, result.output  # e3 is in doubt
+        assert result.stderr == f"[mini-harness] Error: {tools_log}: 1 call in doubt\n"
         lines = result.stdout.splitlines()
         assert lines[0].startswith(f"Transcript {tools_log} · format ")
         assert lines[0].endswith("· 7 events · head " + lines[0].split("head ")[1])
@@ -193,7 +193,7 @@ class TestJson:
     def test_every_event_as_a_json_line(self, tools_log: Path) -> None:
         """--json writes every event as one JSON object per line, in file order."""
         result = show(str(tools_log), "--json")
-        assert result.exit_code == 1  # a call is in doubt
+        assert result.exit_code == 1  # e3 is in doubt
         events = [orjson.loads(line) for line in result.stdout.splitlines()]
         assert [e["seq"] for e in events] == list(range(7))
         assert events == [orjson.loads(line) for line in tools_log.read_bytes().splitlines()]
@@ -227,17 +227,18 @@ class TestNothingMatched:
 
 class TestProblems:
     def test_damaged_transcript(self, tmp_path: Path) -> None:
-        """A damaged line: what came before is shown, the problem is named, exit 1."""
+        """A damaged line: what came before is shown, the problem is named, exit 2 (the
+        transcript cannot be used past it, as replay says)."""
         lines = chained(tool_events()).splitlines(keepends=True)
         lines[3] = b"{not json\n"
         path = tmp_path / "t.jsonl"
         path.write_bytes(b"".join(lines))
         result = show(str(path))
-        assert result.exit_code == 1
+        assert result.exit_code == 2
         assert "call echo in doubt · call e1" in result.stdout
         assert "[mini-harness] Problem: [damage] line 4: " in result.stdout
         assert result.stderr.endswith(
-            f"[mini-harness] Error: 1 problem, 1 call in doubt in {path}; shown up to line 4\n"
+            f"[mini-harness] Error: {path}: 1 problem, shown up to line 4; 1 call in doubt\n"
         )
 
     def test_damage_with_json(self, tmp_path: Path) -> None:
@@ -283,28 +284,9 @@ class TestProblems:
 class TestColour:
     def run_on_terminal(self, path: Path, **env: str) -> bytes:
         """Run `show` with its standard output on a pseudo-terminal; what it wrote."""
-        leader, follower = pty.openpty()
-        environment = {**os.environ, "COLUMNS": "100", **env}
+        environment = {**os.environ, "COLUMNS": "100", "TERM": "xterm-256color", **env}
         environment.pop("NO_COLOR", None) if "NO_COLOR" not in env else None
-        process = subprocess.Popen(
-            [sys.executable, "-m", "mini_harness", "show", str(path)],
-            stdout=follower,
-            stderr=subprocess.DEVNULL,
-            env=environment,
-        )
-        os.close(follower)
-        output = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the terminal closed: the process is done
-                break
-            if not chunk:
-                break
-            output += chunk
-        process.wait(timeout=30)
-        os.close(leader)
-        return output
+        return on_terminal([sys.executable, "-m", "mini_harness", "show", str(path)], environment)
 
     def test_colour_on_a_terminal(self, tools_log: Path) -> None:
         """On a terminal the statuses are coloured."""
@@ -313,6 +295,12 @@ class TestColour:
     def test_no_color(self, tools_log: Path) -> None:
         """NO_COLOR turns colour off, even on a terminal."""
         output = self.run_on_terminal(tools_log, NO_COLOR="1")
+        assert b"succeeded" in output
+        assert b"\x1b[" not in output
+
+    def test_no_colour_on_a_dumb_terminal(self, tools_log: Path) -> None:
+        """TERM=dumb (Emacs' shell, some CI logs) turns colour off, even on a terminal."""
+        output = self.run_on_terminal(tools_log, TERM="dumb")
         assert b"succeeded" in output
         assert b"\x1b[" not in output
 
@@ -337,7 +325,7 @@ class TestStreams:
     def test_standard_input(self, tools_log: Path) -> None:
         """`show -` reads the transcript from standard input, as from the file."""
         piped = self.run_cli("show", "-", stdin=tools_log.read_bytes())
-        assert piped.returncode == 1, piped.stderr  # a call is in doubt
+        assert piped.returncode == 1, piped.stderr  # e3 is in doubt
         from_file = self.run_cli("show", str(tools_log))
         assert piped.stdout.splitlines()[1:] == from_file.stdout.splitlines()[1:]
         assert piped.stdout.splitlines()[0].startswith(b"Transcript standard input \xc2\xb7 ")
@@ -358,7 +346,7 @@ class TestStreams:
         feeder.start()
         result = self.run_cli("show", str(fifo), "--json")
         feeder.join(timeout=30)
-        assert result.returncode == 1, result.stderr  # a call is in doubt
+        assert result.returncode == 1, result.stderr  # e3 is in doubt
         assert result.stdout.splitlines() == [
             orjson.dumps(orjson.loads(line)) for line in data.splitlines()
         ]
@@ -373,7 +361,7 @@ class TestStreams:
             timeout=60,
             check=False,
         )
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == 1, result.stderr  # e3 is in doubt
         assert result.stdout == b"[mini-harness] Wrote transcript.html (3 calls, 7 events)\n"
         assert (tmp_path / "transcript.html").read_text().startswith("<!DOCTYPE html>")
 

@@ -40,7 +40,8 @@ def _workspace(tmp_path: Path) -> Iterator[Path]:
 
 
 def cli_run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), env=NO_KEYS)
+    # No width known (pytest-xdist sets COLUMNS=80): lines are printed whole.
+    return CliRunner().invoke(cli, list(args), env={**NO_KEYS, "COLUMNS": None})
 
 
 def script(path: Path, responses: list[dict[str, Any]]) -> str:
@@ -145,3 +146,53 @@ class TestResume:
         assert "[mini-harness] The run had already answered:" in result.stdout
         assert printable(HOSTILE) in result.stdout
         assert not [raw for raw in RAW if raw in result.output]
+
+
+class TestWidth:
+    def test_run_lines_fit_columns(self, workspace: Path, tmp_path: Path) -> None:
+        """COLUMNS bounds the task, step and result lines of a run: each is cut to fit,
+        saying how long it was."""
+        long = "word " * 40
+        model = script(
+            tmp_path / "s.json",
+            [{"toolCalls": [{"name": "echo", "arguments": {"text": long}}]}, {"text": "Done."}],
+        )
+        result = CliRunner().invoke(
+            cli, ["run", f"Task {long}", "--model", model], env={**NO_KEYS, "COLUMNS": "60"}
+        )
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        task, step, ok = (
+            next(line for line in lines if line.startswith(f"[mini-harness] {start}"))
+            for start in ("Task: ", "Step 1: echo ", "  ok: ")
+        )
+        assert all(len(line) <= 60 for line in (task, step, ok)), (task, step, ok)
+        assert task.endswith(f"… ({len('Task: Task ' + long.strip())} chars)")
+        assert ok.startswith('[mini-harness]   ok: {"text":"word word')
+        assert "…" in ok
+
+
+def complete(words: str) -> list[str]:
+    """What bash completion offers for the last word of `words` (the lines of click's
+    bash protocol: `type,value`)."""
+    parts = words.split(" ")
+    env = {**NO_KEYS, "COMP_WORDS": words, "COMP_CWORD": str(len(parts) - 1)}
+    env["_MINI_HARNESS_COMPLETE"] = "bash_complete"
+    result = CliRunner().invoke(cli, [], env=env, prog_name="mini-harness")
+    return result.stdout.splitlines()
+
+
+class TestCompletion:
+    def test_tool_names(self) -> None:
+        """`--tool` completes the names of the tools an agent gets, the root's and run's."""
+        assert complete("mini-harness --tool git_") == ["plain,git_status", "plain,git_diff"]
+        assert "plain,apply_patch" in complete("mini-harness run task --tool ")
+
+    @pytest.mark.parametrize(
+        "words",
+        ["mini-harness replay ", "mini-harness transcript verify ", "mini-harness show ",
+         "mini-harness run task --log "],
+    )  # fmt: skip
+    def test_paths(self, words: str) -> None:
+        """Transcript arguments and options complete as file paths (the shell's own)."""
+        assert complete(words) == ["file,"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import subprocess
 from pathlib import Path
 
 import orjson
@@ -39,7 +40,7 @@ class TestOutput:
         """Without -o the page is the transcript's name with .html, beside it."""
         log = write(tmp_path / "t.jsonl", tool_events())
         result = view(str(log))
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == 1, result.output  # e3 is in doubt
         page = tmp_path / "t.html"
         assert result.stdout == f"[mini-harness] Wrote {page} (3 calls, 7 events)\n"
         assert page.read_text().startswith("<!DOCTYPE html>")
@@ -48,7 +49,7 @@ class TestOutput:
         """The page names no other file or address: script, style and data are inline."""
         log = write(tmp_path / "t.jsonl", tool_events())
         html = tmp_path / "page.html"
-        assert view(str(log), "-o", str(html)).exit_code == 0
+        assert view(str(log), "-o", str(html)).exit_code == 1  # e3 is in doubt
         text = html.read_text()
         assert not re.search(r"""(src|href)\s*=|https?://|@import|url\(""", text)
 
@@ -115,7 +116,7 @@ class TestOutput:
         log = write(tmp_path / "t.jsonl", tool_events())
         page = tmp_path / "t.html"
         page.write_text("x" * 1_000_000)
-        assert view(str(log)).exit_code == 0
+        assert view(str(log)).exit_code == 1  # e3 is in doubt
         assert page.read_text().startswith("<!DOCTYPE html>")
         assert "xxx" not in page.read_text()
 
@@ -127,7 +128,7 @@ class TestOutput:
         browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
         browser.chmod(0o755)
         result = view(str(log), "--open", env={"BROWSER": str(browser)})
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == 1, result.output  # e3 is in doubt
         assert opened.read_text().strip() == (tmp_path / "t.html").as_uri()
 
     def test_open_without_a_browser_exits_1(
@@ -150,19 +151,20 @@ class TestOutput:
         log = tmp_path / name
         log.write_bytes(chained(tool_events()))
         result = view(str(log))
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == 1, result.output  # e3 is in doubt
         assert log.read_bytes() == chained(tool_events())
 
 
 class TestProblems:
     def test_damaged_transcript_is_shown_up_to_the_damage(self, tmp_path: Path) -> None:
-        """A damaged transcript still gives a page, naming the problem; exit 1."""
+        """A damaged transcript still gives a page, naming the problem; exit 2 (it cannot
+        be used past the damage, as replay says)."""
         lines = chained(tool_events()).splitlines(keepends=True)
         lines[4] = b"{damaged\n"
         log = tmp_path / "t.jsonl"
         log.write_bytes(b"".join(lines))
         result = view(str(log))
-        assert result.exit_code == 1
+        assert result.exit_code == 2
         assert "[mini-harness] Problem: [damage] line 5: " in result.stdout
         data = page_json((tmp_path / "t.html").read_text())
         verify = data["verify"]
@@ -232,6 +234,44 @@ class TestRerun:
         result = view(str(log), *args)
         assert result.exit_code == 2
         assert result.stderr == f"[mini-harness] Error: {message}\n"
+
+    def test_the_tools_of_replay_rerun(self, tmp_path: Path) -> None:
+        """view --rerun runs the calls again with the tools replay --rerun runs them with:
+        an agent run's, the coding tools among them, so a recorded git_status matches."""
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        (workspace / "a.txt").write_text("a\n")
+        git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+        for args in (["init", "-q"], ["add", "a.txt"], ["commit", "-qm", "start"]):
+            subprocess.run([*git, *args], cwd=workspace, check=True)
+        script = tmp_path / "s.json"
+        calls = [{"name": "git_status", "arguments": {}}]
+        script.write_bytes(orjson.dumps([{"toolCalls": calls}, {"text": "clean"}]))
+        log = tmp_path / "t.jsonl"
+        args = ["--model", f"script:{script}", "--workspace", str(workspace), "--log", str(log)]
+        ran = CliRunner().invoke(cli, ["run", "status?", *args])
+        assert ran.exit_code == 0, ran.output
+        result = view(str(log), "--rerun", "--workspace", str(workspace))
+        assert result.exit_code == 0, result.output
+        rows = page_json((tmp_path / "t.html").read_text())["rows"]
+        assert isinstance(rows, list)
+        assert [(row["n"], row["rr"]["o"]) for row in rows if row["k"] == "c"] == [
+            ("git_status", "matched")
+        ]
+
+    def test_side_effects_act_only_on_a_transcript_that_verifies(self, read_log: Path) -> None:
+        """--allow-side-effects runs recorded calls that change things: as for replay, the
+        transcript must verify (or --allow-unverified be given)."""
+        lines = read_log.read_bytes().splitlines(keepends=True)
+        edited = read_log.parent / "edited.jsonl"
+        lines[3] = lines[3].replace(b"hello", b"jello")  # read_file's recorded output
+        edited.write_bytes(b"".join(lines))
+        result = view(str(edited), "--rerun", "--allow-side-effects")
+        assert result.exit_code == 2
+        assert "cannot re-run with --allow-side-effects from" in result.stderr
+        assert not (read_log.parent / "edited.html").exists()
+        allowed = view(str(edited), "--rerun", "--allow-side-effects", "--allow-unverified")
+        assert allowed.exit_code == 1, allowed.output  # the edited line breaks the chain
 
     def test_rerun_of_a_pipe_read_once(self, read_log: Path) -> None:
         """The transcript is read once, so --rerun works on a pipe that can be read only

@@ -97,11 +97,31 @@ class TestStartUp:
         }
         assert sorted(loaded & unused) == []
 
+    def test_an_agent_run_loads_no_opentelemetry(self, tmp_path: Path) -> None:
+        """An agent run without --otel (and without an OTLP endpoint in the environment)
+        imports nothing of OpenTelemetry, nor the export package; with --otel it does."""
+        source = str(Path(mini_harness.__file__).parents[1])
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+
+        def loaded(*flags: str) -> set[str]:
+            done = subprocess.run(
+                [sys.executable, "-X", "importtime", "-m", "mini_harness", "run", "hi",
+                 "--model", "mock", *flags],
+                capture_output=True, text=True, check=True, cwd=tmp_path,
+                env={**env, "PYTHONPATH": source, "OTEL_EXPORTER_OTLP_ENDPOINT": ""},
+            )  # fmt: skip
+            return {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+
+        otel = ("opentelemetry", "mini_harness.export", "google.protobuf", "requests")
+        assert sorted(name for name in loaded() if name.startswith(otel)) == []
+        assert "mini_harness.export.live" in loaded("--otel")
+
 
 # Signals that never leave the function that raises them, not errors anyone can catch.
 PRIVATE_SIGNALS = {
     "mini_harness.agent.loop._Stop",  # ends AgentLoop.run with a stop reason
     "mini_harness.tools.search_text._OutOfBudget",  # becomes SearchBudgetError
+    "mini_harness.interop.rerun._Untranslatable",  # becomes the skip reason rerun_as returns
 }
 
 

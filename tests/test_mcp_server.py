@@ -419,6 +419,25 @@ class TestUsage:
             "it cannot be used with --registry\n"
         )
 
+    def test_what_it_says_is_redacted_as_its_log_is(self, tmp_path: Path) -> None:
+        """The server's notes on stderr hide a --redact-env secret, as every command that
+        records does (here it is in the log's name, which the notes give)."""
+        secret = "tok-0123456789"
+        log = tmp_path / f"{secret}.jsonl"
+        done = subprocess.run(
+            [*SERVER, "--log", str(log), "--redact-env", "DEMO_TOKEN"],
+            input=b"",
+            capture_output=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "DEMO_TOKEN": secret},
+        )
+        assert done.returncode == 0, done.stderr
+        stderr = done.stderr.decode()
+        assert f"transcript {tmp_path}/[REDACTED].jsonl" in stderr
+        assert secret not in stderr
+        assert stderr.splitlines()[-1] == "[mini-harness] MCP session ended (end of input)"
+
     def test_closed_stdin_is_a_usage_error(self, tmp_path: Path) -> None:
         """`mini-harness mcp <&-` exits 2 with one error line, not a traceback."""
         log = tmp_path / "t.jsonl"
@@ -465,3 +484,63 @@ class TestLogWarnings:
         )
         assert client.stderr().splitlines()[0] == warning
         assert Path(f"{log}.torn-0").read_bytes() == b'{"type":"TranscriptSta'
+
+
+TYPED_TOOLS = """
+import attrs
+
+from mini_harness import ToolAnnotations, ToolRegistry
+
+
+@attrs.frozen
+class Place:
+    x: int
+
+
+registry = ToolRegistry()
+
+
+@registry.tool(annotations=ToolAnnotations(read_only_hint=True))
+def locate(name: str) -> Place:
+    '''Where a named place is.'''
+    return Place(x=int(name) if name.isdigit() else name)  # attrs does not check types
+"""
+
+
+async def typed_session(cwd: Path, log: Path, errlog: Path) -> dict[str, Any]:
+    """Call a typed tool through the official client, once within its outputSchema and
+    once outside it."""
+    args = [*SERVER[1:], "--registry", "typedtools:registry", "--log", str(log)]
+    # The client starts servers with a few variables only: this checkout's package first.
+    env = {"PYTHONPATH": os.pathsep.join(sys.path)}
+    params = StdioServerParameters(command=SERVER[0], args=args, cwd=cwd, env=env)
+    seen: dict[str, Any] = {}
+    with errlog.open("w") as err:
+        async with (
+            stdio_client(params, errlog=err) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            await session.list_tools()  # the client learns each tool's outputSchema here
+            seen["ok"] = await session.call_tool("locate", {"name": "3"})
+            seen["broken"] = await session.call_tool("locate", {"name": "three"})
+    return seen
+
+
+class TestOutputSchema:
+    def test_a_result_its_schema_refuses_is_an_error_result(self, tmp_path: Path) -> None:
+        """A typed tool's result that breaks its own outputSchema reaches the official
+        client as an isError result with our message (not as structured content the
+        client refuses), and is recorded as invalid_output."""
+        (tmp_path / "typedtools.py").write_text(TYPED_TOOLS)
+        log, errlog = tmp_path / "t.jsonl", tmp_path / "stderr.txt"
+        seen = anyio.run(typed_session, tmp_path, log, errlog)
+        assert seen["ok"].is_error is False
+        assert seen["ok"].structured_content == {"x": 3}
+        broken = seen["broken"]
+        assert broken.is_error is True
+        assert [c.text for c in broken.content] == [
+            "Invalid output for locate.x: expected integer (its outputSchema)"
+        ]
+        records, _ = read_log(log)
+        assert call_events(records)[-1] == ("ToolFailed", "locate", "invalid_output")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 import attrs
@@ -18,6 +18,69 @@ class ExitCode(enum.IntEnum):
     USAGE = 2
     """Usage errors, and input that cannot be used (a transcript that cannot be read)."""
     INTERRUPTED = 130
+    """Ctrl-C (SIGINT); a termination signal exits 128 + its number (`TerminatedError`)."""
+
+
+class TerminatedError(KeyboardInterrupt):
+    """A termination signal (SIGTERM, SIGHUP) taken the way Ctrl-C is: whatever is running
+    stops as an interrupt stops it (a run ends `cancelled`, recorded), and the command
+    exits 128 + the signal's number, as a shell reports a process the signal ended."""
+
+    def __init__(self, signum: int, name: str) -> None:
+        super().__init__(f"terminated by {name}")
+        self.signum = signum
+        self.message = f"terminated by {name}"
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def interruption(exc: KeyboardInterrupt) -> str:
+    """What stopped the command: `interrupted` (Ctrl-C) or `terminated by SIGTERM`."""
+    return exc.message if isinstance(exc, TerminatedError) else "interrupted"
+
+
+STOP_REASON_CODES = {
+    "final": ExitCode.OK,
+    "max_steps": ExitCode.FAILED,
+    "model_error": ExitCode.FAILED,
+    "budget": ExitCode.FAILED,
+    "cancelled": ExitCode.INTERRUPTED,
+}
+"""The exit code of an agent run, by how it stopped."""
+
+UNUSABLE_PROBLEMS = frozenset({"damage"})
+"""The problems of a log that make it input that cannot be used: a line damaged mid-file,
+where reading stops. Any other (integrity, protocol, a torn tail, something in doubt)
+is a log with problems."""
+
+
+def exit_code_of(
+    *,
+    problems: Iterable[str] = (),
+    in_doubt: int = 0,
+    differs: bool = False,
+    failed: bool = False,
+    stop_reason: str | None = None,
+    unreadable: bool = False,
+    interrupted: bool = False,
+) -> ExitCode:
+    """The exit code of what a command did and found, by the one rule of every command:
+    INTERRUPTED when it was interrupted (or its agent run cancelled); USAGE when its input
+    cannot be used (`unreadable`, or a log with a problem of UNUSABLE_PROBLEMS among the
+    kinds of `problems`); FAILED when the work failed: a log with any other problem or
+    with calls `in_doubt`, a re-run that `differs` from the record, a tool call that
+    `failed`, an agent run that stopped without a final answer (`stop_reason`); else OK."""
+    problems = set(problems)
+    reason = STOP_REASON_CODES[stop_reason] if stop_reason is not None else ExitCode.OK
+    if interrupted or reason == ExitCode.INTERRUPTED:
+        return ExitCode.INTERRUPTED
+    if unreadable or problems & UNUSABLE_PROBLEMS:
+        return ExitCode.USAGE
+    if problems or in_doubt or differs or failed or reason == ExitCode.FAILED:
+        return ExitCode.FAILED
+    return ExitCode.OK
 
 
 def counted(number: object, one: str, many: str | None = None) -> str:
@@ -125,7 +188,8 @@ class UnsupportedAnnotationError(Exception):
 
 
 class ToolCallError(MiniHarnessError):
-    """A dispatch ended in ToolFailed; the failure was recorded before this was raised."""
+    """A dispatch ended in ToolFailed; the failure was recorded before this was raised,
+    with the call's `call_id` and `duration_ms` (None until it is recorded)."""
 
     kind: str = "handler_error"
     exit_code = ExitCode.FAILED
@@ -134,6 +198,7 @@ class ToolCallError(MiniHarnessError):
         super().__init__(message)
         self.tool = tool
         self.call_id = call_id
+        self.duration_ms: float | None = None
 
 
 class UnknownToolError(ToolCallError):
@@ -196,7 +261,8 @@ class PolicyError(MiniHarnessError):
 
 
 class InvalidOutputError(ToolCallError):
-    """The handler returned something that is not a JSON value."""
+    """The handler returned something that is not a JSON value, or a value its tool's
+    outputSchema refuses."""
 
     kind = "invalid_output"
 
@@ -259,6 +325,22 @@ class HeaderError(Exception):
         super().__init__(why)
         self.why = why
         self.version = version
+
+
+class NoteFormatError(MiniHarnessError):
+    """A signed note, or a signer or verifier key, that cannot be read as one (exit 2)."""
+
+
+class SignatureRefusedError(MiniHarnessError):
+    """A signed note that does not prove what it says: no signature by a trusted key, or
+    one by a trusted key that does not verify; or a head that may not be signed (exit 1)."""
+
+    exit_code = ExitCode.FAILED
+
+
+class SigningUnavailableError(MiniHarnessError):
+    """Signing or checking a signature needs what is not installed (the `cryptography`
+    package, `ssh-keygen`); the message says how to install it."""
 
 
 class RunContinuedError(MiniHarnessError):
@@ -369,6 +451,12 @@ class ModelError(MiniHarnessError):
         self.attempt = attempt
 
 
+class ResponseShapeError(Exception):
+    """What a model server sent is not what its SDK's types say (the SDKs build their
+    objects without checking them); the message says which part. An SDK provider reports
+    it as an invalid_response ModelError."""
+
+
 class ProviderSetupError(MiniHarnessError):
     """The provider cannot be made: a bad `--model`, a missing key or setting, or its SDK
     is not installed (the message then carries the install line)."""
@@ -385,8 +473,24 @@ class ReplayError(MiniHarnessError):
     """Replay could not start: a bad run selection, registry spec or output path."""
 
 
+class SourceError(MiniHarnessError):
+    """Another agent's session file cannot be imported as a whole: unreadable, of no format
+    the importer knows, or compressed and no zstd support installed (exit 2)."""
+
+
 class RayUnavailableError(MiniHarnessError):
     """Ray is not installed, or the cluster cannot be reached."""
+
+
+class TelemetryError(MiniHarnessError):
+    """OpenTelemetry export cannot be done as asked: the `otel` extra is missing, or an
+    endpoint or header is malformed (exit 2)."""
+
+
+class TelemetrySendError(TelemetryError):
+    """The collector did not take the spans (unreachable, refused, timed out): exit 1."""
+
+    exit_code: ClassVar[ExitCode] = ExitCode.FAILED
 
 
 class ResumeError(MiniHarnessError):

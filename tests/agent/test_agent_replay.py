@@ -57,6 +57,8 @@ class TestDivergence:
         assert (document["identicalThrough"], document["divergedAt"]) == (2, 3)
         assert [call["how"] for call in document["calls"]] == ["re-run", "re-run"]
         assert [call["same"] for call in document["calls"]] == [True, False]
+        # Each call's outcome in the words of a call-by-call re-run.
+        assert [call["outcome"] for call in document["calls"]] == ["matched", "diverged"]
 
     def test_run_by_index_or_id(self, readme_run: Path) -> None:
         """--run picks one run by its 1-based index among all runs, or by an id prefix."""

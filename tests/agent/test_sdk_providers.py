@@ -13,7 +13,7 @@ import pytest
 from mini_harness.agent import Message, ModelRequest, ToolCall
 from mini_harness.agent.providers.anthropic_messages import AnthropicProvider
 from mini_harness.agent.providers.openai_chat import OpenAICompatibleProvider
-from mini_harness.agent.providers.sdk import SdkProvider
+from mini_harness.agent.providers.sdk import ResponseParts, SdkProvider
 from mini_harness.errors import MiniHarnessError, ModelError
 from tests.agent.wire_servers import (
     MODES,
@@ -84,6 +84,12 @@ def _wire(request: pytest.FixtureRequest) -> Iterator[Wire]:
                 (
                     _json(b'{"id": "x", "choices": []}'),
                     _json(b'{"choices": [{"index": 0, "message": {"content": 5}}]}'),
+                    _json(b'{"choices": [{"index": 0, "message": "hi"}]}'),
+                    _json(
+                        b'{"choices": [{"index": 0, "message": {"content": "hi"}, '
+                        b'"finish_reason": "stop"}], "usage": {"prompt_tokens": "many", '
+                        b'"completion_tokens": 1, "total_tokens": 1}}'
+                    ),
                 ),
             )
     else:
@@ -95,6 +101,11 @@ def _wire(request: pytest.FixtureRequest) -> Iterator[Wire]:
                 (
                     _json(b'{"id": "msg_1", "type": "message"}'),
                     _json(b'{"content": [{"type": "text", "text": 7}]}'),
+                    _json(
+                        b'{"id": "msg_1", "type": "message", "role": "assistant", "content": '
+                        b'[{"type": "text", "text": "hi"}], "stop_reason": "end_turn", '
+                        b'"usage": {"input_tokens": -3, "output_tokens": 1}}'
+                    ),
                 ),
             )
 
@@ -256,6 +267,22 @@ class TestErrors:
 
         with pytest.raises(TypeError, match="a bug in the printer"):
             wire.provider().complete(TASK, on_text=broken)
+
+    @MODES
+    def test_a_bug_in_the_reading_code_is_not_a_model_error(
+        self, wire: Wire, stream: bool, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An error raised by our own code while it reads a well-formed response reaches
+        the caller as it is: only what the server sent is reported as invalid_response."""
+
+        def broken(*args: object) -> None:
+            raise KeyError("a bug in the reading code")
+
+        monkeypatch.setattr(ResponseParts, "add_call", broken)
+        monkeypatch.setattr(ResponseParts, "call", broken)
+        wire.server.script(Turn(tool_calls=(("call_1", "echo", '{"text": "hi"}'),)))
+        with pytest.raises(KeyError, match="a bug in the reading code"):
+            wire.provider().complete(TASK, on_text=on_text_for(stream))
 
     def test_body_cut_mid_way_is_retried_and_reported(self, wire: Wire) -> None:
         """A whole-JSON body that breaks off is retried by the SDK, and the attempt reported."""

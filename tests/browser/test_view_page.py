@@ -33,9 +33,12 @@ OPEN_SECONDS = 5.0  # "a few seconds", on a busy two-core machine
 
 
 def make_page(transcript: Path) -> Path:
+    """The page of `transcript`: written, with exit 0, or 1 when the log has something in
+    doubt (the fixtures' tool run leaves a call in doubt)."""
     html = transcript.with_suffix(".html")
     result = CliRunner().invoke(cli, ["view", str(transcript), "-o", str(html)])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code in {0, 1}, result.output
+    assert result.exit_code == 0 or "in doubt" in result.stderr, result.output
     return html
 
 

@@ -10,9 +10,10 @@ from mini_harness import ToolCallError, ToolRuntime
 from mini_harness.cli import cli
 from mini_harness.errors import TranscriptCorruptError
 from mini_harness.events import ApprovalDecided, FileEffect, ToolCalled, ToolSucceeded
+from mini_harness.events.measure import estimate_tokens
 from mini_harness.replay import Call, TranscriptFold, context_reports, fold_effects, fold_transcript
 from mini_harness.runtime import display_failure
-from mini_harness.runtime.context_report import estimate_tokens, pretty_json
+from mini_harness.runtime.context_report import pretty_json
 from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, line_hash
 from tests.replay import registries
@@ -101,9 +102,7 @@ class TestFold:
         assert "  bbbbbbbbbbbb-2  echo  in doubt (ToolCalled at line 12, no terminal event)" in (
             cli_result.stdout
         )
-        assert cli_result.stderr == (
-            "[mini-harness] Error: the log has 0 problems and 1 call in doubt\n"
-        )
+        assert cli_result.stderr == f"[mini-harness] Error: {log}: 1 call in doubt\n"
 
     def test_protocol_problems(self, log: Path) -> None:
         """A terminal event with no ToolCalled and a reused callId are protocol problems."""

@@ -299,6 +299,26 @@ class TestOutput:
         with pytest.raises(InvalidOutputError, match="bytes is not a JSON value"):
             runtime.dispatch("raw", {"data": [1]})
 
+    def test_output_its_own_schema_refuses_is_invalid_output(self) -> None:
+        """A result that breaks the tool's outputSchema fails as invalid_output, naming
+        where, instead of being recorded as a success."""
+        registry = ToolRegistry()
+
+        @registry.tool
+        def locate(name: str) -> Point:
+            """Where a named point is."""
+            # attrs does not check types: a name that is not a number slips through
+            return Point(x=int(name) if name.isdigit() else name)  # type: ignore[arg-type]
+
+        runtime = ToolRuntime(registry, MemorySink())
+        with pytest.raises(InvalidOutputError) as failed:
+            runtime.dispatch("locate", {"name": "three"})
+        assert failed.value.message == (
+            "Invalid output for locate.x: expected integer (its outputSchema)"
+        )
+        assert _last_failure(runtime).error.kind == "invalid_output"
+        assert runtime.dispatch("locate", {"name": "3"}).output == {"x": 3, "y": 0.0}
+
     def test_output_schema_only_for_object_returns(self, registry: ToolRegistry) -> None:
         """Class and dict returns carry an output schema; scalars and None do not."""
         schemas = {d.name: d.output_schema for d in registry.list()}

@@ -258,3 +258,47 @@ class TestRefusals:
         assert fragment in info.value.message
         assert info.value.parameter == parameter
         assert len(registry) == 0
+
+
+def numpy_style(path: str, limit: int = 10) -> list[str]:
+    """Find files.
+
+    Parameters
+    ----------
+    path : str
+        Where to look,
+        relative to the workspace.
+    limit : int
+        At most this many.
+
+    Returns
+    -------
+    list of str
+        The files.
+    """
+    return []
+
+
+def rest_style(path: str, limit: int = 10) -> list[str]:
+    """Find files.
+
+    :param path: Where to look,
+        relative to the workspace.
+    :param limit: At most this many.
+    :returns: The files.
+    """
+    return []
+
+
+class TestDocstringStyles:
+    def test_numpy_and_rest_docstrings_describe_parameters(self) -> None:
+        """NumPy and reST docstrings give the summary and each parameter's description, as
+        Google ones do, and no section reaches the summary."""
+        for func in (numpy_style, rest_style):
+            registry = ToolRegistry()
+            registry.tool(func)
+            (definition,) = registry.list()
+            assert definition.description == "Find files.", func.__name__
+            properties = definition.input_schema["properties"]
+            assert properties["path"]["description"] == "Where to look, relative to the workspace."
+            assert properties["limit"]["description"] == "At most this many."

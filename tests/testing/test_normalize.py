@@ -9,6 +9,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from mini_harness.agent import AgentConfig, AgentLoop, ScriptProvider
 from mini_harness.cli import cli
 from mini_harness.errors import NormalizationError, ToolCallError
 from mini_harness.runtime import MemorySink, ToolRegistry, ToolRuntime
@@ -77,6 +78,36 @@ class TestTranscript:
         assert first != second
         normalization = Normalization()
         assert normalization.transcript(first) == normalization.transcript(second)
+
+    def test_agent_runs_with_other_ids_normalize_alike(
+        self, tmp_path: Path, registry: ToolRegistry
+    ) -> None:
+        """Two agent runs that differ only in their ids (request ids, the model's tool call
+        ids) normalize alike, the ids numbered where the events declare them
+        and nowhere else: a tool's input that happens to hold an id keeps it."""
+
+        def agent_run(name: str, call_id: str) -> bytes:
+            script = tmp_path / "script.json"  # one path: the run records it as its model
+            call = {"id": call_id, "name": "echo", "arguments": {"text": "call_kept"}}
+            script.write_bytes(orjson.dumps([{"toolCalls": [call]}, {"text": "done"}]))
+            with JsonlTranscript(tmp_path / f"{name}.jsonl") as log:
+                config = AgentConfig(task="t", system_prompt="s")
+                AgentLoop(ToolRuntime(registry, log), ScriptProvider(script), config).run()
+            return (tmp_path / f"{name}.jsonl").read_bytes()
+
+        first = agent_run("a", "call_kept")
+        second = agent_run("b", "toolu_01XYZ")
+        normalization = Normalization()
+        assert normalization.transcript(first) == normalization.transcript(second)
+        events = lines(normalization.transcript(first))
+        called = next(e for e in events if e["type"] == "ToolCalled")
+        assert called["toolUseId"] == "toolCall-1"
+        assert called["input"] == {"text": "call_kept"}
+        requests = [e for e in events if e["type"] == "ModelRequested"]
+        assert [e["requestId"] for e in requests] == ["request-1", "request-2"]
+        asked, answered = orjson.loads(orjson.dumps(requests[1]["messages"]))
+        assert asked["toolCalls"][0]["id"] == "toolCall-1"
+        assert answered["toolCallId"] == "toolCall-1"
 
     def test_normalizing_is_idempotent(self, tmp_path: Path, registry: ToolRegistry) -> None:
         """Normalizing a golden again changes nothing."""

@@ -3,6 +3,8 @@ where files go, and the messages for checks that cannot work."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mini_harness.transcripts import TranscriptReader
@@ -196,6 +198,59 @@ class TestFeatures:
                 "of the checks its own name="
             ]
         )
+
+    def test_two_tests_one_golden_under_xdist(self, project: pytest.Pytester) -> None:
+        """Under pytest-xdist, two tests whose goldens would be one file are caught when
+        two workers run them."""
+        pytest.importorskip("xdist")
+        project.makepyfile(
+            test_clash="""
+            import pytest
+
+            @pytest.mark.parametrize(
+                "text",
+                [pytest.param("a", id="x/y", marks=pytest.mark.xdist_group("one")),
+                 pytest.param("b", id="x_y", marks=pytest.mark.xdist_group("two"))],
+            )
+            def test_clash(golden, text):
+                golden.check_text(text)
+            """
+        )
+        args = ("--update-goldens", "-n", "2", "--dist", "loadgroup", "-v", "test_clash.py")
+        result = project.runpytest_subprocess("-p", "no:hypothesispytest", *args)
+        result.assert_outcomes(passed=1, failed=1)
+        # Each group went to a worker of its own: the clash was seen across processes.
+        workers = re.findall(r"^\[(gw\d)\] .*test_clash\[", result.stdout.str(), re.MULTILINE)
+        assert sorted(set(workers)) == ["gw0", "gw1"], result.stdout.str()
+        assert re.search(
+            r"golden file goldens/test_clash/test_clash-x_y\.txt is checked by "
+            r"test_clash\.py::test_clash\[x.y\] and by test_clash\.py::test_clash\[x.y\]",
+            result.stdout.str(),
+        )
+
+    def test_updates_are_listed_under_xdist(self, project: pytest.Pytester) -> None:
+        """--update-goldens under pytest-xdist lists each golden a worker wrote."""
+        pytest.importorskip("xdist")
+        project.makepyfile(
+            test_many="""
+            import pytest
+
+            @pytest.mark.parametrize("n", range(4))
+            def test_many(golden, n):
+                golden.check_text(f"{n}\\n")
+            """
+        )
+        args = ("--update-goldens", "-n", "2", "test_many.py")
+        result = project.runpytest_subprocess("-p", "no:hypothesispytest", *args)
+        result.assert_outcomes(passed=4)
+        created = sorted(line for line in result.outlines if line.startswith("created: goldens"))
+        assert created == [f"created: goldens/test_many/test_many-{n}.txt" for n in range(4)]
+        (project.path / "test_many.py").write_text(
+            (project.path / "test_many.py").read_text().replace('f"{n}', 'f"{n + 1}')
+        )
+        result = project.runpytest_subprocess("-p", "no:hypothesispytest", *args)
+        updated = sorted(line for line in result.outlines if line.startswith("updated: goldens"))
+        assert updated == [f"updated: goldens/test_many/test_many-{n}.txt" for n in range(4)]
 
     def test_transcript_without_runtime(self, project: pytest.Pytester) -> None:
         """check_transcript() with nothing recorded says what is missing."""

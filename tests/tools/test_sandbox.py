@@ -416,6 +416,29 @@ class TestHomes:
         assert "PRIVATE KEY" not in out["stdout"]
         assert not (home / ".local" / "tool" / "lib" / "new").exists()
 
+    def test_a_virtualenv_under_tmp_still_runs(self, call: Call, ws: Path) -> None:
+        """The sandbox has a /tmp of its own, so a project cloned under /tmp would lose its
+        virtualenv: a program run from a `bin` directory there is kept, read-only, with
+        its `lib`; the rest of that directory is not there."""
+        clone = Path(tempfile.mkdtemp(dir="/tmp", prefix="mini-harness-clone-"))
+        try:
+            clone.chmod(0o755)  # for the unprivileged user too
+            (clone / "secret.txt").write_text("not for the sandbox\n")
+            venv = clone / ".venv"
+            (venv / "bin").mkdir(parents=True)
+            (venv / "lib").mkdir()
+            (venv / "lib" / "greeting").write_text("hello from /tmp\n")
+            tool = venv / "bin" / "greet"
+            tool.write_text(f"#!/bin/sh\ncat {venv}/lib/greeting\n")
+            tool.chmod(0o755)
+            out = call({"argv": [str(tool)]})
+            assert out["stdout"] == "hello from /tmp\n", out["stderr"]
+            out = call(shell(f"cat {clone}/secret.txt; echo x > {venv}/lib/new; true"))
+            assert "not for the sandbox" not in out["stdout"]
+            assert not (venv / "lib" / "new").exists()
+        finally:
+            shutil.rmtree(clone)
+
 
 class TestControls:
     @pytest.mark.parametrize(

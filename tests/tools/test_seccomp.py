@@ -48,7 +48,7 @@ def run(filter_bytes: bytes, nr: int, arch: int, args: tuple[int, ...] = ()) -> 
         elif code == 0x35:
             pc += 1 + (jt if acc >= k else jf)
         elif code == 0x06:
-            return k
+            return int(k)
         else:
             raise AssertionError(f"unexpected instruction {code:#x}")
 

@@ -132,7 +132,7 @@ class TestMemorySink(SinkContract):
 
     def read_back(self, sink: EventSink) -> list[tuple[int, Event]]:
         assert isinstance(sink, MemorySink)
-        return [(r.seq, r.event) for r in sink]
+        return list(enumerate(sink.events))
 
 
 class TestJsonlTranscript(SinkContract):

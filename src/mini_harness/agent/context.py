@@ -15,12 +15,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
-import orjson
 
 from mini_harness.agent.providers import ModelRequest
 from mini_harness.errors import FileRefusedError
 from mini_harness.events import (
-    JsonObject,
     JsonValue,
     Message,
     ProjectRules,
@@ -28,10 +26,10 @@ from mini_harness.events import (
     ToolDefinition,
     to_wire,
 )
+from mini_harness.events.measure import RequestHasher, estimate_tokens
 from mini_harness.runtime.confined import read_confined
 from mini_harness.runtime.context_report import (
     ContextPart,
-    estimate_tokens,
     pretty_json,
     render_context_report,
 )
@@ -161,47 +159,6 @@ def context_report(parts: Sequence[ContextPart], provider_input_tokens: int | No
     if provider_input_tokens is not None:
         report += f"{'Provider input tokens':<22} {provider_input_tokens:,} tokens\n"
     return report
-
-
-_SORTED = orjson.OPT_SORT_KEYS
-
-
-class RequestHasher:
-    """SHA-256 of a canonical request, fed message by message.
-
-    The canonical request is `{"messages": [...], "params": {...}, "tools": [...]}` as
-    compact JSON with sorted keys, so its bytes start with the messages: a loop adds each
-    request's new messages and hashes a step in time proportional to what is new. A loop
-    whose earlier messages changed (a trim) starts a new hasher.
-    """
-
-    def __init__(self) -> None:
-        self._state = hashlib.sha256(b'{"messages":[')
-        self.count = 0
-        # A run sends the same tools with every request: encoded once.
-        self._tools: tuple[Sequence[ToolDefinition], bytes] | None = None
-
-    def __repr__(self) -> str:
-        return f"<RequestHasher(messages={self.count})>"
-
-    def add(self, messages: Sequence[Message]) -> None:
-        for message in messages:
-            if self.count:
-                self._state.update(b",")
-            self._state.update(orjson.dumps(to_wire(message), option=_SORTED))
-            self.count += 1
-
-    def hexdigest(self, params: JsonObject, tools: Sequence[ToolDefinition]) -> str:
-        """The hash of the messages added so far with these params and tools."""
-        if self._tools is None or self._tools[0] is not tools:
-            self._tools = (tools, orjson.dumps(to_wire(tools), option=_SORTED))
-        state = self._state.copy()
-        state.update(b'],"params":')
-        state.update(orjson.dumps(params, option=_SORTED))
-        state.update(b',"tools":')
-        state.update(self._tools[1])
-        state.update(b"}")
-        return state.hexdigest()
 
 
 def request_hash(request: ModelRequest) -> str:

@@ -18,7 +18,6 @@ import orjson
 
 from mini_harness.agent.config import AgentConfig, Opening
 from mini_harness.agent.context import (
-    RequestHasher,
     manual_tool_message,
     system_message,
     trim_to_budget,
@@ -26,7 +25,7 @@ from mini_harness.agent.context import (
 from mini_harness.agent.pairing import call_ids, unique_call_ids
 from mini_harness.agent.providers import ModelProvider, ModelRequest, ModelResponse
 from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome, call_outcome
-from mini_harness.errors import EventTooLargeError, ModelError, ToolCallError
+from mini_harness.errors import EventTooLargeError, ModelError, ToolCallError, interruption
 from mini_harness.events import (
     ContextTrimmed,
     JsonValue,
@@ -42,6 +41,7 @@ from mini_harness.events import (
     new_id,
     utc_timestamp,
 )
+from mini_harness.events.measure import RequestHasher
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.results import display_failure
 
@@ -133,8 +133,8 @@ class AgentLoop:
             reason, error = stop.args
             if reason == "budget":
                 steps -= 1  # that request was never sent
-        except KeyboardInterrupt:
-            reason, error = "cancelled", "interrupted"
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP taken as it is
+            reason, error = "cancelled", interruption(exc)
         except BaseException:  # SystemExit, GeneratorExit...: the log still says how it ended
             self._finish("cancelled", final_text, steps)
             raise
@@ -197,7 +197,8 @@ class AgentLoop:
             done = self.runtime.dispatch(name, tool_input)
         except ToolCallError as exc:
             failure = {"kind": exc.kind, "message": exc.message}
-            message = manual_tool_message(display_failure(name, tool_input, failure, 0))
+            duration = exc.duration_ms or 0.0
+            message = manual_tool_message(display_failure(name, tool_input, failure, duration))
             outcome = ToolOutcome(call, message, error=exc.message)
         else:
             message = manual_tool_message(done.display_json())
@@ -296,10 +297,14 @@ class AgentLoop:
             streamed = True
             self.reporter.text(chunk)
 
+        self.reporter.waiting(step)
         try:
-            response = self.provider.complete(
-                request, on_text=on_text if self.config.stream else None, on_retry=on_retry
-            )
+            try:
+                response = self.provider.complete(
+                    request, on_text=on_text if self.config.stream else None, on_retry=on_retry
+                )
+            finally:
+                self.reporter.waited()
         except ModelError as exc:
             failed(exc)
             said = exc.message  # a provider's own may say "Model request failed" already
@@ -312,7 +317,7 @@ class AgentLoop:
         except BaseException as exc:  # Ctrl-C, SystemExit...: recorded, then on up
             message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             if isinstance(exc, KeyboardInterrupt):
-                message = "interrupted"
+                message = interruption(exc)
             failed(ModelError("cancelled", message, attempt=attempts))
             raise
         # Each call gets an id of its own before anything records or dispatches it.

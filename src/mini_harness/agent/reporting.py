@@ -41,9 +41,12 @@ class LoopReporter(Protocol):
     """What a front end is told while a run goes on (the CLI prints it).
 
     Steps count from 1; a tool run before the task (`AgentConfig.manual_tool`) is told as
-    step 0.
+    step 0. `waiting` comes as a request is sent and `waited` when it has ended (answered
+    or failed), whatever came between (text, retries).
     """
 
+    def waiting(self, step: int) -> None: ...
+    def waited(self) -> None: ...
     def text(self, chunk: str) -> None: ...
     def response(self, step: int, response: ModelResponse, streamed: bool) -> None: ...
     def tool_called(self, step: int, call: ToolCall) -> None: ...
@@ -53,6 +56,12 @@ class LoopReporter(Protocol):
 
 class SilentReporter:
     """Tells nobody anything."""
+
+    def waiting(self, step: int) -> None:
+        return None
+
+    def waited(self) -> None:
+        return None
 
     def text(self, chunk: str) -> None:
         return None

@@ -20,10 +20,25 @@ import click
 
 from mini_harness._version import __version__
 from mini_harness.cli.dispatch import dispatch_tools, run_dispatch, tool_options
-from mini_harness.cli.log_options import LOG_SETTINGS, LogSettings, log_option, log_options
-from mini_harness.cli.options import APPROVE_HELP, approve_option, given_options, workspace_option
+from mini_harness.cli.log_options import (
+    LOG_SETTINGS,
+    LogSettings,
+    log_option,
+    log_options,
+    refuse_without_log,
+)
+from mini_harness.cli.options import (
+    APPROVE_HELP,
+    approve_option,
+    context_report_option,
+    given_options,
+    json_option,
+    refuse_without,
+    workspace_option,
+)
 from mini_harness.cli.output import describe, error, exit_code_for, guard_streams, quiet
 from mini_harness.cli.registry_spec import registry_option
+from mini_harness.cli.signals import exit_status, take_terminating_signals
 from mini_harness.errors import ExitCode, OutputError, UsageError
 
 __all__ = ["cli"]
@@ -140,6 +155,7 @@ class HarnessGroup(click.Group):
     ) -> Any:
         if standalone_mode:
             guard_streams()
+            take_terminating_signals()
             # The process ends when the command does: the collector's last passes over
             # what it loaded (every module, class and function) would only free memory
             # the process gives back anyway, and cost more than the dispatch itself. At
@@ -155,7 +171,7 @@ class HarnessGroup(click.Group):
                 code = done.code
             except Exception as exc:  # mapped to a code, or re-raised, by exit_code_for
                 code = exit_code_for(exc)
-            code = code if isinstance(code, int) else 0
+            code = exit_status(code) if isinstance(code, int) else 0
             if standalone_mode:
                 # Flushed while a failure can still be said: at exit the interpreter would
                 # only print an "Exception ignored" traceback (exit 120).
@@ -191,28 +207,23 @@ def _spellings(params: list[click.Parameter]) -> dict[str, click.Option]:
         "replay": "mini_harness.cli.replay:replay_command",
         "run": "mini_harness.cli.agent:run_command",
         "show": "mini_harness.cli.show:show_command",
-        "undo": "mini_harness.cli.coding:undo_command",
+        "undo": "mini_harness.cli.undo:undo_command",
         "view": "mini_harness.cli.view:view_command",
+        "import": "mini_harness.cli.importing:import_command",
         "resume": "mini_harness.cli.resume:resume_command",
         "fork": "mini_harness.cli.resume:fork_command",
         "sessions": "mini_harness.cli.sessions:sessions_group",
         "config": "mini_harness.cli.config:config_command",
+        "export": "mini_harness.cli.export:export_group",
     },
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @tool_options("Dispatch this tool once (see `mini-harness tools`).", "The tool's input")
-@click.option(
-    "--context-report",
-    is_flag=True,
-    help="After the result, print the Context Explorer report (estimated tokens per part).",
+@context_report_option(
+    "After the result, print the Context Explorer report (estimated tokens per part)."
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the result, or the failure, as one JSON document instead of the lines.",
-)
+@json_option("Print the result, or the failure, as one JSON document instead of the lines.")
 @log_option("nothing is recorded")
 @log_options
 @workspace_option(
@@ -278,13 +289,10 @@ def cli(
             )
         return
     if tool is None:
-        for flag in given:
-            raise click.UsageError(f"{flag} needs --tool NAME")
+        refuse_without(ctx, _DISPATCH_OPTIONS, "--tool NAME", given=False)
         click.echo(ctx.get_help())
         return
-    log_flags = given_options(ctx, LOG_SETTINGS)
-    if log is None and log_flags:
-        raise click.UsageError(f"{log_flags[0]} needs --log PATH")
+    refuse_without_log(ctx, recorded=log is not None)
     if as_json and context_report:
         raise UsageError("--json cannot be combined with --context-report")
     registry, approver = dispatch_tools(

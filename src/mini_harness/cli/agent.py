@@ -14,7 +14,19 @@ import click
 from mini_harness.agent import DEFAULT_SYSTEM_PROMPT, AgentConfig, load_project_rules, request_parts
 from mini_harness.agent import context_report as render_report
 from mini_harness.cli.dispatch import parse_tool_input, read_tool_input, tool_options
-from mini_harness.cli.log_options import LogSettings, log_option, log_options, no_log_option
+from mini_harness.cli.log_options import (
+    LogSettings,
+    log_option,
+    log_options,
+    no_log_option,
+    refuse_without_log,
+)
+from mini_harness.cli.options import (
+    context_report_option,
+    max_steps_option,
+    number_option,
+    refuse_without,
+)
 from mini_harness.cli.output import warn
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
 from mini_harness.errors import UsageError
@@ -35,29 +47,20 @@ def _system_prompt(path: str | None) -> str:
 @log_option("a new transcript in the session store (see `mini-harness sessions`)")
 @no_log_option
 @log_options
-@click.option(
-    "--max-steps",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="N",
-    help="At most N model requests (default: the config's max-steps, else 10).",
-)
+@max_steps_option("the config's max-steps, else 10")
 @click.option(
     "--system-prompt-file",
     metavar="FILE",
     type=click.Path(exists=True, dir_okay=False),
     help="Use this file's text as the system prompt.",
 )
-@click.option(
+@number_option(
     "--max-context-tokens",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="N",
-    help="Budget for each request (estimated tokens): old tool results are trimmed first; "
-    "if it still does not fit, the run stops (default: the config's max-context-tokens, "
-    "else none).",
+    help_text="Budget for each request (estimated tokens): old tool results are trimmed "
+    "first; if it still does not fit, the run stops (default: the config's "
+    "max-context-tokens, else none).",
 )
-@click.option("--context-report", is_flag=True, help="Print the report of the last request.")
+@context_report_option("Print the report of the last request.")
 @agent_options
 @tool_options("Dispatch this tool first; its result goes in the context.", "The --tool's input")
 def run_command(
@@ -84,8 +87,9 @@ def run_command(
     task_text = " ".join(task).strip()
     if not task_text:
         raise click.UsageError("the task is empty")
-    if tool_input is not None and tool is None:
-        raise click.UsageError("--tool-input needs --tool NAME")
+    ctx = click.get_current_context()
+    refuse_without(ctx, ("tool_input",), "--tool NAME", given=tool is not None)
+    refuse_without_log(ctx, recorded=not no_log)
     manual = None
     if tool is not None:
         manual = (tool, parse_tool_input(read_tool_input(tool_input)))
@@ -108,7 +112,7 @@ def run_command(
         manual_tool=manual,
     )
     with session.log(transcript) as sink:  # a log that cannot be opened stops here
-        session.say(f"Task: {task_text}")
+        session.say(f"Task: {task_text}", cut=True)
         session.say(f"Model provider: {session.provider.name}")
         loop = session.loop(sink, tools, approver, config)
         outcome = loop.run()

@@ -17,11 +17,12 @@ import orjson
 from mini_harness.agent import Opening
 from mini_harness.cli.output import error, info
 from mini_harness.cli.session import AgentSession
-from mini_harness.errors import UsageError
+from mini_harness.errors import UsageError, exit_code_of
 from mini_harness.events import RunOrigin, to_wire
-from mini_harness.replay.continuing.offline import AgentReplay, ReplayOutcome, replay_agent_run
+from mini_harness.replay.continuing.offline import AgentReplay, replay_agent_run
+from mini_harness.replay.continuing.outcomes import MATCHED, SKIPPED, RerunOutcome
 from mini_harness.replay.continuing.plans import continued_config
-from mini_harness.replay.history import History
+from mini_harness.replay.history import Call, History
 from mini_harness.runtime import ToolRegistry
 from mini_harness.runtime.terminal import printable
 
@@ -39,17 +40,17 @@ def rerun_agent_runs(
 ) -> int | None:
     """`replay --rerun` of the agent runs of PATH's history (the one `--run` selects, else
     all): replay each; with a `live` session, continue the first one that stops early.
-    Returns the exit code (1 if a run diverged and was not continued, or the log has
-    problems, else 0; a live continuation's code is that of `run`), or None when there are
-    no agent runs to
-    replay (the call-by-call re-run takes the file). `unverified`: the problems of a PATH
+    Returns the exit code (by the one rule, errors.exit_code_of: 1 if a run diverged and
+    was not continued, or the log has problems; a live continuation's code is that of
+    `run`), or None when there are no agent runs to replay (the call-by-call re-run takes
+    the file). `unverified`: the problems of a PATH
     that does not verify, continued anyway (--allow-unverified), for the new run to record."""
-    runs = history.agent_runs()
+    runs = history.offline_runs()
     if not runs and live is not None:
         raise UsageError("--live-model needs an agent run")
     if not runs:
         return None
-    code = 0
+    differs = False
     documents = []
     for found in runs:
         if not as_json:
@@ -71,8 +72,7 @@ def rerun_agent_runs(
                 click.echo(printable("\n".join("    " + line for line in diff.splitlines())))
         else:
             info(replay.summary)
-        if replay.diverged_at is not None:
-            code = 1
+        differs = differs or replay.diverged_at is not None
         if live is not None and replay.stopped_at is not None:
             return _continue(path, replay, registry, live, log, unverified)
     problems = history.problems
@@ -83,17 +83,33 @@ def rerun_agent_runs(
         lines = ["", "Problems with the log:"]
         lines += [f"  [{problem.kind}] {problem.describe()}" for problem in problems]
         click.echo(printable("\n".join(lines)))
-    return 1 if problems else code
+    kinds = [problem.kind for problem in problems]
+    return exit_code_of(problems=kinds, in_doubt=history.totals.in_doubt, differs=differs)
 
 
-def _print_call(call: ReplayOutcome) -> None:
-    if call.how == "re-run":
-        how = "re-run, same result" if call.same else "re-run, the result differs from the record"
-    elif call.how == "served":
+def _how(call: RerunOutcome[Call | None]) -> str:
+    """How a call of the offline replay got its result: re-run; served (the recorded
+    result given for a call not run again); not-run (no recorded result to give)."""
+    if call.outcome != SKIPPED:
+        return "re-run"
+    return "served" if call.call is not None else "not-run"
+
+
+def _same(call: RerunOutcome[Call | None]) -> bool:
+    """Whether the call's result is the recorded one (a served result is)."""
+    return call.outcome == MATCHED or _how(call) == "served"
+
+
+def _print_call(call: RerunOutcome[Call | None]) -> None:
+    how = _how(call)
+    if how == "re-run":
+        how = "re-run, same result" if _same(call) else "re-run, the result differs from the record"
+    elif how == "served":
         how = f"served from the record ({call.reason}; --allow-side-effects runs it)"
     else:
         how = f"not run: the record has no result for it ({call.reason})"
-    info(f"Step {call.step}: {call.call.name} {call.call.arguments}: {how}")
+    assert call.asked is not None  # an offline replay's calls say what was asked
+    info(f"Step {call.step}: {call.asked.name} {call.asked.arguments}: {how}")
 
 
 def _document(replay: AgentReplay) -> dict[str, Any]:
@@ -107,12 +123,14 @@ def _document(replay: AgentReplay) -> dict[str, Any]:
         "calls": [
             {
                 "step": call.step,
-                "toolUseId": call.call.id,
-                "name": call.call.name,
-                "how": call.how,
-                "same": call.same,
+                "toolUseId": call.asked.id,
+                "name": call.asked.name,
+                "how": _how(call),
+                "same": _same(call),
+                **call.to_json(),
             }
             for call in replay.calls
+            if call.asked is not None  # an offline replay's calls say what was asked
         ],
     }
 

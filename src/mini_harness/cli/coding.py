@@ -1,9 +1,9 @@
-"""CLI pieces for the coding tools: `--approve`, `replay --effects`, and `undo`.
+"""CLI pieces for the coding tools: `--accept-policy` and `replay --effects`.
 
-`approve_option` and `make_approver` give a command the approval policy (and
-`continued_approver` a resumed or forked run, checking that policy against the one the run
-started with); `print_effects` is what `replay --effects` prints; `undo_command` reverts
-one applied patch.
+`make_approver` gives a command the approval policy its `--approve` chose (the option is
+`options.approve_option`), and `continued_approver` a resumed or forked run, checking that
+policy against the one the run started with; `print_effects` is what `replay --effects`
+prints.
 """
 
 from __future__ import annotations
@@ -20,20 +20,12 @@ from mini_harness.agent.approval import (
     load_policy,
     terminal_prompter,
 )
-from mini_harness.cli.log_options import LogSettings, log_option, log_options, opened_log
-from mini_harness.cli.options import F, workspace_option
-from mini_harness.cli.output import fail, warn
-from mini_harness.cli.printing import RedactingPrinter
-from mini_harness.cli.stored import locate, recorded_workspace
-from mini_harness.cli.verified import allow_unverified_option, verified_history
-from mini_harness.errors import ExitCode, PolicyError, ToolCallError, UsageError, WorkspaceError
-from mini_harness.events import RunWorkspace
-from mini_harness.replay.history import Call, Run, TranscriptFold, fold_effects
+from mini_harness.cli.options import F
+from mini_harness.cli.output import warn
+from mini_harness.errors import PolicyError, UsageError
+from mini_harness.replay.history import fold_effects
 from mini_harness.replay.views.report import effects_json, effects_lines
-from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.runtime.terminal import printable
-from mini_harness.tools import Workspace, register_coding_tools
-from mini_harness.tools.patch_undo import patch_reversal
 
 
 def workspace_policy(workspace: str | os.PathLike[str], approve: str) -> ApprovalPolicy:
@@ -103,66 +95,3 @@ def print_effects(path: str, *, as_json: bool = False) -> None:
         return
     for line in effects_lines(*found):
         click.echo(printable(line))
-
-
-def _find_call(path: str, call_id: str) -> tuple[Call, Run]:
-    """The apply_patch call `call_id` of PATH that changed files, and the run that made it."""
-    fold = TranscriptFold(path)
-    for call in fold:
-        if type(call) is Call and call.effects and call.call_id == call_id:
-            if call.name != "apply_patch" or not isinstance(call.input, dict):
-                raise UsageError(f"Call {call_id} is a {call.name} call; undo reverts apply_patch")
-            fold.read()
-            return call, fold.history.runs[call.run_index - 1]
-    raise UsageError(f"No call {call_id} with recorded file effects in {path}")
-
-
-@click.command("undo", short_help="Revert one apply_patch call of a transcript.")
-@click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--call", "call_id", required=True, metavar="ID", help="The call to revert.")
-@workspace_option(
-    "The workspace the patch was applied in (default: the one its run recorded, else the "
-    "current directory)."
-)
-@log_option("appended to PATH as a new run")
-@log_options
-@allow_unverified_option
-def undo_command(  # noqa: PLR0917 - click passes each option
-    path: str,
-    call_id: str,
-    workspace: str | None,
-    log: str | None,
-    log_settings: LogSettings,
-    allow_unverified: bool,
-) -> None:
-    """Revert the patch an apply_patch call applied, when every file it changed still has
-    the sha256 the call left (else say which file moved on, and change nothing). PATH
-    must verify: an edited record could name any file. PATH may be a run's id (or a prefix
-    of it) recorded in the session store. The patch is reverted in the workspace its run
-    recorded, unless --workspace says otherwise.
-
-    Exit codes: 0 reverted; 1 a file moved on or the reversal failed; 2 usage errors.
-    """
-    printer = RedactingPrinter(log_settings.redactor())
-    path = locate(path).path
-    if not os.path.isfile(path):
-        raise UsageError(f"cannot read transcript {path}: no such file")
-    unverified = verified_history(path, "undo", allow=allow_unverified)
-    call, made_by = _find_call(path, call_id)
-    root = os.path.realpath(workspace or recorded_workspace(made_by, printer.say) or os.curdir)
-    try:
-        reverse = patch_reversal(Workspace(root), call.input["patch"], call.effects or ())
-    except WorkspaceError as exc:
-        fail(f"Cannot undo call {call_id}: {exc.message}; nothing was undone", ExitCode.FAILED)
-    registry = ToolRegistry()
-    register_coding_tools(registry, root, sandbox=False)
-    try:
-        with opened_log(log or path, log_settings) as sink:
-            runtime = ToolRuntime(registry, sink)
-            runtime.start(unverified=unverified, workspace=RunWorkspace(root))
-            result = runtime.dispatch("apply_patch", {"patch": reverse})
-    except ToolCallError as exc:
-        fail(f"Undo of call {call_id} failed: {exc.message}", ExitCode.FAILED)
-    printer.say(f"Undid call {call_id} as call {result.call_id} of run {runtime.run_id}")
-    for changed_file in result.output["files"]:
-        printer.say(f"  {changed_file['action']:<8} {changed_file['path']}")

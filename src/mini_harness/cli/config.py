@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import orjson
 
-from mini_harness.cli.options import root_workspace, workspace_option
+from mini_harness.cli.options import json_option, root_workspace, workspace_option
 from mini_harness.cli.output import info, warn
 from mini_harness.cli.settings import KEYS, Settings, load_settings, shown_value
 from mini_harness.runtime.terminal import printable
@@ -20,7 +20,7 @@ def _file(path: object, read: bool) -> str:
     "The project whose .mini-harness/config.toml is read (default: the one given before "
     "the subcommand, else the current directory)."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the settings as one JSON object.")
+@json_option("Print the settings as one JSON object.")
 def config_command(workspace: str | None, as_json: bool) -> None:
     """Print the settings an agent run here would start with, each with where it came
     from: a flag, the environment, the project's .mini-harness/config.toml, the user's

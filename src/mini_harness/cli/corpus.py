@@ -17,14 +17,17 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 
 import click
 
-from mini_harness.cli.options import SingleOption
-from mini_harness.cli.output import error, info
-from mini_harness.errors import UsageError, counted
+from mini_harness.cli.importing import imported_call
+from mini_harness.cli.options import number_option
+from mini_harness.cli.output import error, info, rewritable
+from mini_harness.errors import UsageError, counted, exit_code_of
 
 if TYPE_CHECKING:
+    from mini_harness.cli.rerun import RerunOptions
     from mini_harness.replay.corpus import CorpusFile, CorpusReport
     from mini_harness.replay.corpus.summary import FileSummary, SummaryOptions
     from mini_harness.runtime import ToolRegistry
+    from mini_harness.transcripts.signing import TrustedKeys
 
 F = TypeVar("F", bound=Callable[..., Any])
 LOCAL_RAY = "local"
@@ -45,13 +48,9 @@ def corpus_options(command: F) -> F:
         "address, or no value for a local instance. Needs the 'ray' extra; the files must "
         "be at the same path on every node. Put it after the paths, or write --ray=ADDRESS.",
     )(command)
-    return click.option(
+    return number_option(
         "--workers",
-        cls=SingleOption,
-        type=click.IntRange(min=1),
-        default=None,
-        metavar="N",
-        help="With several files: fold them in N processes (default: the number of cores).",
+        help_text="With several files: fold them in N processes (default: the number of cores).",
     )(command)
 
 
@@ -79,10 +78,7 @@ def replay_corpus(
     as_json: bool,
     workers: int | None,
     ray_address: str | None,
-    rerun: bool,
-    registry: str | None,
-    workspace: str | None,
-    allow_side_effects: bool,
+    rerun: RerunOptions,
     refused: Mapping[str, object],
 ) -> NoReturn:
     """`replay` over a corpus; `refused` holds the one-file options given (an error)."""
@@ -91,18 +87,26 @@ def replay_corpus(
     for flag, value in refused.items():
         if value:
             raise UsageError(f"{flag} applies to one transcript, not to a corpus")
-    factory = _registry_factory(registry, workspace) if rerun else None
-    options = SummaryOptions(FOLD, factory, allow_side_effects)
+    factory = _registry_factory(rerun.registry_spec, rerun.root) if rerun.rerun else None
+    translate = imported_call if rerun.rerun else None
+    options = SummaryOptions(FOLD, factory, rerun.allow_side_effects, translate)
     _run(paths, options, as_json=as_json, workers=workers, ray_address=ray_address)
 
 
 def verify_corpus(
-    paths: Sequence[str], *, as_json: bool, workers: int | None, ray_address: str | None
+    paths: Sequence[str],
+    *,
+    as_json: bool,
+    workers: int | None,
+    ray_address: str | None,
+    trusted: TrustedKeys | None = None,
 ) -> NoReturn:
-    """`transcript verify` over a corpus."""
+    """`transcript verify` over a corpus; with `trusted` keys, each file against the head
+    signed in its note beside it (PATH.sig)."""
     from mini_harness.replay.corpus.summary import VERIFY, SummaryOptions
 
-    _run(paths, SummaryOptions(VERIFY), as_json=as_json, workers=workers, ray_address=ray_address)
+    options = SummaryOptions(VERIFY, trusted=trusted)
+    _run(paths, options, as_json=as_json, workers=workers, ray_address=ray_address)
 
 
 def _registry_factory(spec: str | None, workspace: str | None) -> Callable[[], ToolRegistry]:
@@ -137,7 +141,9 @@ def _run(
         import_ray(local=ray_address == LOCAL_RAY)  # no Ray: one error line, nothing else
     files = expand_paths(paths)
     if not as_json:
-        if options.mode == VERIFY:
+        if options.mode == VERIFY and options.trusted is not None:
+            doing = "Verifying {} (chain, protocol, in-doubt calls and signed heads)"
+        elif options.mode == VERIFY:
             doing = "Verifying {} (chain, protocol and in-doubt calls)"
         elif options.rerun is not None:
             doing = "Replaying {} (re-run against the current registry)"
@@ -156,7 +162,7 @@ def _run(
     except KeyboardInterrupt:
         progress.clear()
         error(f"interrupted after {progress.done} of {len(files)} files: no report")
-        raise click.exceptions.Exit(130) from None
+        raise click.exceptions.Exit(exit_code_of(interrupted=True)) from None
     progress.clear()
     if as_json:
         import orjson
@@ -199,7 +205,7 @@ class CorpusProgress:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.stream: TextIO = stream if stream is not None else sys.stderr
-        self.enabled = self.stream.isatty()
+        self.enabled = rewritable(self.stream)
         self.sizes = {item.path: item.size for item in files}
         self.total_files = len(files)
         self.total_bytes = sum(self.sizes.values())

@@ -13,9 +13,9 @@ import orjson
 
 from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, SingleOption, option_group
-from mini_harness.cli.output import info
-from mini_harness.cli.registry_spec import agent_registry, chosen_registry
-from mini_harness.errors import ExitCode, ToolCallError, UsageError
+from mini_harness.cli.output import aside, info
+from mini_harness.cli.registry_spec import agent_registry, chosen_registry, complete_tool_name
+from mini_harness.errors import ToolCallError, UsageError, exit_code_of
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than
 from mini_harness.runtime import ToolRegistry, ToolRuntime
@@ -32,7 +32,13 @@ _LONG_DIGITS = re.compile(r"\d{20,}")
 def tool_options(tool_help: str, input_of: str) -> Callable[[F], F]:
     """`--tool NAME` and `--tool-input JSON` (of the root, and of `run` after a task)."""
     return option_group(
-        click.option("--tool", cls=SingleOption, metavar="NAME", help=tool_help),
+        click.option(
+            "--tool",
+            cls=SingleOption,
+            metavar="NAME",
+            help=tool_help,
+            shell_complete=complete_tool_name,
+        ),
         click.option(
             "--tool-input",
             cls=SingleOption,
@@ -141,7 +147,7 @@ def run_dispatch(
     value = parse_tool_input(read_tool_input(tool_input))
     redactor = log_settings.redactor()
     failure: ToolCallError | None = None
-    with opened_log(log, log_settings) as sink:
+    with opened_log(log, log_settings, say=aside if as_json else info) as sink:
         runtime = ToolRuntime(registry, sink, approver=approver)
         try:
             result = runtime.dispatch(tool, value)
@@ -158,7 +164,7 @@ def run_dispatch(
             **where,
         }
         click.echo(_redacted_json(document, redactor))
-        raise click.exceptions.Exit(ExitCode.FAILED)
+        raise click.exceptions.Exit(exit_code_of(failed=True))
     shown = result.display_json()
     if as_json:
         click.echo(_redacted_json({"ok": True, **shown, **where}, redactor))

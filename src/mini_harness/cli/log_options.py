@@ -11,8 +11,16 @@ from typing import Any
 import attrs
 import click
 
-from mini_harness.cli.options import F, SingleOption, gathered
-from mini_harness.cli.output import warn
+from mini_harness.cli.options import (
+    F,
+    SingleOption,
+    gathered,
+    given_options,
+    number_option,
+    refuse_without,
+)
+from mini_harness.cli.output import info, warn
+from mini_harness.errors import UsageError
 from mini_harness.events import EventSink, NullSink
 from mini_harness.transcripts import (
     DEFAULT_FSYNC,
@@ -31,13 +39,15 @@ def _strings(values: Iterable[str]) -> tuple[str, ...]:
 
 @attrs.frozen
 class LogSettings:
-    """How a command writes its log: `--fsync`, `--redact-env`, `--redact-pattern` and
-    `--max-event-bytes` (None: the writer's default)."""
+    """How a command writes its log: `--fsync`, `--redact-env`, `--redact-pattern`,
+    `--max-event-bytes` (None: the writer's default) and `--sign-with` (the signer key
+    files that sign its head when the command ends)."""
 
     fsync: FsyncMode | None = None
     redact_env: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     redact_pattern: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     max_event_bytes: int | None = None
+    sign_with: tuple[str, ...] = attrs.field(default=(), converter=_strings)
 
     def redactor(self, keys: Iterable[str] = ()) -> Redactor | None:
         """The Redactor these settings ask for, which also hides `keys` (the model
@@ -52,6 +62,19 @@ class LogSettings:
 
 LOG_SETTINGS = tuple(field.name for field in attrs.fields(LogSettings))
 """The names of the log flags (the options `log_options` adds)."""
+
+FILE_SETTINGS = ("fsync", "max_event_bytes")
+"""The log flags that shape only the file: without a log they have nothing to shape.
+(`--redact-env` and `--redact-pattern` also redact what a command prints.)"""
+
+
+def refuse_without_log(ctx: click.Context, *, recorded: bool) -> None:
+    """The log flags that shape only the file, given where nothing is `recorded` (no
+    `--log PATH` where the log is optional, `--no-log` where it is not), are a usage error."""
+    if ctx.params.get("no_log"):
+        for spelling in given_options(ctx, FILE_SETTINGS):
+            raise UsageError(f"{spelling} cannot be combined with --no-log: nothing is recorded")
+    refuse_without(ctx, FILE_SETTINGS, "--log PATH", given=recorded)
 
 
 def log_option(default: str) -> Callable[[F], F]:
@@ -75,6 +98,18 @@ no_log_option = click.option(
     help="Record nothing: not in the session store, nowhere (the run cannot be resumed).",
 )
 """`--no-log` of the commands that record in the session store by default (`run`)."""
+
+
+def signer_option(spelling: str, name: str, help_text: str) -> Callable[[F], F]:
+    """A repeatable option naming signer key files (`--sign-with`, `sign --key`)."""
+    return click.option(
+        spelling,
+        name,
+        metavar="SIGNER",
+        multiple=True,
+        type=click.Path(dir_okay=False),
+        help=help_text,
+    )
 
 
 log_options = gathered(
@@ -102,18 +137,21 @@ log_options = gathered(
         multiple=True,
         help="Write every match of REGEX (Python syntax) as [REDACTED] (repeatable).",
     ),
-    click.option(
+    number_option(
         "--max-event-bytes",
-        cls=SingleOption,
-        type=click.IntRange(min=1024),
-        default=None,
-        metavar="N",
-        help="Largest line written; a larger input or output is recorded as a marker "
+        minimum=1024,
+        help_text="Largest line written; a larger input or output is recorded as a marker "
         "with its size and SHA-256 (default 4 MiB).",
     ),
+    signer_option(
+        "--sign-with",
+        "sign_with",
+        "When the command ends, sign the transcript's head with this signer key file "
+        "(from `transcript keygen`) in PATH.sig beside it (repeatable).",
+    ),
 )
-"""--fsync, --redact-env, --redact-pattern and --max-event-bytes, given to the command as
-one LogSettings (`log_settings`)."""
+"""--fsync, --redact-env, --redact-pattern, --max-event-bytes and --sign-with, given to the
+command as one LogSettings (`log_settings`)."""
 
 
 _WARNED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
@@ -142,12 +180,25 @@ def warn_quarantined(sink: Any) -> None:
 
 @contextlib.contextmanager
 def opened_log(
-    path: str | None, settings: LogSettings = LogSettings(), keys: Iterable[str] = ()
+    path: str | None,
+    settings: LogSettings = LogSettings(),
+    keys: Iterable[str] = (),
+    say: Callable[[str], None] = info,
 ) -> Iterator[EventSink]:
     """The sink for `--log`: a JsonlTranscript configured by the log flags (redacting
     `keys` too), closed on the way out, its missing parent directories created first
-    (`--log logs/runs/day-04.jsonl`); or, without a path, a sink that discards."""
+    (`--log logs/runs/day-04.jsonl`); or, without a path, a sink that discards.
+
+    With `--sign-with`, the keys are read first (a bad one stops the command before it
+    does anything) and, once the command ends (the block ends, or exits with any code),
+    the transcript's head is signed in PATH.sig and `say` tells it (the commands whose
+    standard output is a document or a protocol pass a `say` that writes to stderr). A
+    head that cannot be signed is an error, and the exit code of a command that had none.
+    """
+    signers = _signers(settings.sign_with)
     if path is None:
+        if signers:
+            raise UsageError("--sign-with needs --log PATH: nothing is recorded to sign")
         yield NullSink()
         return
     parent = os.path.dirname(path)
@@ -161,8 +212,27 @@ def opened_log(
         max_event_bytes=settings.max_event_bytes or DEFAULT_MAX_EVENT_BYTES,
         fsync=settings.fsync or DEFAULT_FSYNC,
     )
+    ended: int | None = None  # the command's exit code, when it ended by itself
     try:
         yield transcript
+        ended = 0
+    except click.exceptions.Exit as exc:
+        ended = exc.exit_code
+        raise
     finally:
         warn_quarantined(transcript)
         transcript.close()
+        if signers and ended is not None:
+            from mini_harness.cli.signing import sign_log_head
+
+            failed = sign_log_head(path, signers, say)
+            if failed is not None and not ended:
+                raise click.exceptions.Exit(failed)  # a success becomes the failure
+
+
+def _signers(paths: tuple[str, ...]) -> list[Any]:
+    if not paths:
+        return []
+    from mini_harness.cli.signing import signer_keys
+
+    return list(signer_keys(paths))

@@ -8,32 +8,20 @@ import os
 import click
 
 from mini_harness.agent.approval import AsyncPolicyApprover
-from mini_harness.cli.coding import workspace_policy
+from mini_harness.cli.export import exported, live_export, otel_option
 from mini_harness.cli.log_options import (
-    LOG_SETTINGS,
     LogSettings,
     log_option,
     log_options,
-    opened_log,
+    refuse_without_log,
     warn_quarantined,
 )
-from mini_harness.cli.options import (
-    approve_option,
-    given_options,
-    root_workspace,
-    workspace_option,
-)
-from mini_harness.cli.output import PREFIX, fail
+from mini_harness.cli.options import approve_option, workspace_option
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
-from mini_harness.errors import ExitCode, OutputError
+from mini_harness.cli.session import Session
+from mini_harness.errors import OutputError, UsageError
 from mini_harness.mcp.server import ElicitingPrompter, run_stdio
 from mini_harness.runtime import ToolRuntime
-from mini_harness.runtime.terminal import printable
-
-
-def _note(message: str) -> None:
-    # stdout carries the protocol; everything we say goes to stderr.
-    click.echo(f"{PREFIX} {printable(message)}", err=True)
 
 
 @click.command("mcp")
@@ -50,12 +38,15 @@ def _note(message: str) -> None:
     "elicitation; denied when the client cannot ask), auto (allow them), never (deny them). "
     "Deny rules of .mini-harness/policy.toml always stand; read-only tools are allowed.",
 )
+@otel_option
 def mcp_command(
+    *,
     log: str | None,
     workspace: str | None,
     registry_spec: str | None,
     approve: str,
     log_settings: LogSettings,
+    otel: bool,
 ) -> None:
     """Serve the tools to an MCP client (Claude Code, Codex, Cursor, ...) over stdio.
 
@@ -80,41 +71,42 @@ def mcp_command(
     try:
         os.fstat(0)
     except OSError:
-        fail(
-            "stdin is closed: the mcp command reads MCP messages on stdin "
-            "(an MCP client starts it)",
-            ExitCode.USAGE,
-        )
+        raise UsageError(
+            "stdin is closed: the mcp command reads MCP messages on stdin (an MCP client starts it)"
+        ) from None
     try:
         import mcp.server.lowlevel  # noqa: F401  (fail here, before any output)
     except ImportError as exc:
         if exc.name is not None and exc.name.split(".")[0] == "mcp":
-            fail(
-                'the mcp command needs the MCP SDK: pip install "mini-harness[mcp]"', ExitCode.USAGE
-            )
-        fail(f"cannot import the MCP SDK: {exc}", ExitCode.USAGE)
+            raise UsageError(
+                'the mcp command needs the MCP SDK: pip install "mini-harness[mcp]"'
+            ) from None
+        raise UsageError(f"cannot import the MCP SDK: {exc}") from None
 
-    log_flags = given_options(click.get_current_context(), LOG_SETTINGS)
-    if log is None and log_flags:
-        fail(f"{log_flags[0]} needs --log PATH", ExitCode.USAGE)
+    refuse_without_log(click.get_current_context(), recorded=log is not None)
 
-    root = workspace or root_workspace()
-    registry = chosen_registry(registry_spec, root)
-    policy = workspace_policy(root or os.curdir, approve)
-    with opened_log(log, log_settings) as sink:
+    # Assembled as every command that acts: what it says goes to stderr (stdout carries
+    # the protocol), redacted as its log is.
+    session = Session(log_settings, workspace=workspace, approve=approve, err=True)
+    registry = chosen_registry(registry_spec, session.workspace)
+    policy = session.policy()
+    with (
+        session.log(log) as opened,
+        exported(live_export(otel, session.log_settings.redactor(session.keys)), opened) as sink,
+    ):
         approver = AsyncPolicyApprover(policy, ElicitingPrompter())
         runtime = ToolRuntime(registry, sink, approver=approver)
         runtime.start()  # RunStarted now: a torn tail it sets aside is reported up front
-        warn_quarantined(sink)
+        warn_quarantined(opened)
         names = ", ".join(d.name for d in registry.list()) or "none"
         where = f"; transcript {log}" if log is not None else ""
-        _note(
+        session.say(
             f"MCP server on stdio: tools {names}; --approve {approve}; run {runtime.run_id}{where}"
         )
         try:
             ended_by = run_stdio(runtime)
         except OutputError as exc:  # the console script's stdout (see cli/output.py)
-            fail(f"MCP session failed: {exc.reason}", ExitCode.FAILED)
+            session.fail(f"MCP session failed: {exc.reason}")
         except OSError as exc:
-            fail(f"MCP session failed: {exc.strerror or exc}", ExitCode.FAILED)
-    _note(f"MCP session ended ({ended_by})")
+            session.fail(f"MCP session failed: {exc.strerror or exc}")
+    session.say(f"MCP session ended ({ended_by})")

@@ -173,3 +173,59 @@ def approve_option(func: F, help_text: str = APPROVE_HELP, default: str | None =
         show_default=default is not None,
         help=help_text,
     )(func)
+
+
+def number_option(
+    *names: str, help_text: str, minimum: int = 1, **settings: Any
+) -> Callable[[F], F]:
+    """An option that takes one whole number N, at least `minimum` (None when not given,
+    unless `settings` make it required)."""
+    return click.option(
+        *names,
+        cls=SingleOption,
+        type=click.IntRange(min=minimum),
+        metavar="N",
+        help=help_text,
+        **settings,
+    )
+
+
+def step_option(what: str) -> Callable[[F], F]:
+    """The `--step N` option of every command that picks one step of agent runs (passed as
+    `step`); `what` says what it does there. Its meaning and range are the same everywhere."""
+    return number_option("--step", help_text=f"{what} {STEP_HELP}")
+
+
+def json_option(what: str) -> Callable[[F], F]:
+    """The `--json` flag (passed as `as_json`); `what` says what is printed instead."""
+    return click.option("--json", "as_json", is_flag=True, help=what)
+
+
+def context_report_option(what: str) -> Callable[[F], F]:
+    """The `--context-report` flag (the Context Explorer report); `what` says of what."""
+    return click.option("--context-report", is_flag=True, help=what)
+
+
+def max_steps_option(default: str) -> Callable[[F], F]:
+    """The `--max-steps N` option of every command that runs the agent (None when not
+    given); `default` says how many without it."""
+    return number_option("--max-steps", help_text=f"At most N model requests (default: {default}).")
+
+
+def side_effects_option(when: str) -> Callable[[F], F]:
+    """The `--allow-side-effects` flag of what runs recorded calls again; `when` names the
+    option it applies with."""
+    return click.option(
+        "--allow-side-effects",
+        is_flag=True,
+        help=f"With {when}: also run tools not marked readOnlyHint or idempotentHint.",
+    )
+
+
+def refuse_without(ctx: click.Context, names: Iterable[str], needed: str, *, given: bool) -> None:
+    """The options among `names` apply only with `needed` (an option, or what it asks for:
+    `--tool NAME`); unless it is `given`, the first of them the user gave is a usage error
+    (`--registry needs --rerun`)."""
+    if not given:
+        for spelling in given_options(ctx, names):
+            raise UsageError(f"{spelling} needs {needed}")

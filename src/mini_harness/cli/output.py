@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TextIO, cast
 
 import click
 
-from mini_harness.errors import ExitCode, MiniHarnessError, OutputError
+from mini_harness.errors import ExitCode, MiniHarnessError, OutputError, interruption
 from mini_harness.runtime.terminal import printable
 
 PREFIX = "[mini-harness]"
@@ -25,8 +25,14 @@ PREFIX = "[mini-harness]"
 # What these print may hold a model's or a tool's text: shown escaped, never obeyed.
 
 
-def info(message: str) -> None:
-    click.echo(f"{PREFIX} {printable(message)}")
+def info(message: str, *, err: bool = False) -> None:
+    click.echo(f"{PREFIX} {printable(message)}", err=err)
+
+
+def aside(message: str) -> None:
+    """An informational line on stderr: for commands whose standard output is a document
+    (`--json`) or a protocol (`mcp`)."""
+    click.echo(f"{PREFIX} {printable(message)}", err=True)
 
 
 def warn(message: str) -> None:
@@ -37,6 +43,34 @@ def error(message: str) -> None:
     click.echo(f"{PREFIX} Error: {printable(message)}", err=True)
 
 
+def rewritable(stream: object) -> bool:
+    """Whether `stream` is a terminal that takes ANSI sequences (a line redrawn in place,
+    colour): a terminal whose TERM is not `dumb` (Emacs' shell, some CI logs)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
+
+
+def use_colour(stream: object) -> bool:
+    """ANSI colour only on a terminal that takes it, and never when NO_COLOR is set
+    (https://no-color.org)."""
+    return rewritable(stream) and not os.environ.get("NO_COLOR")
+
+
+def columns(fallback: int) -> int:
+    """How wide a line may be: COLUMNS, else the terminal's width, else `fallback` (output
+    that goes to a file or a pipe)."""
+    return known_columns() or fallback
+
+
+def known_columns() -> int | None:
+    """COLUMNS, else the width of the terminal standard output is; None for output that
+    goes to a file or a pipe without COLUMNS."""
+    import shutil  # only a command that fits lines to the width needs it
+
+    width = shutil.get_terminal_size((0, 0)).columns
+    return width if width > 0 and (os.environ.get("COLUMNS") or sys.stdout.isatty()) else None
+
+
 def describe(exc: BaseException) -> str:
     """`ValueError: no tools today`, or the exception's type alone when it says nothing."""
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
@@ -45,6 +79,13 @@ def describe(exc: BaseException) -> str:
 def fail(message: str, code: ExitCode) -> NoReturn:
     """Print an error line and exit with `code`."""
     error(message)
+    raise click.exceptions.Exit(code)
+
+
+def verdict(code: int, message: str) -> NoReturn:
+    """End the command with `code`, `message` being its error line unless it is 0."""
+    if code:
+        error(message)
     raise click.exceptions.Exit(code)
 
 
@@ -65,7 +106,8 @@ def exit_code_for(exc: BaseException) -> int:
         error(exc.format_message())
         return exc.exit_code
     if isinstance(exc, click.Abort):
-        error("interrupted")
+        cause = exc.__cause__
+        error(interruption(cause) if isinstance(cause, KeyboardInterrupt) else "interrupted")
         return ExitCode.INTERRUPTED
     if isinstance(exc, MiniHarnessError):
         error(exc.message)

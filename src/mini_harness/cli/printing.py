@@ -3,33 +3,97 @@ characters escaped (`cli.output`)."""
 
 from __future__ import annotations
 
+import sys
+import threading
+import time
+from typing import TextIO
+
 import click
 import orjson
 
 from mini_harness.agent import ModelResponse, ToolCall, ToolOutcome
-from mini_harness.cli.output import info, warn
+from mini_harness.cli.output import PREFIX, info, known_columns, rewritable, warn
 from mini_harness.errors import ModelError
+from mini_harness.replay.views.text import TextStyle
 from mini_harness.runtime.terminal import printable
 from mini_harness.transcripts import Redactor
 
 RESULT_WIDTH = 160
-"""How much of a tool's output a step line shows."""
+"""How wide a step line is when the output is not a terminal and COLUMNS is not set."""
 
 
 class RedactingPrinter:
     """Prints lines with what the log redacts (the provider's key, `--redact-env`,
     `--redact-pattern`) redacted: a secret the log leaves out is not shown either."""
 
-    def __init__(self, redactor: Redactor | None = None) -> None:
+    def __init__(self, redactor: Redactor | None = None, *, err: bool = False) -> None:
         self._redactor = redactor if redactor is not None and redactor.active else None
+        self._err = err
 
     def shown(self, text: str) -> str:
         """`text` as it may be printed."""
         return text if self._redactor is None else self._redactor.redact_text(text)
 
     def say(self, message: str) -> None:
-        """One `[mini-harness] ...` line."""
-        info(self.shown(message))
+        """One `[mini-harness] ...` line (on standard error with `err`)."""
+        info(self.shown(message), err=self._err)
+
+    def line(self, message: str, lead: str = "", width: int | None = None) -> None:
+        """One `[mini-harness] <lead><message>` line cut to the width (COLUMNS, else the
+        terminal's, else `width`; whole when none is known): a task, a step's call, a
+        result."""
+        width = known_columns() or width
+        if width is None:
+            info(lead + self.shown(message))
+            return
+        style = TextStyle(width=width)
+        info(lead + style.cut(self.shown(message), len(PREFIX) + 1 + len(lead)))
+
+
+class WaitingLine:
+    """`[mini-harness] Waiting for the model (step 2): 3 s`, redrawn in place once a second
+    while a model request is out, on a terminal only; cleared when it ends or text comes."""
+
+    def __init__(self, stream: TextIO | None = None, interval: float = 1.0) -> None:
+        self.stream = stream
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._shown = False
+
+    def start(self, step: int) -> None:
+        stream = self.stream if self.stream is not None else sys.stdout
+        if self._thread is not None or not rewritable(stream):
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._tick, args=(stream, step), name="mini-harness-waiting", daemon=True
+        )
+        self._thread.start()
+
+    def _tick(self, stream: TextIO, step: int) -> None:
+        started = time.monotonic()
+        while not self._stop.wait(self.interval):
+            elapsed = time.monotonic() - started
+            try:
+                stream.write(f"\r{PREFIX} Waiting for the model (step {step}): {elapsed:.0f} s")
+                stream.flush()
+            except Exception:  # a line that cannot be shown changes nothing
+                return
+            self._shown = True
+
+    def stop(self) -> None:
+        """Stop redrawing (the thread wakes at once) and clear the line if it was shown."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        self._stop.set()
+        thread.join()
+        if self._shown:
+            stream = self.stream if self.stream is not None else sys.stdout
+            stream.write("\r\x1b[K")
+            stream.flush()
+            self._shown = False
 
 
 class PrintingReporter(RedactingPrinter):
@@ -45,6 +109,15 @@ class PrintingReporter(RedactingPrinter):
         self._streaming = False
         self._held = ""  # streamed text not printed yet (with a redactor: the open line)
         self._line_open = False
+        self.waiting_line = WaitingLine()
+        self._step = 0
+
+    def waiting(self, step: int) -> None:
+        self._step = step
+        self.waiting_line.start(step)
+
+    def waited(self) -> None:
+        self.waiting_line.stop()
 
     def _print(self, text: str) -> None:
         if text:
@@ -52,6 +125,7 @@ class PrintingReporter(RedactingPrinter):
             self._line_open = not text.endswith("\n")
 
     def text(self, chunk: str) -> None:
+        self.waiting_line.stop()
         if not self._streaming:
             info(self.header)
             self._streaming = True
@@ -84,16 +158,15 @@ class PrintingReporter(RedactingPrinter):
 
     def tool_called(self, step: int, call: ToolCall) -> None:
         where = f"Step {step}" if step else "Before the task"  # step 0: --tool
-        self.say(f"{where}: {call.name} {call.arguments}")
+        self.line(f"{where}: {call.name} {call.arguments}")
 
     def tool_done(self, step: int, outcome: ToolOutcome) -> None:
         if outcome.error is not None:
             self.say(f"  failed: {outcome.error}")
             return
-        shown = self.shown(orjson.dumps(outcome.output).decode())
-        if len(shown) > RESULT_WIDTH:
-            shown = shown[: RESULT_WIDTH - 3] + "..."
-        info(f"  ok: {shown}")
+        self.line(orjson.dumps(outcome.output).decode(), lead="  ok: ", width=RESULT_WIDTH)
 
     def retry(self, error: ModelError) -> None:
+        self.waiting_line.stop()
         warn(f"model request failed ({self.shown(error.message)}); retrying")
+        self.waiting_line.start(self._step)  # the next attempt is waited for too

@@ -60,6 +60,21 @@ def agent_registry(
     return registry
 
 
+def complete_tool_name(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[click.shell_completion.CompletionItem]:
+    """Shell completion of `--tool NAME`: the built-in tools (a `--registry` module is not
+    imported to complete a word)."""
+    from click.shell_completion import CompletionItem
+
+    tools = agent_registry(None).list()
+    return [
+        CompletionItem(tool.name, help=tool.description.partition("\n")[0])
+        for tool in tools
+        if tool.name.startswith(incomplete)
+    ]
+
+
 def agent_tools(
     spec: str | None,
     workspace: WorkspaceLike | None,

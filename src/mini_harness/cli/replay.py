@@ -19,22 +19,21 @@ from mini_harness.cli.log_options import (
 )
 from mini_harness.cli.options import (
     APPROVE_HELP,
-    STEP_HELP,
     approve_option,
-    given_options,
-    root_workspace,
+    context_report_option,
+    json_option,
+    refuse_without,
     run_option,
-    workspace_option,
+    step_option,
 )
-from mini_harness.cli.output import info
-from mini_harness.cli.registry_spec import agent_tools, registry_option
+from mini_harness.cli.output import aside, info
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
+from mini_harness.cli.rerun import RerunOptions, rerun_options
 from mini_harness.cli.session import AgentOptions, AgentSession, model_option
-from mini_harness.cli.stored import locate, notice, recorded_workspace
-from mini_harness.cli.verified import allow_unverified_option, verified_history
+from mini_harness.cli.stored import locate
 from mini_harness.cli.view import same_file
 from mini_harness.errors import UsageError
-from mini_harness.replay import ContextReports, Run, TranscriptFold, TranscriptRerun
+from mini_harness.replay import ContextReports, Run, TranscriptFold
 from mini_harness.replay.history import HeldItems, read_history, select_step
 from mini_harness.replay.views import report
 from mini_harness.runtime.terminal import printable
@@ -43,38 +42,23 @@ from mini_harness.runtime.terminal import printable
 @click.command(
     "replay", short_help="Fold a transcript into a report, or --rerun its calls and compare."
 )
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path())
 @corpus_options
-@click.option(
-    "--context-report",
-    is_flag=True,
-    help="Print each run's Context Explorer report, as the live --context-report did.",
+@context_report_option(
+    "Print each run's Context Explorer report, as the live --context-report did."
 )
 @run_option("every run", empty_ok=True)
-@click.option(
-    "--step",
-    type=click.IntRange(min=1),
-    metavar="N",
-    help="With --context-report, an agent run's report for step N's request (default: the "
-    f"last), as the live run printed it. {STEP_HELP}",
+@step_option(
+    "With --context-report, an agent run's report for step N's request (default: the "
+    "last), as the live run printed it."
 )
 @click.option(
     "--effects",
     is_flag=True,
     help="List each call's file effects (sha256 before and after) and approval decisions.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
-@click.option("--rerun", is_flag=True, help="Dispatch each recorded call again and compare.")
-@registry_option(when="--rerun")
-@workspace_option(
-    "With --rerun: the directory the built-in file tools work in (default: the one given "
-    "before the subcommand, else the current directory)."
-)
-@click.option(
-    "--allow-side-effects",
-    is_flag=True,
-    help="With --rerun: also run tools not marked readOnlyHint or idempotentHint.",
-)
+@json_option("Print one JSON document instead of text.")
+@rerun_options("Dispatch each recorded call again and compare.", "log", "live_model", *LOG_SETTINGS)
 @log_option(
     "with --rerun, the re-run is not recorded; the run --live-model adds is appended to PATH"
 )
@@ -92,7 +76,6 @@ from mini_harness.runtime.terminal import printable
     help_text=f"With --live-model: {APPROVE_HELP} Default: the config's approve, else ask.",
 )
 @accept_policy_option
-@allow_unverified_option
 def replay_command(  # noqa: PLR0917 - click passes each option
     paths: tuple[str, ...],
     workers: int | None,
@@ -102,17 +85,13 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     step: int | None,
     effects: bool,
     as_json: bool,
-    rerun: bool,
-    registry_spec: str | None,
-    workspace: str | None,
-    allow_side_effects: bool,
+    rerun: RerunOptions,
     log: str | None,
     log_settings: LogSettings,
     live_model: bool,
     model: str | None,
     approve: str | None,
     accept_policy: bool,
-    allow_unverified: bool,
 ) -> None:
     """Fold a transcript back into runs, calls and problems, never calling a handler.
 
@@ -125,7 +104,8 @@ def replay_command(  # noqa: PLR0917 - click passes each option
 
     Exit codes: 0 the log is sound (and every re-run call matched or was skipped); 1 the log
     has problems (integrity, protocol, torn tail, in-doubt calls) or a re-run call differs;
-    2 the transcript cannot be read or the arguments are wrong; 130 interrupted.
+    2 the transcript cannot be used (it cannot be read, or is damaged mid-file) or the
+    arguments are wrong; 130 interrupted.
 
     Several paths, a directory (every *.jsonl below it) or a glob make one corpus report:
     a line per file and totals per tool, error kind and stop reason; the exit code is the
@@ -135,27 +115,16 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     --workspace says otherwise.
     """
     paths = tuple(locate(path).path for path in paths)
-    if step is not None and not context_report:
-        raise UsageError("--step needs --context-report")
+    ctx = click.get_current_context()
+    refuse_without(ctx, ("step",), "--context-report", given=context_report)
     if effects:
-        if rerun or context_report:
+        if rerun.rerun or context_report:
             raise UsageError("--effects cannot be combined with --rerun or --context-report")
         if wants_corpus(paths, workers, ray_address):
             raise UsageError("--effects applies to one transcript, not to a corpus")
         print_effects(paths[0], as_json=as_json)
         return
-    ctx = click.get_current_context()
-    needs = {"--rerun": rerun, "--live-model": live_model}
-    for flag, names in (("--rerun", _RERUN_OPTIONS), ("--live-model", _LIVE_OPTIONS)):
-        for given in given_options(ctx, names):
-            if not needs[flag]:
-                raise UsageError(f"{given} needs {flag}")
-    if registry_spec is not None and workspace is not None:
-        raise UsageError(
-            "--workspace applies to the built-in tools; it cannot be used with --registry"
-        )
-    # `mini-harness --workspace DIR replay ...` sets it on the root command.
-    workspace = workspace or root_workspace()
+    refuse_without(ctx, _LIVE_OPTIONS, "--live-model", given=live_model)
     if wants_corpus(paths, workers, ray_address):
         refused = {"--run": run, "--context-report": context_report, "--step": step, "--log": log}
         replay_corpus(
@@ -164,9 +133,6 @@ def replay_command(  # noqa: PLR0917 - click passes each option
             workers=workers,
             ray_address=ray_address,
             rerun=rerun,
-            registry=registry_spec,
-            workspace=workspace,
-            allow_side_effects=allow_side_effects,
             refused=refused,
         )
     (path,) = paths
@@ -174,31 +140,36 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         raise UsageError("--log must name a new file, not the transcript being replayed")
     _check_step(path, run, step)
     # With --rerun, agent runs' requests are rebuilt for the offline replay.
-    fold = TranscriptFold(path, run=run, requests=context_report or rerun)
+    fold = TranscriptFold(path, run=run, requests=context_report or rerun.rerun)
     output = JsonOutput if as_json else TextOutput
     reports = ContextReports(step=step) if context_report else None
-    out = output(fold, rerun=rerun, registry_spec=registry_spec, context_reports=reports)
-    if not rerun:
+    out = output(
+        fold, rerun=rerun.rerun, registry_spec=rerun.registry_spec, context_reports=reports
+    )
+    if not rerun.rerun:
         code = drive(fold, iter(fold), out)
         # The text report ends with the tree of agent runs that continue each other, if any.
         lines = report.run_tree_lines(fold.history) if not as_json and code != 130 else []
         if lines:
             click.echo(printable("\n".join(lines)))
         raise click.exceptions.Exit(code)
-    unverified = _verified(path, live_model, allow_side_effects, allow_unverified)
-    if workspace is None and registry_spec is None:
-        workspace = _recorded_workspace(path, run, as_json=as_json)
+    unverified = rerun.verified(path, live_model=live_model)
+    workspace = rerun.where(path, run, as_json=as_json)
     # With --live-model the re-run's tools are the new run's (cli/session.py).
-    options = AgentOptions(model, registry_spec, workspace, approve, accept_policy, as_json=as_json)
-    live = AgentSession(options, log_settings) if live_model else None
-    tools = live.tools(path, log) if live else agent_tools(registry_spec, workspace)
+    live = None
+    if live_model:
+        options = AgentOptions(
+            model, rerun.registry_spec, workspace, approve, accept_policy, as_json=as_json
+        )
+        live = AgentSession(options, log_settings)
+    tools = live.tools(path, log) if live else rerun.tools(workspace)
     held = _read_once(fold)
     # Agent runs are replayed offline with their recorded model answers (cli/agent_replay.py).
     agent_code = rerun_agent_runs(
         path,
         fold.history,
         tools,
-        allow_side_effects=allow_side_effects,
+        allow_side_effects=rerun.allow_side_effects,
         as_json=as_json,
         live=live,
         log=log,
@@ -206,23 +177,13 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     )
     if agent_code is not None:
         raise click.exceptions.Exit(agent_code)
-    with opened_log(log, log_settings) as sink:
-        runner = TranscriptRerun(held, tools, allow_side_effects=allow_side_effects, sink=sink)
-        code = drive(fold, iter(runner), out)
+    with opened_log(log, log_settings, say=aside if as_json else info) as sink:
+        code = drive(fold, iter(rerun.calls(held, tools, sink)), out)
     if log is not None:
         info(f"Re-run recorded in {log}")
     raise click.exceptions.Exit(code)
 
 
-_RERUN_OPTIONS = (
-    "allow_unverified",
-    "registry_spec",
-    "workspace",
-    "allow_side_effects",
-    "log",
-    "live_model",
-    *LOG_SETTINGS,
-)
 _LIVE_OPTIONS = ("model", "approve", "accept_policy")
 
 
@@ -235,35 +196,6 @@ def _check_step(path: str, run: str | None, step: int | None) -> None:
                 select_step(each, step)
 
 
-def _verified(
-    path: str, live_model: bool, allow_side_effects: bool, allow_unverified: bool
-) -> tuple[str, ...] | None:
-    """A re-run that may change things (a live model, side effects) acts on what PATH
-    records: PATH must be a file that verifies, or --allow-unverified is given. Returns the
-    problems passed over, if any."""
-    acting = "--live-model" if live_model else "--allow-side-effects"
-    if not (live_model or allow_side_effects):
-        return None
-    if not os.path.isfile(path):
-        raise UsageError(
-            f"{acting} acts on what PATH records, so PATH must be a file that is verified "
-            "first, not a pipe: save it to a file"
-        )
-    return verified_history(path, f"re-run with {acting}", allow=allow_unverified)
-
-
-def _recorded_workspace(path: str, run: str | None, *, as_json: bool) -> str | None:
-    """Where the runs re-run worked, when a run recorded it: that of the run `--run`
-    names, else of the last run that recorded one. Read from a file only (a pipe is read
-    once, by the re-run)."""
-    if not os.path.isfile(path):
-        return None
-    recorded = [each for each in read_history(path, run=run).shown if each.workspace]
-    if not recorded:
-        return None
-    return recorded_workspace(recorded[-1], lambda message: notice(message, as_json=as_json))
-
-
 def _read_once(fold: TranscriptFold) -> HeldItems:
     """Read the transcript once (a pipe will do), holding its items to re-run them call by
     call when it has no agent run; once an agent run shows, the offline replay takes the
@@ -271,7 +203,7 @@ def _read_once(fold: TranscriptFold) -> HeldItems:
     held = HeldItems()
     holding = True
     for item in fold:
-        if holding and isinstance(item, Run) and item.is_agent:
+        if holding and isinstance(item, Run) and item.replays_offline:
             holding, held = False, HeldItems()
         if holding:
             held.add(item)

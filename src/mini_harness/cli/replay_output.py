@@ -10,8 +10,8 @@ from typing import Any, TextIO
 
 import orjson
 
-from mini_harness.cli.output import error, info
-from mini_harness.errors import ExitCode, counted
+from mini_harness.cli.output import error, info, rewritable
+from mini_harness.errors import ExitCode, exit_code_of
 from mini_harness.events import JsonObject
 from mini_harness.replay import (
     OUTCOMES,
@@ -23,7 +23,7 @@ from mini_harness.replay import (
     TranscriptFold,
 )
 from mini_harness.replay.continuing.outcomes import differing
-from mini_harness.replay.views import report
+from mini_harness.replay.views import describe, report
 from mini_harness.runtime.terminal import printable
 
 PROGRESS_MIN_BYTES = 32 * 1024 * 1024
@@ -62,7 +62,7 @@ def drive(fold: TranscriptFold, items: Iterable[Any], out: TextOutput | JsonOutp
     if not interrupted:
         return code
     error(f"interrupted at line {fold.reader.records_read}: the report above is partial")
-    return ExitCode.INTERRUPTED
+    return exit_code_of(interrupted=True)
 
 
 class Progress:
@@ -72,7 +72,7 @@ class Progress:
         self.fold = fold
         self.size = size
         self.stream: TextIO = stream if stream is not None else sys.stderr
-        self.enabled = self.stream.isatty()
+        self.enabled = rewritable(self.stream)
         self.shown = -1
 
     def update(self) -> None:
@@ -126,7 +126,7 @@ class ReplayOutput:
         if self.context_reports is not None:
             self.context_reports.add(item)
 
-    def outcome(self, item: RerunOutcome) -> None:
+    def outcome(self, item: RerunOutcome[Call]) -> None:
         ReplayOutput.call(self, item.call)
         self.counts[item.outcome] = self.counts.get(item.outcome, 0) + 1
         current = item.current
@@ -157,9 +157,13 @@ class ReplayOutput:
     def flush(self) -> None:
         return None
 
-    def exit_code(self, problems: int) -> int:
-        in_doubt = self.history.totals.in_doubt
-        return 1 if problems or in_doubt or differing(self.counts) else 0
+    def verdict(self) -> tuple[ExitCode, str]:
+        """The exit code of the replay, and what its error line says when it is not 0 (with
+        which registry to pass when the re-run found every tool missing)."""
+        differs = differing(self.counts)
+        code, message = describe.verdict(self.history, differs)
+        hint = self.missing_registry() if differs else None
+        return code, f"{message}; {hint}" if hint else message
 
 
 class TextOutput(ReplayOutput):
@@ -194,7 +198,7 @@ class TextOutput(ReplayOutput):
         if len(pending) >= 1024:
             self.flush()
 
-    def outcome(self, item: RerunOutcome) -> None:
+    def outcome(self, item: RerunOutcome[Call]) -> None:
         super().outcome(item)
         self.write("\n".join(report.outcome_lines(item)) + "\n")
 
@@ -210,20 +214,10 @@ class TextOutput(ReplayOutput):
         info(report.totals_line(history.totals, len(problems)))
         if self.rerun:
             info(report.rerun_line(self.counts, len(self.drifted)))
-        code = self.exit_code(len(problems))
+        code, message = self.verdict()
         if code and not interrupted:
-            error(self.explain(len(problems)))
+            error(message)
         return code
-
-    def explain(self, problems: int) -> str:
-        parts = differing(self.counts)
-        if parts:
-            hint = self.missing_registry()
-            return f"re-run differs from the record: {parts}" + (f"; {hint}" if hint else "")
-        in_doubt = self.history.totals.in_doubt
-        return (
-            f"the log has {counted(problems, 'problem')} and {counted(in_doubt, 'call')} in doubt"
-        )
 
 
 class JsonOutput(ReplayOutput):
@@ -253,7 +247,7 @@ class JsonOutput(ReplayOutput):
         super().call(item)
         self._emit_call(item.to_json())
 
-    def outcome(self, item: RerunOutcome) -> None:
+    def outcome(self, item: RerunOutcome[Call]) -> None:
         super().outcome(item)
         self._emit_call({**item.call.to_json(), "rerun": item.to_json()})
 
@@ -270,7 +264,7 @@ class JsonOutput(ReplayOutput):
         self._start()
         history = self.history
         problems = history.problems
-        code = self.exit_code(len(problems))
+        code, _ = self.verdict()
         tail: JsonObject = {
             "runs": list(self.runs_json()),
             "problems": [problem.to_json() for problem in problems],
@@ -278,7 +272,7 @@ class JsonOutput(ReplayOutput):
             "drift": [drift.to_json() for drift in self.drifted],
             "rerun": {name: self.counts.get(name, 0) for name in OUTCOMES} if self.rerun else None,
             "interrupted": interrupted,
-            "exitCode": 130 if interrupted else code,
+            "exitCode": exit_code_of(interrupted=True) if interrupted else code,
         }
         self.write("\n]," + orjson.dumps(tail).decode()[1:] + "\n")
         return code

@@ -18,7 +18,13 @@ from mini_harness.agent import Opening
 from mini_harness.agent.approval import PolicyApprover
 from mini_harness.cli.coding import accept_policy_option
 from mini_harness.cli.log_options import LogSettings, log_option, log_options, warn_quarantined
-from mini_harness.cli.options import option_group, root_workspace, run_option
+from mini_harness.cli.options import (
+    max_steps_option,
+    number_option,
+    option_group,
+    root_workspace,
+    run_option,
+)
 from mini_harness.cli.output import info
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
 from mini_harness.cli.stored import last_option, locate, notice, recorded_workspace
@@ -35,12 +41,7 @@ from mini_harness.transcripts import JsonlTranscript
 _continue_options = option_group(
     last_option("agent run"),
     run_option("the last agent run of the transcript (or the run an id names)"),
-    click.option(
-        "--max-steps",
-        type=click.IntRange(min=1),
-        default=None,
-        help="At most N model requests in the new run (default: the run's own).",
-    ),
+    max_steps_option("the run's own"),
     agent_options,
     allow_unverified_option,
     accept_policy_option,
@@ -140,13 +141,11 @@ def resume_command(
 @click.command("fork", short_help="Branch an agent run off before a step, as a new run.")
 @click.argument("path", type=click.Path(dir_okay=False), required=False)
 @click.argument("instruction", required=False)
-@click.option(
+@number_option(
     "--at-step",
-    type=click.IntRange(min=1),
     required=True,
-    metavar="N",
-    help="Branch off before step N's model request (N counts the run's model requests from "
-    "1; a step it did not make is an error naming the steps it made).",
+    help_text="Branch off before step N's model request (N counts the run's model requests "
+    "from 1; a step it did not make is an error naming the steps it made).",
 )
 @_continue_options
 @log_option("appended to PATH")

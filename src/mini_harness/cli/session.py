@@ -1,4 +1,4 @@
-"""One agent session: the one place an agent run is assembled from the command line.
+"""One session: the one place a command that acts is assembled from the command line.
 
 `run`, `resume`, `fork` and `replay --rerun --live-model` take the same options
 (`agent_options`, `log_options`) and build their run from them here: the settings (flags
@@ -8,7 +8,9 @@ the approver (the workspace's policy with the approval mode, checked against the
 the run being continued), the log (`--log`, else a new transcript in the session store;
 with the log flags, redacting the provider's key), what RunStarted records of the
 workspace and the settings, what is printed (redacted as the log is), the `--json`
-document and the exit code.
+document and the exit code (`AgentSession`). `undo` and `mcp`, which run tools without a
+model, are built from the same parts (`Session`): the workspace, the approval policy, the
+log with the log flags, and what they print, redacted as their log is.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import attrs
 import click
@@ -29,26 +31,29 @@ from mini_harness.agent import (
     AgentConfig,
     AgentLoop,
     AgentOutcome,
+    RequestLimits,
     choose_provider,
     provider_secrets,
 )
-from mini_harness.agent.approval import PolicyApprover
-from mini_harness.cli.coding import continued_approver, make_approver
+from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover
+from mini_harness.cli.coding import continued_approver, make_approver, workspace_policy
+from mini_harness.cli.export import live_export, otel_option
 from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import (
     APPROVE_HELP,
     F,
     approve_option,
     gathered,
+    json_option,
     root_workspace,
     workspace_option,
 )
-from mini_harness.cli.output import error, info, warn
-from mini_harness.cli.printing import PrintingReporter
+from mini_harness.cli.output import aside, error, fail, info, warn
+from mini_harness.cli.printing import PrintingReporter, RedactingPrinter
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.cli.settings import load_settings
 from mini_harness.cli.stored import resume_words
-from mini_harness.errors import ExitCode, GitError, UsageError, WorkspaceError
+from mini_harness.errors import ExitCode, GitError, UsageError, WorkspaceError, exit_code_of
 from mini_harness.events import (
     EventSink,
     JsonObject,
@@ -62,16 +67,10 @@ from mini_harness.replay.history import Run
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.store import SessionStore
 from mini_harness.tools import Workspace, WorkspaceLike
-from mini_harness.transcripts import JsonlTranscript
+from mini_harness.transcripts import JsonlTranscript, Redactor
 
-STOP_REASONS: Final = {
-    "final": ExitCode.OK,
-    "max_steps": ExitCode.FAILED,
-    "model_error": ExitCode.FAILED,
-    "budget": ExitCode.FAILED,
-    "cancelled": ExitCode.INTERRUPTED,
-}
-"""The exit code of an agent run, by how it stopped."""
+if TYPE_CHECKING:
+    from mini_harness.export.live import LiveExport
 
 
 @attrs.frozen
@@ -86,6 +85,9 @@ class AgentOptions:
     accept_policy: bool = False
     no_stream: bool = False
     as_json: bool = False
+    otel: bool = False
+    model_timeout: float | None = None
+    model_retries: int | None = None
 
 
 def model_option(when: str = "") -> Callable[[F], F]:
@@ -113,15 +115,98 @@ agent_options = gathered(
         default=None,
         help_text=f"{APPROVE_HELP} Default: the config's approve, else ask.",
     ),
+    click.option(
+        "--model-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="SECONDS",
+        help="How long each attempt of a model request may wait (default: "
+        "MINI_HARNESS_MODEL_TIMEOUT, else 120).",
+    ),
+    click.option(
+        "--model-retries",
+        type=click.IntRange(min=0),
+        metavar="N",
+        help="How often a failed model request is tried again (default: "
+        "MINI_HARNESS_MODEL_RETRIES, else 2).",
+    ),
     click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes."),
-    click.option("--json", "as_json", is_flag=True, help="Print one JSON document at the end."),
+    json_option("Print one JSON document at the end."),
+    otel_option,
 )
 """The options of `run`, `resume` and `fork`, given to the command as one AgentOptions
 (`agent`); resume and fork add `--accept-policy` (`accept_policy_option`), gathered with
 them."""
 
 
-class AgentSession:
+class Session:
+    """What every command that acts and records shares: its workspace (`--workspace`, else
+    the root's), its log settings, the secrets it hides (`keys`, with what `--redact-env`
+    and `--redact-pattern` name) from its log and from everything it prints, and how its
+    calls are approved (the workspace's policy with the approval mode `approve`).
+
+    `printer` prints its lines (on standard error with `err`: `mcp`'s standard output is
+    the protocol's)."""
+
+    def __init__(
+        self,
+        log_settings: LogSettings | None = None,
+        *,
+        workspace: str | None = None,
+        approve: str = "ask",
+        accept_policy: bool = False,
+        keys: tuple[str, ...] = (),
+        err: bool = False,
+    ) -> None:
+        self.log_settings = log_settings or LogSettings()
+        self.workspace = workspace or root_workspace()
+        self.approve = approve
+        self.accept_policy = accept_policy
+        self.keys = keys
+        self.printer = self._printer(self.log_settings.redactor(keys), err=err)
+
+    def _printer(self, redactor: Redactor | None, *, err: bool) -> RedactingPrinter:
+        """What prints the command's lines, hiding what `redactor` hides."""
+        return RedactingPrinter(redactor, err=err)
+
+    def policy(self) -> ApprovalPolicy:
+        """The workspace's approval policy with the approval mode (a usage error if it
+        cannot be used)."""
+        return workspace_policy(self.workspace or os.curdir, self.approve)
+
+    def approver(self, continuing: Run | None = None) -> PolicyApprover:
+        """The workspace's approval policy with the approval mode, asking on a terminal;
+        for a run `continuing` another, checked against the policy that one started with
+        (`--accept-policy`)."""
+        workspace = self.workspace or os.curdir
+        if continuing is None:
+            return make_approver(workspace, self.approve)
+        return continued_approver(
+            workspace,
+            self.approve,
+            continuing.run_id,
+            continuing.policy_sha256,
+            accept=self.accept_policy,
+        )
+
+    def log(
+        self, path: str | None, say: Callable[[str], None] | None = None
+    ) -> contextlib.AbstractContextManager[EventSink]:
+        """The log at `path` (None: nothing is recorded), written with the log flags (its
+        head signed when the command ends, with `--sign-with`, which `say` tells: by default
+        a line of the command's, redacted); a log that cannot be opened is a usage error
+        before anything runs."""
+        return opened_log(path, self.log_settings, self.keys, say or self.printer.say)
+
+    def say(self, message: str) -> None:
+        """Print one line, redacted."""
+        self.printer.say(message)
+
+    def fail(self, message: str, code: ExitCode = ExitCode.FAILED) -> NoReturn:
+        """Print one error line, redacted, and exit with `code`."""
+        fail(self.printer.shown(message), code)
+
+
+class AgentSession(Session):
     """The pieces of one agent run, built from its options.
 
     The settings are read first (the flags over the environment over the workspace's
@@ -130,6 +215,8 @@ class AgentSession:
     used), before anything else happens; its keys are redacted from the log and from
     everything printed.
     """
+
+    printer: PrintingReporter
 
     def __init__(
         self,
@@ -142,10 +229,10 @@ class AgentSession:
         """`workspace` overrides the options' (a continued run's recorded one); `flags`
         are the command's other settings as given (`max-steps`, `max-context-tokens`)."""
         self.options = options
-        self.workspace = workspace or options.workspace or root_workspace()
+        workspace = workspace or options.workspace or root_workspace()
         given = log_settings or LogSettings()
         self.settings = load_settings(
-            self.workspace,
+            workspace,
             {
                 "model": options.model,
                 "approve": options.approve,
@@ -163,16 +250,27 @@ class AgentSession:
             for name in self.settings["redact-env"]
             if name in given.redact_env or os.environ.get(name)
         ]
-        self.log_settings = attrs.evolve(
+        settled = attrs.evolve(
             given, redact_env=names, redact_pattern=self.settings["redact-pattern"]
         )
-        self.approve: str = self.settings["approve"]
-        self.provider = choose_provider(self.settings["model"], os.environ)
-        self.keys = provider_secrets(self.provider)
-        self.printer = PrintingReporter(self.provider.name, self.log_settings.redactor(self.keys))
+        limits = RequestLimits(options.model_timeout, options.model_retries)
+        self.provider = choose_provider(self.settings["model"], os.environ, limits)
+        super().__init__(
+            settled,
+            workspace=workspace,
+            approve=self.settings["approve"],
+            accept_policy=options.accept_policy,
+            keys=provider_secrets(self.provider),
+        )
         self.run_id = new_id()
         self.bound: Workspace | None = None  # the built-in tools' workspace, once made
         self._inside: dict[str, str] = {}  # the run's transcripts inside it, until said
+        self._transcript: JsonlTranscript | None = None
+        self._live: LiveExport | None = None
+
+    def _printer(self, redactor: Redactor | None, *, err: bool) -> PrintingReporter:
+        """What prints the run as it goes (the model's text streamed, each step)."""
+        return PrintingReporter(self.provider.name, redactor)
 
     @property
     def stream(self) -> bool:
@@ -209,26 +307,14 @@ class AgentSession:
             source = self.settings.source("require-sandbox")
             raise UsageError(f"{exc.message} (require-sandbox is set by {source})") from None
 
-    def approver(self, continuing: Run | None = None) -> PolicyApprover:
-        """The workspace's approval policy with `--approve`; for a run `continuing` another,
-        checked against the policy that one started with (`--accept-policy`)."""
-        workspace = self.workspace or os.curdir
-        if continuing is None:
-            return make_approver(workspace, self.approve)
-        return continued_approver(
-            workspace,
-            self.approve,
-            continuing.run_id,
-            continuing.policy_sha256,
-            accept=self.options.accept_policy,
-        )
-
     def transcript(self, log: str | None, *, no_log: bool = False) -> str | None:
         """Where a new run is recorded: `--log`, else a new transcript in the session store
         named by the run; None with `--no-log` (said once)."""
         if no_log:
             if log is not None:
                 raise UsageError("--no-log cannot be combined with --log")
+            if self.log_settings.sign_with:
+                raise UsageError("--sign-with cannot be combined with --no-log: nothing is signed")
             self.say("Not recorded (--no-log): this run cannot be resumed or found again")
             return None
         if log is not None:
@@ -241,14 +327,27 @@ class AgentSession:
         return str(store.new_transcript(self.run_id))
 
     @contextlib.contextmanager
-    def log(self, path: str | None) -> Iterator[EventSink]:
-        """The run's log at `path` (None: nothing is recorded), written with the log flags;
-        a log that cannot be opened is a usage error before anything runs. The tools'
-        workspace protects the file opened by its identity too."""
-        with opened_log(path, self.log_settings, self.keys) as sink:
+    def log(
+        self, path: str | None, say: Callable[[str], None] | None = None
+    ) -> Iterator[EventSink]:
+        """The run's log at `path` (None: nothing is recorded), written with the log flags
+        (its head signed when the run ends, with `--sign-with`, said on stderr with
+        `--json`); a log that cannot be opened is a usage error before anything runs. The
+        tools' workspace protects the file opened by its identity too. While it is open,
+        the run is exported live when asked (`--otel`), closed with it."""
+        shown = self.printer.shown
+        if say is None and self.options.as_json:
+            say = lambda message: aside(shown(message))  # noqa: E731 - one line, here only
+        with super().log(path, say) as sink:
             if self.bound is not None and isinstance(sink, JsonlTranscript):
                 self.bound.pin(sink.path, sink.identity)
-            yield sink
+            self._transcript = sink if isinstance(sink, JsonlTranscript) else None
+            self._live = live_export(self.options.otel, self.log_settings.redactor(self.keys))
+            try:
+                yield sink
+            finally:
+                if self._live is not None:
+                    self._live.close()
 
     def run_workspace(self) -> RunWorkspace:
         """The workspace as RunStarted records it: its absolute path and, in a git
@@ -276,6 +375,8 @@ class AgentSession:
                 "`transcript verify --head HASH` is what proves it was not rewritten"
             )
         self._inside = {}
+        if self._live is not None:
+            sink = self._live.wrap(sink, self._transcript)
         runtime = ToolRuntime(tools, sink, approver=approver, run_id=self.run_id)
         reporter = None if self.options.as_json else self.printer
         settings = RunSettings(
@@ -284,10 +385,15 @@ class AgentSession:
         config = attrs.evolve(config, workspace=self.run_workspace(), settings=settings)
         return AgentLoop(runtime, self.provider, config, reporter)
 
-    def say(self, message: str) -> None:
-        """Print one line of the run's story (not with `--json`), redacted."""
-        if not self.options.as_json:
-            self.printer.say(message)
+    def say(self, message: str, *, cut: bool = False) -> None:
+        """Print one line of the run's story (not with `--json`), redacted; `cut` to the
+        width of the terminal (or COLUMNS)."""
+        if self.options.as_json:
+            return
+        if cut:
+            self.printer.line(message)
+        else:
+            super().say(message)
 
     def document(self, outcome: AgentOutcome, **origin: JsonValue) -> JsonObject:
         """The `--json` document of a run that ended; `origin` names the run it continues."""
@@ -323,7 +429,7 @@ class AgentSession:
                 click.echo(f"[mini-harness] {message}", err=True)
             else:
                 info(message)
-        return STOP_REASONS[outcome.stop_reason]
+        return exit_code_of(stop_reason=outcome.stop_reason)
 
     def resume_command(self, run_id: str, transcript: str) -> str:
         """The exact command that resumes run `run_id` of `transcript`: by the run's id

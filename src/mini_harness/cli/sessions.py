@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 import orjson
 
-from mini_harness.cli.options import SingleOption, root_workspace, workspace_option
+from mini_harness.cli.options import SingleOption, json_option, root_workspace, workspace_option
 from mini_harness.cli.output import info, warn
 from mini_harness.errors import UsageError, counted
 from mini_harness.runtime.terminal import printable
@@ -121,7 +121,7 @@ def _warn_unreadable(store: SessionStore) -> None:
     "(2026-05-01, 2026-05-01T09:00, local time).",
 )
 @click.option("--all", "every", is_flag=True, help="The runs of every workspace.")
-@click.option("--json", "as_json", is_flag=True, help="Print the runs as one JSON array.")
+@json_option("Print the runs as one JSON array.")
 @click.pass_context
 def sessions_group(
     ctx: click.Context, workspace: str | None, since: str | None, every: bool, as_json: bool

@@ -3,18 +3,22 @@ lines."""
 
 from __future__ import annotations
 
-import os
 import shlex
-import shutil
 import sys
 from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from mini_harness.cli.options import STEP_HELP, SingleOption, root_workspace, run_option
-from mini_harness.cli.output import error, info
+from mini_harness.cli.options import (
+    SingleOption,
+    json_option,
+    root_workspace,
+    run_option,
+    step_option,
+)
+from mini_harness.cli.output import columns, error, info, use_colour, verdict
 from mini_harness.cli.stored import last_option, locate
-from mini_harness.errors import ExitCode, UsageError, counted
+from mini_harness.errors import ExitCode, UsageError, exit_code_of
 
 if TYPE_CHECKING:
     from mini_harness.replay.history import History
@@ -23,23 +27,11 @@ if TYPE_CHECKING:
 STATUS_CHOICES = ("failed", "succeeded", "in-doubt")
 
 
-def use_colour(stream: object) -> bool:
-    """ANSI colour only on a terminal, and never when NO_COLOR is set (https://no-color.org)."""
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
-
-
 @click.command("show", short_help="Print a transcript as a readable timeline.")
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True), required=False)
 @last_option("run")
 @run_option("every run")
-@click.option(
-    "--step",
-    cls=SingleOption,
-    type=click.IntRange(min=1),
-    metavar="N",
-    help=f"Only this step of agent runs. {STEP_HELP}",
-)
+@step_option("Only this step of agent runs.")
 @click.option(
     "--tool",
     "tools",
@@ -68,7 +60,7 @@ def use_colour(stream: object) -> bool:
     help="Follow a run as it is written: each run as it starts and each call as it ends, "
     "until every agent run has finished (or Ctrl-C). PATH may be a run's id or --last.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the selected events as JSON lines.")
+@json_option("Print the selected events as JSON lines.")
 def show_command(  # noqa: PLR0917 - click passes each option as an argument
     path: str | None,
     last: bool,
@@ -87,25 +79,31 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     or - for standard input, or a run's id (or a prefix of it) recorded in the session
     store: its whole transcript is shown; --last shows the newest of this workspace.
 
-    Exit codes: 0 shown; 1 the transcript is damaged (shown up to the damage, the problem
-    named), breaks the call protocol or has a call or run in doubt (as replay and verify
-    say), or the filters matched nothing; 2 it cannot be read as a transcript, or bad options.
+    Exit codes: 0 shown; 1 the log has problems (a broken chain or call protocol, a torn
+    tail, calls in doubt, an unfinished run), or the filters matched nothing; 2 it cannot
+    be used: it cannot be read as a transcript, or is damaged mid-file (shown up to the
+    damage, the problem named); or bad options. --follow ends by the same rule.
     """
     from mini_harness.replay.history import read_history
+    from mini_harness.replay.views import describe
     from mini_harness.replay.views.filters import Selection, select, selected_events
 
-    path = locate(path, last=last, workspace=root_workspace()).path
+    located = locate(path, last=last, workspace=root_workspace())
     selection = Selection(run=run, step=step, tools=tools, status=status, grep=grep)
     if follow:
         if selection.narrows or as_json:
             raise UsageError("--follow shows the whole run: no filters, no --json")
-        _follow(path, full=full)
-    history = read_history(path, detail=True, damage=True)
+        _follow(located.path, full=full)
+    history = read_history(located.path, detail=True, damage=True)
+    history.name = located.source or history.name  # another agent's file, not its import
     shown = select(history, selection)
     if selection.narrows and not shown.roots:
         _report_problems(history, quiet=as_json)
+        code, message = describe.verdict(history)
+        if code:
+            error(message)
         error(f"nothing in {history.name} matched {_filters(selection)}")
-        raise click.exceptions.Exit(ExitCode.FAILED)
+        raise click.exceptions.Exit(max(code, exit_code_of(failed=True)))
     if as_json:
         import orjson
 
@@ -114,15 +112,14 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
         sys.stdout.flush()
     else:
         _print_text(shown, full=full)
-    code = _report_problems(history, quiet=as_json)
-    raise click.exceptions.Exit(code)
+    _report_problems(history, quiet=as_json)
+    verdict(*describe.verdict(history))
 
 
 def _print_text(history: History, *, full: bool) -> None:
     from mini_harness.replay.views.text import TextStyle, counts_line, timeline_lines
 
-    width = shutil.get_terminal_size((120, 24)).columns
-    style = TextStyle(width=width, full=full, colour=use_colour(sys.stdout))
+    style = TextStyle(width=columns(120), full=full, colour=use_colour(sys.stdout))
     batch: list[str] = []
     for line in timeline_lines(history, style):
         batch.append(line)
@@ -140,6 +137,7 @@ def _follow(path: str, *, full: bool) -> NoReturn:
     once every agent run has finished (exit as `show`), or at Ctrl-C (exit 130): a file
     of tool dispatches alone is followed until then."""
     from mini_harness.replay.history import Call, TranscriptFold
+    from mini_harness.replay.views import describe
     from mini_harness.replay.views.text import (
         TextStyle,
         call_lines,
@@ -151,8 +149,7 @@ def _follow(path: str, *, full: bool) -> NoReturn:
         agent = [run for run in fold.history.runs if run.is_agent]
         return not agent or any(run.finished is None for run in agent)
 
-    width = shutil.get_terminal_size((120, 24)).columns
-    style = TextStyle(width=width, full=full, colour=use_colour(sys.stdout))
+    style = TextStyle(width=columns(120), full=full, colour=use_colour(sys.stdout))
     fold = TranscriptFold(path, detail=True, damage=True, follow=running)
     try:
         info(f"Following {fold.reader.name} (Ctrl-C to stop)")
@@ -173,7 +170,8 @@ def _follow(path: str, *, full: bool) -> NoReturn:
             click.echo(f"Run {each.index} {each.run_id}")
             click.echo("\n".join(finished_lines(each, 2, style)))
     info(counts_line(history))
-    raise click.exceptions.Exit(_report_problems(history, quiet=False))
+    _report_problems(history, quiet=False)
+    verdict(*describe.verdict(history))
 
 
 def _filters(selection: Selection) -> str:
@@ -188,30 +186,13 @@ def _filters(selection: Selection) -> str:
     return " ".join(shlex.join([flag, str(value)]) for flag, value in given if value is not None)
 
 
-def _report_problems(history: History, *, quiet: bool) -> int:
-    """Name each problem of the log (on stderr with --json); 1 if there is any, or if a
-    call, a request or a run is in doubt (shown where it happened), as replay and verify
-    exit 1 for them."""
-    from mini_harness.replay.history import IN_DOUBT
+def _report_problems(history: History, *, quiet: bool) -> None:
+    """Name each problem of the log (on stderr with --json)."""
     from mini_harness.replay.views import describe
 
-    problems = describe.problems(history)
-    for problem in problems:
+    for problem in describe.problems(history):
         message = f"Problem: [{problem.kind}] {problem.describe()}"
         if quiet:
             click.echo(f"[mini-harness] {message}", err=True)
         else:
             info(message)
-    calls = describe.call_counts(history)[IN_DOUBT]
-    others = sum(1 for problem in history.problems if problem.kind == "in-doubt")
-    if not problems and not calls and not others:
-        return 0
-    damaged = [p for p in problems if p.kind in {"damage", "torn-tail"}]
-    where = f"; shown up to line {damaged[0].line}" if damaged else ""
-    parts = [counted(len(problems), "problem")] if problems else []
-    if calls:
-        parts.append(f"{counted(calls, 'call')} in doubt")
-    if others:
-        parts.append(f"{counted(others, 'run or model request')} unfinished")
-    error(f"{', '.join(parts)} in {history.name}{where}")
-    return 1

@@ -1,5 +1,8 @@
 """Finding a recorded run from the command line, and the workspace it worked in.
 
+A Codex rollout or Claude Code session given as a transcript's path is imported into a
+temporary transcript first (cli/importing.py), so every command that reads one reads it.
+
 Wherever a command takes a transcript's path it also takes a run's id, or a prefix of it
 (looked up in the session store, by the one rule of `--run`: ambiguous prefixes list their
 candidates), and `resume`, `fork`, `show` and `view` take `--last`: the newest run of the
@@ -43,10 +46,13 @@ def last_option(what: str) -> Callable[[F], F]:
 
 @attrs.frozen
 class Located:
-    """A transcript's path, and the run an id or `--last` named in it (None: no run named)."""
+    """A transcript's path, and the run an id or `--last` named in it (None: no run named);
+    for another agent's session, imported into a temporary transcript, the session's file
+    (`source`)."""
 
     path: str
     run_id: str | None = None
+    source: str | None = None
 
 
 def locate(
@@ -66,7 +72,10 @@ def locate(
     if given is None:
         raise UsageError("give a transcript's PATH, a run's id, or --last")
     if given == "-" or os.path.lexists(given) or not RUN_ID.fullmatch(given):
-        return Located(given)
+        from mini_harness.cli.importing import foreign_transcript  # another agent's file
+
+        imported = foreign_transcript(given)
+        return Located(imported, source=given) if imported else Located(given)
     store = _store()
     try:
         found = store.find_run(given)

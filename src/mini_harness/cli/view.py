@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from mini_harness.cli.options import SingleOption, root_workspace, typed, workspace_option
-from mini_harness.cli.output import error, info
-from mini_harness.cli.registry_spec import chosen_registry, registry_option
+from mini_harness.cli.options import SingleOption
+from mini_harness.cli.output import error, info, verdict
+from mini_harness.cli.rerun import RerunOptions, rerun_options
 from mini_harness.cli.stored import last_option, locate
-from mini_harness.errors import UsageError
-from mini_harness.replay import TranscriptFold, TranscriptRerun
+from mini_harness.errors import UsageError, exit_code_of
+from mini_harness.replay import TranscriptFold
 from mini_harness.replay.continuing.outcomes import DIFFERING, differing
 from mini_harness.replay.views import describe
 from mini_harness.replay.views.page import render_page, step_contexts
@@ -41,30 +41,17 @@ def default_output(path: str) -> Path:
     help="Where to write the page (default: PATH with .html, or transcript.html for -).",
 )
 @click.option("--open", "open_page", is_flag=True, help="Open the page in a web browser.")
-@click.option(
-    "--rerun",
-    is_flag=True,
-    help="Re-run the recorded calls (as `replay --rerun` does) and show each outcome and diff.",
+@rerun_options(
+    "Re-run the recorded calls (as `replay --rerun` does) and show each outcome and diff.",
+    workspace_also="; with --last: the workspace whose newest run is shown",
+    unless={"workspace": "last"},
 )
-@registry_option(when="--rerun")
-@workspace_option(
-    "With --rerun: the directory the built-in file tools work in; with --last: the "
-    "workspace whose newest run is shown."
-)
-@click.option(
-    "--allow-side-effects",
-    is_flag=True,
-    help="With --rerun: also run tools not marked readOnlyHint or idempotentHint.",
-)
-def view_command(  # noqa: PLR0917 - click passes each option as an argument
+def view_command(
     path: str | None,
     last: bool,
     output: str | None,
     open_page: bool,
-    rerun: bool,
-    registry_spec: str | None,
-    workspace: str | None,
-    allow_side_effects: bool,
+    rerun: RerunOptions,
 ) -> None:
     """Write PATH as one HTML file that opens from disk (no network: its script, style and
     data are inline): the timeline with collapsible runs, steps and calls, search and
@@ -76,25 +63,22 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     session store; --last takes the newest run of this workspace. A transcript of the store
     gets its page beside it.
 
-    Exit codes: 0 written; 1 written, but the transcript is damaged (the page shows it up
-    to the damage and names the problem), a re-run call differs, or --open found no
-    browser to start; 2 it cannot be read as
-    a transcript, or the page cannot be written.
+    Exit codes: 0 written; 1 written, but the log has problems (a broken chain, a torn
+    tail, calls in doubt), a re-run call differs, or --open found no browser to start; 2
+    the transcript cannot be used (it cannot be read as one, or is damaged mid-file: the
+    page shows it up to the damage and names the problem), or the page cannot be written.
     """
     # --last looks in the workspace given (before the subcommand, or with --rerun here).
-    path = locate(path, last=last, workspace=workspace or root_workspace()).path
-    target = Path(output) if output is not None else default_output(path)
+    located = locate(path, last=last, workspace=rerun.root)
+    path = located.path
+    # Another agent's session gets its page beside it, not beside its temporary import.
+    target = Path(output) if output is not None else default_output(located.source or path)
     if path != "-" and same_file(target, path):
         raise UsageError("the page would overwrite the transcript: give -o FILE.html")
-    if not rerun:
-        ctx = click.get_current_context()
-        for name in ("registry_spec", "workspace", "allow_side_effects"):
-            if ctx.params[name] and not (name == "workspace" and last):
-                raise UsageError(f"{typed(ctx, name)} needs --rerun")
     tools = None
-    if rerun:
-        root = None if registry_spec else root_workspace()
-        tools = chosen_registry(registry_spec, workspace or root)
+    if rerun.rerun:
+        rerun.verified(path)
+        tools = rerun.tools(rerun.where(path))
     # One reading: the timeline, each step's request (for its context) and, for a re-run,
     # the calls in the order they ended.
     fold = TranscriptFold(path, requests=True, detail=True, damage=True)
@@ -104,14 +88,13 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
     else:
         items = list(fold)
         history = fold.history
-        rerun_items = TranscriptRerun(items, tools, allow_side_effects=allow_side_effects)
-        reruns = rerun_items.report(history)
+        reruns = rerun.calls(items, tools).report(history)
+    history.name = located.source or history.name  # another agent's file, not its import
     page = render_page(history, step_contexts(history), reruns)
     try:
         write_page(target, page)
     except OSError as exc:
-        error(f"cannot write {target}: {exc.strerror or exc}")
-        raise click.exceptions.Exit(2) from None
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     calls = sum(describe.call_counts(history).values())
     info(f"Wrote {target} ({calls:,} calls, {history.events:,} events)")
     problems = describe.problems(history)
@@ -124,17 +107,11 @@ def view_command(  # noqa: PLR0917 - click passes each option as an argument
         unopened = not webbrowser.open(target.resolve().as_uri())
         if unopened:
             error(f"no web browser could be started; open {target} yourself")
-    differs = (
-        differing({name: reruns.count(name) for name in DIFFERING}) if reruns is not None else ""
-    )
-    if problems:
-        error(f"{len(problems)} problem(s) in {history.name}")
-        raise click.exceptions.Exit(1)
-    if differs:
-        error(f"re-run differs from the record: {differs}")
-        raise click.exceptions.Exit(1)
-    if unopened:  # written, but not shown as asked
-        raise click.exceptions.Exit(1)
+    counts = {name: reruns.count(name) for name in DIFFERING} if reruns is not None else {}
+    code, message = describe.verdict(history, differing(counts))
+    if not code and unopened:  # written, but not shown as asked (said above)
+        raise click.exceptions.Exit(exit_code_of(failed=True))
+    verdict(code, message)
 
 
 def write_page(target: Path, page: str) -> None:

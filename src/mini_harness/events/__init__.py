@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from mini_harness.errors import NotJsonError
 from mini_harness.events.conversation import (
+    ImportSource,
     Message,
     ModelFailure,
     ModelIdentity,
@@ -64,6 +65,7 @@ __all__ = [
     "Event",
     "EventSink",
     "FileEffect",
+    "ImportSource",
     "JsonObject",
     "JsonValue",
     "Message",

@@ -124,6 +124,26 @@ class RunOrigin:
 
 
 @attrs.frozen
+class ImportSource:
+    """Where an imported run came from (RunStarted.imported): another agent's session file
+    read into events by `mini-harness import`. `format` is `codex` or `claude`,
+    `format_version` what the file says of its writer's version (None: it says nothing),
+    `path` the file as given, `sha256` and `size` its bytes (compressed, as on disk),
+    `session_id` the session's own id, `importer` the mini-harness version that read it,
+    and `part` the file's part of the session when the session spans several files (a
+    subagent's file: `subagents/agent-<id>.jsonl`; None for the session's own file)."""
+
+    format: str
+    path: str
+    sha256: str
+    size: int
+    importer: str
+    format_version: str | None = None
+    session_id: str | None = None
+    part: str | None = None
+
+
+@attrs.frozen
 class RunWorkspace:
     """Where an agent run worked: the workspace's absolute `path` and, when it is a git
     repository, the commit checked out (`head`, 40 or 64 hex digits; None before the

@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
 from typing import Protocol, TypeAlias, get_args
 
 import attrs
 
 from mini_harness.events.conversation import (
+    ImportSource,
     Message,
     ModelFailure,
     ModelIdentity,
@@ -24,6 +24,7 @@ from mini_harness.events.conversation import (
     Usage,
 )
 from mini_harness.events.jsonvalue import JsonObject, JsonValue
+from mini_harness.events.wire import identifies
 
 TRANSCRIPT_FORMAT = "mini-harness.transcript"
 FORMAT_VERSION = 2
@@ -77,6 +78,10 @@ class RunStarted:
     bytes when the workspace has none). An agent run started from the command line also
     records its `workspace` (path, git HEAD and branch) and its `settings` (approval mode,
     context budget, sandbox requirement).
+
+    A run imported from another agent's session file (`mini-harness import`) records where
+    it came from in `imported`; a subagent's run names the run and step that started it
+    in `spawned_by`.
     """
 
     ts: str
@@ -94,6 +99,8 @@ class RunStarted:
     policy_sha256: str | None = attrs.field(default=None, kw_only=True)
     workspace: RunWorkspace | None = attrs.field(default=None, kw_only=True)
     settings: RunSettings | None = attrs.field(default=None, kw_only=True)
+    imported: ImportSource | None = attrs.field(default=None, kw_only=True)
+    spawned_by: RunOrigin | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen
@@ -106,7 +113,9 @@ class ToolCalled:
     name: str
     input: JsonValue
     # In an agent run: the model's id for the call and the step that made it.
-    tool_use_id: str | None = attrs.field(default=None, kw_only=True)
+    tool_use_id: str | None = attrs.field(
+        default=None, kw_only=True, metadata=identifies("toolCall")
+    )
     step: int | None = attrs.field(default=None, kw_only=True)
 
 
@@ -333,16 +342,9 @@ class NullSink:
         return None
 
 
-@attrs.frozen
-class Recorded:
-    """An event with the position its sink gave it."""
-
-    seq: int
-    event: Event
-
-
 class MemorySink:
-    """Keeps events in a list; numbers them like a transcript file does, header included."""
+    """Keeps events in a list, header included, as a transcript file holds them: an
+    event's index in `events` is the `seq` a file gives it."""
 
     def __init__(self) -> None:
         self.transcript_id = new_id()
@@ -359,9 +361,6 @@ class MemorySink:
                     TranscriptStarted(ts=event.ts, transcript_id=self.transcript_id)
                 )
             self._events.append(event)
-
-    def __iter__(self) -> Iterator[Recorded]:
-        return (Recorded(seq, event) for seq, event in enumerate(list(self._events)))
 
     def __len__(self) -> int:
         return len(self._events)

@@ -32,6 +32,29 @@ OMIT_DEFAULT: Mapping[str, bool] = {_OMIT: True}
 KEEP_NULL: Mapping[str, bool] = {_OMIT: False}
 """Field metadata: a field whose default is None is written as null, not left out."""
 
+_IDENTIFIES = "mini_harness.wire.identifies"
+
+
+def identifies(kind: str) -> Mapping[str, str]:
+    """Field metadata: the field holds the id of a `kind` (`tool_use_id` a tool call's),
+    where its name does not say it (see `identified`)."""
+    return {_IDENTIFIES: kind}
+
+
+def identified(cls: type, field: attrs.Attribute[Any]) -> str | None:
+    """What a field of `cls` is the id of: what its metadata says (`identifies`), else what
+    its name says: `run_id` a run's, `tool_call_id` a toolCall's, `id` one of `cls`'s own
+    (`ToolCall.id`: a toolCall's); None for a field that is no id. Ids are what differs on
+    every run of the same thing (normalization numbers them: testing/normalize.py)."""
+    kind = field.metadata.get(_IDENTIFIES)
+    if kind is not None:
+        return str(kind)
+    if field.name == "id":
+        return cls.__name__[:1].lower() + cls.__name__[1:]
+    if field.name.endswith("_id"):
+        return camel(field.name[: -len("_id")])
+    return None
+
 
 def camel(name: str) -> str:
     """The wire key of a field: `tool_call_id` is `toolCallId`."""

@@ -24,7 +24,6 @@ from mini_harness.runtime.results import ToolResult, display_failure, display_re
 if TYPE_CHECKING:
     from mini_harness.runtime.context_report import (
         dispatch_context,
-        estimate_tokens,
         render_context_report,
     )
     from mini_harness.runtime.schema_derive import Field
@@ -34,7 +33,6 @@ else:  # type checkers see the names above; at run time they are imported on fir
         {
             "mini_harness.runtime.context_report": (
                 "dispatch_context",
-                "estimate_tokens",
                 "render_context_report",
             ),
             "mini_harness.runtime.schema_derive": ("Field",),
@@ -53,7 +51,6 @@ __all__ = [
     "dispatch_context",
     "display_failure",
     "display_result",
-    "estimate_tokens",
     "mcp_tool",
     "openai_tool",
     "render_context_report",

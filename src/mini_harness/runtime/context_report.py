@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import attrs
 import orjson
 
 from mini_harness.events import JsonValue, ToolDefinition, to_wire
+from mini_harness.events.measure import estimate_tokens
 
 LABEL_WIDTH = 22
-
-
-def estimate_tokens(text: str) -> int:
-    """ceil(characters / 4); at least 1 for non-empty text."""
-    return math.ceil(len(text) / 4) if text else 0
 
 
 def pretty_json(value: JsonValue) -> str:

@@ -205,9 +205,10 @@ class ToolRuntime:
         return call_id, tool, start
 
     def _succeed(
-        self, call_id: str, name: str, tool_input: JsonValue, start: int, output: object
+        self, call_id: str, tool: RegisteredTool, tool_input: JsonValue, start: int, output: object
     ) -> ToolResult:
         # A handler that changed files returns WithEffects: the effects go into the record.
+        name = tool.name
         effects = None
         if type(output) is WithEffects:
             effects = output.effects
@@ -218,6 +219,14 @@ class ToolRuntime:
             how = exc if isinstance(exc, TooDeepError) else f"that is not JSON: {exc}"
             message = f"Tool {name} returned a value {how}"
             self._fail(call_id, name, start, InvalidOutputError(name, message))
+        if tool.output_validator is not None:
+            # A result that breaks the tool's own outputSchema is not a success: an MCP
+            # client would refuse it, and a model would be told what the tool never promised.
+            broken = tool.output_validator.check(output)
+            if broken:
+                first = broken[0]
+                message = f"Invalid output for {first.path}: {first.message} (its outputSchema)"
+                self._fail(call_id, name, start, InvalidOutputError(name, message))
         duration = _elapsed_ms(start, self._monotonic_ns())
         if os.getpid() == self._pid:  # not in a child a handler forked (see the class)
             self.sink.emit(
@@ -284,7 +293,7 @@ class ToolRuntime:
 
     def _record_failure(self, call_id: str, name: str, start: int, error: ToolCallError) -> None:
         duration = _elapsed_ms(start, self._monotonic_ns())
-        error.call_id = call_id
+        error.call_id, error.duration_ms = call_id, duration
         if os.getpid() != self._pid:  # in a child a handler forked: the parent's call
             return
         invalid = error if isinstance(error, InvalidInputError) else None
@@ -374,7 +383,7 @@ class ToolRuntime:
         except BaseException as exc:
             self._raised(call_id, tool, start, exc, HandlerTimeoutError)
             raise
-        return self._succeed(call_id, name, tool_input, start, output)
+        return self._succeed(call_id, tool, tool_input, start, output)
 
     # --- async ----------------------------------------------------------------
 
@@ -398,7 +407,7 @@ class ToolRuntime:
         except BaseException as exc:
             self._raised(call_id, tool, start, exc, TimeoutError)
             raise
-        return self._succeed(call_id, name, tool_input, start, output)
+        return self._succeed(call_id, tool, tool_input, start, output)
 
     def attempt(self, name: str, tool_input: JsonValue) -> ToolResult | ToolCallError:
         """`dispatch` that returns the recorded failure instead of raising it."""

@@ -28,6 +28,8 @@ class RegisteredTool:
     definition: ToolDefinition
     handler: Handler = attrs.field(repr=False)
     validator: InputValidator = attrs.field(repr=False)
+    output_validator: InputValidator | None = attrs.field(default=None, repr=False)
+    """The outputSchema's, when the definition has one: a result that breaks it fails."""
     timeout: float | None = None
     is_async: bool = False
 
@@ -67,6 +69,11 @@ class ToolRegistry:
             definition=definition,
             handler=handler,
             validator=InputValidator(name, definition.input_schema),
+            output_validator=(
+                None
+                if definition.output_schema is None
+                else InputValidator(name, definition.output_schema, "output")
+            ),
             timeout=timeout,
             is_async=inspect.iscoroutinefunction(handler),
         )

@@ -1,8 +1,9 @@
 """Python annotations -> JSON Schema 2020-12, for tools defined from typed functions.
 
 Nested classes are inlined (no `$ref`), which every model API reads; a class that
-contains itself therefore has no schema and is refused. Descriptions come from
-Google-style docstrings: the summary a model reads and per-name entries.
+contains itself therefore has no schema and is refused. Descriptions come from docstrings
+in Google, NumPy or reST style (read by `docstring_parser`): the summary a model reads and
+per-name entries.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
-import re
 import types
 import typing
 from collections.abc import Sequence
@@ -86,16 +86,6 @@ class Member:
     description: str | None = None
 
 
-# Section headers end the summary; only `Args:` and `Attributes:` entries are collected.
-_SECTION = re.compile(
-    r"^(Args|Arguments|Parameters|Params|Attributes|Returns?|Yields?|Raises|"
-    r"Examples?|Notes?|See Also|Warnings?|Todo)\s*:\s*$",
-    re.IGNORECASE,
-)
-_ENTRY_SECTIONS = {"args", "arguments", "parameters", "params", "attributes"}
-_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-
-
 @attrs.frozen
 class Docstring:
     """`summary`: text before the first section; `entries`: name -> description."""
@@ -105,35 +95,21 @@ class Docstring:
 
 
 def parse_docstring(doc: str | None) -> Docstring:
-    """Split a Google-style docstring into its summary and its Args/Attributes entries."""
-    summary: list[str] = []
-    entries: dict[str, str] = {}
-    section: str | None = None
-    entry_indent: int | None = None
-    current: str | None = None
-    for line in inspect.cleandoc(doc or "").splitlines():
-        indent = len(line) - len(line.lstrip())
-        text = line.strip()
-        header = _SECTION.match(line) if indent == 0 else None
-        if header:
-            section = header.group(1).lower()
-            entry_indent = None
-            current = None
-            continue
-        if section is None:
-            summary.append(line)
-            continue
-        if section not in _ENTRY_SECTIONS or not text:
-            continue
-        if entry_indent is None:
-            entry_indent = indent
-        match = _ENTRY.match(text) if indent == entry_indent else None
-        if match:
-            current = match.group(1)
-            entries[current] = match.group(2).strip()
-        elif current is not None and indent > (entry_indent or 0):
-            entries[current] = f"{entries[current]} {text}".strip()
-    return Docstring(summary="\n".join(summary).strip(), entries=entries)
+    """A docstring's summary and its parameter and attribute entries, in whichever style it
+    is written (Google `Args:`, NumPy `Parameters` with a rule under it, reST `:param x:`).
+    An entry's lines are joined into one; `*args` and `**kwargs` are named without stars."""
+    import docstring_parser  # only typed tools, as they are defined, read docstrings
+
+    parsed = docstring_parser.parse(inspect.cleandoc(doc or ""))
+    summary = parsed.short_description or ""
+    if parsed.long_description:
+        gap = "\n\n" if parsed.blank_after_short_description else "\n"
+        summary = f"{summary}{gap}{parsed.long_description}"
+    entries = {
+        param.arg_name.lstrip("*"): " ".join((param.description or "").split())
+        for param in parsed.params
+    }
+    return Docstring(summary=summary.strip(), entries=entries)
 
 
 def class_docstring(cls: type) -> str | None:

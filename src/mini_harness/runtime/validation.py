@@ -1,4 +1,5 @@
-"""Input validation: JSON Schema via jsonschema-rs, with messages a person can act on."""
+"""Validation of a tool's input, and of a typed tool's output against its outputSchema:
+JSON Schema via jsonschema-rs, with messages a person can act on."""
 
 from __future__ import annotations
 
@@ -36,46 +37,47 @@ def _refuse_remote(uri: str) -> NoReturn:
     raise ValueError(f"{uri} is not fetched")
 
 
-def _invalid(tool: str, detail: str) -> InvalidSchemaError:
-    return InvalidSchemaError(tool, f"Invalid input schema for tool {tool}: {detail}")
+def _invalid(tool: str, detail: str, which: str) -> InvalidSchemaError:
+    return InvalidSchemaError(tool, f"Invalid {which} schema for tool {tool}: {detail}")
 
 
-def _remote(tool: str, keyword: str, uri: str) -> RemoteSchemaError:
+def _remote(tool: str, keyword: str, uri: str, which: str) -> RemoteSchemaError:
     return RemoteSchemaError(
         tool,
-        f"Invalid input schema for tool {tool}: {keyword} names {uri}, a resource outside "
+        f"Invalid {which} schema for tool {tool}: {keyword} names {uri}, a resource outside "
         "the schema; remote resources are never fetched (inline it or use $defs)",
         uri=uri,
     )
 
 
-def compile_schema(tool: str, schema: object) -> Any:
-    """Check `schema` and compile it once; raise InvalidSchemaError naming the tool."""
+def compile_schema(tool: str, schema: object, which: str = "input") -> Any:
+    """Check `schema` (the tool's `which` schema: input or output) and compile it once;
+    raise InvalidSchemaError naming the tool."""
     if not isinstance(schema, dict):
-        raise _invalid(tool, "not an object")
+        raise _invalid(tool, "not an object", which)
     if schema.get("type") != "object":
-        raise _invalid(tool, 'root must have "type": "object"')
+        raise _invalid(tool, 'root must have "type": "object"', which)
     # A root "$schema" jsonschema-rs does not carry would be fetched to check the schema.
     meta = schema.get("$schema")
     if "$schema" in schema and not isinstance(meta, str):
-        raise _invalid(tool, '"$schema" must be a string')
+        raise _invalid(tool, '"$schema" must be a string', which)
     if isinstance(meta, str) and meta.removesuffix("#") not in _KNOWN_META_SCHEMAS:
-        raise _remote(tool, '"$schema"', meta)
+        raise _remote(tool, '"$schema"', meta, which)
     try:
         jsonschema_rs.meta.validate(schema)
     except jsonschema_rs.ValidationError as exc:
         where = "/".join(str(part) for part in exc.instance_path)
-        raise _invalid(tool, exc.message + (f" (at /{where})" if where else "")) from None
+        raise _invalid(tool, exc.message + (f" (at /{where})" if where else ""), which) from None
     except (ValueError, TypeError) as exc:  # not a JSON document at all
-        raise _invalid(tool, str(exc)) from None
+        raise _invalid(tool, str(exc), which) from None
     try:
         return jsonschema_rs.validator_for(schema, retriever=_refuse_remote)
     except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
         first = str(exc).splitlines()[0]
         unresolved = _UNRESOLVED.match(first)
         if unresolved:
-            raise _remote(tool, "a reference", unresolved["uri"]) from None
-        raise _invalid(tool, first) from None
+            raise _remote(tool, "a reference", unresolved["uri"], which) from None
+        raise _invalid(tool, first, which) from None
 
 
 def display_path(tool: str, parts: Iterable[str | int]) -> str:
@@ -172,13 +174,16 @@ def describe(error: Any) -> str:
 
 
 class InputValidator:
-    """A tool's schema, checked and compiled once; `check` returns every violation."""
+    """A tool's schema, checked and compiled once; `check` returns every violation.
+
+    The same validator checks a tool's output against its outputSchema (`which="output"`):
+    one validator, one set of messages, for what goes into a tool and what comes out."""
 
     __slots__ = ("_validator", "tool")
 
-    def __init__(self, tool: str, schema: JsonObject) -> None:
+    def __init__(self, tool: str, schema: JsonObject, which: str = "input") -> None:
         self.tool = tool
-        self._validator: Any = compile_schema(tool, schema)
+        self._validator: Any = compile_schema(tool, schema, which)
 
     def check(self, instance: object) -> list[Violation]:
         """Every violation, shallow ones first (empty when the input is valid)."""

@@ -8,8 +8,11 @@ import hashlib
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -62,14 +65,35 @@ runpy.run_module("mini_harness", run_name="__main__", alter_sys=True)
 
 @attrs.define
 class GoldenSession:
-    """Per pytest run: whether goldens may be written, and what was written."""
+    """Per pytest run: whether goldens may be written, and what was written.
+
+    The claims are a directory every process of the run shares (pytest-xdist's workers
+    are given the controller's, `shared_claims`): one file per golden checked, naming the
+    test that checked it first, so that two tests checking one golden file are caught
+    whichever worker runs each. It is made when first needed, and removed by `close` in
+    the process that made it."""
 
     update: bool
     ci: bool
     root: Path
+    shared_claims: Path | None = None
     created: list[Path] = attrs.Factory(list)
     updated: list[Path] = attrs.Factory(list)
-    _checked: dict[Path, str] = attrs.Factory(dict)
+    _own_claims: Path | None = None
+
+    def claims(self) -> Path:
+        """The run's claims directory (made by the first process that needs it)."""
+        if self.shared_claims is not None:
+            return self.shared_claims
+        if self._own_claims is None:
+            self._own_claims = Path(tempfile.mkdtemp(prefix="mini-harness-goldens-"))
+        return self._own_claims
+
+    def close(self) -> None:
+        """Remove the claims directory this process made, if it made one."""
+        if self._own_claims is not None:
+            shutil.rmtree(self._own_claims, ignore_errors=True)
+            self._own_claims = None
 
     def show(self, path: Path) -> str:
         """A path relative to the rootdir when it is inside it."""
@@ -81,7 +105,7 @@ class GoldenSession:
     def claim(self, path: Path, nodeid: str, mine: set[Path]) -> None:
         """Refuse a second check of one golden file, which would overwrite the first: twice
         in one test (`mine`: the files this run of the test checked) or by two tests."""
-        owner = self._checked.setdefault(path, nodeid)
+        owner = self._owner(path, nodeid)
         if path in mine:
             why = f"twice in {nodeid}: give the second check its own name="
         elif owner != nodeid:
@@ -90,6 +114,35 @@ class GoldenSession:
             mine.add(path)
             return
         pytest.fail(f"golden file {self.show(path)} is checked {why}", pytrace=False)
+
+    def _owner(self, path: Path, nodeid: str) -> str:
+        """The test that checked `path` first in this run, `nodeid` if none did: the claim
+        file is made whole and linked into place, which only one process can do."""
+        key = hashlib.sha256(os.fsencode(path.resolve())).hexdigest()
+        claims = self.claims()
+        claim = claims / key
+        draft = claims / f"{key}.{os.getpid()}.{threading.get_ident()}"
+        draft.write_text(nodeid, encoding="utf-8")
+        try:
+            os.link(draft, claim)
+        except FileExistsError:
+            return claim.read_text(encoding="utf-8")
+        finally:
+            draft.unlink()
+        return nodeid
+
+    def written(self) -> dict[str, list[str]]:
+        """What this process created and updated, to be told to the process that reports
+        (pytest-xdist's controller)."""
+        return {
+            "created": [str(path) for path in self.created],
+            "updated": [str(path) for path in self.updated],
+        }
+
+    def add_written(self, written: dict[str, list[str]]) -> None:
+        """Take in what a worker created and updated (see `written`)."""
+        self.created.extend(Path(path) for path in written.get("created", []))
+        self.updated.extend(Path(path) for path in written.get("updated", []))
 
 
 class GoldenRuntime(ToolRuntime):
@@ -327,4 +380,5 @@ def _diff(expected: str, obtained: str, *, transcript: bool) -> str:
 
 def _memory_bytes(sink: MemorySink) -> bytes:
     """A MemorySink's events as JSONL lines (without `prev`: normalization chains them)."""
-    return b"".join(encode_line(record.event, record.seq, None) + b"\n" for record in sink)
+    events = enumerate(sink.events)
+    return b"".join(encode_line(event, seq, None) + b"\n" for seq, event in events)

@@ -6,16 +6,20 @@ a valid transcript; text is normalized with regular expressions.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args, get_type_hints
 
 import attrs
 import orjson
 
 from mini_harness.errors import DecodeError, NormalizationError
+from mini_harness.events import KNOWN_EVENT_TYPES
+from mini_harness.events.wire import camel, identified
 from mini_harness.transcripts.codec import line_hash, load_line
 
 TS_PLACEHOLDER = "2000-01-01T00:00:00.000000Z"
@@ -24,9 +28,44 @@ TS_PLACEHOLDER = "2000-01-01T00:00:00.000000Z"
 DURATION_PLACEHOLDER = 0
 HARNESS_PLACEHOLDER = "<harness>"
 
-# Envelope fields whose values differ on every run: numbered per kind in order of first
-# appearance, so that "the second call of the first run" stays readable.
-ID_FIELDS = {"transcriptId": "transcript", "runId": "run", "callId": "call"}
+IdFields = dict[str, "str | IdFields"]
+"""Where an event's ids are: each wire key that holds one, with what it identifies, and
+each key holding declared values (or arrays of them) with where theirs are."""
+
+
+@functools.cache
+def id_fields(cls: type) -> IdFields:
+    """Where the ids of a `cls` value are, derived from its declaration: every field that
+    is an id (events/wire.py `identified`: `run_id`, `request_id`, `ToolCall.id`, ...), at
+    any depth of the declared classes it holds. A field added to the vocabulary is covered
+    as soon as it is declared."""
+    hints = get_type_hints(cls)
+    found: IdFields = {}
+    for field in attrs.fields(cls):
+        kind = identified(cls, field)
+        inner = None if kind is not None else _declared(hints[field.name])
+        where = kind if inner is None else id_fields(inner)
+        if where:
+            found[camel(field.name)] = where
+    return found
+
+
+def _declared(tp: Any) -> type | None:
+    """The declared class a field annotated `tp` holds (alone, optional or in a tuple)."""
+    if attrs.has(tp):
+        return cast(type, tp)
+    inner = [_declared(arg) for arg in get_args(tp) if arg is not type(None) and arg is not ...]
+    found = [arg for arg in inner if arg is not None]
+    return found[0] if len(found) == 1 else None
+
+
+# Ids differ on every run: numbered per kind in order of first appearance, so that "the
+# second call of the first run" stays readable. A line of a type this version does not
+# know has its ids where any event has them.
+EVENT_IDS: dict[str, IdFields] = {cls.__name__: id_fields(cls) for cls in KNOWN_EVENT_TYPES}
+ANY_EVENT_IDS: IdFields = {
+    key: kind for ids in EVENT_IDS.values() for key, kind in ids.items() if isinstance(kind, str)
+}
 
 _TEXT_TS = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
 _TEXT_DURATION = re.compile(r'("durationMs":\s*)-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
@@ -48,10 +87,12 @@ class VolatileField:
 class Normalization:
     """What counts as volatile, beyond the built-in fields. Immutable: `with_*` returns a copy.
 
-    Built in: transcripts get `ts`, `durationMs`, `harness`, the ids (`transcriptId`,
-    `runId`, `callId`) and `prev` replaced; text gets timestamps, `"durationMs":N`,
-    32-hex-digit ids and call ids (`<12 hex>-<n>`) replaced. `paths` (longest first) and
-    `scrubs` apply to text and to every string inside a transcript; `fields` to keys at any
+    Built in: transcripts get `ts`, `durationMs`, `harness`, every id (`transcriptId`,
+    `runId`, `callId`, `requestId`, `toolUseId`, a tool call's `id`, ...: whatever the
+    event classes declare as one, see `id_fields`) and `prev` replaced; text gets
+    timestamps, `"durationMs":N`, 32-hex-digit ids and call ids (`<12 hex>-<n>`) replaced.
+    `paths` (longest first) and `scrubs` apply to text and to every string inside a
+    transcript; `fields` (which win over the built-in ones) to keys at any
     depth of a transcript line.
     """
 
@@ -120,19 +161,19 @@ class Normalization:
         if data and not data.endswith(b"\n"):
             raise NormalizationError("the transcript does not end with a newline (torn tail?)")
         numbering = _Numbering()
-        out: list[bytes] = []
-        prev: str | None = None
+        lines = []
         for number, raw in enumerate(data.splitlines(), start=1):
             try:
                 line = load_line(raw)
             except DecodeError as exc:
                 raise NormalizationError(f"transcript line {number} is {exc}") from None
-            encoded = orjson.dumps(self._line(line, prev, numbering))
-            out.append(encoded + b"\n")
-            prev = line_hash(encoded)
-        return b"".join(out)
+            lines.append(self._line(line, numbering))
+        if any(line.get("type") == "ModelRequested" for line in lines):
+            _rehash(lines)
+        return _chained(lines)
 
-    def _line(self, line: dict[str, Any], prev: str | None, numbering: _Numbering) -> Any:
+    def _line(self, line: dict[str, Any], numbering: _Numbering) -> dict[str, Any]:
+        ids = EVENT_IDS.get(str(line.get("type")), ANY_EVENT_IDS)
         new: dict[str, Any] = {}
         for key, value in line.items():
             if key == "prev":
@@ -143,29 +184,81 @@ class Normalization:
                 new[key] = DURATION_PLACEHOLDER
             elif key == "harness":
                 new[key] = HARNESS_PLACEHOLDER
-            elif key in ID_FIELDS and isinstance(value, str):
-                new[key] = numbering.number(ID_FIELDS[key], value)
             else:
-                new[key] = self._value(key, value, numbering)
-            if key == "ts" and prev is not None:
-                new["prev"] = prev
-        if prev is not None and "prev" not in new:
-            new["prev"] = prev
+                new[key] = self._value(key, value, numbering, ids.get(key))
         return new
 
-    def _value(self, key: str | None, value: Any, numbering: _Numbering) -> Any:
-        for field in self.fields:
+    def _value(
+        self, key: str | None, value: Any, numbering: _Numbering, ids: str | IdFields | None
+    ) -> Any:
+        """`value` normalized; `ids` says what it is the id of, or where the ids inside it
+        are (None: it holds none, as a tool's input or output)."""
+        for field in self.fields:  # the test's own say wins
             if field.key == key:
                 if field.numbered:
                     return numbering.number(field.placeholder, orjson.dumps(value).decode())
                 return field.placeholder
+        if isinstance(ids, str) and isinstance(value, str):
+            return numbering.number(ids, value)
+        inner = ids if isinstance(ids, dict) else {}
         if isinstance(value, str):
             return self.scrub_string(value)
         if isinstance(value, dict):
-            return {self.scrub_string(k): self._value(k, v, numbering) for k, v in value.items()}
+            return {
+                self.scrub_string(k): self._value(k, v, numbering, inner.get(k))
+                for k, v in value.items()
+            }
         if isinstance(value, list):
-            return [self._value(None, item, numbering) for item in value]
+            return [self._value(None, item, numbering, inner or None) for item in value]
         return value
+
+
+def _chained(lines: list[dict[str, Any]]) -> bytes:
+    """The lines as a transcript: each line's `prev` (after its `ts`) the hash of the line
+    before it."""
+    out: list[bytes] = []
+    prev: str | None = None
+    for line in lines:
+        if prev is not None:
+            chained: dict[str, Any] = {}
+            for key, value in line.items():
+                chained[key] = value
+                if key == "ts":
+                    chained["prev"] = prev
+            chained.setdefault("prev", prev)
+            line = chained  # noqa: PLW2901 - the line as written
+        encoded = orjson.dumps(line)
+        out.append(encoded + b"\n")
+        prev = line_hash(encoded)
+    return b"".join(out)
+
+
+def _rehash(lines: list[dict[str, Any]]) -> None:
+    """Give each ModelRequested the `requestHash` of its request as normalized: the
+    request holds the model's tool call ids, numbered now, so its hash is computed again,
+    by the agent's own hasher over the request the one fold rebuilds. An offline replay of
+    the golden then finds the requests it rebuilds to be the recorded ones."""
+    from mini_harness.agent import request_hash
+    from mini_harness.errors import TranscriptError
+    from mini_harness.replay.history import read_history
+
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "normalized.jsonl")
+        with open(path, "wb") as handle:
+            handle.write(_chained(lines))
+        try:
+            history = read_history(path, requests=True)
+        except TranscriptError as exc:
+            raise NormalizationError(f"the transcript cannot be folded: {exc.message}") from None
+    hashes = {
+        step.requested.request_id: request_hash(step.rebuilt)
+        for run in history.agent_runs()
+        for step in run.steps
+        if step.requested is not None and step.rebuilt is not None
+    }
+    for line in lines:
+        if line.get("type") == "ModelRequested" and line.get("requestId") in hashes:
+            line["requestHash"] = hashes[line["requestId"]]
 
 
 class _Numbering:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from mini_harness.testing.normalize import Normalization
 
 _SESSION: pytest.StashKey[GoldenSession] = pytest.StashKey()
+_CLAIMS = "mini_harness_golden_claims"  # the key of the claims directory in workerinput
+_WRITTEN = "mini_harness_goldens_written"  # the key of what a worker wrote in workeroutput
 UPDATE_FLAG = "--update-goldens"
 
 
@@ -40,7 +42,39 @@ def pytest_configure(config: pytest.Config) -> None:
     # In CI when `CI` is set to anything but an empty, 0, false, no or off value.
     ci = os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no", "off"}
     update = bool(config.getoption(UPDATE_FLAG))
-    config.stash[_SESSION] = GoldenSession(update=update, ci=ci, root=config.rootpath)
+    # Under pytest-xdist a worker shares the claims of the controller, which made them.
+    shared = getattr(config, "workerinput", {}).get(_CLAIMS)
+    config.stash[_SESSION] = GoldenSession(
+        update=update, ci=ci, root=config.rootpath, shared_claims=Path(shared) if shared else None
+    )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(_SESSION, None)
+    if session is not None:
+        session.close()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A pytest-xdist worker tells the controller which goldens it wrote."""
+    golden_session = session.config.stash.get(_SESSION, None)
+    output = getattr(session.config, "workeroutput", None)
+    if golden_session is not None and output is not None:
+        output[_WRITTEN] = golden_session.written()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller gives each worker the run's claims directory."""
+    node.workerinput[_CLAIMS] = str(node.config.stash[_SESSION].claims())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist's controller takes in what a worker wrote, for the summary."""
+    written = getattr(node, "workeroutput", {}).get(_WRITTEN)
+    if written:
+        node.config.stash[_SESSION].add_written(written)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

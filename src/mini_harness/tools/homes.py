@@ -26,7 +26,11 @@ HIDDEN_HOMES: Final = ("/root", "/home")
 SANDBOX_HOME: Final = "/tmp/home"  # noqa: S108 - in the sandbox's own /tmp
 """HOME inside the sandbox when the caller's names a hidden directory."""
 
-_TOOLCHAIN_DIRS: Final = ("bin", "lib", "lib64")
+PRIVATE_PLACES: Final = ("/tmp", "/run", "/var/run", "/dev/shm")  # noqa: S108
+"""Where the sandbox has empty places of its own: a program the command may run from
+there (a virtualenv in a clone under /tmp) is kept the same way as one under a home."""
+
+_TOOLCHAIN_DIRS: Final = ("bin", "lib", "lib64", "pyvenv.cfg")
 
 
 @attrs.frozen
@@ -54,7 +58,8 @@ class Homes:
             if os.path.isdir(path) and (path.count(os.sep) > 1 or path in HIDDEN_HOMES)
         ]
         hidden = [path for path in found if not any(inside(path, o) for o in found if o != path)]
-        return cls(tuple(hidden), toolchains(search, hidden))
+        private = [os.path.realpath(path) for path in PRIVATE_PLACES if os.path.isdir(path)]
+        return cls(tuple(hidden), toolchains(search, [*hidden, *dict.fromkeys(private)]))
 
     def hides(self, path: str | None) -> bool:
         """True when `path` (a HOME) lies in a hidden directory."""
@@ -82,7 +87,8 @@ def toolchains(search: Sequence[str], hidden: Sequence[str]) -> tuple[str, ...]:
     """The directories that keep programs under `hidden` runnable: for each directory in
     `search`, and each symlink in one, that resolves to a `bin` directory under a hidden
     one, that directory's `bin`, `lib` and `lib64` (a virtualenv's python linked to
-    ~/.pyenv/versions/3.11.7/bin/python3.11 needs ~/.pyenv/versions/3.11.7/lib)."""
+    ~/.pyenv/versions/3.11.7/bin/python3.11 needs ~/.pyenv/versions/3.11.7/lib), and a
+    virtualenv's `pyvenv.cfg` beside them."""
     if not hidden:
         return ()
     found: dict[str, None] = {}
@@ -96,7 +102,7 @@ def toolchains(search: Sequence[str], hidden: Sequence[str]) -> tuple[str, ...]:
                 continue  # shims and scripts that need more than their own directory
             prefix = os.path.dirname(real)
             for name in _TOOLCHAIN_DIRS:
-                if os.path.isdir(os.path.join(prefix, name)):
+                if os.path.exists(os.path.join(prefix, name)):
                     found[os.path.join(prefix, name)] = None
     return tuple(found)
 

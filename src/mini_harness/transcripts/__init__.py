@@ -1,6 +1,6 @@
 """The transcript layer: the JSONL wire format, its writer and its reader.
 
-The reader, verify and repair load when first used: a command that only writes a log
+The reader, verify, repair and signed heads load when first used: a command that only writes a log
 does not import them.
 """
 
@@ -23,6 +23,7 @@ from mini_harness.transcripts.codec import (
 from mini_harness.transcripts.writer import DEFAULT_FSYNC, JsonlTranscript
 
 if TYPE_CHECKING:
+    from mini_harness.transcripts.note import Note, SignerKey, VerifierKey
     from mini_harness.transcripts.reader import (
         MAX_LINE_BYTES,
         TornTail,
@@ -31,6 +32,12 @@ if TYPE_CHECKING:
         read_transcript,
     )
     from mini_harness.transcripts.repair import RepairReport, repair_transcript
+    from mini_harness.transcripts.signing import (
+        TrustedKeys,
+        note_path_for,
+        sign_transcript,
+        verify_signed,
+    )
     from mini_harness.transcripts.upcast import Upcasters
     from mini_harness.transcripts.verify import CallProtocol, VerifyReport, verify_transcript
 else:  # type checkers see the names above; at run time they are imported on first use
@@ -44,7 +51,14 @@ else:  # type checkers see the names above; at run time they are imported on fir
                 "TranscriptRecord",
                 "read_transcript",
             ),
+            "mini_harness.transcripts.note": ("Note", "SignerKey", "VerifierKey"),
             "mini_harness.transcripts.repair": ("RepairReport", "repair_transcript"),
+            "mini_harness.transcripts.signing": (
+                "TrustedKeys",
+                "note_path_for",
+                "sign_transcript",
+                "verify_signed",
+            ),
             "mini_harness.transcripts.upcast": ("Upcasters",),
             "mini_harness.transcripts.verify": (
                 "CallProtocol",
@@ -62,19 +76,26 @@ __all__ = [
     "CallProtocol",
     "DecodeError",
     "JsonlTranscript",
+    "Note",
     "Redactor",
     "RepairReport",
+    "SignerKey",
     "TornTail",
     "TranscriptReader",
     "TranscriptRecord",
+    "TrustedKeys",
     "Upcasters",
+    "VerifierKey",
     "VerifyReport",
     "decode_line",
     "encode_line",
     "event_to_wire",
     "is_omitted",
     "line_hash",
+    "note_path_for",
     "read_transcript",
     "repair_transcript",
+    "sign_transcript",
+    "verify_signed",
     "verify_transcript",
 ]

@@ -226,6 +226,9 @@ class TranscriptReader:
         self.empty = False
         self.header: TranscriptStarted | None = None
         self.head_hash: str | None = None
+        # The full SHA-256 of the last line read: while iterating, that of the record
+        # just yielded (head_hash is its first 128 bits).
+        self.head_digest: bytes | None = None
         self.records_read = 0
         self._salvage = salvage
         self._upcasters = upcasters
@@ -365,10 +368,12 @@ class TranscriptReader:
                         else "prev does not match the hash of the line before"
                     )
                     self.problems.append(IntegrityProblem(number, start, seq, message))
-            prev_hash = sha256(body).digest()[:HASH_BYTES].hex()  # line_hash(body), inlined
+            digest = sha256(body).digest()
+            prev_hash = digest[:HASH_BYTES].hex()  # line_hash(body), inlined
             expected_seq = seq + 1
             self.records_read += 1
             self.head_hash = prev_hash
+            self.head_digest = digest
             if number == 1 and isinstance(event, TranscriptStarted):
                 self.header = event
             yield TranscriptRecord(number, start, seq, prev, prev_hash, event)

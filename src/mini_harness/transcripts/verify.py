@@ -15,6 +15,7 @@ import attrs
 from mini_harness.errors import counted
 from mini_harness.events import (
     JsonObject,
+    JsonValue,
     ModelRequested,
     ModelResponded,
     RunFinished,
@@ -26,6 +27,7 @@ from mini_harness.events import (
     UnknownEvent,
     Usage,
 )
+from mini_harness.transcripts.head_note import SignedHead
 from mini_harness.transcripts.reader import (
     DamagedLine,
     IntegrityProblem,
@@ -234,6 +236,11 @@ class VerifyReport:
     failed: int = 0  # calls that ended with ToolFailed
     expected_head: str | None = None  # the head hash the chain must reach, if given
     head_line: int | None = None  # the line whose hash is expected_head, if reached
+    head_sha256: str | None = None  # the full SHA-256 of the last line
+    last_line: int | None = None  # the line number of the last line
+    signed: SignedHead | None = None  # the signed head the file must end with, if given
+    signed_line: int | None = None  # the first line with the signed head's seq
+    signed_line_sha256: str | None = None  # that line's full SHA-256
 
     @property
     def ok(self) -> bool:
@@ -255,7 +262,50 @@ class VerifyReport:
                 f"the chain does not reach head {self.expected_head}: no line has that hash "
                 "(the file was edited or cut since the head was recorded)"
             )
+        out += self.signed_head_problems()
         return out
+
+    def signed_head_problems(self) -> list[str]:
+        """What keeps the file from ending with the signed head: a note no trusted key
+        signed, another transcript's note, a file cut before the signed line, a signed line
+        that differs, lines after it (which no signature covers). One problem at most."""
+        signed = self.signed
+        if signed is None:
+            return []
+        if signed.claim is None:
+            return [signed.refused or f"{signed.note} was refused"]
+        claim = signed.claim
+        if claim.transcript_id != self.transcript_id:
+            return [
+                f"{signed.note} signs the head of transcript {claim.transcript_id}, not of "
+                f"this one ({self.transcript_id})"
+            ]
+        if self.signed_line is None:
+            ends = "has no line" if self.last_seq is None else f"ends at seq {self.last_seq}"
+            return [
+                f"the file {ends}, before the signed head at seq {claim.seq}: it was cut "
+                "after the head was signed"
+            ]
+        if self.signed_line_sha256 != claim.sha256:
+            return [
+                f"line {self.signed_line} (seq {claim.seq}) is not the line that was signed: "
+                f"its SHA-256 is {self.signed_line_sha256}, the signed one's {claim.sha256} "
+                "(the history up to the signed head was rewritten after it was signed)"
+            ]
+        after = (self.last_line or 0) - self.signed_line
+        if after > 0:
+            verb = "is" if after == 1 else "are"
+            return [
+                f"{counted(after, 'line')} after the signed head (line {self.signed_line}, "
+                f"seq {claim.seq}) {verb} covered by no signature: written after it was signed"
+            ]
+        return []
+
+    @property
+    def signed_head_reached(self) -> bool:
+        """Whether the line at the signed head's seq is the signed line."""
+        claim = None if self.signed is None else self.signed.claim
+        return claim is not None and self.signed_line_sha256 == claim.sha256
 
     def damage(self) -> list[str]:
         """The problems a crash does not leave (it leaves calls, requests and runs in doubt,
@@ -294,6 +344,8 @@ class VerifyReport:
             "headHash": self.head_hash,
             "expectedHead": self.expected_head,
             "headReached": None if self.expected_head is None else self.head_line is not None,
+            "headSha256": self.head_sha256,
+            "signedHead": self._signed_json(),
             "problems": self.problems(),
             "notices": self.notices(),
             "tornTail": None
@@ -305,17 +357,38 @@ class VerifyReport:
             ],
         }
 
+    def _signed_json(self) -> JsonValue:
+        signed = self.signed
+        if signed is None:
+            return None
+        claim = signed.claim
+        if claim is None:
+            return {"note": signed.note, "refused": signed.refused}
+        return {
+            "note": signed.note,
+            "transcriptId": claim.transcript_id,
+            "seq": claim.seq,
+            "sha256": claim.sha256,
+            "time": claim.time,
+            "signedBy": list[JsonValue](signed.signers),
+            "reached": self.signed_head_reached,
+            "line": self.signed_line,
+        }
+
 
 def verify_transcript(
     path: str | os.PathLike[str],
     *,
     upcasters: Upcasters = UPCASTERS,
     head: str | None = None,
+    signed: SignedHead | None = None,
 ) -> VerifyReport:
     """Read the whole transcript (salvaging past damage) and check it.
 
     With `head` (a hash kept elsewhere, e.g. printed by an earlier verify), the chain must
     reach it: some line must have exactly that hash, else the file was edited or cut.
+    With `signed` (a signed head whose signature was checked), the file must end with the
+    signed line: the line at its seq has its SHA-256, and no line follows it.
     Raises TranscriptError (a subclass of it) only when the file cannot be read as a
     transcript at all: missing, not a transcript, a newer format version, CRLF endings.
     """
@@ -326,9 +399,17 @@ def verify_transcript(
     runs = calls = failed = 0
     last_seq: int | None = None
     head_line: int | None = None
+    last_line: int | None = None
+    signed_seq = None if signed is None or signed.claim is None else signed.claim.seq
+    signed_line: int | None = None
+    signed_sha256: str | None = None
     for record in reader:
         if record.hash == head:
             head_line = record.line
+        if record.seq == signed_seq and signed_line is None:
+            signed_line = record.line
+            signed_sha256 = reader.head_digest.hex() if reader.head_digest else None
+        last_line = record.line
         last_seq = record.seq
         event = record.event
         if isinstance(event, ToolCalled):
@@ -376,4 +457,9 @@ def verify_transcript(
         unfinished_runs=tuple(agent_runs.unfinished()),
         expected_head=head,
         head_line=head_line,
+        head_sha256=reader.head_digest.hex() if reader.head_digest else None,
+        last_line=last_line,
+        signed=signed,
+        signed_line=signed_line,
+        signed_line_sha256=signed_sha256,
     )

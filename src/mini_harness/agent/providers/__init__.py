@@ -10,6 +10,7 @@ from __future__ import annotations
 from mini_harness.agent.providers.choice import (
     PROVIDER_NAMES,
     HoldsSecrets,
+    RequestLimits,
     choose_provider,
     provider_secrets,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "ModelProvider",
     "ModelRequest",
     "ModelResponse",
+    "RequestLimits",
     "ScriptProvider",
     "choose_provider",
     "parse_script",

@@ -9,24 +9,32 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Literal, TypeVar, cast
+from typing import Literal, TypedDict, TypeVar, cast
 
 import anthropic
-import attrs
 from anthropic import Omit, omit
 from anthropic.types import (
     AssistantMessageParam,
+    InputJSONDelta,
     MessageDeltaUsage,
     MessageParam,
+    RawContentBlockDeltaEvent,
+    RawContentBlockStartEvent,
+    RawMessageDeltaEvent,
+    RawMessageStartEvent,
     RawMessageStreamEvent,
+    TextBlock,
     TextBlockParam,
+    TextDelta,
     ToolResultBlockParam,
     ToolUnionParam,
+    ToolUseBlock,
     ToolUseBlockParam,
     UserMessageParam,
 )
 from anthropic.types import Message as WireMessage
 from anthropic.types import Usage as WireUsage
+from anthropic.types.raw_message_delta_event import Delta
 
 from mini_harness.agent.providers.interface import ModelRequest
 from mini_harness.agent.providers.sdk import (
@@ -36,7 +44,10 @@ from mini_harness.agent.providers.sdk import (
     ResponseParts,
     SdkProvider,
     arguments_object,
-    checked_text,
+    count,
+    listed,
+    model,
+    text,
 )
 from mini_harness.agent.providers.sdk_failures import SdkErrors
 from mini_harness.events import Message, Usage
@@ -126,17 +137,22 @@ def usage_of(usage: WireUsage | MessageDeltaUsage, previous: Usage | None = None
     """Neutral usage; input tokens count the whole prompt (Anthropic reports cache reads
     and cache writes apart from `input_tokens`), cached tokens are the cache reads."""
     previous = previous or Usage()
-    fresh = usage.input_tokens
-    read = usage.cache_read_input_tokens
-    written = usage.cache_creation_input_tokens
+    fresh = count(usage.input_tokens, "input_tokens")
+    read = count(usage.cache_read_input_tokens, "cache_read_input_tokens")
+    written = count(usage.cache_creation_input_tokens, "cache_creation_input_tokens")
     input_tokens = previous.input_tokens
     if fresh is not None:
         input_tokens = fresh + (read or 0) + (written or 0)
     return Usage(
         input_tokens=input_tokens,
-        output_tokens=usage.output_tokens,
+        output_tokens=count(usage.output_tokens, "output_tokens"),
         cached_tokens=read if read is not None else previous.cached_tokens,
     )
+
+
+def _kind(value: object, what: str) -> str:
+    """The `type` of an object of a response (a content block, a stream event, a delta)."""
+    return text(getattr(model(value, anthropic.BaseModel, what), "type", None), f"{what}'s type")
 
 
 def _extra_body(params: ModelParams) -> dict[str, object] | None:
@@ -146,28 +162,23 @@ def _extra_body(params: ModelParams) -> dict[str, object] | None:
     return given or None
 
 
-@attrs.frozen
-class MessagesBody:
-    """A Messages API request in the SDK's types."""
+class MessagesArguments(TypedDict):
+    """What `messages.create` is given for a request, in the SDK's types: built once per
+    request, and sent for a whole response or a stream."""
 
-    system: str
+    model: str
+    max_tokens: int
     messages: list[MessageParam]
-    tools: list[ToolUnionParam]
-    params: ModelParams
+    system: str | Omit
+    tools: list[ToolUnionParam] | Omit
+    stop_sequences: list[str] | Omit
+    extra_body: dict[str, object] | None
 
 
-class AnthropicProvider(SdkProvider[MessagesBody, WireMessage, RawMessageStreamEvent]):
+class AnthropicProvider(SdkProvider[MessagesArguments, WireMessage, RawMessageStreamEvent]):
     """Anthropic's Messages API behind the provider interface (`anthropic:MODEL`)."""
 
-    errors = SdkErrors(
-        root=anthropic.AnthropicError,
-        api=anthropic.APIError,
-        status=anthropic.APIStatusError,
-        connection=anthropic.APIConnectionError,
-        timeout=anthropic.APITimeoutError,
-        rate_limit=anthropic.RateLimitError,
-        auth=(anthropic.AuthenticationError, anthropic.PermissionDeniedError),
-    )
+    errors = SdkErrors.of(anthropic, anthropic.AnthropicError)
     provider_name = "anthropic"
     empty_arguments = "{}"  # a tool called without input streams no input_json_delta
 
@@ -180,67 +191,75 @@ class AnthropicProvider(SdkProvider[MessagesBody, WireMessage, RawMessageStreamE
             open_telemetry=False,
         )
 
-    def _body(self, request: ModelRequest) -> MessagesBody:
+    def _body(self, request: ModelRequest) -> MessagesArguments:
+        params = ModelParams.of(request.params)
         system, messages = to_wire(request.messages)
         # The tools' wire form is the definitions' own (`tools --format anthropic`).
         tools = [cast(ToolUnionParam, anthropic_tool(tool)) for tool in request.tools]
-        return MessagesBody(system, messages, tools, ModelParams.of(request.params))
-
-    def _send_whole(self, body: MessagesBody) -> RawResponse[WireMessage]:
-        params = body.params
-        return self._client.messages.with_raw_response.create(
+        return MessagesArguments(
             model=self.model,
             max_tokens=params.max_tokens or DEFAULT_MAX_TOKENS,
-            messages=body.messages,
-            system=body.system or omit,
-            tools=body.tools or omit,
+            messages=messages,
+            system=system or omit,
+            tools=tools or omit,
             stop_sequences=_given(params.stop),
             extra_body=_extra_body(params),
         )
 
-    def _send_stream(self, body: MessagesBody) -> RawResponse[EventStream[RawMessageStreamEvent]]:
-        params = body.params
-        return self._client.messages.with_raw_response.create(
-            model=self.model,
-            max_tokens=params.max_tokens or DEFAULT_MAX_TOKENS,
-            messages=body.messages,
-            system=body.system or omit,
-            tools=body.tools or omit,
-            stop_sequences=_given(params.stop),
-            extra_body=_extra_body(params),
-            stream=True,
-        )
+    def _send_whole(self, body: MessagesArguments) -> RawResponse[WireMessage]:
+        return self._client.messages.with_raw_response.create(**body)
+
+    def _send_stream(
+        self, body: MessagesArguments
+    ) -> RawResponse[EventStream[RawMessageStreamEvent]]:
+        return self._client.messages.with_raw_response.create(**body, stream=True)
 
     def _read_whole(self, message: WireMessage, parts: ResponseParts) -> None:
-        for index, block in enumerate(message.content):
-            if block.type == "text":
-                parts.add_text(block.text)
-            elif block.type == "tool_use":
-                arguments = json.dumps(block.input, ensure_ascii=False, separators=(",", ":"))
-                parts.add_call(index, block.id, block.name, arguments)
-        parts.usage, parts.response_id = usage_of(message.usage), message.id or None
-        parts.finish, parts.ended = message.stop_reason, True
+        message = model(message, WireMessage, "the response")
+        for index, block in enumerate(listed(message.content, "content")):
+            kind = _kind(block, f"content[{index}]")
+            if kind == "text":
+                parts.add_text(model(block, TextBlock, f"content[{index}]").text)
+            elif kind == "tool_use":
+                call = model(block, ToolUseBlock, f"content[{index}]")
+                arguments = json.dumps(call.input, ensure_ascii=False, separators=(",", ":"))
+                parts.add_call(index, call.id, call.name, arguments)
+        parts.usage = usage_of(model(message.usage, WireUsage, "usage"))
+        parts.response_id = text(message.id, "id") or None
+        parts.finish, parts.ended = text(message.stop_reason, "stop_reason") or None, True
 
     def _read_event(self, event: RawMessageStreamEvent, parts: ResponseParts) -> None:
-        if event.type == "message_start":
-            parts.response_id = event.message.id or None
-            parts.usage = usage_of(event.message.usage)
-        elif event.type == "content_block_start":
-            block = event.content_block
-            if block.type == "tool_use":
-                parts.add_call(event.index, block.id, block.name)
-            elif block.type == "text":
-                parts.add_text(block.text)
-        elif event.type == "content_block_delta":
-            delta = event.delta
-            if delta.type == "text_delta":
-                parts.add_text(delta.text)
-            elif delta.type == "input_json_delta" and event.index in parts.calls:
-                parts.calls[event.index]["arguments"] += checked_text(delta.partial_json)
-        elif event.type == "message_delta":
-            parts.finish = event.delta.stop_reason or parts.finish
-            parts.usage = usage_of(event.usage, parts.usage)
-        elif event.type == "message_stop":
+        kind = _kind(event, "a stream event")
+        if kind == "message_start":
+            started = model(event, RawMessageStartEvent, kind)
+            message = model(started.message, WireMessage, "message_start.message")
+            parts.response_id = text(message.id, "id") or None
+            parts.usage = usage_of(model(message.usage, WireUsage, "usage"))
+        elif kind == "content_block_start":
+            start = model(event, RawContentBlockStartEvent, kind)
+            index = count(start.index, "index")
+            block_kind = _kind(start.content_block, "content_block")
+            if block_kind == "tool_use":
+                call = model(start.content_block, ToolUseBlock, "content_block")
+                parts.add_call(index or 0, call.id, call.name)
+            elif block_kind == "text":
+                parts.add_text(model(start.content_block, TextBlock, "content_block").text)
+        elif kind == "content_block_delta":
+            delta_event = model(event, RawContentBlockDeltaEvent, kind)
+            delta_kind = _kind(delta_event.delta, "delta")
+            if delta_kind == "text_delta":
+                parts.add_text(model(delta_event.delta, TextDelta, "delta").text)
+            elif delta_kind == "input_json_delta" and delta_event.index in parts.calls:
+                json_delta = model(delta_event.delta, InputJSONDelta, "delta")
+                arguments = text(json_delta.partial_json, "partial_json")
+                parts.calls[delta_event.index]["arguments"] += arguments
+        elif kind == "message_delta":
+            ended = model(event, RawMessageDeltaEvent, kind)
+            stopped = model(ended.delta, Delta, "message_delta.delta")
+            parts.finish = text(stopped.stop_reason, "stop_reason") or parts.finish
+            usage = model(ended.usage, MessageDeltaUsage, "message_delta.usage")
+            parts.usage = usage_of(usage, parts.usage)
+        elif kind == "message_stop":
             parts.ended = True
 
     def _finish_reason(self, parts: ResponseParts) -> str:

@@ -4,7 +4,9 @@ Without `--model`, the first key found decides, as in the reference harness:
 DEEPSEEK_API_KEY, then OPENAI_API_KEY, then ANTHROPIC_API_KEY; with none, the mock model
 (deterministic, no network).
 MINI_HARNESS_MODEL names the model when `--model` does not. The SDK providers' modules (and
-their SDKs) are imported only once chosen.
+their SDKs) are imported only once chosen. How long an attempt may take and how often a
+failed one is tried again come from the caller (the CLI's flags), else from
+MINI_HARNESS_MODEL_TIMEOUT (seconds) and MINI_HARNESS_MODEL_RETRIES, else the defaults.
 
 A provider that holds secrets (the SDK providers: their API key) lists them in `secrets`;
 whoever prints or records what a run produced redacts them (`provider_secrets`).
@@ -13,9 +15,12 @@ whoever prints or records what a run produced redacts them (`provider_secrets`).
 from __future__ import annotations
 
 import importlib.util
+import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
 
 from mini_harness.agent.providers.interface import ModelProvider
 from mini_harness.agent.providers.mock import MockProvider
@@ -49,21 +54,64 @@ _REMOTES: dict[str, tuple[str, str | None, str]] = {
 }
 
 
+DEFAULT_TIMEOUT = 120.0
+"""Seconds an attempt of a model request may take (connecting, or waiting for data)."""
+DEFAULT_RETRIES = 2
+"""How many times a failed attempt the retry policy allows is tried again."""
+
+
+@attrs.frozen
+class RequestLimits:
+    """How long each attempt of a model request may take, and how often one that failed
+    is tried again; None: from the environment, else the default."""
+
+    timeout: float | None = None
+    retries: int | None = None
+
+    def resolved(self, env: Mapping[str, str]) -> tuple[float, int]:
+        """(timeout, retries): given, else MINI_HARNESS_MODEL_TIMEOUT / _RETRIES, else the
+        defaults; a variable that is not a usable number is a ProviderSetupError."""
+        timeout, retries = self.timeout, self.retries
+        if timeout is None:
+            timeout = _number(env, "MINI_HARNESS_MODEL_TIMEOUT", DEFAULT_TIMEOUT, whole=False)
+        if retries is None:
+            retries = int(_number(env, "MINI_HARNESS_MODEL_RETRIES", DEFAULT_RETRIES, whole=True))
+        return timeout, retries
+
+
+def _number(env: Mapping[str, str], name: str, default: float, *, whole: bool) -> float:
+    """The variable `name` as a number (`whole`: an integer, 0 or more; else above 0)."""
+    text = _setting(env, name)
+    if text is None:
+        return default
+    try:
+        value = int(text) if whole else float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or (value == 0 and not whole):
+        wanted = "a whole number, 0 or more" if whole else "a number of seconds above 0"
+        raise ProviderSetupError(f"{name}={text!r}: expected {wanted}")
+    return value
+
+
 def _setting(env: Mapping[str, str], name: str) -> str | None:
     value = env.get(name, "").strip()
     return value or None
 
 
-def choose_provider(model_spec: str | None, env: Mapping[str, str]) -> ModelProvider:
+def choose_provider(
+    model_spec: str | None, env: Mapping[str, str], limits: RequestLimits | None = None
+) -> ModelProvider:
     """The provider `--model` names (None: the environment's choice).
 
     `model_spec` is `PROVIDER:MODEL`, `PROVIDER` alone (its default model), `mock` or
-    `script:FILE`.
+    `script:FILE`; `limits` apply to the providers that send requests.
     """
+    limits = limits or RequestLimits()
     if model_spec is None:
         for provider in ("deepseek", "openai", "anthropic"):
             if _setting(env, f"{_REMOTES[provider][0]}_API_KEY"):
-                return _remote(provider, None, env)
+                return _remote(provider, None, env, limits)
         return MockProvider("mock")
     provider, _, model = model_spec.partition(":")
     provider = provider.strip().lower()
@@ -79,10 +127,12 @@ def choose_provider(model_spec: str | None, env: Mapping[str, str]) -> ModelProv
             f"Unknown model provider {provider!r} in --model {model_spec!r} "
             f"(known: {', '.join(PROVIDER_NAMES)})"
         )
-    return _remote(provider, model or None, env)
+    return _remote(provider, model or None, env, limits)
 
 
-def _remote(provider: str, model: str | None, env: Mapping[str, str]) -> ModelProvider:
+def _remote(
+    provider: str, model: str | None, env: Mapping[str, str], limits: RequestLimits
+) -> ModelProvider:
     prefix, default_base_url, default_model = _REMOTES[provider]
     model = model or _setting(env, "MINI_HARNESS_MODEL") or default_model
     base_url = _setting(env, f"{prefix}_BASE_URL") or default_base_url
@@ -104,11 +154,21 @@ def _remote(provider: str, model: str | None, env: Mapping[str, str]) -> ModelPr
         raise ProviderSetupError(
             f"The {provider} provider needs the {sdk} SDK: pip install 'mini-harness[{sdk}]'"
         )
+    timeout, retries = limits.resolved(env)
+    # A 404's message names the variable the base URL came from, or the default it took.
+    setting = f"{prefix}_BASE_URL" if _setting(env, f"{prefix}_BASE_URL") else "the base URL"
+    common: dict[str, Any] = {
+        "api_key": api_key,
+        "base_url": base_url,
+        "timeout": timeout,
+        "max_retries": retries,
+        "base_url_setting": setting,
+    }
     if sdk == "anthropic":
         from mini_harness.agent.providers.anthropic_messages import AnthropicProvider
 
-        return AnthropicProvider(model, api_key=api_key, base_url=base_url)
+        return AnthropicProvider(model, **common)
     from mini_harness.agent.providers.openai_chat import OpenAICompatibleProvider
 
     assert base_url is not None  # every OpenAI-wire provider has a default or requires one
-    return OpenAICompatibleProvider(model, base_url=base_url, api_key=api_key)
+    return OpenAICompatibleProvider(model, **common)

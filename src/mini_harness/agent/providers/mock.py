@@ -7,7 +7,8 @@ from collections.abc import Callable
 from mini_harness.agent.providers.interface import ModelRequest, ModelResponse
 from mini_harness.errors import ModelError
 from mini_harness.events import Message, Usage, to_wire
-from mini_harness.runtime.context_report import estimate_tokens, pretty_json
+from mini_harness.events.measure import estimate_tokens
+from mini_harness.runtime.context_report import pretty_json
 
 
 class MockProvider:

@@ -8,20 +8,29 @@ responses report usage too.
 
 from __future__ import annotations
 
-from typing import TypeVar, cast
+from typing import TypedDict, TypeVar, cast
 
-import attrs
 import openai
 from openai import Omit, omit
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionAssistantMessageParam,
     ChatCompletionChunk,
+    ChatCompletionMessage,
+    ChatCompletionMessageFunctionToolCall,
     ChatCompletionMessageFunctionToolCallParam,
     ChatCompletionMessageParam,
     ChatCompletionToolUnionParam,
 )
-from openai.types.completion_usage import CompletionUsage
+from openai.types.chat.chat_completion import Choice
+from openai.types.chat.chat_completion_chunk import Choice as ChunkChoice
+from openai.types.chat.chat_completion_chunk import (
+    ChoiceDelta,
+    ChoiceDeltaToolCall,
+    ChoiceDeltaToolCallFunction,
+)
+from openai.types.chat.chat_completion_message_function_tool_call import Function
+from openai.types.completion_usage import CompletionUsage, PromptTokensDetails
 
 from mini_harness.agent.providers.interface import FINISH_REASONS, ModelRequest
 from mini_harness.agent.providers.sdk import (
@@ -31,9 +40,13 @@ from mini_harness.agent.providers.sdk import (
     ResponseParts,
     SdkProvider,
     arguments_text,
-    checked_text,
+    count,
+    listed,
+    model,
+    text,
 )
 from mini_harness.agent.providers.sdk_failures import SdkErrors
+from mini_harness.errors import ResponseShapeError
 from mini_harness.events import Message, Usage
 from mini_harness.runtime.definitions import openai_tool
 
@@ -82,19 +95,21 @@ def finish_reason(wire: str | None, has_tool_calls: bool) -> str:
     return wire if wire is not None and wire in FINISH_REASONS else "other"
 
 
-def usage_of(usage: CompletionUsage | None) -> Usage:
+def usage_of(usage: object) -> Usage:
     if usage is None:
         return Usage()
+    usage = model(usage, CompletionUsage, "usage")
     cached = None
     if usage.prompt_tokens_details is not None:
-        cached = usage.prompt_tokens_details.cached_tokens
+        details = model(usage.prompt_tokens_details, PromptTokensDetails, "prompt_tokens_details")
+        cached = count(details.cached_tokens, "cached_tokens")
     if cached is None:
         # DeepSeek reports its cache hits under a name of its own.
         extra = (usage.model_extra or {}).get("prompt_cache_hit_tokens")
-        cached = extra if isinstance(extra, int) else None
+        cached = extra if type(extra) is int and extra >= 0 else None
     return Usage(
-        input_tokens=usage.prompt_tokens,
-        output_tokens=usage.completion_tokens,
+        input_tokens=count(usage.prompt_tokens, "prompt_tokens"),
+        output_tokens=count(usage.completion_tokens, "completion_tokens"),
         cached_tokens=cached,
     )
 
@@ -110,27 +125,23 @@ def _slot(parts: ResponseParts, index: object, call_id: str) -> int:
     return max(calls)
 
 
-@attrs.frozen
-class ChatBody:
-    """A Chat Completions request in the SDK's types."""
+class ChatArguments(TypedDict):
+    """What `chat.completions.create` is given for a request, in the SDK's types: built
+    once per request, and sent for a whole response or a stream."""
 
+    model: str
     messages: list[ChatCompletionMessageParam]
-    tools: list[ChatCompletionToolUnionParam]
-    params: ModelParams
+    tools: list[ChatCompletionToolUnionParam] | Omit
+    temperature: float | Omit
+    max_tokens: int | Omit
+    top_p: float | Omit
+    stop: list[str] | Omit
 
 
-class OpenAICompatibleProvider(SdkProvider[ChatBody, ChatCompletion, ChatCompletionChunk]):
+class OpenAICompatibleProvider(SdkProvider[ChatArguments, ChatCompletion, ChatCompletionChunk]):
     """A Chat Completions server behind the provider interface (`openai-compatible:MODEL`)."""
 
-    errors = SdkErrors(
-        root=openai.OpenAIError,
-        api=openai.APIError,
-        status=openai.APIStatusError,
-        connection=openai.APIConnectionError,
-        timeout=openai.APITimeoutError,
-        rate_limit=openai.RateLimitError,
-        auth=(openai.AuthenticationError, openai.PermissionDeniedError),
-    )
+    errors = SdkErrors.of(openai, openai.OpenAIError)
     provider_name = "openai-compatible"
 
     def _connect(self, *, api_key: str, base_url: str | None, timeout: float) -> None:
@@ -138,67 +149,68 @@ class OpenAICompatibleProvider(SdkProvider[ChatBody, ChatCompletion, ChatComplet
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
         )
 
-    def _body(self, request: ModelRequest) -> ChatBody:
+    def _body(self, request: ModelRequest) -> ChatArguments:
+        params = ModelParams.of(request.params)
         # The tools' wire form is the definitions' own (what `tools --format openai` prints).
         tools = [cast(ChatCompletionToolUnionParam, openai_tool(tool)) for tool in request.tools]
-        return ChatBody(to_wire_messages(request.messages), tools, ModelParams.of(request.params))
-
-    def _send_whole(self, body: ChatBody) -> RawResponse[ChatCompletion]:
-        params = body.params
-        return self._client.chat.completions.with_raw_response.create(
+        return ChatArguments(
             model=self.model,
-            messages=body.messages,
-            tools=body.tools or omit,
+            messages=to_wire_messages(request.messages),
+            tools=tools or omit,
             temperature=_given(params.temperature),
             max_tokens=_given(params.max_tokens),
             top_p=_given(params.top_p),
             stop=_given(params.stop),
         )
 
-    def _send_stream(self, body: ChatBody) -> RawResponse[EventStream[ChatCompletionChunk]]:
-        params = body.params
+    def _send_whole(self, body: ChatArguments) -> RawResponse[ChatCompletion]:
+        return self._client.chat.completions.with_raw_response.create(**body)
+
+    def _send_stream(self, body: ChatArguments) -> RawResponse[EventStream[ChatCompletionChunk]]:
         return self._client.chat.completions.with_raw_response.create(
-            model=self.model,
-            messages=body.messages,
-            tools=body.tools or omit,
-            temperature=_given(params.temperature),
-            max_tokens=_given(params.max_tokens),
-            top_p=_given(params.top_p),
-            stop=_given(params.stop),
-            stream=True,
-            stream_options={"include_usage": True},
+            **body, stream=True, stream_options={"include_usage": True}
         )
 
     def _read_whole(self, completion: ChatCompletion, parts: ResponseParts) -> None:
-        if not completion.choices:
-            raise ValueError("the model server answered with no choices")
-        choice = completion.choices[0]
-        parts.add_text(choice.message.content)
-        for index, call in enumerate(choice.message.tool_calls or ()):
-            if call.type == "function":
-                parts.add_call(index, call.id, call.function.name, call.function.arguments)
-        parts.usage, parts.response_id = usage_of(completion.usage), completion.id or None
-        parts.finish, parts.ended = checked_text(choice.finish_reason) or None, True
+        completion = model(completion, ChatCompletion, "the response")
+        choices = listed(completion.choices, "choices")
+        if not choices:
+            raise ResponseShapeError("the model server answered with no choices")
+        choice = model(choices[0], Choice, "choices[0]")
+        message = model(choice.message, ChatCompletionMessage, "choices[0].message")
+        parts.add_text(message.content)
+        for index, call in enumerate(listed(message.tool_calls, "tool_calls")):
+            if isinstance(call, ChatCompletionMessageFunctionToolCall):  # not a custom tool's
+                function = model(call.function, Function, f"tool_calls[{index}].function")
+                parts.add_call(index, call.id, function.name, function.arguments)
+        parts.usage = usage_of(completion.usage)
+        parts.response_id = text(completion.id, "id") or None
+        parts.finish, parts.ended = text(choice.finish_reason, "finish_reason") or None, True
 
     def _read_event(self, chunk: ChatCompletionChunk, parts: ResponseParts) -> None:
-        parts.response_id = parts.response_id or chunk.id or None
+        chunk = model(chunk, ChatCompletionChunk, "a stream event")
+        parts.response_id = parts.response_id or text(chunk.id, "id") or None
         if chunk.usage is not None:
             parts.usage = usage_of(chunk.usage)
-        for choice in chunk.choices:
+        for entry in listed(chunk.choices, "choices"):
+            choice = model(entry, ChunkChoice, "a stream event's choice")
             if choice.index != 0:
                 continue
-            parts.add_text(choice.delta.content)
-            for fragment in choice.delta.tool_calls or ():
-                call_id = checked_text(fragment.id)
-                call = parts.call(_slot(parts, getattr(fragment, "index", None), call_id))
+            delta = model(choice.delta, ChoiceDelta, "delta")
+            parts.add_text(delta.content)
+            for piece in listed(delta.tool_calls, "delta.tool_calls"):
+                fragment = model(piece, ChoiceDeltaToolCall, "a tool call fragment")
+                call_id = text(fragment.id, "a tool call's id")
+                call = parts.call(_slot(parts, fragment.index, call_id))
                 call["id"] = call["id"] or call_id
                 if fragment.function is not None:
+                    function = model(fragment.function, ChoiceDeltaToolCallFunction, "function")
                     # The name comes whole, once; a server repeating it is not doubled.
-                    call["name"] = call["name"] or checked_text(fragment.function.name)
-                    call["arguments"] += checked_text(fragment.function.arguments)
+                    call["name"] = call["name"] or text(function.name, "a tool call's name")
+                    call["arguments"] += text(function.arguments, "a tool call's arguments")
             if choice.finish_reason is not None:
                 # A stream is whole once the server gave its finish reason.
-                parts.finish, parts.ended = checked_text(choice.finish_reason), True
+                parts.finish, parts.ended = text(choice.finish_reason, "finish_reason"), True
 
     def _finish_reason(self, parts: ResponseParts) -> str:
         return finish_reason(parts.finish, bool(parts.calls))

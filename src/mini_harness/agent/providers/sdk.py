@@ -4,8 +4,10 @@ read back, and the wire form of request parameters and of tool-call arguments.
 
 The SDK is used as it comes: its own HTTP client, which honours the standard proxy
 variables (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) as for every other user
-of the SDK. Only what the server sent is read under a guard (a body of the wrong shape
-is an `invalid_response`); an error in our own code is not mistaken for the server's.
+of the SDK. What the server sent is checked as it is read (`model`, `listed`, `text`,
+`count`): a body of the wrong shape is an `invalid_response`. Only those checks and the
+SDK's own exceptions are mapped to model errors: an error in our own code is not mistaken
+for the server's.
 
 A model may send tool-call arguments that are not a JSON object (cut off by a token limit,
 just malformed, or nested deeper than MAX_JSON_DEPTH). The conversation keeps that raw
@@ -23,14 +25,15 @@ import abc
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import attrs
 import orjson
+import pydantic
 
 from mini_harness.agent.providers.interface import ModelRequest, ModelResponse
 from mini_harness.agent.providers.sdk_failures import FailureMapping, SdkErrors, retry_delay
-from mini_harness.errors import MiniHarnessError, ModelError
+from mini_harness.errors import MiniHarnessError, ModelError, ResponseShapeError
 from mini_harness.events import MAX_JSON_DEPTH, JsonObject, Message, ToolCall, Usage, new_id
 from mini_harness.events.jsonvalue import nested_deeper_than
 from mini_harness.events.redaction import KeyFinder
@@ -120,14 +123,42 @@ def _stops(params: JsonObject) -> list[str] | None:
     raise MiniHarnessError("Model parameter 'stop' must be a string or a list of strings")
 
 
-def checked_text(value: object) -> str:
+ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
+
+
+def model(value: object, cls: type[ModelT], what: str) -> ModelT:
+    """An object of a response, of the SDK's type `cls`; anything else (text where an
+    object should be, an object of another kind) is a malformed response."""
+    if not isinstance(value, cls):
+        raise ResponseShapeError(f"{what}: expected {cls.__name__}, got {type(value).__name__}")
+    return value
+
+
+def listed(value: object, what: str) -> list[Any]:
+    """An array of a response, or [] when absent; anything else is a malformed response."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ResponseShapeError(f"{what}: expected an array, got {type(value).__name__}")
+    return value
+
+
+def text(value: object, what: str = "text") -> str:
     """A text field of a response: a string, or "" when absent; anything else is a
-    malformed response (raised as a TypeError, which the reading guard reports)."""
+    malformed response."""
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise TypeError(f"expected text, got {type(value).__name__}")
+        raise ResponseShapeError(f"{what}: expected text, got {type(value).__name__}")
     return value
+
+
+def count(value: object, what: str) -> int | None:
+    """A token count of a response: a whole number, or None when absent; anything else is
+    a malformed response."""
+    if value is None or (type(value) is int and value >= 0):
+        return value
+    raise ResponseShapeError(f"{what}: expected a whole number, got {value!r:.40}")
 
 
 @attrs.define
@@ -145,10 +176,10 @@ class ResponseParts:
     ended: bool = False
 
     def add_text(self, piece: object) -> None:
-        text = checked_text(piece)
-        if text:
-            self.text.append(text)
-            self.unsent.append(text)
+        checked = text(piece)
+        if checked:
+            self.text.append(checked)
+            self.unsent.append(checked)
 
     def pass_text(self, on_text: Callable[[str], None]) -> None:
         """Pass the text read since the last call on to `on_text`, piece by piece."""
@@ -158,9 +189,9 @@ class ResponseParts:
 
     def add_call(self, slot: int, call_id: object, name: object, arguments: object = "") -> None:
         self.calls[slot] = {
-            "id": checked_text(call_id),
-            "name": checked_text(name),
-            "arguments": checked_text(arguments),
+            "id": text(call_id, "a tool call's id"),
+            "name": text(name, "a tool call's name"),
+            "arguments": text(arguments, "a tool call's arguments"),
         }
 
     def call(self, slot: int) -> dict[str, str]:
@@ -216,7 +247,7 @@ class SdkProvider(abc.ABC, Generic[BodyT, WholeT, EventT]):
     `_send_stream`: the SDK's raw response, parsed here under the reading guard), and
     reads the parsed response, or each event of the stream, into ResponseParts.
     `max_retries` is how many times a failed attempt is tried again; `timeout` is in
-    seconds.
+    seconds; `base_url_setting` names where the base URL came from (a 404 says so).
     """
 
     errors: ClassVar[SdkErrors]  # the SDK's exception classes
@@ -231,10 +262,12 @@ class SdkProvider(abc.ABC, Generic[BodyT, WholeT, EventT]):
         base_url: str | None = None,
         max_retries: int = 2,
         timeout: float = 120.0,
+        base_url_setting: str = "the base URL",
     ) -> None:
         self.model = model
         self.name = f"{self.provider_name}:{model}"
         self.max_retries = max_retries
+        self.base_url_setting = base_url_setting
         self._api_key = api_key
         self._keys = KeyFinder.of([api_key])
         self._connect(api_key=api_key, base_url=base_url, timeout=timeout)
@@ -259,12 +292,12 @@ class SdkProvider(abc.ABC, Generic[BodyT, WholeT, EventT]):
         if on_text is None:
             whole, mapping = self._attempts(lambda: self._send_whole(body), on_retry)
             with _reading(mapping):
-                self._read_whole(whole.parse(), parts)
+                self._read_whole(_parsed(whole), parts)
             return self._response(parts, mapping)
         streamed, mapping = self._attempts(lambda: self._send_stream(body), on_retry)
         try:
             with _reading(mapping):
-                stream = streamed.parse()
+                stream = _parsed(streamed)
             try:  # the stream is closed however the reading ends (Ctrl-C included)
                 for event in _events(stream, mapping):
                     with _reading(mapping):
@@ -284,7 +317,7 @@ class SdkProvider(abc.ABC, Generic[BodyT, WholeT, EventT]):
         before the next attempt, and the last one is raised."""
         attempt = 1
         while True:
-            mapping = FailureMapping(self.errors, attempt, self._redact)
+            mapping = FailureMapping(self.errors, attempt, self._redact, self.base_url_setting)
             try:
                 return send(), mapping
             except self.errors.raised as error:
@@ -338,17 +371,31 @@ class SdkProvider(abc.ABC, Generic[BodyT, WholeT, EventT]):
 
 @contextlib.contextmanager
 def _reading(mapping: FailureMapping) -> Iterator[None]:
-    """Guard the reading of what the server sent: a body or an event that is not what the
-    SDK's types say (the SDKs build their objects without checking) is an
-    invalid_response, and so is JSON nested past what Python parses."""
+    """Report a response whose reading found it of the wrong shape (ResponseShapeError,
+    raised by the checks above and by `_parsed`) as an invalid_response. Nothing else is
+    caught: an error of our own code goes on as it is."""
     try:
         yield
-    except (AttributeError, TypeError, KeyError, ValueError, RecursionError) as error:
+    except ResponseShapeError as error:
         raise mapping.unreadable(error) from None
 
 
+def _parsed(raw: RawResponse[RawT]) -> RawT:
+    """What the SDK parses a response body into. A body that is not JSON at all, or nests
+    deeper than Python's decoder goes, fails in the SDK's decoder (its own exception
+    classes do not cover that): a ResponseShapeError."""
+    try:
+        return raw.parse()
+    except (ValueError, RecursionError) as error:
+        raise ResponseShapeError(_undecoded(error)) from None
+
+
+def _undecoded(error: BaseException) -> str:
+    return f"not JSON ({type(error).__name__}: {error})"
+
+
 def _events(stream: Iterable[EventT], mapping: FailureMapping) -> Iterator[EventT]:
-    """The stream's events, each one's decoding under the reading guard."""
+    """The stream's events, each one decoded by the SDK under the reading guard."""
     iterator = iter(stream)
     while True:
         with _reading(mapping):
@@ -356,4 +403,6 @@ def _events(stream: Iterable[EventT], mapping: FailureMapping) -> Iterator[Event
                 event = next(iterator)
             except StopIteration:
                 return
+            except (ValueError, RecursionError) as error:  # the SDK's decoder, as `_parsed`
+                raise ResponseShapeError(_undecoded(error)) from None
         yield event

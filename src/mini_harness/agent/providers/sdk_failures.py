@@ -21,6 +21,7 @@ import math
 import random
 import time
 from collections.abc import Callable
+from types import ModuleType
 from typing import Protocol, cast
 
 import attrs
@@ -54,6 +55,21 @@ class SdkErrors:
     timeout: type[Exception]  # APITimeoutError (an APIConnectionError)
     rate_limit: type[Exception]  # RateLimitError
     auth: tuple[type[Exception], ...]  # AuthenticationError, PermissionDeniedError
+
+    @classmethod
+    def of(cls, sdk: ModuleType, root: type[Exception]) -> SdkErrors:
+        """The exception classes of an SDK's module (both SDKs name them alike), `root`
+        the one every other derives from."""
+        auth = (sdk.AuthenticationError, sdk.PermissionDeniedError)
+        return cls(
+            root,
+            sdk.APIError,
+            sdk.APIStatusError,
+            sdk.APIConnectionError,
+            sdk.APITimeoutError,
+            sdk.RateLimitError,
+            auth,
+        )
 
     @property
     def raised(self) -> tuple[type[Exception], ...]:
@@ -118,14 +134,42 @@ def _seconds(value: str | None, divisor: float = 1.0) -> float | None:
         return None
 
 
+def _tried_url(raised: _StatusError) -> str | None:
+    """The URL the failed request went to (without its query)."""
+    try:
+        url = raised.response.request.url
+    except (AttributeError, RuntimeError):  # a response built without its request
+        return None
+    return str(url.copy_with(query=None, fragment=None))
+
+
+def base_url_hint(url: str, setting: str) -> str:
+    """What a 404 at `url` most likely means, when the base URL is the cause.
+
+    The SDKs append their own path to the base URL: `/chat/completions` (an OpenAI-style
+    server serves it under `/v1`, so the base URL must end in `/v1`), `/v1/messages`
+    (Anthropic's: the base URL must not end in `/v1`)."""
+    path = httpx2.URL(url).path
+    root = url[: len(url) - len(path)] if path and url.endswith(path) else url
+    if "/v1/v1/" in path:
+        fixed = root + path[: path.index("/v1/v1/")]
+        return f"the SDK adds /v1 itself: set {setting} without it ({fixed})"
+    if path.endswith("/chat/completions") and "/v1/" not in path:
+        fixed = root + path.removesuffix("/chat/completions") + "/v1"
+        return f"OpenAI-style servers answer under /v1: set {setting} to {fixed}"
+    return f"check {setting}"
+
+
 @attrs.frozen
 class FailureMapping:
     """Turns what an SDK raised during attempt `attempt` into a Failure, each message
-    passed through `redact` (which hides the provider's key)."""
+    passed through `redact` (which hides the provider's key). `setting` names where the
+    base URL came from, for a 404's hint."""
 
     errors: SdkErrors
     attempt: int
     redact: Callable[[str], str]
+    setting: str = "the base URL"
 
     def error(self, kind: str, message: str, status: int | None = None) -> ModelError:
         return ModelError(kind, self.redact(message), status=status, attempt=self.attempt)
@@ -177,8 +221,13 @@ class FailureMapping:
         status = raised.status_code
         message = f"Model request failed with HTTP {status}"
         detail = server_error_message(raised.body)
+        url = _tried_url(raised) if status == 404 else None
+        if url is not None:  # most often a base URL that misses, or repeats, /v1
+            message = f"{message} from {url}"
         if detail:
             message = f"{message}: {detail}"
+        if url is not None:
+            message = f"{message} ({base_url_hint(url, self.setting)})"
         if isinstance(error, self.errors.rate_limit):
             kind = "rate_limited"
         elif isinstance(error, self.errors.auth):

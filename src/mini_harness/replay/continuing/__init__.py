@@ -4,7 +4,7 @@ openings of a run that resumes or forks another (`plans`)."""
 
 from __future__ import annotations
 
-from mini_harness.replay.continuing.offline import AgentReplay, ReplayOutcome, replay_agent_run
+from mini_harness.replay.continuing.offline import AgentReplay, replay_agent_run
 from mini_harness.replay.continuing.outcomes import (
     DIFFERING,
     OUTCOMES,
@@ -20,7 +20,9 @@ from mini_harness.replay.continuing.plans import (
     resume_plan,
 )
 from mini_harness.replay.continuing.rerun import (
+    RerunAs,
     TranscriptRerun,
+    Translate,
     definition_drift,
     json_diff,
     json_equal,
@@ -33,11 +35,12 @@ __all__ = [
     "OUTCOMES",
     "AgentReplay",
     "Drift",
-    "ReplayOutcome",
+    "RerunAs",
     "RerunOutcome",
     "RerunReport",
     "ResumePlan",
     "TranscriptRerun",
+    "Translate",
     "continued_config",
     "definition_drift",
     "differing",

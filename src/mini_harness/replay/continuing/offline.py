@@ -28,31 +28,19 @@ from mini_harness.agent import (
 )
 from mini_harness.errors import ModelError, counted
 from mini_harness.events import Event, JsonValue, ModelRequested
+from mini_harness.replay.continuing.outcomes import (
+    DIVERGED,
+    MATCHED,
+    NOW_FAILS,
+    NOW_SUCCEEDS,
+    SKIPPED,
+    RerunOutcome,
+)
 from mini_harness.replay.continuing.plans import continued_config
 from mini_harness.replay.continuing.rerun import diff, json_lines, safe_to_repeat
 from mini_harness.replay.history import Call, Run
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
-
-RERUN = "re-run"
-SERVED = "served"
-NOT_RUN = "not-run"
-
-
-@attrs.frozen
-class ReplayOutcome:
-    """How one tool call of the replayed run got its result: `call` is the call the
-    model's recorded answer asks for at `step`, `recorded` the call the record has for it
-    (None: the recorded run never made it); `how` it got its result (`re-run`; `served`
-    from the record; `not-run`: side effects and no recorded result), why (`reason`), and
-    whether that result is the recorded one (`same`)."""
-
-    step: int
-    call: ToolCall
-    recorded: Call | None
-    how: str
-    same: bool
-    reason: str | None = None
 
 
 @attrs.define
@@ -67,7 +55,7 @@ class AgentReplay:
     """
 
     run: Run
-    calls: list[ReplayOutcome] = attrs.Factory(list)
+    calls: list[RerunOutcome[Call | None]] = attrs.Factory(list)
     identical_through: int = 0
     diverged_at: int | None = None
     explanation: str = ""
@@ -94,7 +82,10 @@ class RecordedRun(SilentReporter):
     """
 
     def __init__(
-        self, replay: AgentReplay, registry: ToolRegistry, on_call: Callable[[ReplayOutcome], None]
+        self,
+        replay: AgentReplay,
+        registry: ToolRegistry,
+        on_call: Callable[[RerunOutcome[Call | None]], None],
     ) -> None:
         self.run = run = replay.run
         self.replay = replay
@@ -149,7 +140,7 @@ class RecordedRun(SilentReporter):
             on_text(response.message.content)
         return response
 
-    def _add(self, call: ReplayOutcome) -> None:
+    def _add(self, call: RerunOutcome[Call | None]) -> None:
         self.replay.calls.append(call)
         self.on_call(call)
 
@@ -159,22 +150,34 @@ class RecordedRun(SilentReporter):
         recorded = self._recorded.get((step, call.id))
         self._served.add((step, call.id))
         reason = f"{call.name} is not marked readOnlyHint or idempotentHint"
+        self._add(RerunOutcome(recorded, SKIPPED, reason, step=step, asked=call))
         if recorded is None:  # the recorded run never got to it
             text = f"Tool {call.name} was not run: it has side effects and no recorded result"
-            self._add(ReplayOutcome(step, call, None, NOT_RUN, False, reason))
             return call_outcome(call, error=text)
-        self._add(ReplayOutcome(step, call, recorded, SERVED, True, reason))
         message = recorded.result_message(call)
         if message.is_error:
             return ToolOutcome(call, message, error=message.content)
         return ToolOutcome(call, message, output=orjson.loads(message.content))
 
     def tool_done(self, step: int, outcome: ToolOutcome) -> None:
-        if (step, outcome.call.id) in self._served:
+        asked = outcome.call
+        if (step, asked.id) in self._served:
             return
-        recorded = self._recorded.get((step, outcome.call.id))
-        same = recorded is not None and recorded.result_message(outcome.call) == outcome.message
-        self._add(ReplayOutcome(step, outcome.call, recorded, RERUN, same))
+        recorded = self._recorded.get((step, asked.id))
+        if recorded is None:
+            reason = "the recorded run never made this call"
+            self._add(RerunOutcome(None, DIVERGED, reason, step=step, asked=asked))
+            return
+        then, now = recorded.result_message(asked), outcome.message
+        if then == now:
+            found = MATCHED
+        elif then.is_error == now.is_error:
+            found = DIVERGED
+        else:
+            found = NOW_FAILS if now.is_error else NOW_SUCCEEDS
+        self._add(
+            RerunOutcome(recorded, found, outcome.error, outcome.output, step=step, asked=asked)
+        )
 
 
 def explain(recorded: ModelRequest, rebuilt: ModelRequest) -> tuple[str, list[str]]:
@@ -221,7 +224,7 @@ def replay_agent_run(
     registry: ToolRegistry,
     *,
     allow_side_effects: bool = False,
-    on_call: Callable[[ReplayOutcome], None] = lambda call: None,
+    on_call: Callable[[RerunOutcome[Call | None]], None] = lambda call: None,
 ) -> AgentReplay:
     """Replay `run` offline against `registry` (see the module's docstring). Nothing is
     recorded; `on_call` hears of each call as it got its result; the result says where the

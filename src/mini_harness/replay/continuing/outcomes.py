@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Generic, TypeVar
 
 import attrs
 
-from mini_harness.events import JsonObject, JsonValue
+from mini_harness.events import JsonObject, JsonValue, ToolCall
 from mini_harness.replay.history import Call, History
 
 MATCHED = "matched"
@@ -47,15 +48,29 @@ class Drift:
         }
 
 
-@attrs.frozen
-class RerunOutcome:
-    """A recorded call dispatched again (or skipped) and compared with its record."""
+RecordT = TypeVar("RecordT", bound=Call | None)
 
-    call: Call
+
+@attrs.frozen
+class RerunOutcome(Generic[RecordT]):
+    """A recorded call made again, or not, and compared with its record: `outcome` is one of
+    OUTCOMES, `reason` why it was skipped (or how it fails now), `current` its new output
+    (or its new error as {kind, message}), `diff` what differs from the record.
+
+    A re-run of a transcript's calls has one per recorded call (`call`, always there). An
+    offline replay of an agent run has one per call the recorded answers ask for at `step`
+    (`asked`, as the model asked for it): `call` is its record, None when the recorded run
+    never made it; a call the replay may not run again is skipped, given the recorded
+    result (`call` there) or none (not there).
+    """
+
+    call: RecordT
     outcome: str
     reason: str | None = None
-    current: JsonValue = None  # the new output, or the new error as {kind, message}
+    current: JsonValue = None
     diff: str | None = None
+    step: int | None = attrs.field(default=None, kw_only=True)
+    asked: ToolCall | None = attrs.field(default=None, kw_only=True)
 
     def to_json(self) -> JsonObject:
         out: JsonObject = {"outcome": self.outcome}
@@ -71,7 +86,7 @@ class RerunReport:
     """A history, each of its calls' re-run outcome, and the tools that drifted."""
 
     history: History
-    outcomes: tuple[RerunOutcome, ...]
+    outcomes: tuple[RerunOutcome[Call], ...]
     drift: tuple[Drift, ...]
 
     def count(self, outcome: str) -> int:

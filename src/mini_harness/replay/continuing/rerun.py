@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import attrs
 import orjson
@@ -124,6 +124,27 @@ def safe_to_repeat(registry: ToolRegistry, name: str) -> bool:
     return hints is not None and hints.safe_to_repeat
 
 
+@attrs.frozen
+class RerunAs:
+    """The call to dispatch in place of a recorded one whose tool goes by another name
+    here (a call of an imported session). The two tools' outputs differ in shape, so the
+    re-run is compared with the record by outcome: succeeded or failed, a command's
+    non-zero `exitCode` counting as failed (as the other agents record it)."""
+
+    name: str
+    input: JsonObject
+
+
+Translate = Callable[[Run, Call], RerunAs | str | None]
+"""What to dispatch for a recorded call of a run: a RerunAs, the reason it cannot be
+re-run (it is skipped), or None to dispatch it as recorded."""
+
+
+def _process_failure(output: JsonValue) -> str | None:
+    code = output.get("exitCode") if isinstance(output, dict) else None
+    return f"exit code {code}" if isinstance(code, int) and code != 0 else None
+
+
 @attrs.define
 class TranscriptRerun:
     """Re-run the items of a fold (runs as they start, calls as they end), yielding each
@@ -132,21 +153,26 @@ class TranscriptRerun:
     Each recorded run gets one new ToolRuntime (so one new run in `sink`). A call is
     executed again only if the *current* registry marks its tool readOnlyHint or
     idempotentHint, unless `allow_side_effects`: the current definition describes the code
-    that would run now. In-doubt calls are skipped (nothing to compare with).
+    that would run now. In-doubt calls are skipped (nothing to compare with). `translate`
+    says what to dispatch for a call of a run whose tools are not mini-harness's (an
+    imported session's): see Translate.
     """
 
     items: Iterable[FoldItem]
     registry: ToolRegistry
     allow_side_effects: bool = attrs.field(default=False, kw_only=True)
     sink: EventSink | None = attrs.field(default=None, kw_only=True)
+    translate: Translate | None = attrs.field(default=None, kw_only=True)
+    _runs: dict[str, Run] = attrs.field(factory=dict, init=False, repr=False)
     _runtimes: dict[str, ToolRuntime] = attrs.field(factory=dict, init=False, repr=False)
     _drifted: set[tuple[str, str, tuple[str, ...]]] = attrs.field(
         factory=set, init=False, repr=False
     )
 
-    def __iter__(self) -> Iterator[Run | Drift | RerunOutcome]:
+    def __iter__(self) -> Iterator[Run | Drift | RerunOutcome[Call]]:
         for item in self.items:
             if isinstance(item, Run):
+                self._runs[item.run_id] = item
                 yield item
                 for drift in definition_drift(item, self.registry):
                     key = (drift.tool, drift.change, drift.fields)
@@ -156,15 +182,20 @@ class TranscriptRerun:
             else:
                 yield self.rerun_call(item)
 
-    def rerun_call(self, call: Call) -> RerunOutcome:
+    def rerun_call(self, call: Call) -> RerunOutcome[Call]:
         if call.status == IN_DOUBT:
             return RerunOutcome(call, SKIPPED, "in doubt: no recorded outcome to compare with")
         unrecorded = unrecorded_input(call)
         if unrecorded is not None:
             return RerunOutcome(call, SKIPPED, unrecorded)
-        if not self.allow_side_effects and not safe_to_repeat(self.registry, call.name):
+        run = self._runs.get(call.run_id)
+        target = self.translate(run, call) if self.translate and run is not None else None
+        if isinstance(target, str):
+            return RerunOutcome(call, SKIPPED, target)
+        name = call.name if target is None else target.name
+        if not self.allow_side_effects and not safe_to_repeat(self.registry, name):
             reason = (
-                f"{call.name} is not marked readOnlyHint or idempotentHint "
+                f"{name} is not marked readOnlyHint or idempotentHint "
                 "(--allow-side-effects runs it)"
             )
             return RerunOutcome(call, SKIPPED, reason)
@@ -172,11 +203,16 @@ class TranscriptRerun:
         if runtime is None:
             runtime = self._runtimes[call.run_id] = ToolRuntime(self.registry, self.sink)
         try:
-            result = runtime.dispatch(call.name, call.input)
+            result = runtime.dispatch(name, call.input if target is None else target.input)
         except ToolCallError as exc:
-            return self._compare_failure(call, {"kind": exc.kind, "message": exc.message})
+            error: JsonObject = {"kind": exc.kind, "message": exc.message}
+            if target is not None:
+                return _compare_outcome(call, target, error, f"{exc.kind}: {exc.message}")
+            return self._compare_failure(call, error)
         # Through JSON and back, so tuples and the like compare as the arrays they record as.
         current = orjson.loads(orjson.dumps(result.output))
+        if target is not None:
+            return _compare_outcome(call, target, current, _process_failure(current))
         if call.status != SUCCEEDED:
             return RerunOutcome(call, NOW_SUCCEEDS, None, current)
         recorded, compared = call.output, current
@@ -188,7 +224,7 @@ class TranscriptRerun:
             return RerunOutcome(call, MATCHED, None, current)
         return RerunOutcome(call, DIVERGED, None, current, json_diff(call, recorded, compared))
 
-    def _compare_failure(self, call: Call, error: JsonObject) -> RerunOutcome:
+    def _compare_failure(self, call: Call, error: JsonObject) -> RerunOutcome[Call]:
         reason = f"{error['kind']}: {error['message']}"
         if call.status == SUCCEEDED or call.error is None:
             return RerunOutcome(call, NOW_FAILS, reason, error)
@@ -208,6 +244,19 @@ class TranscriptRerun:
         if not history.calls:
             history.calls = tuple(outcome.call for outcome in outcomes)
         return RerunReport(history, outcomes, drift)
+
+
+def _compare_outcome(
+    call: Call, target: RerunAs, current: JsonValue, failure: str | None
+) -> RerunOutcome[Call]:
+    """A call re-run as `target` compared with its record by outcome: `failure` says why
+    the re-run failed (None: it succeeded)."""
+    done = f"re-run as {target.name}"
+    if (failure is None) == (call.status == SUCCEEDED):
+        return RerunOutcome(call, MATCHED, done, current)
+    if failure is None:
+        return RerunOutcome(call, NOW_SUCCEEDS, done, current)
+    return RerunOutcome(call, NOW_FAILS, f"{done}: {failure}", current)
 
 
 def rerun_transcript(

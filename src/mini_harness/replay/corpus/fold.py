@@ -19,11 +19,12 @@ from typing import Literal, TypeVar
 
 import attrs
 
+from mini_harness.errors import ExitCode, exit_code_of
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.replay.continuing.outcomes import OUTCOMES
 from mini_harness.replay.corpus.summary import (
-    EXIT_CODES,
     FOLD,
+    PROBLEMS,
     STATUSES,
     UNREADABLE,
     FileSummary,
@@ -167,7 +168,11 @@ class CorpusReport:
     @property
     def exit_code(self) -> int:
         """As for one file, over the worst file: 0 ok, 1 problems or differences, 2 unreadable."""
-        return max((EXIT_CODES[item.status] for item in self.files), default=0)
+        codes = (
+            exit_code_of(unreadable=item.status == UNREADABLE, failed=item.status == PROBLEMS)
+            for item in self.files
+        )
+        return max(codes, default=ExitCode.OK)
 
     def total(self, count: Count) -> int:
         """One of the files' counts summed over the corpus."""

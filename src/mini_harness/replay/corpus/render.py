@@ -44,6 +44,8 @@ def file_lines(item: FileSummary) -> list[str]:
         line += f"; re-run: {outcomes or 'no calls'}"
     if item.head_hash is not None:
         line += f"; head {item.head_hash}"
+    if item.signed_by:
+        line += f"; signed by {', '.join(item.signed_by)}"
     lines = [line]
     if item.status == PROBLEMS:
         lines += [f"    {text}" for text in item.shown_problems]

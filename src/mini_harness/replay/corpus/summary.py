@@ -18,16 +18,16 @@ import attrs
 from mini_harness.errors import MiniHarnessError
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.replay.continuing.outcomes import DIFFERING, RerunOutcome
-from mini_harness.replay.continuing.rerun import TranscriptRerun
+from mini_harness.replay.continuing.rerun import TranscriptRerun, Translate
 from mini_harness.replay.history import FAILED, IN_DOUBT, AgentFigures, Call, TranscriptFold
 from mini_harness.runtime import ToolRegistry
+from mini_harness.transcripts.signing import TrustedKeys, note_path_for, verify_signed
 from mini_harness.transcripts.verify import verify_transcript
 
 OK = "ok"
 PROBLEMS = "problems"
 UNREADABLE = "unreadable"
 STATUSES = (OK, PROBLEMS, UNREADABLE)
-EXIT_CODES = {OK: 0, PROBLEMS: 1, UNREADABLE: 2}
 
 FOLD = "fold"
 VERIFY = "verify"
@@ -97,6 +97,7 @@ class FileSummary:
     integrity_problems: int = 0  # chain and torn-tail problems, the "file is damaged" kind
     shown_problems: list[str] = attrs.Factory(list)
     head_hash: str | None = None  # verify mode
+    signed_by: tuple[str, ...] | None = None  # verify mode with trusted keys
     tools: dict[str, ToolFigures] = attrs.Factory(dict)
     agent: AgentFigures = attrs.Factory(AgentFigures)
     rerun: dict[str, int] | None = None  # outcome -> calls, with --rerun
@@ -138,6 +139,8 @@ class FileSummary:
             out["error"] = self.error
         if self.head_hash is not None:
             out["headHash"] = self.head_hash
+        if self.signed_by is not None:
+            out["signedBy"] = list[JsonValue](self.signed_by)
         if self.rerun is not None:
             out["rerun"] = dict[str, JsonValue](self.rerun)
         return out
@@ -148,12 +151,15 @@ class SummaryOptions:
     """How to sum up each file; picklable, so it can go to worker processes and Ray tasks.
 
     `rerun` builds the registry to re-run calls against (called in the worker: a registry
-    holds handlers, which do not travel between processes).
+    holds handlers, which do not travel between processes). With `trusted` keys, verify
+    checks each file against the head signed in its note beside it (PATH.sig).
     """
 
     mode: str = FOLD
     rerun: RegistryFactory | None = None
     allow_side_effects: bool = False
+    translate: Translate | None = None
+    trusted: TrustedKeys | None = None
 
 
 def summarize_file(path: str, options: SummaryOptions) -> FileSummary:
@@ -162,7 +168,7 @@ def summarize_file(path: str, options: SummaryOptions) -> FileSummary:
     summary = FileSummary(path)
     try:
         if options.mode == VERIFY:
-            _verify(path, summary)
+            _verify(path, summary, options.trusted)
         else:
             _fold(path, options, summary)
     except (MiniHarnessError, OSError) as exc:
@@ -215,7 +221,10 @@ def _fold(path: str, options: SummaryOptions, summary: FileSummary) -> None:
     if options.rerun is not None:
         summary.rerun = {}
         items = TranscriptRerun(
-            fold, options.rerun(), allow_side_effects=options.allow_side_effects
+            fold,
+            options.rerun(),
+            allow_side_effects=options.allow_side_effects,
+            translate=options.translate,
         )
     for item in items:
         if isinstance(item, Call):
@@ -234,8 +243,12 @@ def _fold(path: str, options: SummaryOptions, summary: FileSummary) -> None:
         summary.problem(problem.kind, problem.describe())
 
 
-def _verify(path: str, summary: FileSummary) -> None:
-    report = verify_transcript(path)
+def _verify(path: str, summary: FileSummary, trusted: TrustedKeys | None) -> None:
+    if trusted is None:
+        report = verify_transcript(path)
+    else:
+        report = verify_signed(path, note_path_for(path), trusted)
+        summary.signed_by = report.signed.signers if report.signed else ()
     summary.events = report.lines
     summary.runs = report.runs
     summary.calls = report.calls

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from mini_harness.errors import TranscriptCorruptError
 from mini_harness.events import (
@@ -44,11 +45,28 @@ from mini_harness.replay.history.figures import LogProblem
 from mini_harness.replay.history.runs import History, Run
 from mini_harness.replay.history.select import RunSelection
 from mini_harness.replay.history.step_folder import StepFolder
-from mini_harness.transcripts import TranscriptReader, TranscriptRecord
+from mini_harness.transcripts import TornTail, TranscriptReader, TranscriptRecord
+from mini_harness.transcripts.reader import IntegrityProblem
 from mini_harness.transcripts.verify import CallProtocol, RunProtocol
 
 FoldItem = Run | Call
 """What a fold yields: a run when it starts, a call when it ends (calls in doubt last)."""
+
+
+class RecordSource(Protocol):
+    """What a fold reads its records from: a TranscriptReader (the default), or the events
+    of a run as it emits them (the live OpenTelemetry export). Once iterated, it says what
+    a reader says of the file: its name, whether it was empty, its problems, how many
+    records it read and the hash of the last."""
+
+    name: str
+    empty: bool
+    problems: list[IntegrityProblem]
+    torn_tail: TornTail | None
+    records_read: int
+    head_hash: str | None
+
+    def __iter__(self) -> Iterator[TranscriptRecord]: ...
 
 
 class TranscriptFold:
@@ -59,8 +77,9 @@ class TranscriptFold:
     counted, and when the file has no such run, or several, iterating ends in
     ReplayError. `requests` and `detail` say what else is kept (see the module). A line
     damaged mid-file raises TranscriptCorruptError, unless `damage`: then reading stops
-    there and the damage is one of the history's problems. With `follow`, a file is read
-    as it is written, while `follow()` is true (TranscriptReader).
+    there and the damage is one of the history's problems. `source`, when given, is read
+    instead of the file at `path` (which then only names it). With `follow`, the file is
+    read as it is written, while `follow()` is true (TranscriptReader).
     """
 
     def __init__(
@@ -71,9 +90,12 @@ class TranscriptFold:
         requests: bool = False,
         detail: bool = False,
         damage: bool = False,
+        source: RecordSource | None = None,
         follow: Callable[[], bool] | None = None,
     ) -> None:
-        self.reader = TranscriptReader(path, follow=follow)
+        self.reader: RecordSource = (
+            TranscriptReader(path, follow=follow) if source is None else source
+        )
         self.path = os.fspath(path)
         self.history = History(self.path, self.reader.name)
         self.selection = RunSelection(run) if run is not None else None

@@ -13,6 +13,7 @@ import attrs
 from mini_harness.errors import ReplayError
 from mini_harness.events import (
     ApprovalDecided,
+    ImportSource,
     JsonObject,
     Message,
     ModelIdentity,
@@ -112,6 +113,13 @@ class Run:
         return self.started is not None and self.started.task is not None
 
     @property
+    def replays_offline(self) -> bool:
+        """An agent run of mini-harness's own, whose recorded answers today's tools can be
+        replayed under. An imported session's run is re-run call by call instead: its
+        model asked for another agent's tools."""
+        return self.is_agent and self.imported is None
+
+    @property
     def harness(self) -> str:
         return self.started.harness if self.started is not None else ""
 
@@ -155,9 +163,25 @@ class Run:
         return self.started.forked_from if self.started is not None else None
 
     @property
+    def spawned_by(self) -> RunOrigin | None:
+        """The run and step that started it, for a subagent's run (imported sessions)."""
+        return self.started.spawned_by if self.started is not None else None
+
+    @property
+    def imported(self) -> ImportSource | None:
+        """Where it came from, for a run imported from another agent's session file."""
+        return self.started.imported if self.started is not None else None
+
+    @property
     def origin(self) -> tuple[str, RunOrigin] | None:
-        """("resumed" or "forked", the run and step it continues) when it names one."""
-        for how, link in (("resumed", self.resumed_from), ("forked", self.forked_from)):
+        """("resumed", "forked" or "spawned", the run and step it continues or that started
+        it) when it names one."""
+        links = (
+            ("resumed", self.resumed_from),
+            ("forked", self.forked_from),
+            ("spawned", self.spawned_by),
+        )
+        for how, link in links:
             if link is not None:
                 return how, link
         return None
@@ -266,6 +290,10 @@ class History:
     def agent_runs(self) -> list[Run]:
         """The agent runs shown, in the order they started."""
         return [run for run in self.shown if run.is_agent]
+
+    def offline_runs(self) -> list[Run]:
+        """The agent runs shown that replay offline (Run.replays_offline)."""
+        return [run for run in self.shown if run.replays_offline]
 
     def walk(self) -> Iterator[tuple[Run, int]]:
         """Every run of the tree with its depth, parents before their children."""

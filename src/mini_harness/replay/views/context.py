@@ -10,6 +10,7 @@ import attrs
 from mini_harness.agent import context_report, request_parts
 from mini_harness.errors import ReplayError
 from mini_harness.events import to_wire
+from mini_harness.events.measure import estimate_tokens
 from mini_harness.replay.history import (
     Call,
     History,
@@ -20,7 +21,6 @@ from mini_harness.replay.history import (
 )
 from mini_harness.runtime.context_report import (
     ContextRow,
-    estimate_tokens,
     pretty_json,
     render_context_report,
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 
+from mini_harness.errors import ExitCode, counted, exit_code_of
 from mini_harness.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -43,6 +44,33 @@ def problems(history: History) -> list[LogProblem]:
     """The problems a timeline names: what is wrong with the log. What a crash left in
     doubt (a call, a model request, an unfinished run) is shown where it happened."""
     return [problem for problem in history.problems if problem.kind != "in-doubt"]
+
+
+def verdict(history: History, differs: str = "") -> tuple[ExitCode, str]:
+    """The exit code of a transcript read into `history` (and re-run: `differs` names the
+    outcomes that differ from the record, as `1 diverged`), by the one rule of every
+    command (errors.exit_code_of), and what the error line says when it is not 0: what
+    differs, else what is wrong with the log (`t.jsonl: 1 problem, shown up to line 4; 1
+    call in doubt`)."""
+    doubts = [problem for problem in history.problems if problem.kind == "in-doubt"]
+    kinds = [problem.kind for problem in history.problems]
+    in_doubt = history.totals.in_doubt
+    code = exit_code_of(problems=kinds, in_doubt=in_doubt, differs=bool(differs))
+    if differs:
+        return code, f"re-run differs from the record: {differs}"
+    named = problems(history)
+    parts = []
+    if named:
+        damaged = [problem for problem in named if problem.kind in {"damage", "torn-tail"}]
+        shown = f", shown up to line {damaged[0].line}" if damaged else ""
+        parts.append(f"{counted(len(named), 'problem')}{shown}")
+    if in_doubt:
+        parts.append(f"{counted(in_doubt, 'call')} in doubt")
+    if doubts:
+        parts.append(
+            counted(len(doubts), "unfinished run or request", "unfinished runs or requests")
+        )
+    return code, f"{history.name}: {'; '.join(parts)}"
 
 
 def _ms_between(start: str | None, end: str | None) -> float | None:

@@ -23,10 +23,10 @@ import orjson
 from mini_harness.agent import request_parts
 from mini_harness.agent.context import render_message
 from mini_harness.events import ApprovalRequested, ContextTrimmed, JsonObject, JsonValue, to_wire
+from mini_harness.events.measure import estimate_tokens
 from mini_harness.replay.continuing.outcomes import OUTCOMES, RerunOutcome, RerunReport
 from mini_harness.replay.history import Approval, Call, History, Run, Step
 from mini_harness.replay.views import describe
-from mini_harness.runtime.context_report import estimate_tokens
 from mini_harness.transcripts import TranscriptRecord
 
 PAYLOAD_CAP = 64 * 1024
@@ -151,7 +151,7 @@ def _step_rows(
     run: Run,
     step: Step,
     context: JsonValue,
-    outcomes: dict[str, RerunOutcome],
+    outcomes: dict[str, RerunOutcome[Call]],
     budget: _Budget,
 ) -> list[JsonValue]:
     rows: list[JsonValue] = [
@@ -184,7 +184,7 @@ def _turn(run: int, number: int, step: Step) -> JsonObject:
 
 
 def _call(
-    run: Run, step: int | None, call: Call, rerun: RerunOutcome | None, budget: _Budget
+    run: Run, step: int | None, call: Call, rerun: RerunOutcome[Call] | None, budget: _Budget
 ) -> JsonObject:
     text_in, size_in = budget.take(call.input)
     out: JsonObject = {

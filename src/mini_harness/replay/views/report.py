@@ -34,7 +34,7 @@ def call_line(call: Call) -> str:
     return line
 
 
-def outcome_lines(outcome: RerunOutcome) -> list[str]:
+def outcome_lines(outcome: RerunOutcome[Call]) -> list[str]:
     call = outcome.call
     head = f"  {call.call_id}  {call.name}  {outcome.outcome}"
     lines = [f"{head}: {outcome.reason}" if outcome.reason else head]

@@ -1,0 +1,154 @@
+"""`--rerun`: the one path that runs a transcript's recorded calls again, for `replay` and
+`view` alike.
+
+Both take the same options (`rerun_options`, given to the command as one RerunOptions) and
+get from them the same tools (an agent run's built-in tools in the workspace, or
+`--registry`'s), the same check of the transcript before anything that may change things
+runs (`--allow-side-effects` acts on what it records: it must verify), and the same
+re-run of the calls (`TranscriptRerun`). `replay` also replays agent runs offline
+(cli/agent_replay.py) and may go on with a live model (cli/session.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+import click
+
+from mini_harness.cli.options import (
+    F,
+    gathered,
+    refuse_without,
+    root_workspace,
+    side_effects_option,
+    workspace_option,
+)
+from mini_harness.cli.registry_spec import agent_tools, registry_option
+from mini_harness.cli.stored import notice, recorded_workspace
+from mini_harness.cli.verified import allow_unverified_option, verified_history
+from mini_harness.errors import UsageError
+from mini_harness.events import EventSink
+from mini_harness.replay import TranscriptRerun
+from mini_harness.replay.history import FoldItem, read_history
+from mini_harness.runtime import ToolRegistry
+
+
+@attrs.frozen
+class RerunOptions:
+    """Whether to run the recorded calls again (`--rerun`), with which tools (`--registry`,
+    else the built-in ones in `--workspace`), whether tools with side effects run too
+    (`--allow-side-effects`), and whether a transcript that does not verify may still be
+    acted on (`--allow-unverified`)."""
+
+    rerun: bool = False
+    registry_spec: str | None = None
+    workspace: str | None = None
+    allow_side_effects: bool = False
+    allow_unverified: bool = False
+
+    @property
+    def root(self) -> str | None:
+        """The workspace given: `--workspace`, else the root's (None: none)."""
+        return self.workspace or root_workspace()
+
+    def where(self, path: str, run: str | None = None, *, as_json: bool = False) -> str | None:
+        """Where the built-in tools work again: the workspace given, else the one the runs
+        recorded (that of the run `run` names, else of the last run that recorded one; read
+        from a file only: a pipe is read once, by the re-run), said when it is not the
+        current directory; None: the current directory. `--registry`'s tools work where
+        they like."""
+        if self.root is not None or self.registry_spec is not None:
+            return self.root
+        if not os.path.isfile(path):
+            return None
+        recorded = [each for each in read_history(path, run=run).shown if each.workspace]
+        if not recorded:
+            return None
+        return recorded_workspace(recorded[-1], lambda message: notice(message, as_json=as_json))
+
+    def tools(self, workspace: str | None) -> ToolRegistry:
+        """The tools the calls run again with: `--registry`'s, else the built-in tools an
+        agent run gets, in `workspace` (a re-run of its calls finds them all)."""
+        return agent_tools(self.registry_spec, workspace)
+
+    def verified(self, path: str, *, live_model: bool = False) -> tuple[str, ...] | None:
+        """A re-run that may change things (side effects, a live model going on) acts on
+        what PATH records: PATH must be a file that verifies, or `--allow-unverified` is
+        given. Returns the problems passed over, if any (None: it verifies, or nothing acts)."""
+        if not (live_model or self.allow_side_effects):
+            return None
+        acting = "--live-model" if live_model else "--allow-side-effects"
+        if path == "-" or not os.path.isfile(path):
+            raise UsageError(
+                f"{acting} acts on what PATH records, so PATH must be a file that is verified "
+                "first, not a pipe: save it to a file"
+            )
+        return verified_history(path, f"re-run with {acting}", allow=self.allow_unverified)
+
+    def calls(
+        self, items: Iterable[FoldItem], tools: ToolRegistry, sink: EventSink | None = None
+    ) -> TranscriptRerun:
+        """The recorded calls among `items`, each run again with `tools` (recorded in
+        `sink`, if given) and compared with its record; another agent's imported calls
+        as the tools they map to (cli/importing.py)."""
+        from mini_harness.cli.importing import imported_call
+
+        return TranscriptRerun(
+            items,
+            tools,
+            allow_side_effects=self.allow_side_effects,
+            sink=sink,
+            translate=imported_call,
+        )
+
+
+_OPTIONS = tuple(field.name for field in attrs.fields(RerunOptions) if field.name != "rerun")
+
+
+def rerun_options(
+    what: str, *also: str, workspace_also: str = "", unless: Mapping[str, str] | None = None
+) -> Callable[[F], F]:
+    """`--rerun` (`what` says what it does) and the options of a re-run, given to the
+    command as one RerunOptions (`rerun`). Any of them, or of `also` (the command's own
+    options that only a re-run takes), given without --rerun is a usage error, and so is
+    --workspace with --registry; but an option named in `unless` serves the command too
+    when the option it maps to is given (view's --workspace with --last), as
+    `workspace_also` says in --workspace's help."""
+    excused = dict(unless or {})
+    gather = gathered(
+        RerunOptions,
+        "rerun",
+        click.option("--rerun", is_flag=True, help=what),
+        registry_option(when="--rerun"),
+        workspace_option(
+            "With --rerun: the directory the built-in file tools work in (default: the one "
+            "given before the subcommand, else the one the runs recorded, else the current "
+            f"directory){workspace_also}."
+        ),
+        side_effects_option("--rerun"),
+        allow_unverified_option,
+    )
+
+    def add(command: F) -> F:
+        @functools.wraps(command)
+        def call(*args: Any, rerun: RerunOptions, **kwargs: Any) -> Any:
+            ctx = click.get_current_context()
+            names = [
+                name
+                for name in (*_OPTIONS, *also)
+                if not (name in excused and ctx.params.get(excused[name]))
+            ]
+            refuse_without(ctx, names, "--rerun", given=rerun.rerun)
+            if rerun.registry_spec is not None and rerun.workspace is not None:
+                raise UsageError(
+                    "--workspace applies to the built-in tools; it cannot be used with --registry"
+                )
+            return command(*args, rerun=rerun, **kwargs)
+
+        return gather(call)  # type: ignore[return-value]
+
+    return add
