@@ -12,7 +12,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,otel,sign,import]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+# The coding flow runs its check in the sandbox: bubblewrap is installed first when root can.
+demo: $(STAMP) sandbox
 	rm -f demo-transcript.jsonl
 	$(BIN)/mini-harness --tool echo --tool-input '{"text":"hello"}' --log demo-transcript.jsonl
 	$(BIN)/mini-harness --tool echo --tool-input '{"text":123}' --log demo-transcript.jsonl || true

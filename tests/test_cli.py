@@ -14,6 +14,7 @@ from click.testing import CliRunner, Result
 
 from mini_harness import ToolCallError, ToolRuntime, __version__
 from mini_harness.cli import cli
+from mini_harness.cli.registry_spec import agent_registry
 from mini_harness.events import NullSink, to_wire
 from mini_harness.events.measure import estimate_tokens
 from mini_harness.runtime.context_report import pretty_json
@@ -21,6 +22,10 @@ from mini_harness.tools import default_registry
 from mini_harness.transcripts import JsonlTranscript, TranscriptReader
 
 HELLO = '{"text":"hello"}'
+AGENT_TOOLS = (
+    "echo, list_files, read_file, search_text, git_status, git_diff, apply_patch, run_command"
+)
+PATCH = '{"patch":"--- a/a.py\\n+++ b/a.py\\n@@ -1 +1 @@\\n-x\\n+y\\n"}'
 
 
 def run(*args: str) -> Result:
@@ -82,8 +87,7 @@ class TestSeedBehaviour:
         result = run("--tool", "nope", "--tool-input", "{}")
         assert result.exit_code == 1
         assert result.stderr == (
-            "[mini-harness] Error: Unknown tool: nope. "
-            "Registered tools: echo, list_files, read_file, search_text\n"
+            f"[mini-harness] Error: Unknown tool: nope. Registered tools: {AGENT_TOOLS}\n"
         )
 
     def test_a_misspelt_tool_gets_a_suggestion(self, tmp_path: Path) -> None:
@@ -91,10 +95,7 @@ class TestSeedBehaviour:
         log = tmp_path / "t.jsonl"
         result = run("--tool", "ehco", "--tool-input", HELLO, "--log", str(log))
         assert result.exit_code == 1
-        told = (
-            "Unknown tool: ehco. Did you mean 'echo'? "
-            "Registered tools: echo, list_files, read_file, search_text"
-        )
+        told = f"Unknown tool: ehco. Did you mean 'echo'? Registered tools: {AGENT_TOOLS}"
         assert result.stderr == f"[mini-harness] Error: {told}\n"
         last = orjson.loads(log.read_bytes().splitlines()[-1])
         assert last["error"] == {"kind": "unknown_tool", "message": told}
@@ -215,7 +216,8 @@ class TestUsage:
         )
         assert proc.returncode == 2
         assert proc.stderr == (
-            "[mini-harness] Error: No such command 'tool'. Did you mean 'tools'?\n"
+            "[mini-harness] Error: No such command 'tool'. Did you mean 'tools'? "
+            "To give it to the agent as a task: mini-harness run tool\n"
             "[mini-harness] Try 'mini-harness --help' for help.\n"
         )
 
@@ -241,6 +243,59 @@ class TestToolsCommand:
     def test_bad_format(self) -> None:
         """An unknown format is a usage error."""
         assert run("tools", "--format", "yaml").exit_code == 2
+
+    def test_lists_the_tools_an_agent_run_gets(self) -> None:
+        """`tools` lists every tool an agent run gets, the coding tools too."""
+        names = [entry["name"] for entry in orjson.loads(run("tools").stdout)]
+        assert ", ".join(names) == AGENT_TOOLS
+
+    def test_table(self) -> None:
+        """--format table (the default on a terminal) prints one line per tool, saying
+        which are read-only."""
+        lines = run("tools", "--format", "table").stdout.splitlines()
+        assert lines[0].split() == ["TOOL", "READ-ONLY", "DESCRIPTION"]
+        rows = {line.split()[0]: line.split()[1] for line in lines[1:]}
+        assert ", ".join(rows) == AGENT_TOOLS
+        assert (rows["read_file"], rows["apply_patch"]) == ("yes", "no")
+
+
+class TestDispatchReachesEveryTool:
+    def test_git_status_without_a_task(self, tmp_path: Path, monkeypatch: Any) -> None:
+        """`--tool git_status` alone dispatches it, as it does with a task."""
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        monkeypatch.chdir(tmp_path)
+        result = run("--tool", "git_status")
+        assert result.exit_code == 0, result.output
+        assert '"clean":true' in result.stdout
+
+    def test_a_change_asks_for_approval(self, tmp_path: Path, monkeypatch: Any) -> None:
+        """apply_patch by --tool is behind the approval policy: denied without a terminal
+        to ask on (the file is unchanged), applied with --approve auto."""
+        (tmp_path / "a.py").write_text("x\n")
+        monkeypatch.chdir(tmp_path)
+        denied = run("--tool", "apply_patch", "--tool-input", PATCH)
+        assert denied.exit_code == 1
+        assert "needs approval" in denied.stderr
+        assert (tmp_path / "a.py").read_text() == "x\n"
+        applied = run("--tool", "apply_patch", "--tool-input", PATCH, "--approve", "auto")
+        assert applied.exit_code == 0, applied.output
+        assert (tmp_path / "a.py").read_text() == "y\n"
+
+    def test_an_unknown_tool_with_a_task_stops_before_the_model(
+        self, tmp_path: Path, monkeypatch: Any
+    ) -> None:
+        """`--tool git_stat "task"` exits 2 with the suggestions; no model is asked and
+        nothing is recorded."""
+        monkeypatch.chdir(tmp_path)
+        log = tmp_path / "t.jsonl"
+        result = run("--tool", "git_stat", "task", "--log", str(log))
+        assert result.exit_code == 2
+        assert result.stderr == (
+            "[mini-harness] Error: Unknown tool: git_stat. Did you mean 'git_status'? "
+            f"Registered tools: {AGENT_TOOLS}\n"
+        )
+        assert result.stdout == ""
+        assert not log.exists()
 
 
 class TestWorkspaceOption:
@@ -315,14 +370,14 @@ class TestWorkspaceOption:
         result = run("--workspace", str(tmp_path), "tools")
         assert result.exit_code == 0, result.output
         assert [entry["name"] for entry in orjson.loads(result.stdout)] == [
-            d.name for d in default_registry(tmp_path).list()
+            d.name for d in agent_registry(tmp_path).list()
         ]
 
 
 class TestFileToolDefinitions:
     def test_tools_lists_the_file_tools(self) -> None:
         """`tools` shows echo and the three read-only file tools with strict schemas."""
-        entries = orjson.loads(run("tools").stdout)
+        entries = orjson.loads(run("tools").stdout)[:4]
         assert [e["name"] for e in entries] == ["echo", "list_files", "read_file", "search_text"]
         for entry in entries[1:]:
             assert entry["annotations"]["readOnlyHint"] is True

@@ -183,6 +183,17 @@ class TestLogAndReport:
             f"[mini-harness] Error: cannot open transcript {log}: Not a directory\n"
         )
 
+    def test_a_script_key_it_does_not_know_exits_2_naming_it(
+        self, workspace: Path, tmp_path: Path
+    ) -> None:
+        """A script with `tool_calls` (not `toolCalls`) exits 2 naming the field, before any
+        model request, instead of answering the text and never calling the tool."""
+        model = script(tmp_path / "s.json", [{"text": "a", "tool_calls": [{"name": "echo"}]}])
+        result = run("run", "t", "--model", model)
+        assert result.exit_code == 2
+        assert "response 1.tool_calls: unknown key (did you mean 'toolCalls'?)" in result.stderr
+        assert "Model response" not in result.stdout
+
     def test_a_fifo_named_agents_md_is_skipped(self, workspace: Path) -> None:
         """A FIFO named AGENTS.md does not hang the run: it is skipped with one warning."""
         os.mkfifo(workspace / "AGENTS.md")
@@ -242,14 +253,15 @@ class TestToolFirst:
     def test_a_failed_tool_before_the_task_is_printed(self, workspace: Path) -> None:
         """`--tool NAME "TASK"`: the tool's failure is printed before the agent starts, and
         the mock repeats the task."""
-        result = run("--tool", "nosuch", "count the files")
+        result = run("--tool", "read_file", "count the files")
         assert result.exit_code == 0, result.output
         lines = result.stdout.splitlines()
         assert lines[:5] == [
             "[mini-harness] Task: count the files",
             "[mini-harness] Model provider: mock",
-            "[mini-harness] Before the task: nosuch {}",
-            f"[mini-harness]   failed: Unknown tool: nosuch. Registered tools: {AGENT_TOOLS}",
+            "[mini-harness] Before the task: read_file {}",
+            "[mini-harness]   failed: Invalid input for read_file: "
+            'missing required property "path"',
             "[mini-harness] Mock model response:",
         ]
         assert "Your task was: count the files" in lines[5]
@@ -347,11 +359,19 @@ class TestExitCodes:
         assert "model request failed: script" in result.stderr
 
     def test_budget_is_1(self, workspace: Path, tmp_path: Path) -> None:
-        """A budget the request cannot fit in is exit 1."""
+        """A budget the request cannot fit in is exit 1, and the error says the least the
+        request needs: with that budget the run goes on."""
         model = script(tmp_path / "s.json", DEMO)
         result = run("run", "t", "--model", model, "--max-context-tokens", "10")
         assert result.exit_code == 1
         assert "--max-context-tokens" in result.stderr
+        least = re.search(r"it needs at least ~([\d,]+)", result.stderr)
+        assert least is not None, result.stderr
+        needed = least.group(1).replace(",", "")
+        again = run(
+            "run", "t", "--model", model, "--max-context-tokens", needed, "--max-steps", "1"
+        )
+        assert "does not fit" not in again.stderr
 
     @pytest.mark.parametrize(
         "args",
@@ -448,6 +468,15 @@ class TestBareTask:
         assert result.exit_code == 2
         assert "No such command 'replya'. Did you mean 'replay'?" in result.stderr
         assert result.stdout == ""
+
+    def test_a_one_word_task_near_a_command_is_told_how_to_run_it(self, workspace: Path) -> None:
+        """`mini-harness review` suggests `view` and says how to give "review" to the agent."""
+        result = run("review")
+        assert result.exit_code == 2
+        assert result.stderr.splitlines()[0] == (
+            "[mini-harness] Error: No such command 'review'. Did you mean 'view'? "
+            "To give it to the agent as a task: mini-harness run review"
+        )
 
     def test_a_task_named_like_a_subcommand_goes_through_run(self, workspace: Path) -> None:
         """`mini-harness run replay` is the agent on the task "replay"."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -65,6 +66,19 @@ class TestEffectsReport:
         assert "  deleted  old.txt  " in out
         assert out.rstrip().endswith("-> absent")
 
+    def test_json(self, applied: tuple[Path, Path, str, dict[str, bytes]]) -> None:
+        """`replay --effects --json` prints the same report as one JSON document."""
+        _, log, call_id, before = applied
+        result = CliRunner().invoke(cli, ["replay", str(log), "--effects", "--json"])
+        assert result.exit_code == 0, result.output
+        document = orjson.loads(result.stdout)
+        (call,) = document["calls"]
+        assert (call["callId"], call["name"], call["line"]) == (call_id, "apply_patch", 4)
+        effects = {effect["path"]: effect for effect in call["effects"]}
+        assert effects["app.py"]["before"] == hashlib.sha256(before["app.py"]).hexdigest()
+        assert effects["new.txt"]["before"] is None
+        assert effects["old.txt"]["after"] is None
+
     def test_no_effects(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """A transcript without file changes says so."""
         log = tmp_path / "t.jsonl"
@@ -102,6 +116,18 @@ class TestUndo:
         assert code == 1
         assert f"Cannot undo call {call_id}: new.txt changed since" in output
         assert tree(ws) == now
+
+    def test_an_absent_file_names_the_directory_checked(
+        self, applied: tuple[Path, Path, str, dict[str, bytes]], tmp_path: Path
+    ) -> None:
+        """Undo in another directory (where the file is absent) names the directory it
+        looked in, so the user sees it was the wrong one."""
+        _, log, call_id, _ = applied
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        code, output = invoke_undo(log, call_id, elsewhere)
+        assert code == 1
+        assert f"changed since (it is absent in {elsewhere.resolve()})" in output
 
     def test_what_it_says_is_redacted_as_its_log_is(
         self, applied: tuple[Path, Path, str, dict[str, bytes]]

@@ -100,13 +100,13 @@ class TestRecordedMessage:
             assert f"[mini-harness]   failed: {message}" in shown
 
     def test_a_tool_before_the_task(self, workspace: Path, tmp_path: Path) -> None:
-        """`--tool` before a task: the unknown tool's suggestion is on the screen and in the
-        transcript alike."""
+        """`--tool` before a task: the tool's failure is on the screen and in the transcript
+        alike."""
         log = tmp_path / "t.jsonl"
-        result = run("--tool", "ehco", "--log", str(log), "count the files")
+        result = run("--tool", "read_file", "--log", str(log), "count the files")
         assert result.exit_code == 0, result.output
         (message,) = failures_of_run(log)
-        assert message.startswith("Unknown tool: ehco. Did you mean 'echo'? Registered tools: ")
+        assert message.startswith("Invalid input for read_file")
         assert f"[mini-harness]   failed: {message}" in result.stdout.splitlines()
 
 

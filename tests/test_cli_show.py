@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import orjson
@@ -31,7 +33,9 @@ def _tools_log(tmp_path: Path) -> Path:
 
 class TestText:
     def test_tool_run(self, tools_log: Path) -> None:
-        """Each call with its status, duration, input and output or error; counts at the end."""
+        """Each call with its status, duration, input and output or error; counts at the end.
+        A call in doubt is shown where it happened and makes the exit code 1, as replay's and
+        verify's."""
         result = show(str(tools_log))
         assert result.exit_code == 1, result.output  # e3 is in doubt
         assert result.stderr == f"[mini-harness] Error: {tools_log}: 1 call in doubt\n"
@@ -204,6 +208,23 @@ class TestJson:
         ]
 
 
+class TestNothingMatched:
+    @pytest.mark.parametrize(
+        ("args", "said"),
+        [(["--tool", "nosuch"], "--tool nosuch"), (["--grep", "zzz"], "--grep zzz")],
+    )
+    def test_a_filter_that_matches_nothing_says_so(
+        self, tools_log: Path, args: list[str], said: str
+    ) -> None:
+        """A filter that selects nothing is said, exit 1, not shown as an empty file."""
+        result = show(str(tools_log), *args)
+        assert result.exit_code == 1
+        assert "0 runs" not in result.stdout
+        assert result.stderr.endswith(
+            f"[mini-harness] Error: nothing in {tools_log} matched {said}\n"
+        )
+
+
 class TestProblems:
     def test_damaged_transcript(self, tmp_path: Path) -> None:
         """A damaged line: what came before is shown, the problem is named, exit 2 (the
@@ -350,3 +371,66 @@ class TestStreams:
         assert result.returncode == 1
         assert b"call echo succeeded" in result.stdout
         assert b"[torn-tail] line 8" in result.stdout
+
+
+class TestFollow:
+    def test_follows_a_live_run_to_its_end(self, tmp_path: Path) -> None:
+        """`show --follow` prints a run being written by another process as it goes (the
+        call before the run has finished) and stops once the run has finished."""
+        script = tmp_path / "s.json"
+        script.write_text(
+            orjson.dumps(
+                [
+                    {"toolCalls": [{"name": "echo", "arguments": {"text": "a"}}]},
+                    {"text": "all done", "delayMs": 1500},
+                ]
+            ).decode()
+        )
+        log = tmp_path / "t.jsonl"
+        writer = subprocess.Popen(
+            [sys.executable, "-m", "mini_harness", "run", "t", "--model", f"script:{script}",
+             "--log", str(log)],
+            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 30
+            while not log.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            follower = subprocess.Popen(
+                [sys.executable, "-m", "mini_harness", "show", "--follow", str(log)],
+                stdout=subprocess.PIPE, env={**os.environ, "NO_COLOR": "1"},
+            )  # fmt: skip
+            assert follower.stdout is not None
+            seen = []
+            for raw in follower.stdout:
+                seen.append(raw.decode())
+                if raw.startswith(b"    output "):
+                    # The call is shown while the model is still answering.
+                    assert writer.poll() is None
+            assert follower.wait(timeout=60) == 0
+        finally:
+            writer.wait(timeout=60)
+        text = "".join(seen)
+        assert "call echo succeeded" in text
+        assert "finished: final · 2 steps" in text
+        assert "answer: all done" in text
+
+    def test_ctrl_c_stops_following(self, tmp_path: Path) -> None:
+        """Ctrl-C stops following a transcript that never finishes: exit 130, said."""
+        log = tmp_path / "t.jsonl"
+        assert CliRunner().invoke(cli, ["--tool", "echo", "--log", str(log)]).exit_code == 1
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "mini_harness", "show", "--follow", str(log)],
+            stdout=subprocess.PIPE,
+        )
+        assert follower.stdout is not None
+        assert follower.stdout.readline().startswith(b"[mini-harness] Following ")
+        follower.send_signal(signal.SIGINT)
+        rest = follower.stdout.read()
+        assert follower.wait(timeout=30) == 130
+        assert b"[mini-harness] Stopped following." in rest
+
+    def test_filters_do_not_go_with_follow(self, tools_log: Path) -> None:
+        """--follow shows the whole run: a filter with it is a usage error."""
+        result = show(str(tools_log), "--follow", "--tool", "echo")
+        assert result.exit_code == 2

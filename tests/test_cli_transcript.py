@@ -309,3 +309,55 @@ class TestOpenedLog:
         """Without --log the commands dispatch against a sink that discards events."""
         with opened_log(None) as sink:
             assert isinstance(sink, NullSink)
+
+
+class TestRepairAnUnfinishedRun:
+    def test_repair_closes_a_crashed_run_which_can_then_be_resumed(
+        self, readme_ws: Path, tmp_path: Path
+    ) -> None:
+        """A run whose process died after a tool call (no RunFinished) is closed by
+        `repair --close-in-doubt` as interrupted with its steps and usage so far: the file
+        then verifies clean, repair names the resume command, a second repair has nothing
+        to do (exit 0), and the resume it names works."""
+        script = tmp_path / "s.json"
+        script.write_text(
+            orjson.dumps(
+                [
+                    {"toolCalls": [{"name": "list_files"}], "usage": {"inputTokens": 7}},
+                    {"text": "done"},
+                ]
+            ).decode()
+        )
+        log = tmp_path / "t.jsonl"
+        assert run("run", "t", "--model", f"script:{script}", "--log", str(log)).exit_code == 0
+        lines = log.read_bytes().splitlines(keepends=True)
+        types = [orjson.loads(line)["type"] for line in lines]
+        cut = types.index("ToolSucceeded") + 1  # the process died before the next request
+        log.write_bytes(b"".join(lines[:cut]))
+        run_id = orjson.loads(lines[1])["runId"]
+
+        result = run("transcript", "repair", str(log))
+        assert result.exit_code == 1
+        assert "Use --close-in-doubt to record in-doubt calls and unfinished runs" in result.stdout
+
+        result = run("transcript", "repair", "--close-in-doubt", str(log))
+        assert result.exit_code == 0, result.output
+        assert (
+            f"[mini-harness] Closed unfinished run {run_id} as interrupted; to continue it: "
+            f"mini-harness resume {log} --run {run_id}\n"
+        ) in result.stdout
+        last = orjson.loads(log.read_bytes().splitlines()[-1])
+        assert (last["type"], last["stopReason"], last["steps"]) == (
+            "RunFinished",
+            "interrupted",
+            1,
+        )
+        assert last["usage"]["inputTokens"] == 7
+        assert run("transcript", "verify", str(log)).exit_code == 0
+
+        again = run("transcript", "repair", "--close-in-doubt", str(log))
+        assert again.exit_code == 0
+        assert "[mini-harness] Nothing to repair.\n" in again.stdout
+
+        resumed = run("resume", str(log), "--run", run_id, "--model", f"script:{script}")
+        assert resumed.exit_code == 0, resumed.output

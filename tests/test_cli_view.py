@@ -131,6 +131,20 @@ class TestOutput:
         assert result.exit_code == 1, result.output  # e3 is in doubt
         assert opened.read_text().strip() == (tmp_path / "t.html").as_uri()
 
+    def test_open_without_a_browser_exits_1(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """--open where no browser can be started: the page is written, the error says
+        where, and the exit code is 1 (what was asked was not done)."""
+        import webbrowser
+
+        monkeypatch.setattr(webbrowser, "open", lambda url: False)
+        log = write(tmp_path / "t.jsonl", tool_events())
+        result = view(str(log), "--open")
+        assert result.exit_code == 1
+        assert "no web browser could be started" in result.stderr
+        assert (tmp_path / "t.html").is_file()
+
     @pytest.mark.parametrize("name", ["t.html", "t"])
     def test_default_output_never_the_input(self, tmp_path: Path, name: str) -> None:
         """A transcript already named .html (or with no suffix) gets a page of another name."""

@@ -222,10 +222,17 @@ class TestTrim:
         assert trim.replaced == ()
 
     def test_cannot_fit(self) -> None:
-        """When trimming every old result is not enough, there is no trim."""
+        """When trimming every old result is not enough, the trim does not fit, and says
+        the least the request needs: with that budget it fits."""
         messages = self.history()
         trim = trim_to_budget(
             messages, system_prompt="S", rules=(), tools=TOOLS, budget=1_100,
             trimmable_before=len(messages) - 2,
         )  # fmt: skip
-        assert trim is None
+        assert not trim.fits
+        assert trim.tokens_after > 1_100
+        enough = trim_to_budget(
+            messages, system_prompt="S", rules=(), tools=TOOLS, budget=trim.tokens_after,
+            trimmable_before=len(messages) - 2,
+        )  # fmt: skip
+        assert enough.fits

@@ -448,3 +448,21 @@ class TestVersionOne:
         (run,) = fold_agent_runs(log)
         assert run.stop_reason == "final"
         assert all(step.hash_matches for step in run.steps)
+
+
+class TestFailureMessages:
+    def test_a_provider_message_that_says_it_failed_is_not_said_twice(
+        self, tmp_path: Path, workspace: Path
+    ) -> None:
+        """ "Model request failed with HTTP 500" is the error as it is, not after "model
+        request failed: " again."""
+
+        class Failing:
+            name = model = "failing"
+
+            def complete(self, request: ModelRequest, **kwargs: Any) -> ModelResponse:
+                raise ModelError("server_error", "Model request failed with HTTP 500: boom")
+
+        outcome, _ = run_logged(tmp_path / "t.jsonl", workspace, Failing())
+        assert outcome.stop_reason == "model_error"
+        assert outcome.error == "Model request failed with HTTP 500: boom"

@@ -75,6 +75,26 @@ class TestScript:
             ("{", "is not valid JSON"),
             ('[{"text": "a", "delayMs": -1}]', "response 1.delayMs: must be a number"),
             ('[{"text": "a", "delayMs": "1"}]', "response 1.delayMs: must be a number"),
+            (
+                '[{"text": "a", "tool_calls": [{"name": "echo"}]}]',
+                "response 1.tool_calls: unknown key (did you mean 'toolCalls'?)",
+            ),
+            (
+                '[{"text": "a", "delay_ms": 5}]',
+                "response 1.delay_ms: unknown key (did you mean 'delayMs'?)",
+            ),
+            (
+                '[{"toolCalls": [{"name": "echo", "input": {}}]}]',
+                "response 1.toolCalls[0].input: unknown key",
+            ),
+            (
+                '[{"text": "a", "usage": {"input_tokens": 3}}]',
+                "response 1.usage.input_tokens: unknown key",
+            ),
+            (
+                '{"response": [{"text": "a"}]}',
+                "$.response: unknown key (did you mean 'responses'?)",
+            ),
         ],
     )
     def test_bad_scripts(self, tmp_path: Path, content: str, message: str) -> None:

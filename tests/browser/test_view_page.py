@@ -166,6 +166,50 @@ class TestFilters:
         assert len(opened.calls()) == 6
 
 
+class TestRows:
+    def test_rows_that_open_say_whether_they_are(self, opened: Opened, sample: Path) -> None:
+        """Every line that opens on click carries aria-expanded, which follows it."""
+        opened.open(sample)
+        call = opened.page.locator(".row.call[data-call='e1'] .line")
+        assert call.get_attribute("aria-expanded") == "false"
+        call.click()
+        call = opened.page.locator(".row.call[data-call='e1'] .line")
+        assert call.get_attribute("aria-expanded") == "true"
+        run = opened.page.locator(".row.run .line").nth(1)
+        assert run.get_attribute("aria-expanded") == "true"
+        run.click()
+        assert opened.page.locator(".row.run .line").nth(1).get_attribute("aria-expanded") == (
+            "false"
+        )
+        without = opened.page.locator("[role=button]:not([aria-expanded])")
+        assert without.count() == 0
+
+    def test_a_failed_row_shows_its_input(self, opened: Opened, sample: Path) -> None:
+        """A failed call's line shows what it was given beside its error."""
+        opened.open(sample)
+        line = opened.page.locator(".row.call[data-call='e2'] .line").inner_text()
+        assert '{"text":3}' in line
+        assert "Invalid input for echo.text" in line
+
+    def test_a_nested_runs_finish_is_indented_with_it(self, opened: Opened, tmp_path: Path) -> None:
+        """The finished: line of a run that continues another sits under that run, as
+        indented as its header."""
+        transcript = record_agent_run(tmp_path)
+        result = CliRunner().invoke(
+            cli, ["resume", str(transcript), "--model", "mock", "more please"]
+        )
+        assert result.exit_code == 0, result.output
+        opened.open(make_page(transcript))
+        headers = opened.page.locator(".row.run")
+        finishes = opened.page.locator(".row.finish")
+        assert headers.count() == finishes.count() == 2
+        for index in range(2):
+            header = headers.nth(index).evaluate("node => node.style.marginLeft")
+            finish = finishes.nth(index).evaluate("node => node.style.marginLeft")
+            assert header == finish
+        assert finishes.nth(1).evaluate("node => node.style.marginLeft") != "0px"
+
+
 class TestHostileText:
     def test_output_with_markup_is_inert(self, opened: Opened, sample: Path) -> None:
         """A tool output holding a script and an img with onerror is shown as text, and

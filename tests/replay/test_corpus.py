@@ -400,3 +400,15 @@ class TestProgress:
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
+
+
+class TestVerifyAndReplayAgree:
+    def test_failed_calls_are_counted_alike(self, corpus: Path) -> None:
+        """`transcript verify DIR` counts the failed calls `replay DIR` counts (b1 has 2)."""
+        directory = str(corpus / "b")
+        said = {}
+        for command in (["transcript", "verify"], ["replay"]):
+            last = run(*command, directory).stdout.splitlines()[-1]
+            said[command[0]] = last[last.index(" calls (") : last.index(")")]
+        assert said["transcript"] == said["replay"]
+        assert "(2 failed, " in said["replay"]

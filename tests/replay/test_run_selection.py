@@ -143,11 +143,13 @@ class TestStep:
     def test_a_step_not_made_names_the_steps(
         self, log: Path, args: list[str], message: str
     ) -> None:
-        """A step no run made is exit 2, naming the steps there are."""
+        """A step no run made is exit 2, naming the steps there are, before anything else
+        is printed."""
         first, *rest = args
         result = invoke(first, str(log), *rest)
         assert result.exit_code == 2
         assert result.stderr == f"[mini-harness] Error: {message.format(log=log)}\n"
+        assert result.stdout == ""
 
     @pytest.mark.parametrize(
         "args",

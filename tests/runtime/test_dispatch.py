@@ -98,6 +98,29 @@ class TestSuccess:
         runtime = ToolRuntime(registry, MemorySink(), monotonic_ns=lambda: next(ticks))
         assert runtime.dispatch("echo", {"text": "x"}).duration_ms == 2.5
 
+    def test_the_wait_for_approval_is_not_the_tools_time(self, registry: ToolRegistry) -> None:
+        """A person who takes 7 s at the approval prompt does not make a 2.5 ms tool's
+        durationMs 7,002.5: the tool's own time is measured after the approval (sync and
+        async dispatch alike)."""
+        now = [0]
+
+        def slow_person(call: object) -> None:
+            now[0] += 7_000_000_000  # seven seconds on the prompt, then approved
+            return
+
+        def clock() -> int:  # 2.5 ms pass between two readings
+            now[0] += 2_500_000
+            return now[0]
+
+        for dispatch in ("sync", "async"):
+            now[0] = 0
+            runtime = ToolRuntime(registry, MemorySink(), monotonic_ns=clock, approver=slow_person)
+            if dispatch == "sync":
+                result = runtime.dispatch("echo", {"text": "x"})
+            else:
+                result = asyncio.run(runtime.dispatch_async("echo", {"text": "x"}))
+            assert result.duration_ms == 2.5, dispatch
+
     @pytest.mark.parametrize(
         ("elapsed_ns", "expected"),
         [

@@ -175,7 +175,8 @@ class Trim:
     messages: tuple[Message, ...]
     replaced: tuple[ReplacedMessage, ...]
     tokens_before: int
-    tokens_after: int
+    tokens_after: int  # when it does not fit: the least the request can be made to take
+    fits: bool = True
 
 
 def trim_to_budget(
@@ -186,13 +187,14 @@ def trim_to_budget(
     tools: Sequence[ToolDefinition],
     budget: int,
     trimmable_before: int,
-) -> Trim | None:
+) -> Trim:
     """Replace the oldest tool results by placeholders until the request fits `budget`.
 
     Only tool results before `trimmable_before` (already sent, so outside the latest turn)
     may go; the system prompt, rules, user messages and assistant messages never do.
-    Returns None when the request cannot be made to fit; a Trim with nothing replaced when
-    it already fits.
+    A Trim with nothing replaced when it already fits; one that does not `fit` (every
+    result it could trim trimmed: `tokens_after` is the least the request needs) when it
+    cannot be made to.
     """
 
     def request_tokens(current: Sequence[Message]) -> int:
@@ -209,7 +211,7 @@ def trim_to_budget(
     while tokens > budget:
         index = next(trimmable, None)
         if index is None:
-            return None
+            return Trim(tuple(current), tuple(replaced), before, tokens, fits=False)
         message = current[index]
         dropped = estimate_tokens(message.content)
         placeholder = f"{TRIMMED_PREFIX} ~{dropped:,} tokens of {message.name or 'tool'} output]"

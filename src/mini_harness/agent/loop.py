@@ -45,6 +45,9 @@ from mini_harness.events.measure import RequestHasher
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.results import display_failure
 
+_FAILED = "model request failed"
+"""How the stop reason of a failed model request begins."""
+
 
 @attrs.frozen
 class AgentOutcome:
@@ -216,11 +219,12 @@ class AgentLoop:
                 budget=config.max_context_tokens,
                 trimmable_before=max(self._sent, self._seen),
             )
-            if trim is None:
+            if not trim.fits:
                 raise _Stop(
                     "budget",
                     f"the next request does not fit in {config.max_context_tokens:,} "
-                    "tokens (--max-context-tokens), even with old tool results trimmed",
+                    "tokens (--max-context-tokens), even with old tool results trimmed: "
+                    f"it needs at least ~{trim.tokens_after:,}",
                 )
             if trim.replaced:
                 self.history = list(trim.messages)
@@ -303,11 +307,13 @@ class AgentLoop:
                 self.reporter.waited()
         except ModelError as exc:
             failed(exc)
-            raise _Stop("model_error", f"model request failed: {exc.message}") from None
+            said = exc.message  # a provider's own may say "Model request failed" already
+            reason = said if said.lower().startswith(_FAILED) else f"{_FAILED}: {said}"
+            raise _Stop("model_error", reason) from None
         except Exception as exc:  # a provider's bug must still end the request in the log
             message = f"{type(exc).__name__}: {exc}"
             failed(ModelError("invalid_response", message, attempt=attempts))
-            raise _Stop("model_error", f"model request failed: {message}") from None
+            raise _Stop("model_error", f"{_FAILED}: {message}") from None
         except BaseException as exc:  # Ctrl-C, SystemExit...: recorded, then on up
             message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             if isinstance(exc, KeyboardInterrupt):

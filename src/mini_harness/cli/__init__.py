@@ -8,15 +8,18 @@ recipe), so a root dispatch never loads them.
 from __future__ import annotations
 
 import atexit
+import functools
 import gc
 import importlib
+import itertools
+import shlex
 import sys
 from typing import Any
 
 import click
 
 from mini_harness._version import __version__
-from mini_harness.cli.dispatch import run_dispatch, tool_options
+from mini_harness.cli.dispatch import dispatch_tools, run_dispatch, tool_options
 from mini_harness.cli.log_options import (
     LOG_SETTINGS,
     LogSettings,
@@ -25,6 +28,8 @@ from mini_harness.cli.log_options import (
     refuse_without_log,
 )
 from mini_harness.cli.options import (
+    APPROVE_HELP,
+    approve_option,
     context_report_option,
     given_options,
     json_option,
@@ -32,7 +37,7 @@ from mini_harness.cli.options import (
     workspace_option,
 )
 from mini_harness.cli.output import describe, error, exit_code_for, guard_streams, quiet
-from mini_harness.cli.registry_spec import chosen_registry, registry_option
+from mini_harness.cli.registry_spec import registry_option
 from mini_harness.cli.signals import exit_status, take_terminating_signals
 from mini_harness.errors import ExitCode, OutputError, UsageError
 
@@ -121,7 +126,12 @@ class HarnessGroup(click.Group):
             if name.startswith("-"):
                 self.parse_args(ctx, args)  # an option after all: let the parser report it
             commands = self.list_commands(ctx)
-            raise click.exceptions.NoSuchCommand(name, possibilities=commands, ctx=ctx)
+            refused = click.exceptions.NoSuchCommand(name, possibilities=commands, ctx=ctx)
+            # It may have been a one-word task: say how to give it to the agent.
+            words = list(itertools.takewhile(lambda word: not word.startswith("-"), args))
+            task = shlex.quote(" ".join(words))
+            hint = f"To give it to the agent as a task: mini-harness run {task}"
+            raise click.UsageError(f"{refused.format_message()} {hint}", ctx=ctx)
         return (name if command else None), command, args[1:]
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -217,10 +227,14 @@ def _spellings(params: list[click.Parameter]) -> dict[str, click.Option]:
 @log_option("nothing is recorded")
 @log_options
 @workspace_option(
-    "Root directory the file tools (list_files, read_file, search_text) are confined "
-    "to. Default: the current directory."
+    "Root directory the built-in tools are confined to. Default: the current directory."
 )
 @registry_option()
+@functools.partial(
+    approve_option,
+    help_text=f"For --tool: {APPROVE_HELP} Default: the config's approve, else ask.",
+    default=None,
+)
 @click.option(
     "--debug",
     is_flag=True,
@@ -241,6 +255,7 @@ def cli(
     log_settings: LogSettings,
     workspace: str | None,
     registry_spec: str | None,
+    approve: str | None,
     debug: bool,
 ) -> None:
     """An event-sourced runtime for coding agents.
@@ -280,19 +295,29 @@ def cli(
     refuse_without_log(ctx, recorded=log is not None)
     if as_json and context_report:
         raise UsageError("--json cannot be combined with --context-report")
+    registry, approver = dispatch_tools(
+        tool,
+        registry_spec,
+        workspace=workspace,
+        log=log,
+        log_settings=log_settings,
+        approve=approve,
+    )
     run_dispatch(
-        chosen_registry(registry_spec, workspace),
+        registry,
         tool,
         tool_input,
         log=log,
         log_settings=log_settings,
         as_json=as_json,
         context_report=context_report,
+        approver=approver,
     )
 
 
 _DISPATCH_OPTIONS = (
-    "tool", "tool_input", "context_report", "as_json", "log", "registry_spec", *LOG_SETTINGS
+    "tool", "tool_input", "context_report", "as_json", "log", "registry_spec", "approve",
+    *LOG_SETTINGS,
 )  # fmt: skip
 """The root's options that ask for a dispatch: with a subcommand, or without --tool, an
 error (--workspace and --debug serve every subcommand)."""

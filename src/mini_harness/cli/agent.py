@@ -29,6 +29,7 @@ from mini_harness.cli.options import (
 )
 from mini_harness.cli.output import warn
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
+from mini_harness.errors import UsageError
 
 
 def _system_prompt(path: str | None) -> str:
@@ -97,6 +98,8 @@ def run_command(
     system_prompt = _system_prompt(system_prompt_file)
     transcript = session.transcript(log, no_log=no_log)
     tools = session.tools(transcript)
+    if manual is not None and manual[0] not in tools:  # stopped before any model request
+        raise UsageError(tools.unknown_tool_message(manual[0]))
     approver = session.approver()
     rules = load_project_rules(Path(session.workspace or os.curdir), Path.cwd(), warn=warn)
     config = AgentConfig(

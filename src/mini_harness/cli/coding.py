@@ -1,8 +1,9 @@
-"""CLI pieces for the coding tools: `--approve`, `--accept-policy` and `replay --effects`.
+"""CLI pieces for the coding tools: `--accept-policy` and `replay --effects`.
 
-`approve_option` and `make_approver` give a command the approval policy (and
-`continued_approver` a resumed or forked run, checking that policy against the one the run
-started with); `print_effects` is what `replay --effects` prints.
+`make_approver` gives a command the approval policy its `--approve` chose (the option is
+`options.approve_option`), and `continued_approver` a resumed or forked run, checking that
+policy against the one the run started with; `print_effects` is what `replay --effects`
+prints.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 
 import click
+import orjson
 
 from mini_harness.agent.approval import (
     POLICY_FILE,
@@ -22,27 +24,8 @@ from mini_harness.cli.options import F
 from mini_harness.cli.output import warn
 from mini_harness.errors import PolicyError, UsageError
 from mini_harness.replay.history import fold_effects
-from mini_harness.replay.views.report import effects_lines
+from mini_harness.replay.views.report import effects_json, effects_lines
 from mini_harness.runtime.terminal import printable
-
-APPROVE_HELP = (
-    "How calls that need approval are decided: ask (prompt on a terminal; denied without "
-    "one), auto (allow them), never (deny them). Deny rules of .mini-harness/policy.toml "
-    "always stand; read-only tools are allowed."
-)
-
-
-def approve_option(func: F, help_text: str = APPROVE_HELP, default: str | None = "ask") -> F:
-    """The `--approve auto|ask|never` option, passed as `approve`; None by `default` when
-    the settings decide (an agent run's: cli/settings.py)."""
-    return click.option(
-        "--approve",
-        "approve",
-        type=click.Choice(["auto", "ask", "never"]),
-        default=default,
-        show_default=default is not None,
-        help=help_text,
-    )(func)
 
 
 def workspace_policy(workspace: str | os.PathLike[str], approve: str) -> ApprovalPolicy:
@@ -104,7 +87,11 @@ def continued_approver(
     return approver
 
 
-def print_effects(path: str) -> None:
-    """Print the --effects report of a transcript."""
-    for line in effects_lines(*fold_effects(path)):
+def print_effects(path: str, *, as_json: bool = False) -> None:
+    """Print the --effects report of a transcript: lines, or one JSON document."""
+    found = fold_effects(path)
+    if as_json:
+        click.echo(orjson.dumps(effects_json(*found)).decode())
+        return
+    for line in effects_lines(*found):
         click.echo(printable(line))

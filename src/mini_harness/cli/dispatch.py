@@ -6,7 +6,7 @@ import json
 import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
@@ -14,11 +14,15 @@ import orjson
 from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, SingleOption, option_group
 from mini_harness.cli.output import aside, info
-from mini_harness.cli.registry_spec import complete_tool_name
+from mini_harness.cli.registry_spec import agent_registry, chosen_registry, complete_tool_name
 from mini_harness.errors import ToolCallError, UsageError, exit_code_of
 from mini_harness.events import JsonObject, JsonValue
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than
 from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.tools import Workspace
+
+if TYPE_CHECKING:
+    from mini_harness.runtime.approval import Approver
 
 # orjson turns integers wider than 64 bits into floats without a word; a run of 20+ digits
 # is the only way such an integer can appear, so only then is the input parsed again.
@@ -91,6 +95,39 @@ def _refuse_wide_integers(raw: str) -> None:
     json.loads(raw, parse_int=parse_int)
 
 
+def dispatch_tools(
+    tool: str,
+    registry_spec: str | None,
+    *,
+    workspace: str | None,
+    log: str | None,
+    log_settings: LogSettings,
+    approve: str | None,
+) -> tuple[ToolRegistry, Approver | None]:
+    """The tools a one-shot dispatch of `tool` reaches, and what approves the call:
+    `--registry`'s tools as they are, else every tool an agent run gets. Echo and the file
+    tools are built alone (a dispatch of one loads nothing else); any other goes with the
+    coding tools, one that is not read-only behind the workspace's approval policy with
+    `--approve`, else the settings' mode, as a run's calls are."""
+    if registry_spec is not None and approve is not None:
+        raise UsageError("--approve applies to the built-in tools, not to --registry's")
+    registry = chosen_registry(registry_spec, workspace)
+    if registry_spec is not None or tool in registry:
+        return registry, None
+    from mini_harness.cli.coding import make_approver  # only the coding tools need it
+    from mini_harness.cli.settings import load_settings
+
+    root = workspace or Workspace.current().root
+    bound = Workspace(root, protected=() if log is None else (log,))
+    registry = agent_registry(bound, log_settings.redact_env)
+    found = registry.get(tool)
+    hints = found.definition.annotations if found is not None else None
+    if found is None or (hints is not None and hints.read_only_hint):
+        return registry, None
+    mode = load_settings(workspace, {"approve": approve})["approve"]
+    return registry, make_approver(root, mode)
+
+
 def run_dispatch(
     registry: ToolRegistry,
     tool: str,
@@ -100,6 +137,7 @@ def run_dispatch(
     log_settings: LogSettings,
     as_json: bool,
     context_report: bool,
+    approver: Approver | None = None,
 ) -> None:
     """Dispatch the root's --tool with its --tool-input and print what happened.
 
@@ -110,7 +148,7 @@ def run_dispatch(
     redactor = log_settings.redactor()
     failure: ToolCallError | None = None
     with opened_log(log, log_settings, say=aside if as_json else info) as sink:
-        runtime = ToolRuntime(registry, sink)
+        runtime = ToolRuntime(registry, sink, approver=approver)
         try:
             result = runtime.dispatch(tool, value)
         except ToolCallError as exc:

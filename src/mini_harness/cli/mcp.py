@@ -8,7 +8,6 @@ import os
 import click
 
 from mini_harness.agent.approval import AsyncPolicyApprover
-from mini_harness.cli.coding import approve_option
 from mini_harness.cli.export import exported, live_export, otel_option
 from mini_harness.cli.log_options import (
     LogSettings,
@@ -17,7 +16,7 @@ from mini_harness.cli.log_options import (
     refuse_without_log,
     warn_quarantined,
 )
-from mini_harness.cli.options import workspace_option
+from mini_harness.cli.options import approve_option, workspace_option
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.cli.session import Session
 from mini_harness.errors import OutputError, UsageError

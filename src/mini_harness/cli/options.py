@@ -155,6 +155,26 @@ STEP_HELP = (
 """What every `--step N` takes, said the same way in every command."""
 
 
+APPROVE_HELP = (
+    "How calls that need approval are decided: ask (prompt on a terminal; denied without "
+    "one), auto (allow them), never (deny them). Deny rules of .mini-harness/policy.toml "
+    "always stand; read-only tools are allowed."
+)
+
+
+def approve_option(func: F, help_text: str = APPROVE_HELP, default: str | None = "ask") -> F:
+    """The `--approve auto|ask|never` option, passed as `approve`; None by `default` when
+    the settings decide (an agent run's: cli/settings.py)."""
+    return click.option(
+        "--approve",
+        "approve",
+        type=click.Choice(["auto", "ask", "never"]),
+        default=default,
+        show_default=default is not None,
+        help=help_text,
+    )(func)
+
+
 def number_option(
     *names: str, help_text: str, minimum: int = 1, **settings: Any
 ) -> Callable[[F], F]:

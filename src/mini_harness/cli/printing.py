@@ -135,12 +135,23 @@ class PrintingReporter(RedactingPrinter):
         shown, self._held = self._redactor.stream(self._held, chunk)
         self._print(shown)
 
-    def response(self, step: int, response: ModelResponse, streamed: bool) -> None:
+    def end_text(self) -> None:
+        """Ends streamed text still open (the held part printed, the line closed), so that
+        what is printed next starts a line of its own: after a response, and after a
+        stream the model or the user cut."""
         if self._streaming:
             self._print(self.shown(self._held))
             if self._line_open:
                 click.echo("")
             self._streaming, self._held, self._line_open = False, "", False
+
+    def say(self, message: str) -> None:
+        self.end_text()
+        super().say(message)
+
+    def response(self, step: int, response: ModelResponse, streamed: bool) -> None:
+        if self._streaming:
+            self.end_text()
         elif response.message.content:
             info(self.header)
             click.echo(printable(self.shown(response.message.content)))

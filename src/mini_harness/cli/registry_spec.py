@@ -51,7 +51,10 @@ def agent_registry(
     Workspace with `protected` files keeps the run's transcripts out of the tools' reach
     for writing). `sandbox` True requires bubblewrap (WorkspaceError without it). A re-run
     of an agent's transcript finds the same tools here."""
-    bound = workspace if isinstance(workspace, Workspace) else Workspace(workspace or os.curdir)
+    if isinstance(workspace, Workspace):
+        bound = workspace
+    else:
+        bound = Workspace.current() if workspace is None else Workspace(workspace)
     registry = default_registry(bound)
     register_coding_tools(registry, bound, redacted_names=redacted_names, sandbox=sandbox)
     return registry

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import click
 
 from mini_harness.cli.agent_replay import rerun_agent_runs
-from mini_harness.cli.coding import (
-    APPROVE_HELP,
-    accept_policy_option,
-    approve_option,
-    print_effects,
-)
+from mini_harness.cli.coding import accept_policy_option, print_effects
 from mini_harness.cli.corpus import corpus_options, replay_corpus, wants_corpus
 from mini_harness.cli.log_options import (
     LOG_SETTINGS,
@@ -22,6 +18,8 @@ from mini_harness.cli.log_options import (
     opened_log,
 )
 from mini_harness.cli.options import (
+    APPROVE_HELP,
+    approve_option,
     context_report_option,
     json_option,
     refuse_without,
@@ -36,7 +34,7 @@ from mini_harness.cli.stored import locate
 from mini_harness.cli.view import same_file
 from mini_harness.errors import UsageError
 from mini_harness.replay import ContextReports, Run, TranscriptFold
-from mini_harness.replay.history import HeldItems
+from mini_harness.replay.history import HeldItems, read_history, select_step
 from mini_harness.replay.views import report
 from mini_harness.runtime.terminal import printable
 
@@ -120,13 +118,11 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     ctx = click.get_current_context()
     refuse_without(ctx, ("step",), "--context-report", given=context_report)
     if effects:
-        if rerun.rerun or as_json or context_report:
-            raise UsageError(
-                "--effects cannot be combined with --rerun, --json or --context-report"
-            )
+        if rerun.rerun or context_report:
+            raise UsageError("--effects cannot be combined with --rerun or --context-report")
         if wants_corpus(paths, workers, ray_address):
             raise UsageError("--effects applies to one transcript, not to a corpus")
-        print_effects(paths[0])
+        print_effects(paths[0], as_json=as_json)
         return
     refuse_without(ctx, _LIVE_OPTIONS, "--live-model", given=live_model)
     if wants_corpus(paths, workers, ray_address):
@@ -142,6 +138,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     (path,) = paths
     if log is not None and same_file(log, path):
         raise UsageError("--log must name a new file, not the transcript being replayed")
+    _check_step(path, run, step)
     # With --rerun, agent runs' requests are rebuilt for the offline replay.
     fold = TranscriptFold(path, run=run, requests=context_report or rerun.rerun)
     output = JsonOutput if as_json else TextOutput
@@ -188,6 +185,15 @@ def replay_command(  # noqa: PLR0917 - click passes each option
 
 
 _LIVE_OPTIONS = ("model", "approve", "accept_policy")
+
+
+def _check_step(path: str, run: str | None, step: int | None) -> None:
+    """ReplayError (exit 2) if an agent run of `path` (of `run`) made no step `step`: said
+    before the fold prints anything. A pipe is read once: there it is said at the end."""
+    if step is not None and os.path.isfile(path):
+        for each in read_history(path, run=run, requests=True).runs:
+            if each.is_agent:
+                select_step(each, step)
 
 
 def _read_once(fold: TranscriptFold) -> HeldItems:

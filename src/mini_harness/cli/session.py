@@ -19,6 +19,7 @@ import contextlib
 import functools
 import os
 import shlex
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -35,20 +36,23 @@ from mini_harness.agent import (
     provider_secrets,
 )
 from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover
-from mini_harness.cli.coding import (
-    APPROVE_HELP,
-    approve_option,
-    continued_approver,
-    make_approver,
-    workspace_policy,
-)
+from mini_harness.cli.coding import continued_approver, make_approver, workspace_policy
 from mini_harness.cli.export import live_export, otel_option
 from mini_harness.cli.log_options import LogSettings, opened_log
-from mini_harness.cli.options import F, gathered, json_option, root_workspace, workspace_option
+from mini_harness.cli.options import (
+    APPROVE_HELP,
+    F,
+    approve_option,
+    gathered,
+    json_option,
+    root_workspace,
+    workspace_option,
+)
 from mini_harness.cli.output import aside, error, fail, info, warn
 from mini_harness.cli.printing import PrintingReporter, RedactingPrinter
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.cli.settings import load_settings
+from mini_harness.cli.stored import resume_words
 from mini_harness.errors import ExitCode, GitError, UsageError, WorkspaceError, exit_code_of
 from mini_harness.events import (
     EventSink,
@@ -409,6 +413,8 @@ class AgentSession(Session):
             document = self.document(outcome, **origin)
             click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
         elif transcript is not None:
+            if outcome.stop_reason == "cancelled" and sys.stdout.isatty():
+                click.echo("")  # the terminal echoed ^C where the cursor was
             self.printer.say(f"Transcript: {transcript} (run {outcome.run_id})")
 
     def exit_code(self, outcome: AgentOutcome, transcript: str | None = None) -> ExitCode:
@@ -429,10 +435,7 @@ class AgentSession(Session):
         """The exact command that resumes run `run_id` of `transcript`: by the run's id
         when the transcript is in the session store, else by the transcript and the run;
         with the `--model` and `--registry` this run was given (the rest is recorded)."""
-        store = os.path.realpath(self.settings.sessions_dir)
-        in_store = os.path.realpath(transcript).startswith(store + os.sep)
-        words = ["mini-harness", "resume"]
-        words += [run_id] if in_store else [transcript, "--run", run_id]
+        words = resume_words(run_id, transcript, self.settings.sessions_dir)
         given = (
             ("--model", self.options.model),
             ("--registry", self.options.registry_spec),

@@ -112,6 +112,13 @@ def _newest(workspace: str | None, *, agent: bool) -> Located:
     return Located(str(found.path), found.run_id)
 
 
+def resume_words(run_id: str, transcript: str, store_root: str | os.PathLike[str]) -> list[str]:
+    """The command that resumes run `run_id` of `transcript`: by the run's id when the
+    transcript is in the session store at `store_root`, else by the transcript and the run."""
+    in_store = os.path.realpath(transcript).startswith(os.path.realpath(store_root) + os.sep)
+    return ["mini-harness", "resume", *([run_id] if in_store else [transcript, "--run", run_id])]
+
+
 def notice(message: str, *, as_json: bool = False) -> None:
     """An informational line: on stdout, or on stderr when stdout holds a JSON document."""
     if as_json:

@@ -4,6 +4,7 @@ a crash left, sign its head (cli/signing.py), and export its events as a flat ta
 from __future__ import annotations
 
 import re
+import shlex
 
 import click
 import orjson
@@ -11,8 +12,9 @@ import orjson
 from mini_harness.cli.corpus import corpus_options, verify_corpus, wants_corpus
 from mini_harness.cli.options import SingleOption, json_option
 from mini_harness.cli.output import PREFIX, error, fail, info
+from mini_harness.cli.settings import session_store
 from mini_harness.cli.signing import keygen_command, sign_command, trusted_keys
-from mini_harness.cli.stored import locate
+from mini_harness.cli.stored import locate, resume_words
 from mini_harness.errors import ExitCode, UsageError, counted, exit_code_of
 from mini_harness.transcripts.repair import repair_transcript
 from mini_harness.transcripts.verify import VerifyReport, verify_transcript
@@ -158,14 +160,15 @@ transcript_group.add_command(sign_command)
 
 
 @transcript_group.command(
-    "repair", short_help="Set a torn tail aside; close in-doubt calls as interrupted."
+    "repair", short_help="Set a torn tail aside; close in-doubt calls and runs as interrupted."
 )
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option(
     "--close-in-doubt",
     is_flag=True,
-    help="Append ToolFailed{kind: interrupted} for every call without a terminal event. "
-    "Only when no process is still writing the transcript.",
+    help="Append ToolFailed{kind: interrupted} for every call without a terminal event, and "
+    "RunFinished{stopReason: interrupted} for every agent run without one. Only when no "
+    "process is still writing the transcript.",
 )
 def repair_command(path: str, close_in_doubt: bool) -> None:
     """Copy a torn tail of PATH aside (PATH.torn-OFFSET) and cut it off, and with
@@ -184,12 +187,18 @@ def repair_command(path: str, close_in_doubt: bool) -> None:
         )
     for call in result.closed:
         info(f"Closed in-doubt call {call.call_id} ({call.name}) as interrupted")
-    if not result.quarantined and not result.closed:
+    for run in result.ended:
+        command = shlex.join(resume_words(run.run_id, path, session_store().root))
+        info(f"Closed unfinished run {run.run_id} as interrupted; to continue it: {command}")
+    if not result.quarantined and not result.closed and not result.ended:
         info("Nothing to repair.")
     report = result.after
     _summary(report)
-    if report.in_doubt and not close_in_doubt:
-        click.echo(f"{PREFIX} Use --close-in-doubt to record in-doubt calls as interrupted.")
+    if (report.in_doubt or report.unfinished_runs) and not close_in_doubt:
+        click.echo(
+            f"{PREFIX} Use --close-in-doubt to record in-doubt calls and unfinished runs as "
+            "interrupted (or `mini-harness resume` to continue a run)."
+        )
     if report.empty and len(report.problems()) == 1:
         # What a crash while creating it leaves, once set aside: the next append starts it.
         info("The file is empty: the next append starts it with its TranscriptStarted line.")

@@ -11,7 +11,7 @@ from mini_harness.cli.options import SingleOption
 from mini_harness.cli.output import error, info, verdict
 from mini_harness.cli.rerun import RerunOptions, rerun_options
 from mini_harness.cli.stored import last_option, locate
-from mini_harness.errors import UsageError
+from mini_harness.errors import UsageError, exit_code_of
 from mini_harness.replay import TranscriptFold
 from mini_harness.replay.continuing.outcomes import DIFFERING, differing
 from mini_harness.replay.views import describe
@@ -64,9 +64,9 @@ def view_command(
     gets its page beside it.
 
     Exit codes: 0 written; 1 written, but the log has problems (a broken chain, a torn
-    tail, calls in doubt) or a re-run call differs; 2 the transcript cannot be used (it
-    cannot be read as one, or is damaged mid-file: the page shows it up to the damage and
-    names the problem), or the page cannot be written.
+    tail, calls in doubt), a re-run call differs, or --open found no browser to start; 2
+    the transcript cannot be used (it cannot be read as one, or is damaged mid-file: the
+    page shows it up to the damage and names the problem), or the page cannot be written.
     """
     # --last looks in the workspace given (before the subcommand, or with --rerun here).
     located = locate(path, last=last, workspace=rerun.root)
@@ -100,13 +100,18 @@ def view_command(
     problems = describe.problems(history)
     for problem in problems:
         info(f"Problem: [{problem.kind}] {problem.describe()}")
+    unopened = False
     if open_page:
         import webbrowser  # only to open the page
 
-        if not webbrowser.open(target.resolve().as_uri()):
+        unopened = not webbrowser.open(target.resolve().as_uri())
+        if unopened:
             error(f"no web browser could be started; open {target} yourself")
     counts = {name: reruns.count(name) for name in DIFFERING} if reruns is not None else {}
-    verdict(*describe.verdict(history, differing(counts)))
+    code, message = describe.verdict(history, differing(counts))
+    if not code and unopened:  # written, but not shown as asked (said above)
+        raise click.exceptions.Exit(exit_code_of(failed=True))
+    verdict(code, message)
 
 
 def write_page(target: Path, page: str) -> None:

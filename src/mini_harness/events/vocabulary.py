@@ -251,8 +251,9 @@ class ContextTrimmed:
 
 @attrs.frozen
 class RunFinished:
-    """An agent run ended: `stop_reason` is final, max_steps, model_error, budget or
-    cancelled; `final_text` the answer (null without one), `steps` the model requests made,
+    """An agent run ended: `stop_reason` is final, max_steps, model_error, budget,
+    cancelled, or interrupted (closed by repair after its process died); `final_text` the
+    answer (null without one), `steps` the model requests made,
     `usage` the summed token counts."""
 
     ts: str

@@ -201,6 +201,7 @@ class ToolRuntime:
             self._fail(call_id, name, start, error)
         if approve and self.approver is not None:
             self._approve(call_id, tool, tool_input, start)
+            start = self._monotonic_ns()  # durationMs is the tool's: a person's wait is not
         return call_id, tool, start
 
     def _succeed(
@@ -395,6 +396,7 @@ class ToolRuntime:
         call_id, tool, start = self._begin(name, tool_input, approve=False)
         if self.approver is not None:
             await self._approve_async(call_id, tool, tool_input, start)
+            start = self._monotonic_ns()  # durationMs is the tool's: a person's wait is not
         try:
             if tool.is_async:
                 output = await asyncio.wait_for(tool.handler(tool_input), tool.timeout)

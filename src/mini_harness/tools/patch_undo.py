@@ -29,7 +29,7 @@ def patch_reversal(workspace: Workspace, patch: str, effects: Sequence[FileEffec
             now = sha256_of(None if found is None else found.data)
             if now != effect.after:
                 state = "is absent" if now is None else f"now has sha256 {now[:12]}"
-                raise WorkspaceError(path, f"{path} changed since (it {state})")
+                raise WorkspaceError(path, f"{path} changed since (it {state} in {workspace.root})")
         reversed_patches = []
         for applied in reversed(patches):
             copied = None

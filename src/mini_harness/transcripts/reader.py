@@ -17,9 +17,10 @@ import itertools
 import os
 import stat
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import attrs
 
@@ -157,6 +158,37 @@ class IntegrityProblem:
     message: str
 
 
+FOLLOW_POLL_SECONDS = 0.1
+"""How often a followed transcript is looked at again while nothing new is written."""
+
+
+class GrowingFile:
+    """A file read as it is written (`tail -f`): `readline` waits for a whole line, and
+    ends (returns what it has, b"" when nothing) once `more()` says nothing more is
+    coming. Only whole lines are handed on, so a line being written is never read torn."""
+
+    def __init__(self, handle: BinaryIO, more: Callable[[], bool]) -> None:
+        self.handle = handle
+        self.more = more
+
+    def __enter__(self) -> GrowingFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.close()
+
+    def readline(self, size: int = -1) -> bytes:
+        start = self.handle.tell()
+        while True:
+            line = self.handle.readline(size)
+            if line.endswith(b"\n") or (size > 0 and len(line) >= size):
+                return line
+            if not self.more():
+                return line
+            self.handle.seek(start)  # a line still being written: read it again whole
+            time.sleep(FOLLOW_POLL_SECONDS)
+
+
 class TranscriptReader:
     """Iterate a transcript's records in order, in bounded memory.
 
@@ -172,6 +204,9 @@ class TranscriptReader:
     kept in `damaged` and the chain is checked again from the next good line. A UTF-8 BOM
     before line 1 is skipped and reported in `bom`. Lines of an older format version are
     upcast with `upcasters` before they are typed.
+
+    With `follow`, a regular file is read as it is written: at its end the reader waits
+    for more lines while `follow()` is true (`show --follow`).
     """
 
     def __init__(
@@ -180,6 +215,7 @@ class TranscriptReader:
         *,
         salvage: bool = False,
         upcasters: Upcasters = UPCASTERS,
+        follow: Callable[[], bool] | None = None,
     ) -> None:
         self.path = Path(path)
         self.name = "standard input" if os.fspath(path) == STDIN else str(path)
@@ -196,6 +232,7 @@ class TranscriptReader:
         self.records_read = 0
         self._salvage = salvage
         self._upcasters = upcasters
+        self._follow = follow
 
     def __repr__(self) -> str:
         return f"<TranscriptReader(path={self.name!r}, records_read={self.records_read})>"
@@ -225,6 +262,9 @@ class TranscriptReader:
             regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
         except (OSError, ValueError):  # io.UnsupportedOperation: a stream without a descriptor
             regular = False
+        if self._follow is not None and regular:
+            # A growing file reads as a stream: its end is not known until it stops.
+            return cast(BinaryIO, GrowingFile(handle, self._follow)), False
         return handle, regular
 
     def unreadable(self, exc: OSError) -> TranscriptError:

@@ -12,11 +12,25 @@ from pathlib import Path
 import attrs
 
 from mini_harness.errors import TranscriptError
-from mini_harness.events import FORMAT_VERSION, ToolError, ToolFailed, utc_timestamp
+from mini_harness.events import (
+    FORMAT_VERSION,
+    RunFinished,
+    ToolError,
+    ToolFailed,
+    utc_timestamp,
+)
 from mini_harness.transcripts.reader import STDIN
 from mini_harness.transcripts.tail import Quarantined
-from mini_harness.transcripts.verify import OpenCall, VerifyReport, verify_transcript
+from mini_harness.transcripts.verify import (
+    OpenCall,
+    UnfinishedRun,
+    VerifyReport,
+    verify_transcript,
+)
 from mini_harness.transcripts.writer import JsonlTranscript
+
+INTERRUPTED_STOP = "interrupted"
+"""The stop reason repair records for an agent run the process left without RunFinished."""
 
 INTERRUPTED_MESSAGE = (
     "Tool {name} was interrupted: the process ended before the call finished "
@@ -32,13 +46,16 @@ class RepairReport:
     closed: tuple[OpenCall, ...]
     refused: str | None
     after: VerifyReport
+    ended: tuple[UnfinishedRun, ...] = ()  # agent runs closed as interrupted
 
 
 def repair_transcript(
     path: str | os.PathLike[str], *, close_in_doubt: bool = False
 ) -> RepairReport:
     """Quarantine a torn tail; with `close_in_doubt`, append `ToolFailed{kind: interrupted}`
-    for each call that has no terminal event.
+    for each call that has no terminal event, then `RunFinished{stopReason: interrupted}`
+    (its steps and usage so far) for each agent run that has none. A run closed so can
+    still be resumed.
 
     Run it only when no process is writing the transcript: a call that is still running
     looks exactly like an in-doubt one. Mid-file damage is left alone (`refused` says so).
@@ -73,6 +90,7 @@ def repair_transcript(
         )
         return RepairReport((), (), refusal, before)
     closed: list[OpenCall] = []
+    ended: tuple[UnfinishedRun, ...] = ()
     with JsonlTranscript(log, fsync="always") as writer:
         quarantined = writer.recover()
         if close_in_doubt:
@@ -91,4 +109,18 @@ def repair_transcript(
                     )
                 )
                 closed.append(call)
-    return RepairReport(tuple(quarantined), tuple(closed), None, verify_transcript(log))
+            ended = verify_transcript(log).unfinished_runs
+            for run in ended:
+                writer.append(
+                    RunFinished(
+                        ts=utc_timestamp(),
+                        run_id=run.run_id,
+                        stop_reason=INTERRUPTED_STOP,
+                        final_text=None,
+                        steps=run.steps,
+                        usage=run.usage,
+                    )
+                )
+    return RepairReport(
+        tuple(quarantined), tuple(closed), None, verify_transcript(log), tuple(ended)
+    )

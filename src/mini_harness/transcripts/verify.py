@@ -25,6 +25,7 @@ from mini_harness.events import (
     ToolSucceeded,
     TranscriptStarted,
     UnknownEvent,
+    Usage,
 )
 from mini_harness.transcripts.head_note import SignedHead
 from mini_harness.transcripts.reader import (
@@ -155,6 +156,9 @@ class RunProtocol:
     def __init__(self) -> None:
         self.runs: dict[str, OpenRun] = {}
         self.requests: dict[str, OpenRun] = {}
+        # What an open run did so far, for a repair that closes it: requests, usage.
+        self.asked: dict[str, set[str]] = {}
+        self.used: dict[str, Usage] = {}
 
     def feed(self, line: int, seq: int, event: AgentRunEvent) -> None:
         """Take an agent run's event, in file order (a RunStarted without a task, a CLI
@@ -164,22 +168,43 @@ class RunProtocol:
                 if event.resumed_from is not None:
                     self._end(event.resumed_from.run_id)
                 self.runs[event.run_id] = OpenRun(line, seq, event.run_id)
+                self.asked[event.run_id], self.used[event.run_id] = set(), Usage()
         elif isinstance(event, ModelRequested):
             self.requests[event.request_id] = OpenRun(line, seq, event.run_id, event.request_id)
+            self.asked.setdefault(event.run_id, set()).add(event.request_id)
         elif isinstance(event, ModelResponded):
             self.requests.pop(event.request_id, None)
+            self.used[event.run_id] = self.used.get(event.run_id, Usage()) + event.usage
         else:
             self._end(event.run_id)
 
     def _end(self, run_id: str) -> None:
         """A run ended: it, and every request of it still unanswered."""
         self.runs.pop(run_id, None)
+        self.asked.pop(run_id, None)
+        self.used.pop(run_id, None)
         for request_id in [r for r, o in self.requests.items() if o.run_id == run_id]:
             del self.requests[request_id]
 
     def in_doubt(self) -> list[OpenRun]:
         """The runs and requests still open, in file order."""
         return sorted([*self.runs.values(), *self.requests.values()], key=lambda o: o.line)
+
+    def unfinished(self) -> list[UnfinishedRun]:
+        """The agent runs still open, in file order, with what they did so far."""
+        return [
+            UnfinishedRun(o.run_id, len(self.asked.get(o.run_id, ())), self.used[o.run_id])
+            for o in sorted(self.runs.values(), key=lambda o: o.line)
+        ]
+
+
+@attrs.frozen
+class UnfinishedRun:
+    """An agent run without RunFinished: its model requests made and their summed usage."""
+
+    run_id: str
+    steps: int
+    usage: Usage
 
 
 @attrs.frozen
@@ -207,6 +232,8 @@ class VerifyReport:
     agent_in_doubt: tuple[str, ...]  # agent runs without RunFinished, requests unanswered
     unknown_types: tuple[tuple[str, int], ...]
     empty: bool = False
+    unfinished_runs: tuple[UnfinishedRun, ...] = ()
+    failed: int = 0  # calls that ended with ToolFailed
     expected_head: str | None = None  # the head hash the chain must reach, if given
     head_line: int | None = None  # the line whose hash is expected_head, if reached
     head_sha256: str | None = None  # the full SHA-256 of the last line
@@ -313,6 +340,7 @@ class VerifyReport:
             "lastSeq": self.last_seq,
             "runs": self.runs,
             "calls": self.calls,
+            "failed": self.failed,
             "headHash": self.head_hash,
             "expectedHead": self.expected_head,
             "headReached": None if self.expected_head is None else self.head_line is not None,
@@ -368,7 +396,7 @@ def verify_transcript(
     protocol = CallProtocol()
     agent_runs = RunProtocol()
     unknown: Counter[str] = Counter()
-    runs = calls = 0
+    runs = calls = failed = 0
     last_seq: int | None = None
     head_line: int | None = None
     last_line: int | None = None
@@ -389,9 +417,10 @@ def verify_transcript(
             protocol.called(record.line, record.seq, event.run_id, event.call_id, event.name)
         elif isinstance(event, ToolSucceeded | ToolFailed):
             kind = type(event).__name__
-            protocol.finished(
+            closed = protocol.finished(
                 record.line, record.seq, kind, event.call_id, event.run_id, event.name
             )
+            failed += closed is not None and isinstance(event, ToolFailed)
         elif isinstance(event, AgentRunEvent):
             runs += 1 if isinstance(event, RunStarted) else 0
             agent_runs.feed(record.line, record.seq, event)
@@ -412,6 +441,7 @@ def verify_transcript(
         last_seq=last_seq,
         runs=runs,
         calls=calls,
+        failed=failed,
         head_hash=reader.head_hash,
         bom=reader.bom,
         torn_tail=reader.torn_tail,
@@ -424,6 +454,7 @@ def verify_transcript(
         ),
         unknown_types=tuple(sorted(unknown.items())),
         empty=reader.empty,
+        unfinished_runs=tuple(agent_runs.unfinished()),
         expected_head=head,
         head_line=head_line,
         head_sha256=reader.head_digest.hex() if reader.head_digest else None,

@@ -6,15 +6,17 @@ from collections.abc import Callable
 
 from mini_harness.agent.providers.interface import ModelRequest, ModelResponse
 from mini_harness.errors import ModelError
-from mini_harness.events import Message, Usage
+from mini_harness.events import Message, Usage, to_wire
 from mini_harness.events.measure import estimate_tokens
+from mini_harness.runtime.context_report import pretty_json
 
 
 class MockProvider:
     """Answers the task with text that repeats it, without calling a tool.
 
-    Its name prints as `mock`. Usage is the same estimate the context report uses
-    (ceil(characters / 4)), so runs with it are reproducible to the byte.
+    Its name prints as `mock`. Its input usage estimates the whole request as the context
+    report does (messages and tool definitions, ceil(characters / 4) each), so runs with
+    it are reproducible to the byte.
     """
 
     name = "mock"
@@ -32,8 +34,14 @@ class MockProvider:
         on_text: Callable[[str], None] | None = None,
         on_retry: Callable[[ModelError], None] | None = None,
     ) -> ModelResponse:
-        # The task is the first user message; a `--tool` result may follow it.
-        task = next((m.content for m in request.messages if m.role == "user"), "")
+        # The task is the first user message (a `--tool` result may follow it), or a
+        # follow-up given after the model's turn (a resumed run's).
+        task = ""
+        previous = None
+        for message in request.messages:
+            if message.role == "user" and (not task or previous not in ("user", "system")):
+                task = message.content
+            previous = message.role
         text = (
             f"This is the mock model: no API key is configured, so nothing was sent to a "
             f"model. Your task was: {task}\n"
@@ -42,7 +50,9 @@ class MockProvider:
         )
         if on_text is not None:
             on_text(text)
+        # As the context report estimates a request: its messages and its tool definitions.
         prompt = sum(estimate_tokens(m.content) for m in request.messages)
+        prompt += estimate_tokens(pretty_json(to_wire(request.tools)))
         return ModelResponse(
             message=Message("assistant", text),
             finish_reason="stop",

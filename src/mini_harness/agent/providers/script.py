@@ -25,9 +25,27 @@ from mini_harness.errors import ModelError, ScriptError, counted
 from mini_harness.events import Message, ToolCall, Usage
 from mini_harness.events.wire import camel
 
+_RESPONSE_KEYS = ("text", "toolCalls", "finishReason", "usage", "delayMs")
+_CALL_KEYS = ("id", "name", "arguments")
+
 
 def _fail(path: str, where: str, why: str) -> ScriptError:
     return ScriptError(f"script {path}: {where}: {why}")
+
+
+def _known_keys(path: str, where: str, data: dict[str, Any], known: tuple[str, ...]) -> None:
+    """Refuses a key the script format does not have: a misspelt `tool_calls` would
+    otherwise be ignored and the run would answer without calling the tool."""
+    for key in data:
+        if key not in known:
+            import difflib  # only a bad script needs it
+
+            spelt = {k.lower().replace("_", ""): k for k in known}
+            close = spelt.get(str(key).lower().replace("_", "")) or next(
+                iter(difflib.get_close_matches(str(key), known, n=1)), None
+            )
+            hint = f" (did you mean {close!r}?)" if close else ""
+            raise _fail(path, f"{where}.{key}", f"unknown key{hint}; expected one of {list(known)}")
 
 
 def _usage(path: str, where: str, data: object) -> Usage:
@@ -35,6 +53,8 @@ def _usage(path: str, where: str, data: object) -> Usage:
         return Usage()
     if not isinstance(data, dict):
         raise _fail(path, where, "usage must be an object")
+    keys = tuple(camel(field.name) for field in attrs.fields(Usage))
+    _known_keys(path, f"{where}.usage", data, keys)
     counts = {}
     for field in attrs.fields(Usage):
         key = camel(field.name)  # the script's keys are those of a recorded usage
@@ -48,6 +68,7 @@ def _usage(path: str, where: str, data: object) -> Usage:
 def _call(path: str, where: str, data: object, default_id: str) -> ToolCall:
     if not isinstance(data, dict):
         raise _fail(path, where, "a tool call must be an object")
+    _known_keys(path, where, data, _CALL_KEYS)
     name, arguments, call_id = data.get("name"), data.get("arguments", {}), data.get("id")
     if not isinstance(name, str) or not name:
         raise _fail(path, f"{where}.name", "must be a non-empty string")
@@ -61,6 +82,7 @@ def parse_script(path: str, data: Any) -> tuple[tuple[ModelResponse, float], ...
     """The responses of a parsed script file, each with its delay in seconds; ScriptError
     says what is wrong."""
     if isinstance(data, dict):
+        _known_keys(path, "$", data, ("responses",))
         data = data.get("responses")
     if not isinstance(data, list) or not data:
         raise _fail(path, "$", 'expected a non-empty list of responses (or {"responses": [...]})')
@@ -69,6 +91,7 @@ def parse_script(path: str, data: Any) -> tuple[tuple[ModelResponse, float], ...
         where = f"response {number}"
         if not isinstance(item, dict):
             raise _fail(path, where, "must be an object")
+        _known_keys(path, where, item, _RESPONSE_KEYS)
         text = item.get("text", "")
         if not isinstance(text, str):
             raise _fail(path, f"{where}.text", "must be a string")

@@ -252,6 +252,7 @@ def _verify(path: str, summary: FileSummary, trusted: TrustedKeys | None) -> Non
     summary.events = report.lines
     summary.runs = report.runs
     summary.calls = report.calls
+    summary.failed = report.failed
     summary.in_doubt = len(report.in_doubt)
     summary.head_hash = report.head_hash
     problems = report.problems()

@@ -20,7 +20,7 @@ reader asks for:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from mini_harness.errors import TranscriptCorruptError
@@ -78,7 +78,8 @@ class TranscriptFold:
     ReplayError. `requests` and `detail` say what else is kept (see the module). A line
     damaged mid-file raises TranscriptCorruptError, unless `damage`: then reading stops
     there and the damage is one of the history's problems. `source`, when given, is read
-    instead of the file at `path` (which then only names it).
+    instead of the file at `path` (which then only names it). With `follow`, the file is
+    read as it is written, while `follow()` is true (TranscriptReader).
     """
 
     def __init__(
@@ -90,8 +91,11 @@ class TranscriptFold:
         detail: bool = False,
         damage: bool = False,
         source: RecordSource | None = None,
+        follow: Callable[[], bool] | None = None,
     ) -> None:
-        self.reader: RecordSource = TranscriptReader(path) if source is None else source
+        self.reader: RecordSource = (
+            TranscriptReader(path, follow=follow) if source is None else source
+        )
         self.path = os.fspath(path)
         self.history = History(self.path, self.reader.name)
         self.selection = RunSelection(run) if run is not None else None

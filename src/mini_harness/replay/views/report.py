@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from mini_harness.errors import counted
-from mini_harness.events import ApprovalDecided
+from mini_harness.events import ApprovalDecided, JsonObject, to_wire
 from mini_harness.replay.continuing.outcomes import DIVERGED, OUTCOMES, Drift, RerunOutcome
 from mini_harness.replay.history import (
     FAILED,
@@ -105,6 +105,24 @@ def effects_lines(calls: list[Call], decisions: list[ApprovalDecided]) -> list[s
             f"  {decision.call_id} {decision.name}: {decision.decision} by {decision.by}{rule}"
         )
     return lines
+
+
+def effects_json(calls: list[Call], decisions: list[ApprovalDecided]) -> JsonObject:
+    """The --effects report as one JSON document: the calls that changed files, each with
+    its effects (path, sha256 before and after, null for absent), and the approval
+    decisions as recorded."""
+    return {
+        "calls": [
+            {
+                "callId": call.call_id,
+                "name": call.name,
+                "line": call.end_line,
+                "effects": [to_wire(effect) for effect in call.effects or ()],
+            }
+            for call in calls
+        ],
+        "approvals": [to_wire(decision) for decision in decisions],
+    }
 
 
 def _short(digest: str | None) -> str:

@@ -24,9 +24,10 @@
   // A row's line opens or collapses it, by mouse or by keyboard (Enter, Space).
   // After a redraw the keyboard focus goes back to the row that had it.
   var focused = null;
-  function clickable(line, index, action) {
+  function clickable(line, index, action, expanded) {
     line.tabIndex = 0;
     line.setAttribute("role", "button");
+    line.setAttribute("aria-expanded", expanded ? "true" : "false");
     line.setAttribute("data-row", String(index));
     line.addEventListener("click", action);
     line.addEventListener("keydown", function (event) {
@@ -192,7 +193,7 @@
     line.appendChild(el("span", "meta grow", meta.join(" · ")));
     node.appendChild(line);
     if (run.task !== null && run.task !== undefined) { node.appendChild(el("div", "meta", "task: " + run.task)); }
-    clickable(line, index, function () { toggle("r" + row.r); });
+    clickable(line, index, function () { toggle("r" + row.r); }, !collapsed["r" + row.r]);
     return node;
   }
   function drawStep(row, index) {
@@ -219,7 +220,7 @@
       line.appendChild(el("span", "muted context-total", "~" + num(sum) + " tokens"));
     }
     node.appendChild(line);
-    clickable(line, index, function () { toggle(key); });
+    clickable(line, index, function () { toggle(key); }, !collapsed[key]);
     return node;
   }
   function drawTurn(row, index) {
@@ -242,7 +243,7 @@
       if (row.asks.length) { details.appendChild(el("div", "label", "asks for: " + row.asks.join(", "))); }
       node.appendChild(details);
     }
-    clickable(line, index, function () { open[index] = !open[index]; draw(); });
+    clickable(line, index, function () { open[index] = !open[index]; draw(); }, open[index]);
     return node;
   }
   function drawCall(row, index) {
@@ -253,14 +254,16 @@
     line.appendChild(el("span", "name", row.n));
     if (row.ms !== null && row.ms !== undefined) { line.appendChild(el("span", "muted", ms(row.ms))); }
     if (row.rr) { line.appendChild(el("span", "rerun " + row.rr.o, "re-run " + row.rr.o)); }
-    var preview = row.e !== undefined ? row.e : (row.o !== undefined ? row.i + " → " + row.o : row.i);
+    // A failed call shows its input too: what it was asked is half of why it failed.
+    var preview = row.e !== undefined ? row.i + " → " + row.e : (row.o !== undefined ? row.i + " → " + row.o : row.i);
     line.appendChild(el("span", "grow mono", cut(preview, 300)));
     node.appendChild(line);
     if (open[index]) {
       var details = el("div", "details");
       details.appendChild(el("div", "label", "call " + row.id + " · input" + bytes(row, "i")));
       details.appendChild(el("pre", "input", pretty(row.i)));
-      (row.ap || []).forEach(function (a) { details.appendChild(el("div", "approval", a)); });
+      // An approval may hold the diff a person approved: its lines kept as lines.
+      (row.ap || []).forEach(function (a) { details.appendChild(el("pre", "approval", a)); });
       if (row.o !== undefined) {
         details.appendChild(el("div", "label", "output" + bytes(row, "o")));
         details.appendChild(el("pre", "output", pretty(row.o)));
@@ -277,7 +280,7 @@
       }
       node.appendChild(details);
     }
-    clickable(line, index, function () { open[index] = !open[index]; draw(); });
+    clickable(line, index, function () { open[index] = !open[index]; draw(); }, open[index]);
     return node;
   }
   function drawEvent(row) {
@@ -292,6 +295,7 @@
   function drawFinish(row) {
     var run = runs[row.r];
     var node = el("div", "row finish");
+    node.style.marginLeft = (run.depth * 24) + "px";  // under its run, as nested runs are
     var finished = run.finished;
     if (!finished) {
       node.appendChild(el("div", "error", "unfinished: no RunFinished (the run did not end)"));
