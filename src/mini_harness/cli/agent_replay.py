@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
 import orjson
 
 from mini_harness.agent import Opening
-from mini_harness.cli.output import error, info
+from mini_harness.cli.output import echo, echo_json, error, info
 from mini_harness.cli.session import AgentSession
 from mini_harness.errors import UsageError, exit_code_of
 from mini_harness.events import RunOrigin, to_wire
@@ -24,7 +23,6 @@ from mini_harness.replay.continuing.outcomes import MATCHED, SKIPPED, RerunOutco
 from mini_harness.replay.continuing.plans import continued_config
 from mini_harness.replay.history import Call, History
 from mini_harness.runtime import ToolRegistry
-from mini_harness.runtime.terminal import printable
 
 
 def rerun_agent_runs(
@@ -69,7 +67,7 @@ def rerun_agent_runs(
         elif replay.diverged_at is not None:
             error(replay.summary)
             for diff in replay.diffs:
-                click.echo(printable("\n".join("    " + line for line in diff.splitlines())))
+                echo("\n".join("    " + line for line in diff.splitlines()))
         else:
             info(replay.summary)
         differs = differs or replay.diverged_at is not None
@@ -78,11 +76,11 @@ def rerun_agent_runs(
     problems = history.problems
     if as_json:
         shown = [problem.to_json() for problem in problems]
-        click.echo(orjson.dumps({"path": path, "agentRuns": documents, "problems": shown}).decode())
+        echo_json(orjson.dumps({"path": path, "agentRuns": documents, "problems": shown}).decode())
     elif problems:
         lines = ["", "Problems with the log:"]
         lines += [f"  [{problem.kind}] {problem.describe()}" for problem in problems]
-        click.echo(printable("\n".join(lines)))
+        echo("\n".join(lines))
     kinds = [problem.kind for problem in problems]
     return exit_code_of(problems=kinds, in_doubt=history.totals.in_doubt, differs=differs)
 
@@ -160,7 +158,7 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
         outcome = session.loop(sink, registry, approver, config).run(opening)
     if session.options.as_json:
         live = session.document(outcome, forkedFrom=to_wire(origin))
-        click.echo(orjson.dumps({**_document(replay), "live": live}).decode())
+        echo_json(orjson.dumps({**_document(replay), "live": live}).decode())
     else:
         session.finish(outcome, target)
     return session.exit_code(outcome)

@@ -21,11 +21,10 @@ from mini_harness.agent.approval import (
     terminal_prompter,
 )
 from mini_harness.cli.options import F
-from mini_harness.cli.output import warn
+from mini_harness.cli.output import echo, echo_json, warn
 from mini_harness.errors import PolicyError, UsageError
 from mini_harness.replay.history import fold_effects
 from mini_harness.replay.views.report import effects_json, effects_lines
-from mini_harness.runtime.terminal import printable
 
 
 def workspace_policy(workspace: str | os.PathLike[str], approve: str) -> ApprovalPolicy:
@@ -91,7 +90,7 @@ def print_effects(path: str, *, as_json: bool = False) -> None:
     """Print the --effects report of a transcript: lines, or one JSON document."""
     found = fold_effects(path)
     if as_json:
-        click.echo(orjson.dumps(effects_json(*found)).decode())
+        echo_json(orjson.dumps(effects_json(*found)).decode())
         return
     for line in effects_lines(*found):
-        click.echo(printable(line))
+        echo(line)

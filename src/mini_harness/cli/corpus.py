@@ -19,7 +19,7 @@ import click
 
 from mini_harness.cli.importing import imported_call
 from mini_harness.cli.options import number_option
-from mini_harness.cli.output import error, info, rewritable
+from mini_harness.cli.output import echo, echo_json, error, info, rewritable
 from mini_harness.errors import UsageError, counted, exit_code_of
 
 if TYPE_CHECKING:
@@ -167,12 +167,12 @@ def _run(
     if as_json:
         import orjson
 
-        sys.stdout.write(orjson.dumps(report.to_json()).decode() + "\n")
+        echo_json(orjson.dumps(report.to_json()).decode())
     else:
         from mini_harness.replay.corpus.render import report_lines, summary_line
 
         lines = report_lines(report, figures=options.mode != VERIFY)
-        sys.stdout.write("".join(line + "\n" for line in lines))
+        echo("".join(line + "\n" for line in lines), nl=False)
         info(summary_line(report))
         if report.exit_code:
             error(_explain(report))

@@ -26,7 +26,7 @@ from mini_harness.cli.options import (
     run_option,
     step_option,
 )
-from mini_harness.cli.output import aside, info
+from mini_harness.cli.output import aside, echo, info, protect_configured_keys
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
 from mini_harness.cli.rerun import RerunOptions, rerun_options
 from mini_harness.cli.session import AgentOptions, AgentSession, model_option
@@ -36,7 +36,6 @@ from mini_harness.errors import UsageError
 from mini_harness.replay import ContextReports, Run, TranscriptFold
 from mini_harness.replay.history import HeldItems, read_history, select_step
 from mini_harness.replay.views import report
-from mini_harness.runtime.terminal import printable
 
 
 @click.command(
@@ -114,6 +113,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     a corpus like any other. A re-run works in the workspace the runs recorded, unless
     --workspace says otherwise.
     """
+    protect_configured_keys()  # whatever the transcript or a re-run shows, no key
     paths = tuple(locate(path).path for path in paths)
     ctx = click.get_current_context()
     refuse_without(ctx, ("step",), "--context-report", given=context_report)
@@ -151,7 +151,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         # The text report ends with the tree of agent runs that continue each other, if any.
         lines = report.run_tree_lines(fold.history) if not as_json and code != 130 else []
         if lines:
-            click.echo(printable("\n".join(lines)))
+            echo("\n".join(lines))
         raise click.exceptions.Exit(code)
     unverified = rerun.verified(path, live_model=live_model)
     workspace = rerun.where(path, run, as_json=as_json)

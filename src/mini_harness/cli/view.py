@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from mini_harness.cli.options import SingleOption
-from mini_harness.cli.output import error, info, verdict
+from mini_harness.cli.output import error, info, protect_configured_keys, verdict
 from mini_harness.cli.rerun import RerunOptions, rerun_options
 from mini_harness.cli.stored import last_option, locate
 from mini_harness.errors import UsageError, exit_code_of
@@ -68,6 +68,7 @@ def view_command(
     the transcript cannot be used (it cannot be read as one, or is damaged mid-file: the
     page shows it up to the damage and names the problem), or the page cannot be written.
     """
+    protect_configured_keys()  # what it prints (a re-run's errors among it) holds no key
     # --last looks in the workspace given (before the subcommand, or with --rerun here).
     located = locate(path, last=last, workspace=rerun.root)
     path = located.path
