@@ -23,6 +23,7 @@ from mini_harness.replay.continuing.outcomes import MATCHED, SKIPPED, RerunOutco
 from mini_harness.replay.continuing.plans import continued_config
 from mini_harness.replay.history import Call, History
 from mini_harness.runtime import ToolRegistry
+from mini_harness.runtime.approval import Approver
 
 
 def rerun_agent_runs(
@@ -35,6 +36,7 @@ def rerun_agent_runs(
     live: AgentSession | None,
     log: str | None,
     unverified: tuple[str, ...] | None = None,
+    approver: Approver | None = None,
 ) -> int | None:
     """`replay --rerun` of the agent runs of PATH's history (the one `--run` selects, else
     all): replay each; with a `live` session, continue the first one that stops early.
@@ -42,7 +44,8 @@ def rerun_agent_runs(
     was not continued, or the log has problems; a live continuation's code is that of
     `run`), or None when there are no agent runs to replay (the call-by-call re-run takes
     the file). `unverified`: the problems of a PATH
-    that does not verify, continued anyway (--allow-unverified), for the new run to record."""
+    that does not verify, continued anyway (--allow-unverified), for the new run to record.
+    `approver` (today's policy, never asking) decides each call the replay would run again."""
     runs = history.offline_runs()
     if not runs and live is not None:
         raise UsageError("--live-model needs an agent run")
@@ -61,6 +64,7 @@ def rerun_agent_runs(
             registry,
             allow_side_effects=allow_side_effects,
             on_call=(lambda call: None) if as_json else _print_call,
+            approver=approver,
         )
         if as_json:
             documents.append(_document(replay))
@@ -103,9 +107,9 @@ def _print_call(call: RerunOutcome[Call | None]) -> None:
     if how == "re-run":
         how = "re-run, same result" if _same(call) else "re-run, the result differs from the record"
     elif how == "served":
-        how = f"served from the record ({call.reason}; --allow-side-effects runs it)"
+        how = f"served from the record ({call.reason})"
     else:
-        how = f"not run: the record has no result for it ({call.reason})"
+        how = f"not run ({call.reason}); the record has no result for it"
     assert call.asked is not None  # an offline replay's calls say what was asked
     info(f"Step {call.step}: {call.asked.name} {call.asked.arguments}: {how}")
 

@@ -14,6 +14,7 @@ import click
 import orjson
 
 from mini_harness.agent.approval import (
+    NOT_IN_A_RERUN,
     POLICY_FILE,
     ApprovalPolicy,
     PolicyApprover,
@@ -40,6 +41,11 @@ def make_approver(workspace: str | os.PathLike[str], approve: str) -> PolicyAppr
     """The workspace's policy with the --approve mode, prompting on stdin/stderr when both
     are terminals."""
     return PolicyApprover(workspace_policy(workspace, approve), terminal_prompter())
+
+
+def rerun_approver(policy: ApprovalPolicy) -> PolicyApprover:
+    """An approver of `policy` for a re-run: it never asks anyone (`ask` is a denial)."""
+    return PolicyApprover(policy, None, NOT_IN_A_RERUN)
 
 
 def accept_policy_option(func: F) -> F:

@@ -81,7 +81,8 @@ def replay_corpus(
     rerun: RerunOptions,
     refused: Mapping[str, object],
 ) -> NoReturn:
-    """`replay` over a corpus; `refused` holds the one-file options given (an error)."""
+    """`replay` over a corpus; `refused` holds the one-file options given (an error). A
+    re-run's calls pass today's policy (--approve), as one file's do."""
     from mini_harness.replay.corpus.summary import FOLD, SummaryOptions
 
     for flag, value in refused.items():
@@ -89,7 +90,8 @@ def replay_corpus(
             raise UsageError(f"{flag} applies to one transcript, not to a corpus")
     factory = _registry_factory(rerun.registry_spec, rerun.root) if rerun.rerun else None
     translate = imported_call if rerun.rerun else None
-    options = SummaryOptions(FOLD, factory, rerun.allow_side_effects, translate)
+    approver = rerun.approver(rerun.root) if rerun.rerun else None
+    options = SummaryOptions(FOLD, factory, rerun.allow_side_effects, translate, approver)
     _run(paths, options, as_json=as_json, workers=workers, ray_address=ray_address)
 
 
