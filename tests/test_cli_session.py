@@ -257,8 +257,7 @@ class TestLiveModelSession:
         assert (ws / "logs/cut.jsonl").read_bytes().startswith(before)
         assert verify_transcript(ws / "logs/cut.jsonl").damage() == []
 
-    @pytest.mark.parametrize("args", [["--approve", "auto"], ["--accept-policy"],
-                                      ["--model", "mock"]])  # fmt: skip
+    @pytest.mark.parametrize("args", [["--accept-policy"], ["--model", "mock"]])
     def test_live_options_need_live_model(
         self, recorded: tuple[Path, Path], args: list[str]
     ) -> None:

@@ -196,3 +196,90 @@ class TestCompletion:
     def test_paths(self, words: str) -> None:
         """Transcript arguments and options complete as file paths (the shell's own)."""
         assert complete(words) == ["file,"]
+
+
+def hostile_tool_run(path: Path) -> Path:
+    """A tool run whose run id (so its call ids), timestamps, tool name and input carry
+    escapes, recorded with a chain that verifies."""
+    from mini_harness import ToolCallError, ToolRuntime
+    from mini_harness.tools import default_registry
+    from mini_harness.transcripts import JsonlTranscript
+
+    with JsonlTranscript(path) as sink:
+        runtime = ToolRuntime(
+            default_registry("."),
+            sink,
+            run_id=f"run{CLIPBOARD}{REVERSED}",
+            timestamp=lambda: f"2026-01-01T00:00:00.000000Z{TITLE}",
+        )
+        runtime.dispatch("echo", {"text": HOSTILE})
+        with pytest.raises(ToolCallError):
+            runtime.dispatch(f"nope{TITLE}{CSI_C1}", {})
+    return path
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item)
+
+
+class TestIdsTimestampsAndCorpora:
+    @pytest.mark.parametrize("full", [False, True])
+    def test_show_escapes_ids_and_timestamps(
+        self, workspace: Path, tmp_path: Path, full: bool
+    ) -> None:
+        """`show` prints run and call ids and timestamps a record holds escaped."""
+        log = hostile_tool_run(tmp_path / "t.jsonl")
+        result = cli_run("show", str(log), *(["--full"] if full else []))
+        assert not [raw for raw in RAW if raw in result.output], repr(result.output)
+        call_id = f"run{CLIPBOARD}"[:12] + "-1"  # a call id begins with its run's
+        assert f"call {printable(call_id, multiline=False)}" in result.stdout
+        assert printable(f"started 2026-01-01T00:00:00.000000Z{TITLE}") in result.stdout
+
+    @pytest.mark.parametrize("command", [["replay"], ["transcript", "verify"]])
+    def test_a_corpus_report_is_escaped(
+        self, workspace: Path, tmp_path: Path, command: list[str]
+    ) -> None:
+        """A corpus report shows the files' names and the tools' names escaped."""
+        corpus = tmp_path / "corpus"
+        corpus.mkdir()
+        hostile_tool_run(corpus / "a.jsonl")
+        hostile_tool_run(corpus / f"b{TITLE}{REVERSED}.jsonl")
+        result = cli_run(*command, str(corpus), "--workers", "1")
+        assert not [raw for raw in RAW if raw in result.output], repr(result.output)
+        assert printable(f"b{TITLE}{REVERSED}.jsonl") in result.stdout
+
+    @pytest.mark.parametrize(
+        "args",
+        [
+            ["show", "{log}", "--json"],
+            ["replay", "{log}", "--json"],
+            ["replay", "{log}", "--rerun", "--json"],
+            ["transcript", "verify", "{log}", "--json"],
+            ["replay", "{log}", "{log}", "--json", "--workers", "1"],
+        ],
+        ids=["show", "replay", "rerun", "verify", "corpus"],
+    )
+    def test_json_holds_the_exact_text_and_nothing_a_terminal_acts_on(
+        self, workspace: Path, tmp_path: Path, args: list[str]
+    ) -> None:
+        """JSON output writes U+202E, C1 controls and the like as JSON escapes: the same
+        values, but nothing raw for a terminal to act on."""
+        log = hostile_tool_run(tmp_path / "t.jsonl")
+        result = cli_run(*[arg.format(log=log) for arg in args])
+        assert not [raw for raw in RAW if raw in result.stdout], repr(result.stdout)
+        if args[0] == "show":
+            events = [orjson.loads(line) for line in result.stdout.splitlines()]
+            assert events[-2]["name"] == f"nope{TITLE}{CSI_C1}"
+        elif args[:2] != ["transcript", "verify"]:  # its document names no id or tool
+            assert any(
+                CSI_C1 in text or REVERSED in text for text in strings(orjson.loads(result.stdout))
+            )

@@ -123,14 +123,17 @@ class TestSideEffects:
         cut_after(log, cut, "ModelResponded", 1)
         result = invoke(["replay", str(cut), "--rerun", "--registry", spec])
         assert result.exit_code == 1, result.output  # the cut run is in doubt
-        assert 'Step 1: slow {"n":1}: not run: the record has no result for it' in result.output
+        assert (
+            'Step 1: slow {"n":1}: not run (slow is not marked readOnlyHint or idempotentHint '
+            "(--allow-side-effects runs it)); the record has no result for it"
+        ) in result.output
         assert executions(side_file) == {}
 
     def test_allow_side_effects(self, counted: tuple[Path, str, Path, Path]) -> None:
         """--allow-side-effects runs every tool again."""
         log, spec, side_file, _ = counted
         result = invoke(["replay", str(log), "--rerun", "--registry", spec,
-                         "--allow-side-effects"])  # fmt: skip
+                         "--allow-side-effects", "--approve", "auto"])  # fmt: skip
         assert result.exit_code == 0, result.output
         assert executions(side_file) == {"slow 1": 1, "look 2": 1}
 

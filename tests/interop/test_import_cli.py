@@ -69,7 +69,9 @@ def test_codex_shell_runs_only_with_side_effects_allowed(tmp_path: Path) -> None
     workspace = project(tmp_path)
     _, calls = rerun(CODEX, workspace)
     assert {r["outcome"] for r in calls[("shell", "succeeded")]} == {"skipped"}
-    _, calls = rerun(CODEX, workspace, "--allow-side-effects", "--allow-unverified")
+    # A re-run asks no one: today's policy lets the shell commands run with --approve auto.
+    allowed = ("--allow-side-effects", "--allow-unverified", "--approve", "auto")
+    _, calls = rerun(CODEX, workspace, *allowed)
     # `ls tests` lists the test file again; the patch has no counterpart.
     assert calls[("shell", "succeeded")] == [
         {"outcome": "matched", "reason": "re-run as run_command"}

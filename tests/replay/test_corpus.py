@@ -318,13 +318,15 @@ class TestCli:
                 runtime.dispatch("write_note", {"note": "side effect"})
                 with pytest.raises(ToolCallError):
                     runtime.dispatch("flaky", {})
-        same = run("replay", str(tmp_path), "--rerun", "--registry", f"{REGISTRIES}:same")
+        auto = ["--approve", "auto"]  # the idempotent flaky runs again: the policy allows it
+        same = run("replay", str(tmp_path), "--rerun", "--registry", f"{REGISTRIES}:same", *auto)
         assert same.exit_code == 0
         assert (
             "Re-run: 4 matched, 0 diverged, 0 now-fails, 0 now-succeeds, 2 skipped" in same.stdout
         )
+        upper_args = ["--rerun", "--registry", f"{REGISTRIES}:upper", *auto]
         upper = [
-            run("replay", str(tmp_path), "--rerun", "--registry", f"{REGISTRIES}:upper", *workers)
+            run("replay", str(tmp_path), *upper_args, *workers)
             for workers in (["--workers", "1"], ["--workers", "2"])
         ]
         assert upper[0].exit_code == upper[1].exit_code == 1

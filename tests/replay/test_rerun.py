@@ -54,7 +54,9 @@ class TestOutcomes:
 
     def test_changed_behaviour_diverges_with_a_diff(self, log: Path) -> None:
         """A swapped registry whose echo shouts shows as diverged, naming the call and values."""
-        result = run("replay", str(log), "--rerun", "--registry", f"{MODULE}:upper")
+        result = run(
+            "replay", str(log), "--rerun", "--registry", f"{MODULE}:upper", "--approve", "auto"
+        )
         assert result.exit_code == 1
         assert (
             "  aaaaaaaaaaaa-1  echo  diverged\n"
@@ -94,9 +96,8 @@ class TestOutcomes:
 
     def test_side_effects_run_only_when_allowed(self, log: Path) -> None:
         """--allow-side-effects runs the tool without hints; it matches its record."""
-        result = run(
-            "replay", str(log), "--rerun", "--registry", f"{MODULE}:same", "--allow-side-effects"
-        )
+        result = run("replay", str(log), "--rerun", "--registry", f"{MODULE}:same",
+                     "--allow-side-effects", "--approve", "auto")  # fmt: skip
         assert registries.written == [{"note": "n"}]
         assert "  aaaaaaaaaaaa-2  write_note  matched\n" in result.stdout
         assert result.exit_code == 0
@@ -143,7 +144,8 @@ class TestOutcomes:
 
     def test_json_carries_outcomes(self, log: Path) -> None:
         """--json --rerun puts each call's outcome (and diff) in the document."""
-        result = run("replay", str(log), "--rerun", "--json", "--registry", f"{MODULE}:upper")
+        result = run("replay", str(log), "--rerun", "--json", "--registry", f"{MODULE}:upper",
+                     "--approve", "auto")  # fmt: skip
         document = orjson.loads(result.stdout)
         assert [c["rerun"]["outcome"] for c in document["calls"]] == [
             "diverged",

@@ -5,12 +5,13 @@ from __future__ import annotations
 import sys
 import unicodedata
 
+import orjson
 import pytest
 import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mini_harness.runtime.terminal import printable
+from mini_harness.runtime.terminal import printable, printable_json
 
 
 class TestPrintable:
@@ -62,3 +63,21 @@ class TestPrintable:
         left = shown.replace("\r\n", "\n")
         assert all(c in "\n\t" or unicodedata.category(c) not in hidden for c in left)
         assert printable(shown) == shown
+
+
+class TestColoursAndJson:
+    def test_colours_keep_only_our_own_codes(self) -> None:
+        """With colours, the codes our views write pass; any other sequence is escaped."""
+        ours = "\x1b[1mRun 1\x1b[0m \x1b[31mfailed\x1b[0m"
+        assert printable(ours, colours=True) == ours
+        hostile = "\x1b[8mhidden\x1b]52;c;aGk=\x07\x1b[2J\u202e"
+        assert printable(hostile, colours=True) == printable(hostile)
+
+    @given(st.text())
+    def test_json_keeps_its_value_and_shows_nothing_a_terminal_acts_on(self, text: str) -> None:
+        """printable_json writes what JSON leaves raw as \\u escapes: the same value."""
+        document = orjson.dumps({text: [text]}, option=orjson.OPT_NON_STR_KEYS).decode()
+        shown = printable_json(document)
+        assert orjson.loads(shown) == {text: [text]}
+        hidden = {"Cc", "Cf", "Zl", "Zp", "Cs"}
+        assert all(unicodedata.category(c) not in hidden for c in shown)

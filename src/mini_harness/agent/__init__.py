@@ -29,6 +29,7 @@ from mini_harness.agent.providers import (
     RequestLimits,
     ScriptProvider,
     choose_provider,
+    configured_keys,
     provider_secrets,
 )
 from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome, call_outcome
@@ -62,6 +63,7 @@ __all__ = [
     "call_outcome",
     "check_history",
     "choose_provider",
+    "configured_keys",
     "context_report",
     "load_project_rules",
     "provider_secrets",

@@ -36,7 +36,14 @@ from mini_harness.cli.options import (
     refuse_without,
     workspace_option,
 )
-from mini_harness.cli.output import describe, error, exit_code_for, guard_streams, quiet
+from mini_harness.cli.output import (
+    describe,
+    error,
+    exit_code_for,
+    forget_keys,
+    guard_streams,
+    quiet,
+)
 from mini_harness.cli.registry_spec import registry_option
 from mini_harness.cli.signals import exit_status, take_terminating_signals
 from mini_harness.errors import ExitCode, OutputError, UsageError
@@ -153,6 +160,7 @@ class HarnessGroup(click.Group):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        forget_keys()  # what an earlier command in this process protected
         if standalone_mode:
             guard_streams()
             take_terminating_signals()

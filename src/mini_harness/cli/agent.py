@@ -27,7 +27,7 @@ from mini_harness.cli.options import (
     number_option,
     refuse_without,
 )
-from mini_harness.cli.output import warn
+from mini_harness.cli.output import echo, warn
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
 from mini_harness.errors import UsageError
 
@@ -122,5 +122,5 @@ def run_command(
             system_prompt, rules, loop.runtime.tools_snapshot, outcome.last_request.messages
         )
         click.echo("")
-        click.echo(render_report(parts, outcome.last_input_tokens), nl=False)
+        echo(render_report(parts, outcome.last_input_tokens), nl=False)
     raise click.exceptions.Exit(session.exit_code(outcome, transcript))

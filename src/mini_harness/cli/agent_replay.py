@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
 import orjson
 
 from mini_harness.agent import Opening
-from mini_harness.cli.output import error, info
+from mini_harness.cli.output import echo, echo_json, error, info
 from mini_harness.cli.session import AgentSession
 from mini_harness.errors import UsageError, exit_code_of
 from mini_harness.events import RunOrigin, to_wire
@@ -24,7 +23,7 @@ from mini_harness.replay.continuing.outcomes import MATCHED, SKIPPED, RerunOutco
 from mini_harness.replay.continuing.plans import continued_config
 from mini_harness.replay.history import Call, History
 from mini_harness.runtime import ToolRegistry
-from mini_harness.runtime.terminal import printable
+from mini_harness.runtime.approval import Approver
 
 
 def rerun_agent_runs(
@@ -37,6 +36,7 @@ def rerun_agent_runs(
     live: AgentSession | None,
     log: str | None,
     unverified: tuple[str, ...] | None = None,
+    approver: Approver | None = None,
 ) -> int | None:
     """`replay --rerun` of the agent runs of PATH's history (the one `--run` selects, else
     all): replay each; with a `live` session, continue the first one that stops early.
@@ -44,7 +44,8 @@ def rerun_agent_runs(
     was not continued, or the log has problems; a live continuation's code is that of
     `run`), or None when there are no agent runs to replay (the call-by-call re-run takes
     the file). `unverified`: the problems of a PATH
-    that does not verify, continued anyway (--allow-unverified), for the new run to record."""
+    that does not verify, continued anyway (--allow-unverified), for the new run to record.
+    `approver` (today's policy, never asking) decides each call the replay would run again."""
     runs = history.offline_runs()
     if not runs and live is not None:
         raise UsageError("--live-model needs an agent run")
@@ -63,13 +64,14 @@ def rerun_agent_runs(
             registry,
             allow_side_effects=allow_side_effects,
             on_call=(lambda call: None) if as_json else _print_call,
+            approver=approver,
         )
         if as_json:
             documents.append(_document(replay))
         elif replay.diverged_at is not None:
             error(replay.summary)
             for diff in replay.diffs:
-                click.echo(printable("\n".join("    " + line for line in diff.splitlines())))
+                echo("\n".join("    " + line for line in diff.splitlines()))
         else:
             info(replay.summary)
         differs = differs or replay.diverged_at is not None
@@ -78,11 +80,11 @@ def rerun_agent_runs(
     problems = history.problems
     if as_json:
         shown = [problem.to_json() for problem in problems]
-        click.echo(orjson.dumps({"path": path, "agentRuns": documents, "problems": shown}).decode())
+        echo_json(orjson.dumps({"path": path, "agentRuns": documents, "problems": shown}).decode())
     elif problems:
         lines = ["", "Problems with the log:"]
         lines += [f"  [{problem.kind}] {problem.describe()}" for problem in problems]
-        click.echo(printable("\n".join(lines)))
+        echo("\n".join(lines))
     kinds = [problem.kind for problem in problems]
     return exit_code_of(problems=kinds, in_doubt=history.totals.in_doubt, differs=differs)
 
@@ -105,9 +107,9 @@ def _print_call(call: RerunOutcome[Call | None]) -> None:
     if how == "re-run":
         how = "re-run, same result" if _same(call) else "re-run, the result differs from the record"
     elif how == "served":
-        how = f"served from the record ({call.reason}; --allow-side-effects runs it)"
+        how = f"served from the record ({call.reason})"
     else:
-        how = f"not run: the record has no result for it ({call.reason})"
+        how = f"not run ({call.reason}); the record has no result for it"
     assert call.asked is not None  # an offline replay's calls say what was asked
     info(f"Step {call.step}: {call.asked.name} {call.asked.arguments}: {how}")
 
@@ -160,7 +162,7 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
         outcome = session.loop(sink, registry, approver, config).run(opening)
     if session.options.as_json:
         live = session.document(outcome, forkedFrom=to_wire(origin))
-        click.echo(orjson.dumps({**_document(replay), "live": live}).decode())
+        echo_json(orjson.dumps({**_document(replay), "live": live}).decode())
     else:
         session.finish(outcome, target)
     return session.exit_code(outcome)

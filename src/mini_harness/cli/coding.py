@@ -14,6 +14,7 @@ import click
 import orjson
 
 from mini_harness.agent.approval import (
+    NOT_IN_A_RERUN,
     POLICY_FILE,
     ApprovalPolicy,
     PolicyApprover,
@@ -21,11 +22,10 @@ from mini_harness.agent.approval import (
     terminal_prompter,
 )
 from mini_harness.cli.options import F
-from mini_harness.cli.output import warn
+from mini_harness.cli.output import echo, echo_json, warn
 from mini_harness.errors import PolicyError, UsageError
 from mini_harness.replay.history import fold_effects
 from mini_harness.replay.views.report import effects_json, effects_lines
-from mini_harness.runtime.terminal import printable
 
 
 def workspace_policy(workspace: str | os.PathLike[str], approve: str) -> ApprovalPolicy:
@@ -41,6 +41,11 @@ def make_approver(workspace: str | os.PathLike[str], approve: str) -> PolicyAppr
     """The workspace's policy with the --approve mode, prompting on stdin/stderr when both
     are terminals."""
     return PolicyApprover(workspace_policy(workspace, approve), terminal_prompter())
+
+
+def rerun_approver(policy: ApprovalPolicy) -> PolicyApprover:
+    """An approver of `policy` for a re-run: it never asks anyone (`ask` is a denial)."""
+    return PolicyApprover(policy, None, NOT_IN_A_RERUN)
 
 
 def accept_policy_option(func: F) -> F:
@@ -91,7 +96,7 @@ def print_effects(path: str, *, as_json: bool = False) -> None:
     """Print the --effects report of a transcript: lines, or one JSON document."""
     found = fold_effects(path)
     if as_json:
-        click.echo(orjson.dumps(effects_json(*found)).decode())
+        echo_json(orjson.dumps(effects_json(*found)).decode())
         return
     for line in effects_lines(*found):
-        click.echo(printable(line))
+        echo(line)

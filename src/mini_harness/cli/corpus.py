@@ -19,7 +19,7 @@ import click
 
 from mini_harness.cli.importing import imported_call
 from mini_harness.cli.options import number_option
-from mini_harness.cli.output import error, info, rewritable
+from mini_harness.cli.output import echo, echo_json, error, info, rewritable
 from mini_harness.errors import UsageError, counted, exit_code_of
 
 if TYPE_CHECKING:
@@ -81,7 +81,8 @@ def replay_corpus(
     rerun: RerunOptions,
     refused: Mapping[str, object],
 ) -> NoReturn:
-    """`replay` over a corpus; `refused` holds the one-file options given (an error)."""
+    """`replay` over a corpus; `refused` holds the one-file options given (an error). A
+    re-run's calls pass today's policy (--approve), as one file's do."""
     from mini_harness.replay.corpus.summary import FOLD, SummaryOptions
 
     for flag, value in refused.items():
@@ -89,7 +90,8 @@ def replay_corpus(
             raise UsageError(f"{flag} applies to one transcript, not to a corpus")
     factory = _registry_factory(rerun.registry_spec, rerun.root) if rerun.rerun else None
     translate = imported_call if rerun.rerun else None
-    options = SummaryOptions(FOLD, factory, rerun.allow_side_effects, translate)
+    approver = rerun.approver(rerun.root) if rerun.rerun else None
+    options = SummaryOptions(FOLD, factory, rerun.allow_side_effects, translate, approver)
     _run(paths, options, as_json=as_json, workers=workers, ray_address=ray_address)
 
 
@@ -167,12 +169,12 @@ def _run(
     if as_json:
         import orjson
 
-        sys.stdout.write(orjson.dumps(report.to_json()).decode() + "\n")
+        echo_json(orjson.dumps(report.to_json()).decode())
     else:
         from mini_harness.replay.corpus.render import report_lines, summary_line
 
         lines = report_lines(report, figures=options.mode != VERIFY)
-        sys.stdout.write("".join(line + "\n" for line in lines))
+        echo("".join(line + "\n" for line in lines), nl=False)
         info(summary_line(report))
         if report.exit_code:
             error(_explain(report))

@@ -13,7 +13,7 @@ import orjson
 
 from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, SingleOption, option_group
-from mini_harness.cli.output import aside, info
+from mini_harness.cli.output import aside, echo, echo_json, info
 from mini_harness.cli.registry_spec import agent_registry, chosen_registry, complete_tool_name
 from mini_harness.errors import ToolCallError, UsageError, exit_code_of
 from mini_harness.events import JsonObject, JsonValue
@@ -163,11 +163,11 @@ def run_dispatch(
             "error": {"kind": failure.kind, "message": failure.message},
             **where,
         }
-        click.echo(_redacted_json(document, redactor))
+        echo_json(_redacted_json(document, redactor))
         raise click.exceptions.Exit(exit_code_of(failed=True))
     shown = result.display_json()
     if as_json:
-        click.echo(_redacted_json({"ok": True, **shown, **where}, redactor))
+        echo_json(_redacted_json({"ok": True, **shown, **where}, redactor))
         return
     info(f"Task: Dispatch tool: {tool}")
     info("Model provider: none")
@@ -180,7 +180,7 @@ def run_dispatch(
 
         click.echo("")
         report = render_context_report(dispatch_context(runtime.tools_snapshot, shown))
-        click.echo(report, nl=False)
+        echo(report, nl=False)
 
 
 def _redacted_json(value: JsonObject, redactor: Any) -> str:

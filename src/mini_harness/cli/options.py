@@ -161,6 +161,14 @@ APPROVE_HELP = (
     "always stand; read-only tools are allowed."
 )
 
+RERUN_APPROVE_HELP = (
+    "With --rerun: how the calls a re-run would run again are decided by today's "
+    ".mini-harness/policy.toml (of the workspace they run in, else the current directory): "
+    "auto allows what asks; ask (the default) and never deny it, as a re-run never prompts. "
+    "Deny rules always stand; read-only tools are allowed; a call recorded as denied never "
+    "runs again."
+)
+
 
 def approve_option(func: F, help_text: str = APPROVE_HELP, default: str | None = "ask") -> F:
     """The `--approve auto|ask|never` option, passed as `approve`; None by `default` when

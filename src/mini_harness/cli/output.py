@@ -2,9 +2,16 @@
 
 Informational lines go to stdout as `[mini-harness] <message>`, errors to stderr as
 `[mini-harness] Error: <message>`, and `exit_code_for` turns whatever stopped a command
-into its exit status. Standard output that cannot be written (a full disk, a
-device error) is one error line and exit 1; a reader that stopped early (`| head -1`) ends
-the command quietly; standard error that cannot be written changes nothing.
+into its exit status.
+
+Everything a command prints goes through here (`info`, `aside`, `warn`, `error`, `echo` for
+other text, `echo_json` for JSON): the one place where what it prints is made safe to show.
+The API keys a command protects (`protect`: the configured providers' keys, for every
+command that prints what a transcript recorded or a model said) are redacted, copies
+included, and control characters are shown escaped (`printable`; JSON keeps its value,
+`printable_json`). Standard output that cannot be written (a full disk, a device error)
+is one error line and exit 1; a reader that stopped early (`| head -1`) ends the command
+quietly; standard error that cannot be written changes nothing.
 """
 
 from __future__ import annotations
@@ -12,35 +19,87 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Iterable
 from typing import Any, NoReturn, TextIO, cast
 
 import click
 
 from mini_harness.errors import ExitCode, MiniHarnessError, OutputError, interruption
-from mini_harness.runtime.terminal import printable
+from mini_harness.events.redaction import KeyFinder
+from mini_harness.runtime.terminal import printable, printable_json
 
 PREFIX = "[mini-harness]"
+
+
+class _Protected:
+    """The keys the running command protects, and their finder (None: none yet)."""
+
+    keys: frozenset[str] = frozenset()
+    finder: KeyFinder | None = None
+
+
+def protect(keys: Iterable[str]) -> None:
+    """Redact `keys` (and their copies) from everything this command prints from now on."""
+    wanted = _Protected.keys | {key for key in keys if key}
+    if wanted != _Protected.keys:
+        _Protected.keys = frozenset(wanted)
+        _Protected.finder = KeyFinder.of(wanted)
+
+
+def protect_configured_keys() -> None:
+    """Protect the API keys of every provider the environment configures, whichever model
+    the command uses (or none)."""
+    from mini_harness.agent.providers.choice import configured_keys
+
+    protect(configured_keys(os.environ))
+
+
+def forget_keys() -> None:
+    """A new command protects nothing yet (the CLI's entry calls this)."""
+    _Protected.keys, _Protected.finder = frozenset(), None
+
+
+def _redacted(text: str) -> str:
+    finder = _Protected.finder
+    return text if finder is None else finder.redact(text)
+
+
+def shown(text: str, *, colours: bool = False, multiline: bool = True) -> str:
+    """`text` as it may be printed: protected keys redacted, control characters escaped
+    (with `colours`, our own views' colour codes kept; without `multiline`, on one line)."""
+    return printable(_redacted(text), colours=colours, multiline=multiline)
 
 
 # What these print may hold a model's or a tool's text: shown escaped, never obeyed.
 
 
+def echo(text: str, *, err: bool = False, nl: bool = True, colours: bool = False) -> None:
+    """Print text a person reads (a report, a timeline, a diff) made safe by `shown`."""
+    click.echo(shown(text, colours=colours), err=err, nl=nl)
+
+
+def echo_json(text: str, *, nl: bool = True) -> None:
+    """Print JSON text on standard output: protected keys redacted, and the characters a
+    terminal acts on written as JSON escapes (the same JSON value)."""
+    click.echo(printable_json(_redacted(text)), nl=nl)
+
+
 def info(message: str, *, err: bool = False) -> None:
-    click.echo(f"{PREFIX} {printable(message)}", err=err)
+    echo(f"{PREFIX} {message}", err=err)
 
 
 def aside(message: str) -> None:
     """An informational line on stderr: for commands whose standard output is a document
     (`--json`) or a protocol (`mcp`)."""
-    click.echo(f"{PREFIX} {printable(message)}", err=True)
+    echo(f"{PREFIX} {message}", err=True)
 
 
 def warn(message: str) -> None:
-    click.echo(f"{PREFIX} Warning: {printable(message)}", err=True)
+    echo(f"{PREFIX} Warning: {message}", err=True)
 
 
 def error(message: str) -> None:
-    click.echo(f"{PREFIX} Error: {printable(message)}", err=True)
+    echo(f"{PREFIX} Error: {message}", err=True)
 
 
 def rewritable(stream: object) -> bool:

@@ -12,10 +12,9 @@ import click
 import orjson
 
 from mini_harness.agent import ModelResponse, ToolCall, ToolOutcome
-from mini_harness.cli.output import PREFIX, info, known_columns, rewritable, warn
+from mini_harness.cli.output import PREFIX, echo, info, known_columns, rewritable, warn
 from mini_harness.errors import ModelError
 from mini_harness.replay.views.text import TextStyle
-from mini_harness.runtime.terminal import printable
 from mini_harness.transcripts import Redactor
 
 RESULT_WIDTH = 160
@@ -121,7 +120,7 @@ class PrintingReporter(RedactingPrinter):
 
     def _print(self, text: str) -> None:
         if text:
-            click.echo(printable(text), nl=False)
+            echo(text, nl=False)
             self._line_open = not text.endswith("\n")
 
     def text(self, chunk: str) -> None:
@@ -154,7 +153,7 @@ class PrintingReporter(RedactingPrinter):
             self.end_text()
         elif response.message.content:
             info(self.header)
-            click.echo(printable(self.shown(response.message.content)))
+            echo(self.shown(response.message.content))
 
     def tool_called(self, step: int, call: ToolCall) -> None:
         where = f"Step {step}" if step else "Before the task"  # step 0: --tool

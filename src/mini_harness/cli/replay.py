@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 
 import click
@@ -18,15 +17,13 @@ from mini_harness.cli.log_options import (
     opened_log,
 )
 from mini_harness.cli.options import (
-    APPROVE_HELP,
-    approve_option,
     context_report_option,
     json_option,
     refuse_without,
     run_option,
     step_option,
 )
-from mini_harness.cli.output import aside, info
+from mini_harness.cli.output import aside, echo, info, protect_configured_keys
 from mini_harness.cli.replay_output import JsonOutput, TextOutput, drive
 from mini_harness.cli.rerun import RerunOptions, rerun_options
 from mini_harness.cli.session import AgentOptions, AgentSession, model_option
@@ -36,7 +33,6 @@ from mini_harness.errors import UsageError
 from mini_harness.replay import ContextReports, Run, TranscriptFold
 from mini_harness.replay.history import HeldItems, read_history, select_step
 from mini_harness.replay.views import report
-from mini_harness.runtime.terminal import printable
 
 
 @click.command(
@@ -58,7 +54,14 @@ from mini_harness.runtime.terminal import printable
     help="List each call's file effects (sha256 before and after) and approval decisions.",
 )
 @json_option("Print one JSON document instead of text.")
-@rerun_options("Dispatch each recorded call again and compare.", "log", "live_model", *LOG_SETTINGS)
+@rerun_options(
+    "Dispatch each recorded call again and compare.",
+    "log",
+    "live_model",
+    *LOG_SETTINGS,
+    approve_also=" With --live-model, the live run's calls are decided as `run` decides them "
+    "(asking on a terminal; default: the config's approve, else ask).",
+)
 @log_option(
     "with --rerun, the re-run is not recorded; the run --live-model adds is appended to PATH"
 )
@@ -70,11 +73,6 @@ from mini_harness.runtime.terminal import printable
     "with a live model as a new run that names the replayed one (forkedFrom), as `fork` does.",
 )
 @model_option("With --live-model: ")
-@functools.partial(
-    approve_option,
-    default=None,
-    help_text=f"With --live-model: {APPROVE_HELP} Default: the config's approve, else ask.",
-)
 @accept_policy_option
 def replay_command(  # noqa: PLR0917 - click passes each option
     paths: tuple[str, ...],
@@ -90,7 +88,6 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     log_settings: LogSettings,
     live_model: bool,
     model: str | None,
-    approve: str | None,
     accept_policy: bool,
 ) -> None:
     """Fold a transcript back into runs, calls and problems, never calling a handler.
@@ -98,9 +95,10 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     With --rerun, dispatch each recorded call again against the current registry and report
     it as matched, diverged (with a diff), now-fails, now-succeeds or skipped. Only tools the
     current registry marks readOnlyHint or idempotentHint run again, unless
-    --allow-side-effects. A re-run that may change things (--allow-side-effects, --live-model)
-    acts on what the transcript says happened, so it needs a file that `transcript verify`
-    passes (or --allow-unverified).
+    --allow-side-effects, and only calls today's approval policy allows (--approve; a
+    re-run never prompts); a call recorded as denied never runs again. A re-run that may
+    change things (--allow-side-effects, --live-model) acts on what the transcript says
+    happened, so it needs a file that `transcript verify` passes (or --allow-unverified).
 
     Exit codes: 0 the log is sound (and every re-run call matched or was skipped); 1 the log
     has problems (integrity, protocol, torn tail, in-doubt calls) or a re-run call differs;
@@ -114,6 +112,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     a corpus like any other. A re-run works in the workspace the runs recorded, unless
     --workspace says otherwise.
     """
+    protect_configured_keys()  # whatever the transcript or a re-run shows, no key
     paths = tuple(locate(path).path for path in paths)
     ctx = click.get_current_context()
     refuse_without(ctx, ("step",), "--context-report", given=context_report)
@@ -151,15 +150,17 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         # The text report ends with the tree of agent runs that continue each other, if any.
         lines = report.run_tree_lines(fold.history) if not as_json and code != 130 else []
         if lines:
-            click.echo(printable("\n".join(lines)))
+            echo("\n".join(lines))
         raise click.exceptions.Exit(code)
     unverified = rerun.verified(path, live_model=live_model)
     workspace = rerun.where(path, run, as_json=as_json)
+    # Today's policy decides every call a re-run would run again; it never prompts.
+    approver = rerun.approver(workspace)
     # With --live-model the re-run's tools are the new run's (cli/session.py).
     live = None
     if live_model:
         options = AgentOptions(
-            model, rerun.registry_spec, workspace, approve, accept_policy, as_json=as_json
+            model, rerun.registry_spec, workspace, rerun.approve, accept_policy, as_json=as_json
         )
         live = AgentSession(options, log_settings)
     tools = live.tools(path, log) if live else rerun.tools(workspace)
@@ -174,17 +175,18 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         live=live,
         log=log,
         unverified=unverified,
+        approver=approver,
     )
     if agent_code is not None:
         raise click.exceptions.Exit(agent_code)
     with opened_log(log, log_settings, say=aside if as_json else info) as sink:
-        code = drive(fold, iter(rerun.calls(held, tools, sink)), out)
+        code = drive(fold, iter(rerun.calls(held, tools, approver, sink)), out)
     if log is not None:
         info(f"Re-run recorded in {log}")
     raise click.exceptions.Exit(code)
 
 
-_LIVE_OPTIONS = ("model", "approve", "accept_policy")
+_LIVE_OPTIONS = ("model", "accept_policy")
 
 
 def _check_step(path: str, run: str | None, step: int | None) -> None:

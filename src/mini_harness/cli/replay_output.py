@@ -3,6 +3,7 @@ with a progress bar on a terminal for a large file."""
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -10,7 +11,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from mini_harness.cli.output import error, info, rewritable
+from mini_harness.cli.output import echo, echo_json, error, info, rewritable
 from mini_harness.errors import ExitCode, exit_code_of
 from mini_harness.events import JsonObject
 from mini_harness.replay import (
@@ -24,7 +25,6 @@ from mini_harness.replay import (
 )
 from mini_harness.replay.continuing.outcomes import differing
 from mini_harness.replay.views import describe, report
-from mini_harness.runtime.terminal import printable
 
 PROGRESS_MIN_BYTES = 32 * 1024 * 1024
 """Files smaller than this finish too fast to need a progress bar."""
@@ -185,7 +185,7 @@ class TextOutput(ReplayOutput):
         if self.header is not None:
             info(self.header)
             self.header = None
-        sys.stdout.write(printable("".join(self.pending)))
+        echo("".join(self.pending), nl=False)
         self.pending.clear()
 
     def run(self, item: Run) -> None:
@@ -225,7 +225,7 @@ class JsonOutput(ReplayOutput):
 
     def __init__(self, fold: TranscriptFold, **settings: Any) -> None:
         super().__init__(fold, **settings)
-        self.write = sys.stdout.write
+        self.write = functools.partial(echo_json, nl=False)
         self.started = False
         self.first_call = True
 

@@ -4,8 +4,10 @@
 Both take the same options (`rerun_options`, given to the command as one RerunOptions) and
 get from them the same tools (an agent run's built-in tools in the workspace, or
 `--registry`'s), the same check of the transcript before anything that may change things
-runs (`--allow-side-effects` acts on what it records: it must verify), and the same
-re-run of the calls (`TranscriptRerun`). `replay` also replays agent runs offline
+runs (`--allow-side-effects` acts on what it records: it must verify), the same policy
+every call passes before it runs again (the workspace's policy file with `--approve`; a
+re-run never prompts, and never runs a call recorded as denied), and the same re-run of
+the calls (`TranscriptRerun`). `replay` also replays agent runs offline
 (cli/agent_replay.py) and may go on with a live model (cli/session.py).
 """
 
@@ -14,13 +16,15 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import click
 
 from mini_harness.cli.options import (
+    RERUN_APPROVE_HELP,
     F,
+    approve_option,
     gathered,
     refuse_without,
     root_workspace,
@@ -36,19 +40,24 @@ from mini_harness.replay import TranscriptRerun
 from mini_harness.replay.history import FoldItem, read_history
 from mini_harness.runtime import ToolRegistry
 
+if TYPE_CHECKING:
+    from mini_harness.agent.approval import PolicyApprover
+
 
 @attrs.frozen
 class RerunOptions:
     """Whether to run the recorded calls again (`--rerun`), with which tools (`--registry`,
     else the built-in ones in `--workspace`), whether tools with side effects run too
-    (`--allow-side-effects`), and whether a transcript that does not verify may still be
-    acted on (`--allow-unverified`)."""
+    (`--allow-side-effects`), whether a transcript that does not verify may still be
+    acted on (`--allow-unverified`), and how today's policy decides the calls that would
+    run again (`--approve`; None: ask, which a re-run answers with a denial)."""
 
     rerun: bool = False
     registry_spec: str | None = None
     workspace: str | None = None
     allow_side_effects: bool = False
     allow_unverified: bool = False
+    approve: str | None = None
 
     @property
     def root(self) -> str | None:
@@ -89,12 +98,24 @@ class RerunOptions:
             )
         return verified_history(path, f"re-run with {acting}", allow=self.allow_unverified)
 
+    def approver(self, workspace: str | None) -> PolicyApprover:
+        """What decides each call a re-run would run again: the policy file of
+        `workspace` (None: the current directory) as it is today, with --approve; it never
+        asks anyone. A policy file that cannot be used is a usage error."""
+        from mini_harness.cli.coding import rerun_approver, workspace_policy
+
+        return rerun_approver(workspace_policy(workspace or os.curdir, self.approve or "ask"))
+
     def calls(
-        self, items: Iterable[FoldItem], tools: ToolRegistry, sink: EventSink | None = None
+        self,
+        items: Iterable[FoldItem],
+        tools: ToolRegistry,
+        approver: PolicyApprover,
+        sink: EventSink | None = None,
     ) -> TranscriptRerun:
         """The recorded calls among `items`, each run again with `tools` (recorded in
-        `sink`, if given) and compared with its record; another agent's imported calls
-        as the tools they map to (cli/importing.py)."""
+        `sink`, if given) when `approver` allows it, and compared with its record; another
+        agent's imported calls as the tools they map to (cli/importing.py)."""
         from mini_harness.cli.importing import imported_call
 
         return TranscriptRerun(
@@ -103,6 +124,7 @@ class RerunOptions:
             allow_side_effects=self.allow_side_effects,
             sink=sink,
             translate=imported_call,
+            approver=approver,
         )
 
 
@@ -110,15 +132,23 @@ _OPTIONS = tuple(field.name for field in attrs.fields(RerunOptions) if field.nam
 
 
 def rerun_options(
-    what: str, *also: str, workspace_also: str = "", unless: Mapping[str, str] | None = None
+    what: str,
+    *also: str,
+    workspace_also: str = "",
+    approve_also: str = "",
+    unless: Mapping[str, str] | None = None,
 ) -> Callable[[F], F]:
     """`--rerun` (`what` says what it does) and the options of a re-run, given to the
     command as one RerunOptions (`rerun`). Any of them, or of `also` (the command's own
     options that only a re-run takes), given without --rerun is a usage error, and so is
     --workspace with --registry; but an option named in `unless` serves the command too
     when the option it maps to is given (view's --workspace with --last), as
-    `workspace_also` says in --workspace's help."""
+    `workspace_also` says in --workspace's help (`approve_also` adds to --approve's)."""
     excused = dict(unless or {})
+
+    def approve(command: F) -> F:
+        return approve_option(command, f"{RERUN_APPROVE_HELP}{approve_also}", default=None)
+
     gather = gathered(
         RerunOptions,
         "rerun",
@@ -131,6 +161,7 @@ def rerun_options(
         ),
         side_effects_option("--rerun"),
         allow_unverified_option,
+        approve,
     )
 
     def add(command: F) -> F:

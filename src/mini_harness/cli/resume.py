@@ -25,7 +25,7 @@ from mini_harness.cli.options import (
     root_workspace,
     run_option,
 )
-from mini_harness.cli.output import info
+from mini_harness.cli.output import echo, info
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
 from mini_harness.cli.stored import last_option, locate, notice, recorded_workspace
 from mini_harness.cli.verified import allow_unverified_option, verified_history
@@ -35,7 +35,6 @@ from mini_harness.replay.continuing.plans import continued_config, fork_opening,
 from mini_harness.replay.continuing.rerun import safe_to_repeat
 from mini_harness.replay.history import Run, read_history, select_agent_run
 from mini_harness.runtime import ToolRegistry
-from mini_harness.runtime.terminal import printable
 from mini_harness.transcripts import JsonlTranscript
 
 _continue_options = option_group(
@@ -240,7 +239,7 @@ def _continue(  # noqa: PLR0917 - the pieces of one continued run
     outcome = loop.run(opening)
     if not session.options.as_json and outcome.steps == 0 and outcome.final_text is not None:
         info("The run had already answered:")
-        click.echo(printable(session.printer.shown(outcome.final_text)))
+        echo(session.printer.shown(outcome.final_text))
     origin = {
         "resumedFrom": to_wire(opening.resumed_from),
         "forkedFrom": to_wire(opening.forked_from),

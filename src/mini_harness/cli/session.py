@@ -33,6 +33,7 @@ from mini_harness.agent import (
     AgentOutcome,
     RequestLimits,
     choose_provider,
+    configured_keys,
     provider_secrets,
 )
 from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover
@@ -48,7 +49,7 @@ from mini_harness.cli.options import (
     root_workspace,
     workspace_option,
 )
-from mini_harness.cli.output import aside, error, fail, info, warn
+from mini_harness.cli.output import aside, echo_json, error, fail, info, protect, warn
 from mini_harness.cli.printing import PrintingReporter, RedactingPrinter
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.cli.settings import load_settings
@@ -162,6 +163,7 @@ class Session:
         self.approve = approve
         self.accept_policy = accept_policy
         self.keys = keys
+        protect(keys)  # nor anything else it prints
         self.printer = self._printer(self.log_settings.redactor(keys), err=err)
 
     def _printer(self, redactor: Redactor | None, *, err: bool) -> RedactingPrinter:
@@ -260,7 +262,10 @@ class AgentSession(Session):
             workspace=workspace,
             approve=self.settings["approve"],
             accept_policy=options.accept_policy,
-            keys=provider_secrets(self.provider),
+            # The chosen provider's keys, and those of every provider configured.
+            keys=tuple(
+                dict.fromkeys((*provider_secrets(self.provider), *configured_keys(os.environ)))
+            ),
         )
         self.run_id = new_id()
         self.bound: Workspace | None = None  # the built-in tools' workspace, once made
@@ -411,7 +416,7 @@ class AgentSession(Session):
         """Print how the run ended: the `--json` document, or where it was recorded."""
         if self.options.as_json:
             document = self.document(outcome, **origin)
-            click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+            echo_json(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
         elif transcript is not None:
             if outcome.stop_reason == "cancelled" and sys.stdout.isatty():
                 click.echo("")  # the terminal echoed ^C where the cursor was
@@ -426,7 +431,7 @@ class AgentSession(Session):
             command = self.resume_command(outcome.run_id, transcript)
             message = f"To continue the run: {command}"
             if self.options.as_json:
-                click.echo(f"[mini-harness] {message}", err=True)
+                aside(message)
             else:
                 info(message)
         return exit_code_of(stop_reason=outcome.stop_reason)

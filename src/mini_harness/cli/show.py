@@ -16,7 +16,17 @@ from mini_harness.cli.options import (
     run_option,
     step_option,
 )
-from mini_harness.cli.output import columns, error, info, use_colour, verdict
+from mini_harness.cli.output import (
+    aside,
+    columns,
+    echo,
+    echo_json,
+    error,
+    info,
+    protect_configured_keys,
+    use_colour,
+    verdict,
+)
 from mini_harness.cli.stored import last_option, locate
 from mini_harness.errors import ExitCode, UsageError, exit_code_of
 
@@ -88,6 +98,7 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     from mini_harness.replay.views import describe
     from mini_harness.replay.views.filters import Selection, select, selected_events
 
+    protect_configured_keys()  # what the transcript holds is shown without any key
     located = locate(path, last=last, workspace=root_workspace())
     selection = Selection(run=run, step=step, tools=tools, status=status, grep=grep)
     if follow:
@@ -108,8 +119,7 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
         import orjson
 
         lines = [orjson.dumps(event) for event in selected_events(shown, selection)]
-        sys.stdout.buffer.write(b"".join(line + b"\n" for line in lines))
-        sys.stdout.flush()
+        echo_json(b"".join(line + b"\n" for line in lines).decode(), nl=False)
     else:
         _print_text(shown, full=full)
     _report_problems(history, quiet=as_json)
@@ -124,10 +134,10 @@ def _print_text(history: History, *, full: bool) -> None:
     for line in timeline_lines(history, style):
         batch.append(line)
         if len(batch) >= 1024:
-            click.echo("\n".join(batch))
+            echo("\n".join(batch), colours=style.colour)
             batch.clear()
     if batch:
-        click.echo("\n".join(batch))
+        echo("\n".join(batch), colours=style.colour)
     info(counts_line(history))
 
 
@@ -159,7 +169,7 @@ def _follow(path: str, *, full: bool) -> NoReturn:
             else:
                 task = f" · task: {style.cut(item.task, 40)}" if item.is_agent else ""
                 lines = [style.paint(f"Run {item.index} {item.run_id}", "1") + task]
-            click.echo("\n".join(lines))
+            echo("\n".join(lines), colours=style.colour)
     except KeyboardInterrupt:
         click.echo("")
         info("Stopped following.")
@@ -167,8 +177,8 @@ def _follow(path: str, *, full: bool) -> NoReturn:
     history = fold.history
     for each in history.runs:
         if each.finished is not None:
-            click.echo(f"Run {each.index} {each.run_id}")
-            click.echo("\n".join(finished_lines(each, 2, style)))
+            echo(f"Run {each.index} {each.run_id}")
+            echo("\n".join(finished_lines(each, 2, style)), colours=style.colour)
     info(counts_line(history))
     _report_problems(history, quiet=False)
     verdict(*describe.verdict(history))
@@ -193,6 +203,6 @@ def _report_problems(history: History, *, quiet: bool) -> None:
     for problem in describe.problems(history):
         message = f"Problem: [{problem.kind}] {problem.describe()}"
         if quiet:
-            click.echo(f"[mini-harness] {message}", err=True)
+            aside(message)
         else:
             info(message)

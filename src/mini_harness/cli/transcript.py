@@ -11,7 +11,15 @@ import orjson
 
 from mini_harness.cli.corpus import corpus_options, verify_corpus, wants_corpus
 from mini_harness.cli.options import SingleOption, json_option
-from mini_harness.cli.output import PREFIX, error, fail, info
+from mini_harness.cli.output import (
+    PREFIX,
+    echo,
+    echo_json,
+    error,
+    fail,
+    info,
+    protect_configured_keys,
+)
 from mini_harness.cli.settings import session_store
 from mini_harness.cli.signing import keygen_command, sign_command, trusted_keys
 from mini_harness.cli.stored import locate, resume_words
@@ -31,6 +39,7 @@ def transcript_group(ctx: click.Context) -> None:
     2 the file cannot be read as a transcript (missing, not a transcript, a newer format
     version, CRLF endings), or a key or note cannot be read.
     """
+    protect_configured_keys()  # what a transcript holds is shown without any key
     # Asking for nothing is asking for help, as with the root command (not a usage error).
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
@@ -148,7 +157,7 @@ def verify_command(  # noqa: PLR0917 - click passes each option
         note = signed_head or note_path_for(path)
         report = verify_transcript(path, head=head, signed=open_signed_head(note, trusted))
     if as_json:
-        click.echo(orjson.dumps(report.to_json()).decode())
+        echo_json(orjson.dumps(report.to_json()).decode())
         raise click.exceptions.Exit(exit_code_of(failed=not report.ok))
     _summary(report)
     _problems(report, "found in")
@@ -195,7 +204,7 @@ def repair_command(path: str, close_in_doubt: bool) -> None:
     report = result.after
     _summary(report)
     if (report.in_doubt or report.unfinished_runs) and not close_in_doubt:
-        click.echo(
+        echo(
             f"{PREFIX} Use --close-in-doubt to record in-doubt calls and unfinished runs as "
             "interrupted (or `mini-harness resume` to continue a run)."
         )
@@ -240,7 +249,7 @@ def export_command(paths: tuple[str, ...], fmt: str) -> None:
         reader = TranscriptReader(path)
         for row in event_rows(reader):
             if writer is None:
-                click.echo(orjson.dumps(row).decode())
+                echo_json(orjson.dumps(row).decode())
             else:
                 writer.writerow(row)
         found = [str(problem) for problem in reader.problems]

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from mini_harness.cli.options import SingleOption
-from mini_harness.cli.output import error, info, verdict
+from mini_harness.cli.output import error, info, protect_configured_keys, verdict
 from mini_harness.cli.rerun import RerunOptions, rerun_options
 from mini_harness.cli.stored import last_option, locate
 from mini_harness.errors import UsageError, exit_code_of
@@ -57,7 +57,8 @@ def view_command(
     data are inline): the timeline with collapsible runs, steps and calls, search and
     filters, each step's context by part, durations, and whether the hash chain is
     intact. With --rerun, each call is dispatched again against the current registry
-    (read-only and idempotent tools only, unless --allow-side-effects) and the page shows
+    (read-only and idempotent tools only, unless --allow-side-effects; only what today's
+    policy allows with --approve, never a call recorded as denied) and the page shows
     whether it matched, with the diff when it did not. PATH may be a pipe, or - for
     standard input: it is read once; or a run's id (or a prefix of it) recorded in the
     session store; --last takes the newest run of this workspace. A transcript of the store
@@ -68,6 +69,7 @@ def view_command(
     the transcript cannot be used (it cannot be read as one, or is damaged mid-file: the
     page shows it up to the damage and names the problem), or the page cannot be written.
     """
+    protect_configured_keys()  # what it prints (a re-run's errors among it) holds no key
     # --last looks in the workspace given (before the subcommand, or with --rerun here).
     located = locate(path, last=last, workspace=rerun.root)
     path = located.path
@@ -75,20 +77,22 @@ def view_command(
     target = Path(output) if output is not None else default_output(located.source or path)
     if path != "-" and same_file(target, path):
         raise UsageError("the page would overwrite the transcript: give -o FILE.html")
-    tools = None
+    tools = approver = None
     if rerun.rerun:
         rerun.verified(path)
-        tools = rerun.tools(rerun.where(path))
+        workspace = rerun.where(path)
+        tools = rerun.tools(workspace)
+        approver = rerun.approver(workspace)  # today's policy; it never prompts
     # One reading: the timeline, each step's request (for its context) and, for a re-run,
     # the calls in the order they ended.
     fold = TranscriptFold(path, requests=True, detail=True, damage=True)
     reruns = None
-    if tools is None:
+    if tools is None or approver is None:
         history = fold.read()
     else:
         items = list(fold)
         history = fold.history
-        reruns = rerun.calls(items, tools).report(history)
+        reruns = rerun.calls(items, tools, approver).report(history)
     history.name = located.source or history.name  # another agent's file, not its import
     page = render_page(history, step_contexts(history), reruns)
     try:

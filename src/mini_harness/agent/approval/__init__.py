@@ -9,7 +9,11 @@ bash), which is why this package is imported only where calls are approved, not 
 
 from __future__ import annotations
 
-from mini_harness.agent.approval.approvers import AsyncPolicyApprover, PolicyApprover
+from mini_harness.agent.approval.approvers import (
+    NOT_IN_A_RERUN,
+    AsyncPolicyApprover,
+    PolicyApprover,
+)
 from mini_harness.agent.approval.policy import (
     APPROVE_MODES,
     DECISIONS,
@@ -31,6 +35,7 @@ from mini_harness.agent.approval.prompt import (
 __all__ = [
     "APPROVE_MODES",
     "DECISIONS",
+    "NOT_IN_A_RERUN",
     "POLICY_FILE",
     "ApprovalPolicy",
     "AsyncPolicyApprover",

@@ -27,6 +27,8 @@ Decided = tuple[str, str, str | None, str | None]
 """An approval decision: the decision, who made it, the rule that did, and (when denied)
 the reason the model is given."""
 NO_TERMINAL: Final = ("no terminal", "there is no terminal to ask on")
+NOT_IN_A_RERUN: Final = ("a re-run never asks", "a re-run never asks anyone")
+"""Why no one is asked (a few words for the rule, a phrase for the reason)."""
 
 
 @attrs.frozen
@@ -42,13 +44,14 @@ class Question:
 class PolicyApprover:
     """The Approver a ToolRuntime consults: the policy, then (for `ask`) the prompter.
 
-    `prompter` is None when there is no terminal: then `ask` is a denial. Calls the user
-    approved for the session (the same tool; for run_command, the same program) run
-    without asking again.
+    `prompter` is None when no one can be asked (`unable` says why: no terminal, or a
+    re-run, which never asks): then `ask` is a denial. Calls the user approved for the
+    session (the same tool; for run_command, the same program) run without asking again.
     """
 
     policy: ApprovalPolicy
     prompter: Prompter | None = None
+    unable: tuple[str, str] = NO_TERMINAL
     _session: dict[tuple[str, str], str] = attrs.field(factory=dict, alias="_session")
 
     @property
@@ -58,7 +61,7 @@ class PolicyApprover:
 
     def __call__(self, call: PendingCall) -> str | None:
         prompter = self.prompter
-        step = self.consider(call, NO_TERMINAL if prompter is None else None)
+        step = self.consider(call, self.unable if prompter is None else None)
         if isinstance(step, Question):
             assert prompter is not None  # nothing is asked when no one can answer
             step = self.answered(call, step, prompter.ask(step.shown))

@@ -12,6 +12,7 @@ from mini_harness.agent.providers.choice import (
     HoldsSecrets,
     RequestLimits,
     choose_provider,
+    configured_keys,
     provider_secrets,
 )
 from mini_harness.agent.providers.interface import (
@@ -36,6 +37,7 @@ __all__ = [
     "RequestLimits",
     "ScriptProvider",
     "choose_provider",
+    "configured_keys",
     "parse_script",
     "provider_secrets",
 ]

@@ -94,6 +94,13 @@ def _number(env: Mapping[str, str], name: str, default: float, *, whole: bool) -
     return value
 
 
+def configured_keys(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The API keys the environment gives the remote providers (whichever is chosen): what
+    no output may show."""
+    names = dict.fromkeys(f"{prefix}_API_KEY" for prefix, _, _ in _REMOTES.values())
+    return tuple(value for name in names if (value := _setting(env, name)))
+
+
 def _setting(env: Mapping[str, str], name: str) -> str | None:
     value = env.get(name, "").strip()
     return value or None

@@ -2,8 +2,9 @@
 
 The run goes through the agent loop again with a model that answers each request with the
 response recorded for that step, without a network or a key. Tools run again under
-today's rules (read-only or idempotent ones, unless side effects are allowed); a call not
-allowed to run is served its recorded result. Each rebuilt request is hashed: the first
+today's rules (read-only or idempotent ones, unless side effects are allowed; never one
+recorded as denied; only what today's approval policy allows); a call not allowed to run
+is served its recorded result. Each rebuilt request is hashed: the first
 step whose hash differs from the recorded `requestHash` is where the run diverged, and the
 messages that differ (usually a tool result that changed) say why.
 """
@@ -37,10 +38,21 @@ from mini_harness.replay.continuing.outcomes import (
     RerunOutcome,
 )
 from mini_harness.replay.continuing.plans import continued_config
-from mini_harness.replay.continuing.rerun import diff, json_lines, safe_to_repeat
+from mini_harness.replay.continuing.rerun import (
+    RECORDED_DENIED,
+    denied_today,
+    diff,
+    json_lines,
+    recorded_denied,
+    refused_today,
+    safe_to_repeat,
+    side_effects,
+)
 from mini_harness.replay.history import Call, Run
+from mini_harness.runtime.approval import Approver
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
+from mini_harness.runtime.validation import decode_arguments
 
 
 @attrs.define
@@ -86,11 +98,16 @@ class RecordedRun(SilentReporter):
         replay: AgentReplay,
         registry: ToolRegistry,
         on_call: Callable[[RerunOutcome[Call | None]], None],
+        *,
+        allow_side_effects: bool = False,
+        approver: Approver | None = None,
     ) -> None:
         self.run = run = replay.run
         self.replay = replay
         self.registry = registry
         self.on_call = on_call
+        self.allow_side_effects = allow_side_effects
+        self.approver = approver
         self.last_hash: str | None = None  # of the request the loop is about to send
         self.name = f"transcript:{run.run_id}"
         self.model = run.model.name if run.model is not None else ""
@@ -145,19 +162,35 @@ class RecordedRun(SilentReporter):
         self.on_call(call)
 
     def serve(self, step: int, call: ToolCall) -> ToolOutcome | None:
-        if safe_to_repeat(self.registry, call.name):
-            return None
+        """The recorded result of a call that may not run again (None: it runs): one
+        recorded as denied, one with side effects (unless they are allowed), one today's
+        approver does not allow."""
         recorded = self._recorded.get((step, call.id))
+        reason = self._held_back(step, call, recorded)
+        if reason is None:
+            return None
         self._served.add((step, call.id))
-        reason = f"{call.name} is not marked readOnlyHint or idempotentHint"
         self._add(RerunOutcome(recorded, SKIPPED, reason, step=step, asked=call))
         if recorded is None:  # the recorded run never got to it
-            text = f"Tool {call.name} was not run: it has side effects and no recorded result"
+            text = f"Tool {call.name} was not run ({reason}) and has no recorded result"
             return call_outcome(call, error=text)
         message = recorded.result_message(call)
         if message.is_error:
             return ToolOutcome(call, message, error=message.content)
         return ToolOutcome(call, message, output=orjson.loads(message.content))
+
+    def _held_back(self, step: int, call: ToolCall, recorded: Call | None) -> str | None:
+        if recorded is not None and recorded_denied(recorded):
+            return RECORDED_DENIED
+        if not self.allow_side_effects and not safe_to_repeat(self.registry, call.name):
+            return side_effects(call.name)
+        tool_input, refused = decode_arguments(call.name, call.arguments)
+        if refused is not None:  # dispatch refuses it without running anything
+            return None
+        call_id = recorded.call_id if recorded is not None else f"{step}:{call.id}"
+        ids = (self.run.run_id, call_id)
+        reason = refused_today(self.approver, self.registry, call.name, tool_input, ids=ids)
+        return None if reason is None else denied_today(reason)
 
     def tool_done(self, step: int, outcome: ToolOutcome) -> None:
         asked = outcome.call
@@ -225,18 +258,21 @@ def replay_agent_run(
     *,
     allow_side_effects: bool = False,
     on_call: Callable[[RerunOutcome[Call | None]], None] = lambda call: None,
+    approver: Approver | None = None,
 ) -> AgentReplay:
-    """Replay `run` offline against `registry` (see the module's docstring). Nothing is
-    recorded; `on_call` hears of each call as it got its result; the result says where the
-    run diverged, if it did."""
+    """Replay `run` offline against `registry` (see the module's docstring), each call
+    that would run again first put to `approver` (today's policy; it must answer at once).
+    Nothing is recorded; `on_call` hears of each call as it got its result; the result says
+    where the run diverged, if it did."""
     replay = AgentReplay(run)
     if not run.steps:
         return replay
-    model = RecordedRun(replay, registry, on_call)
-    served = None if allow_side_effects else model.serve
+    model = RecordedRun(
+        replay, registry, on_call, allow_side_effects=allow_side_effects, approver=approver
+    )
     # One request more than the record has: a run that stopped with tool results not yet
     # sent asks for it, and learns that the record ends there.
     config = continued_config(run, max_steps=len(run.steps) + 1, stream=False)
-    loop = AgentLoop(ToolRuntime(registry, model), model, config, model, served=served)
+    loop = AgentLoop(ToolRuntime(registry, model), model, config, model, served=model.serve)
     loop.run(Opening(run.steps[0].request.messages))
     return replay

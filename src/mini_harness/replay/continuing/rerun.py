@@ -1,4 +1,9 @@
-"""Re-run: dispatch recorded calls again against the current registry and compare outputs."""
+"""Re-run: dispatch recorded calls again against the current registry and compare outputs.
+
+A call recorded as denied is never run again. Every other call passes today's approver
+(the workspace's policy with `--approve`, which the command line gives; it never prompts)
+before it runs: what it does not allow is skipped, and the report says why.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,8 @@ from collections.abc import Callable, Iterable, Iterator
 import attrs
 import orjson
 
-from mini_harness.errors import ToolCallError
-from mini_harness.events import EventSink, JsonObject, JsonValue
+from mini_harness.errors import ToolCallError, ToolDeniedError
+from mini_harness.events import EventSink, JsonObject, JsonValue, NullSink, utc_timestamp
 from mini_harness.replay.continuing.outcomes import (
     DIVERGED,
     MATCHED,
@@ -30,6 +35,7 @@ from mini_harness.replay.history import (
     Run,
     TranscriptFold,
 )
+from mini_harness.runtime.approval import Approver, PendingCall
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
 from mini_harness.transcripts.codec import OMITTED_KEY, REDACTED, is_omitted, omitted_marker
@@ -114,6 +120,46 @@ def unrecorded_input(call: Call) -> str | None:
     return None
 
 
+RECORDED_DENIED = "denied when it was recorded: a re-run never runs it"
+
+
+def side_effects(name: str) -> str:
+    """Why a re-run does not run a call of tool `name` without --allow-side-effects."""
+    return f"{name} is not marked readOnlyHint or idempotentHint (--allow-side-effects runs it)"
+
+
+def recorded_denied(call: Call) -> bool:
+    """Whether the record says the call was denied (by the policy or a person)."""
+    return call.error is not None and call.error.kind == "denied"
+
+
+def denied_today(reason: str) -> str:
+    """What a re-run reports for a call today's approver did not allow."""
+    return f"not allowed by the approval policy in force today: {reason}"
+
+
+def refused_today(
+    approver: Approver | None,
+    registry: ToolRegistry,
+    name: str,
+    tool_input: JsonValue,
+    *,
+    ids: tuple[str, str],
+) -> str | None:
+    """Why today's approver does not let a call run again (None: it may run), asked before
+    the call is dispatched, where nothing is recorded (the offline replay). A tool that is
+    gone is left to dispatch, which records it as unknown. `ids`: the run's and the call's,
+    as the approver is told them."""
+    tool = registry.get(name)
+    if approver is None or tool is None:
+        return None
+    pending = PendingCall(*ids, tool.definition, tool_input, NullSink(), utc_timestamp)
+    reason = approver(pending)
+    if reason is not None and not isinstance(reason, str):
+        raise TypeError("a re-run's approver answers at once: it never waits for a person")
+    return reason
+
+
 def safe_to_repeat(registry: ToolRegistry, name: str) -> bool:
     """Whether the current registry marks the tool readOnlyHint or idempotentHint."""
     tool = registry.get(name)
@@ -153,7 +199,9 @@ class TranscriptRerun:
     Each recorded run gets one new ToolRuntime (so one new run in `sink`). A call is
     executed again only if the *current* registry marks its tool readOnlyHint or
     idempotentHint, unless `allow_side_effects`: the current definition describes the code
-    that would run now. In-doubt calls are skipped (nothing to compare with). `translate`
+    that would run now; and only if `approver` (today's policy) allows it: its runtime
+    consults it, recording the decision. In-doubt calls are skipped (nothing to compare
+    with), and so are calls recorded as denied. `translate`
     says what to dispatch for a call of a run whose tools are not mini-harness's (an
     imported session's): see Translate.
     """
@@ -163,6 +211,7 @@ class TranscriptRerun:
     allow_side_effects: bool = attrs.field(default=False, kw_only=True)
     sink: EventSink | None = attrs.field(default=None, kw_only=True)
     translate: Translate | None = attrs.field(default=None, kw_only=True)
+    approver: Approver | None = attrs.field(default=None, kw_only=True)
     _runs: dict[str, Run] = attrs.field(factory=dict, init=False, repr=False)
     _runtimes: dict[str, ToolRuntime] = attrs.field(factory=dict, init=False, repr=False)
     _drifted: set[tuple[str, str, tuple[str, ...]]] = attrs.field(
@@ -185,6 +234,8 @@ class TranscriptRerun:
     def rerun_call(self, call: Call) -> RerunOutcome[Call]:
         if call.status == IN_DOUBT:
             return RerunOutcome(call, SKIPPED, "in doubt: no recorded outcome to compare with")
+        if recorded_denied(call):
+            return RerunOutcome(call, SKIPPED, RECORDED_DENIED)
         unrecorded = unrecorded_input(call)
         if unrecorded is not None:
             return RerunOutcome(call, SKIPPED, unrecorded)
@@ -194,16 +245,15 @@ class TranscriptRerun:
             return RerunOutcome(call, SKIPPED, target)
         name = call.name if target is None else target.name
         if not self.allow_side_effects and not safe_to_repeat(self.registry, name):
-            reason = (
-                f"{name} is not marked readOnlyHint or idempotentHint "
-                "(--allow-side-effects runs it)"
-            )
-            return RerunOutcome(call, SKIPPED, reason)
+            return RerunOutcome(call, SKIPPED, side_effects(name))
         runtime = self._runtimes.get(call.run_id)
         if runtime is None:
-            runtime = self._runtimes[call.run_id] = ToolRuntime(self.registry, self.sink)
+            runtime = ToolRuntime(self.registry, self.sink, approver=self.approver)
+            self._runtimes[call.run_id] = runtime
         try:
             result = runtime.dispatch(name, call.input if target is None else target.input)
+        except ToolDeniedError as exc:
+            return RerunOutcome(call, SKIPPED, denied_today(exc.message))
         except ToolCallError as exc:
             error: JsonObject = {"kind": exc.kind, "message": exc.message}
             if target is not None:
@@ -266,9 +316,12 @@ def rerun_transcript(
     allow_side_effects: bool = False,
     sink: EventSink | None = None,
     run: str | None = None,
+    approver: Approver | None = None,
 ) -> RerunReport:
     """Re-run a transcript's calls against `registry` and compare each with its record
     (reading it once: a pipe will do)."""
     fold = TranscriptFold(path, run=run)
-    rerun = TranscriptRerun(fold, registry, allow_side_effects=allow_side_effects, sink=sink)
+    rerun = TranscriptRerun(
+        fold, registry, allow_side_effects=allow_side_effects, sink=sink, approver=approver
+    )
     return rerun.report(fold.history)

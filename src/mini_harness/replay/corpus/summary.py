@@ -21,6 +21,7 @@ from mini_harness.replay.continuing.outcomes import DIFFERING, RerunOutcome
 from mini_harness.replay.continuing.rerun import TranscriptRerun, Translate
 from mini_harness.replay.history import FAILED, IN_DOUBT, AgentFigures, Call, TranscriptFold
 from mini_harness.runtime import ToolRegistry
+from mini_harness.runtime.approval import Approver
 from mini_harness.transcripts.signing import TrustedKeys, note_path_for, verify_signed
 from mini_harness.transcripts.verify import verify_transcript
 
@@ -151,7 +152,8 @@ class SummaryOptions:
     """How to sum up each file; picklable, so it can go to worker processes and Ray tasks.
 
     `rerun` builds the registry to re-run calls against (called in the worker: a registry
-    holds handlers, which do not travel between processes). With `trusted` keys, verify
+    holds handlers, which do not travel between processes); `approver` decides which calls
+    run again (today's policy; it must answer at once, and travel). With `trusted` keys, verify
     checks each file against the head signed in its note beside it (PATH.sig).
     """
 
@@ -159,6 +161,7 @@ class SummaryOptions:
     rerun: RegistryFactory | None = None
     allow_side_effects: bool = False
     translate: Translate | None = None
+    approver: Approver | None = None
     trusted: TrustedKeys | None = None
 
 
@@ -225,6 +228,7 @@ def _fold(path: str, options: SummaryOptions, summary: FileSummary) -> None:
             options.rerun(),
             allow_side_effects=options.allow_side_effects,
             translate=options.translate,
+            approver=options.approver,
         )
     for item in items:
         if isinstance(item, Call):

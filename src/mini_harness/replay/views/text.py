@@ -23,9 +23,10 @@ _STATUS_WORD = {SUCCEEDED: "succeeded", FAILED: "failed", IN_DOUBT: "in doubt"}
 class TextStyle:
     """How to write: `width` columns to cut to, `full` to cut nothing, `colour` for ANSI.
 
-    Recorded text (a model's, a tool's, a task's) goes through `paint`, `cut`, `payload` or
-    `text_lines`, which show its control characters escaped: only our colours reach the
-    terminal as codes."""
+    Recorded text (a model's, a tool's, a task's, an id) goes through `paint`, `cut`,
+    `payload`, `text_lines` or `printable`, which show its control characters escaped; and
+    `show` prints every line through the CLI's one output (`cli.output.echo`), which lets
+    only our own colour codes reach the terminal."""
 
     width: int = 100
     full: bool = False
@@ -119,13 +120,15 @@ def run_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
     elif run.harness:
         parts.append(f"harness {printable(run.harness, multiline=False)}")
     if started is not None:
-        parts.append(f"started {started.ts}")
+        parts.append(f"started {printable(started.ts, multiline=False)}")
     if ms := describe.run_ms(run):
         parts.append(duration(ms))
     origin = run.origin
     if origin is not None:
         how, link = origin
-        parts.append(f"{how} from run {link.run_id} at step {link.step}")
+        parts.append(
+            f"{how} from run {printable(link.run_id, multiline=False)} at step {link.step}"
+        )
     if started is None:
         parts.append(style.paint("no RunStarted", "31"))
     yield pad + " · ".join(parts)
@@ -190,7 +193,7 @@ def call_lines(call: Call, indent: int, style: TextStyle) -> Iterator[str]:
     parts = [f"{style.paint(call.name, '36')} {status}"]
     if call.duration_ms is not None:
         parts.append(duration(call.duration_ms))
-    parts.append(f"call {call.call_id}")
+    parts.append(f"call {printable(call.call_id, multiline=False)}")
     yield f"{pad}call " + " · ".join(parts)
     inner = indent + 2
     yield f"{pad}  input  {style.payload(call.input, inner + 7)}"
