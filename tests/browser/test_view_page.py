@@ -17,6 +17,7 @@ from tests.replay.timeline_fixtures import (
     agent_events,
     record_agent_run,
     record_reads,
+    record_undo,
     tool_events,
     write,
 )
@@ -208,6 +209,35 @@ class TestRows:
             finish = finishes.nth(index).evaluate("node => node.style.marginLeft")
             assert header == finish
         assert finishes.nth(1).evaluate("node => node.style.marginLeft") != "0px"
+
+
+class TestUndo:
+    def test_an_undo_run_links_to_the_call_it_reverts(self, opened: Opened, tmp_path: Path) -> None:
+        """An undo run says which call of which run it reverts and links to it: the link
+        shows that call opened, though a filter and a collapsed run hid it; the call says
+        which run undid it."""
+        log, call_id = record_undo(tmp_path)
+        opened.open(make_page(log))
+        first = opened.page.locator(".row.run .mono").first.inner_text()
+        undoes = opened.page.locator(".row.run .undoes")
+        assert undoes.inner_text() == f"undo of call {call_id} in run {first}"
+        undone = opened.page.locator(f".row.call[data-call='{call_id}'] .undone")
+        assert undone.inner_text() == "undone by run 2"
+        opened.page.locator(".row.run .line").first.click()  # run 1 collapsed
+        opened.page.select_option("#run", "2")
+        assert call_id not in opened.calls()
+        undoes.locator("a").click()
+        assert call_id in opened.calls()
+        assert opened.page.locator("#run").input_value() == ""
+        line = opened.page.locator(f".row.call[data-call='{call_id}'] .line")
+        assert line.get_attribute("aria-expanded") == "true"
+        assert (
+            "+b = 3"
+            in opened.page.locator(f".row.call[data-call='{call_id}'] pre.input").inner_text()
+        )
+        focused = opened.page.evaluate("document.activeElement.closest('.row').dataset.call")
+        assert focused == call_id
+        assert opened.errors == []
 
 
 class TestHostileText:

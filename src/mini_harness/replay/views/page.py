@@ -135,6 +135,7 @@ def _run(run: Run, depth: int) -> JsonObject:
         "task": started.task if started is not None else None,
         "model": describe.model_name(run),
         "parent": [origin[0], origin[1].run_id, origin[1].step] if origin else None,
+        "undoes": [run.undoes.run_id, run.undoes.call_id] if run.undoes else None,
         "usage": to_wire(usage) if usage is not None else None,
     }
     finished = run.finished

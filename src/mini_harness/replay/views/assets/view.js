@@ -61,8 +61,17 @@
   // --- filters -------------------------------------------------------------------------
   var runRow = {};   // run index: its header row
   var stepRow = {};  // "r1s2": the step's header row
+  var callRow = {};  // "<run id> <call id>": the call's row
   rows.forEach(function (row, i) {
     if (row.k === "r") { runRow[row.r] = i; } else if (row.k === "s") { stepRow["r" + row.r + "s" + row.s] = i; }
+    if (row.k === "c" && row.r !== null && row.r !== undefined) { callRow[runs[row.r].runId + " " + row.id] = i; }
+  });
+  // An undo run names the call it reverts: each finds the other.
+  var undoneBy = {};  // a call's row: the run that undid it
+  function undoneRow(run) { return run.undoes ? callRow[run.undoes[0] + " " + run.undoes[1]] : undefined; }
+  data.runs.forEach(function (run) {
+    var target = undoneRow(run);
+    if (target !== undefined) { undoneBy[target] = run.index; }
   });
   function narrowsItems() { return Boolean(state.tool || state.status || state.grep); }
   function haystack(row) {
@@ -193,8 +202,41 @@
     line.appendChild(el("span", "meta grow", meta.join(" · ")));
     node.appendChild(line);
     if (run.task !== null && run.task !== undefined) { node.appendChild(el("div", "meta", "task: " + run.task)); }
+    if (run.undoes) { node.appendChild(drawUndoes(run)); }
     clickable(line, index, function () { toggle("r" + row.r); }, !collapsed["r" + row.r]);
     return node;
+  }
+  // "undo of call X in run Y": a link that shows and opens that call, when it is here.
+  function drawUndoes(run) {
+    var node = el("div", "meta undoes", "undo of ");
+    var said = "call " + run.undoes[1] + " in run " + run.undoes[0];
+    var target = undoneRow(run);
+    if (target === undefined) {
+      node.appendChild(el("span", "mono", said));
+      node.appendChild(el("span", null, " (not in this transcript)"));
+      return node;
+    }
+    var link = el("a", "mono", said);
+    link.href = "#";
+    link.addEventListener("click", function (event) { event.preventDefault(); goTo(target); });
+    node.appendChild(link);
+    return node;
+  }
+  // Show row `index` opened, whatever the filters, collapses and page hid, and focus it.
+  function goTo(index) {
+    var row = rows[index];
+    if (shown.indexOf(index) < 0) {
+      state.run = state.step = state.tool = state.status = state.grep = "";
+      ["run", "step", "tool", "status", "search"].forEach(function (id) { $(id).value = ""; });
+      filter();
+    }
+    collapsed["r" + row.r] = false;
+    collapsed["r" + row.r + "s" + row.s] = false;
+    visible = shown.filter(function (i) { return !hiddenByCollapse(rows[i]); });
+    state.page = Math.floor(visible.indexOf(index) / PAGE);
+    open[index] = true;
+    focused = index;
+    draw();
   }
   function drawStep(row, index) {
     var node = el("div", "row step");
@@ -254,6 +296,7 @@
     line.appendChild(el("span", "name", row.n));
     if (row.ms !== null && row.ms !== undefined) { line.appendChild(el("span", "muted", ms(row.ms))); }
     if (row.rr) { line.appendChild(el("span", "rerun " + row.rr.o, "re-run " + row.rr.o)); }
+    if (undoneBy[index] !== undefined) { line.appendChild(el("span", "undone", "undone by run " + undoneBy[index])); }
     // A failed call shows its input too: what it was asked is half of why it failed.
     var preview = row.e !== undefined ? row.i + " → " + row.e : (row.o !== undefined ? row.i + " → " + row.o : row.i);
     line.appendChild(el("span", "grow mono", cut(preview, 300)));
