@@ -192,6 +192,20 @@ class TestRows:
         assert '{"text":3}' in line
         assert "Invalid input for echo.text" in line
 
+    def test_a_collapsed_row_keeps_its_whitespace(self, opened: Opened, tmp_path: Path) -> None:
+        """A row's one-line preview shows the spaces of an input and the indentation of
+        the model's text as they are, and each line break as ⏎."""
+        events = agent_events()
+        reply = next(event for event in events if event["type"] == "ModelResponded")
+        reply["message"]["content"] = "Plan:\n    1. read it\n\n    2. patch   it"
+        tools = tool_events()
+        tools[1]["input"] = {"text": "def f():\n    return  1"}
+        opened.open(make_page(write(tmp_path / "t.jsonl", events + tools)))
+        turn = opened.page.locator(".row.turn .line .grow").first.inner_text()
+        assert turn == "Plan:⏎    1. read it⏎⏎    2. patch   it"
+        call = opened.page.locator(".row.call[data-call='e1'] .line .grow").inner_text()
+        assert call.startswith('{"text":"def f():\\n    return  1"} → ')
+
     def test_a_nested_runs_finish_is_indented_with_it(self, opened: Opened, tmp_path: Path) -> None:
         """The finished: line of a run that continues another sits under that run, as
         indented as its header."""

@@ -48,6 +48,9 @@
     });
     return parts.length ? "tokens " + parts.join(" · ") : "";
   }
+  // A row's one-line preview keeps the text's spaces (the line is white-space: pre) and
+  // shows each line break as ⏎, so indentation and line structure stay visible.
+  function oneLine(text) { return text.replace(/\r\n|[\n\r\u2028\u2029]/g, "⏎"); }
   function cut(text, size) { return text.length > size ? text.slice(0, size - 1) + "…" : text; }
   function pretty(text) {
     try { return JSON.stringify(JSON.parse(text), null, 2); } catch (e) { return text; }
@@ -275,7 +278,7 @@
     if (usage) { meta.push(usage); }
     if (row.finish) { meta.push("finish " + row.finish); }
     if (meta.length) { line.appendChild(el("span", "muted", meta.join(" · "))); }
-    var summary = row.text ? row.text.replace(/\s+/g, " ") : (row.asks.length ? "asks for: " + row.asks.join(", ") : row.fail.join("; "));
+    var summary = row.text ? oneLine(row.text) : (row.asks.length ? "asks for: " + row.asks.join(", ") : row.fail.join("; "));
     line.appendChild(el("span", "grow", cut(summary, 400)));
     node.appendChild(line);
     if (open[index]) {
@@ -299,7 +302,7 @@
     if (undoneBy[index] !== undefined) { line.appendChild(el("span", "undone", "undone by run " + undoneBy[index])); }
     // A failed call shows its input too: what it was asked is half of why it failed.
     var preview = row.e !== undefined ? row.i + " → " + row.e : (row.o !== undefined ? row.i + " → " + row.o : row.i);
-    line.appendChild(el("span", "grow mono", cut(preview, 300)));
+    line.appendChild(el("span", "grow mono", cut(oneLine(preview), 300)));
     node.appendChild(line);
     if (open[index]) {
       var details = el("div", "details");
@@ -331,7 +334,7 @@
     var line = el("div", "line");
     line.appendChild(el("span", "badge event", row.type));
     line.appendChild(el("span", "muted", "seq " + row.seq));
-    line.appendChild(el("span", "grow mono", cut(row.i, 300)));
+    line.appendChild(el("span", "grow mono", cut(oneLine(row.i), 300)));
     node.appendChild(line);
     return node;
   }
