@@ -3,6 +3,7 @@ searches, keeps hostile text inert, and opens 100,000 calls in a few seconds."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -299,11 +300,52 @@ class TestAgentRun:
         numbers = [int(text.strip("~ tokens").replace(",", "")) for text in totals]
         assert numbers == sorted(numbers)
         assert numbers[0] < numbers[2]
+        opened.page.check("#context-fixed")
         parts = steps.nth(2).locator(".bar .part")
         labels = [parts.nth(i).get_attribute("data-part") for i in range(parts.count())]
         assert labels == ["System prompt", "Tool definitions", "Conversation", "Tool results"]
         assert "agent run" in opened.page.locator(".row.run").inner_text()
         assert len(opened.calls()) == 2
+
+    def test_the_bars_show_what_grows(self, opened: Opened, tmp_path: Path) -> None:
+        """What every request repeats (here the tool definitions, most of each request) is
+        said once on the run and left out of the bars, so the largest step's conversation
+        and tool results fill its bar; a checkbox puts them back, on the full scale."""
+        opened.open(make_page(record_agent_run(tmp_path)))
+        steps = opened.page.locator(".row.step")
+
+        def filled(step: int) -> dict[str, float]:
+            """Each part of a step's bar: the share of the bar it covers."""
+            bar = steps.nth(step).locator(".bar")
+            width = bar.bounding_box()["width"]  # type: ignore[index]
+            parts = bar.locator(".part")
+            return {
+                str(parts.nth(i).get_attribute("data-part")): (
+                    parts.nth(i).bounding_box()["width"] / width  # type: ignore[index]
+                )
+                for i in range(parts.count())
+            }
+
+        last = filled(2)
+        assert list(last) == ["Conversation", "Tool results"]
+        assert sum(last.values()) > 0.95
+        fixed = opened.page.locator(".row.run .context-fixed").inner_text()
+        said = re.fullmatch(
+            r"every request repeats ~([\d,]+) tokens: System prompt ~([\d,]+), "
+            r"Tool definitions ~([\d,]+) \(not in the step bars\)",
+            fixed,
+        )
+        assert said is not None, fixed
+        repeated, prompt, definitions = (int(n.replace(",", "")) for n in said.groups())
+        assert repeated == prompt + definitions
+        total = opened.page.locator(".context-total").nth(2).inner_text()
+        assert definitions > int(total.strip("~ tokens").replace(",", "")) / 2
+        opened.page.check("#context-fixed")
+        full = filled(2)
+        assert list(full) == ["System prompt", "Tool definitions", "Conversation", "Tool results"]
+        assert full["Tool definitions"] > 0.5
+        assert sum(full.values()) > 0.95
+        assert opened.errors == []
 
 
 class TestRerun:

@@ -10,7 +10,9 @@ The Context Explorer over time (`step_contexts`) shows each agent step's request
 in estimated tokens. The requests are those the history's fold rebuilt, split into parts
 by the context builder's own `request_parts`, so a step's bar adds up to what
 `replay --context-report --step N` prints for it. The Conversation part is shown in two:
-the tool results in it (its `tool` messages) and the rest.
+the tool results in it (its `tool` messages) and the rest. The page leaves what every
+request of a run repeats (system prompt, rules, tool definitions) out of the bars unless
+asked, and says it once on the run.
 """
 
 from __future__ import annotations

@@ -12,7 +12,12 @@
   var collapsed = {};  // "r1" or "r1s2": hidden children
   var open = {};       // row index: details shown
   var shown = [];      // indexes of rows that pass the filters
-  var maxContext = 1;
+  // What every request of a run repeats (given when it started): left out of the step
+  // bars unless asked for, and said once on the run, so the bars show what grows.
+  var FIXED = { "System prompt": true, "Project rules": true, "Tool definitions": true, "Tool result": true };
+  var withFixed = false;
+  var maxContext = { all: 1, grows: 1 };
+  var runFixed = {};  // run index: its first step's fixed parts
 
   function el(tag, cls, text) {
     var node = document.createElement(tag);
@@ -170,21 +175,39 @@
         $("status").appendChild(option);
       });
     }
-    var legend = $("legend");
     var hasContext = false;
     rows.forEach(function (row) {
-      if (row.k === "s" && row.ctx) { hasContext = true; maxContext = Math.max(maxContext, total(row.ctx)); }
+      if (row.k !== "s" || !row.ctx) { return; }
+      hasContext = true;
+      maxContext.all = Math.max(maxContext.all, total(row.ctx, true));
+      maxContext.grows = Math.max(maxContext.grows, total(row.ctx, false));
+      if (!runFixed[row.r]) { runFixed[row.r] = row.ctx.filter(function (part) { return FIXED[part[0]]; }); }
     });
-    if (hasContext) {
-      legend.appendChild(el("strong", null, "Context per step (estimated tokens):"));
-      PARTS.forEach(function (label, index) {
-        var item = el("span", null, label);
-        item.style.setProperty("--swatch", "var(--p" + index + ")");
-        legend.appendChild(item);
-      });
-    }
+    if (hasContext) { drawLegend(); }
   }
-  function total(ctx) { return ctx.reduce(function (sum, part) { return sum + part[1]; }, 0); }
+  function drawLegend() {
+    var legend = $("legend");
+    legend.textContent = "";
+    legend.appendChild(el("strong", null, "Context per step (estimated tokens):"));
+    PARTS.forEach(function (label, index) {
+      if (FIXED[label] && !withFixed) { return; }
+      var item = el("span", "swatch", label);
+      item.style.setProperty("--swatch", "var(--p" + index + ")");
+      legend.appendChild(item);
+    });
+    var box = el("input");
+    box.type = "checkbox";
+    box.id = "context-fixed";
+    box.checked = withFixed;
+    box.addEventListener("change", function () { withFixed = box.checked; drawLegend(); draw(); });
+    var label = el("label", "fixed-toggle");
+    label.appendChild(box);
+    label.appendChild(document.createTextNode(" with what every request repeats (system prompt, rules, tool definitions)"));
+    legend.appendChild(label);
+  }
+  function total(ctx, all) {
+    return ctx.reduce(function (sum, part) { return all || !FIXED[part[0]] ? sum + part[1] : sum; }, 0);
+  }
 
   function drawRun(row, index) {
     var run = runs[row.r];
@@ -206,6 +229,12 @@
     node.appendChild(line);
     if (run.task !== null && run.task !== undefined) { node.appendChild(el("div", "meta", "task: " + run.task)); }
     if (run.undoes) { node.appendChild(drawUndoes(run)); }
+    var fixed = runFixed[row.r];
+    if (fixed && fixed.length) {
+      var said = fixed.map(function (part) { return part[0] + " ~" + num(part[1]); }).join(", ");
+      var note = withFixed ? "" : " (not in the step bars)";
+      node.appendChild(el("div", "meta context-fixed", "every request repeats ~" + num(total(fixed, true)) + " tokens: " + said + note));
+    }
     clickable(line, index, function () { toggle("r" + row.r); }, !collapsed["r" + row.r]);
     return node;
   }
@@ -248,14 +277,16 @@
     var key = "r" + row.r + "s" + row.s;
     line.appendChild(el("span", "toggle", collapsed[key] ? "▸" : "▾"));
     line.appendChild(el("span", null, "Step " + row.s));
-    if (row.ms) { line.appendChild(el("span", "muted", ms(row.ms))); }
+    line.appendChild(el("span", "muted step-ms", row.ms ? ms(row.ms) : ""));  // bars in one column
     if (row.ctx) {
       var bar = el("span", "bar");
-      var sum = total(row.ctx);
+      var sum = total(row.ctx, true);
+      var scale = withFixed ? maxContext.all : maxContext.grows;
       bar.title = row.ctx.map(function (part) { return part[0] + " ~" + num(part[1]); }).join(", ") + " (total ~" + num(sum) + ")";
       row.ctx.forEach(function (part) {
+        if (FIXED[part[0]] && !withFixed) { return; }
         var segment = el("span", "part");
-        segment.style.width = (100 * part[1] / maxContext) + "%";
+        segment.style.width = (100 * part[1] / scale) + "%";
         segment.style.background = "var(--p" + Math.max(PARTS.indexOf(part[0]), 0) + ")";
         segment.title = part[0] + " ~" + num(part[1]) + " tokens";
         segment.setAttribute("data-part", part[0]);
