@@ -241,7 +241,7 @@ class TestUndo:
         opened.page.locator(".row.run .line").first.click()  # run 1 collapsed
         opened.page.select_option("#run", "2")
         assert call_id not in opened.calls()
-        undoes.locator("a").click()
+        undoes.locator("button").click()
         assert call_id in opened.calls()
         assert opened.page.locator("#run").input_value() == ""
         line = opened.page.locator(f".row.call[data-call='{call_id}'] .line")

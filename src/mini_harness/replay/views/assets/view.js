@@ -248,9 +248,9 @@
       node.appendChild(el("span", null, " (not in this transcript)"));
       return node;
     }
-    var link = el("a", "mono", said);
-    link.href = "#";
-    link.addEventListener("click", function (event) { event.preventDefault(); goTo(target); });
+    var link = el("button", "mono link", said);  // a button: the page names no address
+    link.type = "button";
+    link.addEventListener("click", function () { goTo(target); });
     node.appendChild(link);
     return node;
   }
