@@ -418,6 +418,22 @@ class TestToolInputNumbers:
             f"[mini-harness] Error: --tool-input: integer {big} does not fit in 64 bits\n"
         )
 
+    @pytest.mark.parametrize(
+        ("number", "shown"),
+        [
+            ("-9223372036854775809", "-9223372036854775809"),
+            ("9" * 5000, "of 5000 digits"),
+        ],
+    )
+    def test_every_integer_outside_64_bits_is_a_usage_error(self, number: str, shown: str) -> None:
+        """Below the smallest signed 64-bit integer (19 digits), or longer than Python reads
+        (thousands of digits): refused with the same message, never a float or a traceback."""
+        result = run("--tool", "echo", "--tool-input", f'{{"text":"a","n":{number}}}')
+        assert result.exit_code == 2
+        assert result.stderr == (
+            f"[mini-harness] Error: --tool-input: integer {shown} does not fit in 64 bits\n"
+        )
+
     def test_long_digit_runs_inside_strings_are_fine(self) -> None:
         """Digits inside a string or a 64-bit integer pass untouched."""
         text = "12345678901234567890123"

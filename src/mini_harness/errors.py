@@ -125,6 +125,10 @@ class NotJsonError(ValueError):
     """The value is not a JSON value; the message says where and why."""
 
 
+class JsonSyntaxError(NotJsonError):
+    """The text does not parse as JSON; the message gives the parser's reason."""
+
+
 class TooDeepError(NotJsonError):
     """The value nests arrays and objects deeper than MAX_JSON_DEPTH (or refers to itself)."""
 
