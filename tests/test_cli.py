@@ -743,19 +743,29 @@ class TestScriptOutput:
             "runId": run_id,
         }
 
-    def test_json_prints_the_failure(self) -> None:
-        """A failed call under --json is a document on stdout (nothing on stderr), exit 1."""
-        result = run("--tool", "echo", "--tool-input", '{"text":1}', "--json")
+    def test_json_prints_the_failure(self, tmp_path: Path) -> None:
+        """A failed call under --json is a document on stdout (nothing on stderr), exit 1;
+        its error is the one ToolFailed records, the refused path and violations too."""
+        log = tmp_path / "t.jsonl"
+        result = run("--tool", "echo", "--tool-input", '{"text":1}', "--json", "--log", str(log))
         assert result.exit_code == 1
         assert result.stderr == ""
+        (failed,) = [e for e in map(orjson.loads, log.read_bytes().splitlines()) if "error" in e]
         assert orjson.loads(result.stdout) == {
             "ok": False,
             "name": "echo",
             "error": {
                 "kind": "invalid_input",
                 "message": "Invalid input for echo.text: expected string",
+                "path": "echo.text",
+                "violations": [
+                    {"path": "echo.text", "keyword": "type", "message": "expected string"}
+                ],
             },
+            "transcript": str(log),
+            "runId": failed["runId"],
         }
+        assert orjson.loads(result.stdout)["error"] == failed["error"]
 
     def test_json_does_not_combine_with_the_report(self) -> None:
         """--json and --context-report are two outputs: asking for both is a usage error."""

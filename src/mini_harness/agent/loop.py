@@ -39,11 +39,12 @@ from mini_harness.events import (
     ToolCall,
     Usage,
     new_id,
+    to_wire,
     utc_timestamp,
 )
 from mini_harness.events.measure import RequestHasher
 from mini_harness.runtime.dispatch import ToolRuntime
-from mini_harness.runtime.results import display_failure
+from mini_harness.runtime.results import display_failure, tool_error
 
 _FAILED = "model request failed"
 """How the stop reason of a failed model request begins."""
@@ -196,7 +197,7 @@ class AgentLoop:
         try:
             done = self.runtime.dispatch(name, tool_input)
         except ToolCallError as exc:
-            failure = {"kind": exc.kind, "message": exc.message}
+            failure = to_wire(tool_error(exc))
             duration = exc.duration_ms or 0.0
             message = manual_tool_message(display_failure(name, tool_input, failure, duration))
             outcome = ToolOutcome(call, message, error=exc.message)

@@ -21,9 +21,9 @@ from mini_harness.errors import (
     UsageError,
     exit_code_of,
 )
-from mini_harness.events import JsonObject, JsonValue
+from mini_harness.events import JsonObject, JsonValue, to_wire
 from mini_harness.events.jsonvalue import decode_json_input
-from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.runtime import ToolRegistry, ToolRuntime, tool_error
 from mini_harness.tools import Workspace
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def run_dispatch(
         document: JsonObject = {
             "ok": False,
             "name": tool,
-            "error": {"kind": failure.kind, "message": failure.message},
+            "error": to_wire(tool_error(failure)),
             **where,
         }
         echo_json(_redacted_json(document, redactor))
