@@ -10,7 +10,8 @@ import orjson
 import pytest
 
 from mini_harness.events import RunOrigin
-from mini_harness.replay import fold_agent_runs
+from mini_harness.replay import fold_agent_runs, replay_agent_run, rerun_transcript
+from mini_harness.cli.registry_spec import agent_registry
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import (
     counting_registry,
@@ -82,6 +83,32 @@ class TestDivergence:
         assert "identical through step 2 (the record has no answer after it)" in result.output
         assert "[in-doubt] line 2: agent run" in result.output
         assert "is unfinished: no RunFinished" in result.output
+
+
+class TestBothReRunsAgree:
+    def test_an_output_too_large_to_record_matches_in_both(self, tmp_path: Path) -> None:
+        """A read whose output was over the event size cap is recorded as its size and
+        SHA-256: read again unchanged, the offline replay and the call-by-call re-run both
+        say it matched (the replay compared the marker's text with the whole output)."""
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        (ws / "big.txt").write_text("x" * 5000 + "\n")
+        script = write_script(
+            tmp_path / "s.json",
+            [{"toolCalls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]}],
+        )
+        log = tmp_path / "t.jsonl"
+        args = ["--workspace", str(ws), "run", "Read it.", "--model", script]
+        invoke([*args, "--log", str(log), "--max-event-bytes", "3000"])
+        (run,) = fold_agent_runs(log)
+        (recorded,) = run.calls
+        assert recorded.output["bytes"] == 5089  # recorded as the marker
+        offline = replay_agent_run(run, agent_registry(ws))
+        call_by_call = rerun_transcript(log, agent_registry(ws))
+        assert [c.outcome for c in offline.calls] == ["matched"]
+        assert [c.outcome for c in call_by_call.outcomes] == ["matched"]
+        shown = invoke(["replay", str(log), "--rerun", "--workspace", str(ws)])
+        assert "Step 1: read_file {\"path\":\"big.txt\"}: re-run, same result" in shown.output
 
 
 class TestSideEffects:
