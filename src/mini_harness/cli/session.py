@@ -120,15 +120,15 @@ agent_options = gathered(
         "--model-timeout",
         type=click.FloatRange(min=0, min_open=True),
         metavar="SECONDS",
-        help="How long each attempt of a model request may wait (default: "
-        "MINI_HARNESS_MODEL_TIMEOUT, else 120).",
+        help="How long each attempt of a model request may wait (default: the config's "
+        "model-timeout, else 120).",
     ),
     click.option(
         "--model-retries",
         type=click.IntRange(min=0),
         metavar="N",
-        help="How often a failed model request is tried again (default: "
-        "MINI_HARNESS_MODEL_RETRIES, else 2).",
+        help="How often a failed model request is tried again (default: the config's "
+        "model-retries, else 2).",
     ),
     click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes."),
     json_option("Print one JSON document at the end."),
@@ -240,6 +240,8 @@ class AgentSession(Session):
                 "approve": options.approve,
                 "redact-env": given.redact_env,
                 "redact-pattern": given.redact_pattern,
+                "model-timeout": options.model_timeout,
+                "model-retries": options.model_retries,
                 **(flags or {}),
             },
         )
@@ -255,7 +257,7 @@ class AgentSession(Session):
         settled = attrs.evolve(
             given, redact_env=names, redact_pattern=self.settings["redact-pattern"]
         )
-        limits = RequestLimits(options.model_timeout, options.model_retries)
+        limits = RequestLimits(self.settings["model-timeout"], self.settings["model-retries"])
         self.provider = choose_provider(self.settings["model"], os.environ, limits)
         super().__init__(
             settled,
