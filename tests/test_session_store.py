@@ -129,6 +129,52 @@ def git(ws: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
+class TestADispatchThatAsks:
+    def test_record_puts_a_dispatch_in_the_store(self, ws: Path) -> None:
+        """`--tool ... --record`: the dispatch is a session of the store, named by its run,
+        recorded with the workspace, so `sessions` lists it and `show --last` shows it."""
+        result = invoke(["--tool", "echo", "--tool-input", '{"text":"hi"}', "--record"])
+        assert result.exit_code == 0, result.output
+        path, run_id = recorded(result)
+        assert stored_files() == [path]
+        assert path.name.endswith(f"-{run_id}.jsonl")
+        assert verify_transcript(path).ok
+        (run,) = started(path)
+        assert run.workspace is not None
+        assert run.workspace.path == os.path.realpath(ws)
+        listed = invoke(["sessions", "--json"])
+        assert listed.exit_code == 0, listed.output
+        (row,) = orjson.loads(listed.stdout)
+        assert (row["runId"], row["stopReason"], row["task"]) == (run_id, "tool run", None)
+        shown = invoke(["show", "--last"])
+        assert shown.exit_code == 0, shown.output
+        assert '    output {"text":"hi"}' in shown.stdout
+
+    def test_without_record_a_dispatch_is_not_recorded(self, ws: Path) -> None:
+        """A dispatch records nothing unless it asks (--log or --record)."""
+        result = invoke(["--tool", "echo", "--tool-input", '{"text":"hi"}'])
+        assert result.exit_code == 0, result.output
+        assert stored_files() == []
+
+    def test_a_failed_dispatch_is_recorded_and_named_in_json(self, ws: Path) -> None:
+        """A call that fails is recorded too; --json names the stored transcript."""
+        result = invoke(["--tool", "read_file", "--tool-input", '{"path":"nope"}', "--record",
+                         "--json", "--fsync", "always"])  # fmt: skip
+        assert result.exit_code == 1, result.output
+        document = orjson.loads(result.stdout)
+        assert document["ok"] is False
+        assert [Path(document["transcript"])] == stored_files()
+
+    def test_record_with_log_is_a_usage_error(self, ws: Path, tmp_path: Path) -> None:
+        """--record and --log name two places: exit 2, nothing recorded."""
+        log = tmp_path / "t.jsonl"
+        result = invoke(["--tool", "echo", "--record", "--log", str(log)])
+        assert result.exit_code == 2
+        assert "--record cannot be combined with --log" in result.stderr
+        assert not log.exists()
+        assert stored_files() == []
+
+
 class TestWhatRunStartedRecords:
     def test_workspace_head_and_branch(self, ws: Path, tmp_path: Path) -> None:
         """In a git repository: the workspace's absolute path, HEAD and the branch."""

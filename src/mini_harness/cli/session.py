@@ -53,8 +53,8 @@ from mini_harness.cli.output import aside, echo_json, error, fail, info, protect
 from mini_harness.cli.printing import PrintingReporter, RedactingPrinter
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.cli.settings import load_settings
-from mini_harness.cli.stored import resume_words
-from mini_harness.errors import ExitCode, GitError, UsageError, WorkspaceError, exit_code_of
+from mini_harness.cli.stored import resume_words, session_transcript, workspace_record
+from mini_harness.errors import ExitCode, UsageError, WorkspaceError, exit_code_of
 from mini_harness.events import (
     EventSink,
     JsonObject,
@@ -326,12 +326,7 @@ class AgentSession(Session):
             return None
         if log is not None:
             return log
-        store = SessionStore(self.settings.sessions_dir)
-        # Sessions hold what the tools read and the model said: the store is the user's
-        # alone (a directory that exists keeps its mode; the log says if it cannot be made).
-        with contextlib.suppress(OSError):
-            store.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return str(store.new_transcript(self.run_id))
+        return session_transcript(SessionStore(self.settings.sessions_dir), self.run_id)
 
     @contextlib.contextmanager
     def log(
@@ -357,16 +352,8 @@ class AgentSession(Session):
                     self._live.close()
 
     def run_workspace(self) -> RunWorkspace:
-        """The workspace as RunStarted records it: its absolute path and, in a git
-        repository, HEAD and the branch (read from the repository's files; never git)."""
-        from mini_harness.tools.git_dir import repository_head
-
-        path = os.path.realpath(self.workspace or os.curdir)
-        try:
-            head, branch = repository_head(Workspace(path))
-        except (GitError, WorkspaceError, OSError):  # not a repository (of its own)
-            return RunWorkspace(path)
-        return RunWorkspace(path, head, branch)
+        """The workspace as RunStarted records it (`workspace_record`)."""
+        return workspace_record(self.workspace or os.curdir)
 
     def loop(
         self, sink: EventSink, tools: ToolRegistry, approver: PolicyApprover, config: AgentConfig
