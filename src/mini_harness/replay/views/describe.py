@@ -46,7 +46,7 @@ def problems(history: History) -> list[LogProblem]:
     return [problem for problem in history.problems if problem.kind != "in-doubt"]
 
 
-def verdict(history: History, differs: str = "") -> tuple[ExitCode, str]:
+def verdict_of(history: History, differs: str = "") -> tuple[ExitCode, str]:
     """The exit code of a transcript read into `history` (and re-run: `differs` names the
     outcomes that differ from the record, as `1 diverged`), by the one rule of every
     command (errors.exit_code_of), and what the error line says when it is not 0: what
