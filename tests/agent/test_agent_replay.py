@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
+from mini_harness.cli.registry_spec import agent_registry
 from mini_harness.events import RunOrigin
 from mini_harness.replay import fold_agent_runs, replay_agent_run, rerun_transcript
-from mini_harness.cli.registry_spec import agent_registry
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import (
     counting_registry,
@@ -108,7 +108,7 @@ class TestBothReRunsAgree:
         assert [c.outcome for c in offline.calls] == ["matched"]
         assert [c.outcome for c in call_by_call.outcomes] == ["matched"]
         shown = invoke(["replay", str(log), "--rerun", "--workspace", str(ws)])
-        assert "Step 1: read_file {\"path\":\"big.txt\"}: re-run, same result" in shown.output
+        assert 'Step 1: read_file {"path":"big.txt"}: re-run, same result' in shown.output
 
 
 class TestSideEffects:
