@@ -117,6 +117,24 @@ class TestStartUp:
         assert sorted(name for name in loaded() if name.startswith(otel)) == []
         assert "mini_harness.export.live" in loaded("--otel")
 
+    def test_an_agent_run_loads_what_it_runs(self, tmp_path: Path) -> None:
+        """A run that is not continued, with no policy file, imports neither the replay
+        layer (the fold, reports, corpora: for reading transcripts), nor the shell grammar
+        (tree-sitter, for a policy's command rules), nor the regex engine (for text with
+        characters to escape): its first line comes sooner."""
+        source = str(Path(mini_harness.__file__).parents[1])
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "mini_harness", "run", "hi",
+             "--model", "mock", "--no-log"],
+            capture_output=True, text=True, check=True, cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": source},
+        )  # fmt: skip
+        assert "Mock model response:" in done.stdout
+        loaded = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+        assert "mini_harness.agent.loop" in loaded
+        unused = ("mini_harness.replay", "tree_sitter", "regex", "anthropic", "openai")
+        assert sorted(name for name in loaded if name.startswith(unused)) == []
+
     @pytest.mark.parametrize("sdk", ["anthropic", "openai"])
     def test_a_run_prints_its_header_before_the_sdk_loads(self, sdk: str, tmp_path: Path) -> None:
         """With a remote model, the run's header is out before the model's SDK is
