@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -199,3 +201,40 @@ class TestBaseUrl:
         for url in ("http://127.0.0.1:8000/v1", "http://[::1]:8080", "https://api.example/v1"):
             provider = choose_provider("openai:m", {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": url})
             assert provider.name == "openai-compatible:m"
+
+
+class TestRemoteProvider:
+    def test_choosing_makes_no_client(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A remote provider is chosen with its name, model and key known, but its SDK's
+        provider is made only when it sends its first request."""
+        from mini_harness.agent.providers import openai_chat
+
+        made: list[str] = []
+        real = openai_chat.OpenAICompatibleProvider._connect
+
+        def counted(self: openai_chat.OpenAICompatibleProvider, **options: Any) -> None:
+            made.append(self.model)
+            real(self, **options)
+
+        monkeypatch.setattr(openai_chat.OpenAICompatibleProvider, "_connect", counted)
+        provider = choose_provider("openai:gpt-4o", {"OPENAI_API_KEY": "sk-chosen"})
+        assert (provider.name, provider.model) == ("openai-compatible:gpt-4o", "gpt-4o")
+        assert choice.provider_secrets(provider) == ("sk-chosen",)
+        assert made == []
+
+    @pytest.mark.parametrize("enabled", [True, False])
+    def test_the_collector_is_as_it_was_after_the_first_request(
+        self, openai_server: OpenAIWireServer, enabled: bool
+    ) -> None:
+        """The cyclic collector, paused while the SDK loads, is back as the caller had it
+        (on, or off) once the first request is answered."""
+        openai_server.script(Turn(text="hi"))
+        env = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": openai_server.base_url}
+        provider = choose_provider(None, env)
+        was = gc.isenabled()
+        (gc.enable if enabled else gc.disable)()
+        try:
+            assert provider.complete(HELLO).message.content == "hi"
+            assert gc.isenabled() is enabled
+        finally:
+            (gc.enable if was else gc.disable)()
