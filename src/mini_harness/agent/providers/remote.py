@@ -46,10 +46,11 @@ WIRES = {
 
 @contextlib.contextmanager
 def _uncollected() -> Iterator[None]:
-    """The cyclic collector paused while an SDK is imported: the import makes some hundred
-    thousand objects (modules, classes, the SDK's pydantic models) that live as long as the
-    process, and the collections it would trigger on the way, each walking all of them so
-    far, are a tenth of the import's time. Whether the collector runs is as it was after."""
+    """The cyclic collector paused while an SDK is imported and its client made: that
+    makes some hundred thousand objects (modules, classes, the SDK's pydantic models) that
+    live as long as the process, and the collections it would trigger on the way, each
+    walking all of them so far, are a tenth of the time. Whether the collector runs is as
+    it was after."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -82,10 +83,10 @@ class RemoteProvider:
     def provider(self) -> ModelProvider:
         """The SDK's provider, made on the first call."""
         if self._made is None:
-            with _uncollected():
+            with _uncollected():  # the SDK's client imports more of it as it is made
                 module = importlib.import_module(self.wire.module)
-            cls = getattr(module, self.wire.provider)
-            self._made = cls(self.model, api_key=self._api_key, **self._options)
+                cls = getattr(module, self.wire.provider)
+                self._made = cls(self.model, api_key=self._api_key, **self._options)
         return self._made
 
     def complete(
