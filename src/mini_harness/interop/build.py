@@ -26,6 +26,7 @@ import orjson
 from mini_harness.events import (
     ContextTrimmed,
     EventSink,
+    FileEffect,
     ImportSource,
     JsonObject,
     JsonValue,
@@ -98,13 +99,25 @@ class _Turn:
 
     ts: str
     last_ts: str
+    requested: str  # when the input it answers was complete (its request's time)
     texts: list[str] = attrs.Factory(list)
     calls: list[tuple[ToolCall, JsonValue, str]] = attrs.Factory(list)  # call, input, ts
-    results: list[tuple[str, str, JsonValue, bool]] = attrs.Factory(list)  # id, ts, out, err
+    results: list[_Result] = attrs.Factory(list)
     usage: Usage = _NO_USAGE
     response_id: str | None = None
     finish_reason: str | None = None
     answered: bool = False  # a result came after the output: the next output is a new turn
+
+
+@attrs.frozen
+class _Result:
+    """A call's result as the source recorded it."""
+
+    call_id: str  # the model's id
+    ts: str
+    output: JsonValue
+    is_error: bool
+    effects: tuple[FileEffect, ...] | None = None
 
 
 @attrs.define
@@ -129,6 +142,7 @@ class RunStart:
     workspace: RunWorkspace | None = None
     settings: RunSettings | None = None
     spawned_by: RunOrigin | None = None
+    forked_from: RunOrigin | None = None
 
 
 class ImportedRun:
@@ -151,6 +165,7 @@ class ImportedRun:
         self.results = 0
         self.usage = _NO_USAGE
         self.last_ts = start.ts
+        self._input_ts: str | None = None  # when the last input (message, result) came
         self.final_text: str | None = None
         self.context_window: int | None = None
         self._turn: _Turn | None = None
@@ -166,6 +181,11 @@ class ImportedRun:
     def __repr__(self) -> str:
         return f"<ImportedRun(run_id={self.run_id!r}, step={self.step})>"
 
+    @property
+    def turn_open(self) -> bool:
+        """Whether a model turn is being read (it becomes step `step + 1`)."""
+        return self._turn is not None
+
     # --- what a reader says ---------------------------------------------------------
 
     def user(self, ts: str, text: str) -> None:
@@ -173,6 +193,7 @@ class ImportedRun:
         user's)."""
         self._close()
         self._seen(ts)
+        self._input_ts = ts
         if self.task is None:
             self.task = text
         self._pending.append(Message("user", text))
@@ -213,21 +234,36 @@ class ImportedRun:
         else:
             turn.usage += usage
 
-    def result(self, ts: str, call_id: str, output: JsonValue, *, is_error: bool) -> bool:
-        """The result of the model's call `call_id`; False when no call has that id (the
-        reader reports the line)."""
+    def result(
+        self,
+        ts: str,
+        call_id: str,
+        output: JsonValue,
+        *,
+        is_error: bool,
+        effects: tuple[FileEffect, ...] | None = None,
+        answered: bool = True,
+    ) -> bool:
+        """The result of the model's call `call_id`, with the files it changed when the
+        source says; False when no call has that id (the reader reports the line).
+        `answered=False`: a result the model had within its own response (a search the
+        provider ran), so the model's next output is still the same turn."""
         self._seen(ts)
+        done = _Result(call_id, ts, output, is_error, effects)
         turn = self._turn
         if turn is not None and any(call.id == call_id for call, _, _ in turn.calls):
-            if any(done[0] == call_id for done in turn.results):
+            if any(result.call_id == call_id for result in turn.results):
                 return False
-            turn.results.append((call_id, ts, output, is_error))
-            turn.answered = True
+            turn.results.append(done)
+            if answered:
+                turn.answered = True
+                self._input_ts = ts
             return True
         if call_id not in self._open:
             return False
         self._close()
-        self._end(call_id, ts, output, is_error=is_error)
+        self._input_ts = ts
+        self._end(done)
         return True
 
     def compacted(self, ts: str, summary: str | None) -> None:
@@ -315,7 +351,10 @@ class ImportedRun:
             self._close()
             turn = None
         if turn is None:
-            turn = self._turn = _Turn(ts, ts, response_id=response_id)
+            # The request went out when its input was complete: the last message or
+            # result before this output (the output's own time when there is none).
+            requested = self._input_ts if ms_between(self._input_ts, ts) > 0 else ts
+            turn = self._turn = _Turn(ts, ts, requested or ts, response_id=response_id)
             if self._carried != _NO_USAGE:
                 turn.usage, self._carried = self._carried, _NO_USAGE
         turn.last_ts = ts
@@ -340,6 +379,7 @@ class ImportedRun:
                 settings=self.settings,
                 imported=start.imported,
                 spawned_by=start.spawned_by,
+                forked_from=start.forked_from,
             )
         )
         self.started = True
@@ -370,7 +410,7 @@ class ImportedRun:
         params: JsonObject = {}
         self.sink.emit(
             ModelRequested(
-                ts=turn.ts,
+                ts=turn.requested,
                 run_id=self.run_id,
                 step=step,
                 request_id=request_id,
@@ -391,7 +431,7 @@ class ImportedRun:
                 message=message,
                 finish_reason=reason,
                 usage=turn.usage,
-                duration_ms=0.0,
+                duration_ms=ms_between(turn.requested, turn.last_ts),
                 response_id=turn.response_id,
             )
         )
@@ -414,14 +454,15 @@ class ImportedRun:
             self.calls += 1
             self._open[call.id] = _Open(call_id, call.name, ts)
             self.call_steps[call.id] = step
-        for tool_use_id, ts, output, is_error in turn.results:
-            self._end(tool_use_id, ts, output, is_error=is_error)
+        for result in turn.results:
+            self._end(result)
 
-    def _end(self, tool_use_id: str, ts: str, output: JsonValue, *, is_error: bool) -> None:
+    def _end(self, result: _Result) -> None:
+        tool_use_id, ts, output = result.call_id, result.ts, result.output
         opened = self._open.pop(tool_use_id)
         duration = ms_between(opened.ts, ts)
         text = text_of(output)
-        if is_error:
+        if result.is_error:
             error = ToolError("handler_error", text)
             self.sink.emit(
                 ToolFailed(
@@ -442,9 +483,12 @@ class ImportedRun:
                     name=opened.name,
                     output=output,
                     duration_ms=duration,
+                    effects=result.effects,
                 )
             )
         self.results += 1
         self._pending.append(
-            Message("tool", text, tool_call_id=tool_use_id, name=opened.name, is_error=is_error)
+            Message(
+                "tool", text, tool_call_id=tool_use_id, name=opened.name, is_error=result.is_error
+            )
         )

@@ -8,16 +8,27 @@ block; `isSidechain` lines are a subagent's conversation (older versions keep th
 the session's own file, newer ones in the subagents directory). The others (`summary`,
 `system`, `file-history-snapshot`, `progress`, `queue-operation`, ...) are bookkeeping,
 kept as they are. The mapping is in docs/importing.md.
+
+Two things of the real files shape the reading. The file is written as things happen,
+not in the tree's order: a tool's result can come a line before the model's line with
+the call, so a result for a call not seen yet waits for it. And the lines form a tree:
+when the user goes back to an earlier message and sends another one (a rewind), the new
+prompt is a second child of the message it went back to. The main line is the one that
+goes on to the session's last message; a branch left by a rewind is imported as a run of
+its own, forked from the main run at the step it left (`forked_from`), never mixed into
+the main run. Finding the branches takes a first pass over the file that keeps only each
+line's id, its parent's and whether it is a prompt.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import hashlib
+import os
+from typing import Any, Protocol
 
 import orjson
 
-from mini_harness.events import ModelIdentity, RunOrigin, Usage
+from mini_harness.events import FileEffect, ModelIdentity, RunOrigin, Usage
 from mini_harness.interop.build import ImportedRun, RunStart
 from mini_harness.interop.source import SourceFile
 
@@ -61,8 +72,76 @@ def usage_of(usage: Any) -> Usage:
     return Usage(total, count("output_tokens"), read)
 
 
-MakeRun = Callable[[dict[str, Any], RunOrigin | None, str], ImportedRun]
-"""(the first line, the run and step that started it, a key naming it) -> a new run."""
+class MakeRun(Protocol):
+    """(the first line, the run and step it came from, a key naming it) -> a new run: one
+    `spawned_by` that origin, or `forked` from it (a branch a rewind left)."""
+
+    def __call__(
+        self, line: dict[str, Any], origin: RunOrigin | None, key: str, *, forked: bool = False
+    ) -> ImportedRun: ...
+
+
+def _is_prompt(line: dict[str, Any]) -> bool:
+    """A user line the user wrote (or the agent wrote as the user's): not a tool's result."""
+    if line.get("type") != "user":
+        return False
+    message = line.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and not any(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+    )
+
+
+def abandoned_branches(path: str) -> dict[str, str]:
+    """The lines of a session file left by a rewind: line uuid -> the uuid of the first
+    line of its branch. A branch is an earlier child of a line that later got a prompt as
+    another child, with all below it, unless the session's last message descends from it
+    (the main line). Sidechains are left out (their own runs)."""
+    parent: dict[str, str | None] = {}
+    children: dict[str | None, list[str]] = {}
+    prompts: set[str] = set()
+    last: str | None = None
+    for _number, line in SourceFile(path):
+        uuid = line.get("uuid")
+        if not isinstance(uuid, str) or line.get("isSidechain") is True or uuid in parent:
+            continue
+        up = line.get("parentUuid")
+        up = up if isinstance(up, str) else None
+        parent[uuid] = up
+        children.setdefault(up, []).append(uuid)
+        if _is_prompt(line):
+            prompts.add(uuid)
+        if line.get("type") in CONVERSATION:
+            last = uuid
+    main: set[str] = set()
+    node = last
+    while node is not None and node not in main:
+        main.add(node)
+        node = parent.get(node)
+    branches: dict[str, str] = {}
+    for up, kids in children.items():
+        if up is None or len(kids) < 2:
+            continue
+        later = [index for index, kid in enumerate(kids) if index and kid in prompts]
+        if not later:
+            continue
+        for root in kids[: later[-1]]:
+            if root in main or root in branches:
+                continue
+            stack = [root]
+            while stack:
+                node = stack.pop()
+                if node in main or node in branches:
+                    continue
+                branches[node] = root
+                stack.extend(children.get(node, ()))
+    return branches
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class ClaudeReader:
@@ -84,9 +163,17 @@ class ClaudeReader:
         self.runs: list[ImportedRun] = []
         self.agents: dict[str, str] = {}  # a subagent's id -> the model's id of its call
         self._chains: dict[str, ImportedRun] = {}  # a sidechain line's uuid -> its run
-        self._messages: dict[str, str] = {}  # a response's message.id -> its model
+        self._branches: dict[str, str] = {}  # a line a rewind left -> its branch's first
+        self._forks: dict[str, ImportedRun] = {}  # a branch's first line -> its run
+        self.forks: list[ImportedRun] = []
+        # A result that came before its call: the model's id -> (line number, line, block).
+        self._early: dict[str, tuple[int, dict[str, Any], dict[str, Any]]] = {}
+        self._names: dict[str, str] = {}  # the model's call id -> the tool's name
+        self._files: dict[str, str] = {}  # a file's path -> its text as the calls left it
 
     def read(self) -> list[ImportedRun]:
+        if not self._sidechain_file:
+            self._branches = abandoned_branches(self.source.path)
         for number, line in self.source:
             kind = line.get("type")
             if not isinstance(kind, str):
@@ -110,6 +197,8 @@ class ClaudeReader:
                 if kind not in _BOOKKEEPING:
                     self.source.problem(number, f"unknown line type {kind!r}: kept, not modelled")
                 self._keep(number, line, run)
+        for tool_use_id, (number, _line, _block) in self._early.items():
+            self.source.problem(number, f"tool_result for no call of this session ({tool_use_id})")
         for run in self.runs:
             run.finish()
         return self.runs
@@ -120,6 +209,10 @@ class ClaudeReader:
         if self.main is None:
             self.main = self._make_run(line, self._spawned_by, "")
             self.runs.append(self.main)
+        uuid = line.get("uuid")
+        root = self._branches.get(uuid) if isinstance(uuid, str) else None
+        if root is not None:
+            return self._fork(line, root)
         if self._sidechain_file or line.get("isSidechain") is not True:
             return self.main
         uuid, parent = line.get("uuid"), line.get("parentUuid")
@@ -130,6 +223,20 @@ class ClaudeReader:
             self.runs.append(run)
         if isinstance(uuid, str):
             self._chains[uuid] = run
+        return run
+
+    def _fork(self, line: dict[str, Any], root: str) -> ImportedRun:
+        """The run of the branch a rewind left that starts at line `root`: forked from the
+        main run at the step the branch left it."""
+        run = self._forks.get(root)
+        if run is None:
+            main = self.main
+            assert main is not None
+            step = main.step + (1 if main.turn_open else 0)
+            run = self._make_run(line, RunOrigin(main.run_id, step), f"branch-{root}", forked=True)
+            self._forks[root] = run
+            self.forks.append(run)
+            self.runs.append(run)
         return run
 
     def _learn(self, run: ImportedRun, line: dict[str, Any]) -> None:
@@ -179,10 +286,53 @@ class ClaudeReader:
         if isinstance(outcome, dict) and isinstance(outcome.get("agentId"), str):
             self.agents[outcome["agentId"]] = tool_use_id
         output = block.get("content", "")
-        if not run.result(
-            _ts(line, run), tool_use_id, output, is_error=block.get("is_error") is True
-        ):
-            self.source.problem(number, f"tool_result for no call of this session ({tool_use_id})")
+        is_error = block.get("is_error") is True
+        effects = None if is_error else self._effects(tool_use_id, outcome, run)
+        if not run.result(_ts(line, run), tool_use_id, output, is_error=is_error, effects=effects):
+            if tool_use_id in self._early:
+                self.source.problem(number, f"a second tool_result for {tool_use_id}")
+            else:  # its call may be on a line still to come
+                self._early[tool_use_id] = (number, line, block)
+
+    def _effects(
+        self, tool_use_id: str, outcome: Any, run: ImportedRun
+    ) -> tuple[FileEffect, ...] | None:
+        """The file a Write or Edit call changed, with the sha256 of its text before and
+        after, when the call's recorded result says (the text before, as `originalFile`,
+        or as an earlier call of the session left it; `create`: there was none)."""
+        name = self._names.get(tool_use_id)
+        if name not in ("Write", "Edit") or not isinstance(outcome, dict):
+            return None
+        path = outcome.get("filePath")
+        if not isinstance(path, str):
+            return None
+        before = outcome.get("originalFile")
+        if not isinstance(before, str):
+            before = self._files.get(path)
+        if name == "Write":
+            after = outcome.get("content")
+            if outcome.get("type") == "create":
+                before = None
+            elif before is None:
+                return None
+        else:
+            old, new = outcome.get("oldString"), outcome.get("newString")
+            if before is None or not isinstance(old, str) or not isinstance(new, str):
+                return None
+            if old not in before:
+                return None
+            count = -1 if outcome.get("replaceAll") is True else 1
+            after = before.replace(old, new, count)
+        if not isinstance(after, str):
+            return None
+        self._files[path] = after
+        where = run.workspace.path if run.workspace is not None else None
+        shown = path
+        if where and os.path.isabs(path):
+            relative = os.path.relpath(path, where)
+            if not relative.startswith(".."):
+                shown = relative
+        return (FileEffect(shown, None if before is None else _sha256(before), _sha256(after)),)
 
     def _assistant(self, number: int, line: dict[str, Any], run: ImportedRun) -> None:
         message = line.get("message")
@@ -219,6 +369,10 @@ class ClaudeReader:
                     orjson.dumps(tool_input).decode(),
                     response_id=response_id,
                 )
+                self._names[call_id] = name
+                early = self._early.pop(call_id, None)
+                if early is not None:  # its result was written first
+                    self._result(early[0], early[1], early[2], run)
             else:
                 kept = True  # thinking, images, ...: kept as they were
         stop = message.get("stop_reason")
@@ -245,7 +399,8 @@ class ClaudeReader:
 
 _BOOKKEEPING = frozenset(
     {"summary", "system", "file-history-snapshot", "progress", "queue-operation",
-     "permission-mode", "custom-title", "tag", "agent-name"}
+     "permission-mode", "custom-title", "tag", "agent-name", "ai-title", "last-prompt",
+     "attachment", "mode"}
 )  # fmt: skip
 _STOP = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
          "stop_sequence": "stop", "refusal": "content_filter"}  # fmt: skip

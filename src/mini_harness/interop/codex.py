@@ -27,6 +27,10 @@ from mini_harness.interop.source import SourceFile
 
 FORMAT = "codex"
 _ENVELOPE = ("session_meta", "turn_context", "response_item", "event_msg", "compacted")
+# Line types of later versions kept as they are, without a report: the environment the
+# app describes to the model (`world_state`).
+_KEPT = frozenset({"world_state"})
+_RECENT = 16  # user messages remembered to find the event that repeats each
 
 
 def looks_like(first: dict[str, Any]) -> bool:
@@ -66,6 +70,7 @@ class CodexReader:
         self.run = run
         self._make_run = make_run  # (meta, first ts) -> ImportedRun
         self._total: tuple[int, int, int] | None = None  # the last cumulative usage
+        self._said: list[str] = []  # user messages not yet repeated by a user_message event
 
     def read(self) -> ImportedRun | None:
         for number, line in self.source:
@@ -113,6 +118,8 @@ class CodexReader:
         elif kind == "event_msg":
             if payload.get("type") == "token_count":
                 self._token_count(number, payload, ts, line)
+            elif payload.get("type") == "user_message":
+                self._user_message(number, payload, ts, line)
             else:
                 self._keep(number, f"event_msg/{payload.get('type')}", ts, line)
         elif kind == "turn_context":
@@ -121,11 +128,26 @@ class CodexReader:
             assert self.run is not None
             message = payload.get("message")
             self.run.compacted(_ts(ts, self.run), message if isinstance(message, str) else None)
-        elif kind == "session_meta":
+        elif kind == "session_meta" or kind in _KEPT:
             self._keep(number, kind, ts, line)
         else:
             self.source.problem(number, f"unknown line type {kind!r}: kept, not modelled")
             self._keep(number, kind, ts, line)
+
+    def _user_message(self, number: int, payload: dict[str, Any], ts: Any, line: Any) -> None:
+        """The event that repeats a user's message the rollout recorded as a response item
+        (the text is in the run once, as that message); what else it says (images, ids)
+        is kept without the text. An event repeating no message is kept whole."""
+        text = payload.get("message")
+        if not isinstance(text, str) or text not in self._said:
+            self._keep(number, "event_msg/user_message", ts, line)
+            return
+        self._said.remove(text)
+        rest = {k: v for k, v in payload.items() if k not in ("type", "message") and v}
+        if rest:
+            kept = dict(line)
+            kept["payload"] = {"type": "user_message", **rest}
+            self._keep(number, "event_msg/user_message", ts, kept)
 
     def _turn_context(self, payload: dict[str, Any], ts: Any, number: int, line: Any) -> None:
         run = self.run
@@ -180,6 +202,8 @@ class CodexReader:
                 run.output_text(at, text)
             elif role in ("user", "developer", "system"):
                 run.user(at, text)
+                if role == "user":
+                    self._said = [*self._said[-(_RECENT - 1) :], text]
             else:
                 self.source.problem(number, f"message of unknown role {role!r}: kept")
                 self._keep(number, "message", ts, line)
@@ -190,6 +214,8 @@ class CodexReader:
             self._call(number, kind, item, at, line)
         elif kind in ("function_call_output", "custom_tool_call_output"):
             self._output(number, item, at, line)
+        elif kind == "web_search_call":
+            self._web_search(number, item, at)
         else:
             self._keep(number, f"response_item/{kind}", ts, line)
 
@@ -226,6 +252,22 @@ class CodexReader:
             self._keep(number, kind, at, line)
             return
         run.output_call(at, call_id, name, tool_input, arguments)
+
+    def _web_search(self, number: int, item: dict[str, Any], at: str) -> None:
+        """A search the provider ran within the model's response: a `web_search` call (its
+        `action` the input) ended by its own line (`status`: completed, else failed; one
+        still in progress stays in doubt), the response going on."""
+        run = self.run
+        assert run is not None
+        call_id = item.get("id")
+        call_id = call_id if isinstance(call_id, str) and call_id else f"web_search:{number}"
+        action = item.get("action")
+        tool_input: JsonValue = action if isinstance(action, dict) else {}
+        run.output_call(at, call_id, "web_search", tool_input, orjson.dumps(tool_input).decode())
+        status = item.get("status")
+        if isinstance(status, str) and status != "in_progress":  # else: in doubt
+            failed = status != "completed"
+            run.result(at, call_id, {"status": status}, is_error=failed, answered=False)
 
     def _output(self, number: int, item: dict[str, Any], at: str, line: Any) -> None:
         run = self.run
