@@ -33,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +40,18 @@ CODEX_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 CODEX_OUTPUTS = ("function_call_output", "custom_tool_call_output")
 
 
-@dataclass
 class Count:
-    """What one session holds: lines, call ids, result ids and usage."""
+    """What one session holds: lines, call ids, result ids and usage.
 
-    lines: int = 0
-    calls: list[str] = field(default_factory=list)  # one entry per call recorded
-    results: set[str] = field(default_factory=set)
-    usage: list[int] = field(default_factory=lambda: [0, 0, 0])  # input, output, cached
-    kept: collections.Counter[str] = field(default_factory=collections.Counter)
+    (A plain class: bench/run.py loads every bench module without registering it, which
+    dataclasses need.)"""
+
+    def __init__(self) -> None:
+        self.lines = 0
+        self.calls: list[str] = []  # one entry per call recorded
+        self.results: set[str] = set()
+        self.usage = [0, 0, 0]  # input, output, cached
+        self.kept: collections.Counter[str] = collections.Counter()
 
 
 def _objects(path: Path) -> Iterator[dict[str, Any]]:

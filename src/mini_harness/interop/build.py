@@ -12,13 +12,16 @@ kept verbatim as an event of a type mini-harness does not know (`SourceRecord`),
 every reader counts and passes over.
 
 Memory stays flat in the size of the file: the request hash is fed message by message,
-and only what a compaction needs (each message without its text) is kept.
+and what a compaction needs (each message without its text, and its estimated tokens)
+goes to a temporary file, read back only when the source compacts.
 """
 
 from __future__ import annotations
 
 import datetime
-from typing import Any
+import tempfile
+from collections.abc import Iterator
+from typing import IO, Any
 
 import attrs
 import orjson
@@ -129,6 +132,49 @@ class _Open:
     ts: str
 
 
+class _Skeleton:
+    """Every message sent, without its text, with its estimated tokens: one JSON line
+    each in a temporary file (made at the first message), so that memory does not grow
+    with the conversation; a compaction reads them back and writes them anew."""
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] | None = None
+        self.count = 0
+
+    def __repr__(self) -> str:
+        return f"<_Skeleton(count={self.count})>"
+
+    def append(self, message: Message, tokens: int) -> None:
+        if self._file is None:
+            self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
+        calls = [[call.id, call.name, call.arguments] for call in message.tool_calls]
+        row = [tokens, message.role, message.content, calls, message.tool_call_id]
+        row += [message.name, message.is_error]
+        self._file.write(orjson.dumps(row) + b"\n")
+        self.count += 1
+
+    def __iter__(self) -> Iterator[tuple[Message, int]]:
+        if self._file is None:
+            return
+        self._file.seek(0)
+        for line in self._file:
+            tokens, role, content, calls, call_id, name, is_error = orjson.loads(line)
+            tool_calls = tuple(ToolCall(*call) for call in calls)
+            yield Message(role, content, tool_calls, call_id, name, is_error), tokens
+        self._file.seek(0, 2)
+
+    def replace(self, messages: list[tuple[Message, int]]) -> None:
+        self.close()
+        self.count = 0
+        for message, tokens in messages:
+            self.append(message, tokens)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
 @attrs.frozen
 class RunStart:
     """What a run's RunStarted says, but its task (its first user message)."""
@@ -175,7 +221,7 @@ class ImportedRun:
         self.call_steps: dict[str, int] = {}  # the model's call id -> the step that made it
         self._hasher = RequestHasher()
         # Every message sent, without its text, and its estimated tokens.
-        self._skeleton: list[tuple[Message, int]] = []
+        self._skeleton = _Skeleton()
         self.finished = False
 
     def __repr__(self) -> str:
@@ -275,17 +321,19 @@ class ImportedRun:
         self._ensure_started(ts)
         replaced = []
         before = after = 0
-        for index, (message, tokens) in enumerate(self._skeleton):
+        sent = list(self._skeleton)  # a compaction is rare: the messages without text
+        for index, (message, tokens) in enumerate(sent):
             if message.content:  # replaced by an earlier compaction
                 continue
             placeholder = f"{COMPACTED} ~{tokens:,} tokens]"
             replaced.append(
                 ReplacedMessage(index, message.tool_call_id, message.name, tokens, placeholder)
             )
-            self._skeleton[index] = (attrs.evolve(message, content=placeholder), tokens)
+            sent[index] = (attrs.evolve(message, content=placeholder), tokens)
             before += tokens
             after += estimate_tokens(placeholder)
         if replaced:
+            self._skeleton.replace(sent)
             self.sink.emit(
                 ContextTrimmed(
                     ts=ts,
@@ -298,7 +346,7 @@ class ImportedRun:
                 )
             )
             self._hasher = RequestHasher()
-            self._hasher.add([message for message, _ in self._skeleton])
+            self._hasher.add([message for message, _ in sent])
         if summary:
             self._pending.append(Message("user", summary))
 
@@ -335,6 +383,7 @@ class ImportedRun:
             )
         )
         self.finished = True
+        self._skeleton.close()
 
     # --- inside -----------------------------------------------------------------------
 
@@ -393,7 +442,7 @@ class ImportedRun:
         self._hasher.add(messages)
         for message in messages:
             tokens = estimate_tokens(message.content)
-            self._skeleton.append((attrs.evolve(message, content=""), tokens))
+            self._skeleton.append(attrs.evolve(message, content=""), tokens)
 
     def _close(self) -> None:
         """Write the model turn being read: request, response, its calls, their results."""

@@ -17,13 +17,15 @@ prompt is a second child of the message it went back to. The main line is the on
 goes on to the session's last message; a branch left by a rewind is imported as a run of
 its own, forked from the main run at the step it left (`forked_from`), never mixed into
 the main run. Finding the branches takes a first pass over the file that keeps only each
-line's id, its parent's and whether it is a prompt.
+line's id and its parent's (as 64-bit numbers) and whether it is a prompt.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
+from array import array
 from typing import Any, Protocol
 
 import orjson
@@ -94,50 +96,79 @@ def _is_prompt(line: dict[str, Any]) -> bool:
     )
 
 
-def abandoned_branches(path: str) -> dict[str, str]:
-    """The lines of a session file left by a rewind: line uuid -> the uuid of the first
-    line of its branch. A branch is an earlier child of a line that later got a prompt as
-    another child, with all below it, unless the session's last message descends from it
-    (the main line). Sidechains are left out (their own runs)."""
-    parent: dict[str, str | None] = {}
-    children: dict[str | None, list[str]] = {}
-    prompts: set[str] = set()
-    last: str | None = None
+def line_key(uuid: str) -> int:
+    """A line's uuid as a 64-bit number (0 stands for none): what the first pass keeps."""
+    key = int.from_bytes(hashlib.blake2b(uuid.encode(), digest_size=8).digest(), "big")
+    return key - (1 << 63) or 1
+
+
+def abandoned_branches(path: str) -> dict[int, int]:
+    """The lines of a session file left by a rewind: line key -> the key of the first
+    line of its branch (`line_key`). A branch is an earlier child of a line that later got
+    a prompt as another child, with all below it, unless the session's last message
+    descends from it (the main line). Sidechains are left out (their own runs).
+
+    Memory: 17 bytes a line (two keys and a flag in arrays), then an index sorted by key;
+    no text, no string is kept."""
+    keys, ups, prompts = array("q"), array("q"), bytearray()
+    last = -1
     for _number, line in SourceFile(path):
         uuid = line.get("uuid")
-        if not isinstance(uuid, str) or line.get("isSidechain") is True or uuid in parent:
+        if not isinstance(uuid, str) or line.get("isSidechain") is True:
             continue
         up = line.get("parentUuid")
-        up = up if isinstance(up, str) else None
-        parent[uuid] = up
-        children.setdefault(up, []).append(uuid)
-        if _is_prompt(line):
-            prompts.add(uuid)
+        keys.append(line_key(uuid))
+        ups.append(line_key(up) if isinstance(up, str) else 0)
+        prompts.append(_is_prompt(line))
         if line.get("type") in CONVERSATION:
-            last = uuid
-    main: set[str] = set()
+            last = len(keys) - 1
+    count = len(keys)
+    if last < 0:
+        return {}
+    order = array("l", sorted(range(count), key=keys.__getitem__))
+    sorted_keys = array("q", (keys[i] for i in order))
+    seen = bytearray(count)  # a uuid written again: its first line counts
+    for place in range(1, count):
+        if sorted_keys[place] == sorted_keys[place - 1]:
+            seen[order[place]] = 1
+
+    def index(key: int) -> int:
+        place = bisect.bisect_left(sorted_keys, key)
+        if not key or place == count or sorted_keys[place] != key:
+            return -1
+        return order[place]
+
+    parents = array("l", (index(up) for up in ups))
+    main = bytearray(count)
     node = last
-    while node is not None and node not in main:
-        main.add(node)
-        node = parent.get(node)
-    branches: dict[str, str] = {}
-    for up, kids in children.items():
-        if up is None or len(kids) < 2:
+    while node >= 0 and not main[node]:
+        main[node] = 1
+        node = parents[node]
+    # A line with children before a prompt child: the children before it left.
+    first_child = array("l", [-1]) * count
+    forks: dict[int, int] = {}  # the line rewound to -> its last prompt child after others
+    for line_no in range(count):
+        up = parents[line_no]
+        if up < 0 or seen[line_no]:
             continue
-        later = [index for index, kid in enumerate(kids) if index and kid in prompts]
-        if not later:
-            continue
-        for root in kids[: later[-1]]:
-            if root in main or root in branches:
-                continue
-            stack = [root]
-            while stack:
-                node = stack.pop()
-                if node in main or node in branches:
-                    continue
-                branches[node] = root
-                stack.extend(children.get(node, ()))
-    return branches
+        if first_child[up] < 0:
+            first_child[up] = line_no
+        elif prompts[line_no]:
+            forks[up] = line_no
+    root_of = array("l", [-1]) * count
+    for line_no in range(count):
+        up = parents[line_no]
+        if up in forks and line_no < forks[up] and not main[line_no] and not seen[line_no]:
+            root_of[line_no] = line_no
+    changed = bool(forks)
+    while changed:  # below each root; again while a child came before its parent
+        changed = False
+        for line_no in range(count):
+            up = parents[line_no]
+            if root_of[line_no] < 0 and up >= 0 and root_of[up] >= 0 and not main[line_no]:
+                root_of[line_no] = root_of[up]
+                changed = True
+    return {keys[i]: keys[root_of[i]] for i in range(count) if root_of[i] >= 0}
 
 
 def _sha256(text: str) -> str:
@@ -163,8 +194,8 @@ class ClaudeReader:
         self.runs: list[ImportedRun] = []
         self.agents: dict[str, str] = {}  # a subagent's id -> the model's id of its call
         self._chains: dict[str, ImportedRun] = {}  # a sidechain line's uuid -> its run
-        self._branches: dict[str, str] = {}  # a line a rewind left -> its branch's first
-        self._forks: dict[str, ImportedRun] = {}  # a branch's first line -> its run
+        self._branches: dict[int, int] = {}  # a line a rewind left -> its branch's first
+        self._forks: dict[int, ImportedRun] = {}  # a branch's first line -> its run
         self.forks: list[ImportedRun] = []
         # A result that came before its call: the model's id -> (line number, line, block).
         self._early: dict[str, tuple[int, dict[str, Any], dict[str, Any]]] = {}
@@ -210,9 +241,10 @@ class ClaudeReader:
             self.main = self._make_run(line, self._spawned_by, "")
             self.runs.append(self.main)
         uuid = line.get("uuid")
-        root = self._branches.get(uuid) if isinstance(uuid, str) else None
-        if root is not None:
-            return self._fork(line, root)
+        if self._branches and isinstance(uuid, str):
+            root = self._branches.get(line_key(uuid))
+            if root is not None:
+                return self._fork(line, root, uuid)
         if self._sidechain_file or line.get("isSidechain") is not True:
             return self.main
         uuid, parent = line.get("uuid"), line.get("parentUuid")
@@ -225,9 +257,10 @@ class ClaudeReader:
             self._chains[uuid] = run
         return run
 
-    def _fork(self, line: dict[str, Any], root: str) -> ImportedRun:
-        """The run of the branch a rewind left that starts at line `root`: forked from the
-        main run at the step the branch left it."""
+    def _fork(self, line: dict[str, Any], root: int, uuid: str) -> ImportedRun:
+        """The run of the branch a rewind left that starts at line `root` (`uuid` is the
+        first of its lines read, which names it): forked from the main run at the step
+        the branch left it."""
         run = self._forks.get(root)
         if run is None:
             main = self.main
