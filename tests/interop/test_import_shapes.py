@@ -210,3 +210,49 @@ def test_checker_reports_a_call_the_import_lost(
     check = _checker()
     assert check.main([str(CODEX), "--imported", str(target)]) == 1
     assert "DIFFERS" in capsys.readouterr().out
+
+
+def test_a_windows_session_names_files_as_its_snapshots_do(tmp_path: Path) -> None:
+    # Claude Code on Windows: the cwd has backslashes, the calls' paths forward slashes
+    # and another case of the drive letter; the snapshots name `src\app.ts`.
+    head = {
+        "isSidechain": False,
+        "cwd": "C:\\Users\\me\\shop",
+        "sessionId": "w-1",
+        "version": "2.1.79",
+    }
+    path = "c:/Users/me/shop/src/app.ts"
+
+    def line(kind: str, uuid: str, parent: str | None, content: Any, **more: Any) -> bytes:
+        role = "assistant" if kind == "assistant" else "user"
+        message: dict[str, Any] = {"role": role, "content": content}
+        if kind == "assistant":
+            message |= {"id": f"msg_{uuid}", "model": "claude-opus-4-6"}
+        fields = {"type": kind, "uuid": uuid, "parentUuid": parent, "message": message}
+        return orjson.dumps({**head, **fields, **more}) + b"\n"
+
+    def call(name: str, tool_id: str, tool_input: Any) -> list[Any]:
+        return [{"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}]
+
+    def result(tool_id: str) -> list[Any]:
+        return [{"type": "tool_result", "tool_use_id": tool_id, "content": "ok"}]
+
+    write = {"file_path": path, "content": "let a = 1;\n"}
+    edit = {"file_path": path, "old_string": "1", "new_string": "2"}
+    created = {"type": "create", "filePath": path, "content": "let a = 1;\n"}
+    edited = {"filePath": path, "oldString": "1", "newString": "2", "originalFile": None}
+    session = tmp_path / "w-1.jsonl"
+    session.write_bytes(
+        line("user", "u1", None, "Start the app.")
+        + line("assistant", "a1", "u1", call("Write", "t1", write))
+        + line("user", "r1", "a1", result("t1"), toolUseResult=created)
+        + line("assistant", "a2", "r1", call("Edit", "t2", edit))
+        + line("user", "r2", "a2", result("t2"), toolUseResult=edited)
+    )
+    events, result_ = events_of(session)
+    assert result_.problems == ()
+    changed = [e.effects for e in events if isinstance(e, ToolSucceeded)]
+    assert changed == [
+        (FileEffect("src\\app.ts", None, sha("let a = 1;\n")),),
+        (FileEffect("src\\app.ts", sha("let a = 1;\n"), sha("let a = 2;\n")),),
+    ]

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import os
+import ntpath
+import posixpath
+import re
 from array import array
 from typing import Any, Protocol
 
@@ -169,6 +171,29 @@ def abandoned_branches(path: str) -> dict[int, int]:
                 root_of[line_no] = root_of[up]
                 changed = True
     return {keys[i]: keys[root_of[i]] for i in range(count) if root_of[i] >= 0}
+
+
+def _windows(run: ImportedRun) -> bool:
+    """Whether the session ran on Windows (its directory has a drive letter)."""
+    where = run.workspace.path if run.workspace is not None else ""
+    return re.match(r"^[A-Za-z]:[\\/]", where) is not None
+
+
+def _relative(path: str, run: ImportedRun) -> str:
+    """A file's path as the session's file-history snapshots name it: relative to the
+    session's directory when inside it, with the separators of the machine it ran on (a
+    session from Windows has `C:\\...` directories)."""
+    where = run.workspace.path if run.workspace is not None else None
+    if not where:
+        return path
+    paths: Any = ntpath if _windows(run) else posixpath
+    if not paths.isabs(path):
+        return path
+    try:
+        relative: str = paths.relpath(path, where)
+    except ValueError:  # another drive
+        return path
+    return path if relative == ".." or relative.startswith(("../", "..\\")) else relative
 
 
 def _sha256(text: str) -> str:
@@ -339,9 +364,11 @@ class ClaudeReader:
         path = outcome.get("filePath")
         if not isinstance(path, str):
             return None
+        shown = _relative(path, run)
+        key = ntpath.normcase(shown) if _windows(run) else shown  # one file, however named
         before = outcome.get("originalFile")
         if not isinstance(before, str):
-            before = self._files.get(path)
+            before = self._files.get(key)
         if name == "Write":
             after = outcome.get("content")
             if outcome.get("type") == "create":
@@ -358,14 +385,9 @@ class ClaudeReader:
             after = before.replace(old, new, count)
         if not isinstance(after, str):
             return None
-        self._files[path] = after
-        where = run.workspace.path if run.workspace is not None else None
-        shown = path
-        if where and os.path.isabs(path):
-            relative = os.path.relpath(path, where)
-            if not relative.startswith(".."):
-                shown = relative
-        return (FileEffect(shown, None if before is None else _sha256(before), _sha256(after)),)
+        self._files[key] = after
+        before_sha = None if before is None else _sha256(before)
+        return (FileEffect(shown, before_sha, _sha256(after)),)
 
     def _assistant(self, number: int, line: dict[str, Any], run: ImportedRun) -> None:
         message = line.get("message")
