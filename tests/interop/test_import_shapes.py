@@ -159,6 +159,26 @@ def test_codex_user_message_is_in_the_run_once(tmp_path: Path) -> None:
     assert kept == [{"type": "user_message", "client_id": "c-7"}]
 
 
+def test_codex_answer_and_reasoning_summary_are_kept_once() -> None:
+    events, _ = events_of(CODEX)
+    kept = [e.data for e in events if isinstance(e, UnknownEvent)]
+    # The answer is the model's text; the event that streamed it before keeps its phase.
+    answers = [
+        m.message.content for m in events if isinstance(m, ModelResponded) and m.message.content
+    ]
+    assert "It opens at 9." in answers
+    raw = [orjson.dumps(data).decode() for data in kept]
+    echoes = [d for d in kept if d["sourceType"] != "event_msg/task_complete"]
+    assert not any("It opens at 9." in orjson.dumps(d).decode() for d in echoes)
+    streamed = [
+        d["record"]["payload"] for d in kept if d["sourceType"] == "event_msg/agent_message"
+    ]
+    assert streamed == [{"type": "agent_message", "phase": "final_answer"}]
+    # The reasoning's summary stays in the reasoning item kept as it was, not twice.
+    assert sum("Looking up the hours" in line for line in raw) == 1
+    assert "event_msg/agent_reasoning" not in kept_types(events)
+
+
 def test_codex_web_search_is_a_call_within_the_response(tmp_path: Path) -> None:
     out, result = written(CODEX, tmp_path)
     run = read_history(out, requests=True).runs[0]
@@ -256,3 +276,32 @@ def test_a_windows_session_names_files_as_its_snapshots_do(tmp_path: Path) -> No
         (FileEffect("src\\app.ts", None, sha("let a = 1;\n")),),
         (FileEffect("src\\app.ts", sha("let a = 1;\n"), sha("let a = 2;\n")),),
     ]
+
+
+def test_codex_echoes_written_before_both_items_wait_for_theirs(tmp_path: Path) -> None:
+    # Codex 0.60 writes the reasoning's and the answer's events first, then both items.
+    def item(kind: str, payload: dict[str, Any]) -> bytes:
+        return orjson.dumps(
+            {"timestamp": "2025-11-22T21:03:00.000Z", "type": kind, "payload": payload}
+        )
+
+    rollout = tmp_path / "rollout-2025-11-22T21-00-00-x.jsonl"
+    said = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Go"}]}
+    summary = [{"type": "summary_text", "text": "**Plan**"}]
+    answer = [{"type": "output_text", "text": "Built it."}]
+    rollout.write_bytes(
+        b"\n".join(
+            [
+                item("session_meta", {"id": "s-60", "cwd": "/w", "cli_version": "0.60.1"}),
+                item("response_item", said),
+                item("event_msg", {"type": "agent_reasoning", "text": "**Plan**"}),
+                item("event_msg", {"type": "agent_message", "message": "Built it."}),
+                item("response_item", {"type": "reasoning", "summary": summary}),
+                item("response_item", {"type": "message", "role": "assistant", "content": answer}),
+            ]
+        )
+        + b"\n"
+    )
+    events, result = events_of(rollout)
+    assert result.problems == ()
+    assert not {"event_msg/agent_reasoning", "event_msg/agent_message"} & set(kept_types(events))

@@ -31,6 +31,10 @@ _ENVELOPE = ("session_meta", "turn_context", "response_item", "event_msg", "comp
 # app describes to the model (`world_state`).
 _KEPT = frozenset({"world_state"})
 _RECENT = 16  # user messages remembered to find the event that repeats each
+# Events that repeat the response item that follows them: the answer's text, the
+# reasoning's summary. Held until that item comes (at most _HELD of them).
+_ECHOES = ("agent_message", "agent_reasoning")
+_HELD = 64
 
 
 def looks_like(first: dict[str, Any]) -> bool:
@@ -71,6 +75,7 @@ class CodexReader:
         self._make_run = make_run  # (meta, first ts) -> ImportedRun
         self._total: tuple[int, int, int] | None = None  # the last cumulative usage
         self._said: list[str] = []  # user messages not yet repeated by a user_message event
+        self._held: list[tuple[int, Any, dict[str, Any]]] = []  # echoes: number, ts, line
 
     def read(self) -> ImportedRun | None:
         for number, line in self.source:
@@ -85,6 +90,7 @@ class CodexReader:
             else:
                 self.source.problem(number, "no `type`: not a rollout line")
         if self.run is not None:
+            self._release(None)
             self.run.finish()
         return self.run
 
@@ -120,6 +126,11 @@ class CodexReader:
                 self._token_count(number, payload, ts, line)
             elif payload.get("type") == "user_message":
                 self._user_message(number, payload, ts, line)
+            elif payload.get("type") in _ECHOES:
+                self._held.append((number, ts, line))
+                if len(self._held) > _HELD:  # no item repeats them: kept as they are
+                    number, ts, line = self._held.pop(0)
+                    self._keep(number, f"event_msg/{line['payload'].get('type')}", ts, line)
             else:
                 self._keep(number, f"event_msg/{payload.get('type')}", ts, line)
         elif kind == "turn_context":
@@ -190,9 +201,45 @@ class CodexReader:
 
     # --- response items ----------------------------------------------------------------
 
+    def _release(self, item: dict[str, Any] | None) -> None:
+        """The events held before `item` (None: the rollout ended): one that repeats it
+        (an answer's text, the summary of reasoning) adds nothing but what else it says
+        (a `phase`), kept without the text; one its item did not repeat, or still held
+        when the user speaks again, is kept whole. The others wait for their item."""
+        if not self._held:
+            return
+        kind = item.get("type") if item is not None else None
+        role = item.get("role") if item is not None else None
+        pairs = None
+        texts: list[str] = []
+        if item is not None and kind == "message" and role == "assistant":
+            pairs, texts = "agent_message", [_content_text(item.get("content"))]
+        elif item is not None and kind == "reasoning":
+            summary = item.get("summary")
+            blocks = summary if isinstance(summary, list) else []
+            pairs = "agent_reasoning"
+            texts = [b["text"] for b in blocks if isinstance(b, dict) and "text" in b]
+        ends = item is None or (kind == "message" and role != "assistant")
+        held, self._held = self._held, []
+        for number, ts, line in held:
+            payload = line["payload"]
+            echo = payload.get("type")
+            if echo != pairs and not ends:
+                self._held.append((number, ts, line))  # its item is still to come
+                continue
+            text = payload.get("message", payload.get("text"))
+            if echo != pairs or text not in texts:
+                self._keep(number, f"event_msg/{echo}", ts, line)
+                continue
+            texts.remove(text)
+            rest = {k: v for k, v in payload.items() if k not in ("message", "text") and v}
+            if set(rest) - {"type"}:
+                self._keep(number, f"event_msg/{echo}", ts, {**line, "payload": rest})
+
     def _response_item(self, number: int, item: dict[str, Any], ts: Any, line: Any) -> None:
         run = self.run
         assert run is not None
+        self._release(item)
         at = _ts(ts, run)
         kind = item.get("type")
         if kind == "message":
