@@ -305,3 +305,31 @@ def test_codex_echoes_written_before_both_items_wait_for_theirs(tmp_path: Path) 
     events, result = events_of(rollout)
     assert result.problems == ()
     assert not {"event_msg/agent_reasoning", "event_msg/agent_message"} & set(kept_types(events))
+
+
+def test_a_prompt_beside_a_result_leaves_the_result_with_its_call(tmp_path: Path) -> None:
+    # A prompt whose parent is the model's line with a call that already has its result
+    # as a child: the result is no branch of its own, it ends the call on the main line.
+    head = {"isSidechain": False, "cwd": "/w", "sessionId": "r-1", "version": "2.1.90"}
+
+    def line(kind: str, uuid: str, parent: str | None, content: Any) -> bytes:
+        role = "assistant" if kind == "assistant" else "user"
+        message: dict[str, Any] = {"role": role, "content": content}
+        if kind == "assistant":
+            message["id"] = f"msg_{uuid}"
+        fields = {"type": kind, "uuid": uuid, "parentUuid": parent, "message": message}
+        return orjson.dumps({**head, **fields}) + b"\n"
+
+    session = tmp_path / "r-1.jsonl"
+    session.write_bytes(
+        line("user", "u1", None, "List the files.")
+        + line("assistant", "a1", "u1", [{"type": "tool_use", "id": "t1", "name": "Bash"}])
+        + line("user", "r1", "a1", [{"type": "tool_result", "tool_use_id": "t1", "content": "a"}])
+        + line("user", "u2", "a1", "And the hidden ones.")
+        + line("assistant", "a2", "u2", [{"type": "text", "text": "None."}])
+    )
+    out, result = written(session, tmp_path)
+    assert result.problems == ()
+    assert result.branches == 0
+    (run,) = read_history(out, requests=True).runs
+    assert [(call.name, call.status) for call in run.calls] == [("Bash", "succeeded")]

@@ -98,6 +98,9 @@ def _is_prompt(line: dict[str, Any]) -> bool:
     )
 
 
+_PROMPT, _RESULT = 1, 2
+
+
 def line_key(uuid: str) -> int:
     """A line's uuid as a 64-bit number (0 stands for none): what the first pass keeps."""
     key = int.from_bytes(hashlib.blake2b(uuid.encode(), digest_size=8).digest(), "big")
@@ -110,9 +113,9 @@ def abandoned_branches(path: str) -> dict[int, int]:
     a prompt as another child, with all below it, unless the session's last message
     descends from it (the main line). Sidechains are left out (their own runs).
 
-    Memory: 17 bytes a line (two keys and a flag in arrays), then an index sorted by key;
-    no text, no string is kept."""
-    keys, ups, prompts = array("q"), array("q"), bytearray()
+    Memory: arrays of numbers, at most about 60 bytes a line (the ids as 64-bit keys,
+    an index sorted by key, each line's parent); no text, no string is kept."""
+    keys, ups, kinds = array("q"), array("q"), bytearray()  # kinds: _PROMPT, _RESULT, 0
     last = -1
     for _number, line in SourceFile(path):
         uuid = line.get("uuid")
@@ -121,7 +124,7 @@ def abandoned_branches(path: str) -> dict[int, int]:
         up = line.get("parentUuid")
         keys.append(line_key(uuid))
         ups.append(line_key(up) if isinstance(up, str) else 0)
-        prompts.append(_is_prompt(line))
+        kinds.append(_PROMPT if _is_prompt(line) else _RESULT if line.get("type") == "user" else 0)
         if line.get("type") in CONVERSATION:
             last = len(keys) - 1
     count = len(keys)
@@ -155,12 +158,15 @@ def abandoned_branches(path: str) -> dict[int, int]:
             continue
         if first_child[up] < 0:
             first_child[up] = line_no
-        elif prompts[line_no]:
+        elif kinds[line_no] == _PROMPT:
             forks[up] = line_no
     root_of = array("l", [-1]) * count
     for line_no in range(count):
         up = parents[line_no]
-        if up in forks and line_no < forks[up] and not main[line_no] and not seen[line_no]:
+        # A result stays with its call (on the main line): only what the model or the
+        # user wrote after the line rewound to left with the branch.
+        left = up in forks and line_no < forks[up] and kinds[line_no] != _RESULT
+        if left and not main[line_no] and not seen[line_no]:
             root_of[line_no] = line_no
     changed = bool(forks)
     while changed:  # below each root; again while a child came before its parent
