@@ -110,6 +110,29 @@ class TestBothReRunsAgree:
         shown = invoke(["replay", str(log), "--rerun", "--workspace", str(ws)])
         assert 'Step 1: read_file {"path":"big.txt"}: re-run, same result' in shown.output
 
+    def test_an_input_recorded_redacted_is_not_sent_again(self, tmp_path: Path) -> None:
+        """A path holding a secret was recorded as `[REDACTED].txt`: neither re-run sends
+        that to the tool (it would test a file the model never named); both serve or skip
+        it, saying why."""
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        (ws / "hunter2.txt").write_text("hi\n")
+        script = write_script(
+            tmp_path / "s.json",
+            [{"toolCalls": [{"name": "read_file", "arguments": {"path": "hunter2.txt"}}]}],
+        )
+        log = tmp_path / "t.jsonl"
+        args = ["--workspace", str(ws), "run", "Read it.", "--model", script, "--log", str(log)]
+        invoke([*args, "--redact-env", "MY_SECRET"], env={"MY_SECRET": "hunter2"})
+        (run,) = fold_agent_runs(log)
+        offline = replay_agent_run(run, agent_registry(ws))
+        call_by_call = rerun_transcript(log, agent_registry(ws))
+        why = "input not recorded: redacted"
+        assert [(c.outcome, c.reason) for c in offline.calls] == [("skipped", why)]
+        assert [(c.outcome, c.reason) for c in call_by_call.outcomes] == [("skipped", why)]
+        shown = invoke(["replay", str(log), "--rerun", "--workspace", str(ws)])
+        assert f'[REDACTED].txt"}}: served from the record ({why})' in shown.output
+
 
 class TestSideEffects:
     @pytest.fixture(name="counted")
