@@ -443,6 +443,8 @@ class TestToolInputNumbers:
         wide = run("--tool", "echo", "--tool-input", '{"text":"a","n":18446744073709551615}')
         assert wide.exit_code == 0
         assert '"n":18446744073709551615' in wide.stdout
+        large = run("--tool", "echo", "--tool-input", '{"text":"a","n":1e19,"m":-9.3e18}')
+        assert large.exit_code == 0  # floats that large are floats, not wide integers
 
 
 def _console(

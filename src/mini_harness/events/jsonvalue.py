@@ -162,8 +162,9 @@ def _describe(value: object, path: str) -> str | None:
 
 # orjson turns an integer outside 64 bits into a float without a word (or, past ~309
 # digits, refuses it as infinity). Such an integer needs at least 19 digits in a row
-# (-9223372036854775809), so only text holding a run that long is read a second time.
+# (-9223372036854775809); a float it became is at least this large.
 _LONG_DIGITS = re.compile(r"\d{19}")
+_WIDE_AS_FLOAT = 9.2e18
 # Past this many digits an integer is named by its length (Python would not even read it).
 _SHOWN_DIGITS = 40
 
@@ -174,8 +175,6 @@ def decode_json_input(text: str) -> JsonValue:
     MAX_JSON_DEPTH, JsonSyntaxError when it does not parse (`not valid JSON (REASON)`),
     NotJsonError when it holds an integer that does not fit in 64 bits. The one decoder of
     such text."""
-    if nested_deeper_than(text):
-        raise TooDeepError(TOO_DEEP)
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
@@ -184,9 +183,35 @@ def decode_json_input(text: str) -> JsonValue:
         if _LONG_DIGITS.search(text):
             _refuse_wide_integers(text)
         raise JsonSyntaxError(f"not valid JSON ({exc})") from None
-    if _LONG_DIGITS.search(text):
+    deep, wide = _bounds_of(value)
+    if deep:
+        raise TooDeepError(TOO_DEEP)
+    if wide:  # seldom: only then is the text read again, integers as their digits
         _refuse_wide_integers(text)
     return value
+
+
+def _bounds_of(value: JsonValue) -> tuple[bool, bool]:
+    """Whether a decoded value nests deeper than MAX_JSON_DEPTH, and whether it holds a
+    float as large as an integer outside 64 bits turns into. One walk of the value: model
+    arguments are a few nodes holding long strings, where searching the text would cost
+    more than parsing it."""
+    wide = type(value) is float and abs(value) >= _WIDE_AS_FLOAT
+    stack: list[tuple[JsonValue, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is not dict and kind is not list:
+            continue
+        if depth > MAX_JSON_DEPTH:
+            return True, wide
+        for child in item.values() if kind is dict else item:
+            inner = type(child)
+            if inner is dict or inner is list:
+                stack.append((child, depth + 1))
+            elif inner is float and abs(child) >= _WIDE_AS_FLOAT:
+                wide = True
+    return False, wide
 
 
 def _refuse_wide_integers(text: str) -> None:
