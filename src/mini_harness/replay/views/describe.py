@@ -106,7 +106,11 @@ def step_ms(step: Step) -> float | None:
 
 
 def call_counts(history: History) -> dict[str, int]:
-    """Calls of every run by status: succeeded, failed, in doubt (in that order)."""
+    """Calls of every run shown by status: succeeded, failed, in doubt (in that order).
+
+    What a selection kept (`show --status failed` counts only the failed calls), where
+    `History.totals` counts what the log records, which the exit code goes by whatever is
+    shown."""
     counts = dict.fromkeys((SUCCEEDED, FAILED, IN_DOUBT), 0)
     for run, _depth in history.walk():
         for call in run.every_call():
