@@ -42,6 +42,12 @@ $(VENV)/.ray-installed: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,sign,ray]'
 	touch $@
 
+# DuckDB, polars and pandas, whose recipes the docs give (about 105 MB of wheels, polars
+# alone 55 MB): only the test target installs them.
+$(VENV)/.data-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp,openai,anthropic,sign,data]'
+	touch $@
+
 # run_command's sandbox: bubblewrap (Debian package), installed when missing and root can;
 # otherwise the sandbox tests skip and say what is missing.
 sandbox:
@@ -67,7 +73,7 @@ ssh-keygen:
 		&& (apt-get update -qq && apt-get install -y -qq openssh-client >/dev/null) \
 		|| echo "ssh-keygen is missing (apt-get install openssh-client): SSH signature tests will skip"; }
 
-test: $(STAMP) $(VENV)/.ray-installed $(VENV)/.browser-installed sandbox chromium ssh-keygen
+test: $(STAMP) $(VENV)/.ray-installed $(VENV)/.browser-installed $(VENV)/.data-installed sandbox chromium ssh-keygen
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from mini_harness import ToolRuntime
 from mini_harness.cli import cli
 from mini_harness.cli.coding import make_approver, print_effects
-from mini_harness.events import ToolSucceeded
+from mini_harness.events import CallOrigin, RunStarted, ToolSucceeded
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
 from mini_harness.transcripts import JsonlTranscript, read_transcript
@@ -104,6 +104,22 @@ class TestUndo:
         assert isinstance(last, ToolSucceeded)
         assert last.effects is not None
         assert {e.path: e.after for e in last.effects}["new.txt"] is None
+
+    def test_the_undo_run_names_the_call_it_reverts(
+        self, applied: tuple[Path, Path, str, dict[str, bytes]]
+    ) -> None:
+        """The undo's RunStarted names the call it reverts and that call's run, and `show`
+        says so on the undo run's line."""
+        ws, log, call_id, _ = applied
+        code, output = invoke_undo(log, call_id, ws)
+        assert code == 0, output
+        first, undo = [r.event for r in read_transcript(log) if isinstance(r.event, RunStarted)]
+        assert first.undoes is None
+        assert undo.undoes == CallOrigin(first.run_id, call_id)
+        shown = CliRunner().invoke(cli, ["show", str(log)])
+        assert shown.exit_code == 0, shown.output
+        (line,) = [line for line in shown.stdout.splitlines() if line.startswith("Run 2 ")]
+        assert line.endswith(f" · undo of call {call_id} of run {first.run_id}")
 
     def test_a_file_that_moved_on_blocks_the_undo(
         self, applied: tuple[Path, Path, str, dict[str, bytes]]

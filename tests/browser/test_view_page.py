@@ -3,6 +3,7 @@ searches, keeps hostile text inert, and opens 100,000 calls in a few seconds."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from tests.replay.timeline_fixtures import (
     agent_events,
     record_agent_run,
     record_reads,
+    record_undo,
     tool_events,
     write,
 )
@@ -191,6 +193,20 @@ class TestRows:
         assert '{"text":3}' in line
         assert "Invalid input for echo.text" in line
 
+    def test_a_collapsed_row_keeps_its_whitespace(self, opened: Opened, tmp_path: Path) -> None:
+        """A row's one-line preview shows the spaces of an input and the indentation of
+        the model's text as they are, and each line break as ⏎."""
+        events = agent_events()
+        reply = next(event for event in events if event["type"] == "ModelResponded")
+        reply["message"]["content"] = "Plan:\n    1. read it\n\n    2. patch   it"
+        tools = tool_events()
+        tools[1]["input"] = {"text": "def f():\n    return  1"}
+        opened.open(make_page(write(tmp_path / "t.jsonl", events + tools)))
+        turn = opened.page.locator(".row.turn .line .grow").first.inner_text()
+        assert turn == "Plan:⏎    1. read it⏎⏎    2. patch   it"
+        call = opened.page.locator(".row.call[data-call='e1'] .line .grow").inner_text()
+        assert call.startswith('{"text":"def f():\\n    return  1"} → ')
+
     def test_a_nested_runs_finish_is_indented_with_it(self, opened: Opened, tmp_path: Path) -> None:
         """The finished: line of a run that continues another sits under that run, as
         indented as its header."""
@@ -208,6 +224,35 @@ class TestRows:
             finish = finishes.nth(index).evaluate("node => node.style.marginLeft")
             assert header == finish
         assert finishes.nth(1).evaluate("node => node.style.marginLeft") != "0px"
+
+
+class TestUndo:
+    def test_an_undo_run_links_to_the_call_it_reverts(self, opened: Opened, tmp_path: Path) -> None:
+        """An undo run says which call of which run it reverts and links to it: the link
+        shows that call opened, though a filter and a collapsed run hid it; the call says
+        which run undid it."""
+        log, call_id = record_undo(tmp_path)
+        opened.open(make_page(log))
+        first = opened.page.locator(".row.run .mono").first.inner_text()
+        undoes = opened.page.locator(".row.run .undoes")
+        assert undoes.inner_text() == f"undo of call {call_id} in run {first}"
+        undone = opened.page.locator(f".row.call[data-call='{call_id}'] .undone")
+        assert undone.inner_text() == "undone by run 2"
+        opened.page.locator(".row.run .line").first.click()  # run 1 collapsed
+        opened.page.select_option("#run", "2")
+        assert call_id not in opened.calls()
+        undoes.locator("button").click()
+        assert call_id in opened.calls()
+        assert opened.page.locator("#run").input_value() == ""
+        line = opened.page.locator(f".row.call[data-call='{call_id}'] .line")
+        assert line.get_attribute("aria-expanded") == "true"
+        assert (
+            "+b = 3"
+            in opened.page.locator(f".row.call[data-call='{call_id}'] pre.input").inner_text()
+        )
+        focused = opened.page.evaluate("document.activeElement.closest('.row').dataset.call")
+        assert focused == call_id
+        assert opened.errors == []
 
 
 class TestHostileText:
@@ -255,11 +300,52 @@ class TestAgentRun:
         numbers = [int(text.strip("~ tokens").replace(",", "")) for text in totals]
         assert numbers == sorted(numbers)
         assert numbers[0] < numbers[2]
+        opened.page.check("#context-fixed")
         parts = steps.nth(2).locator(".bar .part")
         labels = [parts.nth(i).get_attribute("data-part") for i in range(parts.count())]
         assert labels == ["System prompt", "Tool definitions", "Conversation", "Tool results"]
         assert "agent run" in opened.page.locator(".row.run").inner_text()
         assert len(opened.calls()) == 2
+
+    def test_the_bars_show_what_grows(self, opened: Opened, tmp_path: Path) -> None:
+        """What every request repeats (here the tool definitions, most of each request) is
+        said once on the run and left out of the bars, so the largest step's conversation
+        and tool results fill its bar; a checkbox puts them back, on the full scale."""
+        opened.open(make_page(record_agent_run(tmp_path)))
+        steps = opened.page.locator(".row.step")
+
+        def filled(step: int) -> dict[str, float]:
+            """Each part of a step's bar: the share of the bar it covers."""
+            bar = steps.nth(step).locator(".bar")
+            width = bar.bounding_box()["width"]  # type: ignore[index]
+            parts = bar.locator(".part")
+            return {
+                str(parts.nth(i).get_attribute("data-part")): (
+                    parts.nth(i).bounding_box()["width"] / width  # type: ignore[index]
+                )
+                for i in range(parts.count())
+            }
+
+        last = filled(2)
+        assert list(last) == ["Conversation", "Tool results"]
+        assert sum(last.values()) > 0.95
+        fixed = opened.page.locator(".row.run .context-fixed").inner_text()
+        said = re.fullmatch(
+            r"every request repeats ~([\d,]+) tokens: System prompt ~([\d,]+), "
+            r"Tool definitions ~([\d,]+) \(not in the step bars\)",
+            fixed,
+        )
+        assert said is not None, fixed
+        repeated, prompt, definitions = (int(n.replace(",", "")) for n in said.groups())
+        assert repeated == prompt + definitions
+        total = opened.page.locator(".context-total").nth(2).inner_text()
+        assert definitions > int(total.strip("~ tokens").replace(",", "")) / 2
+        opened.page.check("#context-fixed")
+        full = filled(2)
+        assert list(full) == ["System prompt", "Tool definitions", "Conversation", "Tool results"]
+        assert full["Tool definitions"] > 0.5
+        assert sum(full.values()) > 0.95
+        assert opened.errors == []
 
 
 class TestRerun:

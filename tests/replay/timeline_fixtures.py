@@ -314,3 +314,26 @@ def record_agent_run(workspace: Path) -> Path:
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     return log
+
+
+def record_undo(workspace: Path) -> tuple[Path, str]:
+    """A transcript of two runs recorded in `workspace`: an apply_patch call changing
+    app.py, then `mini-harness undo` of it; with the patch call's id."""
+    from click.testing import CliRunner
+
+    from mini_harness.cli import cli
+    from mini_harness.runtime import ToolRegistry, ToolRuntime
+    from mini_harness.tools import register_coding_tools
+    from mini_harness.transcripts import JsonlTranscript
+
+    (workspace / "app.py").write_text("a = 1\nb = 2\n")
+    registry = ToolRegistry()
+    register_coding_tools(registry, workspace, sandbox=False)
+    log = workspace / "t.jsonl"
+    patch = "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n a = 1\n-b = 2\n+b = 3\n"
+    with JsonlTranscript(log) as sink:
+        call_id = ToolRuntime(registry, sink).dispatch("apply_patch", {"patch": patch}).call_id
+    args = ["undo", str(log), "--call", call_id, "--workspace", str(workspace)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    return log, call_id

@@ -1,5 +1,5 @@
 """`mini-harness transcript export`: a transcript as one flat table whose columns each
-hold one type, the shape DuckDB, pandas and polars load without guessing."""
+hold one type (test_data_recipes.py loads it into DuckDB, pandas and polars)."""
 
 from __future__ import annotations
 

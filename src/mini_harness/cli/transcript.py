@@ -229,8 +229,9 @@ def repair_command(path: str, close_in_doubt: bool) -> None:
 def export_command(paths: tuple[str, ...], fmt: str) -> None:
     """Print every event of each PATH as one row with the same columns: file, line, seq,
     ts, type, runId, callId, name, step, errorKind, durationMs, and the whole event as
-    JSON text in `event`. Every column holds one type, so DuckDB, pandas and polars load
-    the rows as they are (docs/transcript-format.md shows how).
+    JSON text in `event`. Every column holds one type (or null), so DuckDB, pandas and
+    polars load the rows once told to read them all before typing the columns
+    (docs/transcript-format.md gives the recipes).
 
     Exit codes: 0 every line exported; 1 a file has problems (its good lines are still
     exported); 2 a file cannot be read as a transcript.

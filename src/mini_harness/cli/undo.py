@@ -16,7 +16,7 @@ from mini_harness.cli.session import Session
 from mini_harness.cli.stored import locate, recorded_workspace
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import ToolCallError, UsageError, WorkspaceError
-from mini_harness.events import RunWorkspace
+from mini_harness.events import CallOrigin, RunWorkspace
 from mini_harness.replay.history import Call, Run, TranscriptFold
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.tools import Workspace, register_coding_tools
@@ -78,7 +78,11 @@ def undo_command(  # noqa: PLR0917 - click passes each option
     try:
         with session.log(log or path) as sink:
             runtime = ToolRuntime(registry, sink)
-            runtime.start(unverified=unverified, workspace=RunWorkspace(root))
+            runtime.start(
+                unverified=unverified,
+                workspace=RunWorkspace(root),
+                undoes=CallOrigin(made_by.run_id, call_id),
+            )
             result = runtime.dispatch("apply_patch", {"patch": reverse})
     except ToolCallError as exc:
         session.fail(f"Undo of call {call_id} failed: {exc.message}")

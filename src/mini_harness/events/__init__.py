@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from mini_harness.errors import NotJsonError
 from mini_harness.events.conversation import (
+    CallOrigin,
     ImportSource,
     Message,
     ModelFailure,
@@ -61,6 +62,7 @@ __all__ = [
     "TRANSCRIPT_FORMAT",
     "ApprovalDecided",
     "ApprovalRequested",
+    "CallOrigin",
     "ContextTrimmed",
     "Event",
     "EventSink",

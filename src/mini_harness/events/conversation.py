@@ -124,6 +124,14 @@ class RunOrigin:
 
 
 @attrs.frozen
+class CallOrigin:
+    """The call a run acts on: the apply_patch call an undo run reverts (`undoes`)."""
+
+    run_id: str
+    call_id: str
+
+
+@attrs.frozen
 class ImportSource:
     """Where an imported run came from (RunStarted.imported): another agent's session file
     read into events by `mini-harness import`. `format` is `codex` or `claude`,

@@ -11,6 +11,7 @@ from typing import Protocol, TypeAlias, get_args
 import attrs
 
 from mini_harness.events.conversation import (
+    CallOrigin,
     ImportSource,
     Message,
     ModelFailure,
@@ -81,7 +82,7 @@ class RunStarted:
 
     A run imported from another agent's session file (`mini-harness import`) records where
     it came from in `imported`; a subagent's run names the run and step that started it
-    in `spawned_by`.
+    in `spawned_by`. A run that reverts a call (`mini-harness undo`) names it in `undoes`.
     """
 
     ts: str
@@ -101,6 +102,7 @@ class RunStarted:
     settings: RunSettings | None = attrs.field(default=None, kw_only=True)
     imported: ImportSource | None = attrs.field(default=None, kw_only=True)
     spawned_by: RunOrigin | None = attrs.field(default=None, kw_only=True)
+    undoes: CallOrigin | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.frozen

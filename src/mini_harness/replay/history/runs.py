@@ -13,6 +13,7 @@ import attrs
 from mini_harness.errors import ReplayError
 from mini_harness.events import (
     ApprovalDecided,
+    CallOrigin,
     ImportSource,
     JsonObject,
     Message,
@@ -171,6 +172,11 @@ class Run:
     def imported(self) -> ImportSource | None:
         """Where it came from, for a run imported from another agent's session file."""
         return self.started.imported if self.started is not None else None
+
+    @property
+    def undoes(self) -> CallOrigin | None:
+        """The call it reverts, for a run `mini-harness undo` wrote."""
+        return self.started.undoes if self.started is not None else None
 
     @property
     def origin(self) -> tuple[str, RunOrigin] | None:

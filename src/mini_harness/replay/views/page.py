@@ -10,7 +10,9 @@ The Context Explorer over time (`step_contexts`) shows each agent step's request
 in estimated tokens. The requests are those the history's fold rebuilt, split into parts
 by the context builder's own `request_parts`, so a step's bar adds up to what
 `replay --context-report --step N` prints for it. The Conversation part is shown in two:
-the tool results in it (its `tool` messages) and the rest.
+the tool results in it (its `tool` messages) and the rest. The page leaves what every
+request of a run repeats (system prompt, rules, tool definitions) out of the bars unless
+asked, and says it once on the run.
 """
 
 from __future__ import annotations
@@ -135,6 +137,7 @@ def _run(run: Run, depth: int) -> JsonObject:
         "task": started.task if started is not None else None,
         "model": describe.model_name(run),
         "parent": [origin[0], origin[1].run_id, origin[1].step] if origin else None,
+        "undoes": [run.undoes.run_id, run.undoes.call_id] if run.undoes else None,
         "usage": to_wire(usage) if usage is not None else None,
     }
     finished = run.finished

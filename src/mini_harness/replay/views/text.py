@@ -129,6 +129,10 @@ def run_lines(run: Run, indent: int, style: TextStyle) -> Iterator[str]:
         parts.append(
             f"{how} from run {printable(link.run_id, multiline=False)} at step {link.step}"
         )
+    undoes = run.undoes
+    if undoes is not None:
+        call, made_by = (printable(i, multiline=False) for i in (undoes.call_id, undoes.run_id))
+        parts.append(f"undo of call {call} of run {made_by}")
     if started is None:
         parts.append(style.paint("no RunStarted", "31"))
     yield pad + " · ".join(parts)

@@ -12,7 +12,12 @@
   var collapsed = {};  // "r1" or "r1s2": hidden children
   var open = {};       // row index: details shown
   var shown = [];      // indexes of rows that pass the filters
-  var maxContext = 1;
+  // What every request of a run repeats (given when it started): left out of the step
+  // bars unless asked for, and said once on the run, so the bars show what grows.
+  var FIXED = { "System prompt": true, "Project rules": true, "Tool definitions": true, "Tool result": true };
+  var withFixed = false;
+  var maxContext = { all: 1, grows: 1 };
+  var runFixed = {};  // run index: its first step's fixed parts
 
   function el(tag, cls, text) {
     var node = document.createElement(tag);
@@ -48,6 +53,9 @@
     });
     return parts.length ? "tokens " + parts.join(" · ") : "";
   }
+  // A row's one-line preview keeps the text's spaces (the line is white-space: pre) and
+  // shows each line break as ⏎, so indentation and line structure stay visible.
+  function oneLine(text) { return text.replace(/\r\n|[\n\r\u2028\u2029]/g, "⏎"); }
   function cut(text, size) { return text.length > size ? text.slice(0, size - 1) + "…" : text; }
   function pretty(text) {
     try { return JSON.stringify(JSON.parse(text), null, 2); } catch (e) { return text; }
@@ -61,8 +69,17 @@
   // --- filters -------------------------------------------------------------------------
   var runRow = {};   // run index: its header row
   var stepRow = {};  // "r1s2": the step's header row
+  var callRow = {};  // "<run id> <call id>": the call's row
   rows.forEach(function (row, i) {
     if (row.k === "r") { runRow[row.r] = i; } else if (row.k === "s") { stepRow["r" + row.r + "s" + row.s] = i; }
+    if (row.k === "c" && row.r !== null && row.r !== undefined) { callRow[runs[row.r].runId + " " + row.id] = i; }
+  });
+  // An undo run names the call it reverts: each finds the other.
+  var undoneBy = {};  // a call's row: the run that undid it
+  function undoneRow(run) { return run.undoes ? callRow[run.undoes[0] + " " + run.undoes[1]] : undefined; }
+  data.runs.forEach(function (run) {
+    var target = undoneRow(run);
+    if (target !== undefined) { undoneBy[target] = run.index; }
   });
   function narrowsItems() { return Boolean(state.tool || state.status || state.grep); }
   function haystack(row) {
@@ -158,21 +175,39 @@
         $("status").appendChild(option);
       });
     }
-    var legend = $("legend");
     var hasContext = false;
     rows.forEach(function (row) {
-      if (row.k === "s" && row.ctx) { hasContext = true; maxContext = Math.max(maxContext, total(row.ctx)); }
+      if (row.k !== "s" || !row.ctx) { return; }
+      hasContext = true;
+      maxContext.all = Math.max(maxContext.all, total(row.ctx, true));
+      maxContext.grows = Math.max(maxContext.grows, total(row.ctx, false));
+      if (!runFixed[row.r]) { runFixed[row.r] = row.ctx.filter(function (part) { return FIXED[part[0]]; }); }
     });
-    if (hasContext) {
-      legend.appendChild(el("strong", null, "Context per step (estimated tokens):"));
-      PARTS.forEach(function (label, index) {
-        var item = el("span", null, label);
-        item.style.setProperty("--swatch", "var(--p" + index + ")");
-        legend.appendChild(item);
-      });
-    }
+    if (hasContext) { drawLegend(); }
   }
-  function total(ctx) { return ctx.reduce(function (sum, part) { return sum + part[1]; }, 0); }
+  function drawLegend() {
+    var legend = $("legend");
+    legend.textContent = "";
+    legend.appendChild(el("strong", null, "Context per step (estimated tokens):"));
+    PARTS.forEach(function (label, index) {
+      if (FIXED[label] && !withFixed) { return; }
+      var item = el("span", "swatch", label);
+      item.style.setProperty("--swatch", "var(--p" + index + ")");
+      legend.appendChild(item);
+    });
+    var box = el("input");
+    box.type = "checkbox";
+    box.id = "context-fixed";
+    box.checked = withFixed;
+    box.addEventListener("change", function () { withFixed = box.checked; drawLegend(); draw(); });
+    var label = el("label", "fixed-toggle");
+    label.appendChild(box);
+    label.appendChild(document.createTextNode(" with what every request repeats (system prompt, rules, tool definitions)"));
+    legend.appendChild(label);
+  }
+  function total(ctx, all) {
+    return ctx.reduce(function (sum, part) { return all || !FIXED[part[0]] ? sum + part[1] : sum; }, 0);
+  }
 
   function drawRun(row, index) {
     var run = runs[row.r];
@@ -193,8 +228,47 @@
     line.appendChild(el("span", "meta grow", meta.join(" · ")));
     node.appendChild(line);
     if (run.task !== null && run.task !== undefined) { node.appendChild(el("div", "meta", "task: " + run.task)); }
+    if (run.undoes) { node.appendChild(drawUndoes(run)); }
+    var fixed = runFixed[row.r];
+    if (fixed && fixed.length) {
+      var said = fixed.map(function (part) { return part[0] + " ~" + num(part[1]); }).join(", ");
+      var note = withFixed ? "" : " (not in the step bars)";
+      node.appendChild(el("div", "meta context-fixed", "every request repeats ~" + num(total(fixed, true)) + " tokens: " + said + note));
+    }
     clickable(line, index, function () { toggle("r" + row.r); }, !collapsed["r" + row.r]);
     return node;
+  }
+  // "undo of call X in run Y": a link that shows and opens that call, when it is here.
+  function drawUndoes(run) {
+    var node = el("div", "meta undoes", "undo of ");
+    var said = "call " + run.undoes[1] + " in run " + run.undoes[0];
+    var target = undoneRow(run);
+    if (target === undefined) {
+      node.appendChild(el("span", "mono", said));
+      node.appendChild(el("span", null, " (not in this transcript)"));
+      return node;
+    }
+    var link = el("button", "mono link", said);  // a button: the page names no address
+    link.type = "button";
+    link.addEventListener("click", function () { goTo(target); });
+    node.appendChild(link);
+    return node;
+  }
+  // Show row `index` opened, whatever the filters, collapses and page hid, and focus it.
+  function goTo(index) {
+    var row = rows[index];
+    if (shown.indexOf(index) < 0) {
+      state.run = state.step = state.tool = state.status = state.grep = "";
+      ["run", "step", "tool", "status", "search"].forEach(function (id) { $(id).value = ""; });
+      filter();
+    }
+    collapsed["r" + row.r] = false;
+    collapsed["r" + row.r + "s" + row.s] = false;
+    visible = shown.filter(function (i) { return !hiddenByCollapse(rows[i]); });
+    state.page = Math.floor(visible.indexOf(index) / PAGE);
+    open[index] = true;
+    focused = index;
+    draw();
   }
   function drawStep(row, index) {
     var node = el("div", "row step");
@@ -203,14 +277,16 @@
     var key = "r" + row.r + "s" + row.s;
     line.appendChild(el("span", "toggle", collapsed[key] ? "▸" : "▾"));
     line.appendChild(el("span", null, "Step " + row.s));
-    if (row.ms) { line.appendChild(el("span", "muted", ms(row.ms))); }
+    line.appendChild(el("span", "muted step-ms", row.ms ? ms(row.ms) : ""));  // bars in one column
     if (row.ctx) {
       var bar = el("span", "bar");
-      var sum = total(row.ctx);
+      var sum = total(row.ctx, true);
+      var scale = withFixed ? maxContext.all : maxContext.grows;
       bar.title = row.ctx.map(function (part) { return part[0] + " ~" + num(part[1]); }).join(", ") + " (total ~" + num(sum) + ")";
       row.ctx.forEach(function (part) {
+        if (FIXED[part[0]] && !withFixed) { return; }
         var segment = el("span", "part");
-        segment.style.width = (100 * part[1] / maxContext) + "%";
+        segment.style.width = (100 * part[1] / scale) + "%";
         segment.style.background = "var(--p" + Math.max(PARTS.indexOf(part[0]), 0) + ")";
         segment.title = part[0] + " ~" + num(part[1]) + " tokens";
         segment.setAttribute("data-part", part[0]);
@@ -233,7 +309,7 @@
     if (usage) { meta.push(usage); }
     if (row.finish) { meta.push("finish " + row.finish); }
     if (meta.length) { line.appendChild(el("span", "muted", meta.join(" · "))); }
-    var summary = row.text ? row.text.replace(/\s+/g, " ") : (row.asks.length ? "asks for: " + row.asks.join(", ") : row.fail.join("; "));
+    var summary = row.text ? oneLine(row.text) : (row.asks.length ? "asks for: " + row.asks.join(", ") : row.fail.join("; "));
     line.appendChild(el("span", "grow", cut(summary, 400)));
     node.appendChild(line);
     if (open[index]) {
@@ -254,9 +330,10 @@
     line.appendChild(el("span", "name", row.n));
     if (row.ms !== null && row.ms !== undefined) { line.appendChild(el("span", "muted", ms(row.ms))); }
     if (row.rr) { line.appendChild(el("span", "rerun " + row.rr.o, "re-run " + row.rr.o)); }
+    if (undoneBy[index] !== undefined) { line.appendChild(el("span", "undone", "undone by run " + undoneBy[index])); }
     // A failed call shows its input too: what it was asked is half of why it failed.
     var preview = row.e !== undefined ? row.i + " → " + row.e : (row.o !== undefined ? row.i + " → " + row.o : row.i);
-    line.appendChild(el("span", "grow mono", cut(preview, 300)));
+    line.appendChild(el("span", "grow mono", cut(oneLine(preview), 300)));
     node.appendChild(line);
     if (open[index]) {
       var details = el("div", "details");
@@ -288,7 +365,7 @@
     var line = el("div", "line");
     line.appendChild(el("span", "badge event", row.type));
     line.appendChild(el("span", "muted", "seq " + row.seq));
-    line.appendChild(el("span", "grow mono", cut(row.i, 300)));
+    line.appendChild(el("span", "grow mono", cut(oneLine(row.i), 300)));
     node.appendChild(line);
     return node;
   }
