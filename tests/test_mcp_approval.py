@@ -71,7 +71,11 @@ async def session(
 ) -> list[types.CallToolResult]:
     """Serve `ws`'s tools (logged to ws/t.jsonl) and make `calls` with the SDK's client,
     declaring elicitation only when there are `answers`."""
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    env = {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        "MINI_HARNESS_HOME": os.environ["MINI_HARNESS_HOME"],  # the test's user config
+    }
     params = StdioServerParameters(
         command=sys.executable,
         args=[
@@ -159,6 +163,55 @@ class TestElicitation:
         assert decided.rule == (
             '.mini-harness/policy.toml rule 1 (tool "run_command", command "rm"): deny'
         )
+
+
+class TestApprovalFromConfig:
+    """The approval mode comes from the settings as a run's does: --approve, else the
+    environment, the project's config.toml (only when it tightens), the user's."""
+
+    def user_config(self, text: str) -> None:
+        (Path(os.environ["MINI_HARNESS_HOME"]) / "config.toml").write_text(text)
+
+    def test_the_users_never_denies_without_asking(self, ws: Path) -> None:
+        """approve = "never" in the user's config: a call that needs approval is denied
+        by the policy, the client's user never asked; the server says where it came from."""
+        self.user_config('approve = "never"\n')
+        answers = Answers("yes")
+        (result,) = anyio.run(session, ws, [("apply_patch", {"patch": PATCH})], answers)
+        assert result.is_error is True
+        assert answers.messages == []
+        assert (ws / "notes.txt").read_text() == "old\n"
+        (decided,) = [e for e in approvals(ws) if isinstance(e, ApprovalDecided)]
+        assert (decided.decision, decided.by) == ("denied", "policy")
+        home = os.environ["MINI_HARNESS_HOME"]
+        assert f"approve never (user {home}/config.toml)" in (ws / "stderr.txt").read_text()
+
+    def test_the_users_auto_allows_and_the_flag_wins(self, ws: Path) -> None:
+        """approve = "auto" in the user's config runs the patch unasked; --approve ask
+        over it asks."""
+        self.user_config('approve = "auto"\n')
+        answers = Answers()
+        (result,) = anyio.run(session, ws, [("apply_patch", {"patch": PATCH})], answers)
+        assert result.is_error is False, texts(result)
+        assert answers.messages == []
+        (ws / "notes.txt").write_text("old\n")
+        answers = Answers(None)
+        patch = {"patch": PATCH}
+        (result,) = anyio.run(session, ws, [("apply_patch", patch)], answers, "--approve", "ask")
+        assert result.is_error is True
+        assert len(answers.messages) == 1
+
+    def test_a_projects_auto_is_not_taken(self, ws: Path) -> None:
+        """A project's approve = "auto" is looser than the default: not taken, said on
+        stderr, and the user is asked."""
+        (ws / ".mini-harness/config.toml").write_text('approve = "auto"\n')
+        answers = Answers(None)
+        (result,) = anyio.run(session, ws, [("apply_patch", {"patch": PATCH})], answers)
+        assert result.is_error is True
+        assert len(answers.messages) == 1
+        stderr = (ws / "stderr.txt").read_text()
+        assert 'config.toml: approve = "auto" is not taken: a project file may only' in stderr
+        assert "approve ask (default)" in stderr
 
 
 class TestNoElicitation:

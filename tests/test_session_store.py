@@ -23,9 +23,14 @@ from mini_harness.events import RunStarted
 from mini_harness.replay import fold_agent_runs
 from mini_harness.store import SessionStore, default_sessions_dir, user_config_path
 from mini_harness.tools import default_registry
-from mini_harness.transcripts import JsonlTranscript, read_transcript, verify_transcript
+from mini_harness.transcripts import (
+    JsonlTranscript,
+    line_hash,
+    read_transcript,
+    verify_transcript,
+)
 
-from .agent.recorded_runs import LIST_READ_ANSWER, invoke, write_script
+from .agent.recorded_runs import LIST_READ_ANSWER, cut_after, invoke, write_script
 from .test_settings import patching_script
 
 TRANSCRIPT_LINE = re.compile(r"\[mini-harness\] Transcript: (\S+) \(run ([0-9a-f]{32})\)")
@@ -127,6 +132,52 @@ def git(ws: Path, *args: str) -> str:
         ["git", *identity, *args], cwd=ws, env=env, check=True, capture_output=True, text=True
     )
     return done.stdout.strip()
+
+
+class TestADispatchThatAsks:
+    def test_record_puts_a_dispatch_in_the_store(self, ws: Path) -> None:
+        """`--tool ... --record`: the dispatch is a session of the store, named by its run,
+        recorded with the workspace, so `sessions` lists it and `show --last` shows it."""
+        result = invoke(["--tool", "echo", "--tool-input", '{"text":"hi"}', "--record"])
+        assert result.exit_code == 0, result.output
+        path, run_id = recorded(result)
+        assert stored_files() == [path]
+        assert path.name.endswith(f"-{run_id}.jsonl")
+        assert verify_transcript(path).ok
+        (run,) = started(path)
+        assert run.workspace is not None
+        assert run.workspace.path == os.path.realpath(ws)
+        listed = invoke(["sessions", "--json"])
+        assert listed.exit_code == 0, listed.output
+        (row,) = orjson.loads(listed.stdout)
+        assert (row["runId"], row["stopReason"], row["task"]) == (run_id, "tool run", None)
+        shown = invoke(["show", "--last"])
+        assert shown.exit_code == 0, shown.output
+        assert '    output {"text":"hi"}' in shown.stdout
+
+    def test_without_record_a_dispatch_is_not_recorded(self, ws: Path) -> None:
+        """A dispatch records nothing unless it asks (--log or --record)."""
+        result = invoke(["--tool", "echo", "--tool-input", '{"text":"hi"}'])
+        assert result.exit_code == 0, result.output
+        assert stored_files() == []
+
+    def test_a_failed_dispatch_is_recorded_and_named_in_json(self, ws: Path) -> None:
+        """A call that fails is recorded too; --json names the stored transcript."""
+        result = invoke(["--tool", "read_file", "--tool-input", '{"path":"nope"}', "--record",
+                         "--json", "--fsync", "always"])  # fmt: skip
+        assert result.exit_code == 1, result.output
+        document = orjson.loads(result.stdout)
+        assert document["ok"] is False
+        assert [Path(document["transcript"])] == stored_files()
+
+    def test_record_with_log_is_a_usage_error(self, ws: Path, tmp_path: Path) -> None:
+        """--record and --log name two places: exit 2, nothing recorded."""
+        log = tmp_path / "t.jsonl"
+        result = invoke(["--tool", "echo", "--record", "--log", str(log)])
+        assert result.exit_code == 2
+        assert "--record cannot be combined with --log" in result.stderr
+        assert not log.exists()
+        assert stored_files() == []
 
 
 class TestWhatRunStartedRecords:
@@ -301,6 +352,77 @@ class TestSessions:
         assert invoke(["replay", str(store_root())]).exit_code == 0
         verified = invoke(["transcript", "verify", str(store_root())])
         assert verified.exit_code == 0, verified.output
+
+
+def rows() -> list[dict[str, object]]:
+    result = invoke(["sessions", "--json"])
+    assert result.exit_code == 0, result.output
+    listed: list[dict[str, object]] = orjson.loads(result.stdout)
+    return listed
+
+
+class TestListingReadsTheEnds:
+    """`sessions` reads of a session the lines that start and finish its runs; a file it
+    cannot be sure of (a run that did not finish, a torn tail, lines in another key
+    order) is read whole, and listed all the same."""
+
+    def test_a_resumed_session_lists_both_runs(self, ws: Path, tmp_path: Path) -> None:
+        """A session with a run and its resume: two rows, with what each recorded."""
+        model = write_script(tmp_path / "s.json", LIST_READ_ANSWER)
+        path, first = recorded(invoke(["what is it?", "--model", model]))
+        resumed = invoke(["resume", first, "and now?", "--model", answer(tmp_path, "More.")])
+        assert resumed.exit_code == 0, resumed.output
+        _, second = recorded(resumed)
+        newest, oldest = rows()
+        assert (newest["runId"], newest["continues"]) == (second, {"resumed": first})
+        assert (newest["task"], newest["steps"], newest["stopReason"]) == ("and now?", 1, "final")
+        assert (oldest["runId"], oldest["steps"], oldest["stopReason"]) == (first, 3, "final")
+        assert newest["transcript"] == oldest["transcript"] == str(path)
+
+    def test_a_run_that_did_not_finish_counts_its_requests(self, ws: Path, tmp_path: Path) -> None:
+        """A session cut after its second model answer (the process died): `unfinished`,
+        with the steps it made."""
+        model = write_script(tmp_path / "s.json", LIST_READ_ANSWER)
+        path, run_id = recorded(invoke(["what is it?", "--model", model]))
+        whole = tmp_path / "whole.jsonl"
+        whole.write_bytes(path.read_bytes())
+        cut_after(whole, path, "ModelResponded", nth=2)
+        (row,) = rows()
+        assert (row["runId"], row["stopReason"], row["steps"]) == (run_id, "unfinished", 2)
+
+    def test_a_torn_tail_is_read_whole(self, ws: Path, tmp_path: Path) -> None:
+        """A session whose last line was cut mid-write lists its run as it stands."""
+        path, run_id = recorded(invoke(["what is it?", "--model", answer(tmp_path)]))
+        with path.open("ab") as handle:
+            handle.write(b'{"type":"RunStarted","seq":9')
+        (row,) = rows()
+        assert (row["runId"], row["stopReason"]) == (run_id, "final")
+
+    def test_lines_in_another_key_order_are_found(self, ws: Path, tmp_path: Path) -> None:
+        """A RunStarted written with its keys in another order (by another writer) is
+        still found: the file is read whole."""
+        path, run_id = recorded(invoke(["what is it?", "--model", answer(tmp_path)]))
+        lines, prev = [], None
+        for raw in path.read_bytes().splitlines():
+            data = orjson.loads(raw)
+            if prev is not None:
+                data["prev"] = prev
+            if data["type"] == "RunStarted":
+                data = {"seq": data.pop("seq"), **data}
+            lines.append(orjson.dumps(data))
+            prev = line_hash(lines[-1])
+        path.write_bytes(b"".join(line + b"\n" for line in lines))
+        assert verify_transcript(path).ok
+        (row,) = rows()
+        assert (row["runId"], row["task"], row["stopReason"]) == (run_id, "what is it?", "final")
+
+    def test_a_run_type_inside_an_event_is_no_run(self, ws: Path, tmp_path: Path) -> None:
+        """Tool arguments holding {"type": "RunStarted"} are no run of the session."""
+        call = {"name": "echo", "arguments": {"type": "RunStarted", "text": "x"}}
+        model = write_script(tmp_path / "s.json", [{"toolCalls": [call]}, {"text": "Done."}])
+        _, run_id = recorded(invoke(["echo it", "--model", model]))
+        (row,) = rows()
+        assert (row["runId"], row["steps"], row["stopReason"]) == (run_id, 2, "final")
 
 
 class TestFindingARun:

@@ -1,11 +1,14 @@
-"""What a new user sets about the model server from the command line: a base URL that
-misses (or repeats) `/v1` is named with its fix, and the timeout and retries of a model
-request come from flags or the environment."""
+"""What a new user sets about the model server: a base URL that misses (or repeats) `/v1` is
+named with its fix, and the timeout and retries of a model request come from flags, the
+environment or a config.toml (the user's or the project's), the first that says winning."""
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.agent.recorded_runs import invoke
@@ -93,4 +96,107 @@ class TestRequestLimits:
         env: dict[str, str | None] = {"OPENAI_API_KEY": "k", name: value}
         result = invoke(["run", "Task", "--model", "openai:m"], env=env)
         assert result.exit_code == 2
-        assert f"{name}={value!r}: expected {wanted}" in result.stderr
+        assert f'{name} must be {wanted}, not "{value}"' in result.stderr
+
+
+def user_config(text: str) -> Path:
+    path = Path(os.environ["MINI_HARNESS_HOME"]) / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def project_config(ws: Path, text: str) -> Path:
+    path = ws / ".mini-harness" / "config.toml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+class TestRequestLimitsInConfig:
+    @pytest.mark.parametrize(
+        ("user", "project", "env", "flags", "attempts"),
+        [
+            ("model-retries = 0", "", {}, [], 1),
+            ("model-retries = 0", "model-retries = 1", {}, [], 2),
+            ("", "model-retries = 1", {"MINI_HARNESS_MODEL_RETRIES": "0"}, [], 1),
+            ("model-retries = 1", "", {"MINI_HARNESS_MODEL_RETRIES": "0"},
+             ["--model-retries", "2"], 3),
+        ],
+        ids=["user", "project-over-user", "environment-over-project", "flag-over-all"],
+    )  # fmt: skip
+    def test_retries(
+        self,
+        readme_ws: Path,
+        user: str,
+        project: str,
+        env: dict[str, str | None],
+        flags: list[str],
+        attempts: int,
+    ) -> None:
+        """model-retries in a config file sets how often a failing server is tried: the
+        flag over the environment over the project's file over the user's."""
+        user_config(user)
+        project_config(readme_ws, project)
+        with OpenAIWireServer() as server:
+            server.script(*[Failure(500, "down")] * 3)
+            env = {**env, "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.base_url}
+            result = invoke(["run", "Task", "--model", "openai:m", "--no-log", *flags], env=env)
+            assert result.exit_code == 1, result.output
+            assert len(server.requests) == attempts
+
+    def test_timeout_from_the_user_config(self, readme_ws: Path) -> None:
+        """model-timeout in the user's config bounds how long a silent server is waited for."""
+        user_config("model-timeout = 0.3\nmodel-retries = 0\n")
+        with OpenAIWireServer() as server:
+            server.script(Stall(10))
+            env: dict[str, str | None] = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.base_url}
+            started = time.monotonic()
+            result = invoke(["run", "Task", "--model", "openai:m", "--no-log"], env=env)
+            took = time.monotonic() - started
+        assert result.exit_code == 1
+        assert "Model request timed out" in result.stderr
+        assert took < 5
+
+    def test_config_shows_each_with_its_source(self, readme_ws: Path) -> None:
+        """`mini-harness config` prints both settings and where each came from."""
+        result = invoke(["config", "--json"])
+        settings = orjson.loads(result.stdout)["settings"]
+        assert settings["model-timeout"] == {"value": 120.0, "source": "default"}
+        assert settings["model-retries"] == {"value": 2, "source": "default"}
+        user = user_config("model-timeout = 30\n")
+        project = project_config(readme_ws, "model-retries = 5\n")
+        result = invoke(["config"], env={"MINI_HARNESS_MODEL_TIMEOUT": "45.5"})
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        assert [line.split() for line in lines if line.startswith("model-")] == [
+            ["model-timeout", "45.5", "environment", "MINI_HARNESS_MODEL_TIMEOUT"],
+            ["model-retries", "5", "project", str(project)],
+        ]
+        lines = invoke(["config"]).stdout.splitlines()
+        assert [line.split() for line in lines if line.startswith("model-timeout")] == [
+            ["model-timeout", "30", "user", str(user)]
+        ]
+
+    @pytest.mark.parametrize(
+        ("text", "message"),
+        [
+            ("model-timeout = 'soon'", 'a number of seconds above 0, not "soon"'),
+            ("model-timeout = 0", "a number of seconds above 0, not 0"),
+            ("model-timeout = true", "a number of seconds above 0, not true"),
+            ("model-retries = -1", "a whole number, 0 or more, not -1"),
+            ("model-retries = 1.5", "a whole number, 0 or more, not 1.5"),
+        ],
+    )
+    def test_a_bad_value_is_exit_2_naming_file_key_and_expectation(
+        self, readme_ws: Path, text: str, message: str
+    ) -> None:
+        """A bad value in either file stops `config` and a run with exit 2, before any
+        request, naming the file, the key and what was expected."""
+        for write in (user_config, lambda text: project_config(readme_ws, text)):
+            path = write(text + "\n")
+            for args in (["config"], ["run", "Task", "--model", "mock", "--no-log"]):
+                result = invoke(args)
+                assert result.exit_code == 2, result.output
+                key = text.partition(" ")[0]
+                assert f"[mini-harness] Error: {path}: {key} must be {message}" in result.stderr
+            path.unlink()

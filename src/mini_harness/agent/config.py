@@ -55,6 +55,10 @@ class Opening:
     and that gets nothing new ends at once with that answer. `resumed_from` /
     `forked_from` go into RunStarted, and so does `unverified`: the
     problems of a history that does not verify, continued anyway because the user said so.
+    `steps_before` is how many steps of the conversation came before the run's first
+    request: the record counts each run's requests from 1, but a front end is told the
+    run's steps as going on from there (`Step 3` after a resume after step 2), and the
+    pending calls with the step that made them.
     """
 
     history: tuple[Message, ...]
@@ -65,3 +69,4 @@ class Opening:
     resumed_from: RunOrigin | None = None
     forked_from: RunOrigin | None = None
     unverified: tuple[str, ...] | None = None
+    steps_before: int = 0

@@ -89,6 +89,7 @@ class AgentLoop:
         self.history: list[Message] = []
         self._sent = 0
         self._seen = 0  # messages a model saw before this run (a continued run's)
+        self._shown = 0  # what the reporter is told of a step is its number plus this
         self._served = served
         self._hasher = RequestHasher()
         self._usage = Usage()
@@ -171,7 +172,9 @@ class AgentLoop:
         """Start from a continued conversation; the final text if it ends there."""
         self.history = list(opening.history)
         self._seen = opening.sent
-        self._act_all(opening.pending)
+        self._shown = opening.steps_before
+        # The calls the step it continues left: told as that step, the last before its own.
+        self._act_all(opening.pending, told=opening.steps_before)
         if opening.follow_up is not None:
             self.history.append(Message("user", opening.follow_up))
             return None
@@ -297,7 +300,7 @@ class AgentLoop:
             streamed = True
             self.reporter.text(chunk)
 
-        self.reporter.waiting(step)
+        self.reporter.waiting(step + self._shown)
         try:
             try:
                 response = self.provider.complete(
@@ -339,19 +342,22 @@ class AgentLoop:
         except EventTooLargeError as exc:  # an answer the log cannot hold is not acted on
             failed(ModelError("response_too_large", exc.message, attempt=attempts))
             raise _Stop("model_error", f"model answer not recorded: {exc.message}") from None
-        self.reporter.response(step, response, streamed)
+        self.reporter.response(step + self._shown, response, streamed)
         return response
 
-    def _act_all(self, calls: Iterable[tuple[ToolCall, int]]) -> None:
+    def _act_all(self, calls: Iterable[tuple[ToolCall, int]], told: int | None = None) -> None:
         """Dispatch the model's calls (each with the step that made it) in order; each
-        result, or error, goes into the history as a tool message."""
+        result, or error, goes into the history as a tool message. The reporter is told
+        the step as `told` when given, else as the steps before the run's first plus the
+        step (Opening.steps_before)."""
         for call, step in calls:
-            self.reporter.tool_called(step, call)
+            shown = step + self._shown if told is None else told
+            self.reporter.tool_called(shown, call)
             outcome = self._served(step, call) if self._served is not None else None
             if outcome is None:
                 outcome = self._act(call, step)
             self.history.append(outcome.message)
-            self.reporter.tool_done(step, outcome)
+            self.reporter.tool_done(shown, outcome)
 
     def _act(self, call: ToolCall, step: int) -> ToolOutcome:
         # Arguments that are not JSON are recorded as sent and refused; the model is told

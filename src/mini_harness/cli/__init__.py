@@ -232,7 +232,13 @@ def _spellings(params: list[click.Parameter]) -> dict[str, click.Option]:
     "After the result, print the Context Explorer report (estimated tokens per part)."
 )
 @json_option("Print the result, or the failure, as one JSON document instead of the lines.")
-@log_option("nothing is recorded")
+@log_option("nothing is recorded, unless --record")
+@click.option(
+    "--record",
+    is_flag=True,
+    help="For --tool: record the dispatch in the session store, as an agent run is "
+    "(`mini-harness sessions` lists it; `show --last` shows it).",
+)
 @log_options
 @workspace_option(
     "Root directory the built-in tools are confined to. Default: the current directory."
@@ -260,6 +266,7 @@ def cli(
     context_report: bool,
     as_json: bool,
     log: str | None,
+    record: bool,
     log_settings: LogSettings,
     workspace: str | None,
     registry_spec: str | None,
@@ -270,8 +277,9 @@ def cli(
 
     Run the agent on a task, or dispatch one tool with validated input; every step is
     recorded in an append-only JSONL transcript. An agent run is recorded in the session
-    store unless --log names a file (`mini-harness sessions` lists them, `--last` or a
-    run's id finds one again; `mini-harness config` shows the settings):
+    store unless --log names a file, a dispatch with --log or --record (`mini-harness
+    sessions` lists them, `--last` or a run's id finds one again; `mini-harness config`
+    shows the settings):
 
     \b
       mini-harness "list the Python files and summarise one"
@@ -300,9 +308,21 @@ def cli(
         refuse_without(ctx, _DISPATCH_OPTIONS, "--tool NAME", given=False)
         click.echo(ctx.get_help())
         return
-    refuse_without_log(ctx, recorded=log is not None)
     if as_json and context_report:
         raise UsageError("--json cannot be combined with --context-report")
+    run_id: str | None = None
+    if record:
+        if log is not None:
+            raise UsageError(
+                "--record cannot be combined with --log: the dispatch is recorded there"
+            )
+        from mini_harness.cli.settings import session_store
+        from mini_harness.cli.stored import session_transcript
+        from mini_harness.events import new_id
+
+        run_id = new_id()
+        log = session_transcript(session_store(), run_id)
+    refuse_without_log(ctx, recorded=log is not None)
     registry, approver = dispatch_tools(
         tool,
         registry_spec,
@@ -320,11 +340,13 @@ def cli(
         as_json=as_json,
         context_report=context_report,
         approver=approver,
+        stored_as=run_id,
+        workspace=workspace,
     )
 
 
 _DISPATCH_OPTIONS = (
-    "tool", "tool_input", "context_report", "as_json", "log", "registry_spec", "approve",
+    "tool", "tool_input", "context_report", "as_json", "log", "record", "registry_spec", "approve",
     *LOG_SETTINGS,
 )  # fmt: skip
 """The root's options that ask for a dispatch: with a subcommand, or without --tool, an

@@ -157,7 +157,9 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
     )
     config = continued_config(replay.run, stream=session.stream)
     origin = RunOrigin(replay.run.run_id, step)
-    opening = Opening(request.messages, forked_from=origin, unverified=unverified)
+    opening = Opening(
+        request.messages, forked_from=origin, unverified=unverified, steps_before=step - 1
+    )
     with session.log(target) as sink:
         outcome = session.loop(sink, registry, approver, config).run(opening)
     if session.options.as_json:

@@ -32,6 +32,7 @@ def config_command(workspace: str | None, as_json: bool) -> None:
     Keys (each is the long option it stands for):
       model = "anthropic:claude-haiku-4-5"   approve = "ask"
       max-steps = 20                         max-context-tokens = 60000
+      model-timeout = 60                     model-retries = 4
       redact-env = ["GITHUB_TOKEN"]          redact-pattern = ["ghp_[A-Za-z0-9]+"]
       require-sandbox = true                 log-dir = "~/agent-sessions"
 
@@ -60,9 +61,8 @@ def _document(settings: Settings) -> dict[str, object]:
     def plain(value: object) -> object:
         if isinstance(value, tuple):
             return list(value)
-        return (
-            str(value) if value is not None and not isinstance(value, bool | int | str) else value
-        )
+        plain_json = value is None or isinstance(value, bool | int | float | str)
+        return value if plain_json else str(value)
 
     return {
         "userConfig": str(settings.user_file),

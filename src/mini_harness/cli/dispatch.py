@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -138,8 +139,13 @@ def run_dispatch(
     as_json: bool,
     context_report: bool,
     approver: Approver | None = None,
+    stored_as: str | None = None,
+    workspace: str | None = None,
 ) -> None:
-    """Dispatch the root's --tool with its --tool-input and print what happened.
+    """Dispatch the root's --tool with its --tool-input and print what happened. A
+    dispatch recorded in the session store (--record) is run `stored_as`, the id its
+    session is named by, and its RunStarted records the workspace (None: the current
+    directory), as an agent run's does, so that `sessions` and `--last` find it.
 
     A failed call raises its ToolCallError (exit 1), or with --json prints the failure
     as the document and exits 1. What is printed is redacted as the log is.
@@ -148,7 +154,11 @@ def run_dispatch(
     redactor = log_settings.redactor()
     failure: ToolCallError | None = None
     with opened_log(log, log_settings, say=aside if as_json else info) as sink:
-        runtime = ToolRuntime(registry, sink, approver=approver)
+        runtime = ToolRuntime(registry, sink, approver=approver, run_id=stored_as)
+        if stored_as is not None:
+            from mini_harness.cli.stored import workspace_record
+
+            runtime.start(workspace=workspace_record(workspace or os.curdir))
         try:
             result = runtime.dispatch(tool, value)
         except ToolCallError as exc:

@@ -16,9 +16,11 @@ from mini_harness.cli.log_options import (
     refuse_without_log,
     warn_quarantined,
 )
-from mini_harness.cli.options import approve_option, workspace_option
+from mini_harness.cli.options import approve_option, root_workspace, workspace_option
+from mini_harness.cli.output import warn
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.cli.session import Session
+from mini_harness.cli.settings import load_settings
 from mini_harness.errors import OutputError, UsageError
 from mini_harness.mcp.server import ElicitingPrompter, run_stdio
 from mini_harness.runtime import ToolRuntime
@@ -36,7 +38,9 @@ from mini_harness.runtime import ToolRuntime
     approve_option,
     help_text="How calls that need approval are decided: ask (the client's user, through MCP "
     "elicitation; denied when the client cannot ask), auto (allow them), never (deny them). "
-    "Deny rules of .mini-harness/policy.toml always stand; read-only tools are allowed.",
+    "Deny rules of .mini-harness/policy.toml always stand; read-only tools are allowed. "
+    "Default: the config's approve, else ask.",
+    default=None,
 )
 @otel_option
 def mcp_command(
@@ -44,7 +48,7 @@ def mcp_command(
     log: str | None,
     workspace: str | None,
     registry_spec: str | None,
-    approve: str,
+    approve: str | None,
     log_settings: LogSettings,
     otel: bool,
 ) -> None:
@@ -58,7 +62,8 @@ def mcp_command(
 
     Calls are decided by the workspace's approval policy, as for `run`: what would ask is
     asked of the client's user (MCP elicitation), or denied when the client cannot ask.
-    Every decision is recorded.
+    The approval mode is --approve, else `approve` of the settings (`mini-harness config`),
+    as for `run`. Every decision is recorded.
 
     The session ends at end of input, SIGTERM or SIGINT (exit 0); calls still running are
     recorded as cancelled. Needs the `mcp` extra:
@@ -84,6 +89,13 @@ def mcp_command(
         raise UsageError(f"cannot import the MCP SDK: {exc}") from None
 
     refuse_without_log(click.get_current_context(), recorded=log is not None)
+    # The approval mode as a run takes it: --approve, else the environment's, the
+    # project's (only when it tightens) or the user's config.toml.
+    settings = load_settings(workspace or root_workspace(), {"approve": approve})
+    for passed in settings.passed:
+        warn(passed.describe())
+    approve = settings["approve"]
+    approve_source = settings.source("approve")
 
     # Assembled as every command that acts: what it says goes to stderr (stdout carries
     # the protocol), redacted as its log is.
@@ -101,7 +113,8 @@ def mcp_command(
         names = ", ".join(d.name for d in registry.list()) or "none"
         where = f"; transcript {log}" if log is not None else ""
         session.say(
-            f"MCP server on stdio: tools {names}; --approve {approve}; run {runtime.run_id}{where}"
+            f"MCP server on stdio: tools {names}; approve {approve} ({approve_source}); "
+            f"run {runtime.run_id}{where}"
         )
         try:
             ended_by = run_stdio(runtime)

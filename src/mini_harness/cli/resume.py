@@ -31,7 +31,12 @@ from mini_harness.cli.stored import last_option, locate, notice, recorded_worksp
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import MiniHarnessError
 from mini_harness.events import EventSink, ToolFailed, to_wire
-from mini_harness.replay.continuing.plans import continued_config, fork_opening, resume_plan
+from mini_harness.replay.continuing.plans import (
+    continued_config,
+    fork_opening,
+    resume_plan,
+    steps_before,
+)
 from mini_harness.replay.continuing.rerun import safe_to_repeat
 from mini_harness.replay.history import Run, read_history, select_agent_run
 from mini_harness.runtime import ToolRegistry
@@ -129,6 +134,7 @@ def resume_command(
         opening = attrs.evolve(plan.opening, unverified=unverified)
         origin = opening.resumed_from
         what = f"Resuming run {found.run_id} after step {origin.step if origin else None}"
+        what += _of_the_conversation(found, runs, origin.step if origin else 0)
         # Its RunStarted claims the run, under the file's lock, before anything is done.
         sink = transcript.continuing(found.run_id, since=since, read=plan.read)
         _continue(
@@ -173,8 +179,10 @@ def fork_command(
     """
     path, run, instruction = _located(path, instruction, last, run, agent)
     unverified = verified_history(path, "fork", allow=allow_unverified)
-    found = select_agent_run(read_history(path, requests=True), run)
-    opening = attrs.evolve(fork_opening(found, at_step, instruction), unverified=unverified)
+    history = read_history(path, requests=True)
+    found = select_agent_run(history, run)
+    opening = fork_opening(found, at_step, instruction, history.runs)
+    opening = attrs.evolve(opening, unverified=unverified)
     workspace = None
     if not (agent.workspace or root_workspace()):
         workspace = recorded_workspace(found, lambda text: notice(text, as_json=agent.as_json))
@@ -184,10 +192,19 @@ def fork_command(
     target = log or path
     with session.log(target) as sink:
         what = f"Forking run {found.run_id} before step {at_step}"
+        what += _of_the_conversation(found, history.runs, at_step)
         _continue(
             session, sink, registry, approver, found, instruction, opening, max_steps, what,
             target,
         )  # fmt: skip
+
+
+def _of_the_conversation(run: Run, runs: list[Run], step: int) -> str:
+    """For a run that continues another, what its `step` is in the conversation: the
+    steps printed go on from the run it continues (steps_before), while each run's record,
+    `show` and `--at-step` count its own from 1."""
+    before = steps_before(run, runs)
+    return f" (step {before + step} of the conversation)" if before else ""
 
 
 def _recovered(log: EventSink) -> JsonlTranscript:

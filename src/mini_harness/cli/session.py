@@ -53,8 +53,8 @@ from mini_harness.cli.output import aside, echo_json, error, fail, info, protect
 from mini_harness.cli.printing import PrintingReporter, RedactingPrinter
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.cli.settings import load_settings
-from mini_harness.cli.stored import resume_words
-from mini_harness.errors import ExitCode, GitError, UsageError, WorkspaceError, exit_code_of
+from mini_harness.cli.stored import resume_words, session_transcript, workspace_record
+from mini_harness.errors import ExitCode, UsageError, WorkspaceError, exit_code_of
 from mini_harness.events import (
     EventSink,
     JsonObject,
@@ -120,15 +120,15 @@ agent_options = gathered(
         "--model-timeout",
         type=click.FloatRange(min=0, min_open=True),
         metavar="SECONDS",
-        help="How long each attempt of a model request may wait (default: "
-        "MINI_HARNESS_MODEL_TIMEOUT, else 120).",
+        help="How long each attempt of a model request may wait (default: the config's "
+        "model-timeout, else 120).",
     ),
     click.option(
         "--model-retries",
         type=click.IntRange(min=0),
         metavar="N",
-        help="How often a failed model request is tried again (default: "
-        "MINI_HARNESS_MODEL_RETRIES, else 2).",
+        help="How often a failed model request is tried again (default: the config's "
+        "model-retries, else 2).",
     ),
     click.option("--no-stream", is_flag=True, help="Print whole responses, not text as it comes."),
     json_option("Print one JSON document at the end."),
@@ -240,6 +240,8 @@ class AgentSession(Session):
                 "approve": options.approve,
                 "redact-env": given.redact_env,
                 "redact-pattern": given.redact_pattern,
+                "model-timeout": options.model_timeout,
+                "model-retries": options.model_retries,
                 **(flags or {}),
             },
         )
@@ -255,7 +257,7 @@ class AgentSession(Session):
         settled = attrs.evolve(
             given, redact_env=names, redact_pattern=self.settings["redact-pattern"]
         )
-        limits = RequestLimits(options.model_timeout, options.model_retries)
+        limits = RequestLimits(self.settings["model-timeout"], self.settings["model-retries"])
         self.provider = choose_provider(self.settings["model"], os.environ, limits)
         super().__init__(
             settled,
@@ -324,12 +326,7 @@ class AgentSession(Session):
             return None
         if log is not None:
             return log
-        store = SessionStore(self.settings.sessions_dir)
-        # Sessions hold what the tools read and the model said: the store is the user's
-        # alone (a directory that exists keeps its mode; the log says if it cannot be made).
-        with contextlib.suppress(OSError):
-            store.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return str(store.new_transcript(self.run_id))
+        return session_transcript(SessionStore(self.settings.sessions_dir), self.run_id)
 
     @contextlib.contextmanager
     def log(
@@ -355,16 +352,8 @@ class AgentSession(Session):
                     self._live.close()
 
     def run_workspace(self) -> RunWorkspace:
-        """The workspace as RunStarted records it: its absolute path and, in a git
-        repository, HEAD and the branch (read from the repository's files; never git)."""
-        from mini_harness.tools.git_dir import repository_head
-
-        path = os.path.realpath(self.workspace or os.curdir)
-        try:
-            head, branch = repository_head(Workspace(path))
-        except (GitError, WorkspaceError, OSError):  # not a repository (of its own)
-            return RunWorkspace(path)
-        return RunWorkspace(path, head, branch)
+        """The workspace as RunStarted records it (`workspace_record`)."""
+        return workspace_record(self.workspace or os.curdir)
 
     def loop(
         self, sink: EventSink, tools: ToolRegistry, approver: PolicyApprover, config: AgentConfig

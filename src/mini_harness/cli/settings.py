@@ -25,6 +25,12 @@ import attrs
 
 from mini_harness.agent.approval.policy_file import read_policy_bytes
 from mini_harness.agent.providers import PROVIDER_NAMES
+from mini_harness.agent.providers.choice import (
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    request_retries,
+    request_timeout,
+)
 from mini_harness.errors import PolicyError, RedactionError, UsageError
 from mini_harness.store import (
     HOME_ENV,
@@ -118,6 +124,10 @@ KEYS: Final = (
         help="at most this many model requests per run"),
     Key("max-context-tokens", _positive, None, "MINI_HARNESS_MAX_CONTEXT_TOKENS",
         help="the budget of each request, in estimated tokens (default: none)"),
+    Key("model-timeout", request_timeout, DEFAULT_TIMEOUT, "MINI_HARNESS_MODEL_TIMEOUT",
+        help="seconds each attempt of a model request may wait for the server"),
+    Key("model-retries", request_retries, DEFAULT_RETRIES, "MINI_HARNESS_MODEL_RETRIES",
+        help="how often a failed model request is tried again"),
     Key("redact-env", _names, (), adds_up=True,
         help="environment variables whose values are written as [REDACTED]"),
     Key("redact-pattern", _patterns, (), adds_up=True,
@@ -215,6 +225,8 @@ def _shown(value: Any) -> str:
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, bool):
         return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:g}"
     if isinstance(value, tuple | list):
         return "[" + ", ".join(_shown(item) for item in value) + "]"
     return str(value)

@@ -13,6 +13,7 @@ otherwise, and say so when that is not the current directory.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable
@@ -23,7 +24,8 @@ import click
 
 from mini_harness.cli.options import F
 from mini_harness.cli.output import PREFIX, info
-from mini_harness.errors import ReplayError, UsageError
+from mini_harness.errors import GitError, ReplayError, UsageError, WorkspaceError
+from mini_harness.events import RunWorkspace
 from mini_harness.replay.history import Run
 from mini_harness.runtime.terminal import printable
 
@@ -110,6 +112,30 @@ def _newest(workspace: str | None, *, agent: bool) -> Located:
             "`mini-harness sessions --all` lists the runs of every workspace"
         )
     return Located(str(found.path), found.run_id)
+
+
+def session_transcript(store: SessionStore, run_id: str) -> str:
+    """Where a new session whose first run is `run_id` is recorded in `store` (a run
+    without --log, a dispatch with --record). Sessions hold what the tools read and the
+    model said: the store is made readable by its owner alone (a directory that exists
+    keeps its mode; opening the transcript says why, if it cannot be made)."""
+    with contextlib.suppress(OSError):
+        store.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return str(store.new_transcript(run_id))
+
+
+def workspace_record(workspace: str) -> RunWorkspace:
+    """`workspace` as RunStarted records it: its absolute path and, in a git repository,
+    HEAD and the branch (read from the repository's files; never git)."""
+    from mini_harness.tools import Workspace
+    from mini_harness.tools.git_dir import repository_head
+
+    path = os.path.realpath(workspace)
+    try:
+        head, branch = repository_head(Workspace(path))
+    except (GitError, WorkspaceError, OSError):  # not a repository (of its own)
+        return RunWorkspace(path)
+    return RunWorkspace(path, head, branch)
 
 
 def resume_words(run_id: str, transcript: str, store_root: str | os.PathLike[str]) -> list[str]:

@@ -96,9 +96,23 @@ def encoder(cls: type, skip: frozenset[str] = frozenset()) -> Encoder:
         else:
             body += [f"    v = value.{field.name}", f"    out[{key!r}] = {written}"]
     body.append("    return out")
-    exec("\n".join(body), namespace)  # noqa: S102 - source built above from the declaration
-    encode: Encoder = namespace["encode"]
+    encode: Encoder = generated(body, namespace, f"encode {cls.__name__}")
     return encode
+
+
+def generated(lines: list[str], namespace: dict[str, Any], label: str) -> Any:
+    """The function whose source is `lines` (`def NAME(...):` first), defined in
+    `namespace`; `label` names its source in tracebacks (`<encode RunStarted>`).
+
+    The source is compiled first and the code object run: exec() of a string goes through
+    the interpreter's top-level runner, which marks a KeyboardInterrupt raised while the
+    definition runs as unhandled even once the command has caught it, and the process then
+    ends by SIGINT at exit instead of with its own exit code (130): a Ctrl-C in the first
+    moments of `show --follow`, as the first records were decoded, did that.
+    """
+    code = compile("\n".join(lines), f"<{label}>", "exec")
+    exec(code, namespace)  # noqa: S102 - source built by the caller from a declaration
+    return namespace[lines[0].removeprefix("def ").partition("(")[0]]
 
 
 def _converter(tp: Any) -> Callable[[Any], Any] | None:

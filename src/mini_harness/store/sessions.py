@@ -24,6 +24,7 @@ from mini_harness.errors import TranscriptError
 from mini_harness.events import JsonObject
 from mini_harness.replay.history import UNFINISHED, Run, RunSelection, TranscriptFold
 from mini_harness.transcripts.claim import is_held
+from mini_harness.transcripts.skim import skim_runs
 
 SUFFIX = ".jsonl"
 
@@ -40,7 +41,8 @@ def iso(when: dt.datetime) -> str:
 
 @attrs.frozen
 class StoredRun:
-    """One run of a transcript in the store, as its history has it."""
+    """One run of a transcript in the store, as its history has it: what its RunStarted
+    and RunFinished say (its calls are not counted: the store may read no more)."""
 
     path: Path
     run: Run
@@ -155,10 +157,16 @@ class SessionStore:
         return found
 
     def read(self, path: Path) -> list[StoredRun]:
-        """The runs of one transcript (read up to any damage); [] and an entry in
-        `unreadable` when it cannot be read as a transcript."""
+        """The runs of one transcript: of a file whose runs all finished, what their
+        RunStarted and RunFinished lines say, found without reading the rest
+        (transcripts/skim.py); else of the whole file, read up to any damage. [] and an
+        entry in `unreadable` when it cannot be read as a transcript."""
         try:
-            history = TranscriptFold(path, damage=True).read()
+            skimmed = skim_runs(path)
+        except OSError:  # read whole, which says why it cannot be
+            skimmed = None
+        try:
+            history = TranscriptFold(path, damage=True, source=skimmed).read()
         except TranscriptError as exc:
             self.unreadable.append(Unreadable(path, exc.message))
             return []

@@ -20,7 +20,7 @@ import attrs
 
 from mini_harness.errors import FieldError
 from mini_harness.events import JsonObject
-from mini_harness.events.wire import camel
+from mini_harness.events.wire import camel, generated
 
 _MISSING: Any = object()
 
@@ -189,8 +189,7 @@ def structurer(cls: type) -> Callable[[JsonObject], Any]:
             body.append(f"        if {test}: {value} = settle(field{index}, {value})")
     body += ["    except KeyError as exc:", "        missing(exc)"]
     body += _construction(cls, fields, namespace)
-    exec("\n".join(body), namespace)  # noqa: S102 - source built above from the field table
-    structure: Callable[[JsonObject], Any] = namespace["structure"]
+    structure: Callable[[JsonObject], Any] = generated(body, namespace, f"structure {cls.__name__}")
     return structure
 
 

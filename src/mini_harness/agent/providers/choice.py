@@ -14,6 +14,7 @@ whoever prints or records what a run produced redacts them (`provider_secrets`).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 from collections.abc import Mapping
@@ -85,12 +86,32 @@ def _number(env: Mapping[str, str], name: str, default: float, *, whole: bool) -
     if text is None:
         return default
     try:
-        value = int(text) if whole else float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0 or (value == 0 and not whole):
-        wanted = "a whole number, 0 or more" if whole else "a number of seconds above 0"
-        raise ProviderSetupError(f"{name}={text!r}: expected {wanted}")
+        return request_retries(text) if whole else request_timeout(text)
+    except ValueError as exc:
+        raise ProviderSetupError(f"{name}={text!r}: expected {exc.args[0]}") from None
+
+
+def request_timeout(value: object) -> float:
+    """A model request's timeout as given (a number, or its text): seconds above 0, else a
+    ValueError saying what was expected. The one check of every place that sets it."""
+    number = math.nan
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            number = float(value.strip())
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+    if not math.isfinite(number) or number <= 0:
+        raise ValueError("a number of seconds above 0")
+    return number
+
+
+def request_retries(value: object) -> int:
+    """How often a failed model request is tried again, as given (a whole number, or its
+    text): 0 or more, else a ValueError saying what was expected."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if type(value) is not int or value < 0:
+        raise ValueError("a whole number, 0 or more")
     return value
 
 

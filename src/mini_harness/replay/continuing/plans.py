@@ -8,7 +8,7 @@ a tool.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import attrs
 
@@ -52,6 +52,33 @@ class ResumePlan:
             )
             for call in self.to_close
         ]
+
+
+def steps_before(run: Run, runs: Iterable[Run]) -> int:
+    """How many model requests of the conversation came before `run`'s first: 0 for a run
+    that started it; for one that continues another (one of `runs`, read with their
+    requests), those before that run plus the steps of it that were kept (a resume: up
+    to the step it continued, less that step when its request went unanswered and is sent
+    again; a fork: up to the step before the one it branches off at). Each run's record
+    counts its own requests from 1; a front end numbers them on from this
+    (Opening.steps_before), so that a resumed run's steps go on from the run's."""
+    by_id = {each.run_id: each for each in runs}
+    before = 0
+    seen: set[str] = set()
+    current: Run | None = run
+    while current is not None and current.run_id not in seen:
+        seen.add(current.run_id)
+        link = current.resumed_from or current.forked_from
+        if link is None:
+            break
+        parent = by_id.get(link.run_id)  # None: in another file (fork --log OUT)
+        answered = parent is None or any(
+            step.number == link.step and step.response is not None for step in parent.steps
+        )
+        resumed = current.resumed_from is not None
+        before += link.step if resumed and answered else max(link.step - 1, 0)
+        current = parent
+    return before
 
 
 def resume_plan(
@@ -126,6 +153,8 @@ def resume_plan(
         follow_up=follow_up,
         final_text=answer.content if answer is not None and not answer.tool_calls else None,
         resumed_from=RunOrigin(run.run_id, step),
+        # The request of `step` was answered, or is sent again as the run's first.
+        steps_before=steps_before(base, runs) + (step if answer is not None else max(step - 1, 0)),
     )
     # The calls in doubt of the step it continues, then those left over by the chain.
     matched = {call.call_id for call in calls}
@@ -143,16 +172,21 @@ def _take(calls: list[Call], tool_use_id: str) -> Call | None:
     return None
 
 
-def fork_opening(run: Run, step: int, instruction: str | None = None) -> Opening:
+def fork_opening(
+    run: Run, step: int, instruction: str | None = None, runs: Iterable[Run] = ()
+) -> Opening:
     """Branch `run` off before step `step`'s request (as it was sent), optionally adding
-    the user message `instruction`."""
+    the user message `instruction`; `runs` are the runs of its transcript, which say how
+    many steps came before `run` (`steps_before`)."""
     chosen = select_step(run, step)
     index = run.steps.index(chosen)
     history = list(chosen.request.messages)
     if instruction is not None:
         history.append(Message("user", instruction))
     previous = len(run.steps[index - 1].request.messages) if index else 0
-    return Opening(tuple(history), previous, forked_from=RunOrigin(run.run_id, step))
+    origin = RunOrigin(run.run_id, step)
+    before = steps_before(run, runs) + step - 1
+    return Opening(tuple(history), previous, forked_from=origin, steps_before=before)
 
 
 def continued_config(
