@@ -117,25 +117,27 @@ class TranscriptFold(LogFold):
         yield from self._finish()
 
     def _begun(self, record: TranscriptRecord, event: ToolCalled, fresh: bool) -> None:
-        run = self._runs.get(event.run_id) or self._implicit(record, event.run_id)
+        run_id = event.run_id
+        run = self._runs.get(run_id) or self._implicit(record, run_id)
         if fresh:
+            call_id = event.call_id
             call = Call(
                 run.index,
-                event.run_id,
-                event.call_id,
+                run_id,
+                call_id,
                 event.name,
                 event.input,
                 record.line,
                 event.tool_use_id,
                 event.step,
             )
-            self._open[event.call_id] = call
+            self._open[call_id] = call
             if run.keeps:
                 self._place(run, call, record)
         elif self.detail:
             self._item(run, record)  # a reused call id: shown as it is
         if self.detail:
-            self._last_ts(record)
+            run.last_ts = event.ts
 
     def _other(self, record: TranscriptRecord, event: Event) -> None:
         """Fold an event other than a call's."""
@@ -276,7 +278,8 @@ class TranscriptFold(LogFold):
     ) -> None:
         """Fold a terminal event: the call it ends is yielded, if it ends one and its run is
         shown."""
-        run = self._runs.get(event.run_id) or self._implicit(record, event.run_id)
+        run_id = event.run_id
+        run = self._runs.get(run_id) or self._implicit(record, run_id)
         if self.detail:
             run.last_ts = event.ts
         if opened is None:
@@ -286,7 +289,7 @@ class TranscriptFold(LogFold):
         # With the detail, calls stay findable after they end (an approval may come late).
         call = self._take(opened.call_id)
         # The call is as its ToolCalled recorded it, whatever run this event names.
-        owner = self._runs[opened.run_id]
+        owner = run if opened.run_id == run_id else self._runs[opened.run_id]
         if isinstance(event, ToolSucceeded):
             owner.succeeded += 1
             call.status = SUCCEEDED
