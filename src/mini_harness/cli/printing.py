@@ -14,7 +14,7 @@ import orjson
 from mini_harness.agent import ModelResponse, ToolCall, ToolOutcome
 from mini_harness.cli.output import PREFIX, echo, info, known_columns, rewritable, warn
 from mini_harness.errors import ModelError
-from mini_harness.replay.views.text import TextStyle
+from mini_harness.runtime.text_style import TextStyle
 from mini_harness.transcripts import Redactor
 
 RESULT_WIDTH = 160

@@ -64,7 +64,6 @@ from mini_harness.events import (
     new_id,
     to_wire,
 )
-from mini_harness.replay.history import Run
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.store import SessionStore
 from mini_harness.tools import Workspace, WorkspaceLike
@@ -72,6 +71,7 @@ from mini_harness.transcripts import JsonlTranscript, Redactor
 
 if TYPE_CHECKING:
     from mini_harness.export.live import LiveExport
+    from mini_harness.replay.history import Run
 
 
 @attrs.frozen

@@ -70,8 +70,9 @@ def _coloured() -> regex.Pattern[str]:
 def _plain(text: str, *, multiline: bool) -> bool:
     """Whether `text` has nothing to escape. str.isprintable is false for every character
     escaped here, and for tab and newline, which multi-line text keeps: text of many lines
-    (a batch of report lines, JSON lines) is checked without them, which costs a copy, not
-    the regex's walk (about 20 times as long)."""
+    (a model's answer, a batch of report or JSON lines) is checked without them, which
+    costs a copy, not the regex's walk (about 20 times as long), and most such text passes
+    without the regex engine ever loading."""
     if text.isprintable():
         return True
     return multiline and text.replace("\n", "").replace("\t", "").isprintable()
