@@ -347,3 +347,59 @@ class TestTranscriptInsideTheWorkspace:
         result = invoke(["run", "Task", "--model", model, "--log", "../t.jsonl"])
         assert result.exit_code == 0, result.output
         assert result.stderr == ""
+
+
+KEY = "sk-test-0123456789abcdefghijklmnop"  # an OpenAI-like key
+
+
+class TestDispatchSecrets:
+    """A one-shot `--tool` dispatch hides what a run hides: the settings' --redact-env
+    names (the project's config.toml too) and every configured provider's key, on the
+    screen, in --json and in its log."""
+
+    @pytest.fixture(name="ws")
+    def _ws(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+        ws = tmp_path / "ws"
+        (ws / ".mini-harness").mkdir(parents=True)
+        (ws / ".mini-harness/config.toml").write_text('redact-env = ["DISPATCH_SECRET"]\n')
+        monkeypatch.chdir(ws)
+        return ws
+
+    @pytest.mark.parametrize("as_json", [[], ["--json"]])
+    def test_the_project_config_redact_env(self, ws: Path, as_json: list[str]) -> None:
+        log = ws / "t.jsonl"
+        text = '{"text": "the secret is hunter2-dispatch"}'
+        env: dict[str, str | None] = {"DISPATCH_SECRET": "hunter2-dispatch"}
+        result = invoke(["--tool", "echo", "--tool-input", text, "--log", str(log), *as_json], env)
+        assert result.exit_code == 0, result.output
+        assert "the secret is [REDACTED]" in result.stdout
+        assert "hunter2" not in result.output
+        assert b"hunter2" not in log.read_bytes()
+        assert b"the secret is [REDACTED]" in log.read_bytes()
+
+    @pytest.mark.parametrize("as_json", [[], ["--json"]])
+    def test_a_provider_key(self, ws: Path, as_json: list[str]) -> None:
+        log = ws / "t.jsonl"
+        text = '{"text": "key: ' + KEY + '"}'
+        result = invoke(
+            ["--tool", "echo", "--tool-input", text, "--log", str(log), *as_json],
+            {"OPENAI_API_KEY": KEY},
+        )
+        assert result.exit_code == 0, result.output
+        assert "key: [REDACTED]" in result.stdout
+        assert KEY not in result.output
+        assert KEY.encode() not in log.read_bytes()
+
+    def test_a_failed_call_says_what_failed_redacted(self, ws: Path) -> None:
+        """The error line of a call that failed hides a --redact-env secret as everything
+        else the command prints does (it is printed by the error path, not the session)."""
+        log = ws / "t.jsonl"
+        result = invoke(
+            ["--tool", "read_file", "--tool-input", '{"path": "hunter2-dispatch.txt"}',
+             "--log", str(log), "--redact-env", "DISPATCH_SECRET"],
+            {"DISPATCH_SECRET": "hunter2-dispatch"},
+        )  # fmt: skip
+        assert result.exit_code == 1, result.output
+        assert 'Path "[REDACTED].txt" does not exist' in result.stderr
+        assert "hunter2" not in result.output
+        assert b"hunter2" not in log.read_bytes()

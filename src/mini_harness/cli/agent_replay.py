@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from mini_harness.agent import Opening
 from mini_harness.cli.output import echo, echo_json, error, info
 from mini_harness.cli.session import AgentSession
@@ -80,7 +78,7 @@ def rerun_agent_runs(
     problems = history.problems
     if as_json:
         shown = [problem.to_json() for problem in problems]
-        echo_json(orjson.dumps({"path": path, "agentRuns": documents, "problems": shown}).decode())
+        echo_json({"path": path, "agentRuns": documents, "problems": shown})
     elif problems:
         lines = ["", "Problems with the log:"]
         lines += [f"  [{problem.kind}] {problem.describe()}" for problem in problems]
@@ -164,7 +162,7 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
         outcome = session.loop(sink, registry, approver, config).run(opening)
     if session.options.as_json:
         live = session.document(outcome, forkedFrom=to_wire(origin))
-        echo_json(orjson.dumps({**_document(replay), "live": live}).decode())
+        echo_json({**_document(replay), "live": live})
     else:
         session.finish(outcome, target)
     return session.exit_code(outcome)

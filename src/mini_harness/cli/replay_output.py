@@ -3,7 +3,6 @@ with a progress bar on a terminal for a large file."""
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -11,7 +10,14 @@ from typing import Any, TextIO
 
 import orjson
 
-from mini_harness.cli.output import echo, echo_json, error, info, rewritable
+from mini_harness.cli.output import (
+    echo,
+    echo_json_stream,
+    error,
+    info,
+    redacted_value,
+    rewritable,
+)
 from mini_harness.errors import ExitCode, exit_code_of
 from mini_harness.events import JsonObject
 from mini_harness.replay import (
@@ -225,19 +231,21 @@ class JsonOutput(ReplayOutput):
 
     def __init__(self, fold: TranscriptFold, **settings: Any) -> None:
         super().__init__(fold, **settings)
-        self.write = functools.partial(echo_json, nl=False)
+        self.write = echo_json_stream
         self.started = False
         self.first_call = True
 
     def _start(self) -> None:
         if not self.started:
             head = {"path": self.history.path, "transcriptId": self.history.transcript_id}
-            self.write(orjson.dumps(head).decode()[:-1] + ',"calls":[')
+            self.write(orjson.dumps(redacted_value(head)).decode()[:-1] + ',"calls":[')
             self.started = True
 
     def _emit_call(self, entry: JsonObject) -> None:
         self._start()
-        self.write(("\n" if self.first_call else ",\n") + orjson.dumps(entry).decode())
+        self.write(
+            ("\n" if self.first_call else ",\n") + orjson.dumps(redacted_value(entry)).decode()
+        )
         self.first_call = False
 
     def run(self, item: Run) -> None:
@@ -274,5 +282,5 @@ class JsonOutput(ReplayOutput):
             "interrupted": interrupted,
             "exitCode": exit_code_of(interrupted=True) if interrupted else code,
         }
-        self.write("\n]," + orjson.dumps(tail).decode()[1:] + "\n")
+        self.write("\n]," + orjson.dumps(redacted_value(tail)).decode()[1:] + "\n")
         return code

@@ -256,7 +256,7 @@ def _continue(  # noqa: PLR0917 - the pieces of one continued run
     outcome = loop.run(opening)
     if not session.options.as_json and outcome.steps == 0 and outcome.final_text is not None:
         info("The run had already answered:")
-        echo(session.printer.shown(outcome.final_text))
+        echo(outcome.final_text)
     origin = {
         "resumedFrom": to_wire(opening.resumed_from),
         "forkedFrom": to_wire(opening.forked_from),

@@ -23,11 +23,10 @@ import attrs
 import click
 
 from mini_harness.cli.options import F
-from mini_harness.cli.output import PREFIX, info
+from mini_harness.cli.output import aside, info
 from mini_harness.errors import GitError, ReplayError, UsageError, WorkspaceError
 from mini_harness.events import RunWorkspace
 from mini_harness.replay.history import Run
-from mini_harness.runtime.terminal import printable
 
 if TYPE_CHECKING:
     from mini_harness.store import SessionStore, StoredRun
@@ -148,7 +147,7 @@ def resume_words(run_id: str, transcript: str, store_root: str | os.PathLike[str
 def notice(message: str, *, as_json: bool = False) -> None:
     """An informational line: on stdout, or on stderr when stdout holds a JSON document."""
     if as_json:
-        click.echo(f"{PREFIX} {printable(message)}", err=True)
+        aside(message)
     else:
         info(message)
 
