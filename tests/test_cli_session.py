@@ -6,7 +6,12 @@ tools' reach. And `run`'s options may come before the task as well as after it."
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +19,7 @@ import click
 import orjson
 import pytest
 
+import mini_harness
 from mini_harness.cli.agent import run_command
 from mini_harness.replay import fold_agent_runs
 from mini_harness.transcripts import verify_transcript
@@ -220,6 +226,36 @@ class TestLiveModelSession:
             orjson.loads(result.stdout)["live"]["finalText"]
             == "The key is [REDACTED] and [REDACTED]."
         )
+
+    def test_an_interrupted_continuation_says_how_to_continue_it(
+        self, recorded: tuple[Path, Path], tmp_path: Path
+    ) -> None:
+        """Ctrl-C while the live model is asked: exit 130 and, as for an interrupted `run`,
+        the command that resumes the new run (it is recorded in the transcript)."""
+        ws, cut = recorded
+        slow = write_script(tmp_path / "slow.json", [{"text": "late", "delayMs": 30000}])
+        before = cut.stat().st_size
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        source = str(Path(mini_harness.__file__).parents[1])
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mini_harness", "replay", str(cut), "--rerun",
+             "--workspace", str(ws), "--live-model", "--model", slow],
+            env={**env, "PYTHONUNBUFFERED": "1", "PYTHONPATH": source},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and b"ModelRequested" not in cut.read_bytes()[before:]:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)
+        assert process.returncode == 130, stdout + stderr
+        new = fold_agent_runs(cut)[-1]
+        assert new.stop_reason == "cancelled"
+        lines = [line for line in stdout.splitlines() if "To continue the run:" in line]
+        assert lines == [
+            f"[mini-harness] To continue the run: mini-harness resume {cut} --run {new.run_id}"
+            f" --model {slow}"
+        ]
 
     def test_max_event_bytes(self, recorded: tuple[Path, Path], tmp_path: Path) -> None:
         """--max-event-bytes caps the live run's lines: an answer over it is not acted on."""

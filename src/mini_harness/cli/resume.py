@@ -8,14 +8,10 @@ closes its calls in doubt as `interrupted`.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import NoReturn
 
 import attrs
 import click
 
-from mini_harness.agent import Opening
-from mini_harness.agent.approval import PolicyApprover
 from mini_harness.cli.coding import accept_policy_option
 from mini_harness.cli.log_options import LogSettings, log_option, log_options, warn_quarantined
 from mini_harness.cli.options import (
@@ -25,21 +21,18 @@ from mini_harness.cli.options import (
     root_workspace,
     run_option,
 )
-from mini_harness.cli.output import echo, info
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
 from mini_harness.cli.stored import last_option, locate, notice, recorded_workspace
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import MiniHarnessError
-from mini_harness.events import EventSink, ToolFailed, to_wire
+from mini_harness.events import EventSink
 from mini_harness.replay.continuing.plans import (
-    continued_config,
     fork_opening,
     resume_plan,
     steps_before,
 )
 from mini_harness.replay.continuing.rerun import safe_to_repeat
 from mini_harness.replay.history import Run, read_history, select_agent_run
-from mini_harness.runtime import ToolRegistry
 from mini_harness.transcripts import JsonlTranscript
 
 _continue_options = option_group(
@@ -137,10 +130,11 @@ def resume_command(
         what += _of_the_conversation(found, runs, origin.step if origin else 0)
         # Its RunStarted claims the run, under the file's lock, before anything is done.
         sink = transcript.continuing(found.run_id, since=since, read=plan.read)
-        _continue(
-            session, sink, registry, approver, found, follow_up, opening, max_steps, what, path,
-            plan.closing_events(),
+        code = session.continue_run(
+            sink, registry, approver, found, opening, transcript=path, what=what,
+            task=follow_up, max_steps=max_steps, closing=plan.closing_events(),
         )  # fmt: skip
+        raise click.exceptions.Exit(code)  # inside: the log knows how the command ended
 
 
 @click.command("fork", short_help="Branch an agent run off before a step, as a new run.")
@@ -193,10 +187,11 @@ def fork_command(
     with session.log(target) as sink:
         what = f"Forking run {found.run_id} before step {at_step}"
         what += _of_the_conversation(found, history.runs, at_step)
-        _continue(
-            session, sink, registry, approver, found, instruction, opening, max_steps, what,
-            target,
+        code = session.continue_run(
+            sink, registry, approver, found, opening, transcript=target, what=what,
+            task=instruction, max_steps=max_steps,
         )  # fmt: skip
+        raise click.exceptions.Exit(code)
 
 
 def _of_the_conversation(run: Run, runs: list[Run], step: int) -> str:
@@ -227,39 +222,3 @@ def _must_exist(path: str) -> None:
         )
     if not os.path.isfile(path):
         raise click.UsageError(f"cannot read transcript {path}: no such file")
-
-
-def _continue(  # noqa: PLR0917 - the pieces of one continued run
-    session: AgentSession,
-    sink: EventSink,
-    registry: ToolRegistry,
-    approver: PolicyApprover,
-    run: Run,
-    task: str | None,
-    opening: Opening,
-    max_steps: int | None,
-    what: str,
-    path: str,
-    closing: Sequence[ToolFailed] = (),
-) -> NoReturn:
-    """Run the new run, continuing `run` with `task`, to its end and report it as `run`
-    does. Its RunStarted comes first (for a resume, the claim), then the `closing` events
-    of the calls in doubt it closes."""
-    config = continued_config(run, task=task, max_steps=max_steps, stream=session.stream)
-    loop = session.loop(sink, registry, approver, config)
-    loop.start(opening)
-    session.say(what)
-    for event in closing:
-        sink.emit(event)
-        session.say(f"Closed in-doubt call {event.call_id} ({event.name}) as interrupted")
-    session.say(f"Model provider: {session.provider.name}")
-    outcome = loop.run(opening)
-    if not session.options.as_json and outcome.steps == 0 and outcome.final_text is not None:
-        info("The run had already answered:")
-        echo(outcome.final_text)
-    origin = {
-        "resumedFrom": to_wire(opening.resumed_from),
-        "forkedFrom": to_wire(opening.forked_from),
-    }
-    session.finish(outcome, path, **origin)
-    raise click.exceptions.Exit(session.exit_code(outcome, path))

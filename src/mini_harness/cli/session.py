@@ -21,7 +21,7 @@ import functools
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -31,6 +31,7 @@ from mini_harness.agent import (
     AgentConfig,
     AgentLoop,
     AgentOutcome,
+    Opening,
     RequestLimits,
     choose_provider,
     provider_secrets,
@@ -48,7 +49,7 @@ from mini_harness.cli.options import (
     root_workspace,
     workspace_option,
 )
-from mini_harness.cli.output import aside, echo_json, error, info, warn
+from mini_harness.cli.output import aside, echo, echo_json, error, info, warn
 from mini_harness.cli.printing import PrintingReporter
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.cli.stored import resume_words, workspace_record
@@ -56,17 +57,22 @@ from mini_harness.errors import ExitCode, UsageError, exit_code_of
 from mini_harness.events import (
     EventSink,
     JsonObject,
-    JsonValue,
     RunSettings,
     RunWorkspace,
+    ToolFailed,
     new_id,
     to_wire,
 )
+from mini_harness.events.wire import camel
 from mini_harness.runtime import ToolRegistry, ToolRuntime
 from mini_harness.transcripts import JsonlTranscript
 
+_ORIGINS = ("resumed_from", "forked_from")
+"""The fields of RunStarted (and of the Opening that makes it) naming the run it continues."""
+
 if TYPE_CHECKING:
     from mini_harness.export.live import LiveExport
+    from mini_harness.replay.history import Run
 
 
 @attrs.frozen
@@ -278,8 +284,12 @@ class AgentSession(Session):
         else:
             self.printer.say(message)
 
-    def document(self, outcome: AgentOutcome, **origin: JsonValue) -> JsonObject:
-        """The `--json` document of a run that ended; `origin` names the run it continues."""
+    def document(self, outcome: AgentOutcome, opening: Opening | None = None) -> JsonObject:
+        """The `--json` document of a run that ended; for a run that continues another,
+        the run it names (`resumedFrom`, `forkedFrom`: as its RunStarted records them)."""
+        origin: JsonObject = {}
+        if opening is not None:
+            origin = {camel(name): to_wire(getattr(opening, name)) for name in _ORIGINS}
         return {
             "runId": outcome.run_id,
             **origin,
@@ -289,15 +299,60 @@ class AgentSession(Session):
             "usage": to_wire(outcome.usage),
         }
 
-    def finish(self, outcome: AgentOutcome, transcript: str | None, **origin: JsonValue) -> None:
-        """Print how the run ended: the `--json` document, or where it was recorded."""
+    def finish(
+        self,
+        outcome: AgentOutcome,
+        transcript: str | None,
+        opening: Opening | None = None,
+        enclosing: Callable[[JsonObject], JsonObject] | None = None,
+    ) -> None:
+        """Print how the run ended: the `--json` document (in the one `enclosing` makes,
+        if given), or where it was recorded."""
         if self.options.as_json:
-            document = self.document(outcome, **origin)
-            echo_json(document, indent=True)
+            document = self.document(outcome, opening)
+            echo_json(document if enclosing is None else enclosing(document), indent=True)
         elif transcript is not None:
             if outcome.stop_reason == "cancelled" and sys.stdout.isatty():
                 click.echo("")  # the terminal echoed ^C where the cursor was
             self.printer.say(f"Transcript: {transcript} (run {outcome.run_id})")
+
+    def continue_run(
+        self,
+        sink: EventSink,
+        tools: ToolRegistry,
+        approver: PolicyApprover,
+        run: Run,
+        opening: Opening,
+        *,
+        transcript: str,
+        what: str,
+        task: str | None = None,
+        max_steps: int | None = None,
+        closing: Sequence[ToolFailed] = (),
+        enclosing: Callable[[JsonObject], JsonObject] | None = None,
+    ) -> ExitCode:
+        """Run a new run that continues `run` (`opening` says how: resumed or forked,
+        from which step) with `task`, recorded in `sink` (the log at `transcript`), to its
+        end, and report it as `run` does (`what` says what it is; `enclosing` makes the
+        `--json` document hold the run's). Its RunStarted comes first (for a resume, the
+        claim), then the `closing` events of the calls in doubt it closes. Returns the
+        exit code; an interrupted run is told how to go on (`exit_code`)."""
+        from mini_harness.replay.continuing.plans import continued_config
+
+        config = continued_config(run, task=task, max_steps=max_steps, stream=self.stream)
+        loop = self.loop(sink, tools, approver, config)
+        loop.start(opening)
+        self.say(what)
+        for event in closing:
+            sink.emit(event)
+            self.say(f"Closed in-doubt call {event.call_id} ({event.name}) as interrupted")
+        self.say(f"Model provider: {self.provider.name}")
+        outcome = loop.run(opening)
+        if not self.options.as_json and outcome.steps == 0 and outcome.final_text is not None:
+            info("The run had already answered:")
+            echo(outcome.final_text)
+        self.finish(outcome, transcript, opening, enclosing)
+        return self.exit_code(outcome, transcript)
 
     def exit_code(self, outcome: AgentOutcome, transcript: str | None = None) -> ExitCode:
         """Say why the run failed, if it did, and for an interrupted run recorded in
