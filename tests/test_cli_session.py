@@ -18,12 +18,14 @@ from typing import Any
 import click
 import orjson
 import pytest
+from click.testing import CliRunner
 
 import mini_harness
+from mini_harness.cli import cli
 from mini_harness.cli.agent import run_command
 from mini_harness.replay import fold_agent_runs
 from mini_harness.transcripts import verify_transcript
-from tests.agent.recorded_runs import cut_after, invoke, write_script
+from tests.agent.recorded_runs import NO_KEYS, cut_after, invoke, write_script
 
 PATCH = "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# Demo\n+# Demo, patched\n"
 ALLOW_PATCH = '[[rules]]\ntool = "apply_patch"\ndecision = "allow"\n'
@@ -439,3 +441,34 @@ class TestDispatchSecrets:
         assert 'Path "[REDACTED].txt" does not exist' in result.stderr
         assert "hunter2" not in result.output
         assert b"hunter2" not in log.read_bytes()
+
+
+class TestActingWorkspace:
+    def test_a_piped_rerun_works_where_the_run_worked(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """`replay - --rerun` reads standard input once and, given no workspace, re-runs
+        the calls where the recorded run worked (said), as it does for a file."""
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        (ws / "README.md").write_text("# Demo\n")
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        monkeypatch.chdir(elsewhere)
+        answers: list[dict[str, Any]] = [
+            {"toolCalls": [{"name": "list_files", "arguments": {}}]},
+            {"text": "Done."},
+        ]
+        log = tmp_path / "t.jsonl"
+        model = write_script(tmp_path / "s.json", answers)
+        result = invoke(
+            ["run", "Task", "--model", model, "--workspace", str(ws), "--log", str(log)]
+        )
+        assert result.exit_code == 0, result.output
+        (run,) = fold_agent_runs(log)
+        piped = CliRunner().invoke(
+            cli, ["replay", "-", "--rerun"], input=log.read_bytes(), env=dict(NO_KEYS)
+        )
+        assert piped.exit_code == 0, piped.output
+        assert f"Workspace: {ws}, where run {run.run_id} worked" in piped.stdout
+        assert "Step 1: list_files {}: re-run, same result" in piped.stdout

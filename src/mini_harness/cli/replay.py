@@ -153,7 +153,8 @@ def replay_command(  # noqa: PLR0917 - click passes each option
             echo("\n".join(lines))
         raise click.exceptions.Exit(code)
     unverified = rerun.verified(path, live_model=live_model)
-    workspace = rerun.where(path, run, as_json=as_json)
+    held = _read_once(fold)  # the one reading (a pipe will do): the runs, and their workspace
+    workspace = rerun.where(fold.history, as_json=as_json)
     # Today's policy decides every call a re-run would run again; it never prompts.
     approver = rerun.approver(workspace)
     # With --live-model the re-run's tools are the new run's (cli/session.py).
@@ -164,7 +165,6 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         )
         live = AgentSession(options, log_settings)
     tools = live.tools(path, log) if live else rerun.tools(workspace)
-    held = _read_once(fold)
     # Agent runs are replayed offline with their recorded model answers (cli/agent_replay.py).
     agent_code = rerun_agent_runs(
         path,

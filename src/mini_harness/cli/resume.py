@@ -7,7 +7,8 @@ closes its calls in doubt as `interrupted`.
 
 from __future__ import annotations
 
-import os
+import contextlib
+import functools
 
 import attrs
 import click
@@ -22,8 +23,8 @@ from mini_harness.cli.options import (
     run_option,
 )
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
-from mini_harness.cli.stored import last_option, locate, notice, recorded_workspace
-from mini_harness.cli.verified import allow_unverified_option, verified_history
+from mini_harness.cli.stored import acting_workspace, last_option, locate, notice
+from mini_harness.cli.verified import acted_on, allow_unverified_option, verified_history
 from mini_harness.errors import MiniHarnessError
 from mini_harness.events import EventSink
 from mini_harness.replay.continuing.plans import (
@@ -48,28 +49,30 @@ _continue_options = option_group(
 
 
 def _located(
-    path: str | None, text: str | None, last: bool, run: str | None, agent: AgentOptions
+    command: str,
+    path: str | None,
+    text: str | None,
+    *,
+    last: bool,
+    run: str | None,
+    agent: AgentOptions,
 ) -> tuple[str, str | None, str | None]:
     """The transcript, the run (`--run`, else the one an id or --last named) and the text
-    (FOLLOW_UP, INSTRUCTION) of a resume or a fork. With --last, the one word given is the
-    text."""
+    (FOLLOW_UP, INSTRUCTION) of a resume or a fork (`command`). With --last, the one word
+    given is the text. The transcript must be a regular file: the new run is appended to
+    it (a fork's, without --log), and it is verified before its history is read."""
     if last and text is None:
         path, text = None, path
     found = locate(path, last=last, agent=True, workspace=agent.workspace or root_workspace())
-    _must_exist(found.path)
+    acted_on(found.path, command)
     return found.path, run or found.run_id, text
 
 
-def _workspace(path: str, run: str | None, agent: AgentOptions) -> str | None:
-    """Where the continued run works: --workspace, else where the run it continues worked
-    (said when that is not here), else the current directory (None)."""
-    if agent.workspace or root_workspace():
-        return None
-    try:
-        found = select_agent_run(read_history(path, damage=True), run)
-    except MiniHarnessError:  # said as it always is, once the transcript is verified
-        return None
-    return recorded_workspace(found, lambda message: notice(message, as_json=agent.as_json))
+def _workspace(agent: AgentOptions, found: Run | None) -> str | None:
+    """Where the continued run works: --workspace, else where the run it continues
+    (`found`) worked (said when that is not here), else the current directory (None)."""
+    say = functools.partial(notice, as_json=agent.as_json)
+    return acting_workspace(agent.workspace, found, say)
 
 
 @click.command("resume", short_help="Continue an agent run as a new run that names it.")
@@ -107,8 +110,12 @@ def resume_command(
 
     Exit codes: as `run` (0 a final answer, 1 none, 2 usage, 130 interrupted).
     """
-    path, run, follow_up = _located(path, follow_up, last, run, agent)
-    session = AgentSession(agent, log_settings, workspace=_workspace(path, run, agent))
+    path, run, follow_up = _located("resume", path, follow_up, last=last, run=run, agent=agent)
+    found = None
+    if not (agent.workspace or root_workspace()):  # where the run worked, read ahead
+        with contextlib.suppress(MiniHarnessError):  # said once the file is verified
+            found = select_agent_run(read_history(path, damage=True), run)
+    session = AgentSession(agent, log_settings, workspace=_workspace(agent, found))
     registry = session.tools(path)
     with session.log(path) as log:
         transcript = _recovered(log)  # before anything reads the file
@@ -171,16 +178,13 @@ def fork_command(
 
     Exit codes: as `run` (0 a final answer, 1 none, 2 usage, 130 interrupted).
     """
-    path, run, instruction = _located(path, instruction, last, run, agent)
+    path, run, instruction = _located("fork", path, instruction, last=last, run=run, agent=agent)
     unverified = verified_history(path, "fork", allow=allow_unverified)
     history = read_history(path, requests=True)
     found = select_agent_run(history, run)
     opening = fork_opening(found, at_step, instruction, history.runs)
     opening = attrs.evolve(opening, unverified=unverified)
-    workspace = None
-    if not (agent.workspace or root_workspace()):
-        workspace = recorded_workspace(found, lambda text: notice(text, as_json=agent.as_json))
-    session = AgentSession(agent, log_settings, workspace=workspace)
+    session = AgentSession(agent, log_settings, workspace=_workspace(agent, found))
     approver = session.approver(continuing=found)
     registry = session.tools(path, log)
     target = log or path
@@ -209,16 +213,3 @@ def _recovered(log: EventSink) -> JsonlTranscript:
     log.recover()
     warn_quarantined(log)
     return log
-
-
-def _must_exist(path: str) -> None:
-    """PATH must be a transcript file: the new run is appended to it (a fork's, without
-    --log), and it is verified before its history is read."""
-    if path == "-" or (os.path.exists(path) and not os.path.isfile(path)):
-        shown = "standard input" if path == "-" else path
-        raise click.UsageError(
-            f"cannot continue a run of {shown}: it is not a regular file (the new run is "
-            "appended to the transcript, which is verified before its history is read)"
-        )
-    if not os.path.isfile(path):
-        raise click.UsageError(f"cannot read transcript {path}: no such file")

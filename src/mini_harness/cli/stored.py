@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 import click
 
-from mini_harness.cli.options import F
+from mini_harness.cli.options import F, root_workspace
 from mini_harness.cli.output import aside, info
 from mini_harness.errors import GitError, ReplayError, UsageError, WorkspaceError
 from mini_harness.events import RunWorkspace
@@ -152,7 +152,17 @@ def notice(message: str, *, as_json: bool = False) -> None:
         info(message)
 
 
-def recorded_workspace(run: Run, say: Callable[[str], None]) -> str | None:
+def acting_workspace(given: str | None, run: Run | None, say: Callable[[str], None]) -> str | None:
+    """Where a command that acts on `run` works: `given` (`--workspace`), else the
+    root's `--workspace`, else where `run` worked (said by `say` when that is not the
+    current directory); None: the current directory."""
+    given = given or root_workspace()
+    if given is not None or run is None:
+        return given
+    return _recorded_workspace(run, say)
+
+
+def _recorded_workspace(run: Run, say: Callable[[str], None]) -> str | None:
     """The workspace `run` recorded, for a command that acts on it and was given none;
     said (by `say`) when it is not the current directory. None when the run recorded none
     (the current directory, as before). UsageError when it is not a directory any more."""

@@ -14,7 +14,7 @@ import click
 from mini_harness.cli.acting import Session
 from mini_harness.cli.log_options import LogSettings, log_option, log_options
 from mini_harness.cli.options import workspace_option
-from mini_harness.cli.stored import locate, recorded_workspace
+from mini_harness.cli.stored import acting_workspace, locate
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import ToolCallError, UsageError, WorkspaceError
 from mini_harness.events import CallOrigin, RunWorkspace
@@ -64,12 +64,9 @@ def undo_command(  # noqa: PLR0917 - click passes each option
     """
     session = Session(log_settings, workspace=workspace)
     path = locate(path).path
-    if not os.path.isfile(path):
-        raise UsageError(f"cannot read transcript {path}: no such file")
     unverified = verified_history(path, "undo", allow=allow_unverified)
     call, made_by = _find_call(path, call_id)
-    recorded = None if session.workspace else recorded_workspace(made_by, session.say)
-    root = os.path.realpath(session.workspace or recorded or os.curdir)
+    root = os.path.realpath(acting_workspace(workspace, made_by, session.say) or os.curdir)
     try:
         reverse = patch_reversal(Workspace(root), call.input["patch"], call.effects or ())
     except WorkspaceError as exc:
