@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -83,7 +85,7 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
-def interleave(contenders: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
+def interleave(contenders: Mapping[str, Callable[[], T]], rounds: int) -> dict[str, list[T]]:
     """Run each contender once per round, rotating the order, and collect what each returns.
 
     Every contender returns its own figure (a rate or a time); running them side by side in
@@ -91,7 +93,7 @@ def interleave(contenders: dict[str, Callable[[], float]], rounds: int) -> dict[
     round stay meaningful on a busy machine.
     """
     names = list(contenders)
-    out: dict[str, list[float]] = {name: [] for name in names}
+    out: dict[str, list[T]] = {name: [] for name in names}
     for index in range(rounds):
         shift = index % len(names)
         for name in names[shift:] + names[:shift]:

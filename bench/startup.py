@@ -1,4 +1,5 @@
-"""CLI start-up: one logged echo dispatch, against the reference's compiled CLI.
+"""CLI start-up: one logged echo dispatch, against the reference's compiled CLI; and how soon
+an agent run (`mini-harness run`) shows its first lines with each model provider.
 
 The reference (the TypeScript harness this one grew from) is not installed with this
 project: set BENCH_REFERENCE_CLI to the command that starts its compiled CLI (e.g.
@@ -9,9 +10,12 @@ it the reference row is skipped with a note. The bare interpreter rows are infor
 from __future__ import annotations
 
 import functools
+import importlib.util
 import itertools
 import os
+import selectors
 import shlex
+import socket
 import subprocess
 import sys
 import time
@@ -142,7 +146,11 @@ def phase_profile(arguments: list[str], env: dict[str, str], runs: int) -> str:
     return "\n".join(lines)
 
 
-def run(config: Config) -> Section:
+def run(config: Config) -> list[Section]:
+    return [dispatch_section(config), run_section(config)]
+
+
+def dispatch_section(config: Config) -> Section:
     env = clean_env()
     log = fresh_path(config, "startup.jsonl")
     cli = cli_command()
@@ -242,4 +250,118 @@ def run(config: Config) -> Section:
         + phase_profile([*echo, "--log", str(fresh_path(config, "phases.jsonl"))], env, runs)
         + "\n```\n"
     )
+    return section
+
+
+HEADER = "[mini-harness] Model provider:"
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (a request there is refused at once)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def timed_run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, float]:
+    """Seconds from the start of `command` to its first line of output (either stream), to
+    the provider's header line, and to its exit."""
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert child.stdout is not None
+    assert child.stderr is not None
+    first = header = None
+    pending = {child.stdout.fileno(): b"", child.stderr.fileno(): b""}  # by descriptor
+    with selectors.DefaultSelector() as streams:
+        for stream in (child.stdout, child.stderr):
+            streams.register(stream, selectors.EVENT_READ)
+        while streams.get_map():
+            for key, _ in streams.select():
+                data = os.read(key.fd, 65536)
+                if not data:
+                    streams.unregister(key.fileobj)
+                    continue
+                now = time.perf_counter() - start
+                first = now if first is None else first
+                pending[key.fd] += data
+                if header is None and HEADER.encode() in pending[key.fd]:
+                    header = now
+    child.wait()
+    ended = time.perf_counter() - start
+    if first is None or header is None:
+        raise RuntimeError(f"{shlex.join(command)} printed no header: {pending}")
+    return first, header, ended
+
+
+def timed_import(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """The wall time of `command` (`python -c 'import SDK'`), in timed_run's shape."""
+    wall = timed(command, env, {}, "import")
+    return wall, wall, wall
+
+
+def run_section(config: Config) -> Section:
+    """`mini-harness run` with each provider against a loopback port nothing listens on:
+    the time to the first line, to the provider's header, and to the exit (the request
+    refused at once, no retry)."""
+    port = closed_port()
+    env = clean_env()
+    for name in ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MINI_HARNESS_MODEL"):
+        env.pop(name, None)
+    env.update(
+        {
+            "OPENAI_API_KEY": "sk-bench",
+            "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
+            "ANTHROPIC_API_KEY": "sk-bench",
+            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
+            "MINI_HARNESS_MODEL_RETRIES": "0",
+        }
+    )
+    cwd = config.workdir / "run-startup"
+    cwd.mkdir(exist_ok=True)
+    models = ["mock"] + [sdk for sdk in ("openai", "anthropic") if importlib.util.find_spec(sdk)]
+    commands = {
+        model: [*cli_command(), "run", "say hi", "--model", model, "--no-log"] for model in models
+    }
+    imports = {sdk: [sys.executable, "-c", f"import {sdk}"] for sdk in models if sdk != "mock"}
+    for command in commands.values():  # warm the bytecode and page caches
+        timed_run(command, env, cwd)
+    for command in imports.values():
+        subprocess.run(command, env=env, check=True)
+    rounds = config.scale(9, 3)
+    figures = interleave(
+        {
+            model: functools.partial(timed_run, command, env, cwd)
+            for model, command in commands.items()
+        }
+        | {
+            f"import {sdk}": functools.partial(timed_import, command, env)
+            for sdk, command in imports.items()
+        },
+        rounds,
+    )
+    section = Section(
+        title="Agent run start-up: first lines and exit, by provider",
+        headers=("`mini-harness run \"say hi\" --model M --no-log`", "first line (ms)",
+                 "`Model provider:` line (ms)", "exit (ms)", "`import SDK` alone (ms)"),
+    )  # fmt: skip
+    for model in models:
+        first, header, ended = (median([row[i] for row in figures[model]]) * 1000 for i in range(3))
+        alone = (
+            f"{median([row[2] for row in figures[f'import {model}']]) * 1000:.0f}"
+            if model in imports
+            else ""
+        )
+        section.rows.append((model, f"{first:.0f}", f"{header:.0f}", f"{ended:.0f}", alone))
+    section.notes = [
+        f"Medians of {rounds} interleaved rounds after one warm-up run of each. The remote "
+        "providers are pointed at a loopback port nothing listens on, with "
+        "MINI_HARNESS_MODEL_RETRIES=0: their one request is refused at once, so the exit "
+        "column is the start-up, the SDK's import, one refused connection, the error line "
+        "and the shutdown. The first line is `Not recorded (--no-log)`, the header "
+        "`Model provider: ...`; an SDK is imported after it, for the first request (on a "
+        "terminal, inside the `Waiting for the model` line). The last column is "
+        "`python -c 'import SDK'` in the same rounds, the floor of what the SDK adds.",
+    ]
     return section

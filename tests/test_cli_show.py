@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mini_harness.cli import cli
-from mini_harness.replay.views.text import TextStyle, timeline_lines
+from mini_harness.replay.views.text import timeline_lines
+from mini_harness.runtime.text_style import TextStyle
 from tests.replay.test_timeline import build
 from tests.replay.timeline_fixtures import TOOLS, agent_events, chained, tool_events, write
 from tests.streams import on_terminal

@@ -7,6 +7,7 @@ import importlib.resources
 import inspect
 import os
 import pkgutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -115,6 +116,66 @@ class TestStartUp:
         otel = ("opentelemetry", "mini_harness.export", "google.protobuf", "requests")
         assert sorted(name for name in loaded() if name.startswith(otel)) == []
         assert "mini_harness.export.live" in loaded("--otel")
+
+    def test_an_agent_run_loads_what_it_runs(self, tmp_path: Path) -> None:
+        """A run that is not continued, with no policy file, imports neither the replay
+        layer (the fold, reports, corpora: for reading transcripts), nor the shell grammar
+        (tree-sitter, for a policy's command rules), nor the regex engine (for text with
+        characters to escape): its first line comes sooner."""
+        source = str(Path(mini_harness.__file__).parents[1])
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "mini_harness", "run", "hi",
+             "--model", "mock", "--no-log"],
+            capture_output=True, text=True, check=True, cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": source},
+        )  # fmt: skip
+        assert "Mock model response:" in done.stdout
+        loaded = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+        assert "mini_harness.agent.loop" in loaded
+        unused = ("mini_harness.replay", "tree_sitter", "regex", "anthropic", "openai")
+        assert sorted(name for name in loaded if name.startswith(unused)) == []
+
+    @pytest.mark.parametrize("sdk", ["anthropic", "openai"])
+    def test_a_run_prints_its_header_before_the_sdk_loads(self, sdk: str, tmp_path: Path) -> None:
+        """With a remote model, the run's header is out before the model's SDK is
+        imported (seconds on a busy machine): the SDK loads for the first request, whose
+        failure then reads as one error line."""
+        with socket.socket() as probe:  # a port nothing listens on
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        prefix = sdk.upper()
+        source = str(Path(mini_harness.__file__).parents[1])
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "mini_harness", "run", "hi",
+             "--model", sdk, "--no-log"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path, check=False,
+            env={**os.environ, "PYTHONPATH": source, f"{prefix}_API_KEY": "sk-test",
+                 f"{prefix}_BASE_URL": f"http://127.0.0.1:{port}/v1",
+                 "MINI_HARNESS_MODEL_RETRIES": "0"},
+        )  # fmt: skip
+        lines = done.stdout.splitlines()
+        header = [i for i, line in enumerate(lines) if "Model provider:" in line]
+        imported = [i for i, line in enumerate(lines) if line.split("|")[-1].strip() == sdk]
+        assert len(header) == len(imported) == 1
+        assert header[0] < imported[0]
+        failed = [line for line in lines[imported[0] :] if line.startswith("[mini-harness] Error")]
+        assert failed == [
+            "[mini-harness] Error: model request failed: Could not reach the model server: "
+            "[Errno 111] Connection refused"
+        ]
+        assert done.returncode == 1
+
+    def test_help_loads_no_sdk(self) -> None:
+        """`mini-harness --help` and `mini-harness run --help` import no model SDK."""
+        source = str(Path(mini_harness.__file__).parents[1])
+        for command in (["--help"], ["run", "--help"]):
+            done = subprocess.run(
+                [sys.executable, "-X", "importtime", "-m", "mini_harness", *command],
+                capture_output=True, text=True, check=True,
+                env={**os.environ, "PYTHONPATH": source},
+            )  # fmt: skip
+            loaded = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+            assert sorted(loaded & {"anthropic", "openai", "pydantic"}) == [], command
 
 
 # Signals that never leave the function that raises them, not errors anyone can catch.

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -170,3 +172,69 @@ class TestModelSpec:
         """Neither the provider's name nor its repr shows the key."""
         provider = choose_provider("openai:gpt-4o", {"OPENAI_API_KEY": "sk-visible-nowhere"})
         assert "sk-visible-nowhere" not in provider.name + repr(provider)
+
+
+class TestBaseUrl:
+    @pytest.mark.parametrize(
+        ("spec", "variable", "url"),
+        [
+            ("openai:gpt-4o", "OPENAI_BASE_URL", "::8000/v1"),
+            ("openai-compatible:llama", "OPENAI_BASE_URL", "http://[::1"),
+            ("deepseek", "DEEPSEEK_BASE_URL", "http://127.0.0.1:port/v1"),
+            ("anthropic", "ANTHROPIC_BASE_URL", "ftp://example.com"),
+            ("anthropic", "ANTHROPIC_BASE_URL", "http://exa mple.com"),
+            ("openai:gpt-4o", "OPENAI_BASE_URL", "example.com/v1"),
+        ],
+    )
+    def test_an_unusable_base_url_is_refused_when_chosen(
+        self, spec: str, variable: str, url: str
+    ) -> None:
+        """A base URL the SDK could not use is refused as the provider is chosen, with the
+        variable it came from, not a traceback from inside the SDK at the first request."""
+        prefix = variable.removesuffix("_BASE_URL")
+        with pytest.raises(ProviderSetupError) as raised:
+            choose_provider(spec, {f"{prefix}_API_KEY": "k", variable: url})
+        assert str(raised.value).startswith(f"{variable}={url!r}: ")
+
+    def test_a_local_server_url_is_taken(self) -> None:
+        """An http URL with a host and a port, an IPv6 one too, is a base URL."""
+        for url in ("http://127.0.0.1:8000/v1", "http://[::1]:8080", "https://api.example/v1"):
+            provider = choose_provider("openai:m", {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": url})
+            assert provider.name == "openai-compatible:m"
+
+
+class TestRemoteProvider:
+    def test_choosing_makes_no_client(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A remote provider is chosen with its name, model and key known, but its SDK's
+        provider is made only when it sends its first request."""
+        from mini_harness.agent.providers import openai_chat
+
+        made: list[str] = []
+        real = openai_chat.OpenAICompatibleProvider._connect
+
+        def counted(self: openai_chat.OpenAICompatibleProvider, **options: Any) -> None:
+            made.append(self.model)
+            real(self, **options)
+
+        monkeypatch.setattr(openai_chat.OpenAICompatibleProvider, "_connect", counted)
+        provider = choose_provider("openai:gpt-4o", {"OPENAI_API_KEY": "sk-chosen"})
+        assert (provider.name, provider.model) == ("openai-compatible:gpt-4o", "gpt-4o")
+        assert choice.provider_secrets(provider) == ("sk-chosen",)
+        assert made == []
+
+    @pytest.mark.parametrize("enabled", [True, False])
+    def test_the_collector_is_as_it_was_after_the_first_request(
+        self, openai_server: OpenAIWireServer, enabled: bool
+    ) -> None:
+        """The cyclic collector, paused while the SDK loads, is back as the caller had it
+        (on, or off) once the first request is answered."""
+        openai_server.script(Turn(text="hi"))
+        env = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": openai_server.base_url}
+        provider = choose_provider(None, env)
+        was = gc.isenabled()
+        (gc.enable if enabled else gc.disable)()
+        try:
+            assert provider.complete(HELLO).message.content == "hi"
+            assert gc.isenabled() is enabled
+        finally:
+            (gc.enable if was else gc.disable)()

@@ -23,8 +23,6 @@ from mini_harness.agent.approval import (
 from mini_harness.cli.options import F
 from mini_harness.cli.output import echo, echo_json, warn
 from mini_harness.errors import PolicyError, UsageError
-from mini_harness.replay.history import fold_effects
-from mini_harness.replay.views.report import effects_json, effects_lines
 
 
 def workspace_policy(workspace: str | os.PathLike[str], approve: str) -> ApprovalPolicy:
@@ -93,6 +91,10 @@ def continued_approver(
 
 def print_effects(path: str, *, as_json: bool = False) -> None:
     """Print the --effects report of a transcript: lines, or one JSON document."""
+    # The replay layer loads here, not with the approvers an agent run imports this for.
+    from mini_harness.replay.history import fold_effects
+    from mini_harness.replay.views.report import effects_json, effects_lines
+
     found = fold_effects(path)
     if as_json:
         echo_json(effects_json(*found))

@@ -155,10 +155,14 @@ def import_command(paths: tuple[str, ...], fmt: str, output: str | None, as_json
         if as_json:
             continue
         usage = result.usage
+        branches = (
+            f" ({result.branches} left by a rewind, as forked runs)" if result.branches else ""
+        )
         info(
             f"{status.capitalize()}: {source} ({result.format}) -> {place}: "
-            f"{len(result.run_ids)} run(s), {result.calls} call(s), {result.results} with "
-            f"a result; tokens in {usage.input_tokens or 0:,}, out {usage.output_tokens or 0:,}"
+            f"{len(result.run_ids)} run(s){branches}, {result.calls} call(s), {result.results} "
+            f"with a result; tokens in {usage.input_tokens or 0:,}, "
+            f"out {usage.output_tokens or 0:,}"
         )
         for problem in result.problems:
             warn(problem.describe())

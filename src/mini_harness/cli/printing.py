@@ -23,7 +23,7 @@ from mini_harness.cli.output import (
     warn,
 )
 from mini_harness.errors import ModelError
-from mini_harness.replay.views.text import TextStyle
+from mini_harness.runtime.text_style import TextStyle
 
 RESULT_WIDTH = 160
 """How wide a step line is when the output is not a terminal and COLUMNS is not set."""

@@ -124,7 +124,8 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
 
 
 def _print_text(history: History, *, full: bool) -> None:
-    from mini_harness.replay.views.text import TextStyle, counts_line, timeline_lines
+    from mini_harness.replay.views.text import counts_line, timeline_lines
+    from mini_harness.runtime.text_style import TextStyle
 
     style = TextStyle(width=columns(120), full=full, colour=use_colour(sys.stdout))
     batch: list[str] = []
@@ -145,12 +146,8 @@ def _follow(path: str, *, full: bool) -> NoReturn:
     of tool dispatches alone is followed until then."""
     from mini_harness.replay.history import Call, TranscriptFold
     from mini_harness.replay.views import describe
-    from mini_harness.replay.views.text import (
-        TextStyle,
-        call_lines,
-        counts_line,
-        finished_lines,
-    )
+    from mini_harness.replay.views.text import call_lines, counts_line, finished_lines
+    from mini_harness.runtime.text_style import TextStyle
 
     def running() -> bool:  # until there is an agent run and every one has finished
         agent = [run for run in fold.history.runs if run.is_agent]

@@ -26,9 +26,9 @@ from mini_harness.cli.options import F, root_workspace
 from mini_harness.cli.output import aside, info
 from mini_harness.errors import GitError, ReplayError, UsageError, WorkspaceError
 from mini_harness.events import RunWorkspace
-from mini_harness.replay.history import Run
 
 if TYPE_CHECKING:
+    from mini_harness.replay.history import Run
     from mini_harness.store import SessionStore, StoredRun
 
 RUN_ID: Final = re.compile(r"[0-9a-f]{4,32}(?:-[0-9a-f]{0,12})?")

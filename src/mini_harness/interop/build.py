@@ -12,13 +12,16 @@ kept verbatim as an event of a type mini-harness does not know (`SourceRecord`),
 every reader counts and passes over.
 
 Memory stays flat in the size of the file: the request hash is fed message by message,
-and only what a compaction needs (each message without its text) is kept.
+and what a compaction needs (each message without its text, and its estimated tokens)
+goes to a temporary file, read back only when the source compacts.
 """
 
 from __future__ import annotations
 
 import datetime
-from typing import Any
+import tempfile
+from collections.abc import Iterator
+from typing import IO, Any
 
 import attrs
 import orjson
@@ -26,6 +29,7 @@ import orjson
 from mini_harness.events import (
     ContextTrimmed,
     EventSink,
+    FileEffect,
     ImportSource,
     JsonObject,
     JsonValue,
@@ -98,13 +102,25 @@ class _Turn:
 
     ts: str
     last_ts: str
+    requested: str  # when the input it answers was complete (its request's time)
     texts: list[str] = attrs.Factory(list)
     calls: list[tuple[ToolCall, JsonValue, str]] = attrs.Factory(list)  # call, input, ts
-    results: list[tuple[str, str, JsonValue, bool]] = attrs.Factory(list)  # id, ts, out, err
+    results: list[_Result] = attrs.Factory(list)
     usage: Usage = _NO_USAGE
     response_id: str | None = None
     finish_reason: str | None = None
     answered: bool = False  # a result came after the output: the next output is a new turn
+
+
+@attrs.frozen
+class _Result:
+    """A call's result as the source recorded it."""
+
+    call_id: str  # the model's id
+    ts: str
+    output: JsonValue
+    is_error: bool
+    effects: tuple[FileEffect, ...] | None = None
 
 
 @attrs.define
@@ -114,6 +130,49 @@ class _Open:
     call_id: str
     name: str
     ts: str
+
+
+class _Skeleton:
+    """Every message sent, without its text, with its estimated tokens: one JSON line
+    each in a temporary file (made at the first message), so that memory does not grow
+    with the conversation; a compaction reads them back and writes them anew."""
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] | None = None
+        self.count = 0
+
+    def __repr__(self) -> str:
+        return f"<_Skeleton(count={self.count})>"
+
+    def append(self, message: Message, tokens: int) -> None:
+        if self._file is None:
+            self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
+        calls = [[call.id, call.name, call.arguments] for call in message.tool_calls]
+        row = [tokens, message.role, message.content, calls, message.tool_call_id]
+        row += [message.name, message.is_error]
+        self._file.write(orjson.dumps(row) + b"\n")
+        self.count += 1
+
+    def __iter__(self) -> Iterator[tuple[Message, int]]:
+        if self._file is None:
+            return
+        self._file.seek(0)
+        for line in self._file:
+            tokens, role, content, calls, call_id, name, is_error = orjson.loads(line)
+            tool_calls = tuple(ToolCall(*call) for call in calls)
+            yield Message(role, content, tool_calls, call_id, name, is_error), tokens
+        self._file.seek(0, 2)
+
+    def replace(self, messages: list[tuple[Message, int]]) -> None:
+        self.close()
+        self.count = 0
+        for message, tokens in messages:
+            self.append(message, tokens)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
 
 @attrs.frozen
@@ -129,6 +188,7 @@ class RunStart:
     workspace: RunWorkspace | None = None
     settings: RunSettings | None = None
     spawned_by: RunOrigin | None = None
+    forked_from: RunOrigin | None = None
 
 
 class ImportedRun:
@@ -151,6 +211,7 @@ class ImportedRun:
         self.results = 0
         self.usage = _NO_USAGE
         self.last_ts = start.ts
+        self._input_ts: str | None = None  # when the last input (message, result) came
         self.final_text: str | None = None
         self.context_window: int | None = None
         self._turn: _Turn | None = None
@@ -160,11 +221,16 @@ class ImportedRun:
         self.call_steps: dict[str, int] = {}  # the model's call id -> the step that made it
         self._hasher = RequestHasher()
         # Every message sent, without its text, and its estimated tokens.
-        self._skeleton: list[tuple[Message, int]] = []
+        self._skeleton = _Skeleton()
         self.finished = False
 
     def __repr__(self) -> str:
         return f"<ImportedRun(run_id={self.run_id!r}, step={self.step})>"
+
+    @property
+    def turn_open(self) -> bool:
+        """Whether a model turn is being read (it becomes step `step + 1`)."""
+        return self._turn is not None
 
     # --- what a reader says ---------------------------------------------------------
 
@@ -173,6 +239,7 @@ class ImportedRun:
         user's)."""
         self._close()
         self._seen(ts)
+        self._input_ts = ts
         if self.task is None:
             self.task = text
         self._pending.append(Message("user", text))
@@ -213,21 +280,36 @@ class ImportedRun:
         else:
             turn.usage += usage
 
-    def result(self, ts: str, call_id: str, output: JsonValue, *, is_error: bool) -> bool:
-        """The result of the model's call `call_id`; False when no call has that id (the
-        reader reports the line)."""
+    def result(
+        self,
+        ts: str,
+        call_id: str,
+        output: JsonValue,
+        *,
+        is_error: bool,
+        effects: tuple[FileEffect, ...] | None = None,
+        answered: bool = True,
+    ) -> bool:
+        """The result of the model's call `call_id`, with the files it changed when the
+        source says; False when no call has that id (the reader reports the line).
+        `answered=False`: a result the model had within its own response (a search the
+        provider ran), so the model's next output is still the same turn."""
         self._seen(ts)
+        done = _Result(call_id, ts, output, is_error, effects)
         turn = self._turn
         if turn is not None and any(call.id == call_id for call, _, _ in turn.calls):
-            if any(done[0] == call_id for done in turn.results):
+            if any(result.call_id == call_id for result in turn.results):
                 return False
-            turn.results.append((call_id, ts, output, is_error))
-            turn.answered = True
+            turn.results.append(done)
+            if answered:
+                turn.answered = True
+                self._input_ts = ts
             return True
         if call_id not in self._open:
             return False
         self._close()
-        self._end(call_id, ts, output, is_error=is_error)
+        self._input_ts = ts
+        self._end(done)
         return True
 
     def compacted(self, ts: str, summary: str | None) -> None:
@@ -239,17 +321,19 @@ class ImportedRun:
         self._ensure_started(ts)
         replaced = []
         before = after = 0
-        for index, (message, tokens) in enumerate(self._skeleton):
+        sent = list(self._skeleton)  # a compaction is rare: the messages without text
+        for index, (message, tokens) in enumerate(sent):
             if message.content:  # replaced by an earlier compaction
                 continue
             placeholder = f"{COMPACTED} ~{tokens:,} tokens]"
             replaced.append(
                 ReplacedMessage(index, message.tool_call_id, message.name, tokens, placeholder)
             )
-            self._skeleton[index] = (attrs.evolve(message, content=placeholder), tokens)
+            sent[index] = (attrs.evolve(message, content=placeholder), tokens)
             before += tokens
             after += estimate_tokens(placeholder)
         if replaced:
+            self._skeleton.replace(sent)
             self.sink.emit(
                 ContextTrimmed(
                     ts=ts,
@@ -262,7 +346,7 @@ class ImportedRun:
                 )
             )
             self._hasher = RequestHasher()
-            self._hasher.add([message for message, _ in self._skeleton])
+            self._hasher.add([message for message, _ in sent])
         if summary:
             self._pending.append(Message("user", summary))
 
@@ -299,6 +383,7 @@ class ImportedRun:
             )
         )
         self.finished = True
+        self._skeleton.close()
 
     # --- inside -----------------------------------------------------------------------
 
@@ -315,7 +400,10 @@ class ImportedRun:
             self._close()
             turn = None
         if turn is None:
-            turn = self._turn = _Turn(ts, ts, response_id=response_id)
+            # The request went out when its input was complete: the last message or
+            # result before this output (the output's own time when there is none).
+            requested = self._input_ts if ms_between(self._input_ts, ts) > 0 else ts
+            turn = self._turn = _Turn(ts, ts, requested or ts, response_id=response_id)
             if self._carried != _NO_USAGE:
                 turn.usage, self._carried = self._carried, _NO_USAGE
         turn.last_ts = ts
@@ -340,6 +428,7 @@ class ImportedRun:
                 settings=self.settings,
                 imported=start.imported,
                 spawned_by=start.spawned_by,
+                forked_from=start.forked_from,
             )
         )
         self.started = True
@@ -353,7 +442,7 @@ class ImportedRun:
         self._hasher.add(messages)
         for message in messages:
             tokens = estimate_tokens(message.content)
-            self._skeleton.append((attrs.evolve(message, content=""), tokens))
+            self._skeleton.append(attrs.evolve(message, content=""), tokens)
 
     def _close(self) -> None:
         """Write the model turn being read: request, response, its calls, their results."""
@@ -370,7 +459,7 @@ class ImportedRun:
         params: JsonObject = {}
         self.sink.emit(
             ModelRequested(
-                ts=turn.ts,
+                ts=turn.requested,
                 run_id=self.run_id,
                 step=step,
                 request_id=request_id,
@@ -391,7 +480,7 @@ class ImportedRun:
                 message=message,
                 finish_reason=reason,
                 usage=turn.usage,
-                duration_ms=0.0,
+                duration_ms=ms_between(turn.requested, turn.last_ts),
                 response_id=turn.response_id,
             )
         )
@@ -414,14 +503,15 @@ class ImportedRun:
             self.calls += 1
             self._open[call.id] = _Open(call_id, call.name, ts)
             self.call_steps[call.id] = step
-        for tool_use_id, ts, output, is_error in turn.results:
-            self._end(tool_use_id, ts, output, is_error=is_error)
+        for result in turn.results:
+            self._end(result)
 
-    def _end(self, tool_use_id: str, ts: str, output: JsonValue, *, is_error: bool) -> None:
+    def _end(self, result: _Result) -> None:
+        tool_use_id, ts, output = result.call_id, result.ts, result.output
         opened = self._open.pop(tool_use_id)
         duration = ms_between(opened.ts, ts)
         text = text_of(output)
-        if is_error:
+        if result.is_error:
             error = ToolError("handler_error", text)
             self.sink.emit(
                 ToolFailed(
@@ -442,9 +532,12 @@ class ImportedRun:
                     name=opened.name,
                     output=output,
                     duration_ms=duration,
+                    effects=result.effects,
                 )
             )
         self.results += 1
         self._pending.append(
-            Message("tool", text, tool_call_id=tool_use_id, name=opened.name, is_error=is_error)
+            Message(
+                "tool", text, tool_call_id=tool_use_id, name=opened.name, is_error=result.is_error
+            )
         )

@@ -27,6 +27,14 @@ from mini_harness.interop.source import SourceFile
 
 FORMAT = "codex"
 _ENVELOPE = ("session_meta", "turn_context", "response_item", "event_msg", "compacted")
+# Line types of later versions kept as they are, without a report: the environment the
+# app describes to the model (`world_state`).
+_KEPT = frozenset({"world_state"})
+_RECENT = 16  # user messages remembered to find the event that repeats each
+# Events that repeat the response item that follows them: the answer's text, the
+# reasoning's summary. Held until that item comes (at most _HELD of them).
+_ECHOES = ("agent_message", "agent_reasoning")
+_HELD = 64
 
 
 def looks_like(first: dict[str, Any]) -> bool:
@@ -66,6 +74,8 @@ class CodexReader:
         self.run = run
         self._make_run = make_run  # (meta, first ts) -> ImportedRun
         self._total: tuple[int, int, int] | None = None  # the last cumulative usage
+        self._said: list[str] = []  # user messages not yet repeated by a user_message event
+        self._held: list[tuple[int, Any, dict[str, Any]]] = []  # echoes: number, ts, line
 
     def read(self) -> ImportedRun | None:
         for number, line in self.source:
@@ -80,6 +90,7 @@ class CodexReader:
             else:
                 self.source.problem(number, "no `type`: not a rollout line")
         if self.run is not None:
+            self._release(None)
             self.run.finish()
         return self.run
 
@@ -113,6 +124,13 @@ class CodexReader:
         elif kind == "event_msg":
             if payload.get("type") == "token_count":
                 self._token_count(number, payload, ts, line)
+            elif payload.get("type") == "user_message":
+                self._user_message(number, payload, ts, line)
+            elif payload.get("type") in _ECHOES:
+                self._held.append((number, ts, line))
+                if len(self._held) > _HELD:  # no item repeats them: kept as they are
+                    number, ts, line = self._held.pop(0)
+                    self._keep(number, f"event_msg/{line['payload'].get('type')}", ts, line)
             else:
                 self._keep(number, f"event_msg/{payload.get('type')}", ts, line)
         elif kind == "turn_context":
@@ -121,11 +139,26 @@ class CodexReader:
             assert self.run is not None
             message = payload.get("message")
             self.run.compacted(_ts(ts, self.run), message if isinstance(message, str) else None)
-        elif kind == "session_meta":
+        elif kind == "session_meta" or kind in _KEPT:
             self._keep(number, kind, ts, line)
         else:
             self.source.problem(number, f"unknown line type {kind!r}: kept, not modelled")
             self._keep(number, kind, ts, line)
+
+    def _user_message(self, number: int, payload: dict[str, Any], ts: Any, line: Any) -> None:
+        """The event that repeats a user's message the rollout recorded as a response item
+        (the text is in the run once, as that message); what else it says (images, ids)
+        is kept without the text. An event repeating no message is kept whole."""
+        text = payload.get("message")
+        if not isinstance(text, str) or text not in self._said:
+            self._keep(number, "event_msg/user_message", ts, line)
+            return
+        self._said.remove(text)
+        rest = {k: v for k, v in payload.items() if k not in ("type", "message") and v}
+        if rest:
+            kept = dict(line)
+            kept["payload"] = {"type": "user_message", **rest}
+            self._keep(number, "event_msg/user_message", ts, kept)
 
     def _turn_context(self, payload: dict[str, Any], ts: Any, number: int, line: Any) -> None:
         run = self.run
@@ -168,9 +201,45 @@ class CodexReader:
 
     # --- response items ----------------------------------------------------------------
 
+    def _release(self, item: dict[str, Any] | None) -> None:
+        """The events held before `item` (None: the rollout ended): one that repeats it
+        (an answer's text, the summary of reasoning) adds nothing but what else it says
+        (a `phase`), kept without the text; one its item did not repeat, or still held
+        when the user speaks again, is kept whole. The others wait for their item."""
+        if not self._held:
+            return
+        kind = item.get("type") if item is not None else None
+        role = item.get("role") if item is not None else None
+        pairs = None
+        texts: list[str] = []
+        if item is not None and kind == "message" and role == "assistant":
+            pairs, texts = "agent_message", [_content_text(item.get("content"))]
+        elif item is not None and kind == "reasoning":
+            summary = item.get("summary")
+            blocks = summary if isinstance(summary, list) else []
+            pairs = "agent_reasoning"
+            texts = [b["text"] for b in blocks if isinstance(b, dict) and "text" in b]
+        ends = item is None or (kind == "message" and role != "assistant")
+        held, self._held = self._held, []
+        for number, ts, line in held:
+            payload = line["payload"]
+            echo = payload.get("type")
+            if echo != pairs and not ends:
+                self._held.append((number, ts, line))  # its item is still to come
+                continue
+            text = payload.get("message", payload.get("text"))
+            if echo != pairs or text not in texts:
+                self._keep(number, f"event_msg/{echo}", ts, line)
+                continue
+            texts.remove(text)
+            rest = {k: v for k, v in payload.items() if k not in ("message", "text") and v}
+            if set(rest) - {"type"}:
+                self._keep(number, f"event_msg/{echo}", ts, {**line, "payload": rest})
+
     def _response_item(self, number: int, item: dict[str, Any], ts: Any, line: Any) -> None:
         run = self.run
         assert run is not None
+        self._release(item)
         at = _ts(ts, run)
         kind = item.get("type")
         if kind == "message":
@@ -180,6 +249,8 @@ class CodexReader:
                 run.output_text(at, text)
             elif role in ("user", "developer", "system"):
                 run.user(at, text)
+                if role == "user":
+                    self._said = [*self._said[-(_RECENT - 1) :], text]
             else:
                 self.source.problem(number, f"message of unknown role {role!r}: kept")
                 self._keep(number, "message", ts, line)
@@ -190,6 +261,8 @@ class CodexReader:
             self._call(number, kind, item, at, line)
         elif kind in ("function_call_output", "custom_tool_call_output"):
             self._output(number, item, at, line)
+        elif kind == "web_search_call":
+            self._web_search(number, item, at)
         else:
             self._keep(number, f"response_item/{kind}", ts, line)
 
@@ -226,6 +299,22 @@ class CodexReader:
             self._keep(number, kind, at, line)
             return
         run.output_call(at, call_id, name, tool_input, arguments)
+
+    def _web_search(self, number: int, item: dict[str, Any], at: str) -> None:
+        """A search the provider ran within the model's response: a `web_search` call (its
+        `action` the input) ended by its own line (`status`: completed, else failed; one
+        still in progress stays in doubt), the response going on."""
+        run = self.run
+        assert run is not None
+        call_id = item.get("id")
+        call_id = call_id if isinstance(call_id, str) and call_id else f"web_search:{number}"
+        action = item.get("action")
+        tool_input: JsonValue = action if isinstance(action, dict) else {}
+        run.output_call(at, call_id, "web_search", tool_input, orjson.dumps(tool_input).decode())
+        status = item.get("status")
+        if isinstance(status, str) and status != "in_progress":  # else: in doubt
+            failed = status != "completed"
+            run.result(at, call_id, {"status": status}, is_error=failed, answered=False)
 
     def _output(self, number: int, item: dict[str, Any], at: str, line: Any) -> None:
         run = self.run

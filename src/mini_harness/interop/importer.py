@@ -41,6 +41,7 @@ class ImportResult:
     usage: Usage
     problems: tuple[SourceProblem, ...]
     sources: tuple[ImportSource, ...]
+    branches: int = 0  # runs of branches a rewind left (Claude Code), among run_ids
 
     @property
     def run_id(self) -> str:
@@ -53,6 +54,7 @@ class ImportResult:
             "runIds": list(self.run_ids),
             "calls": self.calls,
             "results": self.results,
+            "abandonedBranches": self.branches,
             "usage": {
                 "inputTokens": self.usage.input_tokens,
                 "outputTokens": self.usage.output_tokens,
@@ -184,7 +186,11 @@ def _stem(path: str) -> str:
 
 
 def _result(
-    path: str, fmt: str, runs: list[ImportedRun], problems: list[SourceProblem]
+    path: str,
+    fmt: str,
+    runs: list[ImportedRun],
+    problems: list[SourceProblem],
+    branches: int = 0,
 ) -> ImportResult:
     usage = Usage()
     for run in runs:
@@ -199,6 +205,7 @@ def _result(
         usage=usage,
         problems=tuple(problems),
         sources=tuple(run.start.imported for run in runs),
+        branches=branches,
     )
 
 
@@ -235,7 +242,9 @@ def _claude(path: str, sink: EventSink, sha256: str, size: int) -> ImportResult:
     session = _stem(path)
 
     def maker(file: str, digest: str, length: int, part: str | None) -> claude.MakeRun:
-        def make_run(line: dict[str, Any], origin: RunOrigin | None, key: str) -> ImportedRun:
+        def make_run(
+            line: dict[str, Any], origin: RunOrigin | None, key: str, *, forked: bool = False
+        ) -> ImportedRun:
             version = line.get("version")
             imported = ImportSource(
                 claude.FORMAT,
@@ -252,7 +261,8 @@ def _claude(path: str, sink: EventSink, sha256: str, size: int) -> ImportResult:
                 line,
                 run_id=run_id_for(claude.FORMAT, session, run_key),
                 imported=imported,
-                spawned_by=origin,
+                spawned_by=None if forked else origin,
+                forked_from=origin if forked else None,
             )
             return ImportedRun(sink, start)
 
@@ -262,6 +272,7 @@ def _claude(path: str, sink: EventSink, sha256: str, size: int) -> ImportResult:
     reader = claude.ClaudeReader(source, maker(path, sha256, size, None))
     runs += reader.read()
     problems += source.problems
+    branches = len(reader.forks)
     main = reader.main
     for file in _subagent_files(path):
         part = os.path.relpath(file, Path(path).parent / session)
@@ -279,7 +290,7 @@ def _claude(path: str, sink: EventSink, sha256: str, size: int) -> ImportResult:
         problems += sub.problems
     if not runs:
         problems.append(SourceProblem(path, 1, "no session: the file has no line"))
-    return _result(path, claude.FORMAT, runs, problems)
+    return _result(path, claude.FORMAT, runs, problems, branches)
 
 
 def sources_of(result: ImportResult) -> Iterator[tuple[str, str]]:

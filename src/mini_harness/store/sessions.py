@@ -17,14 +17,17 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
 from mini_harness.errors import TranscriptError
 from mini_harness.events import JsonObject
-from mini_harness.replay.history import UNFINISHED, Run, RunSelection, TranscriptFold
 from mini_harness.transcripts.claim import is_held
 from mini_harness.transcripts.skim import skim_runs
+
+if TYPE_CHECKING:  # the fold loads when the store is read, not when a run is recorded in it
+    from mini_harness.replay.history import Run
 
 SUFFIX = ".jsonl"
 
@@ -73,6 +76,8 @@ class StoredRun:
     def stop_reason(self) -> str:
         if self.run.finished is not None:
             return self.run.finished.stop_reason
+        from mini_harness.replay.history import UNFINISHED
+
         return UNFINISHED if self.run.is_agent else "tool run"
 
     @property
@@ -161,6 +166,8 @@ class SessionStore:
         RunStarted and RunFinished lines say, found without reading the rest
         (transcripts/skim.py); else of the whole file, read up to any damage. [] and an
         entry in `unreadable` when it cannot be read as a transcript."""
+        from mini_harness.replay.history import TranscriptFold
+
         try:
             skimmed = skim_runs(path)
         except OSError:  # read whole, which says why it cannot be
@@ -224,6 +231,8 @@ class SessionStore:
         """The run whose id starts with `prefix`, across the whole store, by the one rule of
         `--run` (history/select.py): None when none does, ReplayError naming the candidates
         when several do."""
+        from mini_harness.replay.history import RunSelection
+
         self.unreadable = []
         selection = RunSelection(prefix, by_index=False)
         where: dict[int, StoredRun] = {}

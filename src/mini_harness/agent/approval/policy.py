@@ -17,17 +17,19 @@ import shlex
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
 from mini_harness.agent.approval.policy_file import POLICY_FILE
-from mini_harness.agent.approval.shell_commands import CommandLine, argv_commands, shell_commands
-from mini_harness.agent.approval.shell_grammar import Word, plain_words
 from mini_harness.errors import PolicyError
 from mini_harness.events import JsonValue
 from mini_harness.runtime.control_file import read_control_file
 from mini_harness.runtime.definitions import ToolDefinition
+
+if TYPE_CHECKING:  # the shell grammar (tree-sitter) loads for the first command rule
+    from mini_harness.agent.approval.shell_commands import CommandLine
+    from mini_harness.agent.approval.shell_grammar import Word
 
 DECISIONS: Final = ("allow", "ask", "deny")
 APPROVE_MODES: Final = ("auto", "ask", "never")
@@ -117,6 +119,8 @@ class PolicyRule:
             # Allowing is for the one program an argv names: a shell line can chain
             # anything after an allowed prefix, and a wrapper can run anything.
             return not via_shell and _starts_with(tuple(argv), self.command) is True
+        from mini_harness.agent.approval.shell_commands import argv_commands, shell_commands
+
         line = shell_commands(" ".join(argv)) if via_shell else argv_commands(argv)
         return _runs(line, self.command)
 
@@ -223,6 +227,8 @@ def parse_rules(data: Mapping[str, Any], source: str) -> tuple[PolicyRule, ...]:
         if command is not None:
             if not command.strip():
                 raise refused(where, "command must not be empty")
+            from mini_harness.agent.approval.shell_grammar import plain_words
+
             try:
                 words = plain_words(command)
             except ValueError as exc:

@@ -2,7 +2,8 @@
 SDK providers (OpenAI-compatible Chat Completions, Anthropic Messages) and choosing one
 from `--model` and the environment (`choice`).
 
-The SDK providers' modules, and their SDKs, are imported only when one is chosen.
+The SDK providers' modules, and their SDKs, are imported only when a chosen one sends its
+first request.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from anthropic.types import Usage as WireUsage
 from anthropic.types.raw_message_delta_event import Delta
 
 from mini_harness.agent.providers.interface import ModelRequest
+from mini_harness.agent.providers.remote import WIRES
 from mini_harness.agent.providers.sdk import (
     EventStream,
     ModelParams,
@@ -179,7 +180,7 @@ class AnthropicProvider(SdkProvider[MessagesArguments, WireMessage, RawMessageSt
     """Anthropic's Messages API behind the provider interface (`anthropic:MODEL`)."""
 
     errors = SdkErrors.of(anthropic, anthropic.AnthropicError)
-    provider_name = "anthropic"
+    provider_name = WIRES["anthropic"].name
     empty_arguments = "{}"  # a tool called without input streams no input_json_delta
 
     def _connect(self, *, api_key: str, base_url: str | None, timeout: float) -> None:

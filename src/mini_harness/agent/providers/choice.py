@@ -3,10 +3,11 @@
 Without `--model`, the first key found decides, as in the reference harness:
 DEEPSEEK_API_KEY, then OPENAI_API_KEY, then ANTHROPIC_API_KEY; with none, the mock model
 (deterministic, no network).
-MINI_HARNESS_MODEL names the model when `--model` does not. The SDK providers' modules (and
-their SDKs) are imported only once chosen. How long an attempt may take and how often a
-failed one is tried again come from the caller (the CLI's flags), else from
-MINI_HARNESS_MODEL_TIMEOUT (seconds) and MINI_HARNESS_MODEL_RETRIES, else the defaults.
+MINI_HARNESS_MODEL names the model when `--model` does not. A remote provider is chosen
+without its SDK, which is imported when it sends its first request (`remote`). How long
+an attempt may take and how often a failed one is tried again come from the caller (the
+CLI's flags), else from MINI_HARNESS_MODEL_TIMEOUT (seconds) and MINI_HARNESS_MODEL_RETRIES,
+else the defaults.
 
 A provider that holds secrets (the SDK providers: their API key) lists them in `secrets`;
 whoever prints or records what a run produced redacts them (`provider_secrets`).
@@ -15,6 +16,7 @@ whoever prints or records what a run produced redacts them (`provider_secrets`).
 from __future__ import annotations
 
 import importlib.util
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -23,6 +25,7 @@ import attrs
 
 from mini_harness.agent.providers.interface import ModelProvider
 from mini_harness.agent.providers.mock import MockProvider
+from mini_harness.agent.providers.remote import WIRES, RemoteProvider
 from mini_harness.agent.providers.script import ScriptProvider
 from mini_harness.errors import ProviderSetupError
 from mini_harness.runtime.request_limits import (
@@ -94,6 +97,23 @@ def _setting(env: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
+def _check_url(url: str, name: str) -> None:
+    """A ProviderSetupError naming the variable `name` unless `url` is an http or https
+    URL with a host (and, if it has one, a port that is a number)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        usable = parts.port is None or parts.port > 0  # a port that is not a number raises
+    except ValueError as exc:
+        raise ProviderSetupError(f"{name}={url!r}: {exc}") from None
+    if not (usable and parts.scheme in {"http", "https"} and parts.hostname):
+        raise ProviderSetupError(
+            f"{name}={url!r}: expected an http:// or https:// URL with a host "
+            "(e.g. http://127.0.0.1:8000/v1)"
+        )
+    if not url.isprintable() or " " in url:
+        raise ProviderSetupError(f"{name}={url!r}: a URL has no spaces or control characters")
+
+
 def choose_provider(
     model_spec: str | None, env: Mapping[str, str], limits: RequestLimits | None = None
 ) -> ModelProvider:
@@ -150,6 +170,8 @@ def _remote(
             f"The {provider} provider needs the {sdk} SDK: pip install 'mini-harness[{sdk}]'"
         )
     timeout, retries = limits.resolved(env)
+    assert base_url is not None  # every remote provider has a default or requires one
+    _check_url(base_url, f"{prefix}_BASE_URL")  # a default is never refused
     # A 404's message names the variable the base URL came from, or the default it took.
     setting = f"{prefix}_BASE_URL" if _setting(env, f"{prefix}_BASE_URL") else "the base URL"
     common: dict[str, Any] = {
@@ -159,11 +181,4 @@ def _remote(
         "max_retries": retries,
         "base_url_setting": setting,
     }
-    if sdk == "anthropic":
-        from mini_harness.agent.providers.anthropic_messages import AnthropicProvider
-
-        return AnthropicProvider(model, **common)
-    from mini_harness.agent.providers.openai_chat import OpenAICompatibleProvider
-
-    assert base_url is not None  # every OpenAI-wire provider has a default or requires one
-    return OpenAICompatibleProvider(model, **common)
+    return RemoteProvider(WIRES[sdk], model, **common)

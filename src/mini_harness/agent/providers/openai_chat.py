@@ -33,6 +33,7 @@ from openai.types.chat.chat_completion_message_function_tool_call import Functio
 from openai.types.completion_usage import CompletionUsage, PromptTokensDetails
 
 from mini_harness.agent.providers.interface import FINISH_REASONS, ModelRequest
+from mini_harness.agent.providers.remote import WIRES
 from mini_harness.agent.providers.sdk import (
     EventStream,
     ModelParams,
@@ -142,7 +143,7 @@ class OpenAICompatibleProvider(SdkProvider[ChatArguments, ChatCompletion, ChatCo
     """A Chat Completions server behind the provider interface (`openai-compatible:MODEL`)."""
 
     errors = SdkErrors.of(openai, openai.OpenAIError)
-    provider_name = "openai-compatible"
+    provider_name = WIRES["openai"].name
 
     def _connect(self, *, api_key: str, base_url: str | None, timeout: float) -> None:
         self._client = openai.OpenAI(
