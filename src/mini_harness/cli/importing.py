@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-import orjson
 
 from mini_harness.cli.options import json_option
-from mini_harness.cli.output import info, warn
+from mini_harness.cli.output import echo_json, info, warn
 from mini_harness.errors import ExitCode, MiniHarnessError, SourceError, UsageError, exit_code_of
 
 if TYPE_CHECKING:
@@ -167,7 +166,7 @@ def import_command(paths: tuple[str, ...], fmt: str, output: str | None, as_json
         for problem in result.problems:
             warn(problem.describe())
     if as_json:
-        click.echo(orjson.dumps({"sessions": rows}, option=orjson.OPT_INDENT_2).decode())
+        echo_json({"sessions": rows}, indent=True)
     else:
         done = sum(1 for row in rows if row["status"] in ("imported", "updated"))
         same = sum(1 for row in rows if row["status"] == "unchanged")

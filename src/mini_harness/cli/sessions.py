@@ -9,10 +9,9 @@ import shutil
 from typing import TYPE_CHECKING
 
 import click
-import orjson
 
 from mini_harness.cli.options import SingleOption, json_option, root_workspace, workspace_option
-from mini_harness.cli.output import info, warn
+from mini_harness.cli.output import echo_json, info, warn
 from mini_harness.errors import UsageError, counted
 from mini_harness.runtime.terminal import printable
 
@@ -154,7 +153,7 @@ def sessions_group(
     runs = store.runs(workspace=here, since=after)
     _warn_unreadable(store)
     if as_json:
-        click.echo(orjson.dumps([stored.to_json() for stored in runs]).decode())
+        echo_json([stored.to_json() for stored in runs])
         return
     whose = "every workspace" if here is None else here
     if not runs:
