@@ -100,10 +100,11 @@ class Session:
     def new_transcript(self, run_id: str) -> str:
         """A new transcript in the session store (where the settings put it), for a new
         session whose first run is `run_id` (a run without --log, a dispatch with --record)."""
-        from mini_harness.cli.stored import session_transcript
         from mini_harness.store import SessionStore
 
-        return session_transcript(SessionStore(self.settings.sessions_dir), run_id)
+        store = SessionStore(self.settings.sessions_dir)
+        store.make()
+        return str(store.new_transcript(run_id))
 
     def policy(self) -> ApprovalPolicy:
         """The workspace's approval policy with the approval mode (a usage error if it

@@ -69,8 +69,7 @@ def import_into(store: SessionStore, source: str, fmt: str) -> tuple[str, Path, 
     from mini_harness.interop import import_session
     from mini_harness.transcripts import JsonlTranscript
 
-    with contextlib.suppress(OSError):
-        store.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    store.make()
     handle, part = tempfile.mkstemp(suffix=_PART, dir=store.root)
     os.close(handle)
     os.unlink(part)

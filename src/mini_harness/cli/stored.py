@@ -13,7 +13,6 @@ otherwise, and say so when that is not the current directory.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from collections.abc import Callable
@@ -24,12 +23,13 @@ import click
 
 from mini_harness.cli.options import F, root_workspace
 from mini_harness.cli.output import aside, info
+from mini_harness.cli.settings import session_store
 from mini_harness.errors import GitError, ReplayError, UsageError, WorkspaceError
 from mini_harness.events import RunWorkspace
 
 if TYPE_CHECKING:
     from mini_harness.replay.history import Run
-    from mini_harness.store import SessionStore, StoredRun
+    from mini_harness.store import StoredRun
 
 RUN_ID: Final = re.compile(r"[0-9a-f]{4,32}(?:-[0-9a-f]{0,12})?")
 """What may be a run's id or a prefix of one (4 hex digits at least), when it names no file."""
@@ -77,7 +77,7 @@ def locate(
 
         imported = foreign_transcript(given)
         return Located(imported, source=given) if imported else Located(given)
-    store = _store()
+    store = session_store()
     try:
         found = store.find_run(given)
     except ReplayError as exc:  # several runs' ids start with it
@@ -90,14 +90,8 @@ def locate(
     return Located(str(found.path), found.run_id)
 
 
-def _store() -> SessionStore:
-    from mini_harness.cli.settings import session_store  # only to look a run up
-
-    return session_store()
-
-
 def _newest(workspace: str | None, *, agent: bool) -> Located:
-    store = _store()
+    store = session_store()
     here = os.path.realpath(workspace or os.curdir)
 
     def wanted(stored: StoredRun) -> bool:
@@ -111,16 +105,6 @@ def _newest(workspace: str | None, *, agent: bool) -> Located:
             "`mini-harness sessions --all` lists the runs of every workspace"
         )
     return Located(str(found.path), found.run_id)
-
-
-def session_transcript(store: SessionStore, run_id: str) -> str:
-    """Where a new session whose first run is `run_id` is recorded in `store` (a run
-    without --log, a dispatch with --record). Sessions hold what the tools read and the
-    model said: the store is made readable by its owner alone (a directory that exists
-    keeps its mode; opening the transcript says why, if it cannot be made)."""
-    with contextlib.suppress(OSError):
-        store.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return str(store.new_transcript(run_id))
 
 
 def workspace_record(workspace: str) -> RunWorkspace:
