@@ -16,7 +16,6 @@ naming the file, the key and what was expected.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -198,6 +197,8 @@ def read_config(path: Path) -> dict[str, Any]:
         raise UsageError(exc.message) from None
     if raw is None:
         return {}
+    import tomllib  # only for a file there is
+
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
