@@ -20,7 +20,7 @@ from mini_harness.cli.output import (
     aside,
     columns,
     echo,
-    echo_json,
+    echo_json_lines,
     error,
     info,
     protect_configured_keys,
@@ -116,10 +116,7 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
         error(f"nothing in {history.name} matched {_filters(selection)}")
         raise click.exceptions.Exit(max(code, exit_code_of(failed=True)))
     if as_json:
-        import orjson
-
-        lines = [orjson.dumps(event) for event in selected_events(shown, selection)]
-        echo_json(b"".join(line + b"\n" for line in lines).decode(), nl=False)
+        echo_json_lines(selected_events(shown, selection))
     else:
         _print_text(shown, full=full)
     _report_problems(history, quiet=as_json)

@@ -7,7 +7,6 @@ import re
 import shlex
 
 import click
-import orjson
 
 from mini_harness.cli.corpus import corpus_options, verify_corpus, wants_corpus
 from mini_harness.cli.options import SingleOption, json_option
@@ -157,7 +156,7 @@ def verify_command(  # noqa: PLR0917 - click passes each option
         note = signed_head or note_path_for(path)
         report = verify_transcript(path, head=head, signed=open_signed_head(note, trusted))
     if as_json:
-        echo_json(orjson.dumps(report.to_json()).decode())
+        echo_json(report.to_json())
         raise click.exceptions.Exit(exit_code_of(failed=not report.ok))
     _summary(report)
     _problems(report, "found in")
@@ -251,7 +250,7 @@ def export_command(paths: tuple[str, ...], fmt: str) -> None:
         reader = TranscriptReader(path)
         for row in event_rows(reader):
             if writer is None:
-                echo_json(orjson.dumps(row).decode())
+                echo_json(row)
             else:
                 writer.writerow(row)
         for problem in read_problems(reader):
