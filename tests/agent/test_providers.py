@@ -46,19 +46,19 @@ class TestEnvironmentChoice:
         """With DeepSeek and OpenAI keys both set, DeepSeek is chosen, with its default model."""
         provider = choose_provider(None, {"DEEPSEEK_API_KEY": "d", "OPENAI_API_KEY": "o"})
         assert (provider.name, provider.model) == (
-            "openai-compatible:deepseek-v4-flash",
+            "deepseek:deepseek-v4-flash",
             "deepseek-v4-flash",
         )
 
     def test_openai_key_and_base_url_reach_the_server(
         self, openai_server: OpenAIWireServer
     ) -> None:
-        """OPENAI_API_KEY and OPENAI_BASE_URL choose the OpenAI-compatible provider, which
+        """OPENAI_API_KEY and OPENAI_BASE_URL choose the OpenAI provider (openai:...), which
         sends its requests there with the default model."""
         openai_server.script(Turn(text="hi"))
         env = {"OPENAI_API_KEY": "sk-env", "OPENAI_BASE_URL": openai_server.base_url}
         provider = choose_provider(None, env)
-        assert provider.name == "openai-compatible:gpt-4o-mini"
+        assert provider.name == "openai:gpt-4o-mini"
         assert provider.complete(HELLO).message.content == "hi"
         request = openai_server.requests[0]
         assert request.body["model"] == "gpt-4o-mini"
@@ -67,7 +67,7 @@ class TestEnvironmentChoice:
     def test_mini_harness_model_overrides_the_default_model(self) -> None:
         """MINI_HARNESS_MODEL names the model when --model does not."""
         env = {"OPENAI_API_KEY": "o", "MINI_HARNESS_MODEL": "gpt-4.1"}
-        assert choose_provider(None, env).name == "openai-compatible:gpt-4.1"
+        assert choose_provider(None, env).name == "openai:gpt-4.1"
         assert choose_provider("openai:o3", env).model == "o3"
 
     def test_anthropic_key_and_base_url_reach_the_server(self) -> None:
@@ -95,7 +95,7 @@ class TestModelSpec:
     def test_provider_alone_uses_its_default_model(self) -> None:
         """`--model deepseek` is DeepSeek's default model."""
         provider = choose_provider("deepseek", {"DEEPSEEK_API_KEY": "d"})
-        assert provider.name == "openai-compatible:deepseek-v4-flash"
+        assert provider.name == "deepseek:deepseek-v4-flash"
 
     def test_openai_compatible_local_server_needs_no_key(
         self, openai_server: OpenAIWireServer
@@ -200,7 +200,7 @@ class TestBaseUrl:
         """An http URL with a host and a port, an IPv6 one too, is a base URL."""
         for url in ("http://127.0.0.1:8000/v1", "http://[::1]:8080", "https://api.example/v1"):
             provider = choose_provider("openai:m", {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": url})
-            assert provider.name == "openai-compatible:m"
+            assert provider.name == "openai:m"
 
 
 class TestRemoteProvider:
@@ -218,7 +218,7 @@ class TestRemoteProvider:
 
         monkeypatch.setattr(openai_chat.OpenAICompatibleProvider, "_connect", counted)
         provider = choose_provider("openai:gpt-4o", {"OPENAI_API_KEY": "sk-chosen"})
-        assert (provider.name, provider.model) == ("openai-compatible:gpt-4o", "gpt-4o")
+        assert (provider.name, provider.model) == ("openai:gpt-4o", "gpt-4o")
         assert choice.provider_secrets(provider) == ("sk-chosen",)
         assert made == []
 
