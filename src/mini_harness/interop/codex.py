@@ -19,10 +19,12 @@ from mini_harness.events import (
     JsonValue,
     ModelIdentity,
     RunSettings,
+    RunStarted,
     RunWorkspace,
     Usage,
+    text_of,
 )
-from mini_harness.interop.build import ImportedRun, RunStart, text_of
+from mini_harness.interop.build import ImportedRun, run_start
 from mini_harness.interop.source import SourceFile
 
 FORMAT = "codex"
@@ -166,11 +168,12 @@ class CodexReader:
         model = payload.get("model")
         if not run.started:  # the first turn's settings are the run's
             if isinstance(model, str):
-                provider = run.model.provider if run.model is not None else "codex"
-                run.model = ModelIdentity(provider, model)
+                known = run.start.model
+                provider = known.provider if known is not None else "codex"
+                run.amend(model=ModelIdentity(provider, model))
             approval = payload.get("approval_policy")
             if isinstance(approval, str):
-                run.settings = RunSettings(approval)
+                run.amend(settings=RunSettings(approval))
         self._keep(number, "turn_context", ts, line)  # the settings per turn, as they were
 
     def _token_count(self, number: int, payload: dict[str, Any], ts: Any, line: Any) -> None:
@@ -348,7 +351,7 @@ def _content_text(content: Any) -> str:
     return text_of(content)
 
 
-def start_of(meta: dict[str, Any], ts: Any, *, run_id: str, imported: ImportSource) -> RunStart:
+def start_of(meta: dict[str, Any], ts: Any, *, run_id: str, imported: ImportSource) -> RunStarted:
     """What a rollout's session meta says of its run."""
     git: dict[str, Any] = meta["git"] if isinstance(meta.get("git"), dict) else {}
     cwd = meta.get("cwd")
@@ -363,11 +366,11 @@ def start_of(meta: dict[str, Any], ts: Any, *, run_id: str, imported: ImportSour
     instructions = meta.get("instructions")
     version = meta.get("cli_version")
     started = meta.get("timestamp") if isinstance(meta.get("timestamp"), str) else ts
-    return RunStart(
-        run_id=run_id,
-        ts=started if isinstance(started, str) else "",
-        harness=f"codex {version}" if isinstance(version, str) else "codex",
-        imported=imported,
+    return run_start(
+        run_id,
+        started if isinstance(started, str) else "",
+        f"codex {version}" if isinstance(version, str) else "codex",
+        imported,
         model=model,
         system_prompt=instructions if isinstance(instructions, str) else None,
         workspace=workspace,

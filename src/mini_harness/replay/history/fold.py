@@ -163,6 +163,7 @@ class TranscriptFold:
                             record.line,
                             event.tool_use_id,
                             event.step,
+                            imported=run.imported is not None,
                         )
                         open_calls[event.call_id] = call
                         if run.keeps:

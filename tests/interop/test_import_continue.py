@@ -1,0 +1,112 @@
+"""Going on from an imported session: what resuming it tells the model, and what the
+imported run says of its calls and of what was asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from mini_harness.cli import cli
+from mini_harness.events import Message, ToolCall
+from mini_harness.interop import import_session
+from mini_harness.replay.history import read_history
+from mini_harness.transcripts import JsonlTranscript
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CODEX = (
+    FIXTURES / "codex" / "rollout-2025-09-01T10-00-00-0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.jsonl"
+)
+CODEX_EARLY = FIXTURES / "codex" / "rollout-2025-05-02T09-00-00-early.jsonl"
+CLAUDE = FIXTURES / "claude" / "-home-me-app" / "5b1f0e7c-2f4d-4c1e-9a0b-7d3c2e1f0a99.jsonl"
+
+SESSION = "0199a1b2-0000-7e5f-8a9b-0c1d2e3f4a5b"
+TESTS_FAIL = "Exit code: 1\nWall time: 0.5 seconds\nOutput:\n1 failed, 3 passed\n"
+
+
+def line(ts: int, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"timestamp": f"2025-09-01T10:00:{ts:02d}.000Z", "type": kind, "payload": payload}
+
+
+def user(ts: int, text: str, role: str = "user") -> dict[str, Any]:
+    content = [{"type": "input_text", "text": text}]
+    return line(ts, "response_item", {"type": "message", "role": role, "content": content})
+
+
+def rollout(tmp_path: Path, *lines: dict[str, Any]) -> Path:
+    meta = {"id": SESSION, "timestamp": "2025-09-01T10:00:00.000Z", "cwd": "/home/me/app"}
+    meta |= {"cli_version": "0.40.0", "model_provider": "openai"}
+    path = tmp_path / f"rollout-2025-09-01T10-00-00-{SESSION}.jsonl"
+    rows = [line(0, "session_meta", meta), *lines]
+    path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
+    return path
+
+
+def shell(ts: int, call_id: str, command: str, output: str) -> list[dict[str, Any]]:
+    arguments = orjson.dumps({"command": command}).decode()
+    call = {"type": "function_call", "name": "shell_command", "arguments": arguments}
+    result = {"type": "function_call_output", "call_id": call_id, "output": output}
+    return [
+        line(ts, "response_item", {**call, "call_id": call_id}),
+        line(ts + 1, "response_item", result),
+    ]
+
+
+def transcript_of(source: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "imported.jsonl"
+    sink = JsonlTranscript(out)
+    import_session(str(source), sink)
+    sink.close()
+    return out
+
+
+def events(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(row) for row in path.read_bytes().splitlines()]
+
+
+def test_resuming_an_imported_session_sends_the_tool_text_the_source_recorded(
+    tmp_path: Path,
+) -> None:
+    """The model of a resumed Codex session reads the command's output as Codex's model
+    read it, the same text as in the imported requests, not that text quoted as JSON."""
+    source = rollout(tmp_path, user(1, "Run the tests."), *shell(2, "call_1", "pytest", TESTS_FAIL))
+    log = transcript_of(source, tmp_path)
+    workspace = tmp_path / "app"
+    workspace.mkdir()
+    args = ["resume", str(log), "--model", "mock", "--workspace", str(workspace)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    requests = [e for e in events(log) if e["type"] == "ModelRequested"]
+    resumed = requests[-1]["messages"]
+    assert resumed[-1] == {
+        "role": "tool",
+        "content": TESTS_FAIL,
+        "toolCallId": "call_1",
+        "name": "shell_command",
+    }
+
+
+@pytest.mark.parametrize("source", [CODEX, CODEX_EARLY, CLAUDE], ids=["codex", "early", "claude"])
+def test_each_imported_call_tells_the_model_what_its_requests_say(
+    source: Path, tmp_path: Path
+) -> None:
+    """For every call of an imported session that ended, the result a continuation sends
+    (Call.result_message) is the tool message the imported requests carry."""
+    history = read_history(transcript_of(source, tmp_path), requests=True)
+    sent: dict[str, Message] = {}
+    compared = 0
+    for run in history.runs:
+        for step in run.steps:
+            for message in step.request.messages:
+                if message.role == "tool" and message.tool_call_id is not None:
+                    # As first sent: a later compaction replaces it with a placeholder.
+                    sent.setdefault(message.tool_call_id, message)
+        for call in run.calls:
+            if call.ended and call.tool_use_id in sent:
+                asked = ToolCall(call.tool_use_id, call.name, "")
+                assert call.result_message(asked) == sent[call.tool_use_id]
+                compared += 1
+    assert compared > 0
