@@ -110,3 +110,76 @@ def test_each_imported_call_tells_the_model_what_its_requests_say(
                 assert call.result_message(asked) == sent[call.tool_use_id]
                 compared += 1
     assert compared > 0
+
+
+def test_a_codex_runs_task_is_the_first_prompt_a_person_wrote(tmp_path: Path) -> None:
+    """`sessions` and `replay DIR` show what was asked, not the permissions, environment
+    and AGENTS.md text Codex puts first; those stay in the run's first request."""
+    permissions = "<permissions instructions>\nFilesystem sandboxing defines ..."
+    agents = "# AGENTS.md instructions for /home/me/app\n\n<INSTRUCTIONS>\nBe brief.\n"
+    environment = "<environment_context>\n  <cwd>/home/me/app</cwd>\n</environment_context>"
+    source = rollout(
+        tmp_path,
+        user(1, permissions, role="developer"),
+        user(2, agents),
+        user(3, environment),
+        user(4, "Why does the add test fail?"),
+        *shell(5, "call_1", "pytest", TESTS_FAIL),
+    )
+    history = read_history(transcript_of(source, tmp_path), requests=True)
+    (run,) = history.runs
+    assert run.task == "Why does the add test fail?"
+    sent = [m.content for m in run.steps[0].request.messages]
+    assert sent == [permissions, agents, environment, "Why does the add test fail?"]
+
+
+def test_a_codex_run_with_no_prompt_keeps_its_first_message_as_task(tmp_path: Path) -> None:
+    environment = "<environment_context>\n  <cwd>/home/me/app</cwd>\n</environment_context>"
+    source = rollout(tmp_path, user(1, environment), *shell(2, "call_1", "ls", "Exit code: 0"))
+    (run,) = read_history(transcript_of(source, tmp_path)).runs
+    assert run.task == environment
+
+
+def test_a_claude_runs_task_skips_local_commands_and_their_caveat(tmp_path: Path) -> None:
+    session = tmp_path / "3c1d9a4e-0000-4c1e-9a0b-7d3c2e1f0a99.jsonl"
+    base = {"sessionId": session.stem, "cwd": "/home/me/app", "version": "2.0.1"}
+    caveat = (
+        "<local-command-caveat>Caveat: The messages below were generated ...</local-command-caveat>"
+    )
+    texts = [
+        (caveat, True),
+        ("<command-name>/model</command-name>\n<command-args></command-args>", False),
+        ("<local-command-stdout>Set model to opus</local-command-stdout>", False),
+        ("What do the makefile commands do?", False),
+    ]
+    rows = []
+    parent = None
+    for number, (text, meta) in enumerate(texts, 1):
+        row = {**base, "type": "user", "uuid": f"u{number}", "parentUuid": parent}
+        row |= {
+            "timestamp": f"2025-09-01T10:00:0{number}.000Z",
+            "message": {"role": "user", "content": text},
+        }
+        if meta:
+            row["isMeta"] = True
+        rows.append(row)
+        parent = row["uuid"]
+    answer = {
+        "id": "msg_1",
+        "role": "assistant",
+        "model": "claude-sonnet-4",
+        "content": [{"type": "text", "text": "They build and test."}],
+    }
+    rows.append(
+        {
+            **base,
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": parent,
+            "timestamp": "2025-09-01T10:00:09.000Z",
+            "message": answer,
+        }
+    )
+    session.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
+    (run,) = read_history(transcript_of(session, tmp_path)).runs
+    assert run.task == "What do the makefile commands do?"

@@ -170,7 +170,8 @@ class ImportedRun:
         self.start = start  # what its RunStarted says, but its task
         self.run_id = start.run_id
         self._held: list[UnknownEvent] = []  # lines kept before the run started
-        self.task: str | None = None
+        self.task: str | None = None  # the first prompt a person wrote
+        self._first_message: str | None = None  # the task when no message is a prompt
         self.started = False
         self.step = 0
         self.calls = 0
@@ -213,14 +214,18 @@ class ImportedRun:
 
     # --- what a reader says ---------------------------------------------------------
 
-    def user(self, ts: str, text: str) -> None:
+    def user(self, ts: str, text: str, *, prompt: bool = True) -> None:
         """A user's message (or one the source agent put in the conversation as the
-        user's)."""
+        user's). The first `prompt` (one a person wrote, not the agent's preamble: its
+        environment, permissions, instructions files) is the run's task; without any
+        before the run starts, the first message is."""
         self._close()
         self._seen(ts)
         self._input_ts = ts
-        if self.task is None:
+        if prompt and self.task is None and not self.started:
             self.task = text
+        if self._first_message is None:
+            self._first_message = text
         self._pending.append(Message("user", text))
 
     def output_text(self, ts: str, text: str, *, response_id: str | None = None) -> None:
@@ -394,7 +399,7 @@ class ImportedRun:
         if self.started:
             return
         start = self.start
-        task = self.task if self.task is not None else ""
+        task = self.task if self.task is not None else self._first_message or ""
         self.sink.emit(attrs.evolve(start, ts=start.ts or ts, task=task))
         self.started = True
         for event in self._held:

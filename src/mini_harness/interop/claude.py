@@ -186,6 +186,23 @@ def abandoned_branches(path: str) -> dict[int, int]:
     return {keys[i]: keys[root_of[i]] for i in range(count) if root_of[i] >= 0}
 
 
+# How the messages Claude Code writes as the user's begin when no person wrote them: a
+# local command and its output (`/model`, `/exit`), the caveat before them, a background
+# task's notice, the file the IDE has open.
+_NOT_PROMPTS = (
+    "<local-command-caveat>",
+    "<local-command-stdout>",
+    "<command-name>",
+    "<task-notification>",
+    "<ide_opened_file>",
+)
+
+
+def _person_wrote(text: str) -> bool:
+    """Whether a user message is a prompt a person wrote (one can be the run's task)."""
+    return not text.lstrip().startswith(_NOT_PROMPTS)
+
+
 def _windows(run: ImportedRun) -> bool:
     """Whether the session ran on Windows (its directory has a drive letter)."""
     workspace = run.start.workspace
@@ -333,8 +350,9 @@ class ClaudeReader:
             return
         content = message.get("content")
         ts = _ts(line, run)
+        meta = line.get("isMeta") is True  # written by Claude Code, not by a person
         if isinstance(content, str):
-            run.user(ts, content)
+            run.user(ts, content, prompt=not meta and _person_wrote(content))
         elif isinstance(content, list):
             texts = []
             for block in content:
@@ -345,7 +363,8 @@ class ClaudeReader:
                 elif block.get("type") == "text" and isinstance(block.get("text"), str):
                     texts.append(block["text"])
             if texts:
-                run.user(ts, "\n".join(texts))
+                text = "\n".join(texts)
+                run.user(ts, text, prompt=not meta and _person_wrote(text))
         else:
             self.source.problem(number, "a user message without content: kept")
         self._extra(number, line, run)

@@ -37,6 +37,16 @@ _RECENT = 16  # user messages remembered to find the event that repeats each
 # reasoning's summary. Held until that item comes (at most _HELD of them).
 _ECHOES = ("agent_message", "agent_reasoning")
 _HELD = 64
+# How the messages Codex writes as the user's before a person's prompt begin: the
+# environment, the sandbox's permissions, the instructions files (AGENTS.md), the
+# notice of an interrupted turn. None of them is what was asked.
+_PREAMBLES = (
+    "<environment_context>",
+    "<permissions instructions>",
+    "<user_instructions>",
+    "# AGENTS.md instructions for ",
+    "<turn_aborted>",
+)
 
 
 def looks_like(first: dict[str, Any]) -> bool:
@@ -251,7 +261,8 @@ class CodexReader:
             if role == "assistant":
                 run.output_text(at, text)
             elif role in ("user", "developer", "system"):
-                run.user(at, text)
+                prompt = role == "user" and not text.lstrip().startswith(_PREAMBLES)
+                run.user(at, text, prompt=prompt)
                 if role == "user":
                     self._said = [*self._said[-(_RECENT - 1) :], text]
             else:
