@@ -183,3 +183,36 @@ def test_a_claude_runs_task_skips_local_commands_and_their_caveat(tmp_path: Path
     session.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
     (run,) = read_history(transcript_of(session, tmp_path)).runs
     assert run.task == "What do the makefile commands do?"
+
+
+def kept(path: Path, kind: str) -> list[dict[str, Any]]:
+    return [
+        e["record"]["payload"]
+        for e in events(path)
+        if e["type"] == "SourceRecord" and e["sourceType"] == kind
+    ]
+
+
+def test_codex_task_complete_does_not_repeat_the_answer(tmp_path: Path) -> None:
+    """The answer is in the run once, as the model's message; the end of the turn keeps
+    what else it says. One repeating no answer is kept whole."""
+    answer = "One test fails: add subtracts."
+    reply = {"type": "message", "role": "assistant"}
+    reply["content"] = [{"type": "output_text", "text": answer}]
+    done = {"type": "task_complete", "turn_id": "t1", "duration_ms": 2500}
+    source = rollout(
+        tmp_path,
+        user(1, "Why does the add test fail?"),
+        *shell(2, "call_1", "pytest", TESTS_FAIL),
+        line(4, "response_item", reply),
+        line(5, "event_msg", {**done, "last_agent_message": answer}),
+        user(6, "And now?"),
+        line(7, "event_msg", {**done, "turn_id": "t2", "last_agent_message": "Something else."}),
+    )
+    log = transcript_of(source, tmp_path)
+    first, second = kept(log, "event_msg/task_complete")
+    assert first == done
+    assert second == {**done, "turn_id": "t2", "last_agent_message": "Something else."}
+    (run,) = read_history(log).runs
+    assert run.finished is not None
+    assert run.finished.final_text == answer

@@ -88,6 +88,7 @@ class CodexReader:
         self._total: tuple[int, int, int] | None = None  # the last cumulative usage
         self._said: list[str] = []  # user messages not yet repeated by a user_message event
         self._held: list[tuple[int, Any, dict[str, Any]]] = []  # echoes: number, ts, line
+        self._answer: str | None = None  # the model's last answer since the user spoke
 
     def read(self) -> ImportedRun | None:
         for number, line in self.source:
@@ -138,6 +139,8 @@ class CodexReader:
                 self._token_count(number, payload, ts, line)
             elif payload.get("type") == "user_message":
                 self._user_message(number, payload, ts, line)
+            elif payload.get("type") == "task_complete":
+                self._task_complete(number, payload, ts, line)
             elif payload.get("type") in _ECHOES:
                 self._held.append((number, ts, line))
                 if len(self._held) > _HELD:  # no item repeats them: kept as they are
@@ -171,6 +174,17 @@ class CodexReader:
             kept = dict(line)
             kept["payload"] = {"type": "user_message", **rest}
             self._keep(number, "event_msg/user_message", ts, kept)
+
+    def _task_complete(self, number: int, payload: dict[str, Any], ts: Any, line: Any) -> None:
+        """The end of a turn, kept as it was, but for the answer it repeats
+        (`last_agent_message`: the model's last answer is in the run once, as its
+        message)."""
+        if payload.get("last_agent_message") is not None and (
+            payload["last_agent_message"] == self._answer
+        ):
+            rest = {k: v for k, v in payload.items() if k != "last_agent_message"}
+            line = {**line, "payload": rest}
+        self._keep(number, "event_msg/task_complete", ts, line)
 
     def _turn_context(self, payload: dict[str, Any], ts: Any, number: int, line: Any) -> None:
         run = self.run
@@ -260,7 +274,9 @@ class CodexReader:
             text = _content_text(item.get("content"))
             if role == "assistant":
                 run.output_text(at, text)
+                self._answer = text
             elif role in ("user", "developer", "system"):
+                self._answer = None
                 prompt = role == "user" and not text.lstrip().startswith(_PREAMBLES)
                 run.user(at, text, prompt=prompt)
                 if role == "user":
