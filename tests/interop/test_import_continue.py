@@ -216,3 +216,46 @@ def test_codex_task_complete_does_not_repeat_the_answer(tmp_path: Path) -> None:
     (run,) = read_history(log).runs
     assert run.finished is not None
     assert run.finished.final_text == answer
+
+
+def exec_command(ts: int, call_id: str, cmd: str, code: int) -> list[dict[str, Any]]:
+    header = f"Chunk ID: 5853d5\nWall time: 0.0100 seconds\nProcess exited with code {code}\n"
+    output = header + "Original token count: 0\nOutput:\n"
+    arguments = orjson.dumps({"cmd": cmd}).decode()
+    call = {"type": "function_call", "name": "exec_command", "arguments": arguments}
+    result = {"type": "function_call_output", "call_id": call_id, "output": output}
+    return [
+        line(ts, "response_item", {**call, "call_id": call_id}),
+        line(ts + 1, "response_item", result),
+    ]
+
+
+def test_a_codex_command_records_its_exit_code_as_run_command_does(tmp_path: Path) -> None:
+    """A command that exited non-zero succeeded as a call, its `exitCode` a field of the
+    output (as run_command records it), beside the text the model read; a re-run that
+    exits non-zero again matches it, one that exits 0 now succeeds."""
+    source = rollout(
+        tmp_path,
+        user(1, "Run the tests."),
+        *shell(2, "call_1", "pytest", TESTS_FAIL),
+        *exec_command(4, "call_2", "exit 3", 3),
+        *exec_command(6, "call_3", "true", 1),
+        *exec_command(8, "call_4", "true", 0),
+    )
+    log = transcript_of(source, tmp_path)
+    (run,) = read_history(log, requests=True).runs
+    first = run.calls[0]
+    assert first.status == "succeeded"
+    assert first.output == {"exitCode": 1, "text": TESTS_FAIL}
+    assert [call.output["exitCode"] for call in run.calls[1:]] == [3, 1, 0]  # type: ignore[index]
+    workspace = tmp_path / "app"
+    workspace.mkdir()
+    args = ["replay", str(log), "--rerun", "--json", "--workspace", str(workspace)]
+    args += ["--allow-side-effects", "--allow-unverified", "--approve", "auto"]
+    result = CliRunner().invoke(cli, args)
+    outcomes = {c["callId"]: c["rerun"]["outcome"] for c in orjson.loads(result.stdout)["calls"]}
+    assert [outcomes[call.call_id] for call in run.calls[1:]] == [
+        "matched",
+        "now-succeeds",
+        "matched",
+    ]

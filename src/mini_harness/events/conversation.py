@@ -55,9 +55,12 @@ class Message:
 
 def text_of(value: Any) -> str:
     """Content as the text a model reads, as another agent's session records it: a string
-    as it is, a list of blocks as their texts joined, anything else as its JSON."""
+    as it is, a block (an object with a `text`) as its text, a list of blocks as their
+    texts joined, anything else as its JSON."""
     if isinstance(value, str):
         return value
+    if isinstance(value, dict) and isinstance(text := value.get("text"), str):
+        return text
     if isinstance(value, list):
         parts = []
         for block in value:

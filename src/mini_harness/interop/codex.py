@@ -10,6 +10,7 @@ lines between). The mapping is in docs/importing.md.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -355,6 +356,9 @@ class CodexReader:
         if isinstance(output, dict):  # {content, success}
             is_error = output.get("success") is False
             output = output.get("content", output)
+        code = exit_code(output) if isinstance(output, str) else None
+        if code is not None:  # a command: its exit code a field, as run_command records it
+            output = {"exitCode": code, "text": output}
         if not isinstance(call_id, str) or not run.result(at, call_id, output, is_error=is_error):
             self.source.problem(number, f"output for no call of this session ({call_id!r})")
             self._keep(number, str(item.get("type")), at, line)
@@ -362,6 +366,25 @@ class CodexReader:
     def _keep(self, number: int, kind: str, ts: Any, line: Any) -> None:
         assert self.run is not None
         self.run.keep(ts if isinstance(ts, str) else None, number, kind, line)
+
+
+# The header Codex writes above a command's output (`shell`, `shell_command`,
+# `exec_command`, `write_stdin`): the line that gives the exit code.
+_EXIT_LINE = re.compile(r"(?:Exit code: |Process exited with code )(-?\d+)")
+_OUTPUT_LINE = re.compile(r"^Output:$", re.MULTILINE)
+
+
+def exit_code(text: str) -> int | None:
+    """The exit code a command's output text reports in the header above its `Output:`
+    line (None: it reports none, as for a command still running)."""
+    found = _OUTPUT_LINE.search(text)
+    if found is None:
+        return None
+    for row in text[: found.start()].splitlines():
+        match = _EXIT_LINE.fullmatch(row.strip())
+        if match:
+            return int(match.group(1))
+    return None
 
 
 def _ts(ts: Any, run: ImportedRun) -> str:
