@@ -142,7 +142,7 @@ def test_a_codex_run_with_no_prompt_keeps_its_first_message_as_task(tmp_path: Pa
 
 def test_a_claude_runs_task_skips_local_commands_and_their_caveat(tmp_path: Path) -> None:
     session = tmp_path / "3c1d9a4e-0000-4c1e-9a0b-7d3c2e1f0a99.jsonl"
-    base = {"sessionId": session.stem, "cwd": "/home/me/app", "version": "2.0.1"}
+    base: dict[str, Any] = {"sessionId": session.stem, "cwd": "/home/me/app", "version": "2.0.1"}
     caveat = (
         "<local-command-caveat>Caveat: The messages below were generated ...</local-command-caveat>"
     )
@@ -155,7 +155,7 @@ def test_a_claude_runs_task_skips_local_commands_and_their_caveat(tmp_path: Path
     rows = []
     parent = None
     for number, (text, meta) in enumerate(texts, 1):
-        row = {**base, "type": "user", "uuid": f"u{number}", "parentUuid": parent}
+        row: dict[str, Any] = {**base, "type": "user", "uuid": f"u{number}", "parentUuid": parent}
         row |= {
             "timestamp": f"2025-09-01T10:00:0{number}.000Z",
             "message": {"role": "user", "content": text},
@@ -164,7 +164,7 @@ def test_a_claude_runs_task_skips_local_commands_and_their_caveat(tmp_path: Path
             row["isMeta"] = True
         rows.append(row)
         parent = row["uuid"]
-    answer = {
+    answer: dict[str, Any] = {
         "id": "msg_1",
         "role": "assistant",
         "model": "claude-sonnet-4",
@@ -197,7 +197,7 @@ def test_codex_task_complete_does_not_repeat_the_answer(tmp_path: Path) -> None:
     """The answer is in the run once, as the model's message; the end of the turn keeps
     what else it says. One repeating no answer is kept whole."""
     answer = "One test fails: add subtracts."
-    reply = {"type": "message", "role": "assistant"}
+    reply: dict[str, Any] = {"type": "message", "role": "assistant"}
     reply["content"] = [{"type": "output_text", "text": answer}]
     done = {"type": "task_complete", "turn_id": "t1", "duration_ms": 2500}
     source = rollout(
@@ -247,7 +247,8 @@ def test_a_codex_command_records_its_exit_code_as_run_command_does(tmp_path: Pat
     first = run.calls[0]
     assert first.status == "succeeded"
     assert first.output == {"exitCode": 1, "text": TESTS_FAIL}
-    assert [call.output["exitCode"] for call in run.calls[1:]] == [3, 1, 0]  # type: ignore[index]
+    codes = [call.output for call in run.calls[1:]]
+    assert [code["exitCode"] for code in codes if isinstance(code, dict)] == [3, 1, 0]
     workspace = tmp_path / "app"
     workspace.mkdir()
     args = ["replay", str(log), "--rerun", "--json", "--workspace", str(workspace)]
