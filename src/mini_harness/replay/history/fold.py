@@ -163,8 +163,10 @@ class TranscriptFold:
                             record.line,
                             event.tool_use_id,
                             event.step,
-                            imported=run.imported is not None,
                         )
+                        begun = run.started
+                        if begun is not None and begun.imported is not None:
+                            call.imported = True  # its output is the text its model read
                         open_calls[event.call_id] = call
                         if run.keeps:
                             self._place(run, call, record)
