@@ -46,6 +46,29 @@ class TestInterrupt:
             "[mini-harness] Error: interrupted at line 24: the report above is partial\n"
         )
 
+    def test_ctrl_c_in_json_mode_keeps_the_calls_folded_so_far(
+        self, log: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Calls are written in batches: those folded before Ctrl-C are all in the document."""
+        import orjson
+
+        shown: list[Any] = []
+        original = replay_output.JsonOutput.call
+
+        def call(self: Any, item: Any) -> None:
+            if len(shown) == 10:
+                raise KeyboardInterrupt
+            shown.append(item)
+            original(self, item)
+
+        monkeypatch.setattr(replay_output.JsonOutput, "call", call)
+        result = CliRunner().invoke(cli, ["replay", str(log), "--json"])
+        assert result.exit_code == 130
+        document = orjson.loads(result.stdout)
+        assert document["interrupted"] is True
+        assert [c["callId"] for c in document["calls"]] == [c.call_id for c in shown]
+        assert len(document["calls"]) == 10
+
     def test_ctrl_c_in_json_mode_still_prints_a_document(
         self, log: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

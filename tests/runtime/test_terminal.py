@@ -81,3 +81,13 @@ class TestColoursAndJson:
         assert orjson.loads(shown) == {text: [text]}
         hidden = {"Cc", "Cf", "Zl", "Zp", "Cs"}
         assert all(unicodedata.category(c) not in hidden for c in shown)
+
+    @given(st.lists(st.text(), min_size=1, max_size=4))
+    def test_json_lines_are_escaped_on_every_line(self, texts: list[str]) -> None:
+        """JSON text of many lines (replay --json writes its calls in batches) is escaped
+        on every line, not only when the first one needs it: each line keeps its value."""
+        lines = [orjson.dumps({"output": text}).decode() for text in texts]
+        shown = printable_json("\n".join(lines))
+        assert [orjson.loads(line)["output"] for line in shown.split("\n")] == texts
+        hidden = {"Cc", "Cf", "Zl", "Zp", "Cs"}
+        assert all(c == "\n" or unicodedata.category(c) not in hidden for c in shown)

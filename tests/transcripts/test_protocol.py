@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from mini_harness.transcripts.verify import CallProtocol
+from mini_harness.transcripts.log_fold import CallProtocol
 
 
 def _feed(steps: list[tuple[str, str]]) -> CallProtocol:

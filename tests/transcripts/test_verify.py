@@ -13,6 +13,7 @@ from mini_harness import ToolRegistry, ToolRuntime, TranscriptFormatError
 from mini_harness.events import (
     FORMAT_VERSION,
     Event,
+    RunStarted,
     ToolCalled,
     ToolError,
     ToolFailed,
@@ -261,3 +262,35 @@ class TestClocks:
         done = [r.event for r in records if isinstance(r.event, ToolSucceeded)]
         assert [e.duration_ms for e in done] == [2.0, 2.0]
         assert verify_transcript(log).ok
+
+
+class TestOneFold:
+    def test_verify_and_the_history_fold_find_the_same(self, tmp_path: Path) -> None:
+        """`transcript verify` and replay read a transcript with the one log fold: the same
+        calls, failures, protocol problems and calls in doubt, whatever breaks the protocol."""
+        from mini_harness.replay import TranscriptFold
+
+        events: list[Event] = [
+            RunStarted(TS, "run", "0.1.0", ()),
+            _called("a"),
+            _succeeded("a"),
+            _called("b"),
+            _failed("b"),
+            _called("a"),  # reused
+            _succeeded("z"),  # no ToolCalled
+            _called("c"),
+            attrs.evolve(_failed("c"), name="read_file"),
+            _called("d"),  # in doubt
+        ]
+        log = _log_with(tmp_path, events)
+        report = verify_transcript(log)
+        history = TranscriptFold(log).read()
+        assert (report.calls, report.failed, report.runs) == (5, 2, 1)
+        totals = history.totals
+        assert (totals.calls, totals.succeeded, totals.failed, totals.in_doubt) == (4, 1, 2, 1)
+        assert [p.describe() for p in report.protocol] == [
+            f"line {p.line} (seq {p.line - 1}): {p.message}"
+            for p in history.problems
+            if p.kind == "protocol"
+        ]
+        assert [c.call_id for c in report.in_doubt] == ["d"]

@@ -67,6 +67,17 @@ def _coloured() -> regex.Pattern[str]:
     return regex.compile(f"({codes})|{hidden}", regex.V1)
 
 
+def _plain(text: str, *, multiline: bool) -> bool:
+    """Whether `text` has nothing to escape. str.isprintable is false for every character
+    escaped here, and for tab and newline, which multi-line text keeps: text of many lines
+    (a model's answer, a batch of report or JSON lines) is checked without them, which
+    costs a copy, not the regex's walk (about 20 times as long), and most such text passes
+    without the regex engine ever loading."""
+    if text.isprintable():
+        return True
+    return multiline and text.replace("\n", "").replace("\t", "").isprintable()
+
+
 def printable(text: str, *, multiline: bool = True, colours: bool = False) -> str:
     """`text` with every character a terminal would act on shown as a visible escape.
 
@@ -74,11 +85,7 @@ def printable(text: str, *, multiline: bool = True, colours: bool = False) -> st
     `multiline=False` those are escaped too, so the text stays on one line. With `colours`,
     the colour codes our own views write are kept (see _COLOURS), and only those.
     """
-    # str.isprintable is false for every character escaped here (and for tab and
-    # newline, which multi-line text keeps): text it passes has nothing to escape. Most
-    # multi-line text (a model's answer) passes once those are set aside, without the
-    # regex engine ever loading.
-    if (text.replace("\n", "").replace("\t", "") if multiline else text).isprintable():
+    if _plain(text, multiline=multiline):
         return text
     if colours:
         return _coloured().sub(lambda m: m.group(1) or _escaped(m), text)
@@ -89,6 +96,6 @@ def printable_json(text: str) -> str:
     """JSON text (as orjson writes it) with every character a terminal would act on that
     JSON leaves as it is (DEL, C1 controls, U+202E and the other format characters, line
     separators) written as a `\\uXXXX` escape: the same JSON value, safe to print."""
-    if text.isprintable():
+    if _plain(text, multiline=True):
         return text
     return _hidden(True).sub(_json_escaped, text)

@@ -23,6 +23,7 @@ from mini_harness.transcripts.codec import (
 from mini_harness.transcripts.writer import DEFAULT_FSYNC, JsonlTranscript
 
 if TYPE_CHECKING:
+    from mini_harness.transcripts.log_fold import CallProtocol
     from mini_harness.transcripts.note import Note, SignerKey, VerifierKey
     from mini_harness.transcripts.reader import (
         MAX_LINE_BYTES,
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
         verify_signed,
     )
     from mini_harness.transcripts.upcast import Upcasters
-    from mini_harness.transcripts.verify import CallProtocol, VerifyReport, verify_transcript
+    from mini_harness.transcripts.verify import VerifyReport, verify_transcript
 else:  # type checkers see the names above; at run time they are imported on first use
     __getattr__ = lazy_names(
         __name__,
@@ -60,8 +61,8 @@ else:  # type checkers see the names above; at run time they are imported on fir
                 "verify_signed",
             ),
             "mini_harness.transcripts.upcast": ("Upcasters",),
+            "mini_harness.transcripts.log_fold": ("CallProtocol",),
             "mini_harness.transcripts.verify": (
-                "CallProtocol",
                 "VerifyReport",
                 "verify_transcript",
             ),

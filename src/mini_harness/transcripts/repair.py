@@ -19,14 +19,10 @@ from mini_harness.events import (
     ToolFailed,
     utc_timestamp,
 )
+from mini_harness.transcripts.log_fold import OpenCall, UnfinishedRun
 from mini_harness.transcripts.reader import STDIN
 from mini_harness.transcripts.tail import Quarantined
-from mini_harness.transcripts.verify import (
-    OpenCall,
-    UnfinishedRun,
-    VerifyReport,
-    verify_transcript,
-)
+from mini_harness.transcripts.verify import VerifyReport, verify_transcript
 from mini_harness.transcripts.writer import JsonlTranscript
 
 INTERRUPTED_STOP = "interrupted"

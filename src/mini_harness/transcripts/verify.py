@@ -1,210 +1,34 @@
 """Verify a transcript: JSON, seq, the prev chain, the call protocol, in-doubt calls.
 
-The call protocol (every ToolCalled gets exactly one terminal event of the same run and
-tool, and call ids are unique) and the agent runs' (each run and model request ends) are
-checked by CallProtocol and RunProtocol, which the fold feeds too.
+The transcript is read by the one log fold (log_fold.py), which checks the chain, the call
+protocol and the agent runs' protocol as the history fold does; this module says what it
+found, and whether the chain reaches a given head or signed head.
 """
 
 from __future__ import annotations
 
 import os
-from collections import Counter
+from collections.abc import Iterator
 
 import attrs
 
 from mini_harness.errors import counted
-from mini_harness.events import (
-    JsonObject,
-    JsonValue,
-    ModelRequested,
-    ModelResponded,
-    RunFinished,
-    RunStarted,
-    ToolCalled,
-    ToolFailed,
-    ToolSucceeded,
-    TranscriptStarted,
-    UnknownEvent,
-    Usage,
-)
+from mini_harness.events import JsonObject, JsonValue
 from mini_harness.transcripts.head_note import SignedHead
+from mini_harness.transcripts.log_fold import (
+    LogFold,
+    OpenCall,
+    ProtocolProblem,
+    UnfinishedRun,
+)
 from mini_harness.transcripts.reader import (
     DamagedLine,
     IntegrityProblem,
     TornTail,
     TranscriptReader,
+    TranscriptRecord,
 )
 from mini_harness.transcripts.upcast import UPCASTERS, Upcasters
-
-AgentRunEvent = RunStarted | ModelRequested | ModelResponded | RunFinished
-
-
-@attrs.frozen
-class ProtocolProblem:
-    """A line that breaks the call protocol, with where it is."""
-
-    line: int
-    seq: int
-    call_id: str | None
-    message: str
-
-    def describe(self) -> str:
-        return f"line {self.line} (seq {self.seq}): {self.message}"
-
-
-@attrs.define
-class OpenCall:
-    """A ToolCalled seen without its terminal event (yet): in doubt if the log ends here.
-
-    Not frozen: one is made per call while folding millions of events, and a frozen attrs
-    class costs several times as much to build. Treat it as read-only.
-    """
-
-    line: int
-    seq: int
-    run_id: str
-    call_id: str
-    name: str
-
-
-class CallProtocol:
-    """Feed it the call events of a transcript in order; it collects protocol problems.
-
-    Works on plain fields, for verify and the fold alike. Memory grows with the number of
-    distinct call ids (to catch reuse), not with event size. `open_calls` (call id to its
-    OpenCall, in the order they began) and `seen` (the ids of every call that began, open
-    or ended) are the whole state.
-    """
-
-    def __init__(self) -> None:
-        self.problems: list[ProtocolProblem] = []
-        self.open_calls: dict[str, OpenCall] = {}
-        # One set of every id, not one of ended calls: a new call costs one lookup and one
-        # insert, and an ended call none (the ended ones are those not open).
-        self.seen: set[str] = set()
-
-    def called(self, line: int, seq: int, run_id: str, call_id: str, name: str) -> bool:
-        """Record a ToolCalled; False (and a problem) if its call id was used before."""
-        if call_id in self.seen:
-            self.problems.append(
-                ProtocolProblem(line, seq, call_id, f"callId {call_id} is used again")
-            )
-            return False
-        self.seen.add(call_id)
-        self.open_calls[call_id] = OpenCall(line, seq, run_id, call_id, name)
-        return True
-
-    def finished(  # noqa: PLR0917 - the fields of a terminal event, positional
-        self, line: int, seq: int, kind: str, call_id: str, run_id: str, name: str
-    ) -> OpenCall | None:
-        """Record a terminal event; return the call it closes (None if it closes nothing).
-
-        A terminal event whose run or tool differs from its ToolCalled's still ends the
-        call (the call is as its ToolCalled recorded it), and is reported.
-        """
-        opened = self.open_calls.pop(call_id, None)
-        if opened is None:
-            ended = call_id in self.seen  # seen and not open: it ended
-            message = f"{kind} for call {call_id}, which " + (
-                "already ended" if ended else "has no ToolCalled"
-            )
-        elif run_id != opened.run_id:
-            message = (
-                f"{kind} for call {call_id} is in run {run_id}, but its ToolCalled "
-                f"is in run {opened.run_id}"
-            )
-        elif name != opened.name:
-            message = (
-                f"{kind} for call {call_id} names tool {name}, but its ToolCalled "
-                f"names {opened.name}"
-            )
-        else:
-            return opened
-        self.problems.append(ProtocolProblem(line, seq, call_id, message))
-        return opened
-
-    def in_doubt(self) -> list[OpenCall]:
-        """Calls with a ToolCalled and no terminal event, in the order they began."""
-        return list(self.open_calls.values())
-
-
-@attrs.frozen
-class OpenRun:
-    """An agent run (a RunStarted with a task) or a model request not ended (yet)."""
-
-    line: int
-    seq: int
-    run_id: str
-    request_id: str | None = None  # None: the run itself
-
-    def message(self) -> str:
-        if self.request_id is not None:
-            return (
-                f"model request {self.request_id} of run {self.run_id} is in doubt: "
-                "ModelRequested without a response"
-            )
-        return f"agent run {self.run_id} is unfinished: no RunFinished"
-
-
-class RunProtocol:
-    """Agent runs end: each one with RunFinished, each model request with a response or
-    the end of its run. What is still open when the log ends is in doubt, as a call is.
-
-    A run another run resumed (`resumedFrom` names it) has ended: it was continued.
-    """
-
-    def __init__(self) -> None:
-        self.runs: dict[str, OpenRun] = {}
-        self.requests: dict[str, OpenRun] = {}
-        # What an open run did so far, for a repair that closes it: requests, usage.
-        self.asked: dict[str, set[str]] = {}
-        self.used: dict[str, Usage] = {}
-
-    def feed(self, line: int, seq: int, event: AgentRunEvent) -> None:
-        """Take an agent run's event, in file order (a RunStarted without a task, a CLI
-        call's run, is not an agent run)."""
-        if isinstance(event, RunStarted):
-            if event.task is not None:
-                if event.resumed_from is not None:
-                    self._end(event.resumed_from.run_id)
-                self.runs[event.run_id] = OpenRun(line, seq, event.run_id)
-                self.asked[event.run_id], self.used[event.run_id] = set(), Usage()
-        elif isinstance(event, ModelRequested):
-            self.requests[event.request_id] = OpenRun(line, seq, event.run_id, event.request_id)
-            self.asked.setdefault(event.run_id, set()).add(event.request_id)
-        elif isinstance(event, ModelResponded):
-            self.requests.pop(event.request_id, None)
-            self.used[event.run_id] = self.used.get(event.run_id, Usage()) + event.usage
-        else:
-            self._end(event.run_id)
-
-    def _end(self, run_id: str) -> None:
-        """A run ended: it, and every request of it still unanswered."""
-        self.runs.pop(run_id, None)
-        self.asked.pop(run_id, None)
-        self.used.pop(run_id, None)
-        for request_id in [r for r, o in self.requests.items() if o.run_id == run_id]:
-            del self.requests[request_id]
-
-    def in_doubt(self) -> list[OpenRun]:
-        """The runs and requests still open, in file order."""
-        return sorted([*self.runs.values(), *self.requests.values()], key=lambda o: o.line)
-
-    def unfinished(self) -> list[UnfinishedRun]:
-        """The agent runs still open, in file order, with what they did so far."""
-        return [
-            UnfinishedRun(o.run_id, len(self.asked.get(o.run_id, ())), self.used[o.run_id])
-            for o in sorted(self.runs.values(), key=lambda o: o.line)
-        ]
-
-
-@attrs.frozen
-class UnfinishedRun:
-    """An agent run without RunFinished: its model requests made and their summed usage."""
-
-    run_id: str
-    steps: int
-    usage: Usage
 
 
 @attrs.frozen
@@ -376,6 +200,36 @@ class VerifyReport:
         }
 
 
+class _Verification(LogFold):
+    """The log fold, watching for the line with the expected head's hash and the line at
+    the signed head's seq."""
+
+    def __init__(self, reader: TranscriptReader, head: str | None, signed_seq: int | None):
+        super().__init__(reader)
+        self.source = reader
+        self.head = head
+        self.signed_seq = signed_seq
+        self.head_line: int | None = None
+        self.signed_line: int | None = None
+        self.signed_sha256: str | None = None
+        self.last: TranscriptRecord | None = None
+
+    def __iter__(self) -> Iterator[object]:
+        return self._fold(self._watched())
+
+    def _watched(self) -> Iterator[TranscriptRecord]:
+        reader = self.source
+        for record in reader:
+            if record.hash == self.head:
+                self.head_line = record.line
+            if record.seq == self.signed_seq and self.signed_line is None:
+                self.signed_line = record.line
+                digest = reader.head_digest
+                self.signed_sha256 = digest.hex() if digest else None
+            self.last = record
+            yield record
+
+
 def verify_transcript(
     path: str | os.PathLike[str],
     *,
@@ -393,73 +247,41 @@ def verify_transcript(
     transcript at all: missing, not a transcript, a newer format version, CRLF endings.
     """
     reader = TranscriptReader(path, salvage=True, upcasters=upcasters)
-    protocol = CallProtocol()
-    agent_runs = RunProtocol()
-    unknown: Counter[str] = Counter()
-    runs = calls = failed = 0
-    last_seq: int | None = None
-    head_line: int | None = None
-    last_line: int | None = None
     signed_seq = None if signed is None or signed.claim is None else signed.claim.seq
-    signed_line: int | None = None
-    signed_sha256: str | None = None
-    for record in reader:
-        if record.hash == head:
-            head_line = record.line
-        if record.seq == signed_seq and signed_line is None:
-            signed_line = record.line
-            signed_sha256 = reader.head_digest.hex() if reader.head_digest else None
-        last_line = record.line
-        last_seq = record.seq
-        event = record.event
-        if isinstance(event, ToolCalled):
-            calls += 1
-            protocol.called(record.line, record.seq, event.run_id, event.call_id, event.name)
-        elif isinstance(event, ToolSucceeded | ToolFailed):
-            kind = type(event).__name__
-            closed = protocol.finished(
-                record.line, record.seq, kind, event.call_id, event.run_id, event.name
-            )
-            failed += closed is not None and isinstance(event, ToolFailed)
-        elif isinstance(event, AgentRunEvent):
-            runs += 1 if isinstance(event, RunStarted) else 0
-            agent_runs.feed(record.line, record.seq, event)
-        elif isinstance(event, UnknownEvent):
-            unknown[event.type] += 1
-        elif isinstance(event, TranscriptStarted) and record.line != 1:
-            reader.problems.append(
-                IntegrityProblem(
-                    record.line, record.offset, record.seq, "TranscriptStarted after line 1"
-                )
-            )
+    fold = _Verification(reader, head, signed_seq)
+    for _item in fold:
+        pass
     header = reader.header
+    last = fold.last
+    # In file order; a line's chain problems before its misplaced header.
+    integrity = sorted([*reader.problems, *fold.misplaced], key=lambda p: p.line)
     return VerifyReport(
         path=reader.name,
         transcript_id=header.transcript_id if header else None,
         version=header.version if header else None,
         lines=reader.records_read,
-        last_seq=last_seq,
-        runs=runs,
-        calls=calls,
-        failed=failed,
+        last_seq=None if last is None else last.seq,
+        runs=fold.runs_started,
+        calls=fold.calls,
+        failed=fold.failed,
         head_hash=reader.head_hash,
         bom=reader.bom,
         torn_tail=reader.torn_tail,
         damaged=tuple(reader.damaged),
-        integrity=tuple(reader.problems),
-        protocol=tuple(protocol.problems),
-        in_doubt=tuple(protocol.in_doubt()),
+        integrity=tuple(integrity),
+        protocol=tuple(fold.protocol.problems),
+        in_doubt=tuple(fold.protocol.in_doubt()),
         agent_in_doubt=tuple(
-            f"line {o.line} (seq {o.seq}): {o.message()}" for o in agent_runs.in_doubt()
+            f"line {o.line} (seq {o.seq}): {o.message()}" for o in fold.agent_protocol.in_doubt()
         ),
-        unknown_types=tuple(sorted(unknown.items())),
+        unknown_types=tuple(sorted(fold.unknown.items())),
         empty=reader.empty,
-        unfinished_runs=tuple(agent_runs.unfinished()),
+        unfinished_runs=tuple(fold.agent_protocol.unfinished()),
         expected_head=head,
-        head_line=head_line,
+        head_line=fold.head_line,
         head_sha256=reader.head_digest.hex() if reader.head_digest else None,
-        last_line=last_line,
+        last_line=None if last is None else last.line,
         signed=signed,
-        signed_line=signed_line,
-        signed_line_sha256=signed_sha256,
+        signed_line=fold.signed_line,
+        signed_line_sha256=fold.signed_sha256,
     )

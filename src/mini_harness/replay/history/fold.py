@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from typing import Protocol
 
 from mini_harness.errors import TranscriptCorruptError
 from mini_harness.events import (
@@ -45,31 +44,14 @@ from mini_harness.replay.history.figures import LogProblem
 from mini_harness.replay.history.runs import History, Run
 from mini_harness.replay.history.select import RunSelection
 from mini_harness.replay.history.step_folder import StepFolder
-from mini_harness.transcripts import TornTail, TranscriptReader, TranscriptRecord
-from mini_harness.transcripts.reader import IntegrityProblem
-from mini_harness.transcripts.verify import CallProtocol, RunProtocol
+from mini_harness.transcripts import TranscriptReader, TranscriptRecord
+from mini_harness.transcripts.log_fold import LogFold, OpenCall, RecordSource
 
 FoldItem = Run | Call
 """What a fold yields: a run when it starts, a call when it ends (calls in doubt last)."""
 
 
-class RecordSource(Protocol):
-    """What a fold reads its records from: a TranscriptReader (the default), or the events
-    of a run as it emits them (the live OpenTelemetry export). Once iterated, it says what
-    a reader says of the file: its name, whether it was empty, its problems, how many
-    records it read and the hash of the last."""
-
-    name: str
-    empty: bool
-    problems: list[IntegrityProblem]
-    torn_tail: TornTail | None
-    records_read: int
-    head_hash: str | None
-
-    def __iter__(self) -> Iterator[TranscriptRecord]: ...
-
-
-class TranscriptFold:
+class TranscriptFold(LogFold):
     """Iterate a transcript as its runs start and its calls end, building `history`.
 
     `path` may be a FIFO or "-" (standard input): it is read once, front to back. `run`
@@ -80,6 +62,9 @@ class TranscriptFold:
     there and the damage is one of the history's problems. `source`, when given, is read
     instead of the file at `path` (which then only names it). With `follow`, the file is
     read as it is written, while `follow()` is true (TranscriptReader).
+
+    It is the one log fold (transcripts/log_fold.py: the chain, the call protocol and the
+    agent runs' checked, as `transcript verify` checks them) with the history built on it.
     """
 
     def __init__(
@@ -93,27 +78,21 @@ class TranscriptFold:
         source: RecordSource | None = None,
         follow: Callable[[], bool] | None = None,
     ) -> None:
-        self.reader: RecordSource = (
-            TranscriptReader(path, follow=follow) if source is None else source
-        )
+        super().__init__(TranscriptReader(path, follow=follow) if source is None else source)
         self.path = os.fspath(path)
         self.history = History(self.path, self.reader.name)
         self.selection = RunSelection(run) if run is not None else None
         self.requests = requests
         self.detail = detail
         self.damage = damage
-        self.offset = 0  # byte offset of the last line read
         self.finished = False
         self._runs: dict[str, Run] = {}
         self._shown: Run | None = None
         self._open: dict[str, Call] = {}  # calls begun and not ended (every call, with detail)
         self._take = self._open.__getitem__ if detail else self._open.pop
         self._every = self.selection is None  # every run is shown
-        self._protocol = CallProtocol()
-        self._agent_protocol = RunProtocol()
         self._steps = StepFolder(detail=detail)
         self._waiting: dict[str, list[TranscriptRecord]] = {}  # approvals before their call
-        self._started: list[Run] = []  # runs the line being folded started
 
     def __repr__(self) -> str:
         return f"<TranscriptFold(path={self.path!r}, offset={self.offset})>"
@@ -129,70 +108,43 @@ class TranscriptFold:
         return self._every or run is self._shown
 
     def __iter__(self) -> Iterator[FoldItem]:
-        # Once per line of files with millions of lines: a call's two events take the
-        # first two branches, with the state they touch in locals.
-        runs = self._runs
-        open_calls = self._open
-        called = self._protocol.called
-        started = self._started
-        detail = self.detail
         try:
-            for record in self.reader:
-                self.offset = record.offset
-                event = record.event
-                # A tuple, not `ToolSucceeded | ToolFailed`: that builds a union every line.
-                if isinstance(event, (ToolSucceeded, ToolFailed)):
-                    run = runs.get(event.run_id) or self._implicit(record, event.run_id)
-                    ended = self._ended(record, event, run)
-                    if detail:
-                        run.last_ts = event.ts
-                    if started:
-                        yield from self._yield_started()
-                    if ended is not None:
-                        yield ended
-                    continue
-                if isinstance(event, ToolCalled):
-                    run = runs.get(event.run_id) or self._implicit(record, event.run_id)
-                    if called(record.line, record.seq, event.run_id, event.call_id, event.name):
-                        call = Call(
-                            run.index,
-                            event.run_id,
-                            event.call_id,
-                            event.name,
-                            event.input,
-                            record.line,
-                            event.tool_use_id,
-                            event.step,
-                        )
-                        begun = run.started
-                        if begun is not None and begun.imported is not None:
-                            call.imported = True  # its output is the text its model read
-                        open_calls[event.call_id] = call
-                        if run.keeps:
-                            self._place(run, call, record)
-                    elif detail:
-                        self._item(run, record)  # a reused call id: shown as it is
-                else:
-                    self._other(record, event)
-                if detail:
-                    self._last_ts(record)
-                if started:
-                    yield from self._yield_started()
+            yield from self._fold(self.reader)
         except TranscriptCorruptError as exc:
             if not self.damage:
                 raise
             self._problem("damage", exc.line, exc.message)
         yield from self._finish()
 
-    def _yield_started(self) -> Iterator[Run]:
-        """The runs started by the line just read, those shown."""
-        for run in self._started:
-            if self.shows(run):
-                yield run
-        self._started.clear()
+    def _begun(self, record: TranscriptRecord, event: ToolCalled, fresh: bool) -> None:
+        run_id = event.run_id
+        run = self._runs.get(run_id) or self._implicit(record, run_id)
+        if fresh:
+            call_id = event.call_id
+            call = Call(
+                run.index,
+                run_id,
+                call_id,
+                event.name,
+                event.input,
+                record.line,
+                event.tool_use_id,
+                event.step,
+            )
+            begun = run.started
+            if begun is not None and begun.imported is not None:
+                call.imported = True  # its output is the text its model read
+            self._open[call_id] = call
+            if run.keeps:
+                self._place(run, call, record)
+        elif self.detail:
+            self._item(run, record)  # a reused call id: shown as it is
+        if self.detail:
+            run.last_ts = event.ts
 
     def _other(self, record: TranscriptRecord, event: Event) -> None:
         """Fold an event other than a call's."""
+        super()._other(record, event)
         history = self.history
         if isinstance(event, RunStarted):
             self._run_started(record, event)
@@ -201,25 +153,20 @@ class TranscriptFold:
                 history.header = event
                 if self.detail:
                     history.header_record = record
-            else:
-                self._problem("integrity", record.line, "TranscriptStarted after line 1")
-                if self.detail:
-                    history.others.append(record)
+            elif self.detail:
+                history.others.append(record)
         elif isinstance(event, UnknownEvent):
             self._unknown(record, event)
         else:
             run = self._runs.get(event.run_id) or self._implicit(record, event.run_id)
             if isinstance(event, ModelRequested):
-                self._agent_protocol.feed(record.line, record.seq, event)
                 self._steps.requested(record, event, run)
             elif isinstance(event, ModelResponded):
-                self._agent_protocol.feed(record.line, record.seq, event)
                 history.agent.responded(event.usage)
                 self._steps.answered(record, event, run)
             elif isinstance(event, ModelFailed):
                 self._steps.answered(record, event, run)
             elif isinstance(event, RunFinished):
-                self._agent_protocol.feed(record.line, record.seq, event)
                 history.agent.run_finished(event.run_id, event.stop_reason)
                 run.finished = event
                 if run.records is not None:
@@ -228,11 +175,12 @@ class TranscriptFold:
                 self._steps.trimmed(record, event, run)
             elif isinstance(event, ApprovalRequested | ApprovalDecided):
                 self._approval(record, event)
+        if self.detail:
+            self._last_ts(record)
 
     def _unknown(self, record: TranscriptRecord, event: UnknownEvent) -> None:
         """An event of a type this version does not know: counted, and kept with the
         detail (in its run, and its step, when its fields name them)."""
-        self.history.unknown_events += 1
         run_id = event.data.get("runId")
         if not isinstance(run_id, str):
             if self.detail:
@@ -253,10 +201,11 @@ class TranscriptFold:
         run = Run(len(self._runs) + 1, run_id, record.line, record.event.ts, started)
         self._runs[run_id] = run
         self.history.runs.append(run)
-        self._started.append(run)
         self._keep(run)
         if self.selection is not None and self.selection.offer(run):
             self._shown = run
+        if self.shows(run):
+            self.out.append(run)  # yielded once its line is folded
         return run
 
     def _keep(self, run: Run) -> None:
@@ -280,7 +229,6 @@ class TranscriptFold:
     def _run_started(self, record: TranscriptRecord, event: RunStarted) -> None:
         if event.task is not None:  # an agent run: it must end, as a call must
             self.history.agent.run_started(event.run_id)
-        self._agent_protocol.feed(record.line, record.seq, event)
         run = self._runs.get(event.run_id)
         if run is None:
             run = self._new_run(record, event.run_id, event)
@@ -329,21 +277,22 @@ class TranscriptFold:
             run.items.append(call)
 
     def _ended(
-        self, record: TranscriptRecord, event: ToolSucceeded | ToolFailed, run: Run
-    ) -> Call | None:
-        """Fold a terminal event; the call it ends, if it ends one and its run is shown."""
-        kind = "ToolSucceeded" if type(event) is ToolSucceeded else "ToolFailed"
-        opened = self._protocol.finished(
-            record.line, record.seq, kind, event.call_id, event.run_id, event.name
-        )
+        self, record: TranscriptRecord, event: ToolSucceeded | ToolFailed, opened: OpenCall | None
+    ) -> None:
+        """Fold a terminal event: the call it ends is yielded, if it ends one and its run is
+        shown."""
+        run_id = event.run_id
+        run = self._runs.get(run_id) or self._implicit(record, run_id)
+        if self.detail:
+            run.last_ts = event.ts
         if opened is None:
             if self.detail:
                 self._item(run, record)  # shown as it is
-            return None
+            return
         # With the detail, calls stay findable after they end (an approval may come late).
         call = self._take(opened.call_id)
         # The call is as its ToolCalled recorded it, whatever run this event names.
-        owner = self._runs[opened.run_id]
+        owner = run if opened.run_id == run_id else self._runs[opened.run_id]
         if isinstance(event, ToolSucceeded):
             owner.succeeded += 1
             call.status = SUCCEEDED
@@ -357,7 +306,8 @@ class TranscriptFold:
         call.duration_ms = event.duration_ms
         if call.records is not None:
             call.records.append(record)
-        return call if self._every or owner is self._shown else None
+        if self._every or owner is self._shown:
+            self.out.append(call)
 
     def _approval(
         self, record: TranscriptRecord, event: ApprovalRequested | ApprovalDecided
@@ -384,7 +334,7 @@ class TranscriptFold:
         if reader.empty:
             message = "the file is empty: it has no TranscriptStarted line"
             self._problem("integrity", 1, message)
-        for opened in self._protocol.in_doubt():
+        for opened in self.protocol.in_doubt():
             call = self._open[opened.call_id]
             owner = self._runs[opened.run_id]
             owner.in_doubt += 1
@@ -394,11 +344,12 @@ class TranscriptFold:
             for record in records:
                 self._item(self._runs[record.event.run_id], record)  # type: ignore[union-attr]
         problems = history.problems
+        problems += [LogProblem("integrity", p.line, p.message) for p in self.misplaced]
         problems += [LogProblem("integrity", p.line, p.message) for p in reader.problems]
-        problems += [LogProblem("protocol", p.line, p.message) for p in self._protocol.problems]
+        problems += [LogProblem("protocol", p.line, p.message) for p in self.protocol.problems]
         problems += [
             LogProblem("in-doubt", opened.line, opened.message())
-            for opened in self._agent_protocol.in_doubt()
+            for opened in self.agent_protocol.in_doubt()
         ]
         if reader.torn_tail is not None:
             problems.append(
@@ -406,6 +357,7 @@ class TranscriptFold:
             )
         problems.sort(key=lambda problem: problem.line)
         history.events = reader.records_read
+        history.unknown_events = sum(self.unknown.values())
         history.head_hash = reader.head_hash
         history.agent.close()
         history.arrange()
