@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -16,18 +14,21 @@ from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, SingleOption, option_group
 from mini_harness.cli.output import aside, echo, echo_json, info
 from mini_harness.cli.registry_spec import agent_registry, chosen_registry, complete_tool_name
-from mini_harness.errors import ToolCallError, UsageError, exit_code_of
-from mini_harness.events import JsonObject, JsonValue
-from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than
-from mini_harness.runtime import ToolRegistry, ToolRuntime
+from mini_harness.errors import (
+    JsonSyntaxError,
+    NotJsonError,
+    TooDeepError,
+    ToolCallError,
+    UsageError,
+    exit_code_of,
+)
+from mini_harness.events import JsonObject, JsonValue, to_wire
+from mini_harness.events.jsonvalue import decode_json_input
+from mini_harness.runtime import ToolRegistry, ToolRuntime, tool_error
 from mini_harness.tools import Workspace
 
 if TYPE_CHECKING:
     from mini_harness.runtime.approval import Approver
-
-# orjson turns integers wider than 64 bits into floats without a word; a run of 20+ digits
-# is the only way such an integer can appear, so only then is the input parsed again.
-_LONG_DIGITS = re.compile(r"\d{20,}")
 
 
 def tool_options(tool_help: str, input_of: str) -> Callable[[F], F]:
@@ -71,29 +72,14 @@ def parse_tool_input(raw: str | None) -> JsonValue:
     holds an integer wider than 64 bits or nests deeper than MAX_JSON_DEPTH levels."""
     if raw is None:
         return {}
-    too_deep = f"--tool-input is {TOO_DEEP}"
     try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        # The parser's own limit (1024 levels) is not a syntax error in the input.
-        if "depth limit" in str(exc):
-            raise UsageError(too_deep) from None
+        return decode_json_input(raw)
+    except JsonSyntaxError:
         raise UsageError("--tool-input must be valid JSON") from None
-    if nested_deeper_than(raw):
-        raise UsageError(too_deep)
-    if _LONG_DIGITS.search(raw):
-        _refuse_wide_integers(raw)
-    return value
-
-
-def _refuse_wide_integers(raw: str) -> None:
-    def parse_int(text: str) -> int:
-        number = int(text)
-        if not -(2**63) <= number < 2**64:
-            raise UsageError(f"--tool-input: integer {text} does not fit in 64 bits")
-        return number
-
-    json.loads(raw, parse_int=parse_int)
+    except TooDeepError as exc:
+        raise UsageError(f"--tool-input is {exc}") from None
+    except NotJsonError as exc:
+        raise UsageError(f"--tool-input: {exc}") from None
 
 
 def dispatch_tools(
@@ -170,7 +156,7 @@ def run_dispatch(
         document: JsonObject = {
             "ok": False,
             "name": tool,
-            "error": {"kind": failure.kind, "message": failure.message},
+            "error": to_wire(tool_error(failure)),
             **where,
         }
         echo_json(_redacted_json(document, redactor))

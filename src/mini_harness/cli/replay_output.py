@@ -161,7 +161,7 @@ class ReplayOutput:
         """The exit code of the replay, and what its error line says when it is not 0 (with
         which registry to pass when the re-run found every tool missing)."""
         differs = differing(self.counts)
-        code, message = describe.verdict(self.history, differs)
+        code, message = describe.verdict_of(self.history, differs)
         hint = self.missing_registry() if differs else None
         return code, f"{message}; {hint}" if hint else message
 

@@ -110,7 +110,7 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     shown = select(history, selection)
     if selection.narrows and not shown.roots:
         _report_problems(history, quiet=as_json)
-        code, message = describe.verdict(history)
+        code, message = describe.verdict_of(history)
         if code:
             error(message)
         error(f"nothing in {history.name} matched {_filters(selection)}")
@@ -123,7 +123,7 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     else:
         _print_text(shown, full=full)
     _report_problems(history, quiet=as_json)
-    verdict(*describe.verdict(history))
+    verdict(*describe.verdict_of(history))
 
 
 def _print_text(history: History, *, full: bool) -> None:
@@ -178,7 +178,7 @@ def _follow(path: str, *, full: bool) -> NoReturn:
             echo("\n".join(finished_lines(each, 2, style)), colours=style.colour)
     info(counts_line(history))
     _report_problems(history, quiet=False)
-    verdict(*describe.verdict(history))
+    verdict(*describe.verdict_of(history))
 
 
 def _filters(selection: Selection) -> str:

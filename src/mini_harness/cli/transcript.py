@@ -23,7 +23,7 @@ from mini_harness.cli.output import (
 from mini_harness.cli.settings import session_store
 from mini_harness.cli.signing import keygen_command, sign_command, trusted_keys
 from mini_harness.cli.stored import locate, resume_words
-from mini_harness.errors import ExitCode, UsageError, counted, exit_code_of
+from mini_harness.errors import UsageError, counted, exit_code_of
 from mini_harness.transcripts.repair import repair_transcript
 from mini_harness.transcripts.verify import VerifyReport, verify_transcript
 
@@ -239,13 +239,14 @@ def export_command(paths: tuple[str, ...], fmt: str) -> None:
     import csv
     import sys
 
+    from mini_harness.replay.history import read_problems
     from mini_harness.transcripts.reader import TranscriptReader
     from mini_harness.transcripts.rows import COLUMNS, event_rows
 
     writer = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n") if fmt == "csv" else None
     if writer is not None:
         writer.writeheader()
-    problems = 0
+    kinds = []
     for path in paths:
         reader = TranscriptReader(path)
         for row in event_rows(reader):
@@ -253,11 +254,9 @@ def export_command(paths: tuple[str, ...], fmt: str) -> None:
                 echo_json(orjson.dumps(row).decode())
             else:
                 writer.writerow(row)
-        found = [str(problem) for problem in reader.problems]
-        if reader.torn_tail is not None:
-            found.append(f"a torn tail of {counted(reader.torn_tail.length, 'byte')}")
-        for problem in found:
-            error(f"{path}: {problem}")
-        problems += len(found)
-    if problems:
-        raise click.exceptions.Exit(ExitCode.FAILED)
+        for problem in read_problems(reader):
+            error(f"{path}: [{problem.kind}] {problem.describe()}")
+            kinds.append(problem.kind)
+    code = exit_code_of(problems=kinds)
+    if code:
+        raise click.exceptions.Exit(code)

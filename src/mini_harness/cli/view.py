@@ -112,7 +112,7 @@ def view_command(
         if unopened:
             error(f"no web browser could be started; open {target} yourself")
     counts = {name: reruns.count(name) for name in DIFFERING} if reruns is not None else {}
-    code, message = describe.verdict(history, differing(counts))
+    code, message = describe.verdict_of(history, differing(counts))
     if not code and unopened:  # written, but not shown as asked (said above)
         raise click.exceptions.Exit(exit_code_of(failed=True))
     verdict(code, message)
