@@ -13,6 +13,7 @@ import pytest
 from mini_harness.agent import Message, ModelRequest, choose_provider
 from mini_harness.agent.providers import choice
 from mini_harness.errors import ProviderSetupError
+from mini_harness.events.redaction import PROVIDER_KEY_VARIABLES, configured_keys
 from tests.agent.wire_servers import AnthropicWireServer, OpenAIWireServer, Turn
 
 HELLO = ModelRequest(messages=(Message("user", "hello"),))
@@ -42,6 +43,18 @@ def _local_providers(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]
 
 
 class TestEnvironmentChoice:
+    @pytest.mark.parametrize("provider", ["deepseek", "openai", "anthropic"])
+    def test_the_key_that_chooses_a_provider_is_the_key_every_command_hides(
+        self, provider: str
+    ) -> None:
+        """Each provider's key variable, alone in the environment, chooses that provider,
+        whose secret is the key every command hides (configured_keys): one table."""
+        variable = PROVIDER_KEY_VARIABLES[provider]
+        env = {variable: f"sk-{provider}-0123456789abcdef"}
+        chosen = choose_provider(None, env)
+        assert chosen.name.startswith(f"{provider}:")
+        assert choice.provider_secrets(chosen) == configured_keys(env) == (env[variable],)
+
     def test_deepseek_key_comes_first(self) -> None:
         """With DeepSeek and OpenAI keys both set, DeepSeek is chosen, with its default model."""
         provider = choose_provider(None, {"DEEPSEEK_API_KEY": "d", "OPENAI_API_KEY": "o"})
