@@ -230,6 +230,10 @@ class TranscriptReader:
         # just yielded (head_hash is its first 128 bits).
         self.head_digest: bytes | None = None
         self.records_read = 0
+        # Where the records read so far end: the byte after the last one's line (while
+        # iterating, the one just yielded). A resume that planned from them claims the run
+        # from there (transcripts/claim.py).
+        self.end = 0
         self._salvage = salvage
         self._upcasters = upcasters
         self._follow = follow
@@ -372,6 +376,7 @@ class TranscriptReader:
             prev_hash = digest[:HASH_BYTES].hex()  # line_hash(body), inlined
             expected_seq = seq + 1
             self.records_read += 1
+            self.end = offset
             self.head_hash = prev_hash
             self.head_digest = digest
             if number == 1 and isinstance(event, TranscriptStarted):
