@@ -36,7 +36,7 @@ from _common import (
 ORDER = 50
 # What a logged dispatch must import of the project's dependencies: jsonschema_rs is the
 # one validator and click the console script itself. The floor of any dispatch.
-DEPENDENCIES = "import attrs, orjson, hashlib, jsonschema_rs, click"
+DEPENDENCIES = "import attrs, msgspec, orjson, hashlib, jsonschema_rs, click"
 REFERENCE_ENV = "BENCH_REFERENCE_CLI"
 
 

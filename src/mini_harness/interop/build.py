@@ -25,6 +25,7 @@ from typing import IO, Any
 
 import attrs
 import orjson
+from msgspec.structs import replace
 
 from mini_harness.events import (
     ContextTrimmed,
@@ -329,7 +330,7 @@ class ImportedRun:
             replaced.append(
                 ReplacedMessage(index, message.tool_call_id, message.name, tokens, placeholder)
             )
-            sent[index] = (attrs.evolve(message, content=placeholder), tokens)
+            sent[index] = (replace(message, content=placeholder), tokens)
             before += tokens
             after += estimate_tokens(placeholder)
         if replaced:
@@ -442,7 +443,7 @@ class ImportedRun:
         self._hasher.add(messages)
         for message in messages:
             tokens = estimate_tokens(message.content)
-            self._skeleton.append(attrs.evolve(message, content=""), tokens)
+            self._skeleton.append(replace(message, content=""), tokens)
 
     def _close(self) -> None:
         """Write the model turn being read: request, response, its calls, their results."""
