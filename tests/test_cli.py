@@ -418,6 +418,22 @@ class TestToolInputNumbers:
             f"[mini-harness] Error: --tool-input: integer {big} does not fit in 64 bits\n"
         )
 
+    @pytest.mark.parametrize(
+        ("number", "shown"),
+        [
+            ("-9223372036854775809", "-9223372036854775809"),
+            ("9" * 5000, "of 5000 digits"),
+        ],
+    )
+    def test_every_integer_outside_64_bits_is_a_usage_error(self, number: str, shown: str) -> None:
+        """Below the smallest signed 64-bit integer (19 digits), or longer than Python reads
+        (thousands of digits): refused with the same message, never a float or a traceback."""
+        result = run("--tool", "echo", "--tool-input", f'{{"text":"a","n":{number}}}')
+        assert result.exit_code == 2
+        assert result.stderr == (
+            f"[mini-harness] Error: --tool-input: integer {shown} does not fit in 64 bits\n"
+        )
+
     def test_long_digit_runs_inside_strings_are_fine(self) -> None:
         """Digits inside a string or a 64-bit integer pass untouched."""
         text = "12345678901234567890123"
@@ -427,6 +443,8 @@ class TestToolInputNumbers:
         wide = run("--tool", "echo", "--tool-input", '{"text":"a","n":18446744073709551615}')
         assert wide.exit_code == 0
         assert '"n":18446744073709551615' in wide.stdout
+        large = run("--tool", "echo", "--tool-input", '{"text":"a","n":1e19,"m":-9.3e18}')
+        assert large.exit_code == 0  # floats that large are floats, not wide integers
 
 
 def _console(
@@ -727,19 +745,29 @@ class TestScriptOutput:
             "runId": run_id,
         }
 
-    def test_json_prints_the_failure(self) -> None:
-        """A failed call under --json is a document on stdout (nothing on stderr), exit 1."""
-        result = run("--tool", "echo", "--tool-input", '{"text":1}', "--json")
+    def test_json_prints_the_failure(self, tmp_path: Path) -> None:
+        """A failed call under --json is a document on stdout (nothing on stderr), exit 1;
+        its error is the one ToolFailed records, the refused path and violations too."""
+        log = tmp_path / "t.jsonl"
+        result = run("--tool", "echo", "--tool-input", '{"text":1}', "--json", "--log", str(log))
         assert result.exit_code == 1
         assert result.stderr == ""
+        (failed,) = [e for e in map(orjson.loads, log.read_bytes().splitlines()) if "error" in e]
         assert orjson.loads(result.stdout) == {
             "ok": False,
             "name": "echo",
             "error": {
                 "kind": "invalid_input",
                 "message": "Invalid input for echo.text: expected string",
+                "path": "echo.text",
+                "violations": [
+                    {"path": "echo.text", "keyword": "type", "message": "expected string"}
+                ],
             },
+            "transcript": str(log),
+            "runId": failed["runId"],
         }
+        assert orjson.loads(result.stdout)["error"] == failed["error"]
 
     def test_json_does_not_combine_with_the_report(self) -> None:
         """--json and --context-report are two outputs: asking for both is a usage error."""

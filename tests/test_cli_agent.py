@@ -15,6 +15,7 @@ from click.testing import CliRunner, Result
 
 from mini_harness.agent import Message, ModelResponse
 from mini_harness.cli import cli
+from mini_harness.cli.output import forget_keys, protect
 from mini_harness.cli.printing import PrintingReporter
 from mini_harness.replay import agent_context_report, fold_agent_runs
 from mini_harness.transcripts import Redactor, verify_transcript
@@ -568,11 +569,14 @@ class TestSecrets:
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
         """Streamed text is redacted even when a secret arrives in pieces."""
-        redactor = Redactor.from_config(patterns=["s3cr3t-[0-9]+"])
-        reporter = PrintingReporter("script", redactor)
-        for chunk in ("one s3c", "r3t-12", "34 two\nthree s3cr3t-", "5"):
-            reporter.text(chunk)
-        reporter.response(1, ModelResponse(Message("assistant", ""), "stop"), streamed=True)
+        protect(Redactor.from_config(patterns=["s3cr3t-[0-9]+"]))  # as the session does
+        try:
+            reporter = PrintingReporter("script")
+            for chunk in ("one s3c", "r3t-12", "34 two\nthree s3cr3t-", "5"):
+                reporter.text(chunk)
+            reporter.response(1, ModelResponse(Message("assistant", ""), "stop"), streamed=True)
+        finally:
+            forget_keys()
         assert capsys.readouterr().out == (
             "[mini-harness] Model response:\none [REDACTED] two\nthree [REDACTED]\n"
         )

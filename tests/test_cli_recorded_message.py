@@ -41,12 +41,18 @@ def nested(levels: int) -> str:
     return '{"path": ' + "[" * levels + "]" * levels + "}"
 
 
+WIDE = "123456789012345678901234"
+LOW = "-9223372036854775809"  # one below the smallest signed 64-bit integer
+
+
 BAD_CALLS: list[dict[str, Any]] = [
     {"id": "cut", "name": "read_file", "arguments": '{"path": "READ'},
     {"id": "deep", "name": "read_file", "arguments": nested(2000)},
     {"id": "deeper", "name": "read_file", "arguments": nested(200)},
     {"id": "typo", "name": "read_fil", "arguments": {"path": "README.md"}},
     {"id": "wrong", "name": "read_file", "arguments": {"path": 3}},
+    {"id": "wide", "name": "read_file", "arguments": f'{{"path": "a", "n": {WIDE}}}'},
+    {"id": "low", "name": "read_file", "arguments": f'{{"path": "a", "n": {LOW}}}'},
 ]
 
 
@@ -95,6 +101,14 @@ class TestRecordedMessage:
         assert recorded["deep"] == recorded["deeper"] == too_deep
         assert recorded["typo"].startswith("Unknown tool: read_fil. Did you mean 'read_file'? ")
         assert recorded["wrong"] == "Invalid input for read_file.path: expected string"
+        # Refused as `--tool-input` refuses it, not read as a float the tool never sent.
+        assert (
+            recorded["wide"]
+            == f"Invalid input for read_file: integer {WIDE} does not fit in 64 bits"
+        )
+        assert (
+            recorded["low"] == f"Invalid input for read_file: integer {LOW} does not fit in 64 bits"
+        )
         shown = result.stdout.splitlines()
         for message in recorded.values():
             assert f"[mini-harness]   failed: {message}" in shown

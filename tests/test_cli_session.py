@@ -6,18 +6,26 @@ tools' reach. And `run`'s options may come before the task as well as after it."
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import click
 import orjson
 import pytest
+from click.testing import CliRunner
 
+import mini_harness
+from mini_harness.cli import cli
 from mini_harness.cli.agent import run_command
 from mini_harness.replay import fold_agent_runs
 from mini_harness.transcripts import verify_transcript
-from tests.agent.recorded_runs import cut_after, invoke, write_script
+from tests.agent.recorded_runs import NO_KEYS, cut_after, invoke, write_script
 
 PATCH = "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# Demo\n+# Demo, patched\n"
 ALLOW_PATCH = '[[rules]]\ntool = "apply_patch"\ndecision = "allow"\n'
@@ -221,6 +229,36 @@ class TestLiveModelSession:
             == "The key is [REDACTED] and [REDACTED]."
         )
 
+    def test_an_interrupted_continuation_says_how_to_continue_it(
+        self, recorded: tuple[Path, Path], tmp_path: Path
+    ) -> None:
+        """Ctrl-C while the live model is asked: exit 130 and, as for an interrupted `run`,
+        the command that resumes the new run (it is recorded in the transcript)."""
+        ws, cut = recorded
+        slow = write_script(tmp_path / "slow.json", [{"text": "late", "delayMs": 30000}])
+        before = cut.stat().st_size
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        source = str(Path(mini_harness.__file__).parents[1])
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mini_harness", "replay", str(cut), "--rerun",
+             "--workspace", str(ws), "--live-model", "--model", slow],
+            env={**env, "PYTHONUNBUFFERED": "1", "PYTHONPATH": source},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and b"ModelRequested" not in cut.read_bytes()[before:]:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)
+        assert process.returncode == 130, stdout + stderr
+        new = fold_agent_runs(cut)[-1]
+        assert new.stop_reason == "cancelled"
+        lines = [line for line in stdout.splitlines() if "To continue the run:" in line]
+        assert lines == [
+            f"[mini-harness] To continue the run: mini-harness resume {cut} --run {new.run_id}"
+            f" --model {slow}"
+        ]
+
     def test_max_event_bytes(self, recorded: tuple[Path, Path], tmp_path: Path) -> None:
         """--max-event-bytes caps the live run's lines: an answer over it is not acted on."""
         ws, cut = recorded
@@ -347,3 +385,90 @@ class TestTranscriptInsideTheWorkspace:
         result = invoke(["run", "Task", "--model", model, "--log", "../t.jsonl"])
         assert result.exit_code == 0, result.output
         assert result.stderr == ""
+
+
+KEY = "sk-test-0123456789abcdefghijklmnop"  # an OpenAI-like key
+
+
+class TestDispatchSecrets:
+    """A one-shot `--tool` dispatch hides what a run hides: the settings' --redact-env
+    names (the project's config.toml too) and every configured provider's key, on the
+    screen, in --json and in its log."""
+
+    @pytest.fixture(name="ws")
+    def _ws(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+        ws = tmp_path / "ws"
+        (ws / ".mini-harness").mkdir(parents=True)
+        (ws / ".mini-harness/config.toml").write_text('redact-env = ["DISPATCH_SECRET"]\n')
+        monkeypatch.chdir(ws)
+        return ws
+
+    @pytest.mark.parametrize("as_json", [[], ["--json"]])
+    def test_the_project_config_redact_env(self, ws: Path, as_json: list[str]) -> None:
+        log = ws / "t.jsonl"
+        text = '{"text": "the secret is hunter2-dispatch"}'
+        env: dict[str, str | None] = {"DISPATCH_SECRET": "hunter2-dispatch"}
+        result = invoke(["--tool", "echo", "--tool-input", text, "--log", str(log), *as_json], env)
+        assert result.exit_code == 0, result.output
+        assert "the secret is [REDACTED]" in result.stdout
+        assert "hunter2" not in result.output
+        assert b"hunter2" not in log.read_bytes()
+        assert b"the secret is [REDACTED]" in log.read_bytes()
+
+    @pytest.mark.parametrize("as_json", [[], ["--json"]])
+    def test_a_provider_key(self, ws: Path, as_json: list[str]) -> None:
+        log = ws / "t.jsonl"
+        text = '{"text": "key: ' + KEY + '"}'
+        result = invoke(
+            ["--tool", "echo", "--tool-input", text, "--log", str(log), *as_json],
+            {"OPENAI_API_KEY": KEY},
+        )
+        assert result.exit_code == 0, result.output
+        assert "key: [REDACTED]" in result.stdout
+        assert KEY not in result.output
+        assert KEY.encode() not in log.read_bytes()
+
+    def test_a_failed_call_says_what_failed_redacted(self, ws: Path) -> None:
+        """The error line of a call that failed hides a --redact-env secret as everything
+        else the command prints does (it is printed by the error path, not the session)."""
+        log = ws / "t.jsonl"
+        result = invoke(
+            ["--tool", "read_file", "--tool-input", '{"path": "hunter2-dispatch.txt"}',
+             "--log", str(log), "--redact-env", "DISPATCH_SECRET"],
+            {"DISPATCH_SECRET": "hunter2-dispatch"},
+        )  # fmt: skip
+        assert result.exit_code == 1, result.output
+        assert 'Path "[REDACTED].txt" does not exist' in result.stderr
+        assert "hunter2" not in result.output
+        assert b"hunter2" not in log.read_bytes()
+
+
+class TestActingWorkspace:
+    def test_a_piped_rerun_works_where_the_run_worked(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """`replay - --rerun` reads standard input once and, given no workspace, re-runs
+        the calls where the recorded run worked (said), as it does for a file."""
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        (ws / "README.md").write_text("# Demo\n")
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        monkeypatch.chdir(elsewhere)
+        answers: list[dict[str, Any]] = [
+            {"toolCalls": [{"name": "list_files", "arguments": {}}]},
+            {"text": "Done."},
+        ]
+        log = tmp_path / "t.jsonl"
+        model = write_script(tmp_path / "s.json", answers)
+        result = invoke(
+            ["run", "Task", "--model", model, "--workspace", str(ws), "--log", str(log)]
+        )
+        assert result.exit_code == 0, result.output
+        (run,) = fold_agent_runs(log)
+        piped = CliRunner().invoke(
+            cli, ["replay", "-", "--rerun"], input=log.read_bytes(), env=dict(NO_KEYS)
+        )
+        assert piped.exit_code == 0, piped.output
+        assert f"Workspace: {ws}, where run {run.run_id} worked" in piped.stdout
+        assert "Step 1: list_files {}: re-run, same result" in piped.stdout

@@ -180,8 +180,6 @@ class TestStartUp:
 
 # Signals that never leave the function that raises them, not errors anyone can catch.
 PRIVATE_SIGNALS = {
-    "mini_harness.agent.loop._Stop",  # ends AgentLoop.run with a stop reason
-    "mini_harness.tools.search_text._OutOfBudget",  # becomes SearchBudgetError
     "mini_harness.interop.rerun._Untranslatable",  # becomes the skip reason rerun_as returns
 }
 

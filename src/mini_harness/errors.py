@@ -125,6 +125,10 @@ class NotJsonError(ValueError):
     """The value is not a JSON value; the message says where and why."""
 
 
+class JsonSyntaxError(NotJsonError):
+    """The text does not parse as JSON; the message gives the parser's reason."""
+
+
 class TooDeepError(NotJsonError):
     """The value nests arrays and objects deeper than MAX_JSON_DEPTH (or refers to itself)."""
 
@@ -424,6 +428,12 @@ class InvalidPatternError(MiniHarnessError):
         self.pattern = pattern
 
 
+class SearchDeadlineError(Exception):
+    """A regex search's wall-clock deadline passed, inside the regex engine or between
+    files: the search's own signal, turned into SearchBudgetError (which says where)
+    before anyone sees it."""
+
+
 class SearchBudgetError(MiniHarnessError):
     """A regex search ran past its wall-clock budget; `pattern`, `budget` (seconds) and
     `path` (the file it was in) say which, where."""
@@ -436,6 +446,16 @@ class SearchBudgetError(MiniHarnessError):
 
 
 # --- agent ------------------------------------------------------------------
+
+
+class RunStopError(Exception):
+    """An agent run stops early: the loop's own signal, never seen outside it. `reason` is
+    the stop reason RunFinished records, `error` what went wrong."""
+
+    def __init__(self, reason: str, error: str) -> None:
+        super().__init__(reason, error)
+        self.reason = reason
+        self.error = error
 
 
 class ModelError(MiniHarnessError):

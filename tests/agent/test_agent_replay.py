@@ -9,8 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
+from mini_harness.cli.registry_spec import agent_registry
 from mini_harness.events import RunOrigin
-from mini_harness.replay import fold_agent_runs
+from mini_harness.replay import fold_agent_runs, replay_agent_run, rerun_transcript
 from mini_harness.transcripts import verify_transcript
 from tests.agent.recorded_runs import (
     counting_registry,
@@ -82,6 +83,55 @@ class TestDivergence:
         assert "identical through step 2 (the record has no answer after it)" in result.output
         assert "[in-doubt] line 2: agent run" in result.output
         assert "is unfinished: no RunFinished" in result.output
+
+
+class TestBothReRunsAgree:
+    def test_an_output_too_large_to_record_matches_in_both(self, tmp_path: Path) -> None:
+        """A read whose output was over the event size cap is recorded as its size and
+        SHA-256: read again unchanged, the offline replay and the call-by-call re-run both
+        say it matched (the replay compared the marker's text with the whole output)."""
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        (ws / "big.txt").write_text("x" * 5000 + "\n")
+        script = write_script(
+            tmp_path / "s.json",
+            [{"toolCalls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]}],
+        )
+        log = tmp_path / "t.jsonl"
+        args = ["--workspace", str(ws), "run", "Read it.", "--model", script]
+        invoke([*args, "--log", str(log), "--max-event-bytes", "3000"])
+        (run,) = fold_agent_runs(log)
+        (recorded,) = run.calls
+        assert recorded.output["bytes"] == 5089  # recorded as the marker
+        offline = replay_agent_run(run, agent_registry(ws))
+        call_by_call = rerun_transcript(log, agent_registry(ws))
+        assert [c.outcome for c in offline.calls] == ["matched"]
+        assert [c.outcome for c in call_by_call.outcomes] == ["matched"]
+        shown = invoke(["replay", str(log), "--rerun", "--workspace", str(ws)])
+        assert 'Step 1: read_file {"path":"big.txt"}: re-run, same result' in shown.output
+
+    def test_an_input_recorded_redacted_is_not_sent_again(self, tmp_path: Path) -> None:
+        """A path holding a secret was recorded as `[REDACTED].txt`: neither re-run sends
+        that to the tool (it would test a file the model never named); both serve or skip
+        it, saying why."""
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        (ws / "hunter2.txt").write_text("hi\n")
+        script = write_script(
+            tmp_path / "s.json",
+            [{"toolCalls": [{"name": "read_file", "arguments": {"path": "hunter2.txt"}}]}],
+        )
+        log = tmp_path / "t.jsonl"
+        args = ["--workspace", str(ws), "run", "Read it.", "--model", script, "--log", str(log)]
+        invoke([*args, "--redact-env", "MY_SECRET"], env={"MY_SECRET": "hunter2"})
+        (run,) = fold_agent_runs(log)
+        offline = replay_agent_run(run, agent_registry(ws))
+        call_by_call = rerun_transcript(log, agent_registry(ws))
+        why = "input not recorded: redacted"
+        assert [(c.outcome, c.reason) for c in offline.calls] == [("skipped", why)]
+        assert [(c.outcome, c.reason) for c in call_by_call.outcomes] == [("skipped", why)]
+        shown = invoke(["replay", str(log), "--rerun", "--workspace", str(ws)])
+        assert f'[REDACTED].txt"}}: served from the record ({why})' in shown.output
 
 
 class TestSideEffects:

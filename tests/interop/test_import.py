@@ -248,3 +248,17 @@ def test_not_a_session_is_a_clear_error(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "neither a Codex rollout nor a Claude Code session" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_import_json_escapes_what_a_terminal_acts_on(tmp_path: Path) -> None:
+    """import --json prints names from the file system and the foreign file as every
+    --json does: a character a terminal acts on (a bidi override, a C1 control) is written
+    as its JSON escape, the same JSON value."""
+    source = tmp_path / "a\u202eb\u009b.jsonl"
+    shutil.copy(CODEX_EARLY, source)
+    result = CliRunner().invoke(cli, ["import", str(source), "-o", str(tmp_path / "out"), "--json"])
+    assert "\u202e" not in result.stdout
+    assert "\u009b" not in result.stdout
+    assert "a\\u202eb\\u009b.jsonl" in result.stdout
+    (row,) = orjson.loads(result.stdout)["sessions"]
+    assert str(source) in orjson.dumps(row).decode()

@@ -151,6 +151,18 @@ class TestStep:
         assert result.stderr == f"[mini-harness] Error: {message.format(log=log)}\n"
         assert result.stdout == ""
 
+    def test_a_piped_transcript_is_read_once_and_the_step_checked_first(self, log: Path) -> None:
+        """From standard input too, a step no run made is said before anything is printed:
+        the one reading comes first."""
+        args = ["replay", "-", "--context-report", "--run", "1", "--step", "3"]
+        result = CliRunner().invoke(cli, args, input=log.read_bytes(), env=NO_KEYS)
+        assert result.exit_code == 2
+        assert (
+            result.stderr
+            == f"[mini-harness] Error: run {FIRST} has no step 3 (its steps are 1 to 2)\n"
+        )
+        assert result.stdout == ""
+
     @pytest.mark.parametrize(
         "args",
         [["show", "--step", "0"], ["replay", "--context-report", "--step", "0"],

@@ -147,7 +147,7 @@ class TestUnprintableValues:
         self, log: Path, registry: ToolRegistry
     ) -> None:
         """A 10,000-digit integer is invalid input, not a bare ValueError."""
-        with pytest.raises(InvalidInputError, match="does not fit 64 bits"):
+        with pytest.raises(InvalidInputError, match="does not fit in 64 bits"):
             _dispatch_logged(log, _keep(registry), "keep", {"n": 10**10_000})
         called, failed = _call_events(log)
         assert isinstance(called, ToolCalled)
@@ -162,7 +162,7 @@ class TestUnprintableValues:
         registry.register(
             ToolDefinition("big", "Returns a big number.", OBJECT), lambda _: 10**10_000
         )
-        with pytest.raises(InvalidOutputError, match="does not fit 64 bits"):
+        with pytest.raises(InvalidOutputError, match="does not fit in 64 bits"):
             _dispatch_logged(log, registry, "big", {})
         _, failed = _call_events(log)
         assert isinstance(failed, ToolFailed)

@@ -89,4 +89,24 @@ class TestExport:
         result = CliRunner().invoke(cli, ["transcript", "export", str(log)])
         assert result.exit_code == 1
         assert len(result.stdout.splitlines()) == len(log.read_bytes().splitlines()) - 1
-        assert "a torn tail of 16 bytes" in result.stderr
+        torn = "[torn-tail] line 9: torn tail at line 9, byte "
+        assert f"Error: {log}: {torn}" in result.stderr
+
+    def test_problems_are_named_as_replay_names_them(self, tmp_path: Path) -> None:
+        """A line missing from the chain and a torn tail: export names each problem with
+        its kind and line in the words `replay` uses, not as a Python object."""
+        log = mixed_log(tmp_path / "t.jsonl")
+        lines = log.read_bytes().splitlines(keepends=True)
+        log.write_bytes(b"".join(lines[:3] + lines[4:]) + b'{"type":"ToolCal')
+        result = CliRunner().invoke(cli, ["transcript", "export", str(log)])
+        replayed = CliRunner().invoke(cli, ["replay", str(log)])
+        assert (result.exit_code, replayed.exit_code) == (1, 1)
+        named = [line.partition(f"Error: {log}: ")[2] for line in result.stderr.splitlines()]
+        assert named == [
+            "[integrity] line 4: seq 4, expected 3",
+            "[integrity] line 4: prev does not match the hash of the line before",
+            f"[torn-tail] line {len(lines)}: torn tail at line {len(lines)}, byte "
+            f"{len(b''.join(lines)) - len(lines[3])}: 16 bytes (no newline at end of file)",
+        ]
+        for problem in named:
+            assert f"  {problem}" in replayed.stdout.splitlines()

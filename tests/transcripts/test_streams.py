@@ -151,7 +151,7 @@ class TestStreams:
         standard input is refused (exit 2), saying so, and not read."""
         result = run(command[0], "-", *command[1:], stdin=log.read_bytes())
         assert result.exit_code == 2
-        assert "cannot continue a run of standard input: it is not a regular file" in (
+        assert f"cannot {command[0]} from standard input: it is not a regular file" in (
             result.stderr
         )
 

@@ -25,7 +25,13 @@ from mini_harness.agent.context import (
 from mini_harness.agent.pairing import call_ids, unique_call_ids
 from mini_harness.agent.providers import ModelProvider, ModelRequest, ModelResponse
 from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome, call_outcome
-from mini_harness.errors import EventTooLargeError, ModelError, ToolCallError, interruption
+from mini_harness.errors import (
+    EventTooLargeError,
+    ModelError,
+    RunStopError,
+    ToolCallError,
+    interruption,
+)
 from mini_harness.events import (
     ContextTrimmed,
     JsonValue,
@@ -39,11 +45,12 @@ from mini_harness.events import (
     ToolCall,
     Usage,
     new_id,
+    to_wire,
     utc_timestamp,
 )
 from mini_harness.events.measure import RequestHasher
 from mini_harness.runtime.dispatch import ToolRuntime
-from mini_harness.runtime.results import display_failure
+from mini_harness.runtime.results import display_failure, tool_error
 
 _FAILED = "model request failed"
 """How the stop reason of a failed model request begins."""
@@ -62,10 +69,6 @@ class AgentOutcome:
     last_request: ModelRequest | None
     last_input_tokens: int | None
     error: str | None = None
-
-
-class _Stop(Exception):
-    """Internal: the run stops; its arguments are the stop reason and the error text."""
 
 
 class AgentLoop:
@@ -130,8 +133,8 @@ class AgentLoop:
                 if not message.tool_calls:
                     final_text = message.content
                 self._act_all((call, steps) for call in message.tool_calls)
-        except _Stop as stop:
-            reason, error = stop.args
+        except RunStopError as stop:
+            reason, error = stop.reason, stop.error
             if reason == "budget":
                 steps -= 1  # that request was never sent
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP taken as it is
@@ -199,7 +202,7 @@ class AgentLoop:
         try:
             done = self.runtime.dispatch(name, tool_input)
         except ToolCallError as exc:
-            failure = {"kind": exc.kind, "message": exc.message}
+            failure = to_wire(tool_error(exc))
             duration = exc.duration_ms or 0.0
             message = manual_tool_message(display_failure(name, tool_input, failure, duration))
             outcome = ToolOutcome(call, message, error=exc.message)
@@ -223,7 +226,7 @@ class AgentLoop:
                 trimmable_before=max(self._sent, self._seen),
             )
             if not trim.fits:
-                raise _Stop(
+                raise RunStopError(
                     "budget",
                     f"the next request does not fit in {config.max_context_tokens:,} "
                     "tokens (--max-context-tokens), even with old tool results trimmed: "
@@ -259,7 +262,9 @@ class AgentLoop:
                 )
             )
         except EventTooLargeError as exc:  # a request is never sent unrecorded
-            raise _Stop("budget", f"the next request cannot be recorded: {exc.message}") from None
+            raise RunStopError(
+                "budget", f"the next request cannot be recorded: {exc.message}"
+            ) from None
         self._sent = len(self.history)
         self._last_request, self._last_input_tokens = request, None
         response = self._complete(request, request_id, step)
@@ -312,11 +317,11 @@ class AgentLoop:
             failed(exc)
             said = exc.message  # a provider's own may say "Model request failed" already
             reason = said if said.lower().startswith(_FAILED) else f"{_FAILED}: {said}"
-            raise _Stop("model_error", reason) from None
+            raise RunStopError("model_error", reason) from None
         except Exception as exc:  # a provider's bug must still end the request in the log
             message = f"{type(exc).__name__}: {exc}"
             failed(ModelError("invalid_response", message, attempt=attempts))
-            raise _Stop("model_error", f"{_FAILED}: {message}") from None
+            raise RunStopError("model_error", f"{_FAILED}: {message}") from None
         except BaseException as exc:  # Ctrl-C, SystemExit...: recorded, then on up
             message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             if isinstance(exc, KeyboardInterrupt):
@@ -341,7 +346,7 @@ class AgentLoop:
             )
         except EventTooLargeError as exc:  # an answer the log cannot hold is not acted on
             failed(ModelError("response_too_large", exc.message, attempt=attempts))
-            raise _Stop("model_error", f"model answer not recorded: {exc.message}") from None
+            raise RunStopError("model_error", f"model answer not recorded: {exc.message}") from None
         self.reporter.response(step + self._shown, response, streamed)
         return response
 

@@ -310,38 +310,29 @@ def cli(
         return
     if as_json and context_report:
         raise UsageError("--json cannot be combined with --context-report")
+    if record and log is not None:
+        raise UsageError("--record cannot be combined with --log: the dispatch is recorded there")
+    refuse_without_log(ctx, recorded=log is not None or record)
+    from mini_harness.cli.acting import Session  # what a dispatch shares with a run
+
+    session = Session(log_settings, workspace=workspace, approve=approve)
     run_id: str | None = None
     if record:
-        if log is not None:
-            raise UsageError(
-                "--record cannot be combined with --log: the dispatch is recorded there"
-            )
-        from mini_harness.cli.settings import session_store
-        from mini_harness.cli.stored import session_transcript
         from mini_harness.events import new_id
 
         run_id = new_id()
-        log = session_transcript(session_store(), run_id)
-    refuse_without_log(ctx, recorded=log is not None)
-    registry, approver = dispatch_tools(
-        tool,
-        registry_spec,
-        workspace=workspace,
-        log=log,
-        log_settings=log_settings,
-        approve=approve,
-    )
+        log = session.new_transcript(run_id)
+    registry, approver = dispatch_tools(tool, registry_spec, session, log=log, approve=approve)
     run_dispatch(
         registry,
         tool,
         tool_input,
+        session,
         log=log,
-        log_settings=log_settings,
         as_json=as_json,
         context_report=context_report,
         approver=approver,
         stored_as=run_id,
-        workspace=workspace,
     )
 
 

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from mini_harness.agent import Opening
 from mini_harness.cli.output import echo, echo_json, error, info
 from mini_harness.cli.session import AgentSession
 from mini_harness.errors import UsageError, exit_code_of
-from mini_harness.events import RunOrigin, to_wire
+from mini_harness.events import RunOrigin
 from mini_harness.replay.continuing.offline import AgentReplay, replay_agent_run
 from mini_harness.replay.continuing.outcomes import MATCHED, SKIPPED, RerunOutcome
-from mini_harness.replay.continuing.plans import continued_config
 from mini_harness.replay.history import Call, History
 from mini_harness.runtime import ToolRegistry
 from mini_harness.runtime.approval import Approver
@@ -80,7 +77,7 @@ def rerun_agent_runs(
     problems = history.problems
     if as_json:
         shown = [problem.to_json() for problem in problems]
-        echo_json(orjson.dumps({"path": path, "agentRuns": documents, "problems": shown}).decode())
+        echo_json({"path": path, "agentRuns": documents, "problems": shown})
     elif problems:
         lines = ["", "Problems with the log:"]
         lines += [f"  [{problem.kind}] {problem.describe()}" for problem in problems]
@@ -151,20 +148,16 @@ def _continue(  # noqa: PLR0917 - the pieces of one continuation
     step, request = replay.stopped_at
     target = log or path
     approver = session.approver(continuing=replay.run)
-    session.say(
+    what = (
         f"Continuing from step {step} with {session.provider.name}, as a new run forked from "
         f"{replay.run.run_id}"
     )
-    config = continued_config(replay.run, stream=session.stream)
     origin = RunOrigin(replay.run.run_id, step)
     opening = Opening(
         request.messages, forked_from=origin, unverified=unverified, steps_before=step - 1
     )
     with session.log(target) as sink:
-        outcome = session.loop(sink, registry, approver, config).run(opening)
-    if session.options.as_json:
-        live = session.document(outcome, forkedFrom=to_wire(origin))
-        echo_json(orjson.dumps({**_document(replay), "live": live}).decode())
-    else:
-        session.finish(outcome, target)
-    return session.exit_code(outcome)
+        return session.continue_run(
+            sink, registry, approver, replay.run, opening, transcript=target, what=what,
+            enclosing=lambda live: {**_document(replay), "live": live},
+        )  # fmt: skip

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 
 import click
-import orjson
 
 from mini_harness.agent.approval import (
     NOT_IN_A_RERUN,
@@ -98,7 +97,7 @@ def print_effects(path: str, *, as_json: bool = False) -> None:
 
     found = fold_effects(path)
     if as_json:
-        echo_json(orjson.dumps(effects_json(*found)).decode())
+        echo_json(effects_json(*found))
         return
     for line in effects_lines(*found):
         echo(line)

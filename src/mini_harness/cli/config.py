@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import click
-import orjson
 
 from mini_harness.cli.options import json_option, root_workspace, workspace_option
-from mini_harness.cli.output import info, warn
+from mini_harness.cli.output import echo_json, info, warn
 from mini_harness.cli.settings import KEYS, Settings, load_settings, shown_value
 from mini_harness.runtime.terminal import printable
 
@@ -43,7 +42,7 @@ def config_command(workspace: str | None, as_json: bool) -> None:
     for passed in settings.passed:
         warn(passed.describe())
     if as_json:
-        click.echo(orjson.dumps(_document(settings), option=orjson.OPT_INDENT_2).decode())
+        echo_json(_document(settings), indent=True)
         return
     info(f"User config: {_file(settings.user_file, settings.user_file.is_file())}")
     info(f"Project config: {_file(settings.project_file, settings.project_file.is_file())}")

@@ -167,9 +167,7 @@ def _run(
         raise click.exceptions.Exit(exit_code_of(interrupted=True)) from None
     progress.clear()
     if as_json:
-        import orjson
-
-        echo_json(orjson.dumps(report.to_json()).decode())
+        echo_json(report.to_json())
     else:
         from mini_harness.replay.corpus.render import report_lines, summary_line
 

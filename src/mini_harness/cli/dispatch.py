@@ -2,32 +2,32 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 import orjson
 
-from mini_harness.cli.log_options import LogSettings, opened_log
 from mini_harness.cli.options import F, SingleOption, option_group
-from mini_harness.cli.output import aside, echo, echo_json, info
-from mini_harness.cli.registry_spec import agent_registry, chosen_registry, complete_tool_name
-from mini_harness.errors import ToolCallError, UsageError, exit_code_of
-from mini_harness.events import JsonObject, JsonValue
-from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than
-from mini_harness.runtime import ToolRegistry, ToolRuntime
-from mini_harness.tools import Workspace
+from mini_harness.cli.output import aside, echo, echo_json, info, redacted_value
+from mini_harness.cli.registry_spec import chosen_registry, complete_tool_name
+from mini_harness.errors import (
+    JsonSyntaxError,
+    NotJsonError,
+    TooDeepError,
+    ToolCallError,
+    UsageError,
+    exit_code_of,
+)
+from mini_harness.events import JsonObject, JsonValue, to_wire
+from mini_harness.events.jsonvalue import decode_json_input
+from mini_harness.runtime import ToolRegistry, ToolRuntime, tool_error
 
 if TYPE_CHECKING:
+    from mini_harness.cli.acting import Session
     from mini_harness.runtime.approval import Approver
-
-# orjson turns integers wider than 64 bits into floats without a word; a run of 20+ digits
-# is the only way such an integer can appear, so only then is the input parsed again.
-_LONG_DIGITS = re.compile(r"\d{20,}")
 
 
 def tool_options(tool_help: str, input_of: str) -> Callable[[F], F]:
@@ -71,76 +71,54 @@ def parse_tool_input(raw: str | None) -> JsonValue:
     holds an integer wider than 64 bits or nests deeper than MAX_JSON_DEPTH levels."""
     if raw is None:
         return {}
-    too_deep = f"--tool-input is {TOO_DEEP}"
     try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        # The parser's own limit (1024 levels) is not a syntax error in the input.
-        if "depth limit" in str(exc):
-            raise UsageError(too_deep) from None
+        return decode_json_input(raw)
+    except JsonSyntaxError:
         raise UsageError("--tool-input must be valid JSON") from None
-    if nested_deeper_than(raw):
-        raise UsageError(too_deep)
-    if _LONG_DIGITS.search(raw):
-        _refuse_wide_integers(raw)
-    return value
-
-
-def _refuse_wide_integers(raw: str) -> None:
-    def parse_int(text: str) -> int:
-        number = int(text)
-        if not -(2**63) <= number < 2**64:
-            raise UsageError(f"--tool-input: integer {text} does not fit in 64 bits")
-        return number
-
-    json.loads(raw, parse_int=parse_int)
+    except TooDeepError as exc:
+        raise UsageError(f"--tool-input is {exc}") from None
+    except NotJsonError as exc:
+        raise UsageError(f"--tool-input: {exc}") from None
 
 
 def dispatch_tools(
     tool: str,
     registry_spec: str | None,
+    session: Session,
     *,
-    workspace: str | None,
     log: str | None,
-    log_settings: LogSettings,
     approve: str | None,
 ) -> tuple[ToolRegistry, Approver | None]:
     """The tools a one-shot dispatch of `tool` reaches, and what approves the call:
     `--registry`'s tools as they are, else every tool an agent run gets. Echo and the file
     tools are built alone (a dispatch of one loads nothing else); any other goes with the
-    coding tools, one that is not read-only behind the workspace's approval policy with
-    `--approve`, else the settings' mode, as a run's calls are."""
+    coding tools as the session makes them (the log out of their reach, `--redact-env`'s
+    variables out of their commands), one that is not read-only behind the workspace's
+    approval policy with `--approve`, else the settings' mode, as a run's calls are."""
     if registry_spec is not None and approve is not None:
         raise UsageError("--approve applies to the built-in tools, not to --registry's")
-    registry = chosen_registry(registry_spec, workspace)
+    registry = chosen_registry(registry_spec, session.workspace)
     if registry_spec is not None or tool in registry:
         return registry, None
-    from mini_harness.cli.coding import make_approver  # only the coding tools need it
-    from mini_harness.cli.settings import load_settings
-
-    root = workspace or Workspace.current().root
-    bound = Workspace(root, protected=() if log is None else (log,))
-    registry = agent_registry(bound, log_settings.redact_env)
+    registry = session.built_in_tools(log)
     found = registry.get(tool)
     hints = found.definition.annotations if found is not None else None
     if found is None or (hints is not None and hints.read_only_hint):
         return registry, None
-    mode = load_settings(workspace, {"approve": approve})["approve"]
-    return registry, make_approver(root, mode)
+    return registry, session.approver()
 
 
 def run_dispatch(
     registry: ToolRegistry,
     tool: str,
     tool_input: str | None,
+    session: Session,
     *,
     log: str | None,
-    log_settings: LogSettings,
     as_json: bool,
     context_report: bool,
     approver: Approver | None = None,
     stored_as: str | None = None,
-    workspace: str | None = None,
 ) -> None:
     """Dispatch the root's --tool with its --tool-input and print what happened. A
     dispatch recorded in the session store (--record) is run `stored_as`, the id its
@@ -148,17 +126,17 @@ def run_dispatch(
     directory), as an agent run's does, so that `sessions` and `--last` find it.
 
     A failed call raises its ToolCallError (exit 1), or with --json prints the failure
-    as the document and exits 1. What is printed is redacted as the log is.
+    as the document and exits 1. What is printed is redacted as the log is (the
+    session's secrets).
     """
     value = parse_tool_input(read_tool_input(tool_input))
-    redactor = log_settings.redactor()
     failure: ToolCallError | None = None
-    with opened_log(log, log_settings, say=aside if as_json else info) as sink:
+    with session.log(log, say=aside if as_json else None) as sink:
         runtime = ToolRuntime(registry, sink, approver=approver, run_id=stored_as)
         if stored_as is not None:
             from mini_harness.cli.stored import workspace_record
 
-            runtime.start(workspace=workspace_record(workspace or os.curdir))
+            runtime.start(workspace=workspace_record(session.workspace or os.curdir))
         try:
             result = runtime.dispatch(tool, value)
         except ToolCallError as exc:
@@ -170,19 +148,19 @@ def run_dispatch(
         document: JsonObject = {
             "ok": False,
             "name": tool,
-            "error": {"kind": failure.kind, "message": failure.message},
+            "error": to_wire(tool_error(failure)),
             **where,
         }
-        echo_json(_redacted_json(document, redactor))
+        echo_json(document)
         raise click.exceptions.Exit(exit_code_of(failed=True))
     shown = result.display_json()
     if as_json:
-        echo_json(_redacted_json({"ok": True, **shown, **where}, redactor))
+        echo_json({"ok": True, **shown, **where})
         return
     info(f"Task: Dispatch tool: {tool}")
     info("Model provider: none")
     info("Manual tool dispatch completed.")
-    info(f"Tool result: {_redacted_json(shown, redactor)}")
+    info(f"Tool result: {orjson.dumps(redacted_value(shown)).decode()}")
     if log is not None:
         info(f"Transcript: {log} (run {runtime.run_id})")
     if context_report:
@@ -191,9 +169,3 @@ def run_dispatch(
         click.echo("")
         report = render_context_report(dispatch_context(runtime.tools_snapshot, shown))
         echo(report, nl=False)
-
-
-def _redacted_json(value: JsonObject, redactor: Any) -> str:
-    if redactor is not None:
-        value = redactor.redact_wire(value)
-    return orjson.dumps(value).decode()

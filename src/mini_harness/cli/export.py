@@ -13,10 +13,9 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import click
-import orjson
 
 from mini_harness.cli.options import F, SingleOption, json_option
-from mini_harness.cli.output import info, warn
+from mini_harness.cli.output import echo_json, info, warn
 from mini_harness.errors import TelemetryError, UsageError, counted
 from mini_harness.transcripts import JsonlTranscript
 
@@ -98,7 +97,7 @@ def otel_command(
         files += 1
     if as_json:
         document = otlp.otlp_json(spans)
-        click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+        echo_json(document, indent=True)
         return
     assert collector is not None
     otlp.send(collector, spans)

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-import orjson
 
 from mini_harness.cli.options import json_option
-from mini_harness.cli.output import info, warn
+from mini_harness.cli.output import echo_json, info, warn
 from mini_harness.errors import ExitCode, MiniHarnessError, SourceError, UsageError, exit_code_of
 
 if TYPE_CHECKING:
@@ -70,8 +69,7 @@ def import_into(store: SessionStore, source: str, fmt: str) -> tuple[str, Path, 
     from mini_harness.interop import import_session
     from mini_harness.transcripts import JsonlTranscript
 
-    with contextlib.suppress(OSError):
-        store.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    store.make()
     handle, part = tempfile.mkstemp(suffix=_PART, dir=store.root)
     os.close(handle)
     os.unlink(part)
@@ -167,7 +165,7 @@ def import_command(paths: tuple[str, ...], fmt: str, output: str | None, as_json
         for problem in result.problems:
             warn(problem.describe())
     if as_json:
-        click.echo(orjson.dumps({"sessions": rows}, option=orjson.OPT_INDENT_2).decode())
+        echo_json({"sessions": rows}, indent=True)
     else:
         done = sum(1 for row in rows if row["status"] in ("imported", "updated"))
         same = sum(1 for row in rows if row["status"] == "unchanged")

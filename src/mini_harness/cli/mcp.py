@@ -8,6 +8,7 @@ import os
 import click
 
 from mini_harness.agent.approval import AsyncPolicyApprover
+from mini_harness.cli.acting import Session
 from mini_harness.cli.export import exported, live_export, otel_option
 from mini_harness.cli.log_options import (
     LogSettings,
@@ -16,11 +17,8 @@ from mini_harness.cli.log_options import (
     refuse_without_log,
     warn_quarantined,
 )
-from mini_harness.cli.options import approve_option, root_workspace, workspace_option
-from mini_harness.cli.output import warn
+from mini_harness.cli.options import approve_option, workspace_option
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
-from mini_harness.cli.session import Session
-from mini_harness.cli.settings import load_settings
 from mini_harness.errors import OutputError, UsageError
 from mini_harness.mcp.server import ElicitingPrompter, run_stdio
 from mini_harness.runtime import ToolRuntime
@@ -89,22 +87,16 @@ def mcp_command(
         raise UsageError(f"cannot import the MCP SDK: {exc}") from None
 
     refuse_without_log(click.get_current_context(), recorded=log is not None)
-    # The approval mode as a run takes it: --approve, else the environment's, the
-    # project's (only when it tightens) or the user's config.toml.
-    settings = load_settings(workspace or root_workspace(), {"approve": approve})
-    for passed in settings.passed:
-        warn(passed.describe())
-    approve = settings["approve"]
-    approve_source = settings.source("approve")
-
-    # Assembled as every command that acts: what it says goes to stderr (stdout carries
-    # the protocol), redacted as its log is.
+    # Assembled as every command that acts: its settings (the approval mode as a run
+    # takes it: --approve, else the environment's, the project's config.toml when it
+    # tightens, the user's), what it says on stderr (stdout carries the protocol),
+    # redacted as its log is.
     session = Session(log_settings, workspace=workspace, approve=approve, err=True)
     registry = chosen_registry(registry_spec, session.workspace)
     policy = session.policy()
     with (
         session.log(log) as opened,
-        exported(live_export(otel, session.log_settings.redactor(session.keys)), opened) as sink,
+        exported(live_export(otel, session.redactor), opened) as sink,
     ):
         approver = AsyncPolicyApprover(policy, ElicitingPrompter())
         runtime = ToolRuntime(registry, sink, approver=approver)
@@ -113,7 +105,8 @@ def mcp_command(
         names = ", ".join(d.name for d in registry.list()) or "none"
         where = f"; transcript {log}" if log is not None else ""
         session.say(
-            f"MCP server on stdio: tools {names}; approve {approve} ({approve_source}); "
+            f"MCP server on stdio: tools {names}; approve {session.approve} "
+            f"({session.settings.source('approve')}); "
             f"run {runtime.run_id}{where}"
         )
         try:

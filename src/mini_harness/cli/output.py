@@ -6,12 +6,13 @@ into its exit status.
 
 Everything a command prints goes through here (`info`, `aside`, `warn`, `error`, `echo` for
 other text, `echo_json` for JSON): the one place where what it prints is made safe to show.
-The API keys a command protects (`protect`: the configured providers' keys, for every
-command that prints what a transcript recorded or a model said) are redacted, copies
-included, and control characters are shown escaped (`printable`; JSON keeps its value,
-`printable_json`). Standard output that cannot be written (a full disk, a device error)
-is one error line and exit 1; a reader that stopped early (`| head -1`) ends the command
-quietly; standard error that cannot be written changes nothing.
+What the command's one Redactor hides (`protect`: for a command that acts, its log's,
+cli/acting.py; for every command that prints what a transcript recorded, the configured
+providers' keys) is redacted, copies of keys included, and control characters are shown
+escaped (`printable`; JSON keeps its value, `printable_json`). Standard output that
+cannot be written (a full disk, a device error) is one error line and exit 1; a reader
+that stopped early (`| head -1`) ends the command quietly; standard error that cannot be
+written changes nothing.
 """
 
 from __future__ import annotations
@@ -20,54 +21,63 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterable
-from typing import Any, NoReturn, TextIO, cast
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
 import click
+import orjson
 
 from mini_harness.errors import ExitCode, MiniHarnessError, OutputError, interruption
-from mini_harness.events.redaction import KeyFinder
 from mini_harness.runtime.terminal import printable, printable_json
+
+if TYPE_CHECKING:
+    from mini_harness.transcripts import Redactor
 
 PREFIX = "[mini-harness]"
 
 
 class _Protected:
-    """The keys the running command protects, and their finder (None: none yet)."""
+    """The running command's one Redactor (None: nothing to hide yet)."""
 
-    keys: frozenset[str] = frozenset()
-    finder: KeyFinder | None = None
+    redactor: Redactor | None = None
 
 
-def protect(keys: Iterable[str]) -> None:
-    """Redact `keys` (and their copies) from everything this command prints from now on."""
-    wanted = _Protected.keys | {key for key in keys if key}
-    if wanted != _Protected.keys:
-        _Protected.keys = frozenset(wanted)
-        _Protected.finder = KeyFinder.of(wanted)
+def protect(redactor: Redactor | None) -> None:
+    """Hide what `redactor` hides (the command's log's: its provider keys and their
+    copies, `--redact-env`, `--redact-pattern`) from everything this command prints from
+    now on. A command has one: the last one given stands."""
+    _Protected.redactor = redactor if redactor is not None and redactor.active else None
+
+
+def protected() -> Redactor | None:
+    """The running command's Redactor (None: nothing to hide)."""
+    return _Protected.redactor
 
 
 def protect_configured_keys() -> None:
     """Protect the API keys of every provider the environment configures, whichever model
-    the command uses (or none)."""
-    from mini_harness.agent.providers.choice import configured_keys
+    the command uses (or none): for the commands that print what a transcript recorded."""
+    from mini_harness.events.redaction import configured_keys
+    from mini_harness.transcripts import Redactor
 
-    protect(configured_keys(os.environ))
+    protect(Redactor.from_config(keys=configured_keys(os.environ)))
 
 
 def forget_keys() -> None:
     """A new command protects nothing yet (the CLI's entry calls this)."""
-    _Protected.keys, _Protected.finder = frozenset(), None
+    _Protected.redactor = None
 
 
-def _redacted(text: str) -> str:
-    finder = _Protected.finder
-    return text if finder is None else finder.redact(text)
+def redacted(text: str) -> str:
+    """`text` with what the command protects redacted (not made printable: `shown`)."""
+    redactor = _Protected.redactor
+    return text if redactor is None else redactor.redact_text(text)
 
 
 def shown(text: str, *, colours: bool = False, multiline: bool = True) -> str:
-    """`text` as it may be printed: protected keys redacted, control characters escaped
-    (with `colours`, our own views' colour codes kept; without `multiline`, on one line)."""
-    return printable(_redacted(text), colours=colours, multiline=multiline)
+    """`text` as it may be printed: what the command protects redacted, control characters
+    escaped (with `colours`, our own views' colour codes kept; without `multiline`, on one
+    line)."""
+    return printable(redacted(text), colours=colours, multiline=multiline)
 
 
 # What these print may hold a model's or a tool's text: shown escaped, never obeyed.
@@ -78,10 +88,34 @@ def echo(text: str, *, err: bool = False, nl: bool = True, colours: bool = False
     click.echo(shown(text, colours=colours), err=err, nl=nl)
 
 
-def echo_json(text: str, *, nl: bool = True) -> None:
-    """Print JSON text on standard output: protected keys redacted, and the characters a
-    terminal acts on written as JSON escapes (the same JSON value)."""
-    click.echo(printable_json(_redacted(text)), nl=nl)
+def echo_json(value: Any, *, indent: bool = False) -> None:
+    """Print a JSON value on standard output (`indent`: two spaces a level): every string
+    in it redacted as the command protects (the value, not its text: a secret a JSON
+    escape would change is still found), and the characters a terminal acts on written
+    as JSON escapes (the same JSON value)."""
+    click.echo(_json_text(value, indent=indent))
+
+
+def echo_json_lines(values: Iterable[Any]) -> None:
+    """Print JSON values on standard output, one a line (JSON Lines), as `echo_json` does."""
+    click.echo("".join(_json_text(value) + "\n" for value in values), nl=False)
+
+
+def echo_json_stream(text: str) -> None:
+    """Print a piece of a JSON document written as it goes (`replay --json`'s calls),
+    made of values `redacted_value` gave, with no line break of its own."""
+    click.echo(printable_json(text), nl=False)
+
+
+def redacted_value(value: Any) -> Any:
+    """A JSON value with every string in it redacted as the command protects."""
+    redactor = _Protected.redactor
+    return value if redactor is None else redactor.redact_value(value)
+
+
+def _json_text(value: Any, *, indent: bool = False) -> str:
+    option = orjson.OPT_INDENT_2 if indent else 0
+    return printable_json(orjson.dumps(redacted_value(value), option=option).decode())
 
 
 def info(message: str, *, err: bool = False) -> None:

@@ -1,5 +1,5 @@
-"""What a command that acts prints while it goes: redacted as its log is, control
-characters escaped (`cli.output`)."""
+"""What an agent run prints while it goes: redacted as its log is, control characters
+escaped (`cli.output`, which holds the command's one Redactor)."""
 
 from __future__ import annotations
 
@@ -12,41 +12,32 @@ import click
 import orjson
 
 from mini_harness.agent import ModelResponse, ToolCall, ToolOutcome
-from mini_harness.cli.output import PREFIX, echo, info, known_columns, rewritable, warn
+from mini_harness.cli.output import (
+    PREFIX,
+    echo,
+    info,
+    known_columns,
+    protected,
+    redacted,
+    rewritable,
+    warn,
+)
 from mini_harness.errors import ModelError
 from mini_harness.runtime.text_style import TextStyle
-from mini_harness.transcripts import Redactor
 
 RESULT_WIDTH = 160
 """How wide a step line is when the output is not a terminal and COLUMNS is not set."""
 
 
-class RedactingPrinter:
-    """Prints lines with what the log redacts (the provider's key, `--redact-env`,
-    `--redact-pattern`) redacted: a secret the log leaves out is not shown either."""
-
-    def __init__(self, redactor: Redactor | None = None, *, err: bool = False) -> None:
-        self._redactor = redactor if redactor is not None and redactor.active else None
-        self._err = err
-
-    def shown(self, text: str) -> str:
-        """`text` as it may be printed."""
-        return text if self._redactor is None else self._redactor.redact_text(text)
-
-    def say(self, message: str) -> None:
-        """One `[mini-harness] ...` line (on standard error with `err`)."""
-        info(self.shown(message), err=self._err)
-
-    def line(self, message: str, lead: str = "", width: int | None = None) -> None:
-        """One `[mini-harness] <lead><message>` line cut to the width (COLUMNS, else the
-        terminal's, else `width`; whole when none is known): a task, a step's call, a
-        result."""
-        width = known_columns() or width
-        if width is None:
-            info(lead + self.shown(message))
-            return
-        style = TextStyle(width=width)
-        info(lead + style.cut(self.shown(message), len(PREFIX) + 1 + len(lead)))
+def cut_line(message: str, lead: str = "", width: int | None = None) -> None:
+    """One `[mini-harness] <lead><message>` line cut to the width (COLUMNS, else the
+    terminal's, else `width`; whole when none is known): a task, a step's call, a result."""
+    width = known_columns() or width
+    if width is None:
+        info(lead + message)
+        return
+    style = TextStyle(width=width)
+    info(lead + style.cut(redacted(message), len(PREFIX) + 1 + len(lead)))
 
 
 class WaitingLine:
@@ -95,15 +86,15 @@ class WaitingLine:
             self._shown = False
 
 
-class PrintingReporter(RedactingPrinter):
+class PrintingReporter:
     """Prints an agent run as it goes: each step's tool call and outcome, the model's text.
 
-    With a redactor, streamed text is printed a word at a time (a line at a time with
-    `--redact-pattern`), so that a secret split across chunks is still caught.
+    What it prints is redacted as the command protects (cli/output.py): streamed text is
+    then printed a word at a time (a line at a time with `--redact-pattern`), so that a
+    secret split across chunks is still caught.
     """
 
-    def __init__(self, provider_name: str, redactor: Redactor | None = None) -> None:
-        super().__init__(redactor)
+    def __init__(self, provider_name: str) -> None:
         self.header = "Mock model response:" if provider_name == "mock" else "Model response:"
         self._streaming = False
         self._held = ""  # streamed text not printed yet (with a redactor: the open line)
@@ -128,32 +119,39 @@ class PrintingReporter(RedactingPrinter):
         if not self._streaming:
             info(self.header)
             self._streaming = True
-        if self._redactor is None:
+        redactor = protected()
+        if redactor is None:
             self._print(chunk)
             return
-        shown, self._held = self._redactor.stream(self._held, chunk)
-        self._print(shown)
+        settled, self._held = redactor.stream(self._held, chunk)
+        self._print(settled)
 
     def end_text(self) -> None:
         """Ends streamed text still open (the held part printed, the line closed), so that
         what is printed next starts a line of its own: after a response, and after a
         stream the model or the user cut."""
         if self._streaming:
-            self._print(self.shown(self._held))
+            self._print(self._held)
             if self._line_open:
                 click.echo("")
             self._streaming, self._held, self._line_open = False, "", False
 
     def say(self, message: str) -> None:
+        """One `[mini-harness] ...` line, after the streamed text still open."""
         self.end_text()
-        super().say(message)
+        info(message)
+
+    def line(self, message: str, lead: str = "", width: int | None = None) -> None:
+        """One line cut to the width (`cut_line`), after the streamed text still open."""
+        self.end_text()
+        cut_line(message, lead, width)
 
     def response(self, step: int, response: ModelResponse, streamed: bool) -> None:
         if self._streaming:
             self.end_text()
         elif response.message.content:
             info(self.header)
-            echo(self.shown(response.message.content))
+            echo(response.message.content)
 
     def tool_called(self, step: int, call: ToolCall) -> None:
         where = f"Step {step}" if step else "Before the task"  # step 0: --tool
@@ -167,5 +165,5 @@ class PrintingReporter(RedactingPrinter):
 
     def retry(self, error: ModelError) -> None:
         self.waiting_line.stop()
-        warn(f"model request failed ({self.shown(error.message)}); retrying")
+        warn(f"model request failed ({error.message}); retrying")
         self.waiting_line.start(self._step)  # the next attempt is waited for too

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+from collections.abc import Iterable
 
 import click
 
@@ -31,7 +31,7 @@ from mini_harness.cli.stored import locate
 from mini_harness.cli.view import same_file
 from mini_harness.errors import UsageError
 from mini_harness.replay import ContextReports, Run, TranscriptFold
-from mini_harness.replay.history import HeldItems, read_history, select_step
+from mini_harness.replay.history import FoldItem, HeldItems, History, select_step
 from mini_harness.replay.views import report
 
 
@@ -137,7 +137,6 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     (path,) = paths
     if log is not None and same_file(log, path):
         raise UsageError("--log must name a new file, not the transcript being replayed")
-    _check_step(path, run, step)
     # With --rerun, agent runs' requests are rebuilt for the offline replay.
     fold = TranscriptFold(path, run=run, requests=context_report or rerun.rerun)
     output = JsonOutput if as_json else TextOutput
@@ -146,14 +145,20 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         fold, rerun=rerun.rerun, registry_spec=rerun.registry_spec, context_reports=reports
     )
     if not rerun.rerun:
-        code = drive(fold, iter(fold), out)
+        items: Iterable[FoldItem] = fold
+        if step is not None:  # said before anything is printed: the one reading comes first
+            items = _held(fold)
+            _check_step(fold.history, step)
+        code = drive(fold, iter(items), out)
         # The text report ends with the tree of agent runs that continue each other, if any.
         lines = report.run_tree_lines(fold.history) if not as_json and code != 130 else []
         if lines:
             echo("\n".join(lines))
         raise click.exceptions.Exit(code)
     unverified = rerun.verified(path, live_model=live_model)
-    workspace = rerun.where(path, run, as_json=as_json)
+    held = _read_once(fold)  # the one reading (a pipe will do): the runs, and their workspace
+    _check_step(fold.history, step)
+    workspace = rerun.where(fold.history, as_json=as_json)
     # Today's policy decides every call a re-run would run again; it never prompts.
     approver = rerun.approver(workspace)
     # With --live-model the re-run's tools are the new run's (cli/session.py).
@@ -164,7 +169,6 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         )
         live = AgentSession(options, log_settings)
     tools = live.tools(path, log) if live else rerun.tools(workspace)
-    held = _read_once(fold)
     # Agent runs are replayed offline with their recorded model answers (cli/agent_replay.py).
     agent_code = rerun_agent_runs(
         path,
@@ -189,13 +193,20 @@ def replay_command(  # noqa: PLR0917 - click passes each option
 _LIVE_OPTIONS = ("model", "accept_policy")
 
 
-def _check_step(path: str, run: str | None, step: int | None) -> None:
-    """ReplayError (exit 2) if an agent run of `path` (of `run`) made no step `step`: said
-    before the fold prints anything. A pipe is read once: there it is said at the end."""
-    if step is not None and os.path.isfile(path):
-        for each in read_history(path, run=run, requests=True).runs:
+def _check_step(history: History, step: int | None) -> None:
+    """ReplayError (exit 2) if an agent run of `history` made no step `step`."""
+    if step is not None:
+        for each in history.runs:
             if each.is_agent:
                 select_step(each, step)
+
+
+def _held(fold: TranscriptFold) -> HeldItems:
+    """Read the transcript once (a pipe will do), holding its items to go through again."""
+    held = HeldItems()
+    for item in fold:
+        held.add(item)
+    return held
 
 
 def _read_once(fold: TranscriptFold) -> HeldItems:

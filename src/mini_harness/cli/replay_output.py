@@ -10,7 +10,14 @@ from typing import Any, TextIO
 
 import orjson
 
-from mini_harness.cli.output import echo, echo_json, error, info, rewritable
+from mini_harness.cli.output import (
+    echo,
+    echo_json_stream,
+    error,
+    info,
+    redacted_value,
+    rewritable,
+)
 from mini_harness.errors import ExitCode, exit_code_of
 from mini_harness.events import JsonObject
 from mini_harness.replay import (
@@ -161,7 +168,7 @@ class ReplayOutput:
         """The exit code of the replay, and what its error line says when it is not 0 (with
         which registry to pass when the re-run found every tool missing)."""
         differs = differing(self.counts)
-        code, message = describe.verdict(self.history, differs)
+        code, message = describe.verdict_of(self.history, differs)
         hint = self.missing_registry() if differs else None
         return code, f"{message}; {hint}" if hint else message
 
@@ -236,19 +243,20 @@ class JsonOutput(ReplayOutput):
 
     def flush(self) -> None:
         if self.pending:
-            echo_json("".join(self.pending), nl=False)
+            echo_json_stream("".join(self.pending))
             self.pending.clear()
 
     def _start(self) -> None:
         if not self.started:
             head = {"path": self.history.path, "transcriptId": self.history.transcript_id}
-            self.pending.append(orjson.dumps(head).decode()[:-1] + ',"calls":[')
+            self.pending.append(orjson.dumps(redacted_value(head)).decode()[:-1] + ',"calls":[')
             self.started = True
 
     def _emit_call(self, entry: JsonObject) -> None:
         self._start()
         pending = self.pending
-        pending.append(("\n" if self.first_call else ",\n") + orjson.dumps(entry).decode())
+        entry_text = orjson.dumps(redacted_value(entry)).decode()
+        pending.append(("\n" if self.first_call else ",\n") + entry_text)
         self.first_call = False
         if len(pending) >= _BATCH:
             self.flush()
@@ -287,5 +295,5 @@ class JsonOutput(ReplayOutput):
             "interrupted": interrupted,
             "exitCode": exit_code_of(interrupted=True) if interrupted else code,
         }
-        self.write("\n]," + orjson.dumps(tail).decode()[1:] + "\n")
+        self.write("\n]," + orjson.dumps(redacted_value(tail)).decode()[1:] + "\n")
         return code

@@ -32,12 +32,12 @@ from mini_harness.cli.options import (
     workspace_option,
 )
 from mini_harness.cli.registry_spec import agent_tools, registry_option
-from mini_harness.cli.stored import notice, recorded_workspace
+from mini_harness.cli.stored import acting_workspace, notice
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import UsageError
 from mini_harness.events import EventSink
 from mini_harness.replay import TranscriptRerun
-from mini_harness.replay.history import FoldItem, read_history
+from mini_harness.replay.history import FoldItem, History
 from mini_harness.runtime import ToolRegistry
 
 if TYPE_CHECKING:
@@ -64,20 +64,16 @@ class RerunOptions:
         """The workspace given: `--workspace`, else the root's (None: none)."""
         return self.workspace or root_workspace()
 
-    def where(self, path: str, run: str | None = None, *, as_json: bool = False) -> str | None:
+    def where(self, history: History, *, as_json: bool = False) -> str | None:
         """Where the built-in tools work again: the workspace given, else the one the runs
-        recorded (that of the run `run` names, else of the last run that recorded one; read
-        from a file only: a pipe is read once, by the re-run), said when it is not the
-        current directory; None: the current directory. `--registry`'s tools work where
-        they like."""
-        if self.root is not None or self.registry_spec is not None:
+        of `history` recorded (that of the last run shown that recorded one: `--run`'s),
+        said when it is not the current directory; None: the current directory.
+        `--registry`'s tools work where they like."""
+        if self.registry_spec is not None:
             return self.root
-        if not os.path.isfile(path):
-            return None
-        recorded = [each for each in read_history(path, run=run).shown if each.workspace]
-        if not recorded:
-            return None
-        return recorded_workspace(recorded[-1], lambda message: notice(message, as_json=as_json))
+        recorded = [each for each in history.shown if each.workspace]
+        say = functools.partial(notice, as_json=as_json)
+        return acting_workspace(self.workspace, recorded[-1] if recorded else None, say)
 
     def tools(self, workspace: str | None) -> ToolRegistry:
         """The tools the calls run again with: `--registry`'s, else the built-in tools an
@@ -91,11 +87,6 @@ class RerunOptions:
         if not (live_model or self.allow_side_effects):
             return None
         acting = "--live-model" if live_model else "--allow-side-effects"
-        if path == "-" or not os.path.isfile(path):
-            raise UsageError(
-                f"{acting} acts on what PATH records, so PATH must be a file that is verified "
-                "first, not a pipe: save it to a file"
-            )
         return verified_history(path, f"re-run with {acting}", allow=self.allow_unverified)
 
     def approver(self, workspace: str | None) -> PolicyApprover:

@@ -7,15 +7,12 @@ closes its calls in doubt as `interrupted`.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from typing import NoReturn
+import contextlib
+import functools
 
 import attrs
 import click
 
-from mini_harness.agent import Opening
-from mini_harness.agent.approval import PolicyApprover
 from mini_harness.cli.coding import accept_policy_option
 from mini_harness.cli.log_options import LogSettings, log_option, log_options, warn_quarantined
 from mini_harness.cli.options import (
@@ -25,21 +22,18 @@ from mini_harness.cli.options import (
     root_workspace,
     run_option,
 )
-from mini_harness.cli.output import echo, info
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
-from mini_harness.cli.stored import last_option, locate, notice, recorded_workspace
-from mini_harness.cli.verified import allow_unverified_option, verified_history
+from mini_harness.cli.stored import acting_workspace, last_option, locate, notice
+from mini_harness.cli.verified import acted_on, allow_unverified_option, verified_history
 from mini_harness.errors import MiniHarnessError
-from mini_harness.events import EventSink, ToolFailed, to_wire
+from mini_harness.events import EventSink
 from mini_harness.replay.continuing.plans import (
-    continued_config,
     fork_opening,
     resume_plan,
     steps_before,
 )
 from mini_harness.replay.continuing.rerun import safe_to_repeat
 from mini_harness.replay.history import Run, read_history, select_agent_run
-from mini_harness.runtime import ToolRegistry
 from mini_harness.transcripts import JsonlTranscript
 
 _continue_options = option_group(
@@ -55,28 +49,30 @@ _continue_options = option_group(
 
 
 def _located(
-    path: str | None, text: str | None, last: bool, run: str | None, agent: AgentOptions
+    command: str,
+    path: str | None,
+    text: str | None,
+    *,
+    last: bool,
+    run: str | None,
+    agent: AgentOptions,
 ) -> tuple[str, str | None, str | None]:
     """The transcript, the run (`--run`, else the one an id or --last named) and the text
-    (FOLLOW_UP, INSTRUCTION) of a resume or a fork. With --last, the one word given is the
-    text."""
+    (FOLLOW_UP, INSTRUCTION) of a resume or a fork (`command`). With --last, the one word
+    given is the text. The transcript must be a regular file: the new run is appended to
+    it (a fork's, without --log), and it is verified before its history is read."""
     if last and text is None:
         path, text = None, path
     found = locate(path, last=last, agent=True, workspace=agent.workspace or root_workspace())
-    _must_exist(found.path)
+    acted_on(found.path, command)
     return found.path, run or found.run_id, text
 
 
-def _workspace(path: str, run: str | None, agent: AgentOptions) -> str | None:
-    """Where the continued run works: --workspace, else where the run it continues worked
-    (said when that is not here), else the current directory (None)."""
-    if agent.workspace or root_workspace():
-        return None
-    try:
-        found = select_agent_run(read_history(path, damage=True), run)
-    except MiniHarnessError:  # said as it always is, once the transcript is verified
-        return None
-    return recorded_workspace(found, lambda message: notice(message, as_json=agent.as_json))
+def _workspace(agent: AgentOptions, found: Run | None) -> str | None:
+    """Where the continued run works: --workspace, else where the run it continues
+    (`found`) worked (said when that is not here), else the current directory (None)."""
+    say = functools.partial(notice, as_json=agent.as_json)
+    return acting_workspace(agent.workspace, found, say)
 
 
 @click.command("resume", short_help="Continue an agent run as a new run that names it.")
@@ -114,8 +110,12 @@ def resume_command(
 
     Exit codes: as `run` (0 a final answer, 1 none, 2 usage, 130 interrupted).
     """
-    path, run, follow_up = _located(path, follow_up, last, run, agent)
-    session = AgentSession(agent, log_settings, workspace=_workspace(path, run, agent))
+    path, run, follow_up = _located("resume", path, follow_up, last=last, run=run, agent=agent)
+    found = None
+    if not (agent.workspace or root_workspace()):  # where the run worked, read ahead
+        with contextlib.suppress(MiniHarnessError):  # said once the file is verified
+            found = select_agent_run(read_history(path, damage=True), run)
+    session = AgentSession(agent, log_settings, workspace=_workspace(agent, found))
     registry = session.tools(path)
     with session.log(path) as log:
         transcript = _recovered(log)  # before anything reads the file
@@ -137,10 +137,11 @@ def resume_command(
         what += _of_the_conversation(found, runs, origin.step if origin else 0)
         # Its RunStarted claims the run, under the file's lock, before anything is done.
         sink = transcript.continuing(found.run_id, since=since, read=plan.read)
-        _continue(
-            session, sink, registry, approver, found, follow_up, opening, max_steps, what, path,
-            plan.closing_events(),
+        code = session.continue_run(
+            sink, registry, approver, found, opening, transcript=path, what=what,
+            task=follow_up, max_steps=max_steps, closing=plan.closing_events(),
         )  # fmt: skip
+        raise click.exceptions.Exit(code)  # inside: the log knows how the command ended
 
 
 @click.command("fork", short_help="Branch an agent run off before a step, as a new run.")
@@ -177,26 +178,24 @@ def fork_command(
 
     Exit codes: as `run` (0 a final answer, 1 none, 2 usage, 130 interrupted).
     """
-    path, run, instruction = _located(path, instruction, last, run, agent)
+    path, run, instruction = _located("fork", path, instruction, last=last, run=run, agent=agent)
     unverified = verified_history(path, "fork", allow=allow_unverified)
     history = read_history(path, requests=True)
     found = select_agent_run(history, run)
     opening = fork_opening(found, at_step, instruction, history.runs)
     opening = attrs.evolve(opening, unverified=unverified)
-    workspace = None
-    if not (agent.workspace or root_workspace()):
-        workspace = recorded_workspace(found, lambda text: notice(text, as_json=agent.as_json))
-    session = AgentSession(agent, log_settings, workspace=workspace)
+    session = AgentSession(agent, log_settings, workspace=_workspace(agent, found))
     approver = session.approver(continuing=found)
     registry = session.tools(path, log)
     target = log or path
     with session.log(target) as sink:
         what = f"Forking run {found.run_id} before step {at_step}"
         what += _of_the_conversation(found, history.runs, at_step)
-        _continue(
-            session, sink, registry, approver, found, instruction, opening, max_steps, what,
-            target,
+        code = session.continue_run(
+            sink, registry, approver, found, opening, transcript=target, what=what,
+            task=instruction, max_steps=max_steps,
         )  # fmt: skip
+        raise click.exceptions.Exit(code)
 
 
 def _of_the_conversation(run: Run, runs: list[Run], step: int) -> str:
@@ -214,52 +213,3 @@ def _recovered(log: EventSink) -> JsonlTranscript:
     log.recover()
     warn_quarantined(log)
     return log
-
-
-def _must_exist(path: str) -> None:
-    """PATH must be a transcript file: the new run is appended to it (a fork's, without
-    --log), and it is verified before its history is read."""
-    if path == "-" or (os.path.exists(path) and not os.path.isfile(path)):
-        shown = "standard input" if path == "-" else path
-        raise click.UsageError(
-            f"cannot continue a run of {shown}: it is not a regular file (the new run is "
-            "appended to the transcript, which is verified before its history is read)"
-        )
-    if not os.path.isfile(path):
-        raise click.UsageError(f"cannot read transcript {path}: no such file")
-
-
-def _continue(  # noqa: PLR0917 - the pieces of one continued run
-    session: AgentSession,
-    sink: EventSink,
-    registry: ToolRegistry,
-    approver: PolicyApprover,
-    run: Run,
-    task: str | None,
-    opening: Opening,
-    max_steps: int | None,
-    what: str,
-    path: str,
-    closing: Sequence[ToolFailed] = (),
-) -> NoReturn:
-    """Run the new run, continuing `run` with `task`, to its end and report it as `run`
-    does. Its RunStarted comes first (for a resume, the claim), then the `closing` events
-    of the calls in doubt it closes."""
-    config = continued_config(run, task=task, max_steps=max_steps, stream=session.stream)
-    loop = session.loop(sink, registry, approver, config)
-    loop.start(opening)
-    session.say(what)
-    for event in closing:
-        sink.emit(event)
-        session.say(f"Closed in-doubt call {event.call_id} ({event.name}) as interrupted")
-    session.say(f"Model provider: {session.provider.name}")
-    outcome = loop.run(opening)
-    if not session.options.as_json and outcome.steps == 0 and outcome.final_text is not None:
-        info("The run had already answered:")
-        echo(session.printer.shown(outcome.final_text))
-    origin = {
-        "resumedFrom": to_wire(opening.resumed_from),
-        "forkedFrom": to_wire(opening.forked_from),
-    }
-    session.finish(outcome, path, **origin)
-    raise click.exceptions.Exit(session.exit_code(outcome, path))

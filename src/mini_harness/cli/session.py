@@ -6,11 +6,12 @@ over the environment over the project's and the user's config.toml: cli/settings
 model provider, the tools (the transcripts the run reads and writes out of their reach),
 the approver (the workspace's policy with the approval mode, checked against the policy of
 the run being continued), the log (`--log`, else a new transcript in the session store;
-with the log flags, redacting the provider's key), what RunStarted records of the
+with the log flags, redacting every provider's key), what RunStarted records of the
 workspace and the settings, what is printed (redacted as the log is), the `--json`
-document and the exit code (`AgentSession`). `undo` and `mcp`, which run tools without a
-model, are built from the same parts (`Session`): the workspace, the approval policy, the
-log with the log flags, and what they print, redacted as their log is.
+document and the exit code (`AgentSession`). It builds on what every command that acts
+shares (cli/acting.py's `Session`: the settings, the workspace, the approval policy, the
+log with the log flags, the secrets hidden from the log and from what is printed), as a
+one-shot `--tool` dispatch, `undo` and `mcp`, which run tools without a model, do.
 """
 
 from __future__ import annotations
@@ -20,26 +21,25 @@ import functools
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import click
-import orjson
 
 from mini_harness.agent import (
     AgentConfig,
     AgentLoop,
     AgentOutcome,
+    Opening,
     RequestLimits,
     choose_provider,
-    configured_keys,
     provider_secrets,
 )
-from mini_harness.agent.approval import ApprovalPolicy, PolicyApprover
-from mini_harness.cli.coding import continued_approver, make_approver, workspace_policy
+from mini_harness.agent.approval import PolicyApprover
+from mini_harness.cli.acting import Session
 from mini_harness.cli.export import live_export, otel_option
-from mini_harness.cli.log_options import LogSettings, opened_log
+from mini_harness.cli.log_options import LogSettings
 from mini_harness.cli.options import (
     APPROVE_HELP,
     F,
@@ -49,25 +49,26 @@ from mini_harness.cli.options import (
     root_workspace,
     workspace_option,
 )
-from mini_harness.cli.output import aside, echo_json, error, fail, info, protect, warn
-from mini_harness.cli.printing import PrintingReporter, RedactingPrinter
-from mini_harness.cli.registry_spec import agent_tools, registry_option
-from mini_harness.cli.settings import load_settings
-from mini_harness.cli.stored import resume_words, session_transcript, workspace_record
-from mini_harness.errors import ExitCode, UsageError, WorkspaceError, exit_code_of
+from mini_harness.cli.output import aside, echo, echo_json, error, info, warn
+from mini_harness.cli.printing import PrintingReporter
+from mini_harness.cli.registry_spec import chosen_registry, registry_option
+from mini_harness.cli.stored import resume_words, workspace_record
+from mini_harness.errors import ExitCode, UsageError, exit_code_of
 from mini_harness.events import (
     EventSink,
     JsonObject,
-    JsonValue,
     RunSettings,
     RunWorkspace,
+    ToolFailed,
     new_id,
     to_wire,
 )
+from mini_harness.events.wire import camel
 from mini_harness.runtime import ToolRegistry, ToolRuntime
-from mini_harness.store import SessionStore
-from mini_harness.tools import Workspace, WorkspaceLike
-from mini_harness.transcripts import JsonlTranscript, Redactor
+from mini_harness.transcripts import JsonlTranscript
+
+_ORIGINS = ("resumed_from", "forked_from")
+"""The fields of RunStarted (and of the Opening that makes it) naming the run it continues."""
 
 if TYPE_CHECKING:
     from mini_harness.export.live import LiveExport
@@ -139,75 +140,6 @@ agent_options = gathered(
 them."""
 
 
-class Session:
-    """What every command that acts and records shares: its workspace (`--workspace`, else
-    the root's), its log settings, the secrets it hides (`keys`, with what `--redact-env`
-    and `--redact-pattern` name) from its log and from everything it prints, and how its
-    calls are approved (the workspace's policy with the approval mode `approve`).
-
-    `printer` prints its lines (on standard error with `err`: `mcp`'s standard output is
-    the protocol's)."""
-
-    def __init__(
-        self,
-        log_settings: LogSettings | None = None,
-        *,
-        workspace: str | None = None,
-        approve: str = "ask",
-        accept_policy: bool = False,
-        keys: tuple[str, ...] = (),
-        err: bool = False,
-    ) -> None:
-        self.log_settings = log_settings or LogSettings()
-        self.workspace = workspace or root_workspace()
-        self.approve = approve
-        self.accept_policy = accept_policy
-        self.keys = keys
-        protect(keys)  # nor anything else it prints
-        self.printer = self._printer(self.log_settings.redactor(keys), err=err)
-
-    def _printer(self, redactor: Redactor | None, *, err: bool) -> RedactingPrinter:
-        """What prints the command's lines, hiding what `redactor` hides."""
-        return RedactingPrinter(redactor, err=err)
-
-    def policy(self) -> ApprovalPolicy:
-        """The workspace's approval policy with the approval mode (a usage error if it
-        cannot be used)."""
-        return workspace_policy(self.workspace or os.curdir, self.approve)
-
-    def approver(self, continuing: Run | None = None) -> PolicyApprover:
-        """The workspace's approval policy with the approval mode, asking on a terminal;
-        for a run `continuing` another, checked against the policy that one started with
-        (`--accept-policy`)."""
-        workspace = self.workspace or os.curdir
-        if continuing is None:
-            return make_approver(workspace, self.approve)
-        return continued_approver(
-            workspace,
-            self.approve,
-            continuing.run_id,
-            continuing.policy_sha256,
-            accept=self.accept_policy,
-        )
-
-    def log(
-        self, path: str | None, say: Callable[[str], None] | None = None
-    ) -> contextlib.AbstractContextManager[EventSink]:
-        """The log at `path` (None: nothing is recorded), written with the log flags (its
-        head signed when the command ends, with `--sign-with`, which `say` tells: by default
-        a line of the command's, redacted); a log that cannot be opened is a usage error
-        before anything runs."""
-        return opened_log(path, self.log_settings, self.keys, say or self.printer.say)
-
-    def say(self, message: str) -> None:
-        """Print one line, redacted."""
-        self.printer.say(message)
-
-    def fail(self, message: str, code: ExitCode = ExitCode.FAILED) -> NoReturn:
-        """Print one error line, redacted, and exit with `code`."""
-        fail(self.printer.shown(message), code)
-
-
 class AgentSession(Session):
     """The pieces of one agent run, built from its options.
 
@@ -231,53 +163,30 @@ class AgentSession(Session):
         """`workspace` overrides the options' (a continued run's recorded one); `flags`
         are the command's other settings as given (`max-steps`, `max-context-tokens`)."""
         self.options = options
-        workspace = workspace or options.workspace or root_workspace()
-        given = log_settings or LogSettings()
-        self.settings = load_settings(
-            workspace,
-            {
+        super().__init__(
+            log_settings,
+            workspace=workspace or options.workspace,
+            approve=options.approve,
+            accept_policy=options.accept_policy,
+            flags={
                 "model": options.model,
-                "approve": options.approve,
-                "redact-env": given.redact_env,
-                "redact-pattern": given.redact_pattern,
                 "model-timeout": options.model_timeout,
                 "model-retries": options.model_retries,
                 **(flags or {}),
             },
         )
-        for passed in self.settings.passed:
-            warn(passed.describe())
-        # Names from a config file are redacted where they are set: a config serves every
-        # shell, and a variable this one does not set has nothing to hide.
-        names = [
-            name
-            for name in self.settings["redact-env"]
-            if name in given.redact_env or os.environ.get(name)
-        ]
-        settled = attrs.evolve(
-            given, redact_env=names, redact_pattern=self.settings["redact-pattern"]
-        )
-        limits = RequestLimits(self.settings["model-timeout"], self.settings["model-retries"])
-        self.provider = choose_provider(self.settings["model"], os.environ, limits)
-        super().__init__(
-            settled,
-            workspace=workspace,
-            approve=self.settings["approve"],
-            accept_policy=options.accept_policy,
-            # The chosen provider's keys, and those of every provider configured.
-            keys=tuple(
-                dict.fromkeys((*provider_secrets(self.provider), *configured_keys(os.environ)))
-            ),
-        )
+        self.printer = PrintingReporter(self.provider.name)
         self.run_id = new_id()
-        self.bound: Workspace | None = None  # the built-in tools' workspace, once made
         self._inside: dict[str, str] = {}  # the run's transcripts inside it, until said
         self._transcript: JsonlTranscript | None = None
         self._live: LiveExport | None = None
 
-    def _printer(self, redactor: Redactor | None, *, err: bool) -> PrintingReporter:
-        """What prints the run as it goes (the model's text streamed, each step)."""
-        return PrintingReporter(self.provider.name, redactor)
+    def _provider_keys(self) -> tuple[str, ...]:
+        """The provider is chosen once the settings are read (a model that cannot be used
+        is a usage error before anything else happens); its keys are hidden."""
+        limits = RequestLimits(self.settings["model-timeout"], self.settings["model-retries"])
+        self.provider = choose_provider(self.settings["model"], os.environ, limits)
+        return provider_secrets(self.provider)
 
     @property
     def stream(self) -> bool:
@@ -289,30 +198,17 @@ class AgentSession(Session):
         them) in the workspace, the `transcripts` it reads and writes out of their reach
         for writing (by path now, and by identity once `log` opens them),
         `--redact-env`'s variables out of every command's environment."""
-        required = self.settings["require-sandbox"]
         spec = self.options.registry_spec
-        # --registry's tools work where they like: a workspace only goes with them when
-        # given (an error), not when it was recorded.
-        workspace: WorkspaceLike | None = (
-            self.workspace if spec is None else self.options.workspace or root_workspace()
-        )
-        if spec is None:
-            kept = tuple(path for path in transcripts if path is not None)
-            workspace = self.bound = Workspace(self.workspace or os.curdir, protected=kept)
-            inside = zip(kept, self.bound.protected, strict=True)
-            self._inside = {real: path for path, real in inside if self.bound.contains(real)}
-        try:
-            return agent_tools(
-                spec,
-                workspace,
-                self.log_settings.redact_env,
-                sandbox=True if required else None,
-            )
-        except WorkspaceError as exc:
-            if not required:
-                raise
-            source = self.settings.source("require-sandbox")
-            raise UsageError(f"{exc.message} (require-sandbox is set by {source})") from None
+        if spec is not None:
+            # --registry's tools work where they like: a workspace only goes with them
+            # when given (an error), not when it was recorded.
+            return chosen_registry(spec, self.options.workspace or root_workspace())
+        registry = self.built_in_tools(*transcripts)
+        assert self.bound is not None  # built_in_tools made it
+        kept = tuple(path for path in transcripts if path is not None)
+        inside = zip(kept, self.bound.protected, strict=True)
+        self._inside = {real: path for path, real in inside if self.bound.contains(real)}
+        return registry
 
     def transcript(self, log: str | None, *, no_log: bool = False) -> str | None:
         """Where a new run is recorded: `--log`, else a new transcript in the session store
@@ -326,7 +222,7 @@ class AgentSession(Session):
             return None
         if log is not None:
             return log
-        return session_transcript(SessionStore(self.settings.sessions_dir), self.run_id)
+        return self.new_transcript(self.run_id)
 
     @contextlib.contextmanager
     def log(
@@ -337,14 +233,13 @@ class AgentSession(Session):
         `--json`); a log that cannot be opened is a usage error before anything runs. The
         tools' workspace protects the file opened by its identity too. While it is open,
         the run is exported live when asked (`--otel`), closed with it."""
-        shown = self.printer.shown
         if say is None and self.options.as_json:
-            say = lambda message: aside(shown(message))  # noqa: E731 - one line, here only
+            say = aside
         with super().log(path, say) as sink:
             if self.bound is not None and isinstance(sink, JsonlTranscript):
                 self.bound.pin(sink.path, sink.identity)
             self._transcript = sink if isinstance(sink, JsonlTranscript) else None
-            self._live = live_export(self.options.otel, self.log_settings.redactor(self.keys))
+            self._live = live_export(self.options.otel, self.redactor)
             try:
                 yield sink
             finally:
@@ -387,35 +282,83 @@ class AgentSession(Session):
         if cut:
             self.printer.line(message)
         else:
-            super().say(message)
+            self.printer.say(message)
 
-    def document(self, outcome: AgentOutcome, **origin: JsonValue) -> JsonObject:
-        """The `--json` document of a run that ended; `origin` names the run it continues."""
-        final = outcome.final_text
+    def document(self, outcome: AgentOutcome, opening: Opening | None = None) -> JsonObject:
+        """The `--json` document of a run that ended; for a run that continues another,
+        the run it names (`resumedFrom`, `forkedFrom`: as its RunStarted records them)."""
+        origin: JsonObject = {}
+        if opening is not None:
+            origin = {camel(name): to_wire(getattr(opening, name)) for name in _ORIGINS}
         return {
             "runId": outcome.run_id,
             **origin,
             "stopReason": outcome.stop_reason,
-            "finalText": None if final is None else self.printer.shown(final),
+            "finalText": outcome.final_text,
             "steps": outcome.steps,
             "usage": to_wire(outcome.usage),
         }
 
-    def finish(self, outcome: AgentOutcome, transcript: str | None, **origin: JsonValue) -> None:
-        """Print how the run ended: the `--json` document, or where it was recorded."""
+    def finish(
+        self,
+        outcome: AgentOutcome,
+        transcript: str | None,
+        opening: Opening | None = None,
+        enclosing: Callable[[JsonObject], JsonObject] | None = None,
+    ) -> None:
+        """Print how the run ended: the `--json` document (in the one `enclosing` makes,
+        if given), or where it was recorded."""
         if self.options.as_json:
-            document = self.document(outcome, **origin)
-            echo_json(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+            document = self.document(outcome, opening)
+            echo_json(document if enclosing is None else enclosing(document), indent=True)
         elif transcript is not None:
             if outcome.stop_reason == "cancelled" and sys.stdout.isatty():
                 click.echo("")  # the terminal echoed ^C where the cursor was
             self.printer.say(f"Transcript: {transcript} (run {outcome.run_id})")
 
+    def continue_run(
+        self,
+        sink: EventSink,
+        tools: ToolRegistry,
+        approver: PolicyApprover,
+        run: Run,
+        opening: Opening,
+        *,
+        transcript: str,
+        what: str,
+        task: str | None = None,
+        max_steps: int | None = None,
+        closing: Sequence[ToolFailed] = (),
+        enclosing: Callable[[JsonObject], JsonObject] | None = None,
+    ) -> ExitCode:
+        """Run a new run that continues `run` (`opening` says how: resumed or forked,
+        from which step) with `task`, recorded in `sink` (the log at `transcript`), to its
+        end, and report it as `run` does (`what` says what it is; `enclosing` makes the
+        `--json` document hold the run's). Its RunStarted comes first (for a resume, the
+        claim), then the `closing` events of the calls in doubt it closes. Returns the
+        exit code; an interrupted run is told how to go on (`exit_code`)."""
+        from mini_harness.replay.continuing.plans import continued_config
+
+        config = continued_config(run, task=task, max_steps=max_steps, stream=self.stream)
+        loop = self.loop(sink, tools, approver, config)
+        loop.start(opening)
+        self.say(what)
+        for event in closing:
+            sink.emit(event)
+            self.say(f"Closed in-doubt call {event.call_id} ({event.name}) as interrupted")
+        self.say(f"Model provider: {self.provider.name}")
+        outcome = loop.run(opening)
+        if not self.options.as_json and outcome.steps == 0 and outcome.final_text is not None:
+            info("The run had already answered:")
+            echo(outcome.final_text)
+        self.finish(outcome, transcript, opening, enclosing)
+        return self.exit_code(outcome, transcript)
+
     def exit_code(self, outcome: AgentOutcome, transcript: str | None = None) -> ExitCode:
         """Say why the run failed, if it did, and for an interrupted run recorded in
         `transcript` the command that continues it; the exit code of how it ended."""
         if outcome.error is not None:
-            error(self.printer.shown(outcome.error))
+            error(outcome.error)
         if outcome.stop_reason == "cancelled" and transcript is not None:
             command = self.resume_command(outcome.run_id, transcript)
             message = f"To continue the run: {command}"

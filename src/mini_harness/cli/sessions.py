@@ -9,10 +9,10 @@ import shutil
 from typing import TYPE_CHECKING
 
 import click
-import orjson
 
 from mini_harness.cli.options import SingleOption, json_option, root_workspace, workspace_option
-from mini_harness.cli.output import info, warn
+from mini_harness.cli.output import echo_json, info, warn
+from mini_harness.cli.settings import session_store
 from mini_harness.errors import UsageError, counted
 from mini_harness.runtime.terminal import printable
 
@@ -47,12 +47,6 @@ def moment(text: str, option: str) -> dt.datetime:
             f"2026-05-01T09:00), not {text!r}"
         ) from None
     return when if when.tzinfo is not None else when.astimezone()
-
-
-def _store() -> SessionStore:
-    from mini_harness.cli.settings import session_store
-
-    return session_store()
 
 
 def _home_relative(path: str | None) -> str:
@@ -148,13 +142,13 @@ def sessions_group(
         raise UsageError(
             "--all lists every workspace's runs: it cannot be combined with --workspace"
         )
-    store = _store()
+    store = session_store()
     after = moment(since, "--since") if since is not None else None
     here = None if every else os.path.realpath(workspace or root_workspace() or os.curdir)
     runs = store.runs(workspace=here, since=after)
     _warn_unreadable(store)
     if as_json:
-        click.echo(orjson.dumps([stored.to_json() for stored in runs]).decode())
+        echo_json([stored.to_json() for stored in runs])
         return
     whose = "every workspace" if here is None else here
     if not runs:
@@ -184,7 +178,7 @@ def prune_command(older_than: str, dry_run: bool) -> None:
     Exit codes: 0 done (nothing to delete, too); 2 bad options.
     """
     before = dt.datetime.now(dt.UTC) - duration(older_than, "--older-than")
-    store = _store()
+    store = session_store()
     removed = store.prune(before, dry_run=dry_run)
     _warn_unreadable(store)
     verb = "Would delete" if dry_run else "Deleted"

@@ -16,30 +16,30 @@ naming the file, the key and what was expected.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from mini_harness.agent.approval.policy_file import read_policy_bytes
-from mini_harness.agent.providers import PROVIDER_NAMES
-from mini_harness.agent.providers.choice import (
+from mini_harness.errors import PolicyError, RedactionError, UsageError
+from mini_harness.runtime.control_file import read_control_file
+from mini_harness.runtime.request_limits import (
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
     request_retries,
     request_timeout,
 )
-from mini_harness.errors import PolicyError, RedactionError, UsageError
 from mini_harness.store import (
     HOME_ENV,
-    SessionStore,
     default_sessions_dir,
     harness_home,
     user_config_path,
 )
 from mini_harness.transcripts import Redactor
+
+if TYPE_CHECKING:
+    from mini_harness.store import SessionStore
 
 PROJECT_CONFIG: Final = ".mini-harness/config.toml"
 DEFAULT = "default"
@@ -192,11 +192,13 @@ def read_config(path: Path) -> dict[str, Any]:
     """The settings a config.toml holds, each checked; {} when there is no file. UsageError
     naming the file, the key and what was expected otherwise."""
     try:
-        raw = read_policy_bytes(path, shown=str(path))
+        raw = read_control_file(path, str(path))
     except PolicyError as exc:
         raise UsageError(exc.message) from None
     if raw is None:
         return {}
+    import tomllib  # only for a file there is
+
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -242,8 +244,11 @@ def _from_env(key: Key, env: Mapping[str, str]) -> Any:
     if key.name == "log-dir":
         home = harness_home(env)
         return None if home is None else home / "sessions"
-    if key.name == "model" and raw.partition(":")[0].strip().lower() not in PROVIDER_NAMES:
-        return None  # a model's name alone: the name for the provider chosen otherwise
+    if key.name == "model":
+        from mini_harness.agent.providers import PROVIDER_NAMES  # only when it is set
+
+        if raw.partition(":")[0].strip().lower() not in PROVIDER_NAMES:
+            return None  # a model's name alone: the name for the provider chosen otherwise
     return _parsed(key, raw, f"{key.env} must be")
 
 
@@ -298,6 +303,8 @@ def load_settings(
 
 def session_store() -> SessionStore:
     """The session store, where the user's settings put it (a project cannot move it)."""
+    from mini_harness.store import SessionStore  # it reads transcripts: only when used
+
     return SessionStore(load_settings(None, project=False).sessions_dir)
 
 

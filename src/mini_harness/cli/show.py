@@ -20,7 +20,7 @@ from mini_harness.cli.output import (
     aside,
     columns,
     echo,
-    echo_json,
+    echo_json_lines,
     error,
     info,
     protect_configured_keys,
@@ -110,20 +110,17 @@ def show_command(  # noqa: PLR0917 - click passes each option as an argument
     shown = select(history, selection)
     if selection.narrows and not shown.roots:
         _report_problems(history, quiet=as_json)
-        code, message = describe.verdict(history)
+        code, message = describe.verdict_of(history)
         if code:
             error(message)
         error(f"nothing in {history.name} matched {_filters(selection)}")
         raise click.exceptions.Exit(max(code, exit_code_of(failed=True)))
     if as_json:
-        import orjson
-
-        lines = [orjson.dumps(event) for event in selected_events(shown, selection)]
-        echo_json(b"".join(line + b"\n" for line in lines).decode(), nl=False)
+        echo_json_lines(selected_events(shown, selection))
     else:
         _print_text(shown, full=full)
     _report_problems(history, quiet=as_json)
-    verdict(*describe.verdict(history))
+    verdict(*describe.verdict_of(history))
 
 
 def _print_text(history: History, *, full: bool) -> None:
@@ -178,7 +175,7 @@ def _follow(path: str, *, full: bool) -> NoReturn:
             echo("\n".join(finished_lines(each, 2, style)), colours=style.colour)
     info(counts_line(history))
     _report_problems(history, quiet=False)
-    verdict(*describe.verdict(history))
+    verdict(*describe.verdict_of(history))
 
 
 def _filters(selection: Selection) -> str:

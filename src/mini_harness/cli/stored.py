@@ -13,7 +13,6 @@ otherwise, and say so when that is not the current directory.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from collections.abc import Callable
@@ -22,15 +21,15 @@ from typing import TYPE_CHECKING, Final
 import attrs
 import click
 
-from mini_harness.cli.options import F
-from mini_harness.cli.output import PREFIX, info
+from mini_harness.cli.options import F, root_workspace
+from mini_harness.cli.output import aside, info
+from mini_harness.cli.settings import session_store
 from mini_harness.errors import GitError, ReplayError, UsageError, WorkspaceError
 from mini_harness.events import RunWorkspace
-from mini_harness.runtime.terminal import printable
 
 if TYPE_CHECKING:
     from mini_harness.replay.history import Run
-    from mini_harness.store import SessionStore, StoredRun
+    from mini_harness.store import StoredRun
 
 RUN_ID: Final = re.compile(r"[0-9a-f]{4,32}(?:-[0-9a-f]{0,12})?")
 """What may be a run's id or a prefix of one (4 hex digits at least), when it names no file."""
@@ -78,7 +77,7 @@ def locate(
 
         imported = foreign_transcript(given)
         return Located(imported, source=given) if imported else Located(given)
-    store = _store()
+    store = session_store()
     try:
         found = store.find_run(given)
     except ReplayError as exc:  # several runs' ids start with it
@@ -91,14 +90,8 @@ def locate(
     return Located(str(found.path), found.run_id)
 
 
-def _store() -> SessionStore:
-    from mini_harness.cli.settings import session_store  # only to look a run up
-
-    return session_store()
-
-
 def _newest(workspace: str | None, *, agent: bool) -> Located:
-    store = _store()
+    store = session_store()
     here = os.path.realpath(workspace or os.curdir)
 
     def wanted(stored: StoredRun) -> bool:
@@ -112,16 +105,6 @@ def _newest(workspace: str | None, *, agent: bool) -> Located:
             "`mini-harness sessions --all` lists the runs of every workspace"
         )
     return Located(str(found.path), found.run_id)
-
-
-def session_transcript(store: SessionStore, run_id: str) -> str:
-    """Where a new session whose first run is `run_id` is recorded in `store` (a run
-    without --log, a dispatch with --record). Sessions hold what the tools read and the
-    model said: the store is made readable by its owner alone (a directory that exists
-    keeps its mode; opening the transcript says why, if it cannot be made)."""
-    with contextlib.suppress(OSError):
-        store.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return str(store.new_transcript(run_id))
 
 
 def workspace_record(workspace: str) -> RunWorkspace:
@@ -148,12 +131,22 @@ def resume_words(run_id: str, transcript: str, store_root: str | os.PathLike[str
 def notice(message: str, *, as_json: bool = False) -> None:
     """An informational line: on stdout, or on stderr when stdout holds a JSON document."""
     if as_json:
-        click.echo(f"{PREFIX} {printable(message)}", err=True)
+        aside(message)
     else:
         info(message)
 
 
-def recorded_workspace(run: Run, say: Callable[[str], None]) -> str | None:
+def acting_workspace(given: str | None, run: Run | None, say: Callable[[str], None]) -> str | None:
+    """Where a command that acts on `run` works: `given` (`--workspace`), else the
+    root's `--workspace`, else where `run` worked (said by `say` when that is not the
+    current directory); None: the current directory."""
+    given = given or root_workspace()
+    if given is not None or run is None:
+        return given
+    return _recorded_workspace(run, say)
+
+
+def _recorded_workspace(run: Run, say: Callable[[str], None]) -> str | None:
     """The workspace `run` recorded, for a command that acts on it and was given none;
     said (by `say`) when it is not the current directory. None when the run recorded none
     (the current directory, as before). UsageError when it is not a directory any more."""

@@ -7,7 +7,6 @@ import re
 import shlex
 
 import click
-import orjson
 
 from mini_harness.cli.corpus import corpus_options, verify_corpus, wants_corpus
 from mini_harness.cli.options import SingleOption, json_option
@@ -23,7 +22,7 @@ from mini_harness.cli.output import (
 from mini_harness.cli.settings import session_store
 from mini_harness.cli.signing import keygen_command, sign_command, trusted_keys
 from mini_harness.cli.stored import locate, resume_words
-from mini_harness.errors import ExitCode, UsageError, counted, exit_code_of
+from mini_harness.errors import UsageError, counted, exit_code_of
 from mini_harness.transcripts.repair import repair_transcript
 from mini_harness.transcripts.verify import VerifyReport, verify_transcript
 
@@ -157,7 +156,7 @@ def verify_command(  # noqa: PLR0917 - click passes each option
         note = signed_head or note_path_for(path)
         report = verify_transcript(path, head=head, signed=open_signed_head(note, trusted))
     if as_json:
-        echo_json(orjson.dumps(report.to_json()).decode())
+        echo_json(report.to_json())
         raise click.exceptions.Exit(exit_code_of(failed=not report.ok))
     _summary(report)
     _problems(report, "found in")
@@ -239,25 +238,24 @@ def export_command(paths: tuple[str, ...], fmt: str) -> None:
     import csv
     import sys
 
+    from mini_harness.replay.history import read_problems
     from mini_harness.transcripts.reader import TranscriptReader
     from mini_harness.transcripts.rows import COLUMNS, event_rows
 
     writer = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n") if fmt == "csv" else None
     if writer is not None:
         writer.writeheader()
-    problems = 0
+    kinds = []
     for path in paths:
         reader = TranscriptReader(path)
         for row in event_rows(reader):
             if writer is None:
-                echo_json(orjson.dumps(row).decode())
+                echo_json(row)
             else:
                 writer.writerow(row)
-        found = [str(problem) for problem in reader.problems]
-        if reader.torn_tail is not None:
-            found.append(f"a torn tail of {counted(reader.torn_tail.length, 'byte')}")
-        for problem in found:
-            error(f"{path}: {problem}")
-        problems += len(found)
-    if problems:
-        raise click.exceptions.Exit(ExitCode.FAILED)
+        for problem in read_problems(reader):
+            error(f"{path}: [{problem.kind}] {problem.describe()}")
+            kinds.append(problem.kind)
+    code = exit_code_of(problems=kinds)
+    if code:
+        raise click.exceptions.Exit(code)

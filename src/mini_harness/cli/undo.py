@@ -1,7 +1,8 @@
 """`mini-harness undo`: revert one apply_patch call of a transcript, as a new run.
 
-Assembled as every command that acts (cli/session.py): its workspace, its log with the log
-flags, and what it prints, redacted as its log is.
+Assembled as every command that acts (cli/acting.py): its settings, its workspace, its log
+with the log flags, its tools (the built-in ones, the transcript out of their reach), and
+what it prints, redacted as its log is.
 """
 
 from __future__ import annotations
@@ -10,16 +11,16 @@ import os
 
 import click
 
+from mini_harness.cli.acting import Session
 from mini_harness.cli.log_options import LogSettings, log_option, log_options
 from mini_harness.cli.options import workspace_option
-from mini_harness.cli.session import Session
-from mini_harness.cli.stored import locate, recorded_workspace
+from mini_harness.cli.stored import acting_workspace, locate
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import ToolCallError, UsageError, WorkspaceError
 from mini_harness.events import CallOrigin, RunWorkspace
 from mini_harness.replay.history import Call, Run, TranscriptFold
-from mini_harness.runtime import ToolRegistry, ToolRuntime
-from mini_harness.tools import Workspace, register_coding_tools
+from mini_harness.runtime import ToolRuntime
+from mini_harness.tools import Workspace
 from mini_harness.tools.patch_undo import patch_reversal
 
 
@@ -63,18 +64,14 @@ def undo_command(  # noqa: PLR0917 - click passes each option
     """
     session = Session(log_settings, workspace=workspace)
     path = locate(path).path
-    if not os.path.isfile(path):
-        raise UsageError(f"cannot read transcript {path}: no such file")
     unverified = verified_history(path, "undo", allow=allow_unverified)
     call, made_by = _find_call(path, call_id)
-    recorded = None if session.workspace else recorded_workspace(made_by, session.say)
-    root = os.path.realpath(session.workspace or recorded or os.curdir)
+    root = os.path.realpath(acting_workspace(workspace, made_by, session.say) or os.curdir)
     try:
         reverse = patch_reversal(Workspace(root), call.input["patch"], call.effects or ())
     except WorkspaceError as exc:
         session.fail(f"Cannot undo call {call_id}: {exc.message}; nothing was undone")
-    registry = ToolRegistry()
-    register_coding_tools(registry, root, sandbox=False)
+    registry = session.built_in_tools(path, log, root=root, commands=False)
     try:
         with session.log(log or path) as sink:
             runtime = ToolRuntime(registry, sink)

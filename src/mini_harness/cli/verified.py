@@ -10,6 +10,7 @@ which the new run records (`RunStarted.unverified`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import click
@@ -34,13 +35,29 @@ def allow_unverified_option(func: F) -> F:
     return decorate(func)
 
 
+def acted_on(path: str, command: str) -> None:
+    """PATH must be a regular file for `command` to act on it: it is verified first (and
+    a resumed or forked run is appended to it). A usage error (exit 2) otherwise, the one
+    every command that acts says."""
+    if path != "-" and not os.path.lexists(path):
+        raise UsageError(f"cannot read transcript {path}: no such file")
+    if path == "-" or not os.path.isfile(path):
+        shown = "standard input" if path == "-" else path
+        raise UsageError(
+            f"cannot {command} from {shown}: it is not a regular file, and a transcript is "
+            "verified before anything acts on what it records: save it to a file"
+        )
+
+
 def verified_history(path: str, command: str, *, allow: bool) -> tuple[str, ...] | None:
-    """Check PATH before `command` acts on its history.
+    """Check PATH before `command` acts on its history: a regular file (`acted_on`) that
+    verifies.
 
     None when it verifies (calls, requests or runs in doubt and a torn tail are fine).
     Otherwise a usage error (exit 2) that says what verify found, or, when `allow`, a
     warning and the problems, for the new run to record.
     """
+    acted_on(path, command)
     problems = verify_transcript(path).damage()
     if not problems:
         return None

@@ -77,21 +77,20 @@ def view_command(
     target = Path(output) if output is not None else default_output(located.source or path)
     if path != "-" and same_file(target, path):
         raise UsageError("the page would overwrite the transcript: give -o FILE.html")
-    tools = approver = None
     if rerun.rerun:
         rerun.verified(path)
-        workspace = rerun.where(path)
-        tools = rerun.tools(workspace)
-        approver = rerun.approver(workspace)  # today's policy; it never prompts
     # One reading: the timeline, each step's request (for its context) and, for a re-run,
-    # the calls in the order they ended.
+    # the calls in the order they ended (run again where the runs worked).
     fold = TranscriptFold(path, requests=True, detail=True, damage=True)
     reruns = None
-    if tools is None or approver is None:
+    if not rerun.rerun:
         history = fold.read()
     else:
         items = list(fold)
         history = fold.history
+        workspace = rerun.where(history)
+        tools = rerun.tools(workspace)
+        approver = rerun.approver(workspace)  # today's policy; it never prompts
         reruns = rerun.calls(items, tools, approver).report(history)
     history.name = located.source or history.name  # another agent's file, not its import
     page = render_page(history, step_contexts(history), reruns)
@@ -112,7 +111,7 @@ def view_command(
         if unopened:
             error(f"no web browser could be started; open {target} yourself")
     counts = {name: reruns.count(name) for name in DIFFERING} if reruns is not None else {}
-    code, message = describe.verdict(history, differing(counts))
+    code, message = describe.verdict_of(history, differing(counts))
     if not code and unopened:  # written, but not shown as asked (said above)
         raise click.exceptions.Exit(exit_code_of(failed=True))
     verdict(code, message)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
@@ -9,7 +10,7 @@ from typing import Any, TypeAlias
 
 import orjson
 
-from mini_harness.errors import NotJsonError, TooDeepError
+from mini_harness.errors import JsonSyntaxError, NotJsonError, TooDeepError
 
 JsonValue: TypeAlias = Any
 JsonObject: TypeAlias = dict[str, Any]
@@ -136,7 +137,7 @@ def _describe(value: object, path: str) -> str | None:
         return None
     if isinstance(value, int):
         if not -(2**63) <= value < 2**64:
-            return f"{path}: integer {bounded_repr(value)} does not fit 64 bits"
+            return f"{path}: integer {bounded_repr(value)} does not fit in 64 bits"
         return None
     if isinstance(value, float):
         if math.isfinite(value):
@@ -157,6 +158,81 @@ def _describe(value: object, path: str) -> str | None:
                 return found
         return None
     return f"{path}: {_type_name(value)} is not a JSON value"
+
+
+# orjson turns an integer outside 64 bits into a float without a word (or, past ~309
+# digits, refuses it as infinity). Such an integer needs at least 19 digits in a row
+# (-9223372036854775809); a float it became is at least this large.
+_LONG_DIGITS = re.compile(r"\d{19}")
+_WIDE_AS_FLOAT = 9.2e18
+# Past this many digits an integer is named by its length (Python would not even read it).
+_SHOWN_DIGITS = 40
+
+
+def decode_json_input(text: str) -> JsonValue:
+    """JSON text that comes from outside (`--tool-input`, a model's tool-call arguments) as
+    a value, under the bounds every JSON value has: TooDeepError when it nests deeper than
+    MAX_JSON_DEPTH, JsonSyntaxError when it does not parse (`not valid JSON (REASON)`),
+    NotJsonError when it holds an integer that does not fit in 64 bits. The one decoder of
+    such text."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc):  # orjson's own limit, far past MAX_JSON_DEPTH
+            raise TooDeepError(TOO_DEEP) from None
+        if _LONG_DIGITS.search(text):
+            _refuse_wide_integers(text)
+        raise JsonSyntaxError(f"not valid JSON ({exc})") from None
+    deep, wide = _bounds_of(value)
+    if deep:
+        raise TooDeepError(TOO_DEEP)
+    if wide:  # seldom: only then is the text read again, integers as their digits
+        _refuse_wide_integers(text)
+    return value
+
+
+def _bounds_of(value: JsonValue) -> tuple[bool, bool]:
+    """Whether a decoded value nests deeper than MAX_JSON_DEPTH, and whether it holds a
+    float as large as an integer outside 64 bits turns into. One walk of the value: model
+    arguments are a few nodes holding long strings, where searching the text would cost
+    more than parsing it."""
+    wide = type(value) is float and abs(value) >= _WIDE_AS_FLOAT
+    stack: list[tuple[JsonValue, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is not dict and kind is not list:
+            continue
+        if depth > MAX_JSON_DEPTH:
+            return True, wide
+        for child in item.values() if kind is dict else item:
+            inner = type(child)
+            if inner is dict or inner is list:
+                stack.append((child, depth + 1))
+            elif inner is float and abs(child) >= _WIDE_AS_FLOAT:
+                wide = True
+    return False, wide
+
+
+def _refuse_wide_integers(text: str) -> None:
+    """Raise NotJsonError for the first integer of `text` outside 64 bits (the stdlib
+    parser hands each integer over as its digits)."""
+
+    def integer(digits: str) -> int:
+        size = len(digits.lstrip("-"))
+        if size <= 20:
+            number = int(digits)
+            if -(2**63) <= number < 2**64:
+                return number
+        shown = digits if size <= _SHOWN_DIGITS else f"of {size} digits"
+        raise NotJsonError(f"integer {shown} does not fit in 64 bits")
+
+    try:
+        json.loads(text, parse_int=integer)
+    except ValueError as exc:
+        if isinstance(exc, NotJsonError):
+            raise
+        # not JSON to the stdlib either: orjson's reason is the one given
 
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)

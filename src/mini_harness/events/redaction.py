@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import attrs
 
@@ -106,3 +106,14 @@ class KeyFinder:
         if not any(piece in lowered for piece in self.pieces):
             return text
         return self.regex.sub(marker, text)
+
+
+PROVIDER_KEY_VARIABLES = ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+"""The variables that hold the remote model providers' API keys (agent/providers/choice.py
+chooses a provider by the first one set, in this order)."""
+
+
+def configured_keys(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The API keys the environment gives the remote providers (whichever is chosen, if
+    any): what no output may show, of a run or of any command that prints."""
+    return tuple(value for name in PROVIDER_KEY_VARIABLES if (value := env.get(name, "").strip()))

@@ -19,7 +19,7 @@ from mini_harness.runtime.definitions import (
 )
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
-from mini_harness.runtime.results import ToolResult, display_failure, display_result
+from mini_harness.runtime.results import ToolResult, display_failure, display_result, tool_error
 
 if TYPE_CHECKING:
     from mini_harness.runtime.context_report import (
@@ -54,4 +54,5 @@ __all__ = [
     "mcp_tool",
     "openai_tool",
     "render_context_report",
+    "tool_error",
 ]

@@ -30,7 +30,6 @@ from mini_harness.events import (
     NullSink,
     RunStarted,
     ToolCalled,
-    ToolError,
     ToolFailed,
     ToolSucceeded,
     check_json,
@@ -40,7 +39,7 @@ from mini_harness.events import (
 from mini_harness.events.jsonvalue import bounded_repr, bounded_str
 from mini_harness.runtime.definitions import ToolDefinition
 from mini_harness.runtime.registry import RegisteredTool, ToolRegistry
-from mini_harness.runtime.results import ToolResult, WithEffects, recordable
+from mini_harness.runtime.results import ToolResult, WithEffects, recordable, tool_error
 from mini_harness.runtime.validation import decode_arguments
 
 if TYPE_CHECKING:
@@ -296,15 +295,7 @@ class ToolRuntime:
         error.call_id, error.duration_ms = call_id, duration
         if os.getpid() != self._pid:  # in a child a handler forked: the parent's call
             return
-        invalid = error if isinstance(error, InvalidInputError) else None
-        violations = tuple(v.to_json() for v in invalid.violations) if invalid else ()
-        detail = ToolError(
-            error.kind,
-            recordable(error.message),
-            path=recordable(invalid.path) if invalid else None,
-            type=recordable(error.error_type) if isinstance(error, ToolHandlerError) else None,
-            violations=violations or None,
-        )
+        detail = tool_error(error)
         self.sink.emit(ToolFailed(self._timestamp(), self.run_id, call_id, name, detail, duration))
 
     def _raised(

@@ -12,8 +12,9 @@ import math
 
 import attrs
 
+from mini_harness.errors import InvalidInputError, ToolCallError, ToolHandlerError
 from mini_harness.events import FileEffect as FileEffect  # noqa: PLC0414 (re-exported)
-from mini_harness.events import JsonObject, JsonValue
+from mini_harness.events import JsonObject, JsonValue, ToolError
 
 
 def sha256_of(data: bytes | None) -> str | None:
@@ -83,3 +84,18 @@ def recordable(text: str) -> str:
     if text.isascii():
         return text
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def tool_error(error: ToolCallError) -> ToolError:
+    """How a failed call's `error` is recorded (ToolFailed's `error`), and shown wherever a
+    failure is shown or compared: its kind and message, the JSON path and violations of
+    refused input, a handler's exception type."""
+    invalid = error if isinstance(error, InvalidInputError) else None
+    violations = tuple(v.to_json() for v in invalid.violations) if invalid else ()
+    return ToolError(
+        error.kind,
+        recordable(error.message),
+        path=recordable(invalid.path) if invalid else None,
+        type=recordable(error.error_type) if isinstance(error, ToolHandlerError) else None,
+        violations=violations or None,
+    )

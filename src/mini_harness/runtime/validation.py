@@ -10,9 +10,16 @@ from typing import Any, NoReturn
 import jsonschema_rs
 import orjson
 
-from mini_harness.errors import InvalidSchemaError, RemoteSchemaError, Violation, counted
+from mini_harness.errors import (
+    InvalidSchemaError,
+    NotJsonError,
+    RemoteSchemaError,
+    TooDeepError,
+    Violation,
+    counted,
+)
 from mini_harness.events import JsonObject, JsonValue
-from mini_harness.events.jsonvalue import TOO_DEEP
+from mini_harness.events.jsonvalue import decode_json_input
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 # The meta-schemas jsonschema-rs carries with it (compared without a trailing "#"): any
@@ -205,16 +212,19 @@ class InputValidator:
 
 def decode_arguments(tool: str, text: str) -> tuple[JsonValue, str | None]:
     """A call's input given as JSON text (a model's tool-call arguments), and why it cannot
-    be used (None when it can). Text that does not parse is kept as it is, and its problem
+    be used (None when it can). Text that is not usable is kept as it is, and its problem
     is the message the caller is told: `Invalid arguments for TOOL: not valid JSON (...)`,
-    asking for one JSON object; text nested past what the parser takes is refused as any
-    input nested deeper than MAX_JSON_DEPTH is."""
+    asking for one JSON object, when it does not parse; `Invalid input for TOOL: ...` when
+    it breaks the bounds `--tool-input` has (nesting, integers outside 64 bits), in the
+    same words."""
     try:
-        return orjson.loads(text), None
-    except orjson.JSONDecodeError as exc:
-        if "depth limit" in str(exc):  # orjson's own limit, far past MAX_JSON_DEPTH
-            return text, f"Invalid input for {tool}: {TOO_DEEP}"
-        return text, (
-            f"Invalid arguments for {tool}: not valid JSON ({exc}). "
-            "Send the arguments as one JSON object."
-        )
+        return decode_json_input(text), None
+    except TooDeepError as exc:
+        return text, f"Invalid input for {tool}: {exc}"
+    except NotJsonError as exc:
+        if str(exc).startswith("not valid JSON"):
+            return (
+                text,
+                f"Invalid arguments for {tool}: {exc}. Send the arguments as one JSON object.",
+            )
+        return text, f"Invalid input for {tool}: {exc}"

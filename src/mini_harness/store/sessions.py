@@ -139,6 +139,13 @@ class SessionStore:
     def __repr__(self) -> str:
         return f"<SessionStore(root={str(self.root)!r})>"
 
+    def make(self) -> None:
+        """Make the store's directory if it is not there: readable by its owner alone, as
+        sessions hold what the tools read and the model said (a directory that exists
+        keeps its mode; writing in it says why, if it cannot be made)."""
+        with contextlib.suppress(OSError):
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+
     def new_transcript(self, run_id: str, now: dt.datetime | None = None) -> Path:
         """Where a session whose first run is `run_id`, starting `now`, is recorded."""
         now = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)

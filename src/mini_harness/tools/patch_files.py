@@ -21,10 +21,8 @@ import attrs
 
 from mini_harness.errors import PatchConflictError, WorkspaceError
 from mini_harness.runtime.confined import file_kind
-from mini_harness.tools.workspace import Workspace, quote_path
+from mini_harness.tools.workspace import CLOEXEC, Workspace, open_below, quote_path
 
-CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | CLOEXEC
 READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | CLOEXEC
 
 
@@ -80,7 +78,7 @@ class PatchTree:
     _read: dict[str, Found | None] = attrs.field(factory=dict, init=False)
 
     def __enter__(self) -> PatchTree:
-        self._dirs[()] = os.open(self.workspace.root, _DIR_FLAGS)
+        self._dirs[()] = self.workspace.open_root()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -102,13 +100,13 @@ class PatchTree:
             return None
         name = parts[-1]
         try:
-            fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+            fd = open_below(parent, name)
         except FileNotFoundError:
             if made is None:
                 return None
             os.mkdir(name, 0o777, dir_fd=parent)
             made.append((parent, name))
-            fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+            fd = open_below(parent, name)
         except OSError as exc:
             raise WorkspaceError(shown, _unreachable(shown, parts, parent, exc)) from None
         self._dirs[parts] = fd

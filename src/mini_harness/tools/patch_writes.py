@@ -23,8 +23,8 @@ from typing import Final
 import attrs
 
 from mini_harness.errors import PatchConflictError, WorkspaceError
-from mini_harness.tools.patch_files import CLOEXEC, READ_FLAGS, FileWrite, PatchTree
-from mini_harness.tools.workspace import quote_path
+from mini_harness.tools.patch_files import READ_FLAGS, FileWrite, PatchTree
+from mini_harness.tools.workspace import CLOEXEC, quote_path
 
 _SPARE_PREFIX: Final = secrets.token_hex(6)
 _STAGERS: Final = 8  # threads staging the files of a large patch

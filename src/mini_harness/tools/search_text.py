@@ -13,7 +13,7 @@ from typing import Any, Final
 import attrs
 import regex as regex_engine
 
-from mini_harness.errors import FileRefusedError, SearchBudgetError
+from mini_harness.errors import FileRefusedError, SearchBudgetError, SearchDeadlineError
 from mini_harness.events import JsonObject
 from mini_harness.tools.definitions import DEFAULT_MAX_FILE_BYTES
 from mini_harness.tools.definitions import SEARCH_DEFAULT_MAX_RESULTS as DEFAULT_MAX_RESULTS
@@ -58,10 +58,6 @@ def byte_prefilter(query: str, *, regex: bool, case_sensitive: bool) -> Callable
     )
 
 
-class _OutOfBudget(Exception):
-    """Internal: the search's deadline passed (inside the regex engine or between files)."""
-
-
 @attrs.define
 class RegexClock:
     """The wall-clock deadline of one regex search, and the file it is at."""
@@ -70,10 +66,10 @@ class RegexClock:
     path: str = "."
 
     def check(self) -> float:
-        """The seconds left; _OutOfBudget when none are."""
+        """The seconds left; SearchDeadlineError when none are."""
         left = self.deadline - time.monotonic()
         if left <= 0:
-            raise _OutOfBudget
+            raise SearchDeadlineError
         return left
 
 
@@ -103,7 +99,7 @@ def pattern_finder(pattern: regex_engine.Pattern[str], clock: RegexClock) -> Fin
         try:
             found = pattern.search(text, pos, timeout=clock.check())
         except TimeoutError:
-            raise _OutOfBudget from None
+            raise SearchDeadlineError from None
         return None if found is None else found.span()
 
     return find_pattern
@@ -178,7 +174,7 @@ class SearchText:
         )
         worker.start()
         worker.join(max(clock.deadline - time.monotonic(), 0.0))
-        if not outcome or isinstance(outcome[0], _OutOfBudget):
+        if not outcome or isinstance(outcome[0], SearchDeadlineError):
             budget, where = self.regex_budget, clock.path
             raise SearchBudgetError(
                 f"Regex search exceeded its {budget:g} s budget (while searching "

@@ -25,6 +25,7 @@ from mini_harness.tools.workspace import (
     Location,
     Workspace,
     decodable_path,
+    open_below,
 )
 
 _IGNORE_FILE_MAX_BYTES = 1 << 20
@@ -89,10 +90,6 @@ def _ancestor_ignores(workspace: Workspace, top: Location) -> list[IgnoreFile]:
     return files
 
 
-# O_NOFOLLOW: a directory checked as such and then swapped for a symlink is not entered.
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
 def open_directory(workspace: Workspace, real: str) -> int:
     """A descriptor on the resolved directory `real` inside the workspace, opened one name
     at a time from the root, each relative to its parent and never through a symlink.
@@ -100,11 +97,11 @@ def open_directory(workspace: Workspace, real: str) -> int:
     Raises OSError when a directory on the way is gone or was swapped for a symlink since
     `real` was resolved (ELOOP, ENOTDIR): the walk then lists nothing there.
     """
-    fd = os.open(workspace.root, _DIR_FLAGS)
+    fd = workspace.open_root()
     try:
         relative = workspace.relative(real)
         for name in [] if relative == "." else relative.split("/"):
-            inner = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            inner = open_below(fd, name)
             os.close(fd)
             fd = inner
     except BaseException:
@@ -214,7 +211,7 @@ def _visit(
                 return None
             inner = _load_ignore(workspace, real, real_rel)
             try:
-                fd = os.open(name, _DIR_FLAGS, dir_fd=frame.fd)
+                fd = open_below(frame.fd, name)
             except OSError:
                 return None  # gone, unreadable, or swapped for a symlink since scandir saw it
             ignores = [*frame.ignores, inner] if inner is not None else frame.ignores

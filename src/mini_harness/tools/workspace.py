@@ -15,7 +15,7 @@ import os
 import posixpath
 import stat
 from pathlib import Path
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 import attrs
 import orjson
@@ -80,6 +80,19 @@ def identity(info: os.stat_result) -> Identity:
     return info.st_dev, info.st_ino
 
 
+CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+# O_NOFOLLOW: a directory checked as such and then swapped for a symlink is not entered.
+_DIRECTORY_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | CLOEXEC
+
+
+def open_below(parent: int, name: str) -> int:
+    """A descriptor on the directory `name` inside the directory open as `parent`, never
+    through a symlink: OSError (ELOOP, ENOTDIR) when `name` is a link or no directory,
+    FileNotFoundError when it is gone. The one step of every descriptor walk from the
+    root (the listing walk, apply_patch)."""
+    return os.open(name, _DIRECTORY_FLAGS, dir_fd=parent)
+
+
 @attrs.frozen
 class Workspace:
     """The directory the file tools are confined to (resolved, symlinks included).
@@ -141,6 +154,10 @@ class Workspace:
     def protects_file(self, info: os.stat_result) -> bool:
         """True when the file `info` describes is a protected file, by whatever name."""
         return identity(info) in self._pinned.values()
+
+    def open_root(self) -> int:
+        """A descriptor on the root, where every descriptor walk starts (see open_below)."""
+        return os.open(self.root, _DIRECTORY_FLAGS)
 
     def relative(self, real: str) -> str:
         """The workspace-relative posix form of a resolved path inside the workspace."""

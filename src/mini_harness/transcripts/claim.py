@@ -28,6 +28,7 @@ import attrs
 
 from mini_harness.errors import DecodeError, RunContinuedError, RunInProgressError
 from mini_harness.events import Event, RunStarted
+from mini_harness.events.wire import camel
 from mini_harness.transcripts.codec import decode_line
 
 _SCAN_BYTES = 1 << 20
@@ -90,7 +91,8 @@ class Claim:
 
     def _markers(self) -> tuple[bytes, ...]:
         ids = sorted({self.run_id, *self.read})
-        return (b'"resumedFrom"', *(f'"runId":"{run_id}"'.encode() for run_id in ids))
+        resumed, run = camel("resumed_from"), camel("run_id")  # as the wire spells them
+        return (f'"{resumed}"'.encode(), *(f'"{run}":"{run_id}"'.encode() for run_id in ids))
 
 
 class ContinuingSink:

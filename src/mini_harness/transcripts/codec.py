@@ -420,16 +420,18 @@ class Redactor:
         """A copy of one line's JSON object with every payload string redacted (never the
         envelope: a secret equal to a type name or a hash must not break the line or chain)."""
         return {
-            key: value if key in ENVELOPE else self._value(value) for key, value in wire.items()
+            key: value if key in ENVELOPE else self.redact_value(value)
+            for key, value in wire.items()
         }
 
-    def _value(self, value: Any) -> Any:
+    def redact_value(self, value: Any) -> Any:
+        """A JSON value with every string in it redacted (object keys too, see `_object`)."""
         if isinstance(value, str):
             return self.redact_text(value)
         if isinstance(value, dict):
             return self._object(value)
         if isinstance(value, list | tuple):
-            return [self._value(item) for item in value]
+            return [self.redact_value(item) for item in value]
         return value
 
     def _object(self, value: dict[str, Any]) -> dict[str, Any]:
@@ -446,5 +448,5 @@ class Redactor:
                 head, marker, tail = new.rpartition(REDACTED)
                 key = f"{head}[REDACTED-{number}]{tail}" if marker else f"{new}-{number}"
             taken.add(key)
-            out[key] = self._value(item)
+            out[key] = self.redact_value(item)
         return out

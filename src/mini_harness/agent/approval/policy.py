@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from mini_harness.agent.approval.policy_file import POLICY_FILE, read_policy_bytes
+from mini_harness.agent.approval.policy_file import POLICY_FILE
 from mini_harness.errors import PolicyError
 from mini_harness.events import JsonValue
+from mini_harness.runtime.control_file import read_control_file
 from mini_harness.runtime.definitions import ToolDefinition
 
 if TYPE_CHECKING:  # the shell grammar (tree-sitter) loads for the first command rule
@@ -244,7 +245,7 @@ def load_policy(workspace_root: str | os.PathLike[str], mode: str = "ask") -> Ap
     """The workspace's policy file (if it has one) with the --approve mode, read once: the
     rules and the file's sha256 (of no bytes when there is no file) are what a run keeps,
     whatever happens to the file later. PolicyError names what is wrong with it."""
-    raw = read_policy_bytes(Path(workspace_root) / POLICY_FILE)
+    raw = read_control_file(Path(workspace_root) / POLICY_FILE, POLICY_FILE)
     sha256 = hashlib.sha256(raw or b"").hexdigest()
     if raw is None:
         return ApprovalPolicy((), mode, sha256)

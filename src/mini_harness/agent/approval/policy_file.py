@@ -1,56 +1,9 @@
-"""Reading `.mini-harness/policy.toml` (and every other control file: the config files
-of cli/settings.py): a regular file of bounded size, or nothing.
-
-The file is read once, when a run starts; a FIFO is never waited on and a device never
-read from, so no policy or config file can hang or exhaust the process that reads it.
-"""
+"""Where the approval policy is: `.mini-harness/policy.toml` in the workspace, read as
+every control file is (runtime/control_file.py: a regular file of bounded size, never a
+FIFO or a device)."""
 
 from __future__ import annotations
 
-import os
-import stat
-from pathlib import Path
 from typing import Final
 
-from mini_harness.errors import PolicyError
-
 POLICY_FILE: Final = ".mini-harness/policy.toml"
-MAX_POLICY_BYTES: Final = 1 << 20
-"""A policy file is a few rules: anything larger than this is refused, not read."""
-
-_FILE_KINDS: Final = {
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFDIR: "a directory",
-    stat.S_IFSOCK: "a socket",
-}
-
-
-def read_policy_bytes(path: Path, shown: str = POLICY_FILE) -> bytes | None:
-    """The bytes of the policy file at `path` (named `shown` in errors), None if there is
-    none. Only a regular file of at most MAX_POLICY_BYTES is read: a FIFO is never waited
-    on (opened non-blocking), a device such as /dev/zero never read from."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise PolicyError(shown, f"{shown} cannot be read: {exc.strerror}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = _FILE_KINDS.get(stat.S_IFMT(mode), "a special file")
-            raise PolicyError(shown, f"{shown} is {kind}, not a regular file: it was not read")
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read(MAX_POLICY_BYTES + 1)
-    except OSError as exc:
-        raise PolicyError(shown, f"{shown} cannot be read: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_POLICY_BYTES:
-        raise PolicyError(
-            shown,
-            f"{shown} is larger than {MAX_POLICY_BYTES:,} bytes: it was not read",
-        )
-    return data

@@ -13,7 +13,6 @@ from mini_harness.agent.providers.choice import (
     HoldsSecrets,
     RequestLimits,
     choose_provider,
-    configured_keys,
     provider_secrets,
 )
 from mini_harness.agent.providers.interface import (
@@ -25,6 +24,7 @@ from mini_harness.agent.providers.interface import (
 )
 from mini_harness.agent.providers.mock import MockProvider
 from mini_harness.agent.providers.script import ScriptProvider, parse_script
+from mini_harness.events.redaction import configured_keys  # what a run's output hides
 
 __all__ = [
     "FINISH_REASONS",

@@ -96,7 +96,7 @@ def _blocks(message: Message) -> list[Block]:
     return blocks
 
 
-def to_wire(messages: Iterable[Message]) -> tuple[str, list[MessageParam]]:
+def to_wire_messages(messages: Iterable[Message]) -> tuple[str, list[MessageParam]]:
     """The system prompt and the Messages-API conversation for the neutral messages.
 
     Tool results become user turns; consecutive turns of one role are merged, tool
@@ -194,7 +194,7 @@ class AnthropicProvider(SdkProvider[MessagesArguments, WireMessage, RawMessageSt
 
     def _body(self, request: ModelRequest) -> MessagesArguments:
         params = ModelParams.of(request.params)
-        system, messages = to_wire(request.messages)
+        system, messages = to_wire_messages(request.messages)
         # The tools' wire form is the definitions' own (`tools --format anthropic`).
         tools = [cast(ToolUnionParam, anthropic_tool(tool)) for tool in request.tools]
         return MessagesArguments(

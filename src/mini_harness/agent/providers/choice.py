@@ -15,9 +15,7 @@ whoever prints or records what a run produced redacts them (`provider_secrets`).
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import math
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,6 +28,12 @@ from mini_harness.agent.providers.mock import MockProvider
 from mini_harness.agent.providers.remote import WIRES, RemoteProvider
 from mini_harness.agent.providers.script import ScriptProvider
 from mini_harness.errors import ProviderSetupError
+from mini_harness.runtime.request_limits import (
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    request_retries,
+    request_timeout,
+)
 
 PROVIDER_NAMES = ("anthropic", "deepseek", "mock", "openai", "openai-compatible", "script")
 
@@ -56,12 +60,6 @@ _REMOTES: dict[str, tuple[str, str | None, str]] = {
     "openai-compatible": ("OPENAI", None, "gpt-4o-mini"),
     "anthropic": ("ANTHROPIC", "https://api.anthropic.com", "claude-haiku-4-5"),
 }
-
-
-DEFAULT_TIMEOUT = 120.0
-"""Seconds an attempt of a model request may take (connecting, or waiting for data)."""
-DEFAULT_RETRIES = 2
-"""How many times a failed attempt the retry policy allows is tried again."""
 
 
 @attrs.frozen
@@ -92,37 +90,6 @@ def _number(env: Mapping[str, str], name: str, default: float, *, whole: bool) -
         return request_retries(text) if whole else request_timeout(text)
     except ValueError as exc:
         raise ProviderSetupError(f"{name}={text!r}: expected {exc.args[0]}") from None
-
-
-def request_timeout(value: object) -> float:
-    """A model request's timeout as given (a number, or its text): seconds above 0, else a
-    ValueError saying what was expected. The one check of every place that sets it."""
-    number = math.nan
-    if isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            number = float(value.strip())
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        number = float(value)
-    if not math.isfinite(number) or number <= 0:
-        raise ValueError("a number of seconds above 0")
-    return number
-
-
-def request_retries(value: object) -> int:
-    """How often a failed model request is tried again, as given (a whole number, or its
-    text): 0 or more, else a ValueError saying what was expected."""
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if type(value) is not int or value < 0:
-        raise ValueError("a whole number, 0 or more")
-    return value
-
-
-def configured_keys(env: Mapping[str, str]) -> tuple[str, ...]:
-    """The API keys the environment gives the remote providers (whichever is chosen): what
-    no output may show."""
-    names = dict.fromkeys(f"{prefix}_API_KEY" for prefix, _, _ in _REMOTES.values())
-    return tuple(value for name in names if (value := _setting(env, name)))
 
 
 def _setting(env: Mapping[str, str], name: str) -> str | None:

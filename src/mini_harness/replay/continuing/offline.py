@@ -28,25 +28,20 @@ from mini_harness.agent import (
     call_outcome,
 )
 from mini_harness.errors import ModelError, counted
-from mini_harness.events import Event, JsonValue, ModelRequested
+from mini_harness.events import Event, JsonValue, ModelRequested, ToolError, ToolFailed
 from mini_harness.replay.continuing.outcomes import (
     DIVERGED,
-    MATCHED,
-    NOW_FAILS,
-    NOW_SUCCEEDS,
     SKIPPED,
     RerunOutcome,
 )
 from mini_harness.replay.continuing.plans import continued_config
 from mini_harness.replay.continuing.rerun import (
-    RECORDED_DENIED,
+    compare,
     denied_today,
     diff,
+    held_back,
     json_lines,
-    recorded_denied,
     refused_today,
-    safe_to_repeat,
-    side_effects,
 )
 from mini_harness.replay.history import Call, Run
 from mini_harness.runtime.approval import Approver
@@ -113,6 +108,7 @@ class RecordedRun(SilentReporter):
         self.model = run.model.name if run.model is not None else ""
         self._next = 0
         self._served: set[tuple[int, str]] = set()
+        self._failure: ToolError | None = None  # how the call being run failed, as recorded
         self._recorded = {
             (step.number, call.tool_use_id): call for step in run.steps for call in step.calls
         }
@@ -123,6 +119,8 @@ class RecordedRun(SilentReporter):
     def emit(self, event: Event) -> None:
         if isinstance(event, ModelRequested):
             self.last_hash = event.request_hash
+        elif isinstance(event, ToolFailed):
+            self._failure = event.error
 
     def complete(
         self,
@@ -163,8 +161,8 @@ class RecordedRun(SilentReporter):
 
     def serve(self, step: int, call: ToolCall) -> ToolOutcome | None:
         """The recorded result of a call that may not run again (None: it runs): one
-        recorded as denied, one with side effects (unless they are allowed), one today's
-        approver does not allow."""
+        recorded as denied, one whose input was not recorded whole, one with side effects
+        (unless they are allowed), one today's approver does not allow."""
         recorded = self._recorded.get((step, call.id))
         reason = self._held_back(step, call, recorded)
         if reason is None:
@@ -180,10 +178,10 @@ class RecordedRun(SilentReporter):
         return ToolOutcome(call, message, output=orjson.loads(message.content))
 
     def _held_back(self, step: int, call: ToolCall, recorded: Call | None) -> str | None:
-        if recorded is not None and recorded_denied(recorded):
-            return RECORDED_DENIED
-        if not self.allow_side_effects and not safe_to_repeat(self.registry, call.name):
-            return side_effects(call.name)
+        allow = self.allow_side_effects
+        reason = held_back(self.registry, call.name, recorded, allow_side_effects=allow)
+        if reason is not None:
+            return reason
         tool_input, refused = decode_arguments(call.name, call.arguments)
         if refused is not None:  # dispatch refuses it without running anything
             return None
@@ -196,20 +194,27 @@ class RecordedRun(SilentReporter):
         asked = outcome.call
         if (step, asked.id) in self._served:
             return
+        failure, self._failure = self._failure, None
         recorded = self._recorded.get((step, asked.id))
         if recorded is None:
             reason = "the recorded run never made this call"
             self._add(RerunOutcome(None, DIVERGED, reason, step=step, asked=asked))
             return
-        then, now = recorded.result_message(asked), outcome.message
-        if then == now:
-            found = MATCHED
-        elif then.is_error == now.is_error:
-            found = DIVERGED
-        else:
-            found = NOW_FAILS if now.is_error else NOW_SUCCEEDS
+        if outcome.error is None:
+            failure = None
+        elif failure is None:  # every failed dispatch records ToolFailed; this is a guard
+            failure = ToolError("handler_error", outcome.error)
+        found = compare(recorded, outcome.output, failure)
         self._add(
-            RerunOutcome(recorded, found, outcome.error, outcome.output, step=step, asked=asked)
+            RerunOutcome[Call | None](
+                recorded,
+                found.outcome,
+                found.reason,
+                found.current,
+                found.diff,
+                step=step,
+                asked=asked,
+            )
         )
 
 

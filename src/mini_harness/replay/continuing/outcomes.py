@@ -55,7 +55,7 @@ RecordT = TypeVar("RecordT", bound=Call | None)
 class RerunOutcome(Generic[RecordT]):
     """A recorded call made again, or not, and compared with its record: `outcome` is one of
     OUTCOMES, `reason` why it was skipped (or how it fails now), `current` its new output
-    (or its new error as {kind, message}), `diff` what differs from the record.
+    (or its new error as ToolFailed records it), `diff` what differs from the record.
 
     A re-run of a transcript's calls has one per recorded call (`call`, always there). An
     offline replay of an agent run has one per call the recorded answers ask for at `step`

@@ -15,7 +15,15 @@ import attrs
 import orjson
 
 from mini_harness.errors import ToolCallError, ToolDeniedError
-from mini_harness.events import EventSink, JsonObject, JsonValue, NullSink, utc_timestamp
+from mini_harness.events import (
+    EventSink,
+    JsonObject,
+    JsonValue,
+    NullSink,
+    ToolError,
+    to_wire,
+    utc_timestamp,
+)
 from mini_harness.replay.continuing.outcomes import (
     DIVERGED,
     MATCHED,
@@ -38,6 +46,7 @@ from mini_harness.replay.history import (
 from mini_harness.runtime.approval import Approver, PendingCall
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
+from mini_harness.runtime.results import tool_error
 from mini_harness.transcripts.codec import OMITTED_KEY, REDACTED, is_omitted, omitted_marker
 
 _DIFF_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
@@ -170,6 +179,57 @@ def safe_to_repeat(registry: ToolRegistry, name: str) -> bool:
     return hints is not None and hints.safe_to_repeat
 
 
+def held_back(
+    registry: ToolRegistry, name: str, recorded: Call | None, *, allow_side_effects: bool
+) -> str | None:
+    """Why a call may not run again before today's approver is even asked (None: it may):
+    the call-by-call re-run and the offline replay both ask this. A call recorded as denied
+    never runs again; one whose input was not recorded whole would test the tool against
+    what it was never given; a tool of `name` (what the call runs as) with side effects
+    runs only when they are allowed. `recorded`: None for a call the record never made."""
+    if recorded is not None:
+        if recorded_denied(recorded):
+            return RECORDED_DENIED
+        unrecorded = unrecorded_input(recorded)
+        if unrecorded is not None:
+            return unrecorded
+    if not allow_side_effects and not safe_to_repeat(registry, name):
+        return side_effects(name)
+    return None
+
+
+def compare(call: Call, output: JsonValue, failure: ToolError | None) -> RerunOutcome[Call]:
+    """A recorded call compared with what running it again gave: `output`, or `failure`
+    when it failed. The call-by-call re-run and the offline replay both compare this way.
+
+    Outputs compare as JSON values (true is not 1); an output too large to record is
+    compared by the size and SHA-256 its marker holds. Failures compare by their recorded
+    form; a tool unknown then and now matches whatever its message lists (the registry of
+    the day, whose changes the drift report names). A call in doubt has nothing to compare
+    with: it now succeeds or now fails."""
+    if failure is not None:
+        current: JsonObject = to_wire(failure)
+        reason = f"{failure.kind}: {failure.message}"
+        if call.error is None:
+            return RerunOutcome(call, NOW_FAILS, reason, current)
+        recorded: JsonObject = to_wire(call.error)
+        if json_equal(recorded, current) or call.error.kind == failure.kind == "unknown_tool":
+            return RerunOutcome(call, MATCHED, None, current)
+        return RerunOutcome(call, DIVERGED, reason, current, json_diff(call, recorded, current))
+    # Through JSON and back, so tuples and the like compare as the arrays they record as.
+    now = orjson.loads(orjson.dumps(output))
+    if call.status != SUCCEEDED:
+        return RerunOutcome(call, NOW_SUCCEEDS, None, now)
+    then, compared = call.output, now
+    if isinstance(then, dict) and is_omitted(then):
+        # Too large to record: the marker's size and SHA-256 are what can be compared.
+        marker = omitted_marker(orjson.dumps(now), 0)
+        compared = {**marker, OMITTED_KEY: then[OMITTED_KEY]}
+    if json_equal(then, compared):
+        return RerunOutcome(call, MATCHED, None, now)
+    return RerunOutcome(call, DIVERGED, None, now, json_diff(call, then, compared))
+
+
 @attrs.frozen
 class RerunAs:
     """The call to dispatch in place of a recorded one whose tool goes by another name
@@ -234,18 +294,15 @@ class TranscriptRerun:
     def rerun_call(self, call: Call) -> RerunOutcome[Call]:
         if call.status == IN_DOUBT:
             return RerunOutcome(call, SKIPPED, "in doubt: no recorded outcome to compare with")
-        if recorded_denied(call):
-            return RerunOutcome(call, SKIPPED, RECORDED_DENIED)
-        unrecorded = unrecorded_input(call)
-        if unrecorded is not None:
-            return RerunOutcome(call, SKIPPED, unrecorded)
         run = self._runs.get(call.run_id)
         target = self.translate(run, call) if self.translate and run is not None else None
         if isinstance(target, str):
             return RerunOutcome(call, SKIPPED, target)
         name = call.name if target is None else target.name
-        if not self.allow_side_effects and not safe_to_repeat(self.registry, name):
-            return RerunOutcome(call, SKIPPED, side_effects(name))
+        allow = self.allow_side_effects
+        reason = held_back(self.registry, name, call, allow_side_effects=allow)
+        if reason is not None:
+            return RerunOutcome(call, SKIPPED, reason)
         runtime = self._runtimes.get(call.run_id)
         if runtime is None:
             runtime = ToolRuntime(self.registry, self.sink, approver=self.approver)
@@ -255,35 +312,14 @@ class TranscriptRerun:
         except ToolDeniedError as exc:
             return RerunOutcome(call, SKIPPED, denied_today(exc.message))
         except ToolCallError as exc:
-            error: JsonObject = {"kind": exc.kind, "message": exc.message}
             if target is not None:
+                error = to_wire(tool_error(exc))
                 return _compare_outcome(call, target, error, f"{exc.kind}: {exc.message}")
-            return self._compare_failure(call, error)
-        # Through JSON and back, so tuples and the like compare as the arrays they record as.
-        current = orjson.loads(orjson.dumps(result.output))
+            return compare(call, None, tool_error(exc))
         if target is not None:
+            current = orjson.loads(orjson.dumps(result.output))
             return _compare_outcome(call, target, current, _process_failure(current))
-        if call.status != SUCCEEDED:
-            return RerunOutcome(call, NOW_SUCCEEDS, None, current)
-        recorded, compared = call.output, current
-        if isinstance(recorded, dict) and is_omitted(recorded):
-            # Too large to record: the marker's size and SHA-256 are what can be compared.
-            marker = omitted_marker(orjson.dumps(current), 0)
-            compared = {**marker, OMITTED_KEY: recorded[OMITTED_KEY]}
-        if json_equal(recorded, compared):
-            return RerunOutcome(call, MATCHED, None, current)
-        return RerunOutcome(call, DIVERGED, None, current, json_diff(call, recorded, compared))
-
-    def _compare_failure(self, call: Call, error: JsonObject) -> RerunOutcome[Call]:
-        reason = f"{error['kind']}: {error['message']}"
-        if call.status == SUCCEEDED or call.error is None:
-            return RerunOutcome(call, NOW_FAILS, reason, error)
-        recorded: JsonObject = {"kind": call.error.kind, "message": call.error.message}
-        # A tool unknown then and now: its message lists the registry of the day, whose
-        # changes the drift report names.
-        if json_equal(recorded, error) or recorded["kind"] == error["kind"] == "unknown_tool":
-            return RerunOutcome(call, MATCHED, None, error)
-        return RerunOutcome(call, DIVERGED, reason, error, json_diff(call, recorded, error))
+        return compare(call, result.output, None)
 
     def report(self, history: History) -> RerunReport:
         """Run everything and collect the report (one object per call) of `history`, the

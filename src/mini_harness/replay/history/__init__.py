@@ -22,6 +22,7 @@ from mini_harness.replay.history.figures import (
     AgentFigures,
     LogProblem,
     Totals,
+    read_problems,
 )
 from mini_harness.replay.history.fold import FoldItem, TranscriptFold
 from mini_harness.replay.history.read import (
@@ -67,6 +68,7 @@ __all__ = [
     "fold_effects",
     "fold_transcript",
     "read_history",
+    "read_problems",
     "select_agent_run",
     "select_run",
     "select_step",

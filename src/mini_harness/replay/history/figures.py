@@ -7,6 +7,7 @@ from collections import Counter
 import attrs
 
 from mini_harness.events import JsonObject, Usage, to_wire
+from mini_harness.transcripts.log_fold import RecordSource
 
 UNFINISHED = "unfinished"
 """The stop reason shown for an agent run with no RunFinished (the process died)."""
@@ -32,6 +33,16 @@ class LogProblem:
 
     def to_json(self) -> JsonObject:
         return {"kind": self.kind, "line": self.line, "message": self.message}
+
+
+def read_problems(reader: RecordSource) -> list[LogProblem]:
+    """What reading a transcript found wrong with its lines: each break in the hash chain
+    (integrity) and a torn tail, as a history names them."""
+    found = [LogProblem("integrity", problem.line, problem.message) for problem in reader.problems]
+    tail = reader.torn_tail
+    if tail is not None:
+        found.append(LogProblem("torn-tail", tail.line, tail.describe()))
+    return found
 
 
 @attrs.frozen

@@ -40,7 +40,7 @@ from mini_harness.events import (
     UnknownEvent,
 )
 from mini_harness.replay.history.calls import FAILED, SUCCEEDED, Call
-from mini_harness.replay.history.figures import LogProblem
+from mini_harness.replay.history.figures import LogProblem, read_problems
 from mini_harness.replay.history.runs import History, Run
 from mini_harness.replay.history.select import RunSelection
 from mini_harness.replay.history.step_folder import StepFolder
@@ -342,16 +342,12 @@ class TranscriptFold(LogFold):
                 self._item(self._runs[record.event.run_id], record)  # type: ignore[union-attr]
         problems = history.problems
         problems += [LogProblem("integrity", p.line, p.message) for p in self.misplaced]
-        problems += [LogProblem("integrity", p.line, p.message) for p in reader.problems]
+        problems += read_problems(reader)
         problems += [LogProblem("protocol", p.line, p.message) for p in self.protocol.problems]
         problems += [
             LogProblem("in-doubt", opened.line, opened.message())
             for opened in self.agent_protocol.in_doubt()
         ]
-        if reader.torn_tail is not None:
-            problems.append(
-                LogProblem("torn-tail", reader.torn_tail.line, reader.torn_tail.describe())
-            )
         problems.sort(key=lambda problem: problem.line)
         history.events = reader.records_read
         history.unknown_events = sum(self.unknown.values())

@@ -46,7 +46,7 @@ def problems(history: History) -> list[LogProblem]:
     return [problem for problem in history.problems if problem.kind != "in-doubt"]
 
 
-def verdict(history: History, differs: str = "") -> tuple[ExitCode, str]:
+def verdict_of(history: History, differs: str = "") -> tuple[ExitCode, str]:
     """The exit code of a transcript read into `history` (and re-run: `differs` names the
     outcomes that differ from the record, as `1 diverged`), by the one rule of every
     command (errors.exit_code_of), and what the error line says when it is not 0: what
@@ -106,7 +106,11 @@ def step_ms(step: Step) -> float | None:
 
 
 def call_counts(history: History) -> dict[str, int]:
-    """Calls of every run by status: succeeded, failed, in doubt (in that order)."""
+    """Calls of every run shown by status: succeeded, failed, in doubt (in that order).
+
+    What a selection kept (`show --status failed` counts only the failed calls), where
+    `History.totals` counts what the log records, which the exit code goes by whatever is
+    shown."""
     counts = dict.fromkeys((SUCCEEDED, FAILED, IN_DOUBT), 0)
     for run, _depth in history.walk():
         for call in run.every_call():
