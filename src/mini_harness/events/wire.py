@@ -51,11 +51,16 @@ def camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
-class Declared(msgspec.Struct, frozen=True, rename=camel):
+class Declared(msgspec.Struct, frozen=True, rename=camel, gc=False):
     """The base of every declared value (events and the payloads they carry): an immutable
     msgspec Struct whose wire keys are its fields in camelCase. `wire_rules` names the
     fields written otherwise than by the default rule (OMIT_DEFAULT, KEEP_NULL) and the ids
-    a field's name does not say (`identifies`)."""
+    a field's name does not say (`identifies`).
+
+    Instances are not tracked by the cycle collector (gc=False): a value holds only JSON
+    values and other declared values, made before it, so it is never part of a cycle, and
+    a reader holding a million of them does not pay for the collector walking them.
+    """
 
     wire_rules: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
