@@ -208,6 +208,8 @@ def test_import_command_into_a_directory_then_unchanged(tmp_path: Path) -> None:
     rows = orjson.loads(first.stdout)["sessions"]
     assert sorted(row["status"] for row in rows) == ["imported"] * 3
     assert sum(row["calls"] for row in rows) == 14
+    usage = [sum(row["usage"][key] or 0 for row in rows) for key in ("inputTokens", "outputTokens")]
+    assert usage == [18_720, 663]  # as `replay` sums the transcripts, below
     again = runner.invoke(cli, ["import", str(FIXTURES), "-o", str(target), "--json"])
     assert [row["status"] for row in orjson.loads(again.stdout)["sessions"]] == ["unchanged"] * 3
     corpus = runner.invoke(cli, ["replay", str(target)])

@@ -6,11 +6,10 @@ from __future__ import annotations
 from typing import Protocol
 
 import attrs
-import orjson
 
 from mini_harness.agent.providers import ModelResponse
 from mini_harness.errors import ModelError
-from mini_harness.events import JsonValue, Message, ToolCall
+from mini_harness.events import JsonValue, Message, ToolCall, tool_result_message
 
 
 @attrs.frozen
@@ -24,16 +23,19 @@ class ToolOutcome:
 
 
 def call_outcome(
-    call: ToolCall, *, output: JsonValue = None, error: str | None = None
+    call: ToolCall,
+    *,
+    output: JsonValue = None,
+    error: str | None = None,
+    imported: bool = False,
 ) -> ToolOutcome:
-    """The tool result message of `call`: its output as compact JSON, or, when it failed,
+    """The tool result message of `call`: its output as compact JSON (for a call imported
+    from another agent's session, as that agent gave it to its model), or, when it failed,
     `error`, the message its ToolFailed records, word for word, so the model can correct
-    itself."""
+    itself (events.tool_result_message)."""
+    message = tool_result_message(call, output=output, error=error, imported=imported)
     if error is None:
-        content = orjson.dumps(output).decode()
-        message = Message("tool", content, tool_call_id=call.id, name=call.name)
         return ToolOutcome(call, message, output=output)
-    message = Message("tool", error, tool_call_id=call.id, name=call.name, is_error=True)
     return ToolOutcome(call, message, error=error)
 
 

@@ -25,6 +25,8 @@ from mini_harness.events.conversation import (
     ToolCall,
     ToolDefinition,
     Usage,
+    text_of,
+    tool_result_message,
 )
 from mini_harness.events.jsonvalue import MAX_JSON_DEPTH, JsonObject, JsonValue, check_json
 from mini_harness.events.vocabulary import (
@@ -99,6 +101,8 @@ __all__ = [
     "check_json",
     "event_type",
     "new_id",
+    "text_of",
     "to_wire",
+    "tool_result_message",
     "utc_timestamp",
 ]

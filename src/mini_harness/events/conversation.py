@@ -12,11 +12,12 @@ unset is said per class (`wire_rules`, see wire.py).
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
+import orjson
 from msgspec.structs import force_setattr
 
-from mini_harness.events.jsonvalue import JsonObject
+from mini_harness.events.jsonvalue import JsonObject, JsonValue
 from mini_harness.events.wire import KEEP_NULL, OMIT_DEFAULT, Declared
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -51,6 +52,47 @@ class Message(Declared, frozen=True):
     is_error: bool = False
 
     wire_rules: ClassVar = {"tool_calls": OMIT_DEFAULT, "is_error": OMIT_DEFAULT}
+
+
+def text_of(value: Any) -> str:
+    """Content as the text a model reads, as another agent's session records it: a string
+    as it is, a block (an object with a `text`) as its text, a list of blocks as their
+    texts joined, anything else as its JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(text := value.get("text"), str):
+        return text
+    if isinstance(value, list):
+        parts = []
+        for block in value:
+            if isinstance(block, dict) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            elif isinstance(block, str):
+                parts.append(block)
+            else:
+                parts.append(orjson.dumps(block).decode())
+        return "\n".join(parts)
+    if value is None:
+        return ""
+    return orjson.dumps(value).decode()
+
+
+def tool_result_message(
+    call: ToolCall,
+    *,
+    output: JsonValue = None,
+    error: str | None = None,
+    imported: bool = False,
+) -> Message:
+    """The tool result message a model reads for `call`, the one way to make it: when the
+    call failed, `error` (the message its ToolFailed records, word for word); else its
+    output as compact JSON, or, for a call imported from another agent's session
+    (`imported`), the output as that agent gave it to its model (`text_of`: its text as
+    it is, not quoted)."""
+    if error is not None:
+        return Message("tool", error, tool_call_id=call.id, name=call.name, is_error=True)
+    content = text_of(output) if imported else orjson.dumps(output).decode()
+    return Message("tool", content, tool_call_id=call.id, name=call.name)
 
 
 def _plus(a: int | None, b: int | None) -> int | None:

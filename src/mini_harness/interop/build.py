@@ -35,15 +35,11 @@ from mini_harness.events import (
     JsonObject,
     JsonValue,
     Message,
-    ModelIdentity,
     ModelRequested,
     ModelResponded,
     ReplacedMessage,
     RunFinished,
-    RunOrigin,
-    RunSettings,
     RunStarted,
-    RunWorkspace,
     ToolCall,
     ToolCalled,
     ToolError,
@@ -52,6 +48,8 @@ from mini_harness.events import (
     UnknownEvent,
     Usage,
     new_id,
+    text_of,
+    tool_result_message,
 )
 from mini_harness.events.measure import RequestHasher, estimate_tokens
 
@@ -62,26 +60,6 @@ COMPACTED = "[compacted by the source agent:"
 """How a message replaced by a compaction begins (ContextTrimmed's placeholder)."""
 
 _NO_USAGE = Usage()
-
-
-def text_of(value: Any) -> str:
-    """A tool result or message content as the text a model reads: a string as it is, a
-    list of blocks as their texts joined, anything else as its JSON."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        parts = []
-        for block in value:
-            if isinstance(block, dict) and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-            elif isinstance(block, str):
-                parts.append(block)
-            else:
-                parts.append(orjson.dumps(block).decode())
-        return "\n".join(parts)
-    if value is None:
-        return ""
-    return orjson.dumps(value).decode()
 
 
 def ms_between(start: str | None, end: str | None) -> float:
@@ -176,36 +154,25 @@ class _Skeleton:
             self._file = None
 
 
-@attrs.frozen
-class RunStart:
-    """What a run's RunStarted says, but its task (its first user message)."""
-
-    run_id: str
-    ts: str
-    harness: str
-    imported: ImportSource
-    model: ModelIdentity | None = None
-    system_prompt: str | None = None
-    workspace: RunWorkspace | None = None
-    settings: RunSettings | None = None
-    spawned_by: RunOrigin | None = None
-    forked_from: RunOrigin | None = None
+def run_start(
+    run_id: str, ts: str, harness: str, imported: ImportSource, **fields: Any
+) -> RunStarted:
+    """An imported run's RunStarted as its first lines say it, before its task (its first
+    user message, set when the run starts) is known; ImportedRun.amend changes it until
+    then."""
+    return RunStarted(ts, run_id, harness, (), task="", imported=imported, **fields)
 
 
 class ImportedRun:
     """Write one run's events to `sink` as its source lines are read (see the module)."""
 
-    def __init__(self, sink: EventSink, start: RunStart) -> None:
+    def __init__(self, sink: EventSink, start: RunStarted) -> None:
         self.sink = sink
-        self.start = start
+        self.start = start  # what its RunStarted says, but its task
         self.run_id = start.run_id
-        self.model = start.model
-        self.settings = start.settings
-        self.workspace = start.workspace
-        self.harness = start.harness
-        self.start_ts = start.ts
         self._held: list[UnknownEvent] = []  # lines kept before the run started
-        self.task: str | None = None
+        self.task: str | None = None  # the first prompt a person wrote
+        self._first_message: str | None = None  # the task when no message is a prompt
         self.started = False
         self.step = 0
         self.calls = 0
@@ -229,20 +196,37 @@ class ImportedRun:
         return f"<ImportedRun(run_id={self.run_id!r}, step={self.step})>"
 
     @property
+    def imported(self) -> ImportSource:
+        """Where the run came from (its RunStarted's `imported`: run_start sets it)."""
+        imported = self.start.imported
+        assert imported is not None
+        return imported
+
+    def amend(self, **fields: Any) -> None:
+        """Change what the run's RunStarted says (its model, workspace, ...), until the
+        run has started."""
+        if not self.started:
+            self.start = replace(self.start, **fields)
+
+    @property
     def turn_open(self) -> bool:
         """Whether a model turn is being read (it becomes step `step + 1`)."""
         return self._turn is not None
 
     # --- what a reader says ---------------------------------------------------------
 
-    def user(self, ts: str, text: str) -> None:
+    def user(self, ts: str, text: str, *, prompt: bool = True) -> None:
         """A user's message (or one the source agent put in the conversation as the
-        user's)."""
+        user's). The first `prompt` (one a person wrote, not the agent's preamble: its
+        environment, permissions, instructions files) is the run's task; without any
+        before the run starts, the first message is."""
         self._close()
         self._seen(ts)
         self._input_ts = ts
-        if self.task is None:
+        if prompt and self.task is None and not self.started:
             self.task = text
+        if self._first_message is None:
+            self._first_message = text
         self._pending.append(Message("user", text))
 
     def output_text(self, ts: str, text: str, *, response_id: str | None = None) -> None:
@@ -416,22 +400,8 @@ class ImportedRun:
         if self.started:
             return
         start = self.start
-        self.sink.emit(
-            RunStarted(
-                ts=self.start_ts or ts,
-                run_id=self.run_id,
-                harness=self.harness,
-                tools=(),
-                task=self.task if self.task is not None else "",
-                model=self.model,
-                system_prompt=start.system_prompt,
-                workspace=self.workspace,
-                settings=self.settings,
-                imported=start.imported,
-                spawned_by=start.spawned_by,
-                forked_from=start.forked_from,
-            )
-        )
+        task = self.task if self.task is not None else self._first_message or ""
+        self.sink.emit(replace(start, ts=start.ts or ts, task=task))
         self.started = True
         for event in self._held:
             self.sink.emit(event)
@@ -511,9 +481,10 @@ class ImportedRun:
         tool_use_id, ts, output = result.call_id, result.ts, result.output
         opened = self._open.pop(tool_use_id)
         duration = ms_between(opened.ts, ts)
-        text = text_of(output)
+        asked = ToolCall(tool_use_id, opened.name, "")
         if result.is_error:
-            error = ToolError("handler_error", text)
+            message = tool_result_message(asked, error=text_of(output))
+            error = ToolError("handler_error", message.content)
             self.sink.emit(
                 ToolFailed(
                     ts=ts,
@@ -525,6 +496,7 @@ class ImportedRun:
                 )
             )
         else:
+            message = tool_result_message(asked, output=output, imported=True)
             self.sink.emit(
                 ToolSucceeded(
                     ts=ts,
@@ -537,8 +509,4 @@ class ImportedRun:
                 )
             )
         self.results += 1
-        self._pending.append(
-            Message(
-                "tool", text, tool_call_id=tool_use_id, name=opened.name, is_error=result.is_error
-            )
-        )
+        self._pending.append(message)

@@ -32,8 +32,15 @@ from typing import Any, Protocol
 
 import orjson
 
-from mini_harness.events import FileEffect, ModelIdentity, RunOrigin, Usage
-from mini_harness.interop.build import ImportedRun, RunStart
+from mini_harness.events import (
+    FileEffect,
+    ImportSource,
+    ModelIdentity,
+    RunOrigin,
+    RunStarted,
+    Usage,
+)
+from mini_harness.interop.build import ImportedRun, run_start
 from mini_harness.interop.source import SourceFile
 
 FORMAT = "claude"
@@ -179,9 +186,27 @@ def abandoned_branches(path: str) -> dict[int, int]:
     return {keys[i]: keys[root_of[i]] for i in range(count) if root_of[i] >= 0}
 
 
+# How the messages Claude Code writes as the user's begin when no person wrote them: a
+# local command and its output (`/model`, `/exit`), the caveat before them, a background
+# task's notice, the file the IDE has open.
+_NOT_PROMPTS = (
+    "<local-command-caveat>",
+    "<local-command-stdout>",
+    "<command-name>",
+    "<task-notification>",
+    "<ide_opened_file>",
+)
+
+
+def _person_wrote(text: str) -> bool:
+    """Whether a user message is a prompt a person wrote (one can be the run's task)."""
+    return not text.lstrip().startswith(_NOT_PROMPTS)
+
+
 def _windows(run: ImportedRun) -> bool:
     """Whether the session ran on Windows (its directory has a drive letter)."""
-    where = run.workspace.path if run.workspace is not None else ""
+    workspace = run.start.workspace
+    where = workspace.path if workspace is not None else ""
     return re.match(r"^[A-Za-z]:[\\/]", where) is not None
 
 
@@ -189,7 +214,8 @@ def _relative(path: str, run: ImportedRun) -> str:
     """A file's path as the session's file-history snapshots name it: relative to the
     session's directory when inside it, with the separators of the machine it ran on (a
     session from Windows has `C:\\...` directories)."""
-    where = run.workspace.path if run.workspace is not None else None
+    workspace = run.start.workspace
+    where = workspace.path if workspace is not None else None
     if not where:
         return path
     paths: Any = ntpath if _windows(run) else posixpath
@@ -308,13 +334,13 @@ class ClaudeReader:
         is often bookkeeping that says nothing)."""
         if run.started:
             return
-        found = start_of(line, run_id=run.run_id, imported=run.start.imported)
-        if run.workspace is None:
-            run.workspace = found.workspace
-        if run.harness == "claude-code":
-            run.harness = found.harness
-        if not run.start_ts:
-            run.start_ts = found.ts
+        start = run.start
+        found = start_of(line, run.run_id, run.imported)
+        run.amend(
+            workspace=start.workspace or found.workspace,
+            harness=found.harness if start.harness == "claude-code" else start.harness,
+            ts=start.ts or found.ts,
+        )
 
     def _user(self, number: int, line: dict[str, Any], run: ImportedRun) -> None:
         message = line.get("message")
@@ -324,8 +350,9 @@ class ClaudeReader:
             return
         content = message.get("content")
         ts = _ts(line, run)
+        meta = line.get("isMeta") is True  # written by Claude Code, not by a person
         if isinstance(content, str):
-            run.user(ts, content)
+            run.user(ts, content, prompt=not meta and _person_wrote(content))
         elif isinstance(content, list):
             texts = []
             for block in content:
@@ -336,7 +363,8 @@ class ClaudeReader:
                 elif block.get("type") == "text" and isinstance(block.get("text"), str):
                     texts.append(block["text"])
             if texts:
-                run.user(ts, "\n".join(texts))
+                text = "\n".join(texts)
+                run.user(ts, text, prompt=not meta and _person_wrote(text))
         else:
             self.source.problem(number, "a user message without content: kept")
         self._extra(number, line, run)
@@ -405,7 +433,7 @@ class ClaudeReader:
         response_id = message.get("id") if isinstance(message.get("id"), str) else None
         model = message.get("model")
         if isinstance(model, str) and not run.started and model != "<synthetic>":
-            run.model = ModelIdentity("anthropic", model)
+            run.amend(model=ModelIdentity("anthropic", model))
         content = message["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         kept = False
@@ -472,8 +500,11 @@ def _ts(line: dict[str, Any], run: ImportedRun) -> str:
     return ts if isinstance(ts, str) and ts else run.last_ts
 
 
-def start_of(line: dict[str, Any], **fields: Any) -> RunStart:
-    """What a session's first line says of its run (RunStart's other fields given)."""
+def start_of(
+    line: dict[str, Any], run_id: str, imported: ImportSource, **fields: Any
+) -> RunStarted:
+    """What a session's first line says of its run (its RunStarted's other fields
+    given)."""
     from mini_harness.events import RunSettings, RunWorkspace
 
     cwd, branch, version = line.get("cwd"), line.get("gitBranch"), line.get("version")
@@ -481,9 +512,11 @@ def start_of(line: dict[str, Any], **fields: Any) -> RunStart:
     if isinstance(cwd, str) and cwd:
         workspace = RunWorkspace(cwd, None, branch if isinstance(branch, str) and branch else None)
     ts = line.get("timestamp")
-    return RunStart(
-        ts=ts if isinstance(ts, str) else "",
-        harness=f"claude-code {version}" if isinstance(version, str) else "claude-code",
+    return run_start(
+        run_id,
+        ts if isinstance(ts, str) else "",
+        f"claude-code {version}" if isinstance(version, str) else "claude-code",
+        imported,
         workspace=workspace,
         settings=RunSettings("imported"),
         **fields,

@@ -10,6 +10,7 @@ lines between). The mapping is in docs/importing.md.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -19,10 +20,12 @@ from mini_harness.events import (
     JsonValue,
     ModelIdentity,
     RunSettings,
+    RunStarted,
     RunWorkspace,
     Usage,
+    text_of,
 )
-from mini_harness.interop.build import ImportedRun, RunStart, text_of
+from mini_harness.interop.build import ImportedRun, run_start
 from mini_harness.interop.source import SourceFile
 
 FORMAT = "codex"
@@ -35,6 +38,16 @@ _RECENT = 16  # user messages remembered to find the event that repeats each
 # reasoning's summary. Held until that item comes (at most _HELD of them).
 _ECHOES = ("agent_message", "agent_reasoning")
 _HELD = 64
+# How the messages Codex writes as the user's before a person's prompt begin: the
+# environment, the sandbox's permissions, the instructions files (AGENTS.md), the
+# notice of an interrupted turn. None of them is what was asked.
+_PREAMBLES = (
+    "<environment_context>",
+    "<permissions instructions>",
+    "<user_instructions>",
+    "# AGENTS.md instructions for ",
+    "<turn_aborted>",
+)
 
 
 def looks_like(first: dict[str, Any]) -> bool:
@@ -76,6 +89,7 @@ class CodexReader:
         self._total: tuple[int, int, int] | None = None  # the last cumulative usage
         self._said: list[str] = []  # user messages not yet repeated by a user_message event
         self._held: list[tuple[int, Any, dict[str, Any]]] = []  # echoes: number, ts, line
+        self._answer: str | None = None  # the model's last answer since the user spoke
 
     def read(self) -> ImportedRun | None:
         for number, line in self.source:
@@ -126,6 +140,8 @@ class CodexReader:
                 self._token_count(number, payload, ts, line)
             elif payload.get("type") == "user_message":
                 self._user_message(number, payload, ts, line)
+            elif payload.get("type") == "task_complete":
+                self._task_complete(number, payload, ts, line)
             elif payload.get("type") in _ECHOES:
                 self._held.append((number, ts, line))
                 if len(self._held) > _HELD:  # no item repeats them: kept as they are
@@ -160,17 +176,29 @@ class CodexReader:
             kept["payload"] = {"type": "user_message", **rest}
             self._keep(number, "event_msg/user_message", ts, kept)
 
+    def _task_complete(self, number: int, payload: dict[str, Any], ts: Any, line: Any) -> None:
+        """The end of a turn, kept as it was, but for the answer it repeats
+        (`last_agent_message`: the model's last answer is in the run once, as its
+        message)."""
+        if payload.get("last_agent_message") is not None and (
+            payload["last_agent_message"] == self._answer
+        ):
+            rest = {k: v for k, v in payload.items() if k != "last_agent_message"}
+            line = {**line, "payload": rest}
+        self._keep(number, "event_msg/task_complete", ts, line)
+
     def _turn_context(self, payload: dict[str, Any], ts: Any, number: int, line: Any) -> None:
         run = self.run
         assert run is not None
         model = payload.get("model")
         if not run.started:  # the first turn's settings are the run's
             if isinstance(model, str):
-                provider = run.model.provider if run.model is not None else "codex"
-                run.model = ModelIdentity(provider, model)
+                known = run.start.model
+                provider = known.provider if known is not None else "codex"
+                run.amend(model=ModelIdentity(provider, model))
             approval = payload.get("approval_policy")
             if isinstance(approval, str):
-                run.settings = RunSettings(approval)
+                run.amend(settings=RunSettings(approval))
         self._keep(number, "turn_context", ts, line)  # the settings per turn, as they were
 
     def _token_count(self, number: int, payload: dict[str, Any], ts: Any, line: Any) -> None:
@@ -247,8 +275,11 @@ class CodexReader:
             text = _content_text(item.get("content"))
             if role == "assistant":
                 run.output_text(at, text)
+                self._answer = text
             elif role in ("user", "developer", "system"):
-                run.user(at, text)
+                self._answer = None
+                prompt = role == "user" and not text.lstrip().startswith(_PREAMBLES)
+                run.user(at, text, prompt=prompt)
                 if role == "user":
                     self._said = [*self._said[-(_RECENT - 1) :], text]
             else:
@@ -325,6 +356,9 @@ class CodexReader:
         if isinstance(output, dict):  # {content, success}
             is_error = output.get("success") is False
             output = output.get("content", output)
+        code = exit_code(output) if isinstance(output, str) else None
+        if code is not None:  # a command: its exit code a field, as run_command records it
+            output = {"exitCode": code, "text": output}
         if not isinstance(call_id, str) or not run.result(at, call_id, output, is_error=is_error):
             self.source.problem(number, f"output for no call of this session ({call_id!r})")
             self._keep(number, str(item.get("type")), at, line)
@@ -332,6 +366,25 @@ class CodexReader:
     def _keep(self, number: int, kind: str, ts: Any, line: Any) -> None:
         assert self.run is not None
         self.run.keep(ts if isinstance(ts, str) else None, number, kind, line)
+
+
+# The header Codex writes above a command's output (`shell`, `shell_command`,
+# `exec_command`, `write_stdin`): the line that gives the exit code.
+_EXIT_LINE = re.compile(r"(?:Exit code: |Process exited with code )(-?\d+)")
+_OUTPUT_LINE = re.compile(r"^Output:$", re.MULTILINE)
+
+
+def exit_code(text: str) -> int | None:
+    """The exit code a command's output text reports in the header above its `Output:`
+    line (None: it reports none, as for a command still running)."""
+    found = _OUTPUT_LINE.search(text)
+    if found is None:
+        return None
+    for row in text[: found.start()].splitlines():
+        match = _EXIT_LINE.fullmatch(row.strip())
+        if match:
+            return int(match.group(1))
+    return None
 
 
 def _ts(ts: Any, run: ImportedRun) -> str:
@@ -348,7 +401,7 @@ def _content_text(content: Any) -> str:
     return text_of(content)
 
 
-def start_of(meta: dict[str, Any], ts: Any, *, run_id: str, imported: ImportSource) -> RunStart:
+def start_of(meta: dict[str, Any], ts: Any, *, run_id: str, imported: ImportSource) -> RunStarted:
     """What a rollout's session meta says of its run."""
     git: dict[str, Any] = meta["git"] if isinstance(meta.get("git"), dict) else {}
     cwd = meta.get("cwd")
@@ -363,11 +416,11 @@ def start_of(meta: dict[str, Any], ts: Any, *, run_id: str, imported: ImportSour
     instructions = meta.get("instructions")
     version = meta.get("cli_version")
     started = meta.get("timestamp") if isinstance(meta.get("timestamp"), str) else ts
-    return RunStart(
-        run_id=run_id,
-        ts=started if isinstance(started, str) else "",
-        harness=f"codex {version}" if isinstance(version, str) else "codex",
-        imported=imported,
+    return run_start(
+        run_id,
+        started if isinstance(started, str) else "",
+        f"codex {version}" if isinstance(version, str) else "codex",
+        imported,
         model=model,
         system_prompt=instructions if isinstance(instructions, str) else None,
         workspace=workspace,

@@ -17,7 +17,7 @@ import orjson
 
 from mini_harness._version import __version__
 from mini_harness.errors import SourceError
-from mini_harness.events import EventSink, ImportSource, RunOrigin, Usage
+from mini_harness.events import EventSink, ImportSource, RunOrigin, Usage, to_wire
 from mini_harness.interop import claude, codex
 from mini_harness.interop.build import ImportedRun
 from mini_harness.interop.source import ZSTD_SUFFIX, SourceFile, SourceProblem, _zstd_reader
@@ -55,11 +55,7 @@ class ImportResult:
             "calls": self.calls,
             "results": self.results,
             "abandonedBranches": self.branches,
-            "usage": {
-                "inputTokens": self.usage.input_tokens,
-                "outputTokens": self.usage.output_tokens,
-                "cachedTokens": self.usage.cached_tokens,
-            },
+            "usage": to_wire(self.usage),
             "problems": [
                 {"file": p.path, "line": p.line, "reason": p.reason} for p in self.problems
             ],
@@ -199,12 +195,12 @@ def _result(
         path=path,
         format=fmt,
         run_ids=tuple(run.run_id for run in runs),
-        started=runs[0].start_ts if runs else "",
+        started=runs[0].start.ts if runs else "",
         calls=sum(run.calls for run in runs),
         results=sum(run.results for run in runs),
         usage=usage,
         problems=tuple(problems),
-        sources=tuple(run.start.imported for run in runs),
+        sources=tuple(run.imported for run in runs),
         branches=branches,
     )
 

@@ -175,7 +175,7 @@ class RecordedRun(SilentReporter):
         message = recorded.result_message(call)
         if message.is_error:
             return ToolOutcome(call, message, error=message.content)
-        return ToolOutcome(call, message, output=orjson.loads(message.content))
+        return ToolOutcome(call, message, output=recorded.output)
 
     def _held_back(self, step: int, call: ToolCall, recorded: Call | None) -> str | None:
         allow = self.allow_side_effects

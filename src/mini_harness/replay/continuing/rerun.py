@@ -336,9 +336,11 @@ def _compare_outcome(
     call: Call, target: RerunAs, current: JsonValue, failure: str | None
 ) -> RerunOutcome[Call]:
     """A call re-run as `target` compared with its record by outcome: `failure` says why
-    the re-run failed (None: it succeeded)."""
+    the re-run failed (None: it succeeded). A recorded command that exited non-zero
+    (`exitCode` in its output) failed, as a re-run that does."""
     done = f"re-run as {target.name}"
-    if (failure is None) == (call.status == SUCCEEDED):
+    failed_then = call.status != SUCCEEDED or _process_failure(call.output) is not None
+    if (failure is None) != failed_then:
         return RerunOutcome(call, MATCHED, done, current)
     if failure is None:
         return RerunOutcome(call, NOW_SUCCEEDS, done, current)

@@ -43,8 +43,10 @@ class Call:
     or in-doubt (a ToolCalled and no terminal event: it may or may not have run).
 
     In an agent run it carries the model's id for it (`tool_use_id`) and the `step` that
-    made it. `approvals` are the approval events of the call; `records` its lines as read
-    (ToolCalled, approvals, terminal event), kept only when the fold keeps the detail.
+    made it; `imported` when the run was imported from another agent's session (its
+    output is what that agent's model read, as text). `approvals` are the approval events
+    of the call; `records` its lines as read (ToolCalled, approvals, terminal event), kept
+    only when the fold keeps the detail.
 
     Not frozen: a fold makes one per call, and a frozen attrs class costs about five times
     as much to build. Treat it as read-only. Two calls are equal when every field but
@@ -65,6 +67,7 @@ class Call:
     error: ToolError | None = None
     duration_ms: float | None = None
     effects: tuple[FileEffect, ...] | None = None
+    imported: bool = False  # a call of a run imported from another agent's session
     approvals: tuple[Approval, ...] = ()
     records: list[TranscriptRecord] | None = None
 
@@ -95,12 +98,13 @@ class Call:
 
     def result_message(self, asked: ToolCall) -> Message:
         """The tool result the model got for `asked` (the model's call this call ran), or,
-        for a call in doubt, gets when its run is continued."""
+        for a call in doubt, gets when its run is continued. An imported call's is the
+        text the source agent's model read, as the import put it in the run's requests."""
         if not self.ended:
             return call_outcome(asked, error=INTERRUPTED_RESULT.format(name=self.name)).message
         if self.error is not None:
             return call_outcome(asked, error=self.error.message).message
-        return call_outcome(asked, output=self.output).message
+        return call_outcome(asked, output=self.output, imported=self.imported).message
 
 
 def _row(call: Call) -> tuple[object, ...]:
@@ -121,6 +125,7 @@ def _row(call: Call) -> tuple[object, ...]:
         None if error is None else astuple(error),
         call.duration_ms,
         None if call.effects is None else [astuple(e) for e in call.effects],
+        call.imported,
         [[_APPROVALS.index(type(a)), *astuple(a)] for a in call.approvals],
     )
 
@@ -168,8 +173,8 @@ class CallList(Sequence[Call]):
             )
         if row[13] is not None:
             row[13] = tuple(FileEffect(*effect) for effect in row[13])
-        if len(row) > 14:
-            row[14] = tuple(_APPROVALS[kind](*fields) for kind, *fields in row[14])
+        if len(row) > 15:
+            row[15] = tuple(_APPROVALS[kind](*fields) for kind, *fields in row[15])
         return Call(*row)
 
     def __len__(self) -> int:

@@ -131,6 +131,9 @@ class TranscriptFold(LogFold):
                 event.tool_use_id,
                 event.step,
             )
+            begun = run.started
+            if begun is not None and begun.imported is not None:
+                call.imported = True  # its output is the text its model read
             self._open[call_id] = call
             if run.keeps:
                 self._place(run, call, record)
