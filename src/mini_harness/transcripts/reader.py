@@ -32,7 +32,14 @@ from mini_harness.errors import (
     TranscriptFormatError,
 )
 from mini_harness.events import FORMAT_VERSION, Event, TranscriptStarted
-from mini_harness.transcripts.codec import BOM, HASH_BYTES, decode_wire, load_line, with_hint
+from mini_harness.transcripts.codec import (
+    BOM,
+    HASH_BYTES,
+    decode_parts,
+    decode_wire,
+    load_line,
+    with_hint,
+)
 from mini_harness.transcripts.upcast import UPCASTERS, Upcaster, Upcasters, read_header
 
 NEWLINE = ord("\n")
@@ -342,8 +349,10 @@ class TranscriptReader:
             try:
                 if number == 1:
                     upcast = self._header(body)
-                data = load_line(body)
-                seq, prev, event = decode_wire(data if upcast is None else upcast(data))
+                if upcast is None:
+                    seq, prev, event = decode_parts(body)
+                else:
+                    seq, prev, event = decode_wire(upcast(load_line(body)))
             except DecodeError as exc:
                 bad(sha256(raw), len(raw), with_hint(str(exc), body))
                 continue
