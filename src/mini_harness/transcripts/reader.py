@@ -304,7 +304,9 @@ class TranscriptReader:
         # Bad lines not yet known to be mid-file, and the hash of the bytes from the first.
         pending: list[DamagedLine] = []
 
-        def bad(hasher: Any, length: int, reason: str) -> None:
+        def bad(number: int, start: int, hasher: Any, length: int, reason: str) -> None:
+            # Takes the line's number and start: were they read from the loop's scope, the
+            # loop would keep them in cells, slower to update on every line.
             if not pending:
                 lines.tap = hasher
             pending.append(DamagedLine(number, start, length, reason))
@@ -325,6 +327,8 @@ class TranscriptReader:
                     )
                 reason = "no newline at end of file"
                 bad(
+                    number,
+                    start,
                     raw.hasher,
                     raw.length,
                     f"longer than {MAX_LINE_BYTES} bytes" if raw.terminated else reason,
@@ -337,7 +341,7 @@ class TranscriptReader:
             if pending:  # a torn tail may be under way: lines.tap hashes it whole
                 lines.tap.update(raw)
             if raw[-1] != NEWLINE:  # raw is never empty
-                bad(sha256(raw), len(raw), "no newline at end of file")
+                bad(number, start, sha256(raw), len(raw), "no newline at end of file")
                 break
             body = raw[:-1]
             if body[-1:] == b"\r":
@@ -355,7 +359,7 @@ class TranscriptReader:
                 else:
                     seq, prev, event = decode_wire(upcast(load_line(body)))
             except DecodeError as exc:
-                bad(sha256(raw), len(raw), with_hint(str(exc), body))
+                bad(number, start, sha256(raw), len(raw), with_hint(str(exc), body))
                 continue
             if pending:  # not checked against the line before: the chain restarts here
                 if not self._salvage:
