@@ -185,7 +185,8 @@ class AgentSession(Session):
         """The provider is chosen once the settings are read (a model that cannot be used
         is a usage error before anything else happens); its keys are hidden."""
         limits = RequestLimits(self.settings["model-timeout"], self.settings["model-retries"])
-        self.provider = choose_provider(self.settings["model"], os.environ, limits)
+        model, name = self.settings["model"], self.settings.model_name
+        self.provider = choose_provider(model, os.environ, limits, model_name=name)
         return provider_secrets(self.provider)
 
     @property
