@@ -140,7 +140,7 @@ def breakdown(path: Path, rounds: int) -> dict[str, float]:
     figures = interleave(
         {
             "orjson.loads": per_line(orjson.loads),
-            "decode_line (loads + envelope + typed event)": per_line(decode_line),
+            "decode_line (msgspec: envelope + typed event)": per_line(decode_line),
             "line_hash (SHA-256 of the line, for the chain)": per_line(line_hash),
         },
         rounds,

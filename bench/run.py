@@ -29,7 +29,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, Config, Section, Target
 
-PACKAGES = ("mini-harness", "orjson", "attrs", "cattrs", "click", "jsonschema-rs", "jsonschema")
+PACKAGES = (
+    "mini-harness",
+    "orjson",
+    "msgspec",
+    "attrs",
+    "cattrs",
+    "click",
+    "jsonschema-rs",
+    "jsonschema",
+)
 OUTPUT = ROOT / "docs" / "BENCHMARKS.md"
 
 

@@ -256,7 +256,6 @@ class TestLiveModelSession:
         lines = [line for line in stdout.splitlines() if "To continue the run:" in line]
         assert lines == [
             f"[mini-harness] To continue the run: mini-harness resume {cut} --run {new.run_id}"
-            f" --model {slow}"
         ]
 
     def test_max_event_bytes(self, recorded: tuple[Path, Path], tmp_path: Path) -> None:

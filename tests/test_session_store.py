@@ -251,8 +251,9 @@ class TestInterrupted:
         command = shlex.split(line.partition("To continue the run: ")[2])
         (path,) = stored_files()
         (run,) = fold_agent_runs(path)
-        assert command == ["mini-harness", "resume", run.run_id, "--model", slow]
-        resumed = invoke([*command[1:-1], answer(tmp_path)])
+        # No --model: a resume goes on with the model the run recorded.
+        assert command == ["mini-harness", "resume", run.run_id]
+        resumed = invoke([*command[1:], "--model", answer(tmp_path)])
         assert resumed.exit_code == 0, resumed.output
         assert [r.stop_reason for r in fold_agent_runs(path)] == ["cancelled", "final"]
 

@@ -13,6 +13,7 @@ import pytest
 from mini_harness.agent import Message, ModelRequest, RequestLimits, choose_provider
 from mini_harness.agent.providers import choice
 from mini_harness.errors import ModelError, ProviderSetupError
+from mini_harness.events.redaction import PROVIDER_KEY_VARIABLES, configured_keys
 from tests.agent.wire_servers import AnthropicWireServer, Failure, OpenAIWireServer, Turn
 
 HELLO = ModelRequest(messages=(Message("user", "hello"),))
@@ -42,23 +43,35 @@ def _local_providers(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]
 
 
 class TestEnvironmentChoice:
+    @pytest.mark.parametrize("provider", ["deepseek", "openai", "anthropic"])
+    def test_the_key_that_chooses_a_provider_is_the_key_every_command_hides(
+        self, provider: str
+    ) -> None:
+        """Each provider's key variable, alone in the environment, chooses that provider,
+        whose secret is the key every command hides (configured_keys): one table."""
+        variable = PROVIDER_KEY_VARIABLES[provider]
+        env = {variable: f"sk-{provider}-0123456789abcdef"}
+        chosen = choose_provider(None, env)
+        assert chosen.name.startswith(f"{provider}:")
+        assert choice.provider_secrets(chosen) == configured_keys(env) == (env[variable],)
+
     def test_deepseek_key_comes_first(self) -> None:
         """With DeepSeek and OpenAI keys both set, DeepSeek is chosen, with its default model."""
         provider = choose_provider(None, {"DEEPSEEK_API_KEY": "d", "OPENAI_API_KEY": "o"})
         assert (provider.name, provider.model) == (
-            "openai-compatible:deepseek-v4-flash",
+            "deepseek:deepseek-v4-flash",
             "deepseek-v4-flash",
         )
 
     def test_openai_key_and_base_url_reach_the_server(
         self, openai_server: OpenAIWireServer
     ) -> None:
-        """OPENAI_API_KEY and OPENAI_BASE_URL choose the OpenAI-compatible provider, which
+        """OPENAI_API_KEY and OPENAI_BASE_URL choose the OpenAI provider (openai:...), which
         sends its requests there with the default model."""
         openai_server.script(Turn(text="hi"))
         env = {"OPENAI_API_KEY": "sk-env", "OPENAI_BASE_URL": openai_server.base_url}
         provider = choose_provider(None, env)
-        assert provider.name == "openai-compatible:gpt-4o-mini"
+        assert provider.name == "openai:gpt-4o-mini"
         assert provider.complete(HELLO).message.content == "hi"
         request = openai_server.requests[0]
         assert request.body["model"] == "gpt-4o-mini"
@@ -68,9 +81,9 @@ class TestEnvironmentChoice:
         """`model_name` (what the CLI's MINI_HARNESS_MODEL gives) names the model of a
         provider chosen without one; MINI_HARNESS_ variables are the settings' to read."""
         env = {"OPENAI_API_KEY": "o", "MINI_HARNESS_MODEL": "gpt-4.1"}
-        assert choose_provider(None, env).name == "openai-compatible:gpt-4o-mini"
+        assert choose_provider(None, env).name == "openai:gpt-4o-mini"
         named = choose_provider(None, env, model_name="gpt-4.1")
-        assert named.name == "openai-compatible:gpt-4.1"
+        assert named.name == "openai:gpt-4.1"
         assert choose_provider("openai", env, model_name="gpt-4.1").model == "gpt-4.1"
         assert choose_provider("openai:o3", env, model_name="gpt-4.1").model == "o3"
 
@@ -123,7 +136,7 @@ class TestModelSpec:
     def test_provider_alone_uses_its_default_model(self) -> None:
         """`--model deepseek` is DeepSeek's default model."""
         provider = choose_provider("deepseek", {"DEEPSEEK_API_KEY": "d"})
-        assert provider.name == "openai-compatible:deepseek-v4-flash"
+        assert provider.name == "deepseek:deepseek-v4-flash"
 
     def test_openai_compatible_local_server_needs_no_key(
         self, openai_server: OpenAIWireServer
@@ -228,7 +241,7 @@ class TestBaseUrl:
         """An http URL with a host and a port, an IPv6 one too, is a base URL."""
         for url in ("http://127.0.0.1:8000/v1", "http://[::1]:8080", "https://api.example/v1"):
             provider = choose_provider("openai:m", {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": url})
-            assert provider.name == "openai-compatible:m"
+            assert provider.name == "openai:m"
 
 
 class TestRemoteProvider:
@@ -246,7 +259,7 @@ class TestRemoteProvider:
 
         monkeypatch.setattr(openai_chat.OpenAICompatibleProvider, "_connect", counted)
         provider = choose_provider("openai:gpt-4o", {"OPENAI_API_KEY": "sk-chosen"})
-        assert (provider.name, provider.model) == ("openai-compatible:gpt-4o", "gpt-4o")
+        assert (provider.name, provider.model) == ("openai:gpt-4o", "gpt-4o")
         assert choice.provider_secrets(provider) == ("sk-chosen",)
         assert made == []
 

@@ -115,6 +115,22 @@ class TestResume:
         assert said in result.output
         assert readme_run.read_bytes() == before
 
+    def test_a_refusal_leaves_the_torn_tail_where_it_is(self, readme_run: Path) -> None:
+        """A transcript that does not verify and ends in a torn line: the refusal (the
+        same words) comes before the log is opened, so the torn tail is not set aside:
+        the file, and the directory it is in, are as they were."""
+        readme_run.write_bytes(b"".join(flipped(lines_of(readme_run))) + b'{"type":"ToolCal')
+        before = readme_run.read_bytes()
+        model = write_script(readme_run.parent / "more.json", [{"text": "More."}])
+        beside = sorted(readme_run.parent.iterdir())
+        result = invoke(["resume", str(readme_run), "Go on", "--model", model])
+        assert result.exit_code == 2, result.output
+        assert f"cannot resume from {readme_run}: it does not verify" in result.output
+        assert "does not match the hash of the line before" in result.output
+        assert "torn tail" not in result.output
+        assert readme_run.read_bytes() == before
+        assert sorted(readme_run.parent.iterdir()) == beside
+
     def test_allow_unverified_goes_on_and_records_it(self, readme_run: Path) -> None:
         """--allow-unverified resumes anyway, says so, and the new run lists the problems."""
         readme_run.write_bytes(b"".join(flipped(lines_of(readme_run))))

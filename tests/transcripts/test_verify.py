@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import attrs
 import orjson
 import pytest
+from msgspec.structs import replace
 
 from mini_harness import ToolRegistry, ToolRuntime, TranscriptFormatError
 from mini_harness.events import (
@@ -168,12 +168,12 @@ class TestProtocol:
                 "line 4 (seq 3): callId x is used again",
             ),
             (
-                [_called("x"), attrs.evolve(_succeeded("x"), name="read_file")],
+                [_called("x"), replace(_succeeded("x"), name="read_file")],
                 "line 3 (seq 2): ToolSucceeded for call x names tool read_file, but its "
                 "ToolCalled names echo",
             ),
             (
-                [_called("x"), attrs.evolve(_failed("x"), run_id="other")],
+                [_called("x"), replace(_failed("x"), run_id="other")],
                 "line 3 (seq 2): ToolFailed for call x is in run other, but its ToolCalled "
                 "is in run run",
             ),
@@ -279,7 +279,7 @@ class TestOneFold:
             _called("a"),  # reused
             _succeeded("z"),  # no ToolCalled
             _called("c"),
-            attrs.evolve(_failed("c"), name="read_file"),
+            replace(_failed("c"), name="read_file"),
             _called("d"),  # in doubt
         ]
         log = _log_with(tmp_path, events)

@@ -31,6 +31,7 @@ from mini_harness.agent.providers import (
     choose_provider,
     configured_keys,
     provider_secrets,
+    recorded_choice,
 )
 from mini_harness.agent.reporting import LoopReporter, SilentReporter, ToolOutcome, call_outcome
 from mini_harness.errors import ModelError
@@ -67,6 +68,7 @@ __all__ = [
     "context_report",
     "load_project_rules",
     "provider_secrets",
+    "recorded_choice",
     "request_hash",
     "request_parts",
     "system_message",

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
+from msgspec.structs import replace
 
 from mini_harness.agent.providers import ModelRequest
 from mini_harness.errors import FileRefusedError
@@ -215,7 +216,7 @@ def trim_to_budget(
         message = current[index]
         dropped = estimate_tokens(message.content)
         placeholder = f"{TRIMMED_PREFIX} ~{dropped:,} tokens of {message.name or 'tool'} output]"
-        current[index] = attrs.evolve(message, content=placeholder)
+        current[index] = replace(message, content=placeholder)
         replaced.append(
             ReplacedMessage(index, message.tool_call_id, message.name, dropped, placeholder)
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import attrs
+from msgspec.structs import replace
 
 from mini_harness.events import Message, ToolCall
 
@@ -39,10 +39,10 @@ def unique_call_ids(message: Message, used: Iterable[str]) -> Message:
         while fresh in taken:
             fresh, number = f"{call.id}-{number}", number + 1
         taken.add(fresh)
-        calls.append(call if fresh == call.id else attrs.evolve(call, id=fresh))
+        calls.append(call if fresh == call.id else replace(call, id=fresh))
     if tuple(calls) == message.tool_calls:
         return message
-    return attrs.evolve(message, tool_calls=tuple(calls))
+    return replace(message, tool_calls=tuple(calls))
 
 
 def call_ids(messages: Iterable[Message]) -> set[str]:

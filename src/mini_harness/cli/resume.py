@@ -7,7 +7,6 @@ closes its calls in doubt as `interrupted`.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 
 import attrs
@@ -24,8 +23,7 @@ from mini_harness.cli.options import (
 )
 from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
 from mini_harness.cli.stored import acting_workspace, last_option, locate, notice
-from mini_harness.cli.verified import acted_on, allow_unverified_option, verified_history
-from mini_harness.errors import MiniHarnessError
+from mini_harness.cli.verified import acted_on, allow_unverified_option, read_verified
 from mini_harness.events import EventSink
 from mini_harness.replay.continuing.plans import (
     fork_opening,
@@ -33,7 +31,7 @@ from mini_harness.replay.continuing.plans import (
     steps_before,
 )
 from mini_harness.replay.continuing.rerun import safe_to_repeat
-from mini_harness.replay.history import Run, read_history, select_agent_run
+from mini_harness.replay.history import Run, select_agent_run
 from mini_harness.transcripts import JsonlTranscript
 
 _continue_options = option_group(
@@ -60,7 +58,7 @@ def _located(
     """The transcript, the run (`--run`, else the one an id or --last named) and the text
     (FOLLOW_UP, INSTRUCTION) of a resume or a fork (`command`). With --last, the one word
     given is the text. The transcript must be a regular file: the new run is appended to
-    it (a fork's, without --log), and it is verified before its history is read."""
+    it (a fork's, without --log), and it is verified in the reading of its history."""
     if last and text is None:
         path, text = None, path
     found = locate(path, last=last, agent=True, workspace=agent.workspace or root_workspace())
@@ -111,18 +109,15 @@ def resume_command(
     Exit codes: as `run` (0 a final answer, 1 none, 2 usage, 130 interrupted).
     """
     path, run, follow_up = _located("resume", path, follow_up, last=last, run=run, agent=agent)
-    found = None
-    if not (agent.workspace or root_workspace()):  # where the run worked, read ahead
-        with contextlib.suppress(MiniHarnessError):  # said once the file is verified
-            found = select_agent_run(read_history(path, damage=True), run)
-    session = AgentSession(agent, log_settings, workspace=_workspace(agent, found))
+    read = read_verified(path, "resume", allow=allow_unverified)  # the one reading
+    history, unverified = read.history, read.unverified
+    found = select_agent_run(history, run)
+    session = AgentSession(
+        agent, log_settings, workspace=_workspace(agent, found), continuing=found
+    )
     registry = session.tools(path)
     with session.log(path) as log:
-        transcript = _recovered(log)  # before anything reads the file
-        since = transcript.end  # every run that resumes one after this is checked
-        unverified = verified_history(path, "resume", allow=allow_unverified)
-        history = read_history(path, requests=True)
-        found = select_agent_run(history, run)
+        transcript = _recovered(log)  # a torn tail after the events read
         runs = [each for each in history.runs if each.is_agent]
         approver = session.approver(continuing=found)
 
@@ -135,8 +130,10 @@ def resume_command(
         origin = opening.resumed_from
         what = f"Resuming run {found.run_id} after step {origin.step if origin else None}"
         what += _of_the_conversation(found, runs, origin.step if origin else 0)
-        # Its RunStarted claims the run, under the file's lock, before anything is done.
-        sink = transcript.continuing(found.run_id, since=since, read=plan.read)
+        # Its RunStarted claims the run, under the file's lock, before anything is done:
+        # no other run resumed it, nor went on with what the plan was read from, since
+        # the events read ended.
+        sink = transcript.continuing(found.run_id, since=read.end, read=plan.read)
         code = session.continue_run(
             sink, registry, approver, found, opening, transcript=path, what=what,
             task=follow_up, max_steps=max_steps, closing=plan.closing_events(),
@@ -179,12 +176,14 @@ def fork_command(
     Exit codes: as `run` (0 a final answer, 1 none, 2 usage, 130 interrupted).
     """
     path, run, instruction = _located("fork", path, instruction, last=last, run=run, agent=agent)
-    unverified = verified_history(path, "fork", allow=allow_unverified)
-    history = read_history(path, requests=True)
+    read = read_verified(path, "fork", allow=allow_unverified)  # the one reading
+    history, unverified = read.history, read.unverified
     found = select_agent_run(history, run)
     opening = fork_opening(found, at_step, instruction, history.runs)
     opening = attrs.evolve(opening, unverified=unverified)
-    session = AgentSession(agent, log_settings, workspace=_workspace(agent, found))
+    session = AgentSession(
+        agent, log_settings, workspace=_workspace(agent, found), continuing=found
+    )
     approver = session.approver(continuing=found)
     registry = session.tools(path, log)
     target = log or path

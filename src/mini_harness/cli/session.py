@@ -35,6 +35,7 @@ from mini_harness.agent import (
     RequestLimits,
     choose_provider,
     provider_secrets,
+    recorded_choice,
 )
 from mini_harness.agent.approval import PolicyApprover
 from mini_harness.cli.acting import Session
@@ -53,7 +54,7 @@ from mini_harness.cli.output import aside, echo, echo_json, error, info, warn
 from mini_harness.cli.printing import PrintingReporter
 from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.cli.stored import resume_words, workspace_record
-from mini_harness.errors import ExitCode, UsageError, exit_code_of
+from mini_harness.errors import ExitCode, ProviderSetupError, UsageError, exit_code_of
 from mini_harness.events import (
     EventSink,
     JsonObject,
@@ -147,7 +148,8 @@ class AgentSession(Session):
     `.mini-harness/config.toml` over the user's config.toml: a config file that cannot be
     used is a usage error), then the provider is chosen (so is a model that cannot be
     used), before anything else happens; its keys are redacted from the log and from
-    everything printed.
+    everything printed. A run that continues another goes on with the model that run
+    recorded, unless `--model` names one (`continuing`).
     """
 
     printer: PrintingReporter
@@ -159,10 +161,14 @@ class AgentSession(Session):
         *,
         workspace: str | None = None,
         flags: Mapping[str, Any] | None = None,
+        continuing: Run | None = None,
     ) -> None:
         """`workspace` overrides the options' (a continued run's recorded one); `flags`
-        are the command's other settings as given (`max-steps`, `max-context-tokens`)."""
+        are the command's other settings as given (`max-steps`, `max-context-tokens`);
+        `continuing`: the run a resume or a fork continues."""
         self.options = options
+        self.continuing = continuing
+        self.recorded: str | None = None  # the --model that chooses the continued run's model
         super().__init__(
             log_settings,
             workspace=workspace or options.workspace,
@@ -185,9 +191,37 @@ class AgentSession(Session):
         """The provider is chosen once the settings are read (a model that cannot be used
         is a usage error before anything else happens); its keys are hidden."""
         limits = RequestLimits(self.settings["model-timeout"], self.settings["model-retries"])
-        model, name = self.settings["model"], self.settings.model_name
-        self.provider = choose_provider(model, os.environ, limits, model_name=name)
+        run = self.continuing
+        model = run.started.model if run is not None and run.started is not None else None
+        if model is not None:
+            self.recorded = recorded_choice(model.provider, model.name)
+        if self.options.model is not None or self.recorded is None:
+            spec, name = self.settings["model"], self.settings.model_name
+            self.provider = choose_provider(spec, os.environ, limits, model_name=name)
+            return provider_secrets(self.provider)
+        assert run is not None  # it recorded the model
+        # Not the settings' model (the config's, MINI_HARNESS_MODEL): those choose the
+        # model of new runs; a conversation goes on with its own unless --model says so.
+        try:
+            self.provider = choose_provider(self.recorded, os.environ, limits)
+        except ProviderSetupError as exc:
+            raise UsageError(
+                f"run {run.run_id} used {self.recorded}, and its model goes on with it "
+                f"unless --model says otherwise: {exc.message.rstrip('.')}; or give "
+                "--model PROVIDER:MODEL to continue it with another model (--model mock: "
+                "none)"
+            ) from None
         return provider_secrets(self.provider)
+
+    def provider_line(self) -> str:
+        """The "Model provider:" line; for a run that continues another, whether the model
+        is the one that run recorded."""
+        line = f"Model provider: {self.provider.name}"
+        if self.recorded is None:
+            return line
+        if self.options.model is None:
+            return f"{line} (as the run recorded)"
+        return f"{line} (--model; the run recorded {self.recorded})"
 
     @property
     def stream(self) -> bool:
@@ -347,7 +381,7 @@ class AgentSession(Session):
         for event in closing:
             sink.emit(event)
             self.say(f"Closed in-doubt call {event.call_id} ({event.name}) as interrupted")
-        self.say(f"Model provider: {self.provider.name}")
+        self.say(self.provider_line())
         outcome = loop.run(opening)
         if not self.options.as_json and outcome.steps == 0 and outcome.final_text is not None:
             info("The run had already answered:")
@@ -372,10 +406,10 @@ class AgentSession(Session):
     def resume_command(self, run_id: str, transcript: str) -> str:
         """The exact command that resumes run `run_id` of `transcript`: by the run's id
         when the transcript is in the session store, else by the transcript and the run;
-        with the `--model` and `--registry` this run was given (the rest is recorded)."""
+        with the `--registry` and `--approve` this run was given (the rest is recorded:
+        the model among it, which a resume goes on with)."""
         words = resume_words(run_id, transcript, self.settings.sessions_dir)
         given = (
-            ("--model", self.options.model),
             ("--registry", self.options.registry_spec),
             ("--approve", self.options.approve),
         )

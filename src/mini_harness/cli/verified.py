@@ -5,20 +5,26 @@ be the one that was written: the same check as `mini-harness transcript verify`
 (transcripts/verify.py). What a crash leaves (calls, requests and runs in doubt, a torn
 tail) is what resume is for; anything else (an edited, duplicated, moved or damaged line,
 a broken call protocol) refuses the command, unless `--allow-unverified` says to go on,
-which the new run records (`RunStarted.unverified`).
+which the new run records (`RunStarted.unverified`). Resume and fork check it in the one
+reading of its history (`read_verified`), undo and a re-run with a separate one.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+import attrs
 import click
 
 from mini_harness.cli.options import F
 from mini_harness.cli.output import warn
 from mini_harness.errors import UsageError, counted
-from mini_harness.transcripts import verify_transcript
+from mini_harness.transcripts import TranscriptReader, damage_read, verify_transcript
+
+if TYPE_CHECKING:
+    from mini_harness.replay.history import History
 
 _SHOWN = 3
 """How many problems a refusal names (verify lists them all)."""
@@ -58,7 +64,41 @@ def verified_history(path: str, command: str, *, allow: bool) -> tuple[str, ...]
     warning and the problems, for the new run to record.
     """
     acted_on(path, command)
-    problems = verify_transcript(path).damage()
+    return _judged(path, command, verify_transcript(path).damage(), allow=allow)
+
+
+@attrs.frozen
+class VerifiedHistory:
+    """A transcript's history for resume and fork, read once and verified in that reading:
+    the `history` (agent runs' requests rebuilt), the problems `--allow-unverified` passed
+    over (`unverified`, for the new run to record; None: it verifies), and where the
+    events read end (`end`: a resume claims its run from there)."""
+
+    history: History
+    unverified: tuple[str, ...] | None
+    end: int
+
+
+def read_verified(path: str, command: str, *, allow: bool) -> VerifiedHistory:
+    """PATH's history, checked as `verified_history` checks it (the same refusal), in one
+    reading: the fold that builds the history checks what verify checks (damage_read).
+    A line damaged mid-file is refused even with `allow`, as every reader of a history
+    refuses it (TranscriptError): no history is read past it."""
+    from mini_harness.replay.history import TranscriptFold, read_history
+
+    acted_on(path, command)
+    reader = TranscriptReader(path, salvage=True)  # what verify reads past, it names
+    fold = TranscriptFold(path, requests=True, source=reader)
+    history = fold.read()
+    unverified = _judged(path, command, damage_read(reader, fold), allow=allow)
+    if reader.damaged:  # allowed: read again as every reader does, which stops there
+        read_history(path, requests=True)
+    return VerifiedHistory(history, unverified, reader.end)
+
+
+def _judged(path: str, command: str, problems: list[str], *, allow: bool) -> tuple[str, ...] | None:
+    """None when verify found no `problems` in PATH; else the refusal of `command` (exit 2),
+    or with `allow` a warning and the problems."""
     if not problems:
         return None
     found = f"{counted(len(problems), 'problem')}: {'; '.join(problems[:_SHOWN])}"

@@ -2,28 +2,28 @@
 the model, origin, workspace and settings of a run, a model failure, a trimmed message,
 and the tool definitions a model is shown.
 
-Declared once, like the events that carry them: the agent layer builds its requests from
-these classes, the one encoder (events/wire.py) writes them and the one decoder
-(transcripts/fields.py) reads them, so a recorded message that does not fit its
-declaration is a problem of its line, never a surprise for a reader. The wire keys are
-the fields in camelCase; what is left out when unset is said per field (see wire.py).
+Declared once, like the events that carry them (msgspec Structs: events/wire.py
+`Declared`): the agent layer builds its requests from these classes, the one encoder
+(events/wire.py) writes them and the one decoder (transcripts/fields.py) reads them, so a
+recorded message that does not fit its declaration is a problem of its line, never a
+surprise for a reader. The wire keys are the fields in camelCase; what is left out when
+unset is said per class (`wire_rules`, see wire.py).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-import attrs
 import orjson
+from msgspec.structs import force_setattr
 
 from mini_harness.events.jsonvalue import JsonObject, JsonValue
-from mini_harness.events.wire import KEEP_NULL, OMIT_DEFAULT
+from mini_harness.events.wire import KEEP_NULL, OMIT_DEFAULT, Declared
 
 Role = Literal["system", "user", "assistant", "tool"]
 
 
-@attrs.frozen
-class ToolCall:
+class ToolCall(Declared, frozen=True):
     """A tool call as the model made it: its id, the tool's name, the raw argument text.
 
     `arguments` is exactly what the model sent (usually a JSON object's text, but it may
@@ -35,8 +35,7 @@ class ToolCall:
     arguments: str
 
 
-@attrs.frozen
-class Message:
+class Message(Declared, frozen=True):
     """One message of a conversation.
 
     - system / user: `content` is the text.
@@ -47,10 +46,12 @@ class Message:
 
     role: Role
     content: str = ""
-    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), metadata=OMIT_DEFAULT)
+    tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
-    is_error: bool = attrs.field(default=False, metadata=OMIT_DEFAULT)
+    is_error: bool = False
+
+    wire_rules: ClassVar = {"tool_calls": OMIT_DEFAULT, "is_error": OMIT_DEFAULT}
 
 
 def text_of(value: Any) -> str:
@@ -98,13 +99,18 @@ def _plus(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else a + b
 
 
-@attrs.frozen
-class Usage:
+class Usage(Declared, frozen=True):
     """Token counts as the provider reported them (None: not reported, written as null)."""
 
-    input_tokens: int | None = attrs.field(default=None, metadata=KEEP_NULL)
-    output_tokens: int | None = attrs.field(default=None, metadata=KEEP_NULL)
-    cached_tokens: int | None = attrs.field(default=None, metadata=KEEP_NULL)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+
+    wire_rules: ClassVar = {
+        "input_tokens": KEEP_NULL,
+        "output_tokens": KEEP_NULL,
+        "cached_tokens": KEEP_NULL,
+    }
 
     def __add__(self, more: Usage) -> Usage:
         """Both counts summed; a count nobody reported stays None."""
@@ -115,8 +121,7 @@ class Usage:
         )
 
 
-@attrs.frozen
-class ModelFailure:
+class ModelFailure(Declared, frozen=True):
     """Why one attempt at a model request failed (ModelFailed.error): `kind` is a model
     error kind, `status` the HTTP status (None without one), `message` what a person reads."""
 
@@ -125,8 +130,7 @@ class ModelFailure:
     message: str
 
 
-@attrs.frozen
-class ReplacedMessage:
+class ReplacedMessage(Declared, frozen=True):
     """One message the context budget replaced (ContextTrimmed.replaced): its `index` in
     the conversation, the tool call and tool it was the result of, the estimated `tokens`
     dropped, and the placeholder `content` now in its place."""
@@ -138,8 +142,7 @@ class ReplacedMessage:
     content: str
 
 
-@attrs.frozen
-class ProjectRules:
+class ProjectRules(Declared, frozen=True):
     """One AGENTS.md file: its workspace-relative path, the SHA-256 of its bytes, its text."""
 
     path: str
@@ -147,8 +150,7 @@ class ProjectRules:
     content: str
 
 
-@attrs.frozen
-class ModelIdentity:
+class ModelIdentity(Declared, frozen=True):
     """The model of an agent run: its provider (as printed after "Model provider:") and the
     model's own name."""
 
@@ -156,8 +158,7 @@ class ModelIdentity:
     name: str
 
 
-@attrs.frozen
-class RunOrigin:
+class RunOrigin(Declared, frozen=True):
     """The run (and step) an agent run continues (`resumedFrom`) or branches off
     (`forkedFrom`)."""
 
@@ -165,16 +166,14 @@ class RunOrigin:
     step: int
 
 
-@attrs.frozen
-class CallOrigin:
+class CallOrigin(Declared, frozen=True):
     """The call a run acts on: the apply_patch call an undo run reverts (`undoes`)."""
 
     run_id: str
     call_id: str
 
 
-@attrs.frozen
-class ImportSource:
+class ImportSource(Declared, frozen=True):
     """Where an imported run came from (RunStarted.imported): another agent's session file
     read into events by `mini-harness import`. `format` is `codex` or `claude`,
     `format_version` what the file says of its writer's version (None: it says nothing),
@@ -193,8 +192,7 @@ class ImportSource:
     part: str | None = None
 
 
-@attrs.frozen
-class RunWorkspace:
+class RunWorkspace(Declared, frozen=True):
     """Where an agent run worked: the workspace's absolute `path` and, when it is a git
     repository, the commit checked out (`head`, 40 or 64 hex digits; None before the
     first commit) and the branch (None when HEAD is detached)."""
@@ -204,8 +202,7 @@ class RunWorkspace:
     branch: str | None = None
 
 
-@attrs.frozen
-class RunSettings:
+class RunSettings(Declared, frozen=True):
     """The settings an agent run started with, beside those RunStarted records on its own
     (`model`, `maxSteps`, `policySha256`): the approval mode (`--approve`), the context
     budget (`--max-context-tokens`, None: none) and whether commands had to run in the
@@ -213,11 +210,12 @@ class RunSettings:
 
     approve: str
     max_context_tokens: int | None = None
-    require_sandbox: bool = attrs.field(default=False, metadata=OMIT_DEFAULT)
+    require_sandbox: bool = False
+
+    wire_rules: ClassVar = {"require_sandbox": OMIT_DEFAULT}
 
 
-@attrs.frozen
-class ToolAnnotations:
+class ToolAnnotations(Declared, frozen=True):
     """Behaviour hints in MCP's vocabulary (in the order MCP documents them); None means
     "not said"."""
 
@@ -239,13 +237,16 @@ def _said(annotations: ToolAnnotations | None) -> ToolAnnotations | None:
     return None if annotations == ToolAnnotations() else annotations
 
 
-@attrs.frozen
-class ToolDefinition:
+class ToolDefinition(Declared, frozen=True):
     """A tool as a model sees it: name, description, input schema (JSON Schema), and
     optionally an output schema and hints. RunStarted records one per registered tool."""
 
     name: str
     description: str
     input_schema: JsonObject
-    output_schema: JsonObject | None = attrs.field(default=None, kw_only=True)
-    annotations: ToolAnnotations | None = attrs.field(default=None, kw_only=True, converter=_said)
+    output_schema: JsonObject | None = None
+    annotations: ToolAnnotations | None = None
+
+    def __post_init__(self) -> None:
+        if self.annotations is not None and _said(self.annotations) is None:
+            force_setattr(self, "annotations", None)

@@ -108,12 +108,19 @@ class KeyFinder:
         return self.regex.sub(marker, text)
 
 
-PROVIDER_KEY_VARIABLES = ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-"""The variables that hold the remote model providers' API keys (agent/providers/choice.py
-chooses a provider by the first one set, in this order)."""
+PROVIDER_KEY_VARIABLES = {
+    "deepseek": "DEEPSEEK_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+}
+"""The variable that holds each remote model provider's API key, by the provider's name: the
+one table of them. agent/providers/choice.py reads each provider's key from its variable
+(and, without `--model`, chooses the provider of the first one set, in this order); every
+command hides the keys they hold (`configured_keys`)."""
 
 
 def configured_keys(env: Mapping[str, str]) -> tuple[str, ...]:
     """The API keys the environment gives the remote providers (whichever is chosen, if
     any): what no output may show, of a run or of any command that prints."""
-    return tuple(value for name in PROVIDER_KEY_VARIABLES if (value := env.get(name, "").strip()))
+    variables = PROVIDER_KEY_VARIABLES.values()
+    return tuple(value for name in variables if (value := env.get(name, "").strip()))

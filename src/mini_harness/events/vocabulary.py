@@ -6,9 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Protocol, TypeAlias, get_args
-
-import attrs
+from typing import ClassVar, Protocol, TypeAlias, get_args
 
 from mini_harness.events.conversation import (
     CallOrigin,
@@ -25,15 +23,19 @@ from mini_harness.events.conversation import (
     Usage,
 )
 from mini_harness.events.jsonvalue import JsonObject, JsonValue
-from mini_harness.events.wire import identifies
+from mini_harness.events.wire import Declared, identifies
 
 TRANSCRIPT_FORMAT = "mini-harness.transcript"
 FORMAT_VERSION = 2
 """2 added the agent-run events (the model events below) and optional fields; 1 is upcast."""
 
 
-@attrs.frozen
-class ToolError:
+class KnownEvent(Declared, frozen=True, tag_field="type", tag=True):
+    """The base of the event types of this version: on the wire, `type` is the class's name
+    (what the one decoder, transcripts/fields.py, picks the class by)."""
+
+
+class ToolError(Declared, frozen=True):
     """Why a call failed: `kind` is one of unknown_tool, invalid_input, handler_error,
     timeout, cancelled, invalid_output, interrupted and denied; `message` is what a person
     reads."""
@@ -45,8 +47,7 @@ class ToolError:
     violations: tuple[JsonObject, ...] | None = None
 
 
-@attrs.frozen
-class FileEffect:
+class FileEffect(Declared, frozen=True):
     """One file a call changed: its workspace-relative path and the hex sha256 of its bytes
     before and after the call (None: the file did not exist)."""
 
@@ -55,18 +56,16 @@ class FileEffect:
     after: str | None
 
 
-@attrs.frozen
-class TranscriptStarted:
+class TranscriptStarted(KnownEvent, frozen=True, kw_only=True):
     """The first line of every transcript file."""
 
     ts: str
-    format: str = attrs.field(default=TRANSCRIPT_FORMAT, kw_only=True)
-    version: int = attrs.field(default=FORMAT_VERSION, kw_only=True)
-    transcript_id: str = attrs.field(kw_only=True)
+    format: str = TRANSCRIPT_FORMAT
+    version: int = FORMAT_VERSION
+    transcript_id: str
 
 
-@attrs.frozen
-class RunStarted:
+class RunStarted(KnownEvent, frozen=True):
     """One run (a CLI invocation, an API session) begins; `tools` snapshots the definitions.
 
     An agent run also records its `task`, `model`, `system_prompt`, the `project_rules` it
@@ -89,24 +88,23 @@ class RunStarted:
     run_id: str
     harness: str
     tools: tuple[ToolDefinition, ...]
-    task: str | None = attrs.field(default=None, kw_only=True)
-    model: ModelIdentity | None = attrs.field(default=None, kw_only=True)
-    system_prompt: str | None = attrs.field(default=None, kw_only=True)
-    project_rules: tuple[ProjectRules, ...] | None = attrs.field(default=None, kw_only=True)
-    max_steps: int | None = attrs.field(default=None, kw_only=True)
-    resumed_from: RunOrigin | None = attrs.field(default=None, kw_only=True)
-    forked_from: RunOrigin | None = attrs.field(default=None, kw_only=True)
-    unverified: tuple[str, ...] | None = attrs.field(default=None, kw_only=True)
-    policy_sha256: str | None = attrs.field(default=None, kw_only=True)
-    workspace: RunWorkspace | None = attrs.field(default=None, kw_only=True)
-    settings: RunSettings | None = attrs.field(default=None, kw_only=True)
-    imported: ImportSource | None = attrs.field(default=None, kw_only=True)
-    spawned_by: RunOrigin | None = attrs.field(default=None, kw_only=True)
-    undoes: CallOrigin | None = attrs.field(default=None, kw_only=True)
+    task: str | None = None
+    model: ModelIdentity | None = None
+    system_prompt: str | None = None
+    project_rules: tuple[ProjectRules, ...] | None = None
+    max_steps: int | None = None
+    resumed_from: RunOrigin | None = None
+    forked_from: RunOrigin | None = None
+    unverified: tuple[str, ...] | None = None
+    policy_sha256: str | None = None
+    workspace: RunWorkspace | None = None
+    settings: RunSettings | None = None
+    imported: ImportSource | None = None
+    spawned_by: RunOrigin | None = None
+    undoes: CallOrigin | None = None
 
 
-@attrs.frozen
-class ToolCalled:
+class ToolCalled(KnownEvent, frozen=True):
     """A dispatch began; recorded before validation and before the handler runs."""
 
     ts: str
@@ -115,14 +113,13 @@ class ToolCalled:
     name: str
     input: JsonValue
     # In an agent run: the model's id for the call and the step that made it.
-    tool_use_id: str | None = attrs.field(
-        default=None, kw_only=True, metadata=identifies("toolCall")
-    )
-    step: int | None = attrs.field(default=None, kw_only=True)
+    tool_use_id: str | None = None
+    step: int | None = None
+
+    wire_rules: ClassVar = {"tool_use_id": identifies("toolCall")}
 
 
-@attrs.frozen
-class ToolSucceeded:
+class ToolSucceeded(KnownEvent, frozen=True):
     """A dispatch ended with a JSON output."""
 
     ts: str
@@ -130,14 +127,13 @@ class ToolSucceeded:
     call_id: str
     name: str
     output: JsonValue
-    duration_ms: float
+    duration_ms: int | float
     # The files the call changed. Omitted from the line when None, so lines of calls that
     # change nothing are as before.
-    effects: tuple[FileEffect, ...] | None = attrs.field(default=None, kw_only=True)
+    effects: tuple[FileEffect, ...] | None = None
 
 
-@attrs.frozen
-class ToolFailed:
+class ToolFailed(KnownEvent, frozen=True):
     """A dispatch ended without an output; `error.kind` says why."""
 
     ts: str
@@ -145,11 +141,10 @@ class ToolFailed:
     call_id: str
     name: str
     error: ToolError
-    duration_ms: float
+    duration_ms: int | float
 
 
-@attrs.frozen
-class ApprovalRequested:
+class ApprovalRequested(KnownEvent, frozen=True):
     """A person was asked whether a call may run; `shown` is exactly what they saw.
 
     `rule` names the policy rule that asked.
@@ -163,8 +158,7 @@ class ApprovalRequested:
     shown: str
 
 
-@attrs.frozen
-class ApprovalDecided:
+class ApprovalDecided(KnownEvent, frozen=True):
     """Whether a call may run: `decision` is approved, approved_for_session or denied.
 
     `by` is "policy" (then `rule` names the rule) or "user"; `reason` is what the model is
@@ -190,8 +184,7 @@ class ApprovalDecided:
 # request's `requestHash` lets a reader check the rebuild.
 
 
-@attrs.frozen
-class ModelRequested:
+class ModelRequested(KnownEvent, frozen=True):
     """A model request is about to be sent (recorded before it is).
 
     `messages` are the messages added to the conversation since this run's previous
@@ -208,8 +201,7 @@ class ModelRequested:
     request_hash: str
 
 
-@attrs.frozen
-class ModelResponded:
+class ModelResponded(KnownEvent, frozen=True):
     """The model answered `request_id`: the assistant `message` (its tool calls with the
     model's ids and raw argument text), the finish reason, usage and timing."""
 
@@ -219,12 +211,11 @@ class ModelResponded:
     message: Message
     finish_reason: str
     usage: Usage
-    duration_ms: float
+    duration_ms: int | float
     response_id: str | None = None
 
 
-@attrs.frozen
-class ModelFailed:
+class ModelFailed(KnownEvent, frozen=True):
     """One attempt at `request_id` failed, and why (`error`). A retried attempt and the
     final failure each get one."""
 
@@ -233,11 +224,10 @@ class ModelFailed:
     request_id: str
     error: ModelFailure
     attempt: int
-    duration_ms: float
+    duration_ms: int | float
 
 
-@attrs.frozen
-class ContextTrimmed:
+class ContextTrimmed(KnownEvent, frozen=True):
     """Before step `step`'s request, the budget replaced the earlier messages `replaced`.
     `tokens_before` / `tokens_after` are the request's estimates, `budget` the limit.
     """
@@ -251,8 +241,7 @@ class ContextTrimmed:
     budget: int
 
 
-@attrs.frozen
-class RunFinished:
+class RunFinished(KnownEvent, frozen=True):
     """An agent run ended: `stop_reason` is final, max_steps, model_error, budget,
     cancelled, or interrupted (closed by repair after its process died); `final_text` the
     answer (null without one), `steps` the model requests made,
@@ -266,8 +255,7 @@ class RunFinished:
     usage: Usage
 
 
-@attrs.frozen
-class UnknownEvent:
+class UnknownEvent(Declared, frozen=True):
     """An event of a type this version does not know (same major format): kept, not fatal."""
 
     type: str
@@ -275,8 +263,8 @@ class UnknownEvent:
     data: JsonObject
 
 
-# The one registry of event types: a new event is an attrs class (its fields, snake_case,
-# are the wire keys in camelCase) added to this union. Readers and writers derive
+# The one registry of event types: a new event is a KnownEvent subclass (its fields,
+# snake_case, are the wire keys in camelCase) added to this union. Readers and writers derive
 # everything else from it (see transcripts/codec.py).
 Event: TypeAlias = (
     TranscriptStarted

@@ -46,9 +46,15 @@ AGENT_NAME = "mini-harness"
 IN_DOUBT_ERROR = "in_doubt"
 """`error.type` of a call or model request that began and was never seen to end."""
 
-# The recorded provider names (`openai-compatible:gpt-4o`, `anthropic:claude-...`) by the
-# conventions' `gen_ai.provider.name`; any other (mock, script) is given as recorded.
-_PROVIDERS = {"openai-compatible": "openai", "openai": "openai", "anthropic": "anthropic"}
+# The recorded provider names (`openai:gpt-4o`, `anthropic:claude-...`; runs recorded before
+# those names say `openai-compatible:` for OpenAI and DeepSeek too) by the conventions'
+# `gen_ai.provider.name`; any other (mock, script) is given as recorded.
+_PROVIDERS = {
+    "openai-compatible": "openai",
+    "openai": "openai",
+    "deepseek": "deepseek",
+    "anthropic": "anthropic",
+}
 
 # The request parameters a run records, by their names in the conventions.
 _PARAMS = {

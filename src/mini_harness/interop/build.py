@@ -25,6 +25,7 @@ from typing import IO, Any
 
 import attrs
 import orjson
+from msgspec.structs import replace
 
 from mini_harness.events import (
     ContextTrimmed,
@@ -205,7 +206,7 @@ class ImportedRun:
         """Change what the run's RunStarted says (its model, workspace, ...), until the
         run has started."""
         if not self.started:
-            self.start = attrs.evolve(self.start, **fields)
+            self.start = replace(self.start, **fields)
 
     @property
     def turn_open(self) -> bool:
@@ -313,7 +314,7 @@ class ImportedRun:
             replaced.append(
                 ReplacedMessage(index, message.tool_call_id, message.name, tokens, placeholder)
             )
-            sent[index] = (attrs.evolve(message, content=placeholder), tokens)
+            sent[index] = (replace(message, content=placeholder), tokens)
             before += tokens
             after += estimate_tokens(placeholder)
         if replaced:
@@ -400,7 +401,7 @@ class ImportedRun:
             return
         start = self.start
         task = self.task if self.task is not None else self._first_message or ""
-        self.sink.emit(attrs.evolve(start, ts=start.ts or ts, task=task))
+        self.sink.emit(replace(start, ts=start.ts or ts, task=task))
         self.started = True
         for event in self._held:
             self.sink.emit(event)
@@ -412,7 +413,7 @@ class ImportedRun:
         self._hasher.add(messages)
         for message in messages:
             tokens = estimate_tokens(message.content)
-            self._skeleton.append(attrs.evolve(message, content=""), tokens)
+            self._skeleton.append(replace(message, content=""), tokens)
 
     def _close(self) -> None:
         """Write the model turn being read: request, response, its calls, their results."""

@@ -19,7 +19,7 @@ import orjson
 
 from mini_harness.errors import DecodeError, NormalizationError
 from mini_harness.events import KNOWN_EVENT_TYPES
-from mini_harness.events.wire import camel, identified
+from mini_harness.events.wire import camel, declared, fields, identified
 from mini_harness.transcripts.codec import line_hash, load_line
 
 TS_PLACEHOLDER = "2000-01-01T00:00:00.000000Z"
@@ -41,7 +41,7 @@ def id_fields(cls: type) -> IdFields:
     as soon as it is declared."""
     hints = get_type_hints(cls)
     found: IdFields = {}
-    for field in attrs.fields(cls):
+    for field in fields(cls):
         kind = identified(cls, field)
         inner = None if kind is not None else _declared(hints[field.name])
         where = kind if inner is None else id_fields(inner)
@@ -52,7 +52,7 @@ def id_fields(cls: type) -> IdFields:
 
 def _declared(tp: Any) -> type | None:
     """The declared class a field annotated `tp` holds (alone, optional or in a tuple)."""
-    if attrs.has(tp):
+    if declared(tp):
         return cast(type, tp)
     inner = [_declared(arg) for arg in get_args(tp) if arg is not type(None) and arg is not ...]
     found = [arg for arg in inner if arg is not None]

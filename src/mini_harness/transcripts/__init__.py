@@ -40,7 +40,7 @@ if TYPE_CHECKING:
         verify_signed,
     )
     from mini_harness.transcripts.upcast import Upcasters
-    from mini_harness.transcripts.verify import VerifyReport, verify_transcript
+    from mini_harness.transcripts.verify import VerifyReport, damage_read, verify_transcript
 else:  # type checkers see the names above; at run time they are imported on first use
     __getattr__ = lazy_names(
         __name__,
@@ -64,6 +64,7 @@ else:  # type checkers see the names above; at run time they are imported on fir
             "mini_harness.transcripts.log_fold": ("CallProtocol",),
             "mini_harness.transcripts.verify": (
                 "VerifyReport",
+                "damage_read",
                 "verify_transcript",
             ),
         },
@@ -88,6 +89,7 @@ __all__ = [
     "Upcasters",
     "VerifierKey",
     "VerifyReport",
+    "damage_read",
     "decode_line",
     "encode_line",
     "event_to_wire",

@@ -8,13 +8,14 @@ import hashlib
 import os
 import re
 import string
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple, Union
 
 import attrs
+import msgspec
 import orjson
 
-from mini_harness.errors import DecodeError, FieldError, RedactionError
+from mini_harness.errors import DecodeError, RedactionError
 from mini_harness.events import (
     KNOWN_EVENT_TYPES,
     MAX_JSON_DEPTH,
@@ -25,7 +26,7 @@ from mini_harness.events import (
 )
 from mini_harness.events.jsonvalue import TOO_DEEP, nested_deeper_than, nested_too_deep
 from mini_harness.events.wire import Encoder, encoder
-from mini_harness.transcripts.fields import structurer
+from mini_harness.transcripts.fields import decoder, field_error
 
 BOM = b"\xef\xbb\xbf"
 """A UTF-8 byte order mark, which other tools put before line 1: not part of the line."""
@@ -155,8 +156,6 @@ ENVELOPE = frozenset({"type", "seq", "ts", "prev"})
 EVENT_CLASSES: dict[str, type] = {cls.__name__: cls for cls in KNOWN_EVENT_TYPES}
 """Event types by wire name: the classes of `mini_harness.events.Event`."""
 
-_EVENT_STRUCTURERS: dict[str, Callable[[JsonObject], Any]] = {}
-
 
 class WireLine(NamedTuple):
     """A decoded line: its envelope (seq, prev) and its event."""
@@ -164,6 +163,19 @@ class WireLine(NamedTuple):
     seq: int
     prev: str | None
     event: Event
+
+
+class _Envelope(msgspec.Struct):
+    """A line's envelope as it is, checked by `_checked` (the rest of the line is skipped)."""
+
+    type: Any = None
+    seq: Any = None
+    ts: Any = None
+    prev: Any = None
+
+
+_decode_envelope = decoder(_Envelope).decode
+_decode_event = decoder(Union[KNOWN_EVENT_TYPES]).decode  # tagged by `type`  # noqa: UP007
 
 
 def load_line(line: bytes) -> JsonObject:
@@ -181,47 +193,115 @@ def load_line(line: bytes) -> JsonObject:
         raise DecodeError(f"not JSON ({exc})") from None
     if type(data) is not dict:
         raise DecodeError("not a JSON object")
-    # The brackets counted in one pass: the line's length less that of the line without them.
-    if len(line) - len(line.translate(None, b"[{")) > MAX_JSON_DEPTH and nested_too_deep(
-        data, MAX_JSON_DEPTH + 1
-    ):
+    if _deep(line) and nested_too_deep(data, MAX_JSON_DEPTH + 1):
         raise DecodeError(TOO_DEEP)
     return data
 
 
-def decode_wire(data: JsonObject) -> tuple[int, str | None, Event]:
-    """(seq, prev, event) of a parsed line; unknown types become UnknownEvent.
+def _deep(line: bytes) -> bool:
+    """Whether the line may nest deeper than MAX_JSON_DEPTH: it has more `[` and `{` bytes
+    than that (a shorter line cannot)."""
+    return len(line) > MAX_JSON_DEPTH and line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH
 
-    The one check of the envelope every line has (type, seq, ts, prev) and the typing of
-    its event; DecodeError says what is wrong.
-    """
-    kind = data.get("type")
-    seq = data.get("seq")
-    prev = data.get("prev")
+
+# A line's shape for the two things msgspec does not check as orjson does: every digit is
+# 0 and every { is [, so that one pass counts the brackets (nesting) and finds a run of 20
+# digits (a number that may be beyond 64 bits: orjson reads it as a float, as lines have
+# always been read, where msgspec would keep an integer no JSON writer here can write).
+_SHAPE = bytes.maketrans(b"123456789{", b"000000000[")
+_LONG_NUMBER = b"0" * 20
+
+
+def _checked(kind: Any, seq: Any, ts: Any, prev: Any) -> None:
+    """The one check of the envelope every line has (type, seq, ts, prev)."""
     if type(kind) is not str:
         raise DecodeError('missing "type"')
     if type(seq) is not int or seq < 0:
         raise DecodeError('missing or invalid "seq"')
-    if type(data.get("ts")) is not str:
+    if type(ts) is not str:
         raise DecodeError('missing or invalid "ts"')
     if prev is not None and type(prev) is not str:
         raise DecodeError('invalid "prev"')
-    structure_event = _EVENT_STRUCTURERS.get(kind)
-    if structure_event is None:
-        cls = EVENT_CLASSES.get(kind)
-        if cls is None:
-            payload = {k: v for k, v in data.items() if k not in ENVELOPE}
-            return seq, prev, UnknownEvent(type=kind, ts=data["ts"], data=payload)
-        structure_event = _EVENT_STRUCTURERS[kind] = structurer(cls)
-    try:
-        return seq, prev, structure_event(data)
-    except FieldError as exc:
-        raise DecodeError(f"invalid {kind}: {exc.reason} @ ${exc.path}") from None
 
 
 def decode_line(line: bytes) -> WireLine:
-    """Parse and type one line (without its newline); DecodeError says what is wrong."""
-    return WireLine(*decode_wire(load_line(line)))
+    """Parse and type one line (without its newline); DecodeError says what is wrong.
+
+    The one decoder of lines: msgspec reads the envelope, then the event straight into its
+    declared class (transcripts/fields.py); unknown types become UnknownEvent. A line that
+    does not parse, or may nest too deep, is parsed by `load_line` first, which says why.
+    """
+    return WireLine(*decode_parts(line))
+
+
+def decode_parts(line: bytes) -> tuple[int, str | None, Event]:
+    """decode_line's (seq, prev, event) as a plain tuple, for the readers' loops."""
+    shape = line.translate(_SHAPE)
+    if shape.count(b"[") > MAX_JSON_DEPTH or _LONG_NUMBER in shape:
+        # Nested deep enough to be refused before msgspec recurses into it, or holding a
+        # number to be read as orjson reads it: the line is parsed as an object first.
+        return decode_wire(load_line(line))
+    try:
+        envelope = _decode_envelope(line)
+    except msgspec.DecodeError as exc:
+        raise _not_json(line, exc) from None
+    kind, seq, prev = envelope.type, envelope.seq, envelope.prev
+    # _checked, inlined for the common case: a well-formed envelope
+    if not (
+        type(kind) is str
+        and type(seq) is int
+        and seq >= 0
+        and type(envelope.ts) is str
+        and (prev is None or type(prev) is str)
+    ):
+        _checked(kind, seq, envelope.ts, prev)
+    if kind not in EVENT_CLASSES:
+        return seq, prev, _unknown(kind, envelope.ts, load_line(line))
+    try:
+        return seq, prev, _decode_event(line)
+    except msgspec.ValidationError as exc:
+        if str(exc).startswith("Number out of range"):  # 1e400: not JSON to orjson
+            raise _not_json(line, exc) from None
+        raise _invalid(kind, EVENT_CLASSES[kind], exc) from None
+    except msgspec.DecodeError as exc:  # the envelope's reading skipped the payload
+        raise _not_json(line, exc) from None
+
+
+def _not_json(line: bytes, exc: msgspec.DecodeError) -> DecodeError:
+    """Why msgspec could not parse `line`, as `load_line` says it (not JSON, not an
+    object); msgspec's own words for what orjson takes."""
+    try:
+        load_line(line)
+    except DecodeError as said:
+        return said
+    return DecodeError(f"not JSON ({exc})")
+
+
+def decode_wire(data: JsonObject) -> tuple[int, str | None, Event]:
+    """(seq, prev, event) of a parsed line (one upcast from an older format): the checks
+    and typing of `decode_line`, from its JSON object."""
+    kind: Any = data.get("type")
+    seq: Any = data.get("seq")
+    prev: Any = data.get("prev")
+    ts: Any = data.get("ts")
+    _checked(kind, seq, ts, prev)
+    cls = EVENT_CLASSES.get(kind)
+    if cls is None:
+        return seq, prev, _unknown(kind, ts, data)
+    try:
+        return seq, prev, msgspec.convert(data, cls, strict=True)
+    except msgspec.ValidationError as exc:
+        raise _invalid(kind, cls, exc) from None
+
+
+def _unknown(kind: str, ts: str, data: JsonObject) -> UnknownEvent:
+    payload = {k: v for k, v in data.items() if k not in ENVELOPE}
+    return UnknownEvent(type=kind, ts=ts, data=payload)
+
+
+def _invalid(kind: str, cls: type, exc: msgspec.ValidationError) -> DecodeError:
+    problem = field_error(cls, exc)
+    return DecodeError(f"invalid {kind}: {problem.reason} @ ${problem.path}")
 
 
 def with_hint(reason: str, body: bytes) -> str:

@@ -1,244 +1,108 @@
-"""An event class's fields as they are on the wire, derived from its attrs declaration.
+"""The one decoder of declared values: msgspec, from the declarations themselves.
 
-Each field of an event class is read from its camelCase key and checked against its type
-annotation. Adding an event type is declaring its class (events/vocabulary.py); its
-decoder is derived from the declaration on first use. The common case of a field is one
-`type(value) is T` test; anything else goes to the field's check, which converts (an object
-for a nested attrs class, an array for a tuple), takes the default of an absent optional
-field, or says exactly what is wrong. The codec (codec.py) decodes every line with this;
-its counterpart, the encoder of the same declarations, is events/wire.py.
+Each field of a declared class (events/wire.py `Declared`, a msgspec Struct) is read from
+its camelCase key and checked against its type annotation by msgspec, straight from a
+line's bytes (`decoder`) or from a JSON object already parsed (`structurer`: a line a
+reader upcast from an older format, a payload handed over as an object). Adding an event
+type is declaring its class (events/vocabulary.py). What msgspec refuses is said here in
+the transcript's words: a FieldError with the reason and the wire path of the field
+(`expected a string` at `.runId`, `required field missing` at `.error.message`).
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-import attrs
+import msgspec
 
 from mini_harness.errors import FieldError
 from mini_harness.events import JsonObject
-from mini_harness.events.wire import camel, generated
+from mini_harness.events.wire import declared, fields
 
-_MISSING: Any = object()
-
-
-class _NoValueIsOfThisType:
-    """The `exact` type of fields whose every value goes to the check."""
-
-
-Check = Callable[[Any], Any]
-
-
-@attrs.frozen
-class WireField:
-    """One field of an event class as it is on the wire."""
-
-    key: str  # the wire key: the attribute's name in camelCase
-    attr: str
-    exact: type  # a value of exactly this type is taken as is
-    check: Check  # any other value: converted, or FieldError says why not
-    default: Callable[[], Any] | None  # for an absent field; None: the field is required
-    alias: str  # the name `__init__` takes it by
+_EXPECTED = {
+    "str": "a string",
+    "int": "an integer",
+    "bool": "a boolean",
+    "object": "an object",
+    "array": "an array",
+    "float": "a number",
+    "int | float": "a number",
+}
+_AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_MISSING = re.compile(r"Object missing required field `(?P<key>[^`]*)`")
+_TYPE = re.compile(r"Expected `(?P<expected>[^`]*)`, got `[^`]*`")
 
 
-def _any(value: Any) -> Any:
-    return value
+def field_error(cls: type, exc: msgspec.ValidationError) -> FieldError:
+    """msgspec's refusal of a `cls` value as the reason and wire path readers print."""
+    match = _AT.match(str(exc))
+    what, path = (match["what"], match["path"] or "") if match else (str(exc), "")
+    missing = _MISSING.fullmatch(what)
+    if missing:
+        return FieldError("required field missing", f"{path}.{missing['key']}")
+    typed = _TYPE.fullmatch(what)
+    if typed or what.startswith("Invalid enum value"):
+        choices = _choices(cls, path)
+        if choices is not None:
+            return FieldError(f"expected one of {', '.join(repr(c) for c in choices)}", path)
+    if typed:
+        expected = typed["expected"].removesuffix(" | null")
+        return FieldError(f"expected {_EXPECTED.get(expected, expected)}", path)
+    return FieldError(what[:1].lower() + what[1:], path)
 
 
-def _expect(what: str) -> Check:
-    def check(value: Any) -> Any:
-        raise FieldError(f"expected {what}")
-
-    return check
+_STEP = re.compile(r"\.(\w+)|\[\d+\]")
 
 
-def _float(value: Any) -> float:
-    # An integer is a float's value as it is (PEP 484's numeric tower): kept, so that what
-    # a line says (`"durationMs":0`) is what reports of it show.
-    if type(value) is int:
-        return value
-    raise FieldError("expected a number")
+def _choices(cls: type, path: str) -> tuple[Any, ...] | None:
+    """The choices of the Literal field at wire `path` of `cls` (None: not a literal)."""
+    tp: Any = cls
+    for step in _STEP.finditer(path):
+        tp = _inner(tp)
+        if step[1] is None:  # an array's element
+            args = get_args(tp)
+            tp = args[0] if args else Any
+            continue
+        if not declared(tp):
+            return None
+        hints = get_type_hints(tp)
+        names = {field.encode_name: field.name for field in fields(tp)}
+        name = names.get(step[1])
+        if name is None:
+            return None
+        tp = hints[name]
+    tp = _inner(tp)
+    return get_args(tp) if get_origin(tp) is Literal else None
 
 
-def _optional(check: Check) -> Check:
-    def optional(value: Any) -> Any:
-        return None if value is None else check(value)
-
-    return optional
-
-
-def _sequence(exact: type, check: Check, make: type) -> Check:
-    def sequence(value: Any) -> Any:
-        if type(value) is not list:
-            raise FieldError("expected an array")
-        out = []
-        for index, element in enumerate(value):
-            if type(element) is exact:
-                out.append(element)
-                continue
-            try:
-                out.append(check(element))
-            except FieldError as exc:
-                raise FieldError(exc.reason, f"[{index}]{exc.path}") from None
-        return make(out)
-
-    return sequence
-
-
-def _literal(choices: tuple[Any, ...]) -> Check:
-    def literal(value: Any) -> Any:
-        if any(value == choice and type(value) is type(choice) for choice in choices):
-            return value
-        raise FieldError(f"expected one of {', '.join(repr(c) for c in choices)}")
-
-    return literal
-
-
-_NAMES = {str: "a string", int: "an integer", bool: "a boolean", dict: "an object"}
-
-
-def _field_type(tp: Any) -> tuple[type, Check]:
-    """(exact type, check) for a field annotated `tp`; TypeError for what the wire cannot hold."""
-    origin, args = get_origin(tp), get_args(tp)
-    if tp is Any:
-        return _NoValueIsOfThisType, _any
-    if tp is float:
-        return float, _float
-    if tp in _NAMES:
-        return tp, _expect(_NAMES[tp])
-    if origin is dict and args in {(str, Any), ()}:
-        return dict, _expect("an object")
-    if origin is list or (origin is tuple and len(args) == 2 and args[1] is ...):
-        return _NoValueIsOfThisType, _sequence(*_field_type(args[0]), origin)
-    if origin is Literal:
-        return _NoValueIsOfThisType, _literal(args)
-    if origin in {Union, UnionType} and type(None) in args and len(args) == 2:
-        exact, check = _field_type(next(arg for arg in args if arg is not type(None)))
-        return exact, _optional(check)
-    if attrs.has(tp):
-        return _NoValueIsOfThisType, functools.partial(_decode_nested, tp)
-    raise TypeError(f"a transcript field cannot hold {tp!r}")
-
-
-def _default(field: attrs.Attribute[Any]) -> Callable[[], Any] | None:
-    default: Any = field.default
-    if default is attrs.NOTHING:
-        return None
-    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-        if default.takes_self:
-            raise TypeError(f"{field.name}: a default that takes self cannot be decoded")
-        factory: Callable[[], Any] = default.factory
-        return factory
-    if default is None:
-        return _none
-    return lambda: default
-
-
-def _none() -> None:
-    return None
+def _inner(tp: Any) -> Any:
+    """`tp` without its `| None`."""
+    if get_origin(tp) in {Union, UnionType}:
+        args = [arg for arg in get_args(tp) if arg is not type(None)]
+        return args[0] if len(args) == 1 else tp
+    return tp
 
 
 @functools.cache
-def wire_fields(cls: type) -> tuple[WireField, ...]:
-    """The fields of an attrs class as they are read from a line, in declaration order."""
-    hints = get_type_hints(cls)
-    return tuple(
-        WireField(
-            camel(field.name),
-            field.name,
-            *_field_type(hints[field.name]),
-            _default(field),
-            field.alias,
-        )
-        for field in attrs.fields(cls)
-        if field.init
-    )
+def decoder(tp: Any) -> msgspec.json.Decoder[Any]:
+    """The decoder of a line's bytes into `tp` (a declared class, or a union of tagged
+    ones: the event types)."""
+    return msgspec.json.Decoder(tp)
 
 
 @functools.cache
 def structurer(cls: type) -> Callable[[JsonObject], Any]:
-    """The function that makes a `cls` from its JSON object, derived from `wire_fields`.
+    """The function that makes a `cls` from its parsed JSON object; FieldError says which
+    field, by wire path, does not fit and why."""
 
-    Generated once per class (as attrs generates `__init__`), as direct as a hand-written
-    decoder: per field one lookup (a required one by subscript: its absence is the one
-    KeyError) and one test of its type (none for a JsonValue field, and an absent optional
-    field is its None as it is); everything else goes through `_settle`. Raises FieldError
-    with the field's path.
-    """
-    fields = wire_fields(cls)
-    namespace: dict[str, Any] = {"MISSING": _MISSING, "settle": _settle, "missing": _missing}
-    body = ["def structure(data):", "    get = data.get", "    try:"]
-    for index, field in enumerate(fields):
-        namespace[f"field{index}"] = field
-        namespace[f"exact{index}"] = field.exact
-        value = f"v{index}"
-        test: str | None = f"type({value}) is not exact{index}"
-        if field.default is _none:  # optional: absent or null is None, as it is
-            body.append(f"        {value} = get({field.key!r})")
-            test = None if field.check is _any else f"{value} is not None and {test}"
-        elif field.default is None:  # required: an absent one is the KeyError below
-            body.append(f"        {value} = data[{field.key!r}]")
-            test = None if field.check is _any else test
-        else:  # an absent one takes its default
-            body.append(f"        {value} = get({field.key!r}, MISSING)")
-            test = f"{value} is MISSING" if field.check is _any else test
-        if test is not None:
-            body.append(f"        if {test}: {value} = settle(field{index}, {value})")
-    body += ["    except KeyError as exc:", "        missing(exc)"]
-    body += _construction(cls, fields, namespace)
-    structure: Callable[[JsonObject], Any] = generated(body, namespace, f"structure {cls.__name__}")
+    def structure(data: JsonObject) -> Any:
+        try:
+            return msgspec.convert(data, cls, strict=True)
+        except msgspec.ValidationError as exc:
+            raise field_error(cls, exc) from None
+
     return structure
-
-
-def _construction(cls: type, fields: tuple[WireField, ...], namespace: dict[str, Any]) -> list[str]:
-    """The generated lines that build the instance from the values v0, v1, ...
-
-    A slotted attrs class whose `__init__` only stores its arguments (no validator,
-    converter or init hook) has its slots filled directly, as that `__init__` would: a
-    frozen class's `__init__` stores each field through `object.__setattr__`, which costs
-    about as much again as decoding the line. Any other class is called.
-    """
-    slots = getattr(cls, "__slots__", ())
-    direct = (
-        all(field.attr in slots for field in fields)
-        and all(
-            field.init and field.validator is None and field.converter is None
-            for field in attrs.fields(cls)
-        )
-        and not any(hasattr(cls, hook) for hook in ("__attrs_pre_init__", "__attrs_post_init__"))
-    )
-    namespace["cls"] = cls
-    if not direct:
-        args = ", ".join(f"{field.alias}=v{index}" for index, field in enumerate(fields))
-        return [f"    return cls({args})"]
-    namespace["new"] = object.__new__
-    lines = ["    made = new(cls)"]
-    for index, field in enumerate(fields):
-        namespace[f"store{index}"] = getattr(cls, field.attr).__set__
-        lines.append(f"    store{index}(made, v{index})")
-    lines.append("    return made")
-    return lines
-
-
-def _missing(exc: KeyError) -> None:
-    """A required field is absent: the key `data[key]` did not find."""
-    raise FieldError("required field missing", f".{exc.args[0]}") from None
-
-
-def _settle(field: WireField, value: Any) -> Any:
-    """A field's value that is not simply of its type: converted, defaulted, or refused."""
-    if value is _MISSING:  # only a field with a default is looked up with MISSING
-        return field.default()  # type: ignore[misc]
-    try:
-        return field.check(value)
-    except FieldError as exc:
-        raise FieldError(exc.reason, f".{field.key}{exc.path}") from None
-
-
-def _decode_nested(cls: Any, value: Any) -> Any:
-    if type(value) is not dict:
-        raise FieldError("expected an object")
-    return structurer(cls)(value)

@@ -32,7 +32,14 @@ from mini_harness.errors import (
     TranscriptFormatError,
 )
 from mini_harness.events import FORMAT_VERSION, Event, TranscriptStarted
-from mini_harness.transcripts.codec import BOM, HASH_BYTES, decode_wire, load_line, with_hint
+from mini_harness.transcripts.codec import (
+    BOM,
+    HASH_BYTES,
+    decode_parts,
+    decode_wire,
+    load_line,
+    with_hint,
+)
 from mini_harness.transcripts.upcast import UPCASTERS, Upcaster, Upcasters, read_header
 
 NEWLINE = ord("\n")
@@ -230,6 +237,10 @@ class TranscriptReader:
         # just yielded (head_hash is its first 128 bits).
         self.head_digest: bytes | None = None
         self.records_read = 0
+        # Where the records read so far end: the byte after the last one's line (while
+        # iterating, the one just yielded). A resume that planned from them claims the run
+        # from there (transcripts/claim.py).
+        self.end = 0
         self._salvage = salvage
         self._upcasters = upcasters
         self._follow = follow
@@ -338,8 +349,10 @@ class TranscriptReader:
             try:
                 if number == 1:
                     upcast = self._header(body)
-                data = load_line(body)
-                seq, prev, event = decode_wire(data if upcast is None else upcast(data))
+                if upcast is None:
+                    seq, prev, event = decode_parts(body)
+                else:
+                    seq, prev, event = decode_wire(upcast(load_line(body)))
             except DecodeError as exc:
                 bad(sha256(raw), len(raw), with_hint(str(exc), body))
                 continue
@@ -372,6 +385,7 @@ class TranscriptReader:
             prev_hash = digest[:HASH_BYTES].hex()  # line_hash(body), inlined
             expected_seq = seq + 1
             self.records_read += 1
+            self.end = offset
             self.head_hash = prev_hash
             self.head_digest = digest
             if number == 1 and isinstance(event, TranscriptStarted):

@@ -8,7 +8,7 @@ found, and whether the chain reaches a given head or signed head.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import attrs
 
@@ -135,17 +135,7 @@ class VerifyReport:
         """The problems a crash does not leave (it leaves calls, requests and runs in doubt,
         and a torn tail): damaged or edited lines, a broken chain, a broken call protocol.
         What is said here makes the history unfit to act on (resume, fork, undo)."""
-        out: list[str] = []
-        if self.empty:
-            out.append("the file is empty: a transcript starts with its TranscriptStarted line")
-        if self.bom:
-            out.append("the file starts with a UTF-8 byte order mark (written by another tool)")
-        out += [d.describe() for d in self.damaged]
-        out += [
-            f"line {p.line} (seq {p.seq}, byte {p.offset}): {p.message}" for p in self.integrity
-        ]
-        out += [p.describe() for p in self.protocol]
-        return out
+        return _damage(self.empty, self.bom, self.damaged, self.integrity, self.protocol)
 
     def notices(self) -> list[str]:
         return [
@@ -230,6 +220,32 @@ class _Verification(LogFold):
             yield record
 
 
+def _damage(
+    empty: bool,
+    bom: bool,
+    damaged: Iterable[DamagedLine],
+    integrity: Iterable[IntegrityProblem],
+    protocol: Iterable[ProtocolProblem],
+) -> list[str]:
+    out: list[str] = []
+    if empty:
+        out.append("the file is empty: a transcript starts with its TranscriptStarted line")
+    if bom:
+        out.append("the file starts with a UTF-8 byte order mark (written by another tool)")
+    out += [d.describe() for d in damaged]
+    out += [f"line {p.line} (seq {p.seq}, byte {p.offset}): {p.message}" for p in integrity]
+    out += [p.describe() for p in protocol]
+    return out
+
+
+def damage_read(reader: TranscriptReader, fold: LogFold) -> list[str]:
+    """What `VerifyReport.damage()` says of the transcript `reader` read (salvaging past
+    damage) through `fold`, once `fold` has read it all: for a reader that folds it into
+    more than verify does, and so checks it in the same reading (resume and fork)."""
+    integrity = sorted([*reader.problems, *fold.misplaced], key=lambda p: p.line)
+    return _damage(reader.empty, reader.bom, reader.damaged, integrity, fold.protocol.problems)
+
+
 def verify_transcript(
     path: str | os.PathLike[str],
     *,
@@ -253,7 +269,7 @@ def verify_transcript(
         pass
     header = reader.header
     last = fold.last
-    # In file order; a line's chain problems before its misplaced header.
+    # In file order; a line's chain problems before its misplaced header (damage_read too).
     integrity = sorted([*reader.problems, *fold.misplaced], key=lambda p: p.line)
     return VerifyReport(
         path=reader.name,

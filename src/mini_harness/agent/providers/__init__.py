@@ -14,6 +14,7 @@ from mini_harness.agent.providers.choice import (
     RequestLimits,
     choose_provider,
     provider_secrets,
+    recorded_choice,
 )
 from mini_harness.agent.providers.interface import (
     FINISH_REASONS,
@@ -41,4 +42,5 @@ __all__ = [
     "configured_keys",
     "parse_script",
     "provider_secrets",
+    "recorded_choice",
 ]

@@ -28,6 +28,7 @@ from mini_harness.agent.providers.mock import MockProvider
 from mini_harness.agent.providers.remote import WIRES, RemoteProvider
 from mini_harness.agent.providers.script import ScriptProvider
 from mini_harness.errors import ProviderSetupError
+from mini_harness.events.redaction import PROVIDER_KEY_VARIABLES
 from mini_harness.runtime.request_limits import (
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
@@ -49,14 +50,29 @@ def provider_secrets(provider: ModelProvider) -> tuple[str, ...]:
     return provider.secrets if isinstance(provider, HoldsSecrets) else ()
 
 
-# Each remote provider: the prefix of its variables (PREFIX_API_KEY, PREFIX_BASE_URL), its
-# default base URL and its default model.
-_REMOTES: dict[str, tuple[str, str | None, str]] = {
-    "deepseek": ("DEEPSEEK", "https://api.deepseek.com", "deepseek-v4-flash"),
-    "openai": ("OPENAI", "https://api.openai.com/v1", "gpt-4o-mini"),
+# Each remote provider: the variable of its API key (events/redaction.py's table), the
+# variable of its base URL, its default base URL and its default model.
+_REMOTES: dict[str, tuple[str, str, str | None, str]] = {
+    "deepseek": (
+        PROVIDER_KEY_VARIABLES["deepseek"],
+        "DEEPSEEK_BASE_URL",
+        "https://api.deepseek.com",
+        "deepseek-v4-flash",
+    ),
+    "openai": (
+        PROVIDER_KEY_VARIABLES["openai"],
+        "OPENAI_BASE_URL",
+        "https://api.openai.com/v1",
+        "gpt-4o-mini",
+    ),
     # A local or third-party server: OPENAI_BASE_URL is required, a key is optional.
-    "openai-compatible": ("OPENAI", None, "gpt-4o-mini"),
-    "anthropic": ("ANTHROPIC", "https://api.anthropic.com", "claude-haiku-4-5"),
+    "openai-compatible": (PROVIDER_KEY_VARIABLES["openai"], "OPENAI_BASE_URL", None, "gpt-4o-mini"),
+    "anthropic": (
+        PROVIDER_KEY_VARIABLES["anthropic"],
+        "ANTHROPIC_BASE_URL",
+        "https://api.anthropic.com",
+        "claude-haiku-4-5",
+    ),
 }
 
 
@@ -112,8 +128,8 @@ def choose_provider(
     """
     limits = limits or RequestLimits()
     if model_spec is None:
-        for provider in ("deepseek", "openai", "anthropic"):
-            if _setting(env, f"{_REMOTES[provider][0]}_API_KEY"):
+        for provider, key_variable in PROVIDER_KEY_VARIABLES.items():
+            if _setting(env, key_variable):
                 return _remote(provider, model_name, env, limits)
         return MockProvider("mock")
     provider, _, model = model_spec.partition(":")
@@ -133,13 +149,31 @@ def choose_provider(
     return _remote(provider, model or model_name, env, limits)
 
 
+def recorded_choice(provider: str, model: str) -> str | None:
+    """The `--model` that chooses again the provider a run recorded (RunStarted's `model`:
+    its `provider` as printed, and the model's `name`), or None when mini-harness has no
+    such provider (an imported session's may name any).
+
+    Runs record the provider as `--model` names it (`openai:gpt-4o-mini`, `script:FILE`);
+    `mock` and an imported session's `anthropic` or `openai` name the model apart. A run
+    recorded before the provider was named so says `openai-compatible:MODEL` for OpenAI and
+    DeepSeek too: chosen again as written, it needs OPENAI_BASE_URL.
+    """
+    name, colon, _ = provider.partition(":")
+    if name not in PROVIDER_NAMES:
+        return None
+    if colon:
+        return provider
+    return f"{name}:{model}" if model else name
+
+
 def _remote(
     provider: str, model: str | None, env: Mapping[str, str], limits: RequestLimits
 ) -> ModelProvider:
-    prefix, default_base_url, default_model = _REMOTES[provider]
+    key_variable, url_variable, default_base_url, default_model = _REMOTES[provider]
     model = model or default_model
-    base_url = _setting(env, f"{prefix}_BASE_URL") or default_base_url
-    api_key = _setting(env, f"{prefix}_API_KEY")
+    base_url = _setting(env, url_variable) or default_base_url
+    api_key = _setting(env, key_variable)
     if provider == "openai-compatible":
         if base_url is None:
             raise ProviderSetupError(
@@ -149,9 +183,7 @@ def _remote(
         # Local servers (vLLM, Ollama, llama.cpp) usually take any key or none.
         api_key = api_key or "unused"
     elif api_key is None:
-        raise ProviderSetupError(
-            f"The {provider} provider needs {prefix}_API_KEY in the environment"
-        )
+        raise ProviderSetupError(f"The {provider} provider needs {key_variable} in the environment")
     sdk = "anthropic" if provider == "anthropic" else "openai"
     if importlib.util.find_spec(sdk) is None:
         raise ProviderSetupError(
@@ -159,9 +191,9 @@ def _remote(
         )
     timeout, retries = limits.resolved()
     assert base_url is not None  # every remote provider has a default or requires one
-    _check_url(base_url, f"{prefix}_BASE_URL")  # a default is never refused
+    _check_url(base_url, url_variable)  # a default is never refused
     # A 404's message names the variable the base URL came from, or the default it took.
-    setting = f"{prefix}_BASE_URL" if _setting(env, f"{prefix}_BASE_URL") else "the base URL"
+    setting = url_variable if _setting(env, url_variable) else "the base URL"
     common: dict[str, Any] = {
         "api_key": api_key,
         "base_url": base_url,
@@ -169,4 +201,4 @@ def _remote(
         "max_retries": retries,
         "base_url_setting": setting,
     }
-    return RemoteProvider(WIRES[sdk], model, **common)
+    return RemoteProvider(WIRES[sdk], model, chosen=provider, **common)

@@ -68,7 +68,8 @@ class ModelProvider(Protocol):
     """A model behind one interface.
 
     `name` is what the CLI prints after "Model provider:" (`mock`, `script:demo.json`,
-    `openai-compatible:gpt-4o-mini`, `anthropic:claude-...`); `model` is the model's name.
+    `openai:gpt-4o-mini`, `deepseek:...`, `openai-compatible:...`, `anthropic:claude-...`: a
+    `--model` that chooses it again); `model` is the model's name.
 
     `complete` sends one request. With `on_text`, text is streamed: each piece is passed
     as it arrives, and the returned response still holds the whole message. `on_retry` is

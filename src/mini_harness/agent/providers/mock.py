@@ -8,7 +8,12 @@ from mini_harness.agent.providers.interface import ModelRequest, ModelResponse
 from mini_harness.errors import ModelError
 from mini_harness.events import Message, Usage, to_wire
 from mini_harness.events.measure import estimate_tokens
+from mini_harness.events.redaction import PROVIDER_KEY_VARIABLES
 from mini_harness.runtime.context_report import pretty_json
+
+*_FIRST, _LAST = PROVIDER_KEY_VARIABLES.values()
+_KEYS = f"{', '.join(_FIRST)} or {_LAST}"
+"""The variables that would choose a real model, as the mock's answer names them."""
 
 
 class MockProvider:
@@ -45,8 +50,7 @@ class MockProvider:
         text = (
             f"This is the mock model: no API key is configured, so nothing was sent to a "
             f"model. Your task was: {task}\n"
-            "Set DEEPSEEK_API_KEY, OPENAI_API_KEY or ANTHROPIC_API_KEY (or pass --model) "
-            "to run it with a real model."
+            f"Set {_KEYS} (or pass --model) to run it with a real model."
         )
         if on_text is not None:
             on_text(text)

@@ -62,12 +62,16 @@ def _uncollected() -> Iterator[None]:
 
 class RemoteProvider:
     """The provider of `wire` for `model`, made (its SDK imported, its client made) at its
-    first request; `options` are the provider's keyword arguments (the key among them)."""
+    first request; `options` are the provider's keyword arguments (the key among them).
+    It goes by `chosen:model` (`chosen`: the provider `--model` names, default the wire's
+    name): what RunStarted records, and what `--model` takes to choose it again."""
 
-    def __init__(self, wire: Wire, model: str, *, api_key: str, **options: Any) -> None:
+    def __init__(
+        self, wire: Wire, model: str, *, api_key: str, chosen: str | None = None, **options: Any
+    ) -> None:
         self.wire = wire
         self.model = model
-        self.name = f"{wire.name}:{model}"
+        self.name = f"{chosen or wire.name}:{model}"
         self._api_key = api_key
         self._options = options
         self._made: ModelProvider | None = None

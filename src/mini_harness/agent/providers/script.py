@@ -17,13 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import attrs
 import orjson
 
 from mini_harness.agent.providers.interface import FINISH_REASONS, ModelRequest, ModelResponse
 from mini_harness.errors import ModelError, ScriptError, counted
 from mini_harness.events import Message, ToolCall, Usage
-from mini_harness.events.wire import camel
+from mini_harness.events.wire import camel, fields
 
 _RESPONSE_KEYS = ("text", "toolCalls", "finishReason", "usage", "delayMs")
 _CALL_KEYS = ("id", "name", "arguments")
@@ -53,10 +52,10 @@ def _usage(path: str, where: str, data: object) -> Usage:
         return Usage()
     if not isinstance(data, dict):
         raise _fail(path, where, "usage must be an object")
-    keys = tuple(camel(field.name) for field in attrs.fields(Usage))
+    keys = tuple(camel(field.name) for field in fields(Usage))
     _known_keys(path, f"{where}.usage", data, keys)
     counts = {}
-    for field in attrs.fields(Usage):
+    for field in fields(Usage):
         key = camel(field.name)  # the script's keys are those of a recorded usage
         value = data.get(key)
         if value is not None and (type(value) is not int or value < 0):

@@ -13,6 +13,7 @@ from typing import overload
 
 import attrs
 import orjson
+from msgspec.structs import astuple
 
 from mini_harness.agent import INTERRUPTED_RESULT, call_outcome
 from mini_harness.events import (
@@ -121,11 +122,11 @@ def _row(call: Call) -> tuple[object, ...]:
         call.status,
         call.end_line,
         call.output,
-        None if error is None else attrs.astuple(error, recurse=False),
+        None if error is None else astuple(error),
         call.duration_ms,
-        None if call.effects is None else [attrs.astuple(e) for e in call.effects],
+        None if call.effects is None else [astuple(e) for e in call.effects],
         call.imported,
-        [[_APPROVALS.index(type(a)), *attrs.astuple(a)] for a in call.approvals],
+        [[_APPROVALS.index(type(a)), *astuple(a)] for a in call.approvals],
     )
 
 

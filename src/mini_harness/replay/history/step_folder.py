@@ -4,7 +4,7 @@ them) the whole request, rebuilt from the messages each ModelRequested adds."""
 
 from __future__ import annotations
 
-import attrs
+from msgspec.structs import replace
 
 from mini_harness.agent import ModelRequest
 from mini_harness.events import ContextTrimmed, ModelFailed, ModelRequested, ModelResponded
@@ -71,7 +71,7 @@ class StepFolder:
                 # A continued run trims before its first request, which records the
                 # trimmed messages themselves.
                 if entry.index < len(conversation):
-                    trimmed = attrs.evolve(conversation[entry.index], content=entry.content)
+                    trimmed = replace(conversation[entry.index], content=entry.content)
                     conversation[entry.index] = trimmed
         if self.detail:
             self.step(run, event.step).others.append(record)
