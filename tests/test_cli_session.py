@@ -500,6 +500,24 @@ class TestRerunSecrets:
         assert KEY not in page.read_text()
         assert self.SECRET not in result.output
 
+    def test_an_agent_runs_call_that_read_them_matches(self, recorded: Path) -> None:
+        """The offline replay of an agent run compares a call's result redacted as its
+        record was: `same result`, the secret never shown."""
+        script = write_script(
+            recorded.parent / "script.json",
+            [
+                {"toolCalls": [{"name": "read_file", "arguments": {"path": "secret.txt"}}]},
+                {"text": "Done."},
+            ],
+        )
+        log = recorded.parent / "agent.jsonl"
+        ran = invoke(["run", "Read it", "--model", script, "--log", str(log)], self.env())
+        assert ran.exit_code == 0, ran.output
+        result = invoke(["replay", str(log), "--rerun"], self.env())
+        assert result.exit_code == 0, result.output
+        assert 'read_file {"path":"secret.txt"}: re-run, same result' in result.output
+        assert self.SECRET not in result.output
+
 
 class TestActingWorkspace:
     def test_a_piped_rerun_works_where_the_run_worked(

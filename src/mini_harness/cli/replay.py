@@ -180,6 +180,7 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         log=log,
         unverified=unverified,
         approver=rerun.approver(session),  # today's policy; it never prompts
+        redactor=session.redactor,
     )
     if agent_code is not None:
         raise click.exceptions.Exit(agent_code)
