@@ -85,7 +85,6 @@ def import_into(store: SessionStore, source: str, fmt: str) -> tuple[str, Path, 
         if place.exists() and _same_import(place, result):
             return "unchanged", place, result
         status = "updated" if place.exists() else "imported"
-        place.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.replace(part, place)
         return status, place, result
     finally:
