@@ -180,7 +180,7 @@ class TestStartUp:
 
 # Signals that never leave the function that raises them, not errors anyone can catch.
 PRIVATE_SIGNALS = {
-    "mini_harness.interop.rerun._Untranslatable",  # becomes the skip reason rerun_as returns
+    "mini_harness.interop.translate._Untranslatable",  # becomes the skip reason rerun_as returns
 }
 
 

@@ -29,13 +29,7 @@ from mini_harness.agent import (
 )
 from mini_harness.errors import ModelError, counted
 from mini_harness.events import Event, JsonValue, ModelRequested, ToolError, ToolFailed
-from mini_harness.replay.continuing.outcomes import (
-    DIVERGED,
-    SKIPPED,
-    RerunOutcome,
-)
-from mini_harness.replay.continuing.plans import continued_config
-from mini_harness.replay.continuing.rerun import (
+from mini_harness.replay.continuing.call_by_call import (
     compare,
     denied_today,
     diff,
@@ -43,6 +37,12 @@ from mini_harness.replay.continuing.rerun import (
     json_lines,
     refused_today,
 )
+from mini_harness.replay.continuing.outcomes import (
+    DIVERGED,
+    SKIPPED,
+    RerunOutcome,
+)
+from mini_harness.replay.continuing.plans import continued_config
 from mini_harness.replay.history import Call, Run
 from mini_harness.runtime.approval import Approver
 from mini_harness.runtime.dispatch import ToolRuntime
