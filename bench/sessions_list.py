@@ -51,7 +51,6 @@ def make_store(root: Path, sessions: int, workdir: Path) -> int:
     total = 0
     for index in range(sessions):
         path = store.new_transcript(f"{index:032x}", now - dt.timedelta(minutes=index))
-        path.parent.mkdir(parents=True, exist_ok=True)
         config = AgentConfig(
             task=f"task {index}", max_steps=STEPS, stream=False, workspace=workspace
         )

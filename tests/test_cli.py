@@ -610,6 +610,27 @@ class TestRegistryOption:
         assert result.exit_code == 0
         assert [t["function"]["name"] for t in orjson.loads(result.stdout)] == ["add"]
 
+    @pytest.mark.parametrize("fmt", ["json", "mcp", "table"])
+    def test_a_description_is_shown_escaped(self, mytools: str, tmp_path: Path, fmt: str) -> None:
+        """A registry's description reaches the terminal escaped: a bidi override and a
+        C1 control are written as escapes (the same JSON value), never as themselves."""
+        name = mytools.partition(":")[0]
+        module = tmp_path / f"{name}.py"
+        module.write_text(
+            module.read_text().replace(
+                'description="Add two integers."',
+                'description="Add \\u202etwo\\u009b2J integers."',
+            )
+        )
+        result = run("tools", "--registry", mytools, "--format", fmt)
+        assert result.exit_code == 0, result.output
+        assert "\u202e" not in result.stdout
+        assert "\u009b" not in result.stdout
+        if fmt != "table":
+            document = orjson.loads(result.stdout)
+            (tool,) = document["tools"] if fmt == "mcp" else document
+            assert tool["description"] == "Add \u202etwo\u009b2J integers."
+
     def test_a_module_that_fails_to_import_is_one_line(self, mytools: str) -> None:
         """Without --debug a registry module that cannot be imported is one error line."""
         result = run("--registry", "broken_tools:registry", "--tool", "add")

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from mini_harness import ToolRuntime
 from mini_harness.cli import cli
 from mini_harness.cli.coding import make_approver, print_effects
-from mini_harness.events import CallOrigin, RunStarted, ToolSucceeded
+from mini_harness.events import CallOrigin, RunStarted, RunWorkspace, ToolSucceeded
 from mini_harness.runtime import ToolRegistry
 from mini_harness.tools import register_coding_tools
 from mini_harness.transcripts import JsonlTranscript, read_transcript
@@ -155,6 +155,36 @@ class TestUndo:
         args = ["undo", str(log), "--call", call_id, "--workspace", str(ws)]
         result = CliRunner().invoke(cli, [*args, "--redact-pattern", r"new\.txt"])
         assert result.exit_code == 1
+        assert f"Cannot undo call {call_id}: [REDACTED] changed since" in result.output
+        assert "new.txt" not in result.output
+
+    def test_the_settings_are_those_of_the_workspace_it_reverts_in(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Given no --workspace, undo reverts in the workspace the run recorded and reads
+        its settings there, not in the current directory: the recorded workspace's
+        redact-pattern hides what it prints, and a config that cannot be used in the
+        current directory does not stop it."""
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        (ws / "app.py").write_text("a = 1\nb = 2\nc = 4\n")
+        (ws / "old.txt").write_text("gone\nsoon\n")
+        registry = ToolRegistry()
+        register_coding_tools(registry, ws, sandbox=False)
+        log = tmp_path / "t.jsonl"
+        with JsonlTranscript(log) as sink:
+            runtime = ToolRuntime(registry, sink)
+            runtime.start(workspace=RunWorkspace(str(ws)))
+            call_id = runtime.dispatch("apply_patch", {"patch": PATCH}).call_id
+        (ws / ".mini-harness").mkdir()
+        (ws / ".mini-harness/config.toml").write_text('redact-pattern = ["new\\\\.txt"]\n')
+        (ws / "new.txt").write_text("edited by hand\n")
+        elsewhere = tmp_path / "elsewhere"
+        (elsewhere / ".mini-harness").mkdir(parents=True)
+        (elsewhere / ".mini-harness/config.toml").write_text("this is not toml [\n")
+        monkeypatch.chdir(elsewhere)
+        result = CliRunner().invoke(cli, ["undo", str(log), "--call", call_id])
+        assert result.exit_code == 1, result.output
         assert f"Cannot undo call {call_id}: [REDACTED] changed since" in result.output
         assert "new.txt" not in result.output
 

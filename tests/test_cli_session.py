@@ -442,6 +442,83 @@ class TestDispatchSecrets:
         assert b"hunter2" not in log.read_bytes()
 
 
+class TestRerunSecrets:
+    """A re-run (`replay --rerun`, `view --rerun`) hides what the run it re-runs hid: the
+    config's --redact-env names and every configured provider's key, on the screen, in
+    its log and in its page; and a call that read a secret compares with its redacted
+    record as matched."""
+
+    SECRET = "hunter2-rerun"
+
+    @pytest.fixture(name="recorded")
+    def _recorded(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+        ws = tmp_path / "ws"
+        (ws / ".mini-harness").mkdir(parents=True)
+        (ws / ".mini-harness/config.toml").write_text('redact-env = ["RERUN_SECRET"]\n')
+        (ws / "secret.txt").write_text(f"foo {self.SECRET} key {KEY}\n")
+        monkeypatch.chdir(ws)
+        log = tmp_path / "t.jsonl"
+        result = invoke(
+            ["--tool", "read_file", "--tool-input", '{"path": "secret.txt"}', "--log", str(log)],
+            self.env(),
+        )
+        assert result.exit_code == 0, result.output
+        assert self.SECRET.encode() not in log.read_bytes()
+        return log
+
+    def env(self) -> dict[str, str | None]:
+        return {"RERUN_SECRET": self.SECRET, "OPENAI_API_KEY": KEY}
+
+    @pytest.mark.parametrize("as_json", [[], ["--json"]])
+    def test_a_call_that_read_them_matches(self, recorded: Path, as_json: list[str]) -> None:
+        out = recorded.parent / "out.jsonl"
+        args = ["replay", str(recorded), "--rerun", "--log", str(out), *as_json]
+        result = invoke(args, self.env())
+        assert result.exit_code == 0, result.output
+        assert "matched" in result.stdout
+        assert self.SECRET not in result.output
+        assert KEY not in result.output
+        assert self.SECRET.encode() not in out.read_bytes()
+        assert KEY.encode() not in out.read_bytes()
+        assert b"foo [REDACTED] key [REDACTED]" in out.read_bytes()
+
+    def test_the_diff_of_a_call_that_diverged_hides_them(self, recorded: Path) -> None:
+        Path("secret.txt").write_text(f"bar {self.SECRET} key {KEY}\n")
+        result = invoke(["replay", str(recorded), "--rerun"], self.env())
+        assert result.exit_code == 1, result.output
+        assert "diverged" in result.stdout
+        assert "bar [REDACTED] key [REDACTED]" in result.stdout
+        assert self.SECRET not in result.output
+        assert KEY not in result.output
+
+    def test_view_rerun(self, recorded: Path) -> None:
+        Path("secret.txt").write_text(f"bar {self.SECRET} key {KEY}\n")
+        page = recorded.parent / "page.html"
+        result = invoke(["view", str(recorded), "--rerun", "-o", str(page)], self.env())
+        assert result.exit_code == 1, result.output
+        assert self.SECRET not in page.read_text()
+        assert KEY not in page.read_text()
+        assert self.SECRET not in result.output
+
+    def test_an_agent_runs_call_that_read_them_matches(self, recorded: Path) -> None:
+        """The offline replay of an agent run compares a call's result redacted as its
+        record was: `same result`, the secret never shown."""
+        script = write_script(
+            recorded.parent / "script.json",
+            [
+                {"toolCalls": [{"name": "read_file", "arguments": {"path": "secret.txt"}}]},
+                {"text": "Done."},
+            ],
+        )
+        log = recorded.parent / "agent.jsonl"
+        ran = invoke(["run", "Read it", "--model", script, "--log", str(log)], self.env())
+        assert ran.exit_code == 0, ran.output
+        result = invoke(["replay", str(log), "--rerun"], self.env())
+        assert result.exit_code == 0, result.output
+        assert 'read_file {"path":"secret.txt"}: re-run, same result' in result.output
+        assert self.SECRET not in result.output
+
+
 class TestActingWorkspace:
     def test_a_piped_rerun_works_where_the_run_worked(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -99,7 +99,9 @@ class TestRecordedByDefault:
         assert re.fullmatch(rf"{''.join(day.parts)}T\d{{6}}Z-{run_id}\.jsonl", path.name)
         assert verify_transcript(path).ok
         assert [run.run_id for run in fold_agent_runs(path)] == [run_id]
-        assert store_root().stat().st_mode & 0o777 == 0o700  # the user's alone
+        # The user's alone: the store and each of its folders.
+        for folder in (store_root(), *path.relative_to(store_root()).parents):
+            assert (store_root() / folder).stat().st_mode & 0o777 == 0o700, folder
 
     def test_no_log_records_nothing_and_says_so_once(self, ws: Path, tmp_path: Path) -> None:
         """--no-log: nothing is written anywhere, one line says so, no Transcript line."""
@@ -260,8 +262,7 @@ def tool_session(root: Path, run_id: str, when: dt.datetime, workspace: str | No
     """A session of one echo call whose events say they happened `when`, its file last
     written then."""
     stamp = when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    path = SessionStore(root).new_transcript(run_id, when)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = SessionStore(root).new_transcript(run_id, when)  # its day folder made
     with JsonlTranscript(path) as sink:
         runtime = ToolRuntime(default_registry(), sink, run_id=run_id, timestamp=lambda: stamp)
         runtime.dispatch("echo", {"text": "hi"})
@@ -601,7 +602,6 @@ class TestPrune:
         """An unfinished run a live writer holds is not deleted, however old it says it is."""
         when = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
         path = SessionStore(store_root()).new_transcript("f" * 32, when)
-        path.parent.mkdir(parents=True)
         script = tmp_path / "never.json"
         script.write_bytes(orjson.dumps([{"text": "x"}]))
         stamp = "2020-01-01T00:00:00.000000Z"

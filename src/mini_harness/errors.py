@@ -434,6 +434,12 @@ class SearchDeadlineError(Exception):
     before anyone sees it."""
 
 
+class UntranslatableCallError(Exception):
+    """An imported call's argument has no equivalent in mini-harness's tools (the message
+    says which and why): turned into the reason `replay --rerun` skips the call, before
+    anyone sees it."""
+
+
 class SearchBudgetError(MiniHarnessError):
     """A regex search ran past its wall-clock budget; `pattern`, `budget` (seconds) and
     `path` (the file it was in) say which, where."""

@@ -111,12 +111,17 @@ class TestRequests:
             }
         ]
 
+    @pytest.mark.parametrize(
+        "raw",
+        ['{"text": "no end', '{"n": 123456789012345678901234567890}'],
+        ids=["broken", "wide-integer"],
+    )
     def test_malformed_streamed_input_is_kept_raw_and_sent_back_as_an_object(
-        self, server: AnthropicWireServer
+        self, server: AnthropicWireServer, raw: str
     ) -> None:
-        """Input JSON that streams in broken stays raw in the message; the next request sends
-        it as an object wrapping the raw text, which the server accepts."""
-        raw = '{"text": "no end'
+        """Input JSON that streams in broken (or with an integer no tool is given: it does
+        not fit in 64 bits) stays raw in the message; the next request sends it as an
+        object wrapping the raw text, which the server accepts, never a rounded copy."""
         server.script(Turn(tool_calls=(("tu_1", "echo", raw),)), Turn(text="Sorry."))
         provider = make_provider(server)
         first = provider.complete(TASK, on_text=lambda _: None)

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from tests.agent.recorded_runs import invoke
-from tests.agent.wire_servers import AnthropicWireServer, Failure, OpenAIWireServer, Stall
+from tests.agent.wire_servers import AnthropicWireServer, Failure, OpenAIWireServer, Stall, Turn
 
 
 class TestBaseUrl:
@@ -65,6 +65,31 @@ class TestRequestLimits:
             result = invoke(["run", "Task", "--model", "openai:m", *flags], env=env)
             assert result.exit_code == 1
             assert len(server.requests) == attempts
+
+    @pytest.mark.parametrize(
+        ("flags", "named", "sent"),
+        [
+            ([], "gpt-4.1", "gpt-4.1"),
+            (["--model", "openai"], "deepseek", "gpt-4o-mini"),
+            (["--model", "openai"], "gpt-4.1", "gpt-4o-mini"),
+            (["--model", "openai:o3"], "gpt-4.1", "o3"),
+        ],
+        ids=["name-alone", "flag-over-provider", "flag-over-name", "flag-names-model"],
+    )
+    def test_mini_harness_model(self, flags: list[str], named: str, sent: str) -> None:
+        """MINI_HARNESS_MODEL names the model of the provider chosen otherwise, and
+        `--model` wins over it: `--model openai` is OpenAI's default model whatever the
+        variable holds."""
+        with OpenAIWireServer() as server:
+            server.script(Turn(text="done"))
+            env: dict[str, str | None] = {
+                "OPENAI_API_KEY": "k",
+                "OPENAI_BASE_URL": server.base_url,
+                "MINI_HARNESS_MODEL": named,
+            }
+            result = invoke(["run", "Task", "--no-log", *flags], env=env)
+            assert result.exit_code == 0, result.output
+            assert [request.body["model"] for request in server.requests] == [sent]
 
     def test_timeout_flag(self) -> None:
         """--model-timeout bounds how long a silent server is waited for."""

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from mini_harness.agent import Message, ModelRequest, choose_provider
+from mini_harness.agent import Message, ModelRequest, RequestLimits, choose_provider
 from mini_harness.agent.providers import choice
-from mini_harness.errors import ProviderSetupError
+from mini_harness.errors import ModelError, ProviderSetupError
 from mini_harness.events.redaction import PROVIDER_KEY_VARIABLES, configured_keys
-from tests.agent.wire_servers import AnthropicWireServer, OpenAIWireServer, Turn
+from tests.agent.wire_servers import AnthropicWireServer, Failure, OpenAIWireServer, Turn
 
 HELLO = ModelRequest(messages=(Message("user", "hello"),))
 
@@ -77,11 +77,15 @@ class TestEnvironmentChoice:
         assert request.body["model"] == "gpt-4o-mini"
         assert request.headers["authorization"] == "Bearer sk-env"
 
-    def test_mini_harness_model_overrides_the_default_model(self) -> None:
-        """MINI_HARNESS_MODEL names the model when --model does not."""
+    def test_model_name_names_the_model_of_the_provider_chosen(self) -> None:
+        """`model_name` (what the CLI's MINI_HARNESS_MODEL gives) names the model of a
+        provider chosen without one; MINI_HARNESS_ variables are the settings' to read."""
         env = {"OPENAI_API_KEY": "o", "MINI_HARNESS_MODEL": "gpt-4.1"}
-        assert choose_provider(None, env).name == "openai:gpt-4.1"
-        assert choose_provider("openai:o3", env).model == "o3"
+        assert choose_provider(None, env).name == "openai:gpt-4o-mini"
+        named = choose_provider(None, env, model_name="gpt-4.1")
+        assert named.name == "openai:gpt-4.1"
+        assert choose_provider("openai", env, model_name="gpt-4.1").model == "gpt-4.1"
+        assert choose_provider("openai:o3", env, model_name="gpt-4.1").model == "o3"
 
     def test_anthropic_key_and_base_url_reach_the_server(self) -> None:
         """ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL) choose the Anthropic provider."""
@@ -102,6 +106,30 @@ class TestEnvironmentChoice:
         provider = choose_provider(None, {"MINI_HARNESS_MODEL": "ignored"})
         assert provider.name == "MockProvider"
         assert local_providers["MockProvider"] == ["mock"]
+
+
+class TestRequestLimits:
+    @pytest.mark.parametrize(
+        ("limits", "attempts"), [(None, 3), (RequestLimits(retries=0), 1)], ids=["default", "given"]
+    )
+    def test_the_limits_given_else_the_defaults(
+        self, limits: RequestLimits | None, attempts: int
+    ) -> None:
+        """A failed request is tried again as `limits` say, else as the defaults do (2
+        retries): MINI_HARNESS_MODEL_RETRIES and _TIMEOUT are the CLI's settings to read,
+        and a value the library is not given cannot stop it."""
+        with OpenAIWireServer() as server:
+            server.script(*[Failure(500, "down")] * 3)
+            env = {
+                "OPENAI_API_KEY": "k",
+                "OPENAI_BASE_URL": server.base_url,
+                "MINI_HARNESS_MODEL_RETRIES": "0",
+                "MINI_HARNESS_MODEL_TIMEOUT": "soon",
+            }
+            provider = choose_provider("openai:m", env, limits)
+            with pytest.raises(ModelError, match="down"):
+                provider.complete(HELLO)
+            assert len(server.requests) == attempts
 
 
 class TestModelSpec:

@@ -210,6 +210,13 @@ def test_import_command_into_a_directory_then_unchanged(tmp_path: Path) -> None:
     assert sum(row["calls"] for row in rows) == 14
     usage = [sum(row["usage"][key] or 0 for row in rows) for key in ("inputTokens", "outputTokens")]
     assert usage == [18_720, 663]  # as `replay` sums the transcripts, below
+    # Each folder of the store the user's alone, as a run's are (tests/test_session_store.py).
+    folders = {path.parent for path in target.rglob("*.jsonl")}
+    folders |= {
+        parent for folder in folders for parent in folder.parents if target in parent.parents
+    }
+    assert folders
+    assert {oct(folder.stat().st_mode & 0o777) for folder in (target, *folders)} == {"0o700"}
     again = runner.invoke(cli, ["import", str(FIXTURES), "-o", str(target), "--json"])
     assert [row["status"] for row in orjson.loads(again.stdout)["sessions"]] == ["unchanged"] * 3
     corpus = runner.invoke(cli, ["replay", str(target)])

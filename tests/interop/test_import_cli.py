@@ -10,7 +10,7 @@ import orjson
 from click.testing import CliRunner
 
 from mini_harness.cli import cli
-from mini_harness.interop.rerun import rerun_as
+from mini_harness.interop.translate import rerun_as
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CLAUDE = FIXTURES / "claude" / "-home-me-app" / "5b1f0e7c-2f4d-4c1e-9a0b-7d3c2e1f0a99.jsonl"

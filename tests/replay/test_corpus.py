@@ -15,7 +15,6 @@ from mini_harness import ToolCallError, ToolRuntime
 from mini_harness.cli import cli
 from mini_harness.cli.corpus import CorpusProgress
 from mini_harness.replay import fold_corpus
-from mini_harness.replay.corpus.fold import corpus_report, expand_paths, in_flight
 from mini_harness.replay.corpus.summary import (
     FileSummary,
     SummaryMerge,
@@ -23,6 +22,7 @@ from mini_harness.replay.corpus.summary import (
     summarize_batch,
     summarize_file,
 )
+from mini_harness.replay.corpus.workers import corpus_report, expand_paths, in_flight
 from mini_harness.transcripts import JsonlTranscript
 from tests.replay import registries
 from tests.replay.corpus_files import write_agent_run, write_calls

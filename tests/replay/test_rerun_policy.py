@@ -117,6 +117,20 @@ class TestCallByCall:
         )
         assert "Allow?" not in result.output
 
+    def test_the_settings_approve_mode_decides(self, here: Path) -> None:
+        """Without --approve, the re-run takes the approval mode of its settings (here
+        MINI_HARNESS_APPROVE=auto), as every command that acts does."""
+        log = record_notes(here.parent / "t.jsonl", denied=False)
+        result = CliRunner().invoke(
+            cli,
+            ["replay", str(log), "--rerun", "--registry", f"{MODULE}:same",
+             "--allow-side-effects"],
+            env={**NO_KEYS, "MINI_HARNESS_APPROVE": "auto"},
+        )  # fmt: skip
+        assert rerun_line(result, "write_note").endswith("write_note  matched")
+        assert registries.written != []
+        assert result.exit_code == 0, result.output
+
     def test_the_decisions_are_recorded_in_the_log(self, here: Path) -> None:
         """With --log, the re-run's record says what today's policy decided."""
         log = record_notes(here.parent / "t.jsonl", denied=False)

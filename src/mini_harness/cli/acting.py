@@ -102,9 +102,7 @@ class Session:
         session whose first run is `run_id` (a run without --log, a dispatch with --record)."""
         from mini_harness.store import SessionStore
 
-        store = SessionStore(self.settings.sessions_dir)
-        store.make()
-        return str(store.new_transcript(run_id))
+        return str(SessionStore(self.settings.sessions_dir).new_transcript(run_id))
 
     def policy(self) -> ApprovalPolicy:
         """The workspace's approval policy with the approval mode (a usage error if it

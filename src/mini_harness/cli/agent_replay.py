@@ -21,6 +21,7 @@ from mini_harness.replay.continuing.outcomes import MATCHED, SKIPPED, RerunOutco
 from mini_harness.replay.history import Call, History
 from mini_harness.runtime import ToolRegistry
 from mini_harness.runtime.approval import Approver
+from mini_harness.transcripts import Redactor
 
 
 def rerun_agent_runs(
@@ -34,6 +35,7 @@ def rerun_agent_runs(
     log: str | None,
     unverified: tuple[str, ...] | None = None,
     approver: Approver | None = None,
+    redactor: Redactor | None = None,
 ) -> int | None:
     """`replay --rerun` of the agent runs of PATH's history (the one `--run` selects, else
     all): replay each; with a `live` session, continue the first one that stops early.
@@ -42,7 +44,8 @@ def rerun_agent_runs(
     `run`), or None when there are no agent runs to replay (the call-by-call re-run takes
     the file). `unverified`: the problems of a PATH
     that does not verify, continued anyway (--allow-unverified), for the new run to record.
-    `approver` (today's policy, never asking) decides each call the replay would run again."""
+    `approver` (today's policy, never asking) decides each call the replay would run again;
+    what a call gives now is compared with its record redacted with `redactor`."""
     runs = history.offline_runs()
     if not runs and live is not None:
         raise UsageError("--live-model needs an agent run")
@@ -62,6 +65,7 @@ def rerun_agent_runs(
             allow_side_effects=allow_side_effects,
             on_call=(lambda call: None) if as_json else _print_call,
             approver=approver,
+            redactor=redactor,
         )
         if as_json:
             documents.append(_document(replay))

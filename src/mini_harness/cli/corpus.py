@@ -90,7 +90,7 @@ def replay_corpus(
             raise UsageError(f"{flag} applies to one transcript, not to a corpus")
     factory = _registry_factory(rerun.registry_spec, rerun.root) if rerun.rerun else None
     translate = imported_call if rerun.rerun else None
-    approver = rerun.approver(rerun.root) if rerun.rerun else None
+    approver = rerun.approver(rerun.session(rerun.root)) if rerun.rerun else None
     options = SummaryOptions(FOLD, factory, rerun.allow_side_effects, translate, approver)
     _run(paths, options, as_json=as_json, workers=workers, ray_address=ray_address)
 

@@ -85,7 +85,6 @@ def import_into(store: SessionStore, source: str, fmt: str) -> tuple[str, Path, 
         if place.exists() and _same_import(place, result):
             return "unchanged", place, result
         status = "updated" if place.exists() else "imported"
-        place.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.replace(part, place)
         return status, place, result
     finally:
@@ -176,10 +175,10 @@ def import_command(paths: tuple[str, ...], fmt: str, output: str | None, as_json
 def imported_call(run: Run, call: Call) -> RerunAs | str | None:
     """What `replay --rerun` dispatches for `call` of `run` (a Translate): for a run imported
     from another agent's session, the mini-harness tool its tool maps to, or why none does
-    (interop/rerun.py); None for a run of mini-harness's own."""
+    (interop/translate.py); None for a run of mini-harness's own."""
     if run.imported is None:
         return None
-    from mini_harness.interop.rerun import rerun_as
+    from mini_harness.interop.translate import rerun_as
     from mini_harness.replay import RerunAs
 
     cwd = run.workspace.path if run.workspace is not None else None

@@ -14,7 +14,6 @@ from mini_harness.cli.log_options import (
     LogSettings,
     log_option,
     log_options,
-    opened_log,
 )
 from mini_harness.cli.options import (
     context_report_option,
@@ -159,16 +158,17 @@ def replay_command(  # noqa: PLR0917 - click passes each option
     held = _read_once(fold)  # the one reading (a pipe will do): the runs, and their workspace
     _check_step(fold.history, step)
     workspace = rerun.where(fold.history, as_json=as_json)
-    # Today's policy decides every call a re-run would run again; it never prompts.
-    approver = rerun.approver(workspace)
-    # With --live-model the re-run's tools are the new run's (cli/session.py).
+    # The re-run acts as every command that acts (cli/acting.py): its settings read where
+    # it works, its secrets hidden from its log, its screen and its comparisons. With
+    # --live-model the session is the new run's (cli/session.py).
     live = None
     if live_model:
         options = AgentOptions(
             model, rerun.registry_spec, workspace, rerun.approve, accept_policy, as_json=as_json
         )
         live = AgentSession(options, log_settings)
-    tools = live.tools(path, log) if live else rerun.tools(workspace)
+    session = live or rerun.session(workspace, log_settings)
+    tools = live.tools(path, log) if live else rerun.tools(session, path, log)
     # Agent runs are replayed offline with their recorded model answers (cli/agent_replay.py).
     agent_code = rerun_agent_runs(
         path,
@@ -179,12 +179,13 @@ def replay_command(  # noqa: PLR0917 - click passes each option
         live=live,
         log=log,
         unverified=unverified,
-        approver=approver,
+        approver=rerun.approver(session),  # today's policy; it never prompts
+        redactor=session.redactor,
     )
     if agent_code is not None:
         raise click.exceptions.Exit(agent_code)
-    with opened_log(log, log_settings, say=aside if as_json else info) as sink:
-        code = drive(fold, iter(rerun.calls(held, tools, approver, sink)), out)
+    with session.log(log, aside if as_json else info) as sink:
+        code = drive(fold, iter(rerun.calls(held, tools, session, sink)), out)
     if log is not None:
         info(f"Re-run recorded in {log}")
     raise click.exceptions.Exit(code)

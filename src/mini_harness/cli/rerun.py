@@ -14,13 +14,14 @@ the calls (`TranscriptRerun`). `replay` also replays agent runs offline
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import click
 
+from mini_harness.cli.acting import Session
+from mini_harness.cli.log_options import LogSettings
 from mini_harness.cli.options import (
     RERUN_APPROVE_HELP,
     F,
@@ -31,7 +32,7 @@ from mini_harness.cli.options import (
     side_effects_option,
     workspace_option,
 )
-from mini_harness.cli.registry_spec import agent_tools, registry_option
+from mini_harness.cli.registry_spec import chosen_registry, registry_option
 from mini_harness.cli.stored import acting_workspace, notice
 from mini_harness.cli.verified import allow_unverified_option, verified_history
 from mini_harness.errors import UsageError
@@ -75,10 +76,21 @@ class RerunOptions:
         say = functools.partial(notice, as_json=as_json)
         return acting_workspace(self.workspace, recorded[-1] if recorded else None, say)
 
-    def tools(self, workspace: str | None) -> ToolRegistry:
+    def session(self, workspace: str | None, log_settings: LogSettings | None = None) -> Session:
+        """The re-run's Session in `workspace` (what `where` found; None: the current
+        directory): its settings read there, the approval mode (`--approve`, else the
+        config's), its log with the log flags, and the secrets it hides (the providers'
+        keys, `--redact-env`, `--redact-pattern`, the config's) from its log, from what
+        it prints, and from what a call gives now before it is compared with its record."""
+        return Session(log_settings, workspace=workspace, approve=self.approve)
+
+    def tools(self, session: Session, *transcripts: str | None) -> ToolRegistry:
         """The tools the calls run again with: `--registry`'s, else the built-in tools an
-        agent run gets, in `workspace` (a re-run of its calls finds them all)."""
-        return agent_tools(self.registry_spec, workspace)
+        agent run gets in the session's workspace (a re-run of its calls finds them all),
+        the `transcripts` the command reads and writes out of their reach for writing."""
+        if self.registry_spec is not None:
+            return chosen_registry(self.registry_spec, session.workspace)
+        return session.built_in_tools(*transcripts)
 
     def verified(self, path: str, *, live_model: bool = False) -> tuple[str, ...] | None:
         """A re-run that may change things (side effects, a live model going on) acts on
@@ -89,24 +101,27 @@ class RerunOptions:
         acting = "--live-model" if live_model else "--allow-side-effects"
         return verified_history(path, f"re-run with {acting}", allow=self.allow_unverified)
 
-    def approver(self, workspace: str | None) -> PolicyApprover:
-        """What decides each call a re-run would run again: the policy file of
-        `workspace` (None: the current directory) as it is today, with --approve; it never
-        asks anyone. A policy file that cannot be used is a usage error."""
-        from mini_harness.cli.coding import rerun_approver, workspace_policy
+    @staticmethod
+    def approver(session: Session) -> PolicyApprover:
+        """What decides each call a re-run would run again: the policy file of the
+        session's workspace as it is today, with its approval mode (`--approve`, else the
+        config's); it never asks anyone. A policy file that cannot be used is a usage
+        error."""
+        from mini_harness.cli.coding import rerun_approver
 
-        return rerun_approver(workspace_policy(workspace or os.curdir, self.approve or "ask"))
+        return rerun_approver(session.policy())
 
     def calls(
         self,
         items: Iterable[FoldItem],
         tools: ToolRegistry,
-        approver: PolicyApprover,
+        session: Session,
         sink: EventSink | None = None,
     ) -> TranscriptRerun:
         """The recorded calls among `items`, each run again with `tools` (recorded in
-        `sink`, if given) when `approver` allows it, and compared with its record; another
-        agent's imported calls as the tools they map to (cli/importing.py)."""
+        `sink`, if given) when the session's re-run approver allows it, and compared,
+        redacted as the session's log is, with its record; another agent's imported calls
+        as the tools they map to (cli/importing.py)."""
         from mini_harness.cli.importing import imported_call
 
         return TranscriptRerun(
@@ -115,7 +130,8 @@ class RerunOptions:
             allow_side_effects=self.allow_side_effects,
             sink=sink,
             translate=imported_call,
-            approver=approver,
+            approver=self.approver(session),
+            redactor=session.redactor,
         )
 
 

@@ -25,12 +25,12 @@ from mini_harness.cli.session import AgentOptions, AgentSession, agent_options
 from mini_harness.cli.stored import acting_workspace, last_option, locate, notice
 from mini_harness.cli.verified import acted_on, allow_unverified_option, read_verified
 from mini_harness.events import EventSink
+from mini_harness.replay.continuing.call_by_call import safe_to_repeat
 from mini_harness.replay.continuing.plans import (
     fork_opening,
     resume_plan,
     steps_before,
 )
-from mini_harness.replay.continuing.rerun import safe_to_repeat
 from mini_harness.replay.history import Run, select_agent_run
 from mini_harness.transcripts import JsonlTranscript
 

@@ -196,7 +196,8 @@ class AgentSession(Session):
         if model is not None:
             self.recorded = recorded_choice(model.provider, model.name)
         if self.options.model is not None or self.recorded is None:
-            self.provider = choose_provider(self.settings["model"], os.environ, limits)
+            spec, name = self.settings["model"], self.settings.model_name
+            self.provider = choose_provider(spec, os.environ, limits, model_name=name)
             return provider_secrets(self.provider)
         assert run is not None  # it recorded the model
         # Not the settings' model (the config's, MINI_HARNESS_MODEL): those choose the

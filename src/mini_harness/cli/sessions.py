@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from mini_harness.cli.options import SingleOption, json_option, root_workspace, workspace_option
-from mini_harness.cli.output import echo_json, info, warn
+from mini_harness.cli.output import echo, echo_json, info, warn
 from mini_harness.cli.settings import session_store
 from mini_harness.errors import UsageError, counted
 from mini_harness.runtime.terminal import printable
@@ -157,7 +157,7 @@ def sessions_group(
         return
     info(f"{counted(len(runs), 'run')} of {whose} in {store.root}, newest first")
     width = shutil.get_terminal_size((120, 24)).columns
-    click.echo("\n".join(table(runs, width)))
+    echo("\n".join(table(runs, width)))
 
 
 @sessions_group.command("prune", short_help="Delete the sessions older than an age.")

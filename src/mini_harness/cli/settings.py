@@ -174,6 +174,9 @@ class Settings:
     user_file: Path
     project_file: Path
     passed: tuple[Passed, ...] = ()
+    model_name: str | None = None
+    """The model's name alone that MINI_HARNESS_MODEL holds (one that names no provider),
+    for the provider chosen otherwise; None with `--model` (the flag wins) or none set."""
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name].value
@@ -298,7 +301,10 @@ def load_settings(
         values[key.name] = setting
     if values["log-dir"].value is None:
         values["log-dir"] = Setting("log-dir", default_sessions_dir(env), DEFAULT)
-    return Settings(values, user_file, project_file, tuple(passed))
+    named = env.get("MINI_HARNESS_MODEL", "").strip()
+    alone = named if named and _from_env(_BY_NAME["model"], env) is None else None
+    model_name = None if flags.get("model") is not None else alone
+    return Settings(values, user_file, project_file, tuple(passed), model_name)
 
 
 def session_store() -> SessionStore:

@@ -9,16 +9,15 @@ from collections.abc import Callable
 import click
 
 from mini_harness.cli.options import SingleOption, root_workspace
+from mini_harness.cli.output import echo, echo_json
 from mini_harness.cli.registry_spec import agent_tools, registry_option
 from mini_harness.events import JsonObject
-from mini_harness.runtime.context_report import pretty_json
 from mini_harness.runtime.definitions import (
     ToolDefinition,
     anthropic_tool,
     mcp_tool,
     openai_tool,
 )
-from mini_harness.runtime.terminal import printable
 
 SHAPES: dict[str, Callable[[ToolDefinition], JsonObject]] = {
     "json": mcp_tool,
@@ -38,7 +37,7 @@ def _table(definitions: list[ToolDefinition]) -> str:
     for definition in definitions:
         hints = definition.annotations
         read_only = "yes" if hints is not None and hints.read_only_hint else "no"
-        summary = printable(next(iter(definition.description.strip().splitlines()), ""))
+        summary = next(iter(definition.description.strip().splitlines()), "")
         row = f"{definition.name:<{name_width}}  {read_only:<9}  {summary}"
         rows.append(row if len(row) <= width else row[: max(width - 3, 0)] + "...")
     return "\n".join(rows)
@@ -63,9 +62,10 @@ def tools_command(fmt: str | None, registry_spec: str | None) -> None:
     definitions = agent_tools(registry_spec, root_workspace()).list()
     if fmt is None:
         fmt = "table" if sys.stdout.isatty() else "json"
+    # What a registry describes its tools with reaches the terminal escaped (cli/output.py).
     if fmt == "table":
-        click.echo(_table(definitions))
+        echo(_table(definitions))
         return
     tools = [SHAPES[fmt](definition) for definition in definitions]
     # An MCP tools/list result is an object; the APIs take the array itself.
-    click.echo(pretty_json({"tools": tools} if fmt == "mcp" else tools))
+    echo_json({"tools": tools} if fmt == "mcp" else tools, indent=True)

@@ -62,11 +62,16 @@ def undo_command(  # noqa: PLR0917 - click passes each option
 
     Exit codes: 0 reverted; 1 a file moved on or the reversal failed; 2 usage errors.
     """
-    session = Session(log_settings, workspace=workspace)
     path = locate(path).path
     unverified = verified_history(path, "undo", allow=allow_unverified)
     call, made_by = _find_call(path, call_id)
-    root = os.path.realpath(acting_workspace(workspace, made_by, session.say) or os.curdir)
+    # Where it reverts comes first: its settings are read there, as every command that
+    # acts reads them where it acts (what it found is said once they protect the screen).
+    said: list[str] = []
+    root = os.path.realpath(acting_workspace(workspace, made_by, said.append) or os.curdir)
+    session = Session(log_settings, workspace=root)
+    for line in said:
+        session.say(line)
     try:
         reverse = patch_reversal(Workspace(root), call.input["patch"], call.effects or ())
     except WorkspaceError as exc:

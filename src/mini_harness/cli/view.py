@@ -89,9 +89,9 @@ def view_command(
         items = list(fold)
         history = fold.history
         workspace = rerun.where(history)
-        tools = rerun.tools(workspace)
-        approver = rerun.approver(workspace)  # today's policy; it never prompts
-        reruns = rerun.calls(items, tools, approver).report(history)
+        session = rerun.session(workspace)  # its secrets hidden from the page and the screen
+        tools = rerun.tools(session, path)
+        reruns = rerun.calls(items, tools, session).report(history)
     history.name = located.source or history.name  # another agent's file, not its import
     page = render_page(history, step_contexts(history), reruns)
     try:

@@ -147,9 +147,16 @@ class SessionStore:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     def new_transcript(self, run_id: str, now: dt.datetime | None = None) -> Path:
-        """Where a session whose first run is `run_id`, starting `now`, is recorded."""
+        """Where a session whose first run is `run_id`, starting `now`, is recorded (a
+        run's, a dispatch's, an import's alike), its day folder made: the store and each
+        folder it makes readable by their owner alone (one that exists keeps its mode;
+        writing there says why, if one cannot be made)."""
         now = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
         day = self.root / f"{now:%Y}" / f"{now:%m}" / f"{now:%d}"
+        self.make()
+        with contextlib.suppress(OSError):
+            for folder in (day.parent.parent, day.parent, day):
+                folder.mkdir(mode=0o700, exist_ok=True)
         return day / f"{now:%Y%m%dT%H%M%SZ}-{run_id}{SUFFIX}"
 
     def transcripts(self) -> list[tuple[Path, float]]:

@@ -21,14 +21,13 @@ The chain of hashes is not checked here: `transcript verify` does that.
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
 from collections.abc import Iterator
 
 from mini_harness.errors import DecodeError, HeaderError
 from mini_harness.events import RunFinished, RunStarted
-from mini_harness.transcripts.codec import HASH_BYTES, decode_parts
+from mini_harness.transcripts.codec import decode_parts, line_hash
 from mini_harness.transcripts.reader import (
     HEADER_LINE_BYTES,
     MAX_LINE_BYTES,
@@ -121,5 +120,4 @@ def _kind(name: bytes) -> type[RunStarted] | type[RunFinished] | None:
 def _record(body: bytes, offset: int) -> TranscriptRecord:
     """One line (without its newline) typed by the codec's one decoder."""
     seq, prev, event = decode_parts(body)
-    digest = hashlib.sha256(body).digest()[:HASH_BYTES].hex()
-    return TranscriptRecord(seq + 1, offset, seq, prev, digest, event)
+    return TranscriptRecord(seq + 1, offset, seq, prev, line_hash(body), event)

@@ -3,11 +3,11 @@
 Without `--model`, the first key found decides, as in the reference harness:
 DEEPSEEK_API_KEY, then OPENAI_API_KEY, then ANTHROPIC_API_KEY; with none, the mock model
 (deterministic, no network).
-MINI_HARNESS_MODEL names the model when `--model` does not. A remote provider is chosen
-without its SDK, which is imported when it sends its first request (`remote`). How long
-an attempt may take and how often a failed one is tried again come from the caller (the
-CLI's flags), else from MINI_HARNESS_MODEL_TIMEOUT (seconds) and MINI_HARNESS_MODEL_RETRIES,
-else the defaults.
+The caller may name the model for a provider chosen without one (`model_name`: the CLI's
+settings hold the model's name alone that MINI_HARNESS_MODEL gives). A remote provider is
+chosen without its SDK, which is imported when it sends its first request (`remote`). How
+long an attempt may take and how often a failed one is tried again come from the caller
+(the CLI's settings), else the defaults; this module reads no MINI_HARNESS_ variable.
 
 A provider that holds secrets (the SDK providers: their API key) lists them in `secrets`;
 whoever prints or records what a run produced redacts them (`provider_secrets`).
@@ -32,8 +32,6 @@ from mini_harness.events.redaction import PROVIDER_KEY_VARIABLES
 from mini_harness.runtime.request_limits import (
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
-    request_retries,
-    request_timeout,
 )
 
 PROVIDER_NAMES = ("anthropic", "deepseek", "mock", "openai", "openai-compatible", "script")
@@ -81,31 +79,17 @@ _REMOTES: dict[str, tuple[str, str, str | None, str]] = {
 @attrs.frozen
 class RequestLimits:
     """How long each attempt of a model request may take, and how often one that failed
-    is tried again; None: from the environment, else the default."""
+    is tried again; None: the default. The CLI passes what its settings say (the flags,
+    MINI_HARNESS_MODEL_TIMEOUT and _RETRIES, the config files: cli/settings.py)."""
 
     timeout: float | None = None
     retries: int | None = None
 
-    def resolved(self, env: Mapping[str, str]) -> tuple[float, int]:
-        """(timeout, retries): given, else MINI_HARNESS_MODEL_TIMEOUT / _RETRIES, else the
-        defaults; a variable that is not a usable number is a ProviderSetupError."""
-        timeout, retries = self.timeout, self.retries
-        if timeout is None:
-            timeout = _number(env, "MINI_HARNESS_MODEL_TIMEOUT", DEFAULT_TIMEOUT, whole=False)
-        if retries is None:
-            retries = int(_number(env, "MINI_HARNESS_MODEL_RETRIES", DEFAULT_RETRIES, whole=True))
+    def resolved(self) -> tuple[float, int]:
+        """(timeout, retries): given, else the defaults."""
+        timeout = DEFAULT_TIMEOUT if self.timeout is None else self.timeout
+        retries = DEFAULT_RETRIES if self.retries is None else self.retries
         return timeout, retries
-
-
-def _number(env: Mapping[str, str], name: str, default: float, *, whole: bool) -> float:
-    """The variable `name` as a number (`whole`: an integer, 0 or more; else above 0)."""
-    text = _setting(env, name)
-    if text is None:
-        return default
-    try:
-        return request_retries(text) if whole else request_timeout(text)
-    except ValueError as exc:
-        raise ProviderSetupError(f"{name}={text!r}: expected {exc.args[0]}") from None
 
 
 def _setting(env: Mapping[str, str], name: str) -> str | None:
@@ -131,18 +115,22 @@ def _check_url(url: str, name: str) -> None:
 
 
 def choose_provider(
-    model_spec: str | None, env: Mapping[str, str], limits: RequestLimits | None = None
+    model_spec: str | None,
+    env: Mapping[str, str],
+    limits: RequestLimits | None = None,
+    *,
+    model_name: str | None = None,
 ) -> ModelProvider:
     """The provider `--model` names (None: the environment's choice).
 
-    `model_spec` is `PROVIDER:MODEL`, `PROVIDER` alone (its default model), `mock` or
-    `script:FILE`; `limits` apply to the providers that send requests.
+    `model_spec` is `PROVIDER:MODEL`, `PROVIDER` alone (`model_name`, else its default
+    model), `mock` or `script:FILE`; `limits` apply to the providers that send requests.
     """
     limits = limits or RequestLimits()
     if model_spec is None:
         for provider, key_variable in PROVIDER_KEY_VARIABLES.items():
             if _setting(env, key_variable):
-                return _remote(provider, None, env, limits)
+                return _remote(provider, model_name, env, limits)
         return MockProvider("mock")
     provider, _, model = model_spec.partition(":")
     provider = provider.strip().lower()
@@ -158,7 +146,7 @@ def choose_provider(
             f"Unknown model provider {provider!r} in --model {model_spec!r} "
             f"(known: {', '.join(PROVIDER_NAMES)})"
         )
-    return _remote(provider, model or None, env, limits)
+    return _remote(provider, model or model_name, env, limits)
 
 
 def recorded_choice(provider: str, model: str) -> str | None:
@@ -183,7 +171,7 @@ def _remote(
     provider: str, model: str | None, env: Mapping[str, str], limits: RequestLimits
 ) -> ModelProvider:
     key_variable, url_variable, default_base_url, default_model = _REMOTES[provider]
-    model = model or _setting(env, "MINI_HARNESS_MODEL") or default_model
+    model = model or default_model
     base_url = _setting(env, url_variable) or default_base_url
     api_key = _setting(env, key_variable)
     if provider == "openai-compatible":
@@ -201,7 +189,7 @@ def _remote(
         raise ProviderSetupError(
             f"The {provider} provider needs the {sdk} SDK: pip install 'mini-harness[{sdk}]'"
         )
-    timeout, retries = limits.resolved(env)
+    timeout, retries = limits.resolved()
     assert base_url is not None  # every remote provider has a default or requires one
     _check_url(base_url, url_variable)  # a default is never refused
     # A 404's message names the variable the base URL came from, or the default it took.

@@ -33,9 +33,9 @@ import pydantic
 
 from mini_harness.agent.providers.interface import ModelRequest, ModelResponse
 from mini_harness.agent.providers.sdk_failures import FailureMapping, SdkErrors, retry_delay
-from mini_harness.errors import MiniHarnessError, ModelError, ResponseShapeError
-from mini_harness.events import MAX_JSON_DEPTH, JsonObject, Message, ToolCall, Usage, new_id
-from mini_harness.events.jsonvalue import nested_deeper_than
+from mini_harness.errors import MiniHarnessError, ModelError, NotJsonError, ResponseShapeError
+from mini_harness.events import JsonObject, Message, ToolCall, Usage, new_id
+from mini_harness.events.jsonvalue import decode_json_input
 from mini_harness.events.redaction import KeyFinder
 
 UNPARSED_KEY = "unparsedArguments"
@@ -43,12 +43,11 @@ UNPARSED_KEY = "unparsedArguments"
 
 
 def _object(raw: str) -> JsonObject | None:
-    """`raw` as a JSON object, or None: not JSON, not an object, or nested too deep."""
-    if nested_deeper_than(raw, MAX_JSON_DEPTH):
-        return None
+    """`raw` as a JSON object, or None: not JSON, not an object, or out of the bounds of
+    every JSON value (events/jsonvalue.py's one decoder: too deep, a wide integer)."""
     try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+        value = decode_json_input(raw)
+    except NotJsonError:
         return None
     return value if isinstance(value, dict) else None
 

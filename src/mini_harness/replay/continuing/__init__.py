@@ -4,6 +4,16 @@ openings of a run that resumes or forks another (`plans`)."""
 
 from __future__ import annotations
 
+from mini_harness.replay.continuing.call_by_call import (
+    RerunAs,
+    TranscriptRerun,
+    Translate,
+    definition_drift,
+    json_diff,
+    json_equal,
+    rerun_transcript,
+    safe_to_repeat,
+)
 from mini_harness.replay.continuing.offline import AgentReplay, replay_agent_run
 from mini_harness.replay.continuing.outcomes import (
     DIFFERING,
@@ -18,16 +28,6 @@ from mini_harness.replay.continuing.plans import (
     continued_config,
     fork_opening,
     resume_plan,
-)
-from mini_harness.replay.continuing.rerun import (
-    RerunAs,
-    TranscriptRerun,
-    Translate,
-    definition_drift,
-    json_diff,
-    json_equal,
-    rerun_transcript,
-    safe_to_repeat,
 )
 
 __all__ = [

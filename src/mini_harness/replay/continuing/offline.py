@@ -29,13 +29,7 @@ from mini_harness.agent import (
 )
 from mini_harness.errors import ModelError, counted
 from mini_harness.events import Event, JsonValue, ModelRequested, ToolError, ToolFailed
-from mini_harness.replay.continuing.outcomes import (
-    DIVERGED,
-    SKIPPED,
-    RerunOutcome,
-)
-from mini_harness.replay.continuing.plans import continued_config
-from mini_harness.replay.continuing.rerun import (
+from mini_harness.replay.continuing.call_by_call import (
     compare,
     denied_today,
     diff,
@@ -43,11 +37,18 @@ from mini_harness.replay.continuing.rerun import (
     json_lines,
     refused_today,
 )
+from mini_harness.replay.continuing.outcomes import (
+    DIVERGED,
+    SKIPPED,
+    RerunOutcome,
+)
+from mini_harness.replay.continuing.plans import continued_config
 from mini_harness.replay.history import Call, Run
 from mini_harness.runtime.approval import Approver
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
 from mini_harness.runtime.validation import decode_arguments
+from mini_harness.transcripts.codec import Redactor
 
 
 @attrs.define
@@ -96,8 +97,10 @@ class RecordedRun(SilentReporter):
         *,
         allow_side_effects: bool = False,
         approver: Approver | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.run = run = replay.run
+        self.redactor = redactor
         self.replay = replay
         self.registry = registry
         self.on_call = on_call
@@ -204,7 +207,7 @@ class RecordedRun(SilentReporter):
             failure = None
         elif failure is None:  # every failed dispatch records ToolFailed; this is a guard
             failure = ToolError("handler_error", outcome.error)
-        found = compare(recorded, outcome.output, failure)
+        found = compare(recorded, outcome.output, failure, self.redactor)
         self._add(
             RerunOutcome[Call | None](
                 recorded,
@@ -264,16 +267,24 @@ def replay_agent_run(
     allow_side_effects: bool = False,
     on_call: Callable[[RerunOutcome[Call | None]], None] = lambda call: None,
     approver: Approver | None = None,
+    redactor: Redactor | None = None,
 ) -> AgentReplay:
     """Replay `run` offline against `registry` (see the module's docstring), each call
-    that would run again first put to `approver` (today's policy; it must answer at once).
+    that would run again first put to `approver` (today's policy; it must answer at once),
+    what it gives now redacted with `redactor` (the command's log's) before it is
+    compared with its record.
     Nothing is recorded; `on_call` hears of each call as it got its result; the result says
     where the run diverged, if it did."""
     replay = AgentReplay(run)
     if not run.steps:
         return replay
     model = RecordedRun(
-        replay, registry, on_call, allow_side_effects=allow_side_effects, approver=approver
+        replay,
+        registry,
+        on_call,
+        allow_side_effects=allow_side_effects,
+        approver=approver,
+        redactor=redactor,
     )
     # One request more than the record has: a run that stopped with tool results not yet
     # sent asks for it, and learns that the record ends there.

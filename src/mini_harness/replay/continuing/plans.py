@@ -26,6 +26,7 @@ from mini_harness.agent import (
 from mini_harness.errors import ResumeError, RunContinuedError
 from mini_harness.events import RunOrigin, ToolError, ToolFailed, utc_timestamp
 from mini_harness.replay.history import Call, Run, select_step
+from mini_harness.transcripts.claim import resumes
 
 
 @attrs.frozen
@@ -100,8 +101,8 @@ def resume_plan(
     with no origin, from its task. A run that another run resumed already is not continued
     again (RunContinuedError): forking it is the way to branch off.
     """
-    for other in runs:
-        if other.resumed_from is not None and other.resumed_from.run_id == run.run_id:
+    for other in runs:  # the one test of "resumed already" (transcripts/claim.py)
+        if other.started is not None and resumes(other.started) == run.run_id:
             raise RunContinuedError(run.run_id, other.run_id)
     by_id = {each.run_id: each for each in runs}
     chain = [run]

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from mini_harness.replay.corpus.fold import (
+from mini_harness.replay.corpus.summary import OK, PROBLEMS, UNREADABLE
+from mini_harness.replay.corpus.workers import (
     CorpusFile,
     CorpusReport,
     ToolReport,
@@ -13,7 +14,6 @@ from mini_harness.replay.corpus.fold import (
     fold_files,
     is_corpus,
 )
-from mini_harness.replay.corpus.summary import OK, PROBLEMS, UNREADABLE
 
 __all__ = [
     "OK",

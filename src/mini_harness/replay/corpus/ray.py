@@ -12,7 +12,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from mini_harness.errors import RayUnavailableError
-from mini_harness.replay.corpus.fold import (
+from mini_harness.replay.corpus.summary import (
+    FOLD,
+    FileSummary,
+    RegistryFactory,
+    SummaryMerge,
+    SummaryOptions,
+    summarize_batch,
+)
+from mini_harness.replay.corpus.workers import (
     CorpusFile,
     CorpusReport,
     Progress,
@@ -21,14 +29,6 @@ from mini_harness.replay.corpus.fold import (
     in_flight,
     merged_report,
     missing_summaries,
-)
-from mini_harness.replay.corpus.summary import (
-    FOLD,
-    FileSummary,
-    RegistryFactory,
-    SummaryMerge,
-    SummaryOptions,
-    summarize_batch,
 )
 
 LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from mini_harness.errors import counted
-from mini_harness.replay.corpus.fold import CorpusReport, ToolReport
 from mini_harness.replay.corpus.summary import PROBLEMS, UNREADABLE, FileSummary
+from mini_harness.replay.corpus.workers import CorpusReport, ToolReport
 from mini_harness.replay.history import AgentFigures
 
 _STATUS_WIDTH = len(UNREADABLE)

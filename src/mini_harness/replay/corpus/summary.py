@@ -17,8 +17,8 @@ import attrs
 
 from mini_harness.errors import MiniHarnessError
 from mini_harness.events import JsonObject, JsonValue
+from mini_harness.replay.continuing.call_by_call import TranscriptRerun, Translate
 from mini_harness.replay.continuing.outcomes import DIFFERING, RerunOutcome
-from mini_harness.replay.continuing.rerun import TranscriptRerun, Translate
 from mini_harness.replay.history import FAILED, IN_DOUBT, AgentFigures, Call, TranscriptFold
 from mini_harness.runtime import ToolRegistry
 from mini_harness.runtime.approval import Approver

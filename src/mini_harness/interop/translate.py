@@ -9,27 +9,24 @@ import os
 from collections.abc import Callable
 from typing import Final
 
+from mini_harness.errors import UntranslatableCallError
 from mini_harness.events import JsonObject, JsonValue
 
 Mapped = tuple[str, JsonObject] | str
 """(mini-harness tool, its input), or why the call cannot be re-run."""
 
 
-class _Untranslatable(Exception):
-    """An argument with no equivalent (the message says which and why)."""
-
-
 def _relative(path: JsonValue, cwd: str | None) -> str:
     """`path` relative to the recorded workspace `cwd` (the tools refuse absolute paths)."""
     if not isinstance(path, str) or not path:
-        raise _Untranslatable(f"path {path!r} is not a path")
+        raise UntranslatableCallError(f"path {path!r} is not a path")
     if not os.path.isabs(path):
         return path
     if cwd is None:
-        raise _Untranslatable(f"{path} is absolute and the session recorded no workspace")
+        raise UntranslatableCallError(f"{path} is absolute and the session recorded no workspace")
     inside = os.path.relpath(path, cwd)
     if inside == ".." or inside.startswith("../"):
-        raise _Untranslatable(f"{path} is outside the recorded workspace {cwd}")
+        raise UntranslatableCallError(f"{path} is outside the recorded workspace {cwd}")
     return inside
 
 
@@ -45,7 +42,7 @@ def _argv_command(key: str, workdir: str) -> Callable[[JsonObject, str | None], 
     def mapped(tool_input: JsonObject, cwd: str | None) -> Mapped:
         argv = tool_input.get(key)
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-            raise _Untranslatable(f"{key} is not a list of strings")
+            raise UntranslatableCallError(f"{key} is not a list of strings")
         out: JsonObject = {"argv": list(argv)}
         _cwd_of(tool_input, workdir, out, cwd)
         return "run_command", out
@@ -59,7 +56,7 @@ def _shell_line(key: str, workdir: str | None) -> Callable[[JsonObject, str | No
     def mapped(tool_input: JsonObject, cwd: str | None) -> Mapped:
         line = tool_input.get(key)
         if not isinstance(line, str) or not line:
-            raise _Untranslatable(f"{key} is not a command line")
+            raise UntranslatableCallError(f"{key} is not a command line")
         out: JsonObject = {"argv": [line], "shell": True}
         if workdir is not None:
             _cwd_of(tool_input, workdir, out, cwd)
@@ -80,7 +77,7 @@ def _read(tool_input: JsonObject, cwd: str | None) -> Mapped:
 def _grep(tool_input: JsonObject, cwd: str | None) -> Mapped:
     pattern = tool_input.get("pattern")
     if not isinstance(pattern, str) or not pattern:
-        raise _Untranslatable("pattern is not a string")
+        raise UntranslatableCallError("pattern is not a string")
     out: JsonObject = {"query": pattern, "regex": True}
     if tool_input.get("-i") is True:
         out["caseSensitive"] = False
@@ -94,7 +91,7 @@ def _grep(tool_input: JsonObject, cwd: str | None) -> Mapped:
 def _glob(tool_input: JsonObject, cwd: str | None) -> Mapped:
     pattern = tool_input.get("pattern")
     if not isinstance(pattern, str) or not pattern:
-        raise _Untranslatable("pattern is not a string")
+        raise UntranslatableCallError("pattern is not a string")
     out: JsonObject = {"glob": pattern}
     if tool_input.get("path") is not None:
         out["path"] = _relative(tool_input["path"], cwd)
@@ -122,5 +119,5 @@ def rerun_as(fmt: str, name: str, tool_input: JsonValue, cwd: str | None) -> Map
         return f"imported {name}: its input is not a JSON object"
     try:
         return mapping(tool_input, cwd)
-    except _Untranslatable as exc:
+    except UntranslatableCallError as exc:
         return f"imported {name}: {exc}"

@@ -47,7 +47,13 @@ from mini_harness.runtime.approval import Approver, PendingCall
 from mini_harness.runtime.dispatch import ToolRuntime
 from mini_harness.runtime.registry import ToolRegistry
 from mini_harness.runtime.results import tool_error
-from mini_harness.transcripts.codec import OMITTED_KEY, REDACTED, is_omitted, omitted_marker
+from mini_harness.transcripts.codec import (
+    OMITTED_KEY,
+    REDACTED,
+    Redactor,
+    is_omitted,
+    omitted_marker,
+)
 
 _DIFF_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 
@@ -198,18 +204,29 @@ def held_back(
     return None
 
 
-def compare(call: Call, output: JsonValue, failure: ToolError | None) -> RerunOutcome[Call]:
+def compare(
+    call: Call,
+    output: JsonValue,
+    failure: ToolError | None,
+    redactor: Redactor | None = None,
+) -> RerunOutcome[Call]:
     """A recorded call compared with what running it again gave: `output`, or `failure`
     when it failed. The call-by-call re-run and the offline replay both compare this way.
+    With `redactor` (what the command's log hides), what the call gives now is redacted
+    first, as its record was: a secret it read compares equal to the `[REDACTED]` recorded,
+    and is never shown.
 
     Outputs compare as JSON values (true is not 1); an output too large to record is
     compared by the size and SHA-256 its marker holds. Failures compare by their recorded
     form; a tool unknown then and now matches whatever its message lists (the registry of
     the day, whose changes the drift report names). A call in doubt has nothing to compare
     with: it now succeeds or now fails."""
+    shown = redactor.redact_value if redactor is not None and redactor.active else None
     if failure is not None:
         current: JsonObject = to_wire(failure)
-        reason = f"{failure.kind}: {failure.message}"
+        if shown is not None:
+            current = shown(current)
+        reason = f"{current['kind']}: {current['message']}"
         if call.error is None:
             return RerunOutcome(call, NOW_FAILS, reason, current)
         recorded: JsonObject = to_wire(call.error)
@@ -218,6 +235,8 @@ def compare(call: Call, output: JsonValue, failure: ToolError | None) -> RerunOu
         return RerunOutcome(call, DIVERGED, reason, current, json_diff(call, recorded, current))
     # Through JSON and back, so tuples and the like compare as the arrays they record as.
     now = orjson.loads(orjson.dumps(output))
+    if shown is not None:
+        now = shown(now)
     if call.status != SUCCEEDED:
         return RerunOutcome(call, NOW_SUCCEEDS, None, now)
     then, compared = call.output, now
@@ -261,7 +280,8 @@ class TranscriptRerun:
     idempotentHint, unless `allow_side_effects`: the current definition describes the code
     that would run now; and only if `approver` (today's policy) allows it: its runtime
     consults it, recording the decision. In-doubt calls are skipped (nothing to compare
-    with), and so are calls recorded as denied. `translate`
+    with), and so are calls recorded as denied. What a call gives now is redacted with
+    `redactor` (the command's log's) before it is compared with its record. `translate`
     says what to dispatch for a call of a run whose tools are not mini-harness's (an
     imported session's): see Translate.
     """
@@ -272,6 +292,7 @@ class TranscriptRerun:
     sink: EventSink | None = attrs.field(default=None, kw_only=True)
     translate: Translate | None = attrs.field(default=None, kw_only=True)
     approver: Approver | None = attrs.field(default=None, kw_only=True)
+    redactor: Redactor | None = attrs.field(default=None, kw_only=True)
     _runs: dict[str, Run] = attrs.field(factory=dict, init=False, repr=False)
     _runtimes: dict[str, ToolRuntime] = attrs.field(factory=dict, init=False, repr=False)
     _drifted: set[tuple[str, str, tuple[str, ...]]] = attrs.field(
@@ -315,11 +336,11 @@ class TranscriptRerun:
             if target is not None:
                 error = to_wire(tool_error(exc))
                 return _compare_outcome(call, target, error, f"{exc.kind}: {exc.message}")
-            return compare(call, None, tool_error(exc))
+            return compare(call, None, tool_error(exc), self.redactor)
         if target is not None:
             current = orjson.loads(orjson.dumps(result.output))
             return _compare_outcome(call, target, current, _process_failure(current))
-        return compare(call, result.output, None)
+        return compare(call, result.output, None, self.redactor)
 
     def report(self, history: History) -> RerunReport:
         """Run everything and collect the report (one object per call) of `history`, the
