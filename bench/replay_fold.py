@@ -340,9 +340,10 @@ def run(config: Any) -> Any:
         "Where a reader's time goes, per line (µs, in-process medians): "
         + ", ".join(f"{name} {value:.2f}" for name, value in steps.items())
         + f"; the whole TranscriptReader step is {per_event:.2f}. The rest is the reader's "
-        "own loop: one TranscriptRecord (attrs) per line plus seq/prev bookkeeping. Every "
-        "typed line costs objects the bare loop never makes (event, envelope, record) and a "
-        "SHA-256; a fold that keeps a record per call also pays for holding them."
+        "own loop: one TranscriptRecord (a msgspec Struct) per line plus seq/prev "
+        "bookkeeping. Every typed line costs objects the bare loop never makes (event, "
+        "envelope, record) and a SHA-256; a fold that keeps a record per call also pays for "
+        "holding them."
     )
     if not has_stream:
         section.notes.append(

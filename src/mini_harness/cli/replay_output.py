@@ -229,22 +229,34 @@ class TextOutput(ReplayOutput):
 
 class JsonOutput(ReplayOutput):
     """One JSON document, written as it goes: calls stream out one per line, in batches
-    (one write per call costs more than folding it)."""
+    (one write per call costs more than folding it), each call kept as orjson's bytes
+    until its batch is joined and written."""
 
     def __init__(self, fold: TranscriptFold, **settings: Any) -> None:
         super().__init__(fold, **settings)
         self.started = False
         self.first_call = True
         self.pending: list[str] = []
+        self.calls: list[bytes] = []  # the batch of call lines not yet in `pending`
 
     def write(self, text: str) -> None:
+        self._batch()
         self.pending.append(text)
         self.flush()
 
     def flush(self) -> None:
+        self._batch()
         if self.pending:
             echo_json_stream("".join(self.pending))
             self.pending.clear()
+
+    def _batch(self) -> None:
+        """Move the batch of call lines into `pending`, one call a line."""
+        if self.calls:
+            lead = "\n" if self.first_call else ",\n"
+            self.pending.append(lead + b",\n".join(self.calls).decode())
+            self.first_call = False
+            self.calls.clear()
 
     def _start(self) -> None:
         if not self.started:
@@ -253,12 +265,11 @@ class JsonOutput(ReplayOutput):
             self.started = True
 
     def _emit_call(self, entry: JsonObject) -> None:
-        self._start()
-        pending = self.pending
-        entry_text = orjson.dumps(redacted_value(entry)).decode()
-        pending.append(("\n" if self.first_call else ",\n") + entry_text)
-        self.first_call = False
-        if len(pending) >= _BATCH:
+        if not self.started:
+            self._start()
+        calls = self.calls
+        calls.append(orjson.dumps(redacted_value(entry)))
+        if len(calls) >= _BATCH:
             self.flush()
 
     def run(self, item: Run) -> None:

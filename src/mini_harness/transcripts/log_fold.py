@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 import attrs
+import msgspec
 
 from mini_harness.events import (
     Event,
@@ -49,12 +50,12 @@ class ProtocolProblem:
         return f"line {self.line} (seq {self.seq}): {self.message}"
 
 
-@attrs.define
-class OpenCall:
+class OpenCall(msgspec.Struct, gc=False):
     """A ToolCalled seen without its terminal event (yet): in doubt if the log ends here.
 
-    Not frozen: one is made per call while folding millions of events, and a frozen attrs
-    class costs several times as much to build. Treat it as read-only.
+    A msgspec Struct, not tracked by the cycle collector: one is made per call while
+    folding millions of events, and it holds only numbers and strings. Treat it as
+    read-only.
     """
 
     line: int

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 import attrs
+import msgspec
 
 from mini_harness.errors import (
     DecodeError,
@@ -113,12 +114,12 @@ class BoundedLines:
         return LongLine(length, hasher, False if self.regular else None)
 
 
-@attrs.define
-class TranscriptRecord:
+class TranscriptRecord(msgspec.Struct, gc=False):
     """One line of a transcript: where it is, its envelope and its event.
 
-    Not frozen: one is made per line of files with millions of lines, and a frozen attrs
-    class costs several times as much to build. Treat it as read-only.
+    A msgspec Struct, not tracked by the cycle collector: one is made per line of files
+    with millions of lines, and it holds only numbers, strings and its (declared, equally
+    untracked) event, so it is never part of a cycle. Treat it as read-only.
     """
 
     line: int  # 1-based
@@ -303,7 +304,9 @@ class TranscriptReader:
         # Bad lines not yet known to be mid-file, and the hash of the bytes from the first.
         pending: list[DamagedLine] = []
 
-        def bad(hasher: Any, length: int, reason: str) -> None:
+        def bad(number: int, start: int, hasher: Any, length: int, reason: str) -> None:
+            # Takes the line's number and start: were they read from the loop's scope, the
+            # loop would keep them in cells, slower to update on every line.
             if not pending:
                 lines.tap = hasher
             pending.append(DamagedLine(number, start, length, reason))
@@ -324,6 +327,8 @@ class TranscriptReader:
                     )
                 reason = "no newline at end of file"
                 bad(
+                    number,
+                    start,
                     raw.hasher,
                     raw.length,
                     f"longer than {MAX_LINE_BYTES} bytes" if raw.terminated else reason,
@@ -336,7 +341,7 @@ class TranscriptReader:
             if pending:  # a torn tail may be under way: lines.tap hashes it whole
                 lines.tap.update(raw)
             if raw[-1] != NEWLINE:  # raw is never empty
-                bad(sha256(raw), len(raw), "no newline at end of file")
+                bad(number, start, sha256(raw), len(raw), "no newline at end of file")
                 break
             body = raw[:-1]
             if body[-1:] == b"\r":
@@ -354,7 +359,7 @@ class TranscriptReader:
                 else:
                     seq, prev, event = decode_wire(upcast(load_line(body)))
             except DecodeError as exc:
-                bad(sha256(raw), len(raw), with_hint(str(exc), body))
+                bad(number, start, sha256(raw), len(raw), with_hint(str(exc), body))
                 continue
             if pending:  # not checked against the line before: the chain restarts here
                 if not self._salvage:
