@@ -97,3 +97,33 @@ def test_model_chooses_another(recorded: Path, server: OpenAIWireServer) -> None
     assert len(server.requests) == 1
     assert len(fold_agent_runs(recorded)) == 2
     assert last_model(recorded) == "mock"
+
+
+@pytest.mark.parametrize(
+    "command", [["resume"], ["fork", "--at-step", "1"]], ids=["resume", "fork"]
+)
+def test_a_transcript_never_chooses_the_script_that_plays_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    """A run played by `script:FILE` goes on only when --model names a script: a transcript
+    (which may come from anywhere) naming a file here does not make that file play the
+    model. Exit 2 before anything is written; with --model it goes on."""
+    (tmp_path / "ws").mkdir()
+    monkeypatch.chdir(tmp_path / "ws")
+    script = tmp_path / "play.json"
+    script.write_text('[{"text": "First answer."}, {"text": "Played again."}]')
+    log = tmp_path / "t.jsonl"
+    result = invoke(["run", "Task", "--model", f"script:{script}", "--log", str(log)])
+    assert result.exit_code == 0, result.output
+    before = log.read_bytes()
+
+    refused = invoke([*command, str(log), "go on"])
+    assert refused.exit_code == 2, refused.output
+    assert f"used script:{script}" in refused.output
+    assert f"--model script:{script}" in refused.output
+    assert "Played again." not in refused.output
+    assert log.read_bytes() == before
+
+    chosen = invoke([*command, str(log), "go on", "--model", f"script:{script}"])
+    assert chosen.exit_code == 0, chosen.output
+    assert len(fold_agent_runs(log)) == 2

@@ -200,6 +200,14 @@ class AgentSession(Session):
             self.provider = choose_provider(spec, os.environ, limits, model_name=name)
             return provider_secrets(self.provider)
         assert run is not None  # it recorded the model
+        if self.recorded.startswith("script:"):
+            # A script is a file the run read: the transcript must not choose which file
+            # plays the model (a transcript from elsewhere could name any), so say it.
+            raise UsageError(
+                f"run {run.run_id} used {self.recorded}: a model script runs only when "
+                "--model names it, never because a transcript does; give --model "
+                f"{self.recorded} to go on with it, or another model"
+            )
         # Not the settings' model (the config's, MINI_HARNESS_MODEL): those choose the
         # model of new runs; a conversation goes on with its own unless --model says so.
         try:
@@ -208,8 +216,8 @@ class AgentSession(Session):
             raise UsageError(
                 f"run {run.run_id} used {self.recorded}, and its model goes on with it "
                 f"unless --model says otherwise: {exc.message.rstrip('.')}; or give "
-                "--model PROVIDER:MODEL to continue it with another model (--model mock: "
-                "none)"
+                "--model PROVIDER:MODEL to continue it with another model (--model mock "
+                "needs no key)"
             ) from None
         return provider_secrets(self.provider)
 
