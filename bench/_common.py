@@ -9,6 +9,7 @@ places it among the others (lower first; default 100).
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -206,3 +207,13 @@ def naive_call(
             "durationMs": 0.0,
         }
     )
+
+
+def peak_mb() -> float:
+    """This process's peak resident set size in MB (VmHWM; ru_maxrss where /proc is not)."""
+    try:
+        with open("/proc/self/status") as status:
+            kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / 1024

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import Config, Section, Target, clean_env, fmt_ratio, median
+from _common import Config, Section, Target, clean_env, fmt_ratio, median, peak_mb
 
 ORDER = 45
 TEMPLATES = 16  # distinct files, copied round-robin: durations and shapes vary by template
@@ -83,15 +82,6 @@ def make_corpus(root: Path, files: int, events: int) -> int:
     return total
 
 
-def _own_peak_mb() -> float:
-    try:
-        with open("/proc/self/status") as status:
-            kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-    except (OSError, StopIteration):
-        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return kb / 1024
-
-
 def measure(mode: str, root: str, workers: int) -> dict[str, float]:
     """In the child: one fold of the corpus; seconds, events, files, peak RSS of the driver."""
     from mini_harness.replay import fold_corpus
@@ -129,7 +119,7 @@ def measure(mode: str, root: str, workers: int) -> dict[str, float]:
         "seconds": seconds,
         "events": report.total("events"),
         "files": len(report.files),
-        "peak_mb": _own_peak_mb(),
+        "peak_mb": peak_mb(),
         "cpu": time.process_time() - cpu,  # the driver's: with workers, not theirs
         "ray_start": ray_start,
     }

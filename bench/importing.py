@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -29,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import Config, Section, Target, clean_env, median
+from _common import Config, Section, Target, clean_env, median, peak_mb
 
 ORDER = 48
 SESSIONS = 200
@@ -265,15 +264,6 @@ def make_corpus(root: Path, sessions: int, size: int) -> int:
     return total
 
 
-def _peak_mb() -> float:
-    try:
-        with open("/proc/self/status") as status:
-            kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-    except (OSError, StopIteration):
-        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return kb / 1024
-
-
 def measure(mode: str, path: str, out: str) -> dict[str, float]:
     """In the child: one import (or the floor: read, parse and hash, nothing written)."""
     start = time.perf_counter()
@@ -287,7 +277,7 @@ def measure(mode: str, path: str, out: str) -> dict[str, float]:
                 for raw in handle:
                     digest.update(raw)
                     orjson.loads(raw)
-        return {"seconds": time.perf_counter() - start, "peak_mb": _peak_mb()}
+        return {"seconds": time.perf_counter() - start, "peak_mb": peak_mb()}
     from mini_harness.cli import cli
 
     try:
@@ -298,7 +288,7 @@ def measure(mode: str, path: str, out: str) -> dict[str, float]:
     seconds = time.perf_counter() - start
     if code not in (0, None):
         raise SystemExit(f"import exited {code}")
-    return {"seconds": seconds, "peak_mb": _peak_mb()}
+    return {"seconds": seconds, "peak_mb": peak_mb()}
 
 
 def _child(mode: str, path: Path, out: Path) -> dict[str, float]:
