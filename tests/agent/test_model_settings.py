@@ -4,7 +4,6 @@ environment or a config.toml (the user's or the project's), the first that says 
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 from tests.agent.recorded_runs import invoke
 from tests.agent.wire_servers import AnthropicWireServer, Failure, OpenAIWireServer, Stall, Turn
+from tests.test_settings import project_config, user_config
 
 
 class TestBaseUrl:
@@ -122,19 +122,6 @@ class TestRequestLimits:
         result = invoke(["run", "Task", "--model", "openai:m"], env=env)
         assert result.exit_code == 2
         assert f'{name} must be {wanted}, not "{value}"' in result.stderr
-
-
-def user_config(text: str) -> Path:
-    path = Path(os.environ["MINI_HARNESS_HOME"]) / "config.toml"
-    path.write_text(text)
-    return path
-
-
-def project_config(ws: Path, text: str) -> Path:
-    path = ws / ".mini-harness" / "config.toml"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 class TestRequestLimitsInConfig:
